@@ -1,0 +1,68 @@
+/*
+ * Events: OProfile-format event files (events/<cpu>/events, unit_masks),
+ * event specifications NAME:COUNT:UM:KERNEL:USER, and their perf_event_open
+ * programming.  Errors come back as -errno plus a message in a caller's
+ * buffer, so each program words them its own way.
+ */
+#ifndef EV_H
+#define EV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct perf_event_attr;
+struct ev_table;
+
+/* A parsed, not yet checked, event specification. */
+struct ev_spec {
+	char name[48];
+	uint64_t count;		/* 0: use the event's default */
+	uint32_t unit_mask;
+	bool um_given;
+	bool kernel;		/* count in kernel mode (default 1) */
+	bool user;		/* count in user mode (default 1) */
+};
+
+/*
+ * Load the event table for @cpu_type ("x86-64/arch", "timer", or NULL to
+ * detect: the architectural events where perf reports a usable PMU, else
+ * the timer event).  @dir is the events directory (DP_EVENTS_DIR, or the
+ * source tree's events/ in tests).  NULL with errno set, and a message in
+ * @err, on failure (missing or malformed file: file name and line).
+ */
+struct ev_table *ev_table_load(const char *dir, const char *cpu_type, char *err, size_t errlen);
+void ev_table_free(struct ev_table *t);	/* NULL accepted */
+const char *ev_table_cpu_type(const struct ev_table *t);
+
+/* Parse "NAME[:COUNT[:UM[:KERNEL[:USER]]]]". 0 or -EINVAL with a message. */
+int ev_spec_parse(const char *s, struct ev_spec *out, char *err, size_t errlen);
+
+/*
+ * Check @spec against @t (unknown name, count under the minimum, unit mask
+ * not allowed for the event) and fill in defaults (count, unit mask).
+ * 0 or -EINVAL with a message naming what is wrong.
+ */
+int ev_spec_check(const struct ev_table *t, struct ev_spec *spec, char *err, size_t errlen);
+
+/* The default event of @t ("CPU_CLK_UNHALTED" or "TIMER") with its default count. */
+int ev_default_spec(const struct ev_table *t, struct ev_spec *out);
+
+/* Fill @attr (type, config, sample_period, exclude_*) for a checked spec. */
+int ev_spec_to_perf(const struct ev_table *t, const struct ev_spec *spec, struct perf_event_attr *attr);
+
+/* Iterate the table for ophelp: index 0..n-1, NULL past the end. */
+struct ev_info {
+	const char *name;
+	const char *desc;
+	uint32_t code;
+	uint32_t counters;	/* bitmask of allowed counters */
+	uint64_t minimum;
+	uint64_t default_count;
+	const char *um_name;	/* unit mask set name, e.g. "zero" */
+};
+const struct ev_info *ev_table_get(const struct ev_table *t, size_t i);
+/* Unit masks of an event for ophelp: (value, description), NULL past the end. */
+const char *ev_unit_mask_get(const struct ev_table *t, const struct ev_info *e, size_t i, uint32_t *value);
+
+#endif

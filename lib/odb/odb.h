@@ -1,0 +1,57 @@
+/*
+ * odb: a sample file.  One file per (image, context, event); it maps a key
+ * (an offset into the image) to a 64-bit count.  The file is memory-mapped
+ * and laid out so that a killed writer leaves a file that still opens and
+ * reads correctly: readers look only at the node array up to the committed
+ * node count; the hash index is rebuilt whenever a writer opens the file.
+ * The layout is defined in include/domprof/odb_format.h.
+ */
+#ifndef ODB_H
+#define ODB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ODB_EVENT_NAME 48
+
+/* What a sample file counts.  Stored in the file header. */
+struct odb_desc {
+	char event[ODB_EVENT_NAME];	/* NUL-terminated */
+	uint64_t count;			/* sampling period */
+	uint32_t unit_mask;
+	uint32_t flags;			/* ODB_F_* */
+	int64_t mtime;			/* of the binary, 0 if unknown */
+};
+#define ODB_F_KERNEL	0x1		/* keys are kernel offsets */
+
+struct odb;
+
+enum odb_mode { ODB_RDONLY, ODB_RDWR };
+
+/*
+ * Open @path.  ODB_RDWR creates the file (and not its directories) with
+ * @desc if it does not exist; an existing file keeps its own header (then
+ * @desc may be NULL).  ODB_RDONLY validates the file completely: a bad
+ * magic, version, or a node count beyond the file's size is -EBADMSG.
+ * Returns 0 and sets *@out, or -errno.
+ */
+int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc);
+/* Closes (syncing nothing: the page cache owns the data). NULL accepted. */
+void odb_close(struct odb *db);
+/* msync the mapping. 0 or -errno. */
+int odb_sync(struct odb *db);
+
+/* Add @inc to the count of @key, inserting it at 0 first. 0 or -errno. */
+int odb_add(struct odb *db, uint64_t key, uint64_t inc);
+
+const struct odb_desc *odb_get_desc(const struct odb *db);
+/* Number of distinct keys. */
+uint64_t odb_nr_keys(const struct odb *db);
+/* Sum of all counts. */
+uint64_t odb_total(const struct odb *db);
+
+/* Calls @fn for every (key, count) in insertion order; stops at the first
+ * nonzero return and returns it. */
+int odb_foreach(const struct odb *db, int (*fn)(void *ctx, uint64_t key, uint64_t count), void *ctx);
+
+#endif

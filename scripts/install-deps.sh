@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install everything domprof needs to build, test and run its lab on Debian 12.
+# Idempotent: packages already present are left alone.  Usage:
+#   scripts/install-deps.sh          build + tests
+#   scripts/install-deps.sh --lab    also the lab (QEMU, a kernel, busybox)
+set -euo pipefail
+
+pkgs=(
+	build-essential autoconf automake libtool pkg-config
+	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev
+	clang libclang-rt-14-dev
+	linux-perf procps
+)
+lab_pkgs=(
+	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs
+	linux-image-amd64 linux-headers-amd64 debootstrap
+)
+[ "${1:-}" = --lab ] && pkgs+=("${lab_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#pkgs[@]} packages present"
+	exit 0
+fi
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
