@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Install what is needed, build, and run every test: unit tests (CUnit),
+# short fuzz runs, the host end-to-end test and the lab scenarios.
+# Ends with one line "tests: N passed, M failed"; exit 0 only if none failed.
+#   scripts/test.sh [--no-lab]
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+lab=1
+[ "${1:-}" = --no-lab ] && lab=0
+
+passed=0 failed=0 failures=()
+step() {
+	local name=$1; shift
+	echo "=== $name"
+	local t0=$SECONDS
+	if "$@"; then
+		passed=$((passed + 1)); echo "=== $name: PASS ($((SECONDS - t0)) s)"
+	else
+		failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAIL ($((SECONDS - t0)) s)"
+	fi
+}
+
+if [ $lab = 1 ]; then scripts/install-deps.sh --lab || exit 1; else scripts/install-deps.sh || exit 1; fi
+scripts/build.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+build=${DP_BUILD_DIR:-$top/build}
+export DP_BUILD=$build DP_PREFIX=$build/stage/usr/local
+export DOMPROF_EVENTS_DIR=$DP_PREFIX/share/domprof/events
+
+unit_tests() {
+	make -C "$build" -j"$(nproc)" check >"$build/check.out" 2>&1
+	local rc=$?
+	grep -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$build/check.out"
+	grep -E '^# (TOTAL|PASS|FAIL|ERROR)' "$build/check.out" | tail -4
+	if [ $rc -ne 0 ]; then
+		find "$build" -name 'test-suite.log' -newer "$build/check.out" -o -name 'test_*.log' -newer "$build/make.out" |
+			while read -r f; do grep -q -E 'FAIL|Failed|failed [1-9]' "$f" && { echo "--- $f"; tail -40 "$f"; }; done
+	fi
+	return $rc
+}
+step "unit tests" unit_tests
+step "fuzz (short)" make -C "$build" fuzz-short
+step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
+if [ $lab = 1 ]; then
+	for s in tests/lab/scenarios/*.sh; do
+		[ -e "$s" ] || continue
+		n=$(basename "$s" .sh)
+		[ "$n" = demo ] && continue
+		step "lab: $n" tests/lab/run.sh "$n" --stage "$build/stage"
+	done
+fi
+[ $failed -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
+echo "tests: $passed passed, $failed failed"
+[ $failed -eq 0 ]
