@@ -2,8 +2,12 @@
  * Generate a synthetic raw stream for the ingest benchmark: many processes,
  * many images, samples in runs per task as a real collector delivers them.
  *
- *   gen-stream --out FILE [--samples N] [--processes P] [--images I] [--seed S]
+ *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
+ *              [--images I] [--seed S]
  *
+ * --perf also writes the same profile as a perf.data in perf's pipe format
+ * (read it with `perf report -i - < FILE`), so perf report can be timed on
+ * an equivalent input.
  * Every process maps one main binary and LIBS_PER_PROC libraries chosen from
  * I images; samples fall on a limited set of hot offsets per image (so keys
  * repeat as in a real profile), 10% of them in the kernel.
@@ -19,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/perf_event.h>
 
 #include "raw/raw_stream.h"
 
@@ -63,18 +69,108 @@ static int file_sink(void *ctx, const void *buf, size_t len)
 	return 0;
 }
 
+/* perf pipe-format output: the same records, as perf record would write them. */
+#define PERF_REC_HEADER_ATTR 64
+#define PERF_SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
+			  PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
+
+struct perf_out {
+	FILE *f;
+	uint32_t pid, tid, cpu;
+	uint64_t time, period;
+};
+
+/* sample_id_all trailer for TID|TIME|CPU */
+static void perf_id(struct perf_out *po)
+{
+	uint32_t cpu[2] = { po->cpu, 0 };
+
+	fwrite(&po->pid, 4, 1, po->f);
+	fwrite(&po->tid, 4, 1, po->f);
+	fwrite(&po->time, 8, 1, po->f);
+	fwrite(cpu, 8, 1, po->f);
+}
+
+static void perf_header(struct perf_out *po, uint64_t period)
+{
+	uint64_t magic[2] = { 0x32454c4946524550ull, 16 };	/* "PERFILE2", pipe header size */
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE, .size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK, .sample_period = period,
+		.sample_type = PERF_SAMPLE_TYPE, .mmap = 1, .comm = 1, .mmap2 = 1,
+		.sample_id_all = 1,
+	};
+	struct perf_event_header h = { .type = PERF_REC_HEADER_ATTR,
+				       .size = (uint16_t)(sizeof(h) + sizeof(attr) + 8) };
+	uint64_t id = 1;
+
+	po->period = period;
+	fwrite(magic, sizeof(magic), 1, po->f);
+	fwrite(&h, sizeof(h), 1, po->f);
+	fwrite(&attr, sizeof(attr), 1, po->f);
+	fwrite(&id, 8, 1, po->f);
+}
+
+static void perf_comm(struct perf_out *po, uint32_t pid, const char *comm)
+{
+	char name[16] = { 0 };
+	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
+				       .size = sizeof(h) + 8 + sizeof(name) + 24 };
+
+	strncpy(name, comm, sizeof(name) - 1);
+	po->pid = po->tid = pid;
+	fwrite(&h, sizeof(h), 1, po->f);
+	fwrite(&pid, 4, 1, po->f);
+	fwrite(&pid, 4, 1, po->f);
+	fwrite(name, sizeof(name), 1, po->f);
+	perf_id(po);
+}
+
+static void perf_mmap(struct perf_out *po, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	size_t padded = (len + 1 + 7) & ~(size_t)7;
+	char name[128] = { 0 };
+	struct perf_event_header h = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER,
+				       .size = (uint16_t)(sizeof(h) + 64 + padded + 24) };
+	uint32_t ids[2] = { m->pid, m->tid }, dev[2] = { m->maj, m->min }, prot[2] = { m->prot, 2 };
+	uint64_t addr[3] = { m->start, m->len, m->pgoff }, ino[2] = { m->ino, 0 };
+
+	memcpy(name, path, len < sizeof(name) - 1 ? len : sizeof(name) - 1);
+	fwrite(&h, sizeof(h), 1, po->f);
+	fwrite(ids, sizeof(ids), 1, po->f);
+	fwrite(addr, sizeof(addr), 1, po->f);
+	fwrite(dev, sizeof(dev), 1, po->f);
+	fwrite(ino, sizeof(ino), 1, po->f);
+	fwrite(prot, sizeof(prot), 1, po->f);
+	fwrite(name, padded, 1, po->f);
+	perf_id(po);
+}
+
+static void perf_sample(struct perf_out *po, uint64_t pc, bool kernel)
+{
+	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE,
+				       .misc = kernel ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_USER,
+				       .size = sizeof(h) + 40 };
+	uint64_t rec[5] = { pc, (uint64_t)po->tid << 32 | po->pid, po->time, po->cpu, po->period };
+
+	fwrite(&h, sizeof(h), 1, po->f);
+	fwrite(rec, sizeof(rec), 1, po->f);
+}
+
 static uint64_t map_start(unsigned slot)
 {
 	return slot == 0 ? 0x400000ull : 0x7f0000000000ull + (uint64_t)slot * 0x10000000ull;
 }
 
-static int put_process(struct raw_writer *w, const struct gen_proc *p)
+static int put_process(struct raw_writer *w, struct perf_out *po, const struct gen_proc *p)
 {
 	char path[64], comm[16];
 	int err;
 
 	snprintf(comm, sizeof(comm), "bench%u", p->pid);
 	err = raw_put_comm(w, p->pid, p->pid, DP_RAW_COMM_EXEC, comm);
+	if (po)
+		perf_comm(po, p->pid, comm);
 	for (unsigned s = 0; !err && s <= LIBS_PER_PROC; s++) {
 		struct dp_raw_mmap m = {
 			.pid = p->pid, .tid = p->pid, .start = map_start(s), .len = IMAGE_SIZE,
@@ -84,6 +180,8 @@ static int put_process(struct raw_writer *w, const struct gen_proc *p)
 				 "/usr/lib/bench/lib%05u.so", p->image[s]);
 
 		err = raw_put_mmap(w, &m, path, (size_t)n);
+		if (po)
+			perf_mmap(po, &m, path, (size_t)n);
 	}
 	return err;
 }
@@ -92,6 +190,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "out", required_argument, NULL, 'o' },
+		{ "perf", required_argument, NULL, 'P' },
 		{ "samples", required_argument, NULL, 'n' },
 		{ "processes", required_argument, NULL, 'p' },
 		{ "images", required_argument, NULL, 'i' },
@@ -100,7 +199,8 @@ int main(int argc, char **argv)
 	};
 	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull;
 	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0;
-	const char *out = NULL;
+	const char *out = NULL, *perf_path = NULL;
+	struct perf_out perf = { 0 }, *po = NULL;
 	struct dp_raw_event ev = { .name = "TIMER", .count = 100000,
 				   .flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER };
 	struct gen_proc *procs;
@@ -111,12 +211,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:n:p:i:s:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'P': perf_path = optarg; break;
 		case 'n': nr_samples = strtoull(optarg, NULL, 0); break;
 		case 'p': nr_procs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'i': nr_images = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': rng_state = strtoull(optarg, NULL, 0) | 1; break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--samples N] [--processes P] [--images I] [--seed S]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S]\n");
 			return 1;
 		}
 	}
@@ -131,6 +232,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-stream: %s: %s\n", out, strerror(errno));
 		return 1;
 	}
+	if (perf_path) {
+		perf.f = fopen(perf_path, "w");
+		if (!perf.f) {
+			fprintf(stderr, "gen-stream: %s: %s\n", perf_path, strerror(errno));
+			return 1;
+		}
+		setvbuf(perf.f, NULL, _IOFBF, 1 << 20);
+		perf.time = now;
+		perf_header(&perf, ev.count);
+		po = &perf;
+	}
 	w = raw_writer_new(file_sink, &fd, 1 << 20);
 	if (!w) {
 		fprintf(stderr, "gen-stream: %s\n", strerror(errno));
@@ -144,7 +256,7 @@ int main(int argc, char **argv)
 		procs[i].image[0] = i % nr_images;
 		for (unsigned s = 1; s <= LIBS_PER_PROC; s++)
 			procs[i].image[s] = (unsigned)(rng() % nr_images);
-		err = put_process(w, &procs[i]);
+		err = put_process(w, po, &procs[i]);
 	}
 	while (!err && written < nr_samples) {
 		/* Skew: half the runs go to the first tenth of the processes. */
@@ -159,6 +271,11 @@ int main(int argc, char **argv)
 			err = raw_put_cpu(w, cpu);
 		if (!err)
 			err = raw_put_task(w, p->pid, p->pid);
+		if (po) {
+			po->time = now;
+			po->cpu = cpu;
+			po->pid = po->tid = p->pid;
+		}
 		int mode = -1;
 
 		for (unsigned k = 0; !err && k < RUN && written < nr_samples; k++, written++) {
@@ -174,12 +291,16 @@ int main(int argc, char **argv)
 			}
 			if (!err)
 				err = raw_put_sample(w, pc, 0);
+			if (po)
+				perf_sample(po, pc, kernel);
 		}
 	}
 	if (!err)
 		err = raw_writer_close(w);
 	else
 		raw_writer_close(w);
+	if (po && fclose(po->f) != 0 && !err)
+		err = -EIO;
 	if (err || close(fd) < 0) {
 		fprintf(stderr, "gen-stream: writing %s: %s\n", out, strerror(err ? -err : errno));
 		return 1;
