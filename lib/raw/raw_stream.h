@@ -74,6 +74,14 @@ struct raw_decode_stats {
  * length over DP_RAW_MAX_PAYLOAD or not word-aligned input), or a handler's
  * error.  Unknown types and malformed payloads of known types are skipped by
  * their length and counted in @st.
+ *
+ * Input arrives in arbitrary pieces (a pipe read may end mid-word): a
+ * trailing partial word is a cut-off record like any other, and @buf need
+ * not be aligned.  @st is added to, not reset, so decoding a stream in
+ * pieces counts the same as decoding it whole; it may be NULL.  On a
+ * handler's error *@consumed includes the record that handler was given;
+ * on -EBADMSG it stops at the bad record.  A sample whose event word does
+ * not fit 32 bits is malformed (counted in bad_payload).
  */
 int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len,
 	       size_t *consumed, struct raw_decode_stats *st);
