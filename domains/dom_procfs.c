@@ -1,0 +1,772 @@
+/*
+ * The procfs backend: find QEMU processes under a proc root, read their
+ * command lines and vCPU thread names, and keep the table current.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dom.h"
+#include "dom_cmdline.h"
+#include "util/du_log.h"
+
+/* Scans after a change of thread count during which threads are re-read:
+ * QEMU names a thread just after creating it, so a scan can see the
+ * thread before its name. */
+#define DOM_SETTLE_SCANS 3
+
+struct dom_domain {
+	struct dom_domain *next;	/* table list */
+	struct dom_domain *hnext;	/* pid hash chain */
+	pid_t pid;
+	unsigned long long start_time;	/* /proc/PID/stat field 22; 0: unknown */
+	char *name;
+	char uuid[DOM_UUID_STRLEN + 1];
+	bool has_uuid;
+	bool selected;
+	char *agent_path;
+
+	pid_t *vcpu_tid;		/* [nr_vcpus], -1 for gaps */
+	unsigned int nr_vcpus;
+	/* tid -> vcpu, open addressing, rebuilt when the vCPU map changes */
+	pid_t *ht_tid;			/* 0: empty slot */
+	unsigned int *ht_vcpu;
+	unsigned int ht_mask;
+
+	nlink_t task_nlink;		/* st_nlink of task/ at the last read */
+	unsigned int settle;		/* scans left to re-read threads */
+	unsigned int seen_gen;
+	bool vcpus_dirty;		/* report vcpus_changed this scan */
+};
+
+struct dom_table {
+	int proc_fd;
+	char **names;			/* selection, NULL-terminated; NULL: all */
+	struct dom_domain *list;
+	struct dom_domain **buckets;	/* pid hash */
+	size_t nr_buckets;		/* power of two */
+	size_t count;
+	unsigned int gen;
+};
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static size_t hash_pid(pid_t pid)
+{
+	uint32_t x = (uint32_t)pid;
+
+	x ^= x >> 16;
+	x *= 0x7feb352dU;
+	x ^= x >> 15;
+	x *= 0x846ca68bU;
+	x ^= x >> 16;
+	return x;
+}
+
+/*
+ * Read up to @cap bytes of @path (relative to @dirfd) into @buf.  Returns
+ * the byte count, or -errno.  *@full is set when the file may have more.
+ */
+static ssize_t read_at(int dirfd, const char *path, char *buf, size_t cap,
+		       bool *full)
+{
+	ssize_t n;
+	size_t got = 0;
+	int fd;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	while (got < cap) {
+		n = read(fd, buf + got, cap - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	if (full)
+		*full = got == cap;
+	close(fd);
+	return (ssize_t)got;
+}
+
+/*
+ * Start time and state from /proc/PID/stat.  comm (field 2) may hold any
+ * bytes, ')' included, so fields are counted from the last ')'.
+ * Returns 0, -ENOENT when the file is absent (a fake tree may omit it),
+ * -EINVAL when malformed.
+ */
+static int read_stat(int dirfd, pid_t pid, unsigned long long *start,
+		     char *state)
+{
+	char path[32], buf[1024];
+	const char *p, *end;
+	ssize_t n;
+	int field;
+
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	n = read_at(dirfd, path, buf, sizeof(buf) - 1, NULL);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	end = buf + n;
+	p = memrchr(buf, ')', (size_t)n);
+	if (!p || p + 2 >= end)
+		return -EINVAL;
+	p += 2;			/* ") " */
+	*state = *p;
+	/* p is at field 3; field 22 is starttime. */
+	for (field = 3; field < 22; field++) {
+		p = memchr(p, ' ', (size_t)(end - p));
+		if (!p)
+			return -EINVAL;
+		p++;
+	}
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+static bool selected(const struct dom_table *t, const char *name,
+		     const char *uuid)
+{
+	char **s;
+
+	if (!t->names)
+		return true;
+	for (s = t->names; *s; s++)
+		if (strcmp(*s, name) == 0 || strcasecmp(*s, uuid) == 0)
+			return true;
+	return false;
+}
+
+/* ---- the key derived from a name ---------------------------------------- */
+
+#define FNV64_BASIS 0xcbf29ce484222325ULL
+#define FNV64_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= FNV64_PRIME;
+	}
+	return h;
+}
+
+void dom_uuid_from_name(const char *name, char out[DOM_UUID_STRLEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint64_t h[2] = { FNV64_BASIS, FNV64_BASIS ^ 0x5bd1e9955bd1e995ULL };
+	unsigned char b[16];
+	size_t i, o = 0;
+
+	for (i = 0; i < 2; i++)
+		h[i] = fnv1a(fnv1a(h[i], "domprof:"), name);
+	for (i = 0; i < 16; i++)
+		b[i] = (unsigned char)(h[i / 8] >> (56 - 8 * (i % 8)));
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x80);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[b[i] >> 4];
+		out[o++] = hex[b[i] & 15];
+	}
+	out[o] = '\0';
+}
+
+/* ---- domains ------------------------------------------------------------ */
+
+static void domain_free(struct dom_domain *d)
+{
+	if (!d)
+		return;
+	free(d->name);
+	free(d->agent_path);
+	free(d->vcpu_tid);
+	free(d->ht_tid);
+	free(d->ht_vcpu);
+	free(d);
+}
+
+/*
+ * Resolve an agent chardev given as fd=N (libvirt opens the listening
+ * socket itself): /proc/PID/fd/N is "socket:[INODE]", and the path bound
+ * to that inode is in /proc/PID/net/unix.  Best effort: NULL if anything
+ * is missing.
+ */
+static char *agent_path_from_fd(int dirfd, pid_t pid, int fd)
+{
+	char path[64], link[64], *buf = NULL, *line, *save = NULL, *res = NULL;
+	unsigned long long ino;
+	ssize_t n;
+	bool full;
+
+	snprintf(path, sizeof(path), "%d/fd/%d", (int)pid, fd);
+	n = readlinkat(dirfd, path, link, sizeof(link) - 1);
+	if (n < 0)
+		return NULL;
+	link[n] = '\0';
+	if (sscanf(link, "socket:[%llu]", &ino) != 1)
+		return NULL;
+	buf = malloc(1 << 20);
+	if (!buf)
+		return NULL;
+	snprintf(path, sizeof(path), "%d/net/unix", (int)pid);
+	n = read_at(dirfd, path, buf, (1 << 20) - 1, &full);
+	if (n < 0)
+		goto out_free;
+	buf[n] = '\0';
+	/* Num RefCount Protocol Flags Type St Inode Path */
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long lino;
+		int off = 0;
+
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %llu %n", &lino,
+			   &off) < 1 || lino != ino || off <= 0 || !line[off])
+			continue;
+		if (line[off] == '/')
+			res = strdup(line + off);
+		break;
+	}
+out_free:
+	free(buf);
+	return res;
+}
+
+/* Build a domain from /proc/PID; NULL when it cannot (it may just have
+ * exited) — the error is logged at debug level and the pid skipped. */
+static struct dom_domain *domain_probe(struct dom_table *t, pid_t pid)
+{
+	struct dom_cmdline cl;
+	struct dom_domain *d;
+	char path[32], *buf;
+	char state = 0;
+	bool full = false;
+	ssize_t n;
+	int err;
+
+	buf = malloc(DOM_CMDLINE_MAX);
+	d = calloc(1, sizeof(*d));
+	if (!buf || !d)
+		goto out_free;
+	d->pid = pid;
+	if (read_stat(t->proc_fd, pid, &d->start_time, &state) < 0)
+		d->start_time = 0;
+	if (state == 'Z')
+		goto out_free;
+	snprintf(path, sizeof(path), "%d/cmdline", (int)pid);
+	n = read_at(t->proc_fd, path, buf, DOM_CMDLINE_MAX, &full);
+	if (n < 0) {
+		du_debug("domains: pid %d: cmdline: %s", (int)pid, strerror((int)-n));
+		goto out_free;
+	}
+	err = dom_cmdline_parse(buf, (size_t)n, full, &cl);
+	if (err)
+		goto out_free;
+	if (cl.name) {
+		d->name = cl.name;
+		cl.name = NULL;
+	} else {
+		char tmp[32];
+
+		snprintf(tmp, sizeof(tmp), "qemu-%d", (int)pid);
+		d->name = strdup(tmp);
+	}
+	if (cl.agent_path) {
+		d->agent_path = cl.agent_path;
+		cl.agent_path = NULL;
+	} else if (cl.agent_fd >= 0) {
+		d->agent_path = agent_path_from_fd(t->proc_fd, pid, cl.agent_fd);
+	}
+	d->has_uuid = cl.uuid[0] != '\0';
+	if (d->has_uuid)
+		memcpy(d->uuid, cl.uuid, sizeof(d->uuid));
+	dom_cmdline_release(&cl);
+	if (!d->name)
+		goto out_free;
+	if (!d->has_uuid)
+		dom_uuid_from_name(d->name, d->uuid);
+	d->selected = selected(t, d->name, d->uuid);
+	d->task_nlink = (nlink_t)-1;
+	d->settle = DOM_SETTLE_SCANS;
+	free(buf);
+	return d;
+out_free:
+	free(buf);
+	domain_free(d);
+	return NULL;
+}
+
+static int ht_build(struct dom_domain *d)
+{
+	unsigned int i, n = 0, size = 8;
+	pid_t *tids;
+	unsigned int *vcpus;
+
+	for (i = 0; i < d->nr_vcpus; i++)
+		n += d->vcpu_tid[i] > 0;
+	while (size < 2 * n)
+		size <<= 1;
+	tids = calloc(size, sizeof(*tids));
+	vcpus = calloc(size, sizeof(*vcpus));
+	if (!tids || !vcpus) {
+		free(tids);
+		free(vcpus);
+		return -ENOMEM;
+	}
+	for (i = 0; i < d->nr_vcpus; i++) {
+		size_t h;
+
+		if (d->vcpu_tid[i] <= 0)
+			continue;
+		for (h = hash_pid(d->vcpu_tid[i]) & (size - 1); tids[h];
+		     h = (h + 1) & (size - 1))
+			;
+		tids[h] = d->vcpu_tid[i];
+		vcpus[h] = i;
+	}
+	free(d->ht_tid);
+	free(d->ht_vcpu);
+	d->ht_tid = tids;
+	d->ht_vcpu = vcpus;
+	d->ht_mask = size - 1;
+	return 0;
+}
+
+/*
+ * Re-read the thread names of @d if its thread count changed or it is
+ * still settling.  Sets d->vcpus_dirty when the vCPU map changed.
+ */
+static void domain_read_tasks(struct dom_table *t, struct dom_domain *d)
+{
+	char path[64], comm[32];
+	pid_t *map = NULL;
+	unsigned int nr = 0, cap = 0, v, i;
+	struct dirent *de;
+	struct stat st;
+	DIR *dir = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/task", (int)d->pid);
+	if (fstatat(t->proc_fd, path, &st, 0) < 0)
+		return;
+	if (st.st_nlink != d->task_nlink) {
+		d->task_nlink = st.st_nlink;
+		d->settle = DOM_SETTLE_SCANS;
+	} else if (d->settle == 0) {
+		return;
+	} else {
+		d->settle--;
+	}
+	fd = openat(t->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		char *end;
+		long tid;
+		ssize_t n;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		errno = 0;
+		tid = strtol(de->d_name, &end, 10);
+		if (*end || errno || tid <= 0 || tid > INT_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%d/task/%ld/comm", (int)d->pid, tid);
+		n = read_at(t->proc_fd, path, comm, sizeof(comm), NULL);
+		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
+			continue;
+		if (v >= cap) {
+			unsigned int ncap = cap ? cap : 8;
+			pid_t *nm;
+
+			while (ncap <= v)
+				ncap *= 2;
+			nm = realloc(map, ncap * sizeof(*map));
+			if (!nm)
+				goto out_close;
+			for (i = cap; i < ncap; i++)
+				nm[i] = -1;
+			map = nm;
+			cap = ncap;
+		}
+		/* Two threads claiming one index: keep the lower tid, so
+		 * the answer does not depend on readdir order. */
+		if (map[v] < 0 || (pid_t)tid < map[v])
+			map[v] = (pid_t)tid;
+		if (v + 1 > nr)
+			nr = v + 1;
+	}
+	if (nr == d->nr_vcpus &&
+	    (nr == 0 || memcmp(map, d->vcpu_tid, nr * sizeof(*map)) == 0))
+		goto out_close;
+	{
+		pid_t *old = d->vcpu_tid;
+		unsigned int old_nr = d->nr_vcpus;
+
+		d->vcpu_tid = map;
+		d->nr_vcpus = nr;
+		if (ht_build(d) < 0) {
+			/* Keep the old, consistent map; retry next scan. */
+			d->vcpu_tid = old;
+			d->nr_vcpus = old_nr;
+			d->task_nlink = (nlink_t)-1;
+			goto out_close;
+		}
+		map = old;
+		d->vcpus_dirty = true;
+	}
+out_close:
+	free(map);
+	closedir(dir);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static void table_link(struct dom_table *t, struct dom_domain *d)
+{
+	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
+
+	d->next = t->list;
+	t->list = d;
+	d->hnext = t->buckets[b];
+	t->buckets[b] = d;
+	t->count++;
+}
+
+static void table_unlink(struct dom_table *t, struct dom_domain *d)
+{
+	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
+	struct dom_domain **pp;
+
+	for (pp = &t->buckets[b]; *pp; pp = &(*pp)->hnext)
+		if (*pp == d) {
+			*pp = d->hnext;
+			break;
+		}
+	for (pp = &t->list; *pp; pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			break;
+		}
+	t->count--;
+}
+
+/* Grow the pid hash so chains stay short; failure only costs speed. */
+static void table_grow(struct dom_table *t)
+{
+	struct dom_domain **nb, *d;
+	size_t n = t->nr_buckets * 2;
+
+	if (t->count < t->nr_buckets)
+		return;
+	nb = calloc(n, sizeof(*nb));
+	if (!nb)
+		return;
+	for (d = t->list; d; d = d->next) {
+		size_t b = hash_pid(d->pid) & (n - 1);
+
+		d->hnext = nb[b];
+		nb[b] = d;
+	}
+	free(t->buckets);
+	t->buckets = nb;
+	t->nr_buckets = n;
+}
+
+static struct dom_domain *table_find(const struct dom_table *t, pid_t pid)
+{
+	struct dom_domain *d;
+
+	for (d = t->buckets[hash_pid(pid) & (t->nr_buckets - 1)]; d; d = d->hnext)
+		if (d->pid == pid)
+			return d;
+	return NULL;
+}
+
+struct dom_table *dom_table_new(const struct dom_config *cfg)
+{
+	const char *root = cfg && cfg->proc_root ? cfg->proc_root : "/proc";
+	struct dom_table *t;
+	size_t n = 0, i;
+	int err;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->proc_fd = -1;
+	t->nr_buckets = 64;
+	t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets));
+	if (!t->buckets)
+		goto out_nomem;
+	if (cfg && cfg->names) {
+		while (cfg->names[n])
+			n++;
+		t->names = calloc(n + 1, sizeof(*t->names));
+		if (!t->names)
+			goto out_nomem;
+		for (i = 0; i < n; i++) {
+			t->names[i] = strdup(cfg->names[i]);
+			if (!t->names[i])
+				goto out_nomem;
+		}
+	}
+	t->proc_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->proc_fd < 0) {
+		err = errno;
+		du_err("domains: cannot open %s: %s", root, strerror(err));
+		goto out_free;
+	}
+	return t;
+out_nomem:
+	err = ENOMEM;
+out_free:
+	dom_table_free(t);
+	errno = err;
+	return NULL;
+}
+
+void dom_table_free(struct dom_table *t)
+{
+	struct dom_domain *d, *next;
+	char **s;
+
+	if (!t)
+		return;
+	for (d = t->list; d; d = next) {
+		next = d->next;
+		domain_free(d);
+	}
+	if (t->names) {
+		for (s = t->names; *s; s++)
+			free(*s);
+		free(t->names);
+	}
+	if (t->proc_fd >= 0)
+		close(t->proc_fd);
+	free(t->buckets);
+	free(t);
+}
+
+/* Cheapest test first: one readlink, then the 16-byte comm, then argv[0]. */
+static bool pid_is_qemu(int dirfd, pid_t pid)
+{
+	char path[32], buf[PATH_MAX];
+	ssize_t n;
+	char *nul;
+
+	snprintf(path, sizeof(path), "%d/exe", (int)pid);
+	n = readlinkat(dirfd, path, buf, sizeof(buf));
+	if (n > 0 && dom_is_qemu_path(buf, (size_t)n))
+		return true;
+	snprintf(path, sizeof(path), "%d/comm", (int)pid);
+	n = read_at(dirfd, path, buf, 64, NULL);
+	if (n > 0 && dom_is_qemu_comm(buf, (size_t)n))
+		return true;
+	snprintf(path, sizeof(path), "%d/cmdline", (int)pid);
+	n = read_at(dirfd, path, buf, sizeof(buf), NULL);
+	if (n <= 0)
+		return false;
+	/* An argv[0] longer than the buffer is no QEMU path we accept. */
+	nul = memchr(buf, '\0', (size_t)n);
+	if (!nul)
+		return false;
+	return dom_is_qemu_path(buf, (size_t)(nul - buf));
+}
+
+int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
+{
+	struct dom_domain *added = NULL, *removed = NULL, *d, **pp;
+	struct dirent *de;
+	DIR *dir;
+	int fd;
+
+	fd = openat(t->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	t->gen++;
+	while ((de = readdir(dir))) {
+		unsigned long long start;
+		char state;
+		char *end;
+		long v;
+		pid_t pid;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		errno = 0;
+		v = strtol(de->d_name, &end, 10);
+		if (*end || errno || v <= 0 || v > INT_MAX)
+			continue;
+		pid = (pid_t)v;
+		d = table_find(t, pid);
+		if (d) {
+			int r = read_stat(t->proc_fd, pid, &start, &state);
+
+			if (r == 0 && state != 'Z' &&
+			    (!d->start_time || start == d->start_time)) {
+				d->seen_gen = t->gen;
+				domain_read_tasks(t, d);
+				continue;
+			}
+			/* A tree without stat files (tests) gives no start
+			 * time: the directory entry is its liveness. */
+			if (r < 0 && !d->start_time) {
+				d->seen_gen = t->gen;
+				domain_read_tasks(t, d);
+				continue;
+			}
+			/* Exited, a zombie, or the pid was reused: the old
+			 * domain goes; a reused pid is probed as new. */
+			if (r < 0)
+				continue;
+		}
+		if (!pid_is_qemu(t->proc_fd, pid))
+			continue;
+		d = domain_probe(t, pid);
+		if (!d)
+			continue;
+		d->next = added;
+		added = d;
+	}
+	closedir(dir);
+
+	/* Removals first, so a restart reads as remove + add. */
+	for (pp = &t->list; *pp;) {
+		d = *pp;
+		if (d->seen_gen == t->gen) {
+			pp = &d->next;
+			continue;
+		}
+		table_unlink(t, d);
+		d->next = removed;
+		removed = d;
+	}
+	while ((d = removed)) {
+		removed = d->next;
+		if (ops && ops->removed)
+			ops->removed(ctx, d);
+		domain_free(d);
+	}
+	while ((d = added)) {
+		added = d->next;
+		d->seen_gen = t->gen;
+		domain_read_tasks(t, d);
+		d->vcpus_dirty = false;
+		table_grow(t);
+		table_link(t, d);
+		if (ops && ops->added)
+			ops->added(ctx, d);
+	}
+	for (d = t->list; d; d = d->next) {
+		if (!d->vcpus_dirty)
+			continue;
+		d->vcpus_dirty = false;
+		if (ops && ops->vcpus_changed)
+			ops->vcpus_changed(ctx, d);
+	}
+	return 0;
+}
+
+int dom_lookup_task(const struct dom_table *t, pid_t pid, pid_t tid,
+		    const struct dom_domain **dp, int *vcpu)
+{
+	const struct dom_domain *d = table_find(t, pid);
+	int v = -1;
+
+	if (d && tid > 0 && d->ht_tid) {
+		size_t h;
+
+		for (h = hash_pid(tid) & d->ht_mask; d->ht_tid[h];
+		     h = (h + 1) & d->ht_mask)
+			if (d->ht_tid[h] == tid) {
+				v = (int)d->ht_vcpu[h];
+				break;
+			}
+	}
+	if (dp)
+		*dp = d;
+	if (vcpu)
+		*vcpu = v;
+	return d ? 0 : -ENOENT;
+}
+
+size_t dom_table_count(const struct dom_table *t)
+{
+	return t->count;
+}
+
+const struct dom_domain *dom_table_next(const struct dom_table *t,
+					const struct dom_domain *prev)
+{
+	return prev ? prev->next : t->list;
+}
+
+const char *dom_domain_name(const struct dom_domain *d)
+{
+	return d->name;
+}
+
+const char *dom_domain_uuid(const struct dom_domain *d)
+{
+	return d->uuid;
+}
+
+bool dom_domain_has_uuid(const struct dom_domain *d)
+{
+	return d->has_uuid;
+}
+
+pid_t dom_domain_pid(const struct dom_domain *d)
+{
+	return d->pid;
+}
+
+unsigned int dom_domain_nr_vcpus(const struct dom_domain *d)
+{
+	return d->nr_vcpus;
+}
+
+pid_t dom_domain_vcpu_tid(const struct dom_domain *d, unsigned int idx)
+{
+	return idx < d->nr_vcpus ? d->vcpu_tid[idx] : -1;
+}
+
+const char *dom_domain_agent_path(const struct dom_domain *d)
+{
+	return d->agent_path;
+}
+
+bool dom_domain_selected(const struct dom_domain *d)
+{
+	return d->selected;
+}
