@@ -26,6 +26,9 @@ int raw_header_parse(const void *buf, size_t len, struct raw_header *out)
 	size_t need;
 	uint32_t i;
 
+	/* Nothing to read, and buf may be NULL (NULL + 0 is undefined). */
+	if (!len)
+		return -EAGAIN;
 	du_cur_init(&c, buf, len);
 	/* A wrong magic is known as soon as it is there: say so early. */
 	if (!du_cur_u64(&c, &magic))
@@ -222,6 +225,10 @@ int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len
 	uint64_t records = 0, samples = 0;
 	int rc = 0;
 
+	if (!len) {
+		*consumed = 0;
+		return 0;
+	}
 	du_cur_init(&c, buf, len);
 	for (;;) {
 		const uint8_t *head;
