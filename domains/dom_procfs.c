@@ -536,7 +536,7 @@ struct dom_table *dom_table_new(const struct dom_config *cfg)
 	t->proc_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->proc_fd < 0) {
 		err = errno;
-		du_err("domains: cannot open %s: %s", root, strerror(err));
+		du_debug("domains: cannot open %s: %s", root, strerror(err));
 		goto out_free;
 	}
 	return t;
@@ -634,6 +634,7 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 
 			if (r == 0 && state != 'Z' &&
 			    (!d->start_time || start == d->start_time)) {
+				d->start_time = start;
 				d->seen_gen = t->gen;
 				domain_read_tasks(t, d);
 				continue;
