@@ -1,0 +1,171 @@
+/*
+ * opcontrol's logic, kept out of opcontrol.c so the unit tests can drive it.
+ * Everything here follows the session contract (doc/session.md): the pid
+ * file, the stats and session.conf files, and oprofiled's command line.
+ *
+ * Conventions: actions return 0 or -errno with a one-line message in the
+ * caller's @err buffer (the program prefixes it with "opcontrol: ");
+ * normal output goes to the FILE the caller passes; warnings go through
+ * du_warn().
+ */
+#ifndef CTL_H
+#define CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CTL_MAX_EVENTS		16
+#define CTL_DUMP_TIMEOUT_MS	10000
+#define CTL_STOP_TIMEOUT_MS	30000
+#define CTL_START_TIMEOUT_MS	30000
+
+enum ctl_action {
+	CTL_NONE,
+	CTL_START,
+	CTL_STOP,
+	CTL_DUMP,
+	CTL_STATUS,
+	CTL_RESET,
+	CTL_HELP,
+	CTL_VERSION,
+};
+
+/* The parsed command line.  Strings are borrowed from argv. */
+struct ctl_opts {
+	enum ctl_action action;
+	const char *session_dir;	/* never NULL after parsing */
+	const char *events[CTL_MAX_EVENTS];
+	size_t n_events;
+	const char *separate;		/* NULL: daemon default */
+	const char *collector;		/* "perf" unless given */
+	const char *domains;		/* NULL: not given */
+	const char *record;
+	const char *events_dir;		/* NULL: DP_EVENTS_DIR */
+	bool verbose;
+};
+
+/*
+ * Parse opcontrol's arguments (argv[0] is skipped) into @o.  Exactly one
+ * action must be given; start-only options with another action, unknown
+ * options, repeated single-value options and bad --separate or --collector
+ * values are refused: -EINVAL with a message.  Event names are not checked
+ * here (see ctl_events_resolve).
+ */
+int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, size_t errlen);
+void ctl_usage(FILE *f);
+
+/* Check a --separate list: comma list of none|lib|kernel|thread|cpu|all. */
+int ctl_separate_check(const char *list, char *err, size_t errlen);
+
+/*
+ * Check every event of @o against the event table (ev_table_load with a
+ * NULL cpu type, from o->events_dir or DP_EVENTS_DIR) and write each, with
+ * defaults filled in, as "NAME:COUNT:UM:K:U" into @specs (n_out of them;
+ * the table's default event when none was given).
+ */
+int ctl_events_resolve(const struct ctl_opts *o, char specs[][96], size_t max, size_t *n_out,
+		       char *err, size_t errlen);
+
+/* ---- pid file ------------------------------------------------------- */
+
+enum ctl_pid_state {
+	CTL_PID_NONE,		/* no pid file */
+	CTL_PID_RUNNING,	/* live oprofiled */
+	CTL_PID_STALE,		/* unreadable content or process gone */
+	CTL_PID_FOREIGN,	/* live process that is not oprofiled */
+};
+
+struct ctl_pid_info {
+	enum ctl_pid_state state;
+	pid_t pid;		/* 0 when the file held no valid pid */
+	char comm[32];		/* FOREIGN: what runs under that pid */
+};
+
+/* Inspect SESSION/oprofiled.pid.  Never fails: problems become states. */
+void ctl_pid_probe(const char *session_dir, struct ctl_pid_info *info);
+/* Parse a pid file's content: a decimal pid > 1, optional trailing newline. */
+bool ctl_pid_parse(const char *text, pid_t *pid);
+/* The process exists and is not a zombie. */
+bool ctl_pid_alive(pid_t pid);
+/* The process's comm or executable name is "oprofiled". Fills @comm. */
+bool ctl_pid_is_oprofiled(pid_t pid, char *comm, size_t commlen);
+/* du_warn() about a STALE/FOREIGN pid file; nothing for other states. */
+void ctl_pid_warn_stale(const char *session_dir, const struct ctl_pid_info *info);
+
+/* ---- key/value files (stats, session.conf) ---------------------------- */
+
+struct ctl_kv;
+
+/*
+ * Parse "key value" lines (key: [a-z0-9_]+, one space or tab, value: rest
+ * of the line).  Lines that do not fit are ignored and counted; empty lines
+ * are skipped.  NULL with errno set on allocation failure only.
+ */
+struct ctl_kv *ctl_kv_parse(const char *text, size_t len);
+/* Read and parse @path.  NULL with errno (ENOENT when absent). */
+struct ctl_kv *ctl_kv_load(const char *path);
+void ctl_kv_free(struct ctl_kv *kv);	/* NULL accepted */
+/* Last value of @key, NULL if absent.  Borrowed from @kv. */
+const char *ctl_kv_get(const struct ctl_kv *kv, const char *key);
+/* Last value of @key as an unsigned integer; false if absent or not one. */
+bool ctl_kv_get_u64(const struct ctl_kv *kv, const char *key, uint64_t *v);
+/* The i-th entry (in file order); false past the end. */
+bool ctl_kv_entry(const struct ctl_kv *kv, size_t i, const char **key, const char **value);
+size_t ctl_kv_count(const struct ctl_kv *kv);
+/* Lines that were not "key value" (ignored). */
+size_t ctl_kv_garbage(const struct ctl_kv *kv);
+
+/* ---- actions ---------------------------------------------------------- */
+
+/* What --status shows, gathered so that formatting is a pure function. */
+struct ctl_status {
+	const char *session_dir;
+	struct ctl_pid_info pid;
+	const struct ctl_kv *stats;	/* NULL: no stats file */
+	const struct ctl_kv *conf;	/* NULL: no session.conf */
+	time_t now;
+};
+
+/* Write the person-readable status report. */
+void ctl_status_format(FILE *out, const struct ctl_status *st);
+/* --status: gather and print; -ENOENT when there is no session at all. */
+int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen);
+
+/*
+ * Path of the oprofiled to run: $DOMPROF_OPROFILED if set (tests), else
+ * next to this executable, else the build tree's ../daemon/oprofiled, else
+ * $(bindir)/oprofiled, else plain "oprofiled" (looked up in $PATH).
+ */
+void ctl_find_daemon(char *buf, size_t len);
+
+/*
+ * Build oprofiled's argv for @o and the resolved @specs into @argv (at most
+ * @max entries including the NULL terminator).  Strings are borrowed from
+ * @o, @specs, @daemon and @session_abs, except "--opt=value" strings which
+ * are written into @store (@storelen bytes).
+ */
+int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ctl_opts *o,
+		    char specs[][96], size_t n_specs, const char **argv, size_t max,
+		    char *store, size_t storelen);
+
+/* --start with already resolved event specs. */
+int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *out,
+	      char *err, size_t errlen);
+/* --stop; -ESRCH "Daemon not running" when there is none. */
+int ctl_stop(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
+/* --dump; -ESRCH when no daemon, -ETIMEDOUT when stats did not move. */
+int ctl_dump(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
+/* --reset: refuses (-EBUSY) while the daemon runs. */
+int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen);
+
+/* Whole program: returns the exit status. */
+int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf);
+
+/* Helpers shared by the ctl_*.c files. */
+int ctl_abs_path(const char *path, char *buf, size_t len);
+void ctl_sleep_ms(int ms);
+
+#endif

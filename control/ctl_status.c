@@ -1,0 +1,208 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "ctl.h"
+
+/* Keys the report shows in its own lines; the rest go under "Other". */
+static const char *const known_keys[] = {
+	"dumps", "running", "collector", "start_time", "events",
+	"samples_received", "samples_lost", "samples_filed",
+	"samples_host_kernel", "samples_host_user", "samples_guest_kernel", "samples_guest_user",
+	"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task", "unresolved_bad_event",
+	"stream_unknown_records", "stream_bad_records", "processes_seen", "sample_files",
+};
+
+static bool is_known(const char *key)
+{
+	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++)
+		if (!strcmp(known_keys[i], key))
+			return true;
+	return false;
+}
+
+static void fmt_duration(char *buf, size_t len, uint64_t s)
+{
+	if (s >= 86400)
+		snprintf(buf, len, "%" PRIu64 "d %02" PRIu64 "h %02" PRIu64 "m",
+			 s / 86400, s / 3600 % 24, s / 60 % 60);
+	else if (s >= 3600)
+		snprintf(buf, len, "%" PRIu64 "h %02" PRIu64 "m %02" PRIu64 "s",
+			 s / 3600, s / 60 % 60, s % 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%" PRIu64 "m %02" PRIu64 "s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRIu64 "s", s);
+}
+
+/* One statistics line: label, value, and its share of @whole if any. */
+static void stat_line(FILE *out, const struct ctl_kv *st, const char *key, const char *label,
+		      int indent, uint64_t whole, const char *whole_name)
+{
+	uint64_t v;
+
+	if (!ctl_kv_get_u64(st, key, &v))
+		return;
+	fprintf(out, "%*s%-*s %12" PRIu64, indent, "", 28 - indent, label, v);
+	if (whole_name && whole)
+		fprintf(out, "  %5.1f%% of %s", 100.0 * (double)v / (double)whole, whole_name);
+	fputc('\n', out);
+}
+
+static void print_events(FILE *out, const struct ctl_status *st)
+{
+	const char *k, *v;
+	bool any = false;
+
+	/* session.conf has one "event SPEC" line per event; stats one comma list */
+	for (size_t i = 0; ctl_kv_entry(st->conf, i, &k, &v); i++) {
+		if (strcmp(k, "event"))
+			continue;
+		fprintf(out, any ? "              %s\n" : "Events:       %s\n", v);
+		any = true;
+	}
+	if (!any && (v = ctl_kv_get(st->stats, "events")))
+		fprintf(out, "Events:       %s\n", v);
+	else if (!any)
+		fprintf(out, "Events:       (unknown)\n");
+}
+
+void ctl_status_format(FILE *out, const struct ctl_status *st)
+{
+	const struct ctl_kv *s = st->stats;
+	uint64_t start = 0, recv = 0, lost = 0, dumps = 0, v, unres = 0;
+	bool have_start, have_unres = false;
+	const char *collector, *val, *k;
+	char dur[64], when[64];
+	size_t other = 0;
+
+	fprintf(out, "Session:      %s\n", st->session_dir);
+
+	have_start = ctl_kv_get_u64(s, "start_time", &start);
+	switch (st->pid.state) {
+	case CTL_PID_RUNNING:
+		if (have_start && (uint64_t)st->now >= start) {
+			fmt_duration(dur, sizeof(dur), (uint64_t)st->now - start);
+			fprintf(out, "Daemon:       running (pid %d, up %s)\n", (int)st->pid.pid, dur);
+		} else {
+			fprintf(out, "Daemon:       running (pid %d)\n", (int)st->pid.pid);
+		}
+		break;
+	default:
+		fprintf(out, "Daemon:       not running%s\n",
+			s ? " (statistics below are from the last run)" : "");
+		if (st->pid.state == CTL_PID_STALE || st->pid.state == CTL_PID_FOREIGN)
+			fprintf(out, "              stale pid file (pid %d) ignored\n", (int)st->pid.pid);
+		break;
+	}
+	if (have_start) {
+		time_t t = (time_t)start;
+		struct tm tm;
+
+		if (localtime_r(&t, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+			fprintf(out, "Started:      %s\n", when);
+	}
+
+	collector = ctl_kv_get(st->conf, "collector");
+	if (!collector)
+		collector = ctl_kv_get(s, "collector");
+	fprintf(out, "Collector:    %s\n", collector ? collector : "(unknown)");
+	print_events(out, st);
+	val = ctl_kv_get(st->conf, "separate");
+	fprintf(out, "Separate:     %s\n", val && *val ? val : "none");
+	val = ctl_kv_get(st->conf, "domains");
+	fprintf(out, "Domains:      %s\n", val && *val ? val : "all");
+
+	if (!s) {
+		fprintf(out, "\nNo statistics yet (%s/stats is absent).\n", st->session_dir);
+		return;
+	}
+
+	ctl_kv_get_u64(s, "dumps", &dumps);
+	ctl_kv_get_u64(s, "samples_received", &recv);
+	ctl_kv_get_u64(s, "samples_lost", &lost);
+	fprintf(out, "\nStatistics (%" PRIu64 " dump%s so far):\n", dumps, dumps == 1 ? "" : "s");
+	stat_line(out, s, "samples_received", "samples received", 2, 0, NULL);
+	stat_line(out, s, "samples_filed", "filed", 4, recv, "received");
+	stat_line(out, s, "samples_host_kernel", "host kernel", 4, recv, "received");
+	stat_line(out, s, "samples_host_user", "host user", 4, recv, "received");
+	stat_line(out, s, "samples_guest_kernel", "guest kernel", 4, recv, "received");
+	stat_line(out, s, "samples_guest_user", "guest user", 4, recv, "received");
+
+	static const char *const unres_keys[] = {
+		"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task",
+		"unresolved_bad_event",
+	};
+	for (size_t i = 0; i < sizeof(unres_keys) / sizeof(unres_keys[0]); i++) {
+		if (ctl_kv_get_u64(s, unres_keys[i], &v)) {
+			unres += v;
+			have_unres = true;
+		}
+	}
+	if (have_unres) {
+		fprintf(out, "    %-24s %12" PRIu64, "unresolved", unres);
+		if (recv)
+			fprintf(out, "  %5.1f%% of received", 100.0 * (double)unres / (double)recv);
+		fputc('\n', out);
+		stat_line(out, s, "unresolved_no_mapping", "no mapping", 6, recv, "received");
+		stat_line(out, s, "unresolved_kernel", "kernel", 6, recv, "received");
+		stat_line(out, s, "unresolved_no_task", "no task", 6, recv, "received");
+		stat_line(out, s, "unresolved_bad_event", "bad event", 6, recv, "received");
+	}
+	/* lost samples never arrived, so their share is of all samples taken */
+	stat_line(out, s, "samples_lost", "samples lost", 2, recv + lost, "taken");
+	stat_line(out, s, "stream_unknown_records", "stream: unknown records", 2, 0, NULL);
+	stat_line(out, s, "stream_bad_records", "stream: bad records", 2, 0, NULL);
+	stat_line(out, s, "processes_seen", "processes seen", 2, 0, NULL);
+	stat_line(out, s, "sample_files", "sample files", 2, 0, NULL);
+
+	for (size_t i = 0; ctl_kv_entry(s, i, &k, &val); i++) {
+		if (is_known(k) || ctl_kv_get(s, k) != val)
+			continue;	/* shown above, or a repeated key's older value */
+		if (!other++)
+			fprintf(out, "  other:\n");
+		fprintf(out, "    %-24s %12s\n", k, val);
+	}
+	if (ctl_kv_garbage(s))
+		fprintf(out, "  (%zu unreadable line%s in %s/stats ignored)\n", ctl_kv_garbage(s),
+			ctl_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
+}
+
+int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
+{
+	struct ctl_status st = { .session_dir = session_dir, .now = time(NULL) };
+	struct ctl_kv *stats, *conf;
+	char path[PATH_MAX];
+	struct stat sb;
+	int ret = 0;
+
+	if (stat(session_dir, &sb) || !S_ISDIR(sb.st_mode)) {
+		snprintf(err, errlen, "no session in %s (directory absent; use --session-dir?)",
+			 session_dir);
+		return -ENOENT;
+	}
+	ctl_pid_probe(session_dir, &st.pid);
+	snprintf(path, sizeof(path), "%s/stats", session_dir);
+	stats = ctl_kv_load(path);
+	snprintf(path, sizeof(path), "%s/session.conf", session_dir);
+	conf = ctl_kv_load(path);
+	if (!stats && !conf && st.pid.state == CTL_PID_NONE) {
+		snprintf(err, errlen, "no session in %s (no stats, session.conf or pid file)",
+			 session_dir);
+		ret = -ENOENT;
+		goto out_free;
+	}
+	st.stats = stats;
+	st.conf = conf;
+	ctl_status_format(out, &st);
+out_free:
+	ctl_kv_free(conf);
+	ctl_kv_free(stats);
+	return ret;
+}

@@ -1,0 +1,682 @@
+/* Unit tests for opcontrol's logic (libctl.a), with fake/oprofiled as daemon. */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "util/du_log.h"
+
+static char warn_last[512];
+static int warn_count;
+
+static void capture_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+	if (level != DU_LOG_WARN)
+		return;
+	warn_count++;
+	vsnprintf(warn_last, sizeof(warn_last), fmt, ap);
+}
+
+/* ---- option parsing ------------------------------------------------------ */
+
+struct parse_case {
+	const char *args[8];
+	int ret;			/* 0 or -EINVAL */
+	enum ctl_action action;
+	const char *err_has;		/* substring of the message on failure */
+};
+
+static const struct parse_case parse_cases[] = {
+	{ { "--start" }, 0, CTL_START, NULL },
+	{ { "--stop" }, 0, CTL_STOP, NULL },
+	{ { "--dump" }, 0, CTL_DUMP, NULL },
+	{ { "--status" }, 0, CTL_STATUS, NULL },
+	{ { "--reset" }, 0, CTL_RESET, NULL },
+	{ { "-h" }, 0, CTL_HELP, NULL },
+	{ { "--help" }, 0, CTL_HELP, NULL },
+	{ { "--version" }, 0, CTL_VERSION, NULL },
+	{ { "--start", "--event=CPU_CLK_UNHALTED:100000:0:1:1", "-e", "TIMER" }, 0, CTL_START, NULL },
+	{ { "--start", "--separate=lib,thread", "--collector", "perf", "--domains=all" }, 0, CTL_START, NULL },
+	{ { "--start", "--record=/tmp/x.raw", "--events-dir=ev", "--verbose" }, 0, CTL_START, NULL },
+	{ { "--status", "--session-dir=/tmp/s" }, 0, CTL_STATUS, NULL },
+	{ { "--session-dir", "/tmp/s", "--stop" }, 0, CTL_STOP, NULL },
+	{ { "--start", "--start" }, 0, CTL_START, NULL },
+	{ { "--start", "--separate=all" }, 0, CTL_START, NULL },
+	{ { "--start", "--collector=kmod" }, 0, CTL_START, NULL },
+	/* bad */
+	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
+	{ { "--session-dir=/tmp/s" }, -EINVAL, CTL_NONE, "no action" },
+	{ { "--start", "--stop" }, -EINVAL, CTL_NONE, "only one action at a time: --start and --stop" },
+	{ { "--dump", "--status" }, -EINVAL, CTL_NONE, "only one action" },
+	{ { "--bogus" }, -EINVAL, CTL_NONE, "unknown option '--bogus'" },
+	{ { "--start", "--bogus=1" }, -EINVAL, CTL_NONE, "unknown option '--bogus'" },
+	{ { "-x" }, -EINVAL, CTL_NONE, "unknown option '-x'" },
+	{ { "--start", "junk" }, -EINVAL, CTL_NONE, "unexpected argument 'junk'" },
+	{ { "--start", "--event" }, -EINVAL, CTL_NONE, "--event needs a value" },
+	{ { "--start", "--event=" }, -EINVAL, CTL_NONE, "--event needs a value" },
+	{ { "--stop=1" }, -EINVAL, CTL_NONE, "--stop takes no value" },
+	{ { "--start", "--separate=lib,bogus" }, -EINVAL, CTL_NONE, "bad --separate value 'bogus'" },
+	{ { "--start", "--separate=lib," }, -EINVAL, CTL_NONE, "bad --separate value ''" },
+	{ { "--start", "--separate=" }, -EINVAL, CTL_NONE, "--separate needs a value" },
+	{ { "--start", "--separate=lib", "--separate=cpu" }, -EINVAL, CTL_NONE, "given twice" },
+	{ { "--start", "--collector=oprofile" }, -EINVAL, CTL_NONE, "unknown collector" },
+	{ { "--stop", "--event=TIMER" }, -EINVAL, CTL_NONE, "--event only applies to --start, not --stop" },
+	{ { "--status", "--separate=lib" }, -EINVAL, CTL_NONE, "only applies to --start" },
+	{ { "--dump", "--collector=perf" }, -EINVAL, CTL_NONE, "only applies to --start" },
+	{ { "--session-dir" }, -EINVAL, CTL_NONE, "needs a value" },
+};
+
+static void test_parse_table(void)
+{
+	for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		char *argv[10] = { "opcontrol" };
+		char err[256] = "";
+		struct ctl_opts o;
+		int argc = 1, ret;
+
+		while (argc < 9 && c->args[argc - 1]) {
+			argv[argc] = (char *)c->args[argc - 1];
+			argc++;
+		}
+		ret = ctl_parse_args(argc, argv, &o, err, sizeof(err));
+		if (ret != c->ret)
+			fprintf(stderr, "\ncase %zu: ret %d (%s)\n", i, ret, err);
+		CU_ASSERT_EQUAL(ret, c->ret);
+		if (!c->ret) {
+			CU_ASSERT_EQUAL(o.action, c->action);
+			CU_ASSERT_PTR_NOT_NULL(o.session_dir);
+			CU_ASSERT_PTR_NOT_NULL(o.collector);
+		} else if (c->err_has && !strstr(err, c->err_has)) {
+			fprintf(stderr, "\ncase %zu: message '%s' lacks '%s'\n", i, err, c->err_has);
+			CU_FAIL("error message");
+		}
+	}
+}
+
+static void test_parse_values(void)
+{
+	char *argv[] = { "opcontrol", "--start", "--event=A:1", "-e", "B", "--separate=lib",
+			 "--session-dir", "/tmp/s", "--domains=web1,db", NULL };
+	char err[256];
+	struct ctl_opts o;
+
+	CU_ASSERT_EQUAL(ctl_parse_args(9, argv, &o, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(o.n_events, 2);
+	CU_ASSERT_STRING_EQUAL(o.events[0], "A:1");
+	CU_ASSERT_STRING_EQUAL(o.events[1], "B");
+	CU_ASSERT_STRING_EQUAL(o.separate, "lib");
+	CU_ASSERT_STRING_EQUAL(o.session_dir, "/tmp/s");
+	CU_ASSERT_STRING_EQUAL(o.domains, "web1,db");
+	CU_ASSERT_STRING_EQUAL(o.collector, "perf");
+	CU_ASSERT_PTR_NULL(o.record);
+
+	char *argv2[] = { "opcontrol", "--status", NULL };
+
+	CU_ASSERT_EQUAL(ctl_parse_args(2, argv2, &o, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(o.session_dir, DP_DEFAULT_SESSION_DIR);
+}
+
+static void test_parse_too_many_events(void)
+{
+	char *argv[CTL_MAX_EVENTS + 3] = { "opcontrol", "--start" };
+	char err[256] = "";
+	struct ctl_opts o;
+
+	for (int i = 0; i <= CTL_MAX_EVENTS; i++)
+		argv[2 + i] = "--event=X";
+	CU_ASSERT_EQUAL(ctl_parse_args(CTL_MAX_EVENTS + 3, argv, &o, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "too many"));
+	CU_ASSERT_EQUAL(ctl_parse_args(CTL_MAX_EVENTS + 2, argv, &o, err, sizeof(err)), 0);
+}
+
+/* ---- pid file ---------------------------------------------------------------- */
+
+static char tmp_session[PATH_MAX];
+
+static void make_session(void)
+{
+	snprintf(tmp_session, sizeof(tmp_session), "/tmp/test_ctl.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmp_session));
+}
+
+static void rm_session(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	/* fake daemons we stopped were reparented to us (subreaper): reap them */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_session);
+	if (system(cmd))
+		fprintf(stderr, "cleanup of %s failed\n", tmp_session);
+}
+
+static void write_file(const char *name, const char *text)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmp_session, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+static void test_pid_parse(void)
+{
+	pid_t p = 0;
+
+	CU_ASSERT_TRUE(ctl_pid_parse("1234\n", &p));
+	CU_ASSERT_EQUAL(p, 1234);
+	CU_ASSERT_TRUE(ctl_pid_parse("42", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("\n", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("-5\n", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("0\n", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("1\n", &p));	/* never signal init */
+	CU_ASSERT_FALSE(ctl_pid_parse("12ab\n", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("99999999999999999999\n", &p));
+	CU_ASSERT_FALSE(ctl_pid_parse("12 34\n", &p));
+}
+
+static void test_pid_probe(void)
+{
+	struct ctl_pid_info info;
+	char buf[32];
+
+	make_session();
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_NONE);
+
+	/* a pid that no longer runs */
+	snprintf(buf, sizeof(buf), "%d\n", (int)dead_pid());
+	write_file("oprofiled.pid", buf);
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_STALE);
+	CU_ASSERT_NOT_EQUAL(info.pid, 0);
+	warn_count = 0;
+	ctl_pid_warn_stale(tmp_session, &info);
+	CU_ASSERT_EQUAL(warn_count, 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(warn_last, "is not running"));
+
+	/* garbage */
+	write_file("oprofiled.pid", "hello\n");
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_STALE);
+	CU_ASSERT_EQUAL(info.pid, 0);
+
+	/* a live process that is not oprofiled: ourselves */
+	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	write_file("oprofiled.pid", buf);
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_FOREIGN);
+	CU_ASSERT_STRING_EQUAL(info.comm, "test_ctl");
+	warn_count = 0;
+	ctl_pid_warn_stale(tmp_session, &info);
+	CU_ASSERT_PTR_NOT_NULL(strstr(warn_last, "not oprofiled"));
+
+	/* none of these count as running for --stop / --dump */
+	char err[256];
+
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 100, stdout, err, sizeof(err)), -ESRCH);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "Daemon not running"));
+	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 100, stdout, err, sizeof(err)), -ESRCH);
+	/* and we must not have been signalled: still here */
+	rm_session();
+}
+
+static void test_pid_zombie(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	/* not reaped yet: a zombie is not alive */
+	for (int i = 0; i < 100 && ctl_pid_alive(pid); i++)
+		ctl_sleep_ms(10);
+	CU_ASSERT_FALSE(ctl_pid_alive(pid));
+	waitpid(pid, NULL, 0);
+	CU_ASSERT_FALSE(ctl_pid_alive(pid));
+	CU_ASSERT_TRUE(ctl_pid_alive(getpid()));
+}
+
+/* ---- stats parsing --------------------------------------------------------- */
+
+static void test_kv_parse(void)
+{
+	static const char text[] =
+		"dumps 3\n"
+		"running 1\n"
+		"collector perf\n"
+		"events CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1\n"
+		"\n"
+		"garbage-line with dash\n"
+		"novalue\n"
+		" leading 5\n"
+		"UPPER 5\n"
+		"samples_received 1000\r\n"
+		"samples_lost notanumber\n"
+		"huge 99999999999999999999999\n"
+		"dumps 4\n"
+		"last_no_newline 7";
+	struct ctl_kv *kv = ctl_kv_parse(text, sizeof(text) - 1);
+	uint64_t v = 0;
+	const char *k, *val;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_EQUAL(ctl_kv_garbage(kv), 4);
+	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "dumps", &v));
+	CU_ASSERT_EQUAL(v, 4);			/* last one wins */
+	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "samples_received", &v));
+	CU_ASSERT_EQUAL(v, 1000);		/* CR stripped */
+	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "samples_lost", &v));
+	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "huge", &v));
+	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "absent", &v));
+	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "collector", &v));
+	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "collector"), "perf");
+	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "events"),
+			       "CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1");
+	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "last_no_newline", &v));
+	CU_ASSERT_EQUAL(v, 7);
+	CU_ASSERT_TRUE(ctl_kv_entry(kv, 0, &k, &val));
+	CU_ASSERT_STRING_EQUAL(k, "dumps");
+	CU_ASSERT_STRING_EQUAL(val, "3");
+	CU_ASSERT_FALSE(ctl_kv_entry(kv, ctl_kv_count(kv), &k, &val));
+	ctl_kv_free(kv);
+	ctl_kv_free(NULL);
+
+	/* a NUL byte inside a line makes it garbage, not a shorter line */
+	static const char nul[] = "dumps 1\0junk\nrunning 0\n";
+
+	kv = ctl_kv_parse(nul, sizeof(nul) - 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_PTR_NULL(ctl_kv_get(kv, "dumps"));
+	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "running"), "0");
+	CU_ASSERT_EQUAL(ctl_kv_garbage(kv), 1);
+	ctl_kv_free(kv);
+
+	kv = ctl_kv_parse("", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_EQUAL(ctl_kv_count(kv), 0);
+	ctl_kv_free(kv);
+
+	errno = 0;
+	CU_ASSERT_PTR_NULL(ctl_kv_load("/nonexistent/stats"));
+	CU_ASSERT_EQUAL(errno, ENOENT);
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+static char *format_status(const struct ctl_status *st)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	ctl_status_format(f, st);
+	fclose(f);
+	return buf;
+}
+
+static void test_status_format(void)
+{
+	static const char stats_text[] =
+		"dumps 2\nrunning 1\ncollector perf\nstart_time 1000\n"
+		"events CPU_CLK_UNHALTED:100000:0:1:1\n"
+		"samples_received 1000\nsamples_lost 0\nsamples_filed 900\n"
+		"samples_host_kernel 250\nsamples_host_user 250\n"
+		"samples_guest_kernel 0\nsamples_guest_user 500\n"
+		"unresolved_no_mapping 60\nunresolved_kernel 40\n"
+		"unresolved_no_task 0\nunresolved_bad_event 0\n"
+		"stream_unknown_records 0\nstream_bad_records 0\n"
+		"processes_seen 17\nsample_files 12\n"
+		"new_counter 5\n"
+		"this-is-garbage!\n";
+	static const char conf_text[] =
+		"event CPU_CLK_UNHALTED:100000:0:1:1\nevent TIMER:5000:0:1:0\n"
+		"separate lib,thread\ncollector perf\n";
+	struct ctl_kv *stats = ctl_kv_parse(stats_text, sizeof(stats_text) - 1);
+	struct ctl_kv *conf = ctl_kv_parse(conf_text, sizeof(conf_text) - 1);
+	struct ctl_status st = {
+		.session_dir = "/var/lib/domprof",
+		.pid = { .state = CTL_PID_RUNNING, .pid = 4242 },
+		.stats = stats, .conf = conf, .now = 1000 + 3723,
+	};
+	char *s = format_status(&st);
+
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Session:      /var/lib/domprof\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "running (pid 4242, up 1h 02m 03s)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Collector:    perf\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Events:       CPU_CLK_UNHALTED:100000:0:1:1\n"
+				      "              TIMER:5000:0:1:0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Separate:     lib,thread\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Domains:      all\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "(2 dumps so far)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "  samples received                   1000\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "    filed                             900   90.0% of received\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "    guest user                        500   50.0% of received\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "    unresolved                        100   10.0% of received\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "      no mapping                       60    6.0% of received\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "  samples lost                          0    0.0% of taken\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "  processes seen                       17\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "new_counter"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "(1 unreadable line in /var/lib/domprof/stats ignored)"));
+	if (CU_get_number_of_failures())
+		fputs(s, stderr);
+	free(s);
+
+	/* stopped: the last run's stats, no uptime */
+	st.pid.state = CTL_PID_NONE;
+	s = format_status(&st);
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Daemon:       not running (statistics below are from the last run)"));
+	CU_ASSERT_PTR_NULL(strstr(s, "up "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "samples received"));
+	free(s);
+
+	/* nothing but a pid: no statistics, defaults shown */
+	st.stats = NULL;
+	st.conf = NULL;
+	st.pid.state = CTL_PID_RUNNING;
+	s = format_status(&st);
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "running (pid 4242)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "No statistics yet"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Collector:    (unknown)"));
+	free(s);
+
+	/* no received samples: no division by zero, no shares */
+	static const char zero[] = "dumps 1\nsamples_received 0\nsamples_filed 0\nsamples_lost 0\n";
+	struct ctl_kv *z = ctl_kv_parse(zero, sizeof(zero) - 1);
+
+	st.stats = z;
+	s = format_status(&st);
+	CU_ASSERT_PTR_NULL(strstr(s, "%"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "(1 dump so far)"));
+	free(s);
+
+	ctl_kv_free(z);
+	ctl_kv_free(stats);
+	ctl_kv_free(conf);
+}
+
+static void test_status_no_session(void)
+{
+	char err[256] = "";
+	FILE *devnull = fopen("/dev/null", "w");
+
+	CU_ASSERT_EQUAL(ctl_status("/nonexistent/session", devnull, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "no session"));
+	make_session();
+	CU_ASSERT_EQUAL(ctl_status(tmp_session, devnull, err, sizeof(err)), -ENOENT);
+	write_file("stats", "dumps 1\nrunning 0\n");
+	CU_ASSERT_EQUAL(ctl_status(tmp_session, devnull, err, sizeof(err)), 0);
+	rm_session();
+	fclose(devnull);
+}
+
+/* ---- start / stop / dump / reset with fake/oprofiled ---------------------- */
+
+static void set_fake_daemon(void)
+{
+	char self[PATH_MAX], fake[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	CU_ASSERT_FATAL(n > 0);
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	*slash = '\0';
+	snprintf(fake, sizeof(fake), "%s/fake/oprofiled", self);
+	CU_ASSERT_EQUAL_FATAL(access(fake, X_OK), 0);
+	setenv("DOMPROF_OPROFILED", fake, 1);
+}
+
+static int start_fake(const char *extra_arg, char *out_buf, size_t out_len, char *err, size_t errlen)
+{
+	char *argv[] = { "opcontrol", "--start", "--session-dir", tmp_session,
+			 (char *)extra_arg, NULL };
+	char specs[2][96] = { "CPU_CLK_UNHALTED:100000:0:1:1", "TIMER:5000:0:1:0" };
+	struct ctl_opts o;
+	FILE *f = fmemopen(out_buf, out_len, "w");
+	int ret;
+
+	CU_ASSERT_EQUAL(ctl_parse_args(extra_arg ? 5 : 4, argv, &o, err, errlen), 0);
+	ret = ctl_start(&o, specs, 2, f, err, errlen);
+	fclose(f);
+	return ret;
+}
+
+static uint64_t stats_u64(const char *key)
+{
+	char path[PATH_MAX + 16];
+	struct ctl_kv *kv;
+	uint64_t v = UINT64_MAX;
+
+	snprintf(path, sizeof(path), "%s/stats", tmp_session);
+	kv = ctl_kv_load(path);
+	ctl_kv_get_u64(kv, key, &v);
+	ctl_kv_free(kv);
+	return v;
+}
+
+static void test_start_stop_dump(void)
+{
+	char out[4096] = "", err[512] = "", path[PATH_MAX + 64], buf[64];
+	struct ctl_pid_info info;
+	FILE *devnull = fopen("/dev/null", "w");
+	pid_t pid;
+	int ret;
+
+	set_fake_daemon();
+	make_session();
+	/* a stale pid file is reported and ignored */
+	snprintf(buf, sizeof(buf), "%d\n", (int)dead_pid());
+	write_file("oprofiled.pid", buf);
+	warn_count = 0;
+	ret = start_fake("--separate=lib", out, sizeof(out), err, sizeof(err));
+	CU_ASSERT_EQUAL_FATAL(ret, 0);
+	CU_ASSERT_TRUE(warn_count >= 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Profiler running."));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "event:    CPU_CLK_UNHALTED:100000:0:1:1"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "event:    TIMER:5000:0:1:0"));
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL_FATAL(info.state, CTL_PID_RUNNING);
+	pid = info.pid;
+	snprintf(buf, sizeof(buf), "pid %d", (int)pid);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, buf));
+
+	/* a second start is refused */
+	ret = start_fake(NULL, out, sizeof(out), err, sizeof(err));
+	CU_ASSERT_EQUAL(ret, -EALREADY);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "already running"));
+
+	/* dump: stats' dumps goes up */
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 0);
+	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 5000, devnull, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 1);
+	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 5000, devnull, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 2);
+
+	/* status while running */
+	char *sbuf = NULL;
+	size_t slen = 0;
+	FILE *sf = open_memstream(&sbuf, &slen);
+
+	CU_ASSERT_EQUAL(ctl_status(tmp_session, sf, err, sizeof(err)), 0);
+	fclose(sf);
+	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "Separate:     lib\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "TIMER:5000:0:1:0"));
+	free(sbuf);
+
+	/* reset refuses while running */
+	CU_ASSERT_EQUAL(ctl_reset(tmp_session, devnull, err, sizeof(err)), -EBUSY);
+
+	/* stop */
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
+	CU_ASSERT_FALSE(ctl_pid_alive(pid));
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_NONE);
+	CU_ASSERT_EQUAL(stats_u64("running"), 0);
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 100, devnull, err, sizeof(err)), -ESRCH);
+	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 100, devnull, err, sizeof(err)), -ESRCH);
+
+	/* status after the run still shows its stats */
+	CU_ASSERT_EQUAL(ctl_status(tmp_session, devnull, err, sizeof(err)), 0);
+
+	/* reset moves samples/current aside and removes stats */
+	snprintf(path, sizeof(path), "%s/samples", tmp_session);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	mkdir(path, 0755);
+	CU_ASSERT_EQUAL(ctl_reset(tmp_session, devnull, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), UINT64_MAX);
+	snprintf(path, sizeof(path), "ls -d '%s'/samples/reset-* >/dev/null 2>&1", tmp_session);
+	CU_ASSERT_EQUAL(system(path), 0);
+	rm_session();
+	fclose(devnull);
+}
+
+static void test_start_foreign_pid(void)
+{
+	char out[4096] = "", err[512] = "", buf[64];
+	FILE *devnull = fopen("/dev/null", "w");
+
+	set_fake_daemon();
+	make_session();
+	/* our own pid: alive but not oprofiled, so the file is stale */
+	snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	write_file("oprofiled.pid", buf);
+	warn_count = 0;
+	CU_ASSERT_EQUAL(start_fake(NULL, out, sizeof(out), err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(warn_last, "not oprofiled"));
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
+	rm_session();
+	fclose(devnull);
+}
+
+static void test_start_failures(void)
+{
+	char out[4096] = "", err[512] = "", argsf[PATH_MAX + 16], line[PATH_MAX + 64];
+	FILE *devnull = fopen("/dev/null", "w"), *f;
+	bool saw_record = false, saw_session = false, saw_sep = false;
+	int n_events = 0;
+
+	set_fake_daemon();
+	make_session();
+
+	/* the daemon's failure is relayed */
+	setenv("FAKE_OPROFILED_FAIL", "perf_event_open failed: no such device", 1);
+	CU_ASSERT_EQUAL(start_fake(NULL, out, sizeof(out), err, sizeof(err)), -EIO);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "failed to start (exit status 1)"));
+	unsetenv("FAKE_OPROFILED_FAIL");
+
+	/* the daemon that cannot be run */
+	setenv("DOMPROF_OPROFILED", "/nonexistent/oprofiled", 1);
+	CU_ASSERT_EQUAL(start_fake(NULL, out, sizeof(out), err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot run /nonexistent/oprofiled"));
+	set_fake_daemon();
+
+	/* kmod is refused */
+	CU_ASSERT_EQUAL(start_fake("--collector=kmod", out, sizeof(out), err, sizeof(err)), -ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "kmod collector not available:"));
+
+	/* the command line per the contract; relative --record made absolute */
+	snprintf(argsf, sizeof(argsf), "%s/args", tmp_session);
+	setenv("FAKE_OPROFILED_ARGS", argsf, 1);
+	CU_ASSERT_EQUAL_FATAL(start_fake("--record=rec.raw", out, sizeof(out), err, sizeof(err)), 0);
+	unsetenv("FAKE_OPROFILED_ARGS");
+	f = fopen(argsf, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "--record=/", 10) && strstr(line, "/rec.raw"))
+			saw_record = true;
+		if (!strncmp(line, "--session-dir=", 14) && !strcmp(line + 14, tmp_session))
+			saw_session = true;
+		if (!strncmp(line, "--event=", 8))
+			n_events++;
+		if (!strncmp(line, "--separate", 10) || !strncmp(line, "--domains", 9))
+			saw_sep = true;
+	}
+	fclose(f);
+	CU_ASSERT_TRUE(saw_record);
+	CU_ASSERT_TRUE(saw_session);
+	CU_ASSERT_FALSE(saw_sep);
+	CU_ASSERT_EQUAL(n_events, 2);
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
+
+	/* a daemon that never finishes a dump: bounded wait */
+	setenv("FAKE_OPROFILED_NODUMP", "1", 1);
+	CU_ASSERT_EQUAL_FATAL(start_fake(NULL, out, sizeof(out), err, sizeof(err)), 0);
+	unsetenv("FAKE_OPROFILED_NODUMP");
+	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 300, devnull, err, sizeof(err)), -ETIMEDOUT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "did not finish the dump"));
+	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
+	rm_session();
+	fclose(devnull);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failures;
+
+	/* the fake daemon's parent must be waited for by ctl_start, not ignored */
+	signal(SIGCHLD, SIG_DFL);
+	/*
+	 * Detached fake daemons become our children, not init's, so none is
+	 * left a zombie where init does not reap (containers).
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	du_log_set(capture_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("opcontrol", NULL, NULL);
+	if (!s ||
+	    !CU_add_test(s, "parse table", test_parse_table) ||
+	    !CU_add_test(s, "parse values", test_parse_values) ||
+	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
+	    !CU_add_test(s, "pid parse", test_pid_parse) ||
+	    !CU_add_test(s, "pid probe", test_pid_probe) ||
+	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||
+	    !CU_add_test(s, "stats parse", test_kv_parse) ||
+	    !CU_add_test(s, "status format", test_status_format) ||
+	    !CU_add_test(s, "status no session", test_status_no_session) ||
+	    !CU_add_test(s, "start stop dump reset", test_start_stop_dump) ||
+	    !CU_add_test(s, "start over foreign pid", test_start_foreign_pid) ||
+	    !CU_add_test(s, "start failures", test_start_failures)) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
