@@ -115,9 +115,18 @@ const struct dom_domain *dom_table_next(const struct dom_table *t,
 
 /* The domain name: from -name (the guest= value), else "qemu-PID".  May
  * contain any byte but NUL (including '/'): escape it before using it in
- * a path (the caller's job: sfn_escape_component() in lib/sfname/sfname.h
- * makes it one safe path component). */
+ * a path (dom_domain_safe_name()). */
 const char *dom_domain_name(const struct dom_domain *d);
+
+/*
+ * Write the name escaped for the {domain}/NAME/ part of a sample path by
+ * sfn_escape_component() (lib/sfname/sfname.h: never "", "." or "..",
+ * no unescaped '/'; a long name may be split into continued pieces, which
+ * sfn_parse() joins back) into @buf, NUL-terminated.  Returns the length,
+ * or -ENAMETOOLONG when @size is too small.  Programs using this link
+ * lib/sfname/libsfname.a after libdomains.a.
+ */
+int dom_domain_safe_name(const struct dom_domain *d, char *buf, size_t size);
 
 /*
  * The domain's stable key as a lowercase UUID string: the -uuid value if

@@ -17,6 +17,7 @@
 
 #include "dom.h"
 #include "dom_cmdline.h"
+#include "sfname/sfname.h"
 #include "util/du_log.h"
 
 /* Scans after a change of thread count during which threads are re-read:
@@ -735,6 +736,11 @@ const struct dom_domain *dom_table_next(const struct dom_table *t,
 const char *dom_domain_name(const struct dom_domain *d)
 {
 	return d->name;
+}
+
+int dom_domain_safe_name(const struct dom_domain *d, char *buf, size_t size)
+{
+	return sfn_escape_component(d->name, strlen(d->name), buf, size);
 }
 
 const char *dom_domain_uuid(const struct dom_domain *d)

@@ -18,9 +18,12 @@ static void print_domain(const char *what, const struct dom_domain *d)
 {
 	unsigned int i, n = dom_domain_nr_vcpus(d);
 	const char *agent = dom_domain_agent_path(d);
+	char safe[4096];
 
-	printf("%s pid %d name \"%s\" uuid %s%s%s agent %s vcpus %u:",
-	       what, (int)dom_domain_pid(d), dom_domain_name(d),
+	if (dom_domain_safe_name(d, safe, sizeof(safe)) < 0)
+		snprintf(safe, sizeof(safe), "?");
+	printf("%s pid %d name %s uuid %s%s%s agent %s vcpus %u:",
+	       what, (int)dom_domain_pid(d), safe,
 	       dom_domain_uuid(d), dom_domain_has_uuid(d) ? "" : " (derived)",
 	       dom_domain_selected(d) ? " selected" : "",
 	       agent ? agent : "-", n);

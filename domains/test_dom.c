@@ -590,6 +590,17 @@ static void test_hostile_procs(void)
 	d = find(t, 3200);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "../x/\n\xff\xfe");
+	{
+		char safe[256];
+		int len = dom_domain_safe_name(d, safe, sizeof(safe));
+
+		CU_ASSERT_FATAL(len > 0);
+		CU_ASSERT_EQUAL((size_t)len, strlen(safe));
+		CU_ASSERT_PTR_NULL(strchr(safe, '/'));
+		CU_ASSERT_PTR_NULL(strchr(safe, '\n'));
+		CU_ASSERT_STRING_NOT_EQUAL(safe, "..");
+		CU_ASSERT_EQUAL(dom_domain_safe_name(d, safe, 3), -ENAMETOOLONG);
+	}
 	d = find(t, 3300);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-3300");
