@@ -1,0 +1,411 @@
+/*
+ * Sample files: a memory-mapped, append-only node array with a hash index
+ * (layout and crash-safety rule in include/domprof/odb_format.h).
+ *
+ * One writer per file at a time (the daemon); any number of readers.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "domprof/odb_format.h"
+#include "odb/odb.h"
+#include "util/du_log.h"
+
+_Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header agree");
+
+/* Small first: a session has a file per image and context. */
+#define ODB_MIN_CAPACITY	64
+/* next and bucket values are node index + 1 in 32 bits. */
+#define ODB_MAX_CAPACITY	(1ULL << 31)
+
+struct odb {
+	enum odb_mode mode;
+	int fd;				/* -1 once closed (readers) */
+	uint8_t *map;
+	size_t map_len;
+	struct odb_file_header *hdr;
+	struct odb_node *nodes;
+	uint32_t *buckets;		/* writers only */
+	uint64_t capacity;
+	uint64_t committed;		/* the writer's count; the file's copy equals it */
+	unsigned int shift;		/* 64 - log2(capacity) */
+	uint64_t total;
+	struct odb_desc desc;
+};
+
+static inline uint32_t odb_hash(uint64_t key, unsigned int shift)
+{
+	/* Fibonacci hashing: the top bits of the product mix all key bits, so
+	 * aligned offsets (low bits zero) still spread over every bucket. */
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift);
+}
+
+static size_t odb_file_size(uint32_t header_size, uint64_t capacity)
+{
+	return header_size + capacity * sizeof(struct odb_node) + capacity * sizeof(uint32_t);
+}
+
+static unsigned int odb_log2(uint64_t v)
+{
+	return 63 - (unsigned int)__builtin_clzll(v);
+}
+
+/* Point nodes and buckets into the mapping for @capacity nodes. */
+static void odb_set_table(struct odb *db, uint64_t capacity)
+{
+	db->hdr = (struct odb_file_header *)db->map;
+	db->nodes = (struct odb_node *)(db->map + db->hdr->header_size);
+	db->buckets = (uint32_t *)(db->nodes + capacity);
+	db->capacity = capacity;
+	db->shift = 64 - odb_log2(capacity);
+}
+
+static void odb_rebuild_index(struct odb *db)
+{
+	uint64_t i;
+
+	memset(db->buckets, 0, db->capacity * sizeof(uint32_t));
+	for (i = 0; i < db->committed; i++) {
+		uint32_t h = odb_hash(db->nodes[i].key, db->shift);
+
+		db->nodes[i].next = db->buckets[h];
+		db->buckets[h] = (uint32_t)(i + 1);
+	}
+}
+
+/*
+ * Check a header against the size of its file.  @committed is the node
+ * count to trust (a snapshot taken before the size was read, so that a
+ * writer growing the file meanwhile cannot make it look truncated).
+ */
+static int odb_validate(const struct odb_file_header *h, uint64_t committed, uint64_t size)
+{
+	if (size < sizeof(*h) || h->magic != ODB_MAGIC || h->version != ODB_VERSION ||
+	    h->node_size != sizeof(struct odb_node) ||
+	    h->header_size < sizeof(*h) || h->header_size % 8 || h->header_size > size ||
+	    h->capacity > ODB_MAX_CAPACITY || committed > h->capacity ||
+	    h->header_size + committed * sizeof(struct odb_node) > size)
+		return -EBADMSG;
+	return 0;
+}
+
+static void odb_desc_from_header(struct odb_desc *d, const struct odb_file_header *h)
+{
+	memset(d, 0, sizeof(*d));
+	memcpy(d->event, h->event, sizeof(d->event));
+	d->event[sizeof(d->event) - 1] = '\0';
+	d->count = h->count;
+	d->unit_mask = h->unit_mask;
+	d->flags = h->flags;
+	d->mtime = h->mtime;
+}
+
+static void odb_sum(struct odb *db)
+{
+	uint64_t i;
+
+	db->total = 0;
+	for (i = 0; i < db->committed; i++)
+		db->total += db->nodes[i].count;
+}
+
+static int odb_open_rdonly(struct odb *db, const char *path)
+{
+	struct odb_file_header h;
+	struct stat st;
+	ssize_t n;
+	void *map;
+	int rc;
+
+	db->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (db->fd < 0)
+		return -errno;
+	/* Header (and its committed count) first, size second: see validate. */
+	n = pread(db->fd, &h, sizeof(h), 0);
+	if (n < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	if (fstat(db->fd, &st) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size);
+	if (rc) {
+		du_debug("odb: %s: not a valid sample file", path);
+		goto out_close;
+	}
+	db->map_len = h.header_size + h.committed * sizeof(struct odb_node);
+	map = mmap(NULL, db->map_len, PROT_READ, MAP_SHARED, db->fd, 0);
+	if (map == MAP_FAILED) {
+		rc = -errno;
+		goto out_close;
+	}
+	db->map = map;
+	db->hdr = map;
+	db->nodes = (struct odb_node *)(db->map + h.header_size);
+	db->committed = h.committed;
+	db->capacity = h.capacity;
+	/* The header's descriptive fields as validated, not as they may be now. */
+	odb_desc_from_header(&db->desc, &h);
+	odb_sum(db);
+	close(db->fd);
+	db->fd = -1;
+	return 0;
+
+out_close:
+	close(db->fd);
+	db->fd = -1;
+	return rc;
+}
+
+/* Lay out a new (empty or half-made) file; the magic goes in last. */
+static int odb_init_file(struct odb *db, const struct odb_desc *desc)
+{
+	size_t size = odb_file_size(sizeof(struct odb_file_header), ODB_MIN_CAPACITY);
+	struct odb_file_header *h;
+	void *map;
+
+	if (ftruncate(db->fd, 0) < 0 || ftruncate(db->fd, size) < 0)
+		return -errno;
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	db->map = map;
+	db->map_len = size;
+	h = map;
+	h->version = ODB_VERSION;
+	h->header_size = sizeof(*h);
+	h->node_size = sizeof(struct odb_node);
+	h->flags = desc->flags;
+	memcpy(h->event, desc->event, strnlen(desc->event, sizeof(h->event)));
+	h->count = desc->count;
+	h->unit_mask = desc->unit_mask;
+	h->mtime = desc->mtime;
+	h->capacity = ODB_MIN_CAPACITY;
+	h->committed = 0;
+	__atomic_store_n(&h->magic, ODB_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc *desc)
+{
+	struct odb_file_header h;
+	struct stat st;
+	ssize_t n;
+	size_t want;
+	void *map;
+	int rc;
+
+	if (desc && strnlen(desc->event, sizeof(desc->event)) == sizeof(desc->event))
+		return -EINVAL;
+	/* Without a desc there is nothing to create the file with. */
+	db->fd = open(path, O_RDWR | O_CLOEXEC | (desc ? O_CREAT : 0), 0644);
+	if (db->fd < 0)
+		return -errno;
+	n = pread(db->fd, &h, sizeof(h), 0);
+	if (n < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	if (fstat(db->fd, &st) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+
+	/* New, or made by a writer that died before it wrote the magic. */
+	if (st.st_size == 0 || ((size_t)n == sizeof(h) && h.magic == 0 && h.committed == 0)) {
+		if (!desc) {
+			rc = -EBADMSG;
+			goto out_close;
+		}
+		rc = odb_init_file(db, desc);
+		if (rc)
+			goto out_close;
+		db->committed = 0;
+		odb_set_table(db, ODB_MIN_CAPACITY);
+		goto out_ready;
+	}
+
+	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size);
+	/* Our hash needs a power-of-two table of at least two buckets. */
+	if (!rc && (h.capacity < 2 || (h.capacity & (h.capacity - 1))))
+		rc = -EBADMSG;
+	if (rc) {
+		du_warn("odb: %s: not a valid sample file", path);
+		goto out_close;
+	}
+	/* The index part may be missing (a file cut short by hand): regrow it. */
+	want = odb_file_size(h.header_size, h.capacity);
+	if ((uint64_t)st.st_size < want && ftruncate(db->fd, want) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	db->map_len = want;
+	map = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
+	if (map == MAP_FAILED) {
+		rc = -errno;
+		goto out_close;
+	}
+	db->map = map;
+	db->committed = h.committed;
+	odb_set_table(db, h.capacity);
+	odb_rebuild_index(db);
+
+out_ready:
+	odb_desc_from_header(&db->desc, db->hdr);
+	odb_sum(db);
+	return 0;
+
+out_close:
+	close(db->fd);
+	db->fd = -1;
+	return rc;
+}
+
+int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc)
+{
+	struct odb *db;
+	int rc;
+
+	if (!out || !path || (mode != ODB_RDONLY && mode != ODB_RDWR))
+		return -EINVAL;
+	db = calloc(1, sizeof(*db));
+	if (!db)
+		return -ENOMEM;
+	db->mode = mode;
+	db->fd = -1;
+	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, path) : odb_open_rdwr(db, path, desc);
+	if (rc)
+		goto out_free;
+	*out = db;
+	return 0;
+
+out_free:
+	if (db->map)
+		munmap(db->map, db->map_len);
+	free(db);
+	return rc;
+}
+
+void odb_close(struct odb *db)
+{
+	if (!db)
+		return;
+	if (db->map)
+		munmap(db->map, db->map_len);
+	if (db->fd >= 0)
+		close(db->fd);
+	free(db);
+}
+
+int odb_sync(struct odb *db)
+{
+	if (db->mode != ODB_RDWR)
+		return 0;
+	return msync(db->map, db->map_len, MS_SYNC) < 0 ? -errno : 0;
+}
+
+/*
+ * Double the table.  The file is extended before the header's capacity
+ * says so, so at no instant do the header and the file size disagree in
+ * a way a reader could trip on.
+ */
+static int odb_grow(struct odb *db)
+{
+	uint64_t cap = db->capacity * 2;
+	size_t size;
+	void *map;
+
+	if (cap > ODB_MAX_CAPACITY)
+		return -EFBIG;
+	size = odb_file_size(db->hdr->header_size, cap);
+	if (ftruncate(db->fd, size) < 0)
+		return -errno;
+	map = mremap(db->map, db->map_len, size, MREMAP_MAYMOVE);
+	if (map == MAP_FAILED)
+		return -errno;
+	db->map = map;
+	db->map_len = size;
+	odb_set_table(db, cap);
+	db->hdr->capacity = cap;
+	odb_rebuild_index(db);
+	return 0;
+}
+
+static int odb_insert(struct odb *db, uint64_t key, uint64_t inc)
+{
+	struct odb_node *n;
+	uint32_t h;
+	int rc;
+
+	if (db->committed == db->capacity) {
+		rc = odb_grow(db);
+		if (rc)
+			return rc;
+	}
+	h = odb_hash(key, db->shift);
+	n = &db->nodes[db->committed];
+	n->key = key;
+	n->count = inc;
+	n->next = db->buckets[h];
+	n->pad = 0;
+	/* The node is whole before it is counted. */
+	__atomic_store_n(&db->hdr->committed, db->committed + 1, __ATOMIC_RELEASE);
+	db->committed++;
+	db->buckets[h] = (uint32_t)db->committed;
+	db->total += inc;
+	return 0;
+}
+
+int odb_add(struct odb *db, uint64_t key, uint64_t inc)
+{
+	const struct odb_node *nodes = db->nodes;
+	uint32_t i;
+
+	if (__builtin_expect(db->mode != ODB_RDWR, 0))
+		return -EBADF;
+	for (i = db->buckets[odb_hash(key, db->shift)]; i != ODB_NODE_END; i = nodes[i - 1].next) {
+		if (nodes[i - 1].key == key) {
+			db->nodes[i - 1].count += inc;
+			db->total += inc;
+			return 0;
+		}
+	}
+	return odb_insert(db, key, inc);
+}
+
+const struct odb_desc *odb_get_desc(const struct odb *db)
+{
+	return &db->desc;
+}
+
+uint64_t odb_nr_keys(const struct odb *db)
+{
+	return db->committed;
+}
+
+uint64_t odb_total(const struct odb *db)
+{
+	return db->total;
+}
+
+int odb_foreach(const struct odb *db, int (*fn)(void *ctx, uint64_t key, uint64_t count), void *ctx)
+{
+	uint64_t i;
+	int rc;
+
+	for (i = 0; i < db->committed; i++) {
+		rc = fn(ctx, db->nodes[i].key, db->nodes[i].count);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
