@@ -1,0 +1,448 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fts.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "odb/odb.h"
+#include "rep_collect.h"
+#include "rep_hash.h"
+#include "rep_image.h"
+#include "rep_opts.h"
+#include "rep_spec.h"
+#include "rep_sym.h"
+#include "util/du_log.h"
+
+/* A matching sample file, before it is read. */
+struct sfile {
+	char *path;		/* absolute */
+	struct sfn_name name;
+	size_t cls;
+};
+
+struct collector {
+	const struct rep_opts *o;
+	struct rep_images *images;
+	struct rep_profile *p;
+	struct sfile *files;
+	size_t nfiles, cap;
+	size_t nseen;		/* regular files under samples/current */
+	struct rep_strmap *groups;
+	struct rep_u64map *rowmap;
+	/* the file being read (odb_foreach callback state) */
+	size_t cur_group, cur_cls;
+	const struct rep_bin *cur_bin;
+	uint64_t last_key;
+	long last_sym;
+	bool have_last;
+};
+
+void rep_profile_free(struct rep_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nclasses; i++)
+		free(p->classes[i].event);
+	free(p->classes);
+	for (size_t i = 0; i < p->ngroups; i++) {
+		struct rep_group *g = &p->groups[i];
+
+		free(g->domain);
+		free(g->app.name);
+		free(g->dep.name);
+	}
+	free(p->groups);
+	free(p->rows);
+	free(p->totals);
+	free(p->arena);
+	free(p);
+}
+
+/* Room for one more count array; returns its offset or SIZE_MAX. */
+static size_t arena_alloc(struct rep_profile *p)
+{
+	size_t n = p->nclasses, off;
+
+	if (p->arena_used + n > p->arena_cap) {
+		size_t cap = p->arena_cap ? p->arena_cap * 2 : 4096;
+		uint64_t *na;
+
+		while (cap < p->arena_used + n)
+			cap *= 2;
+		na = realloc(p->arena, cap * sizeof(*na));
+		if (!na)
+			return SIZE_MAX;
+		p->arena = na;
+		p->arena_cap = cap;
+	}
+	off = p->arena_used;
+	memset(p->arena + off, 0, n * sizeof(*p->arena));
+	p->arena_used += n;
+	return off;
+}
+
+static void free_files(struct collector *c)
+{
+	for (size_t i = 0; i < c->nfiles; i++) {
+		free(c->files[i].path);
+		sfn_name_release(&c->files[i].name);
+	}
+	free(c->files);
+}
+
+static int keep_file(struct collector *c, const char *path, struct sfn_name *n)
+{
+	if (c->nfiles == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		struct sfile *nv = realloc(c->files, cap * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		c->files = nv;
+		c->cap = cap;
+	}
+	c->files[c->nfiles].path = strdup(path);
+	if (!c->files[c->nfiles].path)
+		return -ENOMEM;
+	c->files[c->nfiles].name = *n;
+	c->nfiles++;
+	return 0;
+}
+
+static int find_files(struct collector *c, const char *dir)
+{
+	char *const roots[] = { (char *)dir, NULL };
+	size_t dirlen = strlen(dir);
+	FTSENT *e;
+	FTS *fts;
+	int rc = 0;
+
+	fts = fts_open(roots, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
+	if (!fts)
+		return -errno;
+	while (!rc && (e = fts_read(fts))) {
+		struct sfn_name n;
+		const char *rel;
+
+		if (e->fts_info == FTS_DNR || e->fts_info == FTS_ERR) {
+			du_warn("cannot read %s: %s", e->fts_path, strerror(e->fts_errno));
+			continue;
+		}
+		if (e->fts_info != FTS_F)
+			continue;
+		c->nseen++;
+		rel = e->fts_path + dirlen;
+		while (*rel == '/')
+			rel++;
+		if (sfn_parse(rel, &n)) {
+			du_warn("skipping %s: not a sample file name", e->fts_path);
+			c->p->nbad++;
+			continue;
+		}
+		if (!rep_spec_match(c->o->spec, &n)) {
+			sfn_name_release(&n);
+			continue;
+		}
+		rc = keep_file(c, e->fts_path, &n);
+		if (rc)
+			sfn_name_release(&n);
+	}
+	fts_close(fts);
+	return rc;
+}
+
+static int cmp_class(const void *a, const void *b)
+{
+	const struct rep_class *x = a, *y = b;
+	int r = strcmp(x->event, y->event);
+
+	if (r)
+		return r;
+	if (x->count != y->count)
+		return x->count < y->count ? -1 : 1;
+	return x->unit_mask < y->unit_mask ? -1 : x->unit_mask > y->unit_mask;
+}
+
+static uint32_t file_um(const struct collector *c, const struct sfile *f)
+{
+	return c->o->merge & REP_MERGE_UNITMASK ? 0 : f->name.unit_mask;
+}
+
+/* The classes, sorted so columns come out the same on every run. */
+static int make_classes(struct collector *c)
+{
+	struct rep_profile *p = c->p;
+	struct rep_strmap *m = rep_strmap_new();
+	char key[128];
+	int rc = -ENOMEM;
+
+	if (!m)
+		return -ENOMEM;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < c->nfiles; i++) {
+			struct sfile *f = &c->files[i];
+			struct rep_class *nc;
+			long k;
+
+			snprintf(key, sizeof(key), "%s.%llu.%u", f->name.event,
+				 (unsigned long long)f->name.count, file_um(c, f));
+			k = rep_strmap_get(m, key);
+			if (pass == 1) {
+				f->cls = (size_t)k;
+				continue;
+			}
+			if (k >= 0)
+				continue;
+			nc = realloc(p->classes, (p->nclasses + 1) * sizeof(*nc));
+			if (!nc)
+				goto out_free;
+			p->classes = nc;
+			nc[p->nclasses].event = strdup(f->name.event);
+			if (!nc[p->nclasses].event)
+				goto out_free;
+			nc[p->nclasses].count = f->name.count;
+			nc[p->nclasses].unit_mask = file_um(c, f);
+			p->nclasses++;
+			if (rep_strmap_put(m, key, 0))
+				goto out_free;
+		}
+		if (pass == 0) {
+			qsort(p->classes, p->nclasses, sizeof(*p->classes), cmp_class);
+			for (size_t i = 0; i < p->nclasses; i++) {
+				snprintf(key, sizeof(key), "%s.%llu.%u", p->classes[i].event,
+					 (unsigned long long)p->classes[i].count,
+					 p->classes[i].unit_mask);
+				if (rep_strmap_put(m, key, i))
+					goto out_free;
+			}
+		}
+	}
+	rc = 0;
+out_free:
+	rep_strmap_free(m);
+	return rc;
+}
+
+static bool same_image(const struct sfn_image *a, const struct sfn_image *b)
+{
+	return a->kind == b->kind && !strcmp(a->name, b->name);
+}
+
+static int copy_image(struct sfn_image *dst, const struct sfn_image *src)
+{
+	dst->kind = src->kind;
+	dst->name = strdup(src->name);
+	return dst->name ? 0 : -ENOMEM;
+}
+
+/* The group of @f under --merge; created on first use.  Index or -errno. */
+static long file_group(struct collector *c, const struct sfile *f)
+{
+	const struct sfn_name *n = &f->name;
+	unsigned merge = c->o->merge;
+	const struct sfn_image *app = merge & REP_MERGE_LIB ? &n->dep : &n->image;
+	int64_t tgid = merge & REP_MERGE_TGID ? SFN_ALL : n->tgid;
+	int64_t tid = merge & REP_MERGE_TID ? SFN_ALL : n->tid;
+	int64_t cpu = merge & REP_MERGE_CPU ? SFN_ALL : n->cpu;
+	struct rep_profile *p = c->p;
+	struct rep_group *g;
+	char *key = NULL;
+	long idx;
+
+	if (asprintf(&key, "%s%c%d%c%d%c%s%c%d%c%s%c%lld.%lld.%lld", n->domain ? n->domain : "",
+		     1, n->vmm, 1, (int)app->kind, 1, app->name, 1, (int)n->dep.kind, 1,
+		     n->dep.name, 1, (long long)tgid, (long long)tid, (long long)cpu) < 0)
+		return -ENOMEM;
+	idx = rep_strmap_get(c->groups, key);
+	if (idx >= 0)
+		goto out_free;
+	g = realloc(p->groups, (p->ngroups + 1) * sizeof(*g));
+	if (!g)
+		goto out_oom;
+	p->groups = g;
+	g = &p->groups[p->ngroups];
+	memset(g, 0, sizeof(*g));
+	g->counts = arena_alloc(p);
+	if (g->counts == SIZE_MAX)
+		goto out_oom;
+	g->vmm = n->vmm;
+	g->tgid = tgid;
+	g->tid = tid;
+	g->cpu = cpu;
+	if ((n->domain && !(g->domain = strdup(n->domain))) || copy_image(&g->app, app) ||
+	    copy_image(&g->dep, &n->dep)) {
+		free(g->domain);
+		free(g->app.name);
+		free(g->dep.name);
+		goto out_oom;
+	}
+	idx = (long)p->ngroups++;
+	if (!same_image(app, &n->dep))
+		p->separate_lib = true;
+	if (rep_strmap_put(c->groups, key, (size_t)idx))
+		goto out_oom;
+out_free:
+	free(key);
+	return idx;
+out_oom:
+	free(key);
+	return -ENOMEM;
+}
+
+static int add_key(void *ctx, uint64_t key, uint64_t count)
+{
+	struct collector *c = ctx;
+	struct rep_profile *p = c->p;
+	struct rep_symrow *r;
+	long sym, row;
+	int created;
+
+	/* Files are mostly in key order only by accident; still cheap to try. */
+	if (c->have_last && c->last_key == key)
+		sym = c->last_sym;
+	else
+		sym = c->cur_bin ? rep_bin_lookup_key(c->cur_bin, key) : -1;
+	c->last_key = key;
+	c->last_sym = sym;
+	c->have_last = true;
+	row = rep_u64map_get_or_put(c->rowmap, ((uint64_t)c->cur_group << 32) | (uint64_t)(sym + 1),
+				    p->nrows, &created);
+	if (row < 0)
+		return -ENOMEM;
+	if (created) {
+		r = realloc(p->rows, (p->nrows + 1) * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		p->rows = r;
+		r = &p->rows[p->nrows];
+		r->group = c->cur_group;
+		r->sym = sym;
+		r->bin = c->cur_bin;
+		r->counts = arena_alloc(p);
+		if (r->counts == SIZE_MAX)
+			return -ENOMEM;
+		p->nrows++;
+	}
+	rep_counts(p, p->rows[row].counts)[c->cur_cls] += count;
+	return 0;
+}
+
+static const char *odb_why(int rc)
+{
+	switch (rc) {
+	case -EBADMSG:
+		return "corrupt or truncated sample file";
+	default:
+		return strerror(-rc);
+	}
+}
+
+static int read_file(struct collector *c, const struct sfile *f)
+{
+	struct rep_profile *p = c->p;
+	struct odb *db;
+	long g;
+	int rc;
+
+	rc = odb_open(&db, f->path, ODB_RDONLY, NULL);
+	if (rc) {
+		du_warn("skipping %s: %s", f->path, odb_why(rc));
+		p->nbad++;
+		return rc == -ENOMEM ? rc : 0;
+	}
+	g = file_group(c, f);
+	if (g < 0) {
+		rc = (int)g;
+		goto out_close;
+	}
+	rep_counts(p, p->groups[g].counts)[f->cls] += odb_total(db);
+	p->totals[f->cls] += odb_total(db);
+	if (f->name.domain)
+		p->has_domain = true;
+	p->nfiles++;
+	if (c->o->symbols) {
+		c->cur_group = (size_t)g;
+		c->cur_cls = f->cls;
+		c->cur_bin = rep_images_get(c->images, f->name.domain, f->name.vmm, &f->name.dep);
+		c->have_last = false;
+		rc = odb_foreach(db, add_key, c);
+	}
+out_close:
+	odb_close(db);
+	return rc;
+}
+
+int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_profile **out)
+{
+	struct collector c = { .o = o, .images = images };
+	char *dir = NULL;
+	struct stat st;
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	c.p = calloc(1, sizeof(*c.p));
+	c.groups = rep_strmap_new();
+	c.rowmap = rep_u64map_new();
+	if (!c.p || !c.groups || !c.rowmap || asprintf(&dir, "%s/samples/current", o->session_dir) < 0) {
+		du_err("out of memory");
+		dir = NULL;
+		goto out_free;
+	}
+	if (stat(o->session_dir, &st) || !S_ISDIR(st.st_mode)) {
+		du_err("no session directory %s (give --session-dir=DIR)", o->session_dir);
+		rc = -ENOENT;
+		goto out_free;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		du_err("no samples in session %s (%s does not exist; was the profiler started and dumped?)",
+		       o->session_dir, dir);
+		rc = -ENOENT;
+		goto out_free;
+	}
+	rc = find_files(&c, dir);
+	if (rc) {
+		du_err("cannot list %s: %s", dir, strerror(-rc));
+		goto out_free;
+	}
+	if (!c.nfiles) {
+		if (c.nseen)
+			du_err("no sample file in %s matches the profile specification", dir);
+		else
+			du_err("no sample files in %s", dir);
+		rc = -ENODATA;
+		goto out_free;
+	}
+	rc = make_classes(&c);
+	if (rc)
+		goto out_oom;
+	c.p->totals = calloc(c.p->nclasses, sizeof(*c.p->totals));
+	if (!c.p->totals)
+		goto out_oom;
+	for (size_t i = 0; i < c.nfiles; i++) {
+		rc = read_file(&c, &c.files[i]);
+		if (rc)
+			goto out_oom;
+	}
+	if (!c.p->nfiles) {
+		du_err("no readable sample files in %s", dir);
+		rc = -ENODATA;
+		goto out_free;
+	}
+	*out = c.p;
+	c.p = NULL;
+	rc = 0;
+	goto out_free;
+out_oom:
+	du_err("out of memory while reading samples");
+	rc = -ENOMEM;
+out_free:
+	free_files(&c);
+	rep_strmap_free(c.groups);
+	rep_u64map_free(c.rowmap);
+	rep_profile_free(c.p);
+	free(dir);
+	return rc;
+}

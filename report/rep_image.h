@@ -1,0 +1,37 @@
+/*
+ * Finding and caching the binaries behind sample files' images: each binary
+ * is located and read once per report, whatever number of sample files
+ * name it.
+ */
+#ifndef REP_IMAGE_H
+#define REP_IMAGE_H
+
+#include <stdbool.h>
+
+#include "sfname/sfname.h"
+
+struct rep_bin;
+struct rep_images;
+struct rep_opts;
+
+/* NULL with errno set.  @o is borrowed for the life of the cache. */
+struct rep_images *rep_images_new(const struct rep_opts *o);
+void rep_images_free(struct rep_images *c);	/* NULL accepted */
+
+/*
+ * Where the binary at @path lives for a sample file of @domain (NULL: host)
+ * and @vmm: the -p directories by basename first, then --root as a prefix,
+ * then @path itself (host and vmm work only: a guest's path names a file
+ * inside the guest).  malloc'd path of an existing regular file, or NULL.
+ */
+char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path);
+
+/*
+ * The symbol table for @img as seen from (@domain, @vmm), or NULL when
+ * there is none (binary missing or unreadable, anonymous memory, no
+ * kallsyms): a one-line warning is logged the first time.  Owned by @c.
+ */
+const struct rep_bin *rep_images_get(struct rep_images *c, const char *domain, bool vmm,
+				     const struct sfn_image *img);
+
+#endif

@@ -1,0 +1,321 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rep_kernel.h"
+#include "rep_sym.h"
+
+struct ksym {
+	uint64_t addr;
+	char type;
+	char *name;
+	char *mod;		/* NULL for vmlinux */
+};
+
+struct kimage {
+	char *name;
+	uint64_t base;
+	uint64_t size;		/* 0 if unknown */
+	bool have_base;
+	struct rep_bin *bin;	/* built lazily */
+	bool tried;
+};
+
+struct rep_kernel {
+	struct ksym *syms;
+	size_t nsyms;
+	struct kimage *imgs;
+	size_t nimgs;
+};
+
+static void ksym_free_all(struct rep_kernel *k)
+{
+	for (size_t i = 0; i < k->nsyms; i++) {
+		free(k->syms[i].name);
+		free(k->syms[i].mod);
+	}
+	free(k->syms);
+}
+
+void rep_kernel_free(struct rep_kernel *k)
+{
+	if (!k)
+		return;
+	ksym_free_all(k);
+	for (size_t i = 0; i < k->nimgs; i++) {
+		free(k->imgs[i].name);
+		rep_bin_free(k->imgs[i].bin);
+	}
+	free(k->imgs);
+	free(k);
+}
+
+static struct kimage *find_img(struct rep_kernel *k, const char *name)
+{
+	for (size_t i = 0; i < k->nimgs; i++)
+		if (!strcmp(k->imgs[i].name, name))
+			return &k->imgs[i];
+	return NULL;
+}
+
+static struct kimage *add_img(struct rep_kernel *k, const char *name)
+{
+	struct kimage *im = find_img(k, name), *nv;
+
+	if (im)
+		return im;
+	nv = realloc(k->imgs, (k->nimgs + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	k->imgs = nv;
+	im = &k->imgs[k->nimgs];
+	memset(im, 0, sizeof(*im));
+	im->name = strdup(name);
+	if (!im->name)
+		return NULL;
+	k->nimgs++;
+	return im;
+}
+
+/* "ADDR TYPE NAME [\t[MOD]]" */
+static int parse_kallsyms_line(char *line, struct ksym *out)
+{
+	char *p = line, *end, *name, *mod = NULL;
+
+	errno = 0;
+	out->addr = strtoull(p, &end, 16);
+	if (errno || end == p || (*end != ' ' && *end != '\t'))
+		return -EINVAL;
+	p = end + strspn(end, " \t");
+	if (!*p || (p[1] != ' ' && p[1] != '\t'))
+		return -EINVAL;
+	out->type = p[0];
+	p += 1 + strspn(p + 1, " \t");
+	name = p;
+	p += strcspn(p, " \t\n");
+	if (p == name)
+		return -EINVAL;
+	if (*p) {
+		*p++ = '\0';
+		p += strspn(p, " \t");
+		if (*p == '[') {
+			mod = p + 1;
+			p = strchr(mod, ']');
+			if (!p || p == mod)
+				return -EINVAL;
+			*p = '\0';
+		}
+	}
+	out->name = strdup(name);
+	out->mod = mod ? strdup(mod) : NULL;
+	if (!out->name || (mod && !out->mod)) {
+		free(out->name);
+		free(out->mod);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int load_kallsyms(struct rep_kernel *k, FILE *f, char *err, size_t errlen)
+{
+	char line[1024];
+	size_t cap = 0;
+	bool nonzero = false;
+
+	while (fgets(line, sizeof(line), f)) {
+		struct ksym s;
+
+		if (!strchr(line, '\n') && !feof(f)) {
+			int c;
+
+			/* Over-long line: skip the rest of it. */
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		if (parse_kallsyms_line(line, &s))
+			continue;
+		if (k->nsyms == cap) {
+			struct ksym *nv;
+
+			cap = cap ? cap * 2 : 4096;
+			nv = realloc(k->syms, cap * sizeof(*nv));
+			if (!nv) {
+				free(s.name);
+				free(s.mod);
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			k->syms = nv;
+		}
+		k->syms[k->nsyms++] = s;
+		if (s.addr)
+			nonzero = true;
+		if (s.mod && !add_img(k, s.mod))
+			return -ENOMEM;
+	}
+	if (!k->nsyms) {
+		snprintf(err, errlen, "no symbols");
+		return -ENODATA;
+	}
+	if (!nonzero) {
+		snprintf(err, errlen, "all addresses are zero (copied without privilege?)");
+		return -ENODATA;
+	}
+	return 0;
+}
+
+/* "name size refcount deps state address [taint]" */
+static void load_modules(struct rep_kernel *k, FILE *f)
+{
+	char line[4096];
+
+	while (fgets(line, sizeof(line), f)) {
+		char name[256], deps[2048], state[64];
+		unsigned long long size, addr;
+		int ref;
+		struct kimage *im;
+
+		if (sscanf(line, "%255s %llu %d %2047s %63s %llx", name, &size, &ref, deps,
+			   state, &addr) != 6)
+			continue;
+		im = add_img(k, name);
+		if (!im)
+			return;
+		im->base = addr;
+		im->size = size;
+		im->have_base = true;
+	}
+}
+
+struct rep_kernel *rep_kernel_load(const char *kallsyms, const char *modules,
+				   char *err, size_t errlen)
+{
+	struct rep_kernel *k = calloc(1, sizeof(*k));
+	FILE *f;
+	int rc;
+
+	if (!k) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	f = fopen(kallsyms, "r");
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s", strerror(errno));
+		goto out_free;
+	}
+	rc = load_kallsyms(k, f, err, errlen);
+	fclose(f);
+	if (rc)
+		goto out_free;
+	if (!add_img(k, "vmlinux")) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	f = modules ? fopen(modules, "r") : NULL;
+	if (f) {
+		load_modules(k, f);
+		fclose(f);
+	}
+	return k;
+out_free:
+	rep_kernel_free(k);
+	errno = -rc;
+	return NULL;
+}
+
+static bool same_mod(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return !strcmp(a, b);
+}
+
+static bool is_func(char t)
+{
+	return t == 't' || t == 'T';
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void build_image(struct rep_kernel *k, struct kimage *im)
+{
+	const char *mod = strcmp(im->name, "vmlinux") ? im->name : NULL;
+	uint64_t *bounds = NULL, lowest = UINT64_MAX;
+	struct rep_sym *fs = NULL;
+	size_t nb = 0, nf = 0;
+
+	im->tried = true;
+	bounds = malloc((k->nsyms + 1) * sizeof(*bounds));
+	fs = malloc((k->nsyms + 1) * sizeof(*fs));
+	if (!bounds || !fs)
+		goto out_free;
+	for (size_t i = 0; i < k->nsyms; i++) {
+		const struct ksym *s = &k->syms[i];
+
+		if (!same_mod(s->mod, mod) || s->type == 'a' || s->type == 'A' ||
+		    s->type == 'U' || !s->addr)
+			continue;
+		if (!mod && !strcmp(s->name, "_text")) {
+			im->base = s->addr;
+			im->have_base = true;
+		}
+		bounds[nb++] = s->addr;
+		if (is_func(s->type)) {
+			fs[nf].start = s->addr;
+			fs[nf].end = 0;
+			fs[nf].name = s->name;
+			nf++;
+			if (s->addr < lowest)
+				lowest = s->addr;
+		}
+	}
+	if (!nf)
+		goto out_free;
+	if (!im->have_base)
+		im->base = lowest;
+	qsort(bounds, nb, sizeof(*bounds), cmp_u64);
+	for (size_t i = 0; i < nf; i++) {
+		size_t lo = 0, hi = nb;
+
+		/* First boundary strictly above the symbol ends it. */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (bounds[mid] <= fs[i].start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < nb)
+			fs[i].end = bounds[lo];
+		else if (im->size && im->base + im->size > fs[i].start)
+			fs[i].end = im->base + im->size;
+	}
+	im->bin = rep_bin_from_syms(fs, nf, im->base);
+out_free:
+	free(bounds);
+	free(fs);
+}
+
+const struct rep_bin *rep_kernel_image(struct rep_kernel *k, const char *name)
+{
+	struct kimage *im = find_img(k, name);
+
+	if (!im)
+		return NULL;
+	if (!im->tried)
+		build_image(k, im);
+	return im->bin;
+}

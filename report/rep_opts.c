@@ -1,0 +1,234 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rep_opts.h"
+#include "rep_spec.h"
+
+void rep_usage(FILE *f)
+{
+	fputs("Usage: opreport [OPTION]... [PROFILE SPECIFICATION]...\n"
+	      "Report the samples of a domprof session, per image or per symbol.\n"
+	      "\n"
+	      "Options:\n"
+	      "  --session-dir=DIR       session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
+	      "  -l, --symbols           list samples per symbol\n"
+	      "  -m, --merge=LIST        merge profiles: lib, cpu, tid, tgid, unitmask, all\n"
+	      "  -t, --threshold=PERCENT hide rows below PERCENT of the total\n"
+	      "  -s, --sort=LIST         sort by sample, image, app-name, symbol, vma\n"
+	      "                          (in that priority; default sample)\n"
+	      "  -r, --reverse-sort      reverse the sort order\n"
+	      "  -p, --image-path=DIRS   comma-separated directories searched (recursively,\n"
+	      "                          by basename) for binaries before anywhere else\n"
+	      "      --root=DIR          prefix for binary paths (e.g. a guest's file system)\n"
+	      "      --domain=NAMES      only these domains (\"host\": the host's own work);\n"
+	      "                          the same as domain:NAMES\n"
+	      "  -h, --help              show this help and exit\n"
+	      "\n"
+	      "Profile specification (each TAG:VALUE[,VALUE...]; a bare NAME is image:NAME):\n"
+	      "  image:NAMES      application or library image path, or basename (glob)\n"
+	      "  lib-image:NAMES  dependent (library, kernel) image only\n"
+	      "  event:NAMES      event names\n"
+	      "  count:N          event counts (sampling periods)\n"
+	      "  unit-mask:N      unit masks\n"
+	      "  tgid:N tid:N cpu:N  process, thread, cpu (needs --separate=thread/cpu)\n"
+	      "  domain:NAMES     domain names; \"host\" for the host's own work\n"
+	      "\n"
+	      "Percentages are of all samples reported (per event); with --separate=lib\n"
+	      "the images an application used are listed under it, with percentages of\n"
+	      "that application's samples.\n", f);
+}
+
+int rep_parse_merge(const char *s, unsigned *out)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "lib", REP_MERGE_LIB }, { "cpu", REP_MERGE_CPU }, { "tid", REP_MERGE_TID },
+		{ "tgid", REP_MERGE_TGID }, { "unitmask", REP_MERGE_UNITMASK },
+		{ "all", REP_MERGE_ALL },
+	};
+	const char *p = s;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		bool found = false;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strlen(names[i].name) == len && !strncmp(names[i].name, p, len)) {
+				*out |= names[i].bit;
+				found = true;
+			}
+		}
+		if (!found)
+			return -EINVAL;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+int rep_parse_sort(const char *s, struct rep_opts *o)
+{
+	static const char *const names[] = {
+		[REP_SORT_SAMPLE] = "sample", [REP_SORT_IMAGE] = "image",
+		[REP_SORT_APP] = "app-name", [REP_SORT_SYMBOL] = "symbol", [REP_SORT_VMA] = "vma",
+	};
+	const char *p = s;
+
+	o->nsort = 0;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		bool found = false;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strlen(names[i]) != len || strncmp(names[i], p, len))
+				continue;
+			if (o->nsort == REP_MAX_SORT)
+				return -EINVAL;
+			o->sort[o->nsort++] = (enum rep_sort_key)i;
+			found = true;
+		}
+		if (!found)
+			return -EINVAL;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+static int add_image_path(struct rep_opts *o, const char *list)
+{
+	const char *p = list;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char **nv;
+
+		if (len) {
+			nv = realloc(o->image_path, (o->nimage_path + 1) * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			o->image_path = nv;
+			nv[o->nimage_path] = strndup(p, len);
+			if (!nv[o->nimage_path])
+				return -ENOMEM;
+			o->nimage_path++;
+		}
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+void rep_opts_release(struct rep_opts *o)
+{
+	for (size_t i = 0; i < o->nimage_path; i++)
+		free(o->image_path[i]);
+	free(o->image_path);
+	rep_spec_free(o->spec);
+	memset(o, 0, sizeof(*o));
+}
+
+enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN };
+
+int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
+{
+	static const struct option lopts[] = {
+		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "symbols", no_argument, NULL, 'l' },
+		{ "merge", required_argument, NULL, 'm' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "reverse-sort", no_argument, NULL, 'r' },
+		{ "image-path", required_argument, NULL, 'p' },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char msg[512];
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->session_dir = DP_DEFAULT_SESSION_DIR;
+	o->sort[0] = REP_SORT_SAMPLE;
+	o->nsort = 1;
+	o->spec = rep_spec_new();
+	if (!o->spec) {
+		fprintf(err, "opreport: out of memory\n");
+		return -ENOMEM;
+	}
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "lm:t:s:rp:h", lopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case OPT_SESSION_DIR:
+			o->session_dir = optarg;
+			break;
+		case 'l':
+			o->symbols = true;
+			break;
+		case 'm':
+			if (rep_parse_merge(optarg, &o->merge)) {
+				snprintf(msg, sizeof(msg), "bad --merge list \"%s\"", optarg);
+				goto bad;
+			}
+			break;
+		case 't':
+			errno = 0;
+			o->threshold = strtod(optarg, &end);
+			if (errno || end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
+				snprintf(msg, sizeof(msg), "bad --threshold \"%s\" (a percentage)", optarg);
+				goto bad;
+			}
+			break;
+		case 's':
+			if (rep_parse_sort(optarg, o)) {
+				snprintf(msg, sizeof(msg), "bad --sort list \"%s\"", optarg);
+				goto bad;
+			}
+			break;
+		case 'r':
+			o->reverse = true;
+			break;
+		case 'p':
+			if (add_image_path(o, optarg)) {
+				snprintf(msg, sizeof(msg), "out of memory");
+				goto bad;
+			}
+			break;
+		case OPT_ROOT:
+			o->root = optarg;
+			break;
+		case OPT_DOMAIN:
+			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
+				goto bad;
+			break;
+		case 'h':
+			rep_usage(out);
+			return 1;
+		default:
+			if (optopt && optopt < 256 && strchr("mtsp", optopt))
+				snprintf(msg, sizeof(msg), "option -%c needs an argument", optopt);
+			else
+				snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"",
+					 argv[optind - 1]);
+			goto bad;
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
+			goto bad;
+	return 0;
+bad:
+	fprintf(err, "opreport: %s\n", msg);
+	rep_usage(err);
+	return -EINVAL;
+}

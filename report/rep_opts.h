@@ -1,0 +1,52 @@
+/* opreport's command line, parsed into one configuration struct. */
+#ifndef REP_OPTS_H
+#define REP_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct rep_spec;
+
+enum rep_merge {
+	REP_MERGE_LIB = 1 << 0,
+	REP_MERGE_CPU = 1 << 1,
+	REP_MERGE_TID = 1 << 2,
+	REP_MERGE_TGID = 1 << 3,
+	REP_MERGE_UNITMASK = 1 << 4,
+	REP_MERGE_ALL = (1 << 5) - 1,
+};
+
+enum rep_sort_key { REP_SORT_SAMPLE, REP_SORT_IMAGE, REP_SORT_APP, REP_SORT_SYMBOL, REP_SORT_VMA };
+
+#define REP_MAX_SORT 5
+
+struct rep_opts {
+	const char *session_dir;	/* borrowed from argv or a default */
+	unsigned merge;			/* REP_MERGE_* */
+	bool symbols;			/* -l */
+	bool reverse;			/* -r: smallest first */
+	double threshold;		/* percent; rows below are hidden */
+	enum rep_sort_key sort[REP_MAX_SORT];
+	size_t nsort;
+	char **image_path;		/* -p directories, owned */
+	size_t nimage_path;
+	const char *root;		/* --root, borrowed */
+	struct rep_spec *spec;		/* owned */
+};
+
+/*
+ * Parse @argv.  0: run; 1: --help was printed to @out, exit 0; -EINVAL: a
+ * message and the usage were printed to @err, exit 1.  Release @o after
+ * any return.
+ */
+int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err);
+void rep_opts_release(struct rep_opts *o);
+void rep_usage(FILE *f);
+
+/* Parse a --merge list ("lib,cpu,tid,tgid,unitmask,all") into REP_MERGE_* bits. */
+int rep_parse_merge(const char *s, unsigned *out);
+/* Parse a --sort list into @o->sort. */
+int rep_parse_sort(const char *s, struct rep_opts *o);
+
+#endif

@@ -1,0 +1,22 @@
+/* Formatting a collected profile the way OProfile's opreport does. */
+#ifndef REP_OUTPUT_H
+#define REP_OUTPUT_H
+
+#include <stdio.h>
+
+struct rep_opts;
+struct rep_profile;
+
+/*
+ * Print @p to @f: the header (collector, then one "Counted ..." line per
+ * event class), the DOMAIN SUMMARY when any domain is present, then the
+ * image listing, or the symbol listing with @o->symbols.  @collector may
+ * be NULL.  0 or -errno (write error).
+ */
+int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
+	       const char *collector);
+
+/* A percentage as opreport prints it: 4 decimals, "100.000" for 100. */
+void rep_format_pct(char *buf, size_t size, double pct);
+
+#endif

@@ -1,0 +1,358 @@
+#include "config.h"
+
+#include <bfd.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rep_sym.h"
+
+struct rep_sect {
+	uint64_t filepos;
+	uint64_t size;
+	uint64_t vma;
+};
+
+struct rep_bin {
+	struct rep_sym *syms;
+	size_t nsyms;
+	char **names;		/* each name allocated once; freed with the bin */
+	struct rep_sect *sects;	/* sorted by filepos; none: keys are base offsets */
+	size_t nsects;
+	uint64_t base;
+};
+
+/* A candidate symbol before deduplication. */
+struct cand {
+	uint64_t start;
+	uint64_t limit;		/* end of its section */
+	int rank;		/* higher wins among symbols at one address */
+	const char *name;
+};
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->rank != y->rank)
+		return y->rank - x->rank;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct rep_sym *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sect(const void *a, const void *b)
+{
+	const struct rep_sect *x = a, *y = b;
+
+	if (x->filepos != y->filepos)
+		return x->filepos < y->filepos ? -1 : 1;
+	return 0;
+}
+
+void rep_bin_free(struct rep_bin *b)
+{
+	if (!b)
+		return;
+	if (b->names)
+		for (size_t i = 0; i < b->nsyms; i++)
+			free(b->names[i]);
+	free(b->names);
+	free(b->syms);
+	free(b->sects);
+	free(b);
+}
+
+size_t rep_bin_nr_syms(const struct rep_bin *b)
+{
+	return b->nsyms;
+}
+
+const struct rep_sym *rep_bin_sym(const struct rep_bin *b, size_t i)
+{
+	return i < b->nsyms ? &b->syms[i] : NULL;
+}
+
+bool rep_bin_key_to_vma(const struct rep_bin *b, uint64_t key, uint64_t *vma)
+{
+	size_t lo = 0, hi = b->nsects;
+
+	if (!b->sects) {
+		*vma = b->base + key;
+		return true;
+	}
+	/* Last section starting at or before key. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->sects[mid].filepos <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Sections may nest in file offsets (rare); look back a little. */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;) {
+		const struct rep_sect *s = &b->sects[i];
+
+		if (key - s->filepos < s->size) {
+			*vma = s->vma + (key - s->filepos);
+			return true;
+		}
+	}
+	return false;
+}
+
+long rep_bin_find_vma(const struct rep_bin *b, uint64_t vma)
+{
+	size_t lo = 0, hi = b->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->syms[mid].start <= vma)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || vma >= b->syms[lo - 1].end)
+		return -1;
+	return (long)(lo - 1);
+}
+
+long rep_bin_lookup_key(const struct rep_bin *b, uint64_t key)
+{
+	uint64_t vma;
+
+	if (!rep_bin_key_to_vma(b, key, &vma))
+		return -1;
+	return rep_bin_find_vma(b, vma);
+}
+
+/* Fill the ends that are 0 with the next greater start (or start + 1). */
+static void fill_ends(struct rep_sym *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t j = i + 1;
+
+		if (s[i].end > s[i].start)
+			continue;
+		while (j < n && s[j].start == s[i].start)
+			j++;
+		s[i].end = j < n ? s[j].start : s[i].start + 1;
+	}
+}
+
+struct rep_bin *rep_bin_from_syms(const struct rep_sym *syms, size_t n, uint64_t base)
+{
+	struct rep_bin *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->base = base;
+	b->syms = calloc(n ? n : 1, sizeof(*b->syms));
+	b->names = calloc(n ? n : 1, sizeof(*b->names));
+	if (!b->syms || !b->names)
+		goto out_free;
+	for (size_t i = 0; i < n; i++) {
+		b->syms[i] = syms[i];
+		b->names[i] = strdup(syms[i].name);
+		if (!b->names[i])
+			goto out_free;
+		b->syms[i].name = b->names[i];
+		b->nsyms = i + 1;
+	}
+	/* Sort names along with symbols: rebuild names[] after sorting. */
+	qsort(b->syms, n, sizeof(*b->syms), cmp_sym);
+	for (size_t i = 0; i < n; i++)
+		b->names[i] = (char *)b->syms[i].name;
+	fill_ends(b->syms, n);
+	return b;
+out_free:
+	rep_bin_free(b);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static bool wanted(bfd *abfd, const asymbol *sym)
+{
+	const asection *sec = sym->section;
+	flagword f = sym->flags;
+
+	if (!sec || bfd_is_und_section(sec) || bfd_is_com_section(sec) || bfd_is_abs_section(sec))
+		return false;
+	if (f & (BSF_DEBUGGING | BSF_SECTION_SYM | BSF_FILE | BSF_WARNING | BSF_INDIRECT))
+		return false;
+	if (!(f & (BSF_LOCAL | BSF_GLOBAL | BSF_WEAK | BSF_GNU_UNIQUE)))
+		return false;
+	if (!sym->name || !sym->name[0] || sym->name[0] == '$' ||
+	    !strncmp(sym->name, ".L", 2))
+		return false;
+	(void)abfd;
+	return (f & BSF_FUNCTION) || (sec->flags & SEC_CODE);
+}
+
+static int rank_of(const asymbol *sym)
+{
+	int r = 0;
+
+	if (sym->flags & BSF_FUNCTION)
+		r += 4;
+	if (sym->flags & BSF_GLOBAL)
+		r += 2;
+	if (sym->flags & BSF_WEAK)
+		r += 1;
+	return r;
+}
+
+static int load_sections(bfd *abfd, struct rep_bin *b)
+{
+	size_t n = 0;
+	asection *s;
+
+	for (s = abfd->sections; s; s = s->next)
+		n++;
+	b->sects = calloc(n ? n : 1, sizeof(*b->sects));
+	if (!b->sects)
+		return -ENOMEM;
+	for (s = abfd->sections; s; s = s->next) {
+		flagword f = bfd_section_flags(s);
+
+		if (!(f & SEC_LOAD) || !(f & SEC_HAS_CONTENTS) || !bfd_section_size(s))
+			continue;
+		b->sects[b->nsects].filepos = (uint64_t)s->filepos;
+		b->sects[b->nsects].size = bfd_section_size(s);
+		b->sects[b->nsects].vma = bfd_section_vma(s);
+		b->nsects++;
+	}
+	qsort(b->sects, b->nsects, sizeof(*b->sects), cmp_sect);
+	return 0;
+}
+
+/* Read one symbol table (static or dynamic) of @abfd; *@out malloc'd. */
+static long read_symtab(bfd *abfd, bool dynamic, asymbol ***out)
+{
+	long size = dynamic ? bfd_get_dynamic_symtab_upper_bound(abfd) :
+			      bfd_get_symtab_upper_bound(abfd);
+	long n;
+
+	*out = NULL;
+	if (size <= 0)
+		return 0;
+	*out = malloc(size);
+	if (!*out)
+		return -ENOMEM;
+	n = dynamic ? bfd_canonicalize_dynamic_symtab(abfd, *out) :
+		      bfd_canonicalize_symtab(abfd, *out);
+	return n < 0 ? 0 : n;
+}
+
+static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
+{
+	struct cand *c = calloc(n ? n : 1, sizeof(*c));
+	size_t nc = 0;
+	int rc = -ENOMEM;
+
+	if (!c)
+		return -ENOMEM;
+	for (long i = 0; i < n; i++) {
+		const asymbol *sym = tab[i];
+		const asection *sec;
+
+		if (!wanted(abfd, sym))
+			continue;
+		sec = sym->section;
+		c[nc].start = bfd_asymbol_value(sym);
+		c[nc].limit = bfd_section_vma(sec) + bfd_section_size(sec);
+		c[nc].rank = rank_of(sym);
+		c[nc].name = sym->name;
+		nc++;
+	}
+	qsort(c, nc, sizeof(*c), cmp_cand);
+	b->syms = calloc(nc ? nc : 1, sizeof(*b->syms));
+	b->names = calloc(nc ? nc : 1, sizeof(*b->names));
+	if (!b->syms || !b->names)
+		goto out_free_cand;
+	for (size_t i = 0; i < nc; i++) {
+		size_t j = i + 1;
+		char *dm;
+
+		/* Best-ranked symbol at an address is first; skip the others. */
+		if (i && c[i].start == c[i - 1].start)
+			continue;
+		while (j < nc && c[j].start == c[i].start)
+			j++;
+		dm = bfd_demangle(abfd, c[i].name, 3 /* DMGL_PARAMS | DMGL_ANSI */);
+		b->names[b->nsyms] = dm ? dm : strdup(c[i].name);
+		if (!b->names[b->nsyms])
+			goto out_free_cand;
+		b->syms[b->nsyms].start = c[i].start;
+		b->syms[b->nsyms].end = j < nc && c[j].start < c[i].limit ? c[j].start : c[i].limit;
+		b->syms[b->nsyms].name = b->names[b->nsyms];
+		b->nsyms++;
+	}
+	rc = 0;
+out_free_cand:
+	free(c);
+	return rc;
+}
+
+struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
+{
+	static bool bfd_ready;
+	struct rep_bin *b = NULL;
+	asymbol **tab = NULL;
+	bfd *abfd;
+	long n;
+	int rc = -ENOMEM;
+
+	if (!bfd_ready) {
+		bfd_init();
+		bfd_ready = true;
+	}
+	abfd = bfd_openr(path, NULL);
+	if (!abfd) {
+		rc = bfd_get_error() == bfd_error_system_call && errno ? -errno : -ENOENT;
+		snprintf(err, errlen, "%s", bfd_errmsg(bfd_get_error()));
+		goto out;
+	}
+	if (!bfd_check_format(abfd, bfd_object)) {
+		rc = -ENOEXEC;
+		snprintf(err, errlen, "not an object file: %s", bfd_errmsg(bfd_get_error()));
+		goto out_close;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b || load_sections(abfd, b))
+		goto out_oom;
+	n = read_symtab(abfd, false, &tab);
+	if (n == 0) {
+		free(tab);
+		n = read_symtab(abfd, true, &tab);
+	}
+	if (n < 0 || build_syms(abfd, b, tab, n))
+		goto out_oom;
+	free(tab);
+	bfd_close(abfd);
+	return b;
+out_oom:
+	snprintf(err, errlen, "out of memory");
+	free(tab);
+	rep_bin_free(b);
+	b = NULL;
+	rc = -ENOMEM;
+out_close:
+	bfd_close(abfd);
+out:
+	errno = -rc;
+	return NULL;
+}

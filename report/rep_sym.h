@@ -1,0 +1,49 @@
+/*
+ * Symbol tables of binaries, and the mapping from a sample key to a symbol.
+ * A struct rep_bin is built once per binary (ELF through libbfd, or a
+ * kernel image from kallsyms, see rep_kernel.h) and then answers lookups
+ * by binary search.
+ */
+#ifndef REP_SYM_H
+#define REP_SYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rep_sym {
+	uint64_t start;		/* vma */
+	uint64_t end;		/* first vma past the symbol */
+	const char *name;	/* owned by the rep_bin */
+};
+
+struct rep_bin;
+
+/*
+ * Read the function symbols of the ELF file @path with libbfd: the static
+ * symbol table, or the dynamic one when the file is stripped.  Sample keys
+ * are file offsets, converted to vmas through the loaded section holding
+ * that offset.  NULL with errno set and a reason in @err.
+ */
+struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen);
+
+/*
+ * A table whose keys are offsets from @base (kernel images).  Takes a copy
+ * of @syms (names copied too); need not be sorted; ends of 0 are filled in
+ * up to the next symbol.  NULL with errno set.
+ */
+struct rep_bin *rep_bin_from_syms(const struct rep_sym *syms, size_t n, uint64_t base);
+
+void rep_bin_free(struct rep_bin *b);	/* NULL accepted */
+
+size_t rep_bin_nr_syms(const struct rep_bin *b);
+const struct rep_sym *rep_bin_sym(const struct rep_bin *b, size_t i);
+
+/* vma of sample @key; false when no loaded section holds it. */
+bool rep_bin_key_to_vma(const struct rep_bin *b, uint64_t key, uint64_t *vma);
+/* Index of the symbol containing @vma, or -1. */
+long rep_bin_find_vma(const struct rep_bin *b, uint64_t vma);
+/* Both of the above: the symbol for sample @key, or -1. */
+long rep_bin_lookup_key(const struct rep_bin *b, uint64_t key);
+
+#endif

@@ -1,0 +1,685 @@
+/*
+ * Unit tests for librep: profile specifications, ELF symbolization of
+ * binaries built here with the configured compiler (non-PIE, PIE, shared,
+ * stripped), kallsyms, and aggregation over a small session written with
+ * lib/odb.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "odb/odb.h"
+#include "rep_collect.h"
+#include "rep_image.h"
+#include "rep_kernel.h"
+#include "rep_opts.h"
+#include "rep_output.h"
+#include "rep_spec.h"
+#include "rep_sym.h"
+#include "sfname/sfname.h"
+#include "util/du_log.h"
+
+static char tmpdir[] = "/tmp/test_rep.XXXXXX";
+static bool built;
+
+static const char *const funcs[] = { "rt_alpha", "rt_beta", "rt_gamma" };
+
+static const char test_src[] =
+	"volatile int sink;\n"
+	"__attribute__((noinline)) int rt_alpha(int x)\n"
+	"{ for (int i = 0; i < x; i++) sink += i * 3; return sink; }\n"
+	"__attribute__((noinline)) int rt_beta(int x)\n"
+	"{ for (int i = 0; i < x; i++) sink ^= i << 2; return sink + 1; }\n"
+	"__attribute__((noinline)) int rt_gamma(int x)\n"
+	"{ for (int i = 0; i < x; i++) sink -= i * 7; return sink - 2; }\n"
+	"int main(int argc, char **argv)\n"
+	"{ (void)argv; return rt_alpha(argc) + rt_beta(argc) + rt_gamma(argc); }\n";
+
+static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+static char *tpath(const char *name)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmpdir, name);
+	return buf[i];
+}
+
+static int run(const char *cmd)
+{
+	int rc = system(cmd);
+
+	if (rc)
+		fprintf(stderr, "test_rep: command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
+static int build_binaries(void)
+{
+	char cmd[2048];
+	FILE *f = fopen(tpath("t.c"), "w");
+
+	if (!f)
+		return -1;
+	fputs(test_src, f);
+	fclose(f);
+#define CC REP_TEST_CC " -O1 -fno-inline "
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && " CC "-fno-pie -no-pie -o t_nopie t.c && "
+		 CC "-fPIE -pie -o t_pie t.c && "
+		 CC "-fPIC -shared -o t_shared.so t.c && "
+		 CC "-fPIE -pie -rdynamic -s -o t_stripped t.c", tmpdir);
+#undef CC
+	return run(cmd);
+}
+
+/* Where the loader puts @name: its file offset and size, read with libelf. */
+static int elf_func_offset(const char *path, const char *name, uint64_t *off, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY), rc = -1;
+	Elf_Scn *scn = NULL;
+	uint64_t vaddr = 0;
+	bool found = false;
+	size_t nph;
+	Elf *e;
+
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		goto out_close;
+	/* .symtab when present, else .dynsym (stripped). */
+	static const unsigned wants[] = { SHT_SYMTAB, SHT_DYNSYM };
+
+	for (size_t w = 0; w < 2 && !found; w++) {
+		scn = NULL;
+		while (!found && (scn = elf_nextscn(e, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != wants[w])
+				continue;
+			d = elf_getdata(scn, NULL);
+			for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym s;
+				const char *n;
+
+				if (!gelf_getsym(d, (int)i, &s))
+					continue;
+				n = elf_strptr(e, sh.sh_link, s.st_name);
+				if (n && !strcmp(n, name) && GELF_ST_TYPE(s.st_info) == STT_FUNC) {
+					vaddr = s.st_value;
+					*size = s.st_size;
+					found = true;
+					break;
+				}
+			}
+		}
+	}
+	if (!found || elf_getphdrnum(e, &nph))
+		goto out_end;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*off = ph.p_offset + (vaddr - ph.p_vaddr);
+			rc = 0;
+			break;
+		}
+	}
+out_end:
+	elf_end(e);
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* ---- specs ---------------------------------------------------------------- */
+
+static struct sfn_name mkname(const char *domain, bool vmm, enum sfn_kind ik, const char *image,
+			      enum sfn_kind dk, const char *dep, const char *event, uint64_t count,
+			      uint32_t um, int64_t tgid, int64_t tid, int64_t cpu)
+{
+	struct sfn_name n = {
+		.domain = (char *)domain, .vmm = vmm,
+		.image = { ik, (char *)image }, .dep = { dk, (char *)dep },
+		.event = (char *)event, .count = count, .unit_mask = um,
+		.tgid = tgid, .tid = tid, .cpu = cpu,
+	};
+	return n;
+}
+
+static bool spec_matches(const char *const *args, const struct sfn_name *n)
+{
+	struct rep_spec *s = rep_spec_new();
+	char err[256];
+	bool m;
+
+	for (; *args; args++)
+		CU_ASSERT_EQUAL_FATAL(rep_spec_add(s, *args, err, sizeof(err)), 0);
+	m = rep_spec_match(s, n);
+	rep_spec_free(s);
+	return m;
+}
+
+static void test_spec_good(void)
+{
+	struct sfn_name bash = mkname(NULL, false, SFN_ROOT, "/bin/bash", SFN_ROOT,
+				      "/lib/x86_64-linux-gnu/libc.so.6", "CPU_CLK_UNHALTED",
+				      100000, 0, 12, 13, 1);
+	struct sfn_name guest = mkname("web1", false, SFN_KERN, "vmlinux", SFN_KERN, "virtio_net",
+				       "TIMER", 5000, 3, SFN_ALL, SFN_ALL, SFN_ALL);
+	const char *none[] = { NULL };
+	const char *a1[] = { "image:/bin/bash", NULL };
+	const char *a2[] = { "image:bash", NULL };
+	const char *a3[] = { "image:ba*", NULL };
+	const char *a4[] = { "bash", NULL };
+	const char *a5[] = { "image:libc.so.6", NULL };		/* the dep counts too */
+	const char *a6[] = { "lib-image:libc*", NULL };
+	const char *a7[] = { "lib-image:bash", NULL };
+	const char *a8[] = { "image:/bin/ba", NULL };
+	const char *a9[] = { "event:TIMER,CPU_CLK_UNHALTED", "count:100000", "unit-mask:0x0", NULL };
+	const char *a10[] = { "tgid:12", "tid:1,13", "cpu:1", NULL };
+	const char *a11[] = { "tid:14", NULL };
+	const char *a12[] = { "domain:host", NULL };
+	const char *a13[] = { "domain:web1", NULL };
+	const char *a14[] = { "domain:web1,host", "image:vmlinux", NULL };
+	const char *a15[] = { "cpu:0", NULL };			/* "all" never matches a cpu */
+	const char *a16[] = { "unit-mask:3", "event:TIMER", NULL };
+
+	CU_ASSERT_TRUE(spec_matches(none, &bash));
+	CU_ASSERT_TRUE(spec_matches(a1, &bash));
+	CU_ASSERT_TRUE(spec_matches(a2, &bash));
+	CU_ASSERT_TRUE(spec_matches(a3, &bash));
+	CU_ASSERT_TRUE(spec_matches(a4, &bash));
+	CU_ASSERT_TRUE(spec_matches(a5, &bash));
+	CU_ASSERT_TRUE(spec_matches(a6, &bash));
+	CU_ASSERT_FALSE(spec_matches(a7, &bash));
+	CU_ASSERT_FALSE(spec_matches(a8, &bash));
+	CU_ASSERT_TRUE(spec_matches(a9, &bash));
+	CU_ASSERT_TRUE(spec_matches(a10, &bash));
+	CU_ASSERT_FALSE(spec_matches(a11, &bash));
+	CU_ASSERT_TRUE(spec_matches(a12, &bash));
+	CU_ASSERT_FALSE(spec_matches(a13, &bash));
+	CU_ASSERT_TRUE(spec_matches(a13, &guest));
+	CU_ASSERT_FALSE(spec_matches(a12, &guest));
+	CU_ASSERT_TRUE(spec_matches(a14, &guest));
+	CU_ASSERT_FALSE(spec_matches(a15, &guest));
+	CU_ASSERT_TRUE(spec_matches(a16, &guest));
+	CU_ASSERT_FALSE(spec_matches(a16, &bash));
+}
+
+static void test_spec_bad(void)
+{
+	static const char *const bad[] = {
+		"", "foo:bar", "image:", "count:abc", "tid:1,,2", "cpu:-1", "tgid:", "count:1x",
+		"unit-mask:", "domain:", "event:A,", ":x", "session:foo",
+	};
+	struct rep_spec *s = rep_spec_new();
+	char err[256];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		CU_ASSERT_EQUAL(rep_spec_add(s, bad[i], err, sizeof(err)), -EINVAL);
+		CU_ASSERT(err[0] != '\0');
+	}
+	rep_spec_free(s);
+}
+
+static void test_opts(void)
+{
+	char *good[] = { "opreport", "--session-dir=/x", "-l", "--merge=lib,tid",
+			 "--threshold=1.5", "--sort=image,sample", "-p", "/a,/b", "--root=/r",
+			 "--domain=web1", "image:bash", NULL };
+	char *bad1[] = { "opreport", "--merge=bogus", NULL };
+	char *bad2[] = { "opreport", "--nope", NULL };
+	char *bad3[] = { "opreport", "nope:x", NULL };
+	char *bad4[] = { "opreport", "--threshold=abc", NULL };
+	char *help[] = { "opreport", "--help", NULL };
+	FILE *null = fopen("/dev/null", "w");
+	struct rep_opts o;
+
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 11, good, null, null), 0);
+	CU_ASSERT_STRING_EQUAL(o.session_dir, "/x");
+	CU_ASSERT_TRUE(o.symbols);
+	CU_ASSERT_EQUAL(o.merge, REP_MERGE_LIB | REP_MERGE_TID);
+	CU_ASSERT_DOUBLE_EQUAL(o.threshold, 1.5, 1e-9);
+	CU_ASSERT_EQUAL(o.nsort, 2);
+	CU_ASSERT_EQUAL(o.sort[0], REP_SORT_IMAGE);
+	CU_ASSERT_EQUAL(o.nimage_path, 2);
+	CU_ASSERT_STRING_EQUAL(o.root, "/r");
+	rep_opts_release(&o);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, bad1, null, null), -EINVAL);
+	rep_opts_release(&o);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, bad2, null, null), -EINVAL);
+	rep_opts_release(&o);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, bad3, null, null), -EINVAL);
+	rep_opts_release(&o);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, bad4, null, null), -EINVAL);
+	rep_opts_release(&o);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, help, null, null), 1);
+	rep_opts_release(&o);
+	fclose(null);
+}
+
+static void test_pct(void)
+{
+	char b[16];
+
+	rep_format_pct(b, sizeof(b), 100.0);
+	CU_ASSERT_STRING_EQUAL(b, "100.000");
+	rep_format_pct(b, sizeof(b), 75.83141);
+	CU_ASSERT_STRING_EQUAL(b, "75.8314");
+	rep_format_pct(b, sizeof(b), 0.0);
+	CU_ASSERT_STRING_EQUAL(b, "0.0000");
+}
+
+/* ---- ELF symbols ---------------------------------------------------------- */
+
+static void check_binary(const char *name)
+{
+	char err[256];
+	struct rep_bin *b;
+
+	CU_ASSERT_TRUE_FATAL(built);
+	b = rep_bin_open_elf(tpath(name), err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
+		uint64_t off = 0, size = 0;
+		uint64_t probes[3];
+		long s;
+
+		CU_ASSERT_EQUAL_FATAL(elf_func_offset(tpath(name), funcs[i], &off, &size), 0);
+		CU_ASSERT_FATAL(size > 0);
+		probes[0] = off;
+		probes[1] = off + size / 2;
+		probes[2] = off + size - 1;
+		for (int k = 0; k < 3; k++) {
+			s = rep_bin_lookup_key(b, probes[k]);
+			CU_ASSERT_FATAL(s >= 0);
+			CU_ASSERT_STRING_EQUAL(rep_bin_sym(b, (size_t)s)->name, funcs[i]);
+		}
+		/* The byte before a function is never that function. */
+		s = rep_bin_lookup_key(b, off - 1);
+		CU_ASSERT(s < 0 || strcmp(rep_bin_sym(b, (size_t)s)->name, funcs[i]));
+	}
+	/* The ELF header is in no section: no symbol. */
+	CU_ASSERT_EQUAL(rep_bin_lookup_key(b, 0), -1);
+	rep_bin_free(b);
+}
+
+static void test_sym_nopie(void)
+{
+	check_binary("t_nopie");
+}
+
+static void test_sym_pie(void)
+{
+	check_binary("t_pie");
+}
+
+static void test_sym_shared(void)
+{
+	check_binary("t_shared.so");
+}
+
+static void test_sym_stripped(void)
+{
+	check_binary("t_stripped");
+}
+
+static void test_sym_missing(void)
+{
+	char err[256] = "";
+
+	CU_ASSERT_PTR_NULL(rep_bin_open_elf(tpath("no_such_binary"), err, sizeof(err)));
+	CU_ASSERT(err[0] != '\0');
+	CU_ASSERT_PTR_NULL(rep_bin_open_elf(tpath("t.c"), err, sizeof(err)));
+}
+
+/* ---- kallsyms ------------------------------------------------------------- */
+
+static const char kallsyms_txt[] =
+	"ffffffff81000000 T _text\n"
+	"ffffffff81000100 T start_kernel\n"
+	"ffffffff81000200 t helper\n"
+	"ffffffff81000300 D some_data\n"
+	"ffffffff81000400 T other\n"
+	"0000000000000000 A fixed_percpu_data\n"
+	"garbage line\n"
+	"ffffffffc0001000 t mod_fn1\t[kvm]\n"
+	"ffffffffc0001100 T mod_fn2\t[kvm]\n"
+	"ffffffffc0002000 d mod_data\t[kvm]\n"
+	"ffffffffc0003000 t vfn\t[virtio_net]\n";
+
+static const char *ksym_at(struct rep_kernel *k, const char *img, uint64_t key)
+{
+	const struct rep_bin *b = rep_kernel_image(k, img);
+	long s;
+
+	if (!b)
+		return "(no image)";
+	s = rep_bin_lookup_key(b, key);
+	return s < 0 ? "(none)" : rep_bin_sym(b, (size_t)s)->name;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_kallsyms(void)
+{
+	struct rep_kernel *k;
+	char err[256];
+
+	write_file(tpath("kallsyms"), kallsyms_txt);
+	write_file(tpath("modules"), "kvm 16384 1 - Live 0xffffffffc0001000\n"
+				     "virtio_net 8192 0 - Live 0xffffffffc0002f00 (E)\n");
+	k = rep_kernel_load(tpath("kallsyms"), tpath("modules"), err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x150), "start_kernel");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x100), "start_kernel");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x2ff), "helper");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x350), "(none)");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x400), "other");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "vmlinux", 0x10), "_text");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "kvm", 0x50), "mod_fn1");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "kvm", 0x150), "mod_fn2");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "kvm", 0x1000), "(none)");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "virtio_net", 0x100), "vfn");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "virtio_net", 0x10), "(none)");
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "nosuchmod", 0), "(no image)");
+	rep_kernel_free(k);
+
+	/* Without /proc/modules, a module's base is its lowest symbol. */
+	k = rep_kernel_load(tpath("kallsyms"), tpath("no_modules"), err, sizeof(err));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	CU_ASSERT_STRING_EQUAL(ksym_at(k, "kvm", 0x150), "mod_fn2");
+	rep_kernel_free(k);
+
+	write_file(tpath("kallsyms0"), "0000000000000000 T _text\n0000000000000000 t foo\n");
+	errno = 0;
+	CU_ASSERT_PTR_NULL(rep_kernel_load(tpath("kallsyms0"), NULL, err, sizeof(err)));
+	CU_ASSERT_EQUAL(errno, ENODATA);
+	CU_ASSERT_PTR_NULL(rep_kernel_load(tpath("no_kallsyms"), NULL, err, sizeof(err)));
+}
+
+/* ---- aggregation over a fake session ------------------------------------------ */
+
+static void mkdirs(const char *path)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(buf, 0755);
+		*p = '/';
+	}
+}
+
+struct kv {
+	uint64_t key, count;
+};
+
+static void write_sample(const char *session, const struct sfn_name *n, const struct kv *kv,
+			 size_t nkv)
+{
+	char rel[SFN_MAX_PATH + 1], path[8192];
+	struct odb_desc d = { .count = n->count, .unit_mask = n->unit_mask };
+	struct odb *db;
+
+	CU_ASSERT_FATAL(sfn_mangle(n, rel, sizeof(rel)) > 0);
+	snprintf(path, sizeof(path), "%s/samples/current/%s", session, rel);
+	mkdirs(path);
+	snprintf(d.event, sizeof(d.event), "%s", n->event);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &d), 0);
+	for (size_t i = 0; i < nkv; i++)
+		CU_ASSERT_EQUAL(odb_add(db, kv[i].key, kv[i].count), 0);
+	odb_close(db);
+}
+
+static uint64_t func_off(const char *bin, const char *fn)
+{
+	uint64_t off = 0, size = 0;
+
+	CU_ASSERT_EQUAL(elf_func_offset(tpath(bin), fn, &off, &size), 0);
+	return off + size / 2;
+}
+
+static uint64_t sym_count(const struct rep_profile *p, const char *sym)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < p->nrows; i++) {
+		const struct rep_symrow *r = &p->rows[i];
+		const char *name = r->sym >= 0 ? rep_bin_sym(r->bin, (size_t)r->sym)->name :
+						 "(no symbols)";
+
+		if (!strcmp(name, sym))
+			total += rep_counts(p, r->counts)[0];
+	}
+	return total;
+}
+
+/* Symbol rows point into the image cache: it lives until the next call. */
+static struct rep_images *last_images;
+static struct rep_opts last_opts;
+
+static int collect(const char *session, const char *const *args, struct rep_profile **p,
+		   char **text)
+{
+	char *argv[16] = { "opreport" };
+	char sd[600];
+	int argc = 1, rc;
+	struct rep_opts *op = &last_opts;
+	size_t len;
+	FILE *f;
+
+	snprintf(sd, sizeof(sd), "--session-dir=%s", session);
+	argv[argc++] = sd;
+	for (; *args; args++)
+		argv[argc++] = (char *)*args;
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(op);
+	rc = rep_opts_parse(op, argc, argv, stderr, stderr);
+	if (rc)
+		return rc;
+	last_images = rep_images_new(op);
+	rc = rep_collect(op, last_images, p);
+	if (!rc && text) {
+		f = open_memstream(text, &len);
+		rep_output(f, op, *p, "file");
+		fclose(f);
+	}
+	return rc;
+}
+
+static void test_aggregate(void)
+{
+	char session[600], bin[600], so[600], path[8192];
+	struct rep_profile *p = NULL;
+	char *text = NULL;
+	const char *sym_args[] = { "-l", NULL };
+	const char *dom_args[] = { "-l", "--domain=web1", NULL };
+	const char *img_args[] = { NULL };
+	const char *merge_args[] = { "--merge=lib", NULL };
+	const char *nomatch_args[] = { "image:nothing_like_this", NULL };
+	FILE *f;
+
+	CU_ASSERT_TRUE_FATAL(built);
+	snprintf(session, sizeof(session), "%s/session", tmpdir);
+	snprintf(bin, sizeof(bin), "%s", tpath("t_nopie"));
+	snprintf(so, sizeof(so), "%s", tpath("t_shared.so"));
+	write_file(tpath("kallsyms"), kallsyms_txt);
+	mkdirs(tpath("session/kallsyms"));
+	write_file(tpath("session/kallsyms"), kallsyms_txt);
+	write_file(tpath("session/modules"), "kvm 16384 1 - Live 0xffffffffc0001000\n");
+	{
+		struct sfn_name app = mkname(NULL, false, SFN_ROOT, bin, SFN_ROOT, bin, "TIMER",
+					     10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+		struct sfn_name lib = mkname(NULL, false, SFN_ROOT, bin, SFN_ROOT, so, "TIMER",
+					     10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+		struct sfn_name kern = mkname(NULL, false, SFN_KERN, "vmlinux", SFN_KERN, "vmlinux",
+					      "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+		struct sfn_name gk = mkname("web1", false, SFN_KERN, "vmlinux", SFN_KERN, "vmlinux",
+					    "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+		struct sfn_name gu = mkname("web1", false, SFN_ROOT, "/usr/sbin/nginx", SFN_ROOT,
+					    "/usr/sbin/nginx", "TIMER", 10000, 0, SFN_ALL,
+					    SFN_ALL, SFN_ALL);
+		struct sfn_name vmm = mkname("web1", true, SFN_ROOT, "/usr/bin/qemu-system-x86_64",
+					     SFN_KERN, "kvm", "TIMER", 10000, 0, SFN_ALL,
+					     SFN_ALL, SFN_ALL);
+		struct sfn_name bad = mkname(NULL, false, SFN_ROOT, "/bin/corrupt", SFN_ROOT,
+					     "/bin/corrupt", "TIMER", 10000, 0, SFN_ALL,
+					     SFN_ALL, SFN_ALL);
+		struct kv kapp[] = { { func_off("t_nopie", "rt_alpha"), 10 },
+				     { func_off("t_nopie", "rt_alpha") + 1, 5 },
+				     { func_off("t_nopie", "rt_beta"), 20 } };
+		struct kv klib[] = { { func_off("t_shared.so", "rt_gamma"), 7 } };
+		struct kv kkern[] = { { 0x150, 4 }, { 0x350, 1 } };
+		struct kv kgk[] = { { 0x10, 3 } };
+		struct kv kgu[] = { { 0x1000, 6 } };
+		struct kv kvmm[] = { { 0x150, 2 } };
+		char rel[SFN_MAX_PATH + 1];
+
+		write_sample(session, &app, kapp, 3);
+		write_sample(session, &lib, klib, 1);
+		write_sample(session, &kern, kkern, 2);
+		write_sample(session, &gk, kgk, 1);
+		write_sample(session, &gu, kgu, 1);
+		write_sample(session, &vmm, kvmm, 1);
+		/* A file with a good name but garbage inside, and one with a bad name. */
+		CU_ASSERT_FATAL(sfn_mangle(&bad, rel, sizeof(rel)) > 0);
+		snprintf(path, sizeof(path), "%s/samples/current/%s", session, rel);
+		mkdirs(path);
+		write_file(path, "this is not a sample file at all, not even close......");
+		snprintf(path, sizeof(path), "%s/samples/current/junk", session);
+		write_file(path, "x");
+	}
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, sym_args, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->nclasses, 1);
+	CU_ASSERT_EQUAL(p->nfiles, 6);
+	CU_ASSERT_EQUAL(p->nbad, 2);
+	CU_ASSERT_EQUAL(p->totals[0], 10 + 5 + 20 + 7 + 4 + 1 + 3 + 6 + 2);
+	CU_ASSERT_TRUE(p->has_domain);
+	CU_ASSERT_TRUE(p->separate_lib);
+	CU_ASSERT_EQUAL(sym_count(p, "rt_alpha"), 15);
+	CU_ASSERT_EQUAL(sym_count(p, "rt_beta"), 20);
+	CU_ASSERT_EQUAL(sym_count(p, "rt_gamma"), 7);
+	CU_ASSERT_EQUAL(sym_count(p, "start_kernel"), 4);
+	CU_ASSERT_EQUAL(sym_count(p, "mod_fn2"), 2);	/* vmm: host kvm module */
+	/* kernel data gap 1, guest kernel 3, guest binary missing 6 */
+	CU_ASSERT_EQUAL(sym_count(p, "(no symbols)"), 1 + 3 + 6);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "DOMAIN SUMMARY"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "Counted TIMER events with a unit mask of 0x00 count 10000"));
+	/* host 47 of 58; web1 11: guest kernel 3, guest user 6, vmm 2 */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "host                           47  81.0345              0              0              0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "web1                           11  18.9655              3              6              2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "rt_beta"));
+	/* The top symbol row comes first. */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "20       34.4828  host"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, dom_args, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->totals[0], 11);
+	CU_ASSERT_PTR_NULL(strstr(text, "host "));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	/* Image listing: the app with its libraries under it. */
+	CU_ASSERT_EQUAL_FATAL(collect(session, img_args, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->nrows, 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "       42 72.4138 host             t_nopie\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\t       35 83.3333 t_nopie\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\t        7 16.6667 t_shared.so\n"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	/* --merge=lib: the library is a row of its own. */
+	CU_ASSERT_EQUAL_FATAL(collect(session, merge_args, &p, &text), 0);
+	CU_ASSERT_FALSE(p->separate_lib);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "        7 12.0690 host             t_shared.so\n"));
+	CU_ASSERT_PTR_NULL(strstr(text, "\t"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL(collect(session, nomatch_args, &p, NULL), -ENODATA);
+	CU_ASSERT_EQUAL(collect(tpath("no_session"), img_args, &p, NULL), -ENOENT);
+	mkdirs(tpath("empty/samples/current/x"));
+	CU_ASSERT_EQUAL(collect(tpath("empty"), img_args, &p, NULL), -ENODATA);
+	(void)f;
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(&last_opts);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned fails;
+	char cmd[600];
+
+	if (!mkdtemp(tmpdir))
+		return 1;
+	built = build_binaries() == 0;
+	du_log_set(getenv("REP_TEST_VERBOSE") ? NULL : quiet_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("rep", NULL, NULL);
+	CU_add_test(s, "spec parsing and matching", test_spec_good);
+	CU_add_test(s, "bad specs", test_spec_bad);
+	CU_add_test(s, "options", test_opts);
+	CU_add_test(s, "percent format", test_pct);
+	CU_add_test(s, "symbols: non-PIE", test_sym_nopie);
+	CU_add_test(s, "symbols: PIE", test_sym_pie);
+	CU_add_test(s, "symbols: shared library", test_sym_shared);
+	CU_add_test(s, "symbols: stripped (dynamic symbols)", test_sym_stripped);
+	CU_add_test(s, "symbols: missing or not ELF", test_sym_missing);
+	CU_add_test(s, "kallsyms and modules", test_kallsyms);
+	CU_add_test(s, "aggregation over a session", test_aggregate);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (!fails && !getenv("REP_TEST_KEEP"))
+		(void)!system(cmd);
+	else
+		fprintf(stderr, "test_rep: files kept in %s\n", tmpdir);
+	return fails ? 1 : 0;
+}
