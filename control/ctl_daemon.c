@@ -280,14 +280,14 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 	ctl_pid_probe(session, &info);
 	fprintf(out, "Profiler running.\n");
 	if (info.state == CTL_PID_RUNNING)
-		fprintf(out, "  daemon:   pid %d (%s)\n", (int)info.pid, daemon);
+		fprintf(out, "  daemon:    pid %d (%s)\n", (int)info.pid, daemon);
 	else
 		du_warn("oprofiled reported success but %s/oprofiled.pid names no running daemon",
 			session);
-	fprintf(out, "  session:  %s\n", session);
+	fprintf(out, "  session:   %s\n", session);
 	fprintf(out, "  collector: %s\n", o->collector);
 	for (size_t i = 0; i < n_specs; i++)
-		fprintf(out, "  event:    %s\n", specs[i]);
+		fprintf(out, "  event:     %s\n", specs[i]);
 	fflush(out);
 	return 0;
 }

@@ -97,6 +97,9 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	default:
 		fprintf(out, "Daemon:       not running%s\n",
 			s ? " (statistics below are from the last run)" : "");
+		if (ctl_kv_get_u64(s, "running", &v) && v)
+			fprintf(out, "              the last run did not stop cleanly "
+				"(its stats still say running)\n");
 		if (st->pid.state == CTL_PID_STALE || st->pid.state == CTL_PID_FOREIGN)
 			fprintf(out, "              stale pid file (pid %d) ignored\n", (int)st->pid.pid);
 		break;
