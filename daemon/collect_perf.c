@@ -1,0 +1,766 @@
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect_perf.h"
+#include "opd_procfs.h"
+#include "raw/raw_stream.h"
+#include "util/du_log.h"
+
+#define MAX_CPUS	4096
+#define POLL_MS		200
+/* Context TIME records are emitted when time moved by this much: enough
+ * for the daemon's exit lingering, without a TIME before every sample. */
+#define TIME_GRAIN_NS	1000000ULL
+/* sample_id trailer with TID|TIME|CPU|IDENTIFIER */
+#define ID_TRAILER	32
+
+/* One record read from a ring, parsed, waiting for the cross-CPU merge. */
+struct prec {
+	uint64_t time;
+	uint32_t type;
+	uint16_t misc;
+	uint32_t cpu;
+	uint32_t pid, tid;
+	uint64_t ip;
+	uint32_t event;
+	uint32_t flags;
+	uint64_t lost;
+	struct dp_raw_mmap m;
+	struct dp_raw_task_ev t;
+	char comm[16];
+	size_t path_off;	/* into the CPU's arena */
+};
+
+struct pcpu {
+	int cpu;
+	int fd;			/* the fd that owns the ring */
+	void *base;
+	struct perf_event_mmap_page *meta;
+	uint8_t *data;
+	uint64_t size;		/* data area bytes, a power of 2 */
+	struct prec *recs;
+	size_t nr, cap, pos;
+	char *arena;
+	size_t arena_len, arena_cap;
+};
+
+struct id_ev {
+	uint64_t id;
+	uint32_t event;
+};
+
+struct collect_perf {
+	struct opd_daemon *d;
+	const struct opd_conf *conf;
+	struct raw_writer *w;
+	struct pcpu *cpus;
+	int nr_cpus;
+	int *fds;		/* every counter fd */
+	int nr_fds;
+	struct id_ev *ids;
+	int nr_ids;
+	size_t mmap_len;
+	/* what the stream's context says right now */
+	bool have_cpu, have_task, have_mode, have_time;
+	uint32_t cur_cpu, cur_pid, cur_tid, cur_mode;
+	uint64_t cur_time;
+	uint8_t tmp[65536];	/* a record wrapping the ring's end */
+};
+
+static long perf_open(struct perf_event_attr *a, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int copy_file(const char *from, const char *session, const char *name)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], buf[65536];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", session, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", session, name);
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		ret = -errno;
+		goto out_in;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		if (write(out, buf, (size_t)n) != n) {
+			ret = -EIO;
+			break;
+		}
+	}
+	if (n < 0)
+		ret = -errno;
+	if (close(out) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+out_in:
+	close(in);
+	return ret;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_ev *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static uint32_t id_to_event(const struct collect_perf *p, uint64_t id)
+{
+	int lo = 0, hi = p->nr_ids;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (p->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nr_ids && p->ids[lo].id == id)
+		return p->ids[lo].event;
+	return p->conf->nr_events;	/* the daemon counts it as a bad event */
+}
+
+void collect_perf_close(struct collect_perf *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < p->nr_cpus; i++) {
+		if (p->cpus[i].base)
+			munmap(p->cpus[i].base, p->mmap_len);
+		free(p->cpus[i].recs);
+		free(p->cpus[i].arena);
+	}
+	for (int i = 0; i < p->nr_fds; i++)
+		close(p->fds[i]);
+	raw_writer_close(p->w);
+	free(p->cpus);
+	free(p->fds);
+	free(p->ids);
+	free(p);
+}
+
+struct collect_perf *collect_perf_open(struct opd_daemon *d, const struct ev_table *t,
+				       char *err, size_t errlen)
+{
+	const struct opd_conf *conf = d->conf;
+	struct collect_perf *p;
+	long pagesz = sysconf(_SC_PAGESIZE);
+	int cpus[MAX_CPUS];
+	int n, ret;
+
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->d = d;
+	p->conf = conf;
+	n = opd_procfs_cpu_list("/sys/devices/system/cpu/online", cpus, MAX_CPUS);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-n));
+		errno = -n;
+		goto out_close;
+	}
+	p->nr_cpus = n;
+	p->cpus = calloc((size_t)n, sizeof(*p->cpus));
+	p->fds = calloc((size_t)n * conf->nr_events, sizeof(*p->fds));
+	p->ids = calloc((size_t)n * conf->nr_events, sizeof(*p->ids));
+	if (!p->cpus || !p->fds || !p->ids) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		goto out_close;
+	}
+	p->mmap_len = (size_t)(conf->perf_pages + 1) * (size_t)pagesz;
+	for (int i = 0; i < n; i++) {
+		struct pcpu *pc = &p->cpus[i];
+
+		pc->cpu = cpus[i];
+		pc->fd = -1;
+		for (unsigned int e = 0; e < conf->nr_events; e++) {
+			struct perf_event_attr attr;
+			long fd;
+
+			memset(&attr, 0, sizeof(attr));
+			ret = ev_spec_to_perf(t, &conf->events[e], &attr);
+			if (ret) {
+				snprintf(err, errlen, "event %s: cannot program it: %s",
+					 conf->events[e].name, strerror(-ret));
+				errno = -ret;
+				goto out_close;
+			}
+			attr.size = sizeof(attr);
+			attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+					   PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+			attr.disabled = 1;
+			attr.use_clockid = 1;
+			attr.clockid = CLOCK_MONOTONIC;
+			attr.sample_id_all = 1;
+			attr.watermark = 1;
+			attr.wakeup_watermark = (uint32_t)(conf->perf_pages * (size_t)pagesz / 4);
+			if (e == 0) {
+				attr.mmap2 = 1;
+				attr.comm = 1;
+				attr.comm_exec = 1;
+				attr.task = 1;
+			}
+			fd = perf_open(&attr, pc->cpu);
+			if (fd < 0) {
+				int e2 = errno;
+
+				snprintf(err, errlen, "perf_event_open(%s, cpu %d): %s%s", conf->events[e].name,
+					 pc->cpu, strerror(e2),
+					 e2 == EACCES || e2 == EPERM ?
+					 " (run as root or lower /proc/sys/kernel/perf_event_paranoid)" :
+					 e2 == ENOENT || e2 == EOPNOTSUPP ? " (event not supported here)" : "");
+				errno = e2;
+				goto out_close;
+			}
+			p->fds[p->nr_fds++] = (int)fd;
+			if (ioctl((int)fd, PERF_EVENT_IOC_ID, &p->ids[p->nr_ids].id)) {
+				snprintf(err, errlen, "PERF_EVENT_IOC_ID: %s", strerror(errno));
+				goto out_close;
+			}
+			p->ids[p->nr_ids++].event = e;
+			if (e == 0) {
+				pc->fd = (int)fd;
+				pc->base = mmap(NULL, p->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+				if (pc->base == MAP_FAILED) {
+					pc->base = NULL;
+					snprintf(err, errlen, "mmap of the cpu %d ring buffer: %s", pc->cpu,
+						 strerror(errno));
+					goto out_close;
+				}
+				pc->meta = pc->base;
+				pc->data = (uint8_t *)pc->base + pagesz;
+				pc->size = (uint64_t)conf->perf_pages * (uint64_t)pagesz;
+				if (pc->meta->data_size) {
+					pc->data = (uint8_t *)pc->base + pc->meta->data_offset;
+					pc->size = pc->meta->data_size;
+				}
+			} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, pc->fd)) {
+				snprintf(err, errlen, "PERF_EVENT_IOC_SET_OUTPUT: %s", strerror(errno));
+				goto out_close;
+			}
+		}
+	}
+	qsort(p->ids, (size_t)p->nr_ids, sizeof(*p->ids), cmp_id);
+	p->w = raw_writer_new(opd_daemon_sink, d, 256 * 1024);
+	if (!p->w) {
+		snprintf(err, errlen, "raw writer: %s", strerror(errno));
+		goto out_close;
+	}
+	ret = copy_file("/proc/kallsyms", conf->session_dir, "kallsyms");
+	if (ret)
+		du_warn("cannot copy /proc/kallsyms to the session: %s", strerror(-ret));
+	ret = copy_file("/proc/modules", conf->session_dir, "modules");
+	if (ret)
+		du_warn("cannot copy /proc/modules to the session: %s", strerror(-ret));
+	du_info("perf collector: %d cpus, %u events, %u pages per ring", p->nr_cpus, conf->nr_events,
+		conf->perf_pages);
+	return p;
+
+out_close:
+	ret = errno;
+	collect_perf_close(p);
+	errno = ret ? ret : EINVAL;
+	return NULL;
+}
+
+/* ---- context tracking on the writer side ---- */
+
+static int put_time(struct collect_perf *p, uint64_t t, bool exact)
+{
+	if (p->have_time && (t == p->cur_time || (!exact && t >= p->cur_time &&
+						   t - p->cur_time < TIME_GRAIN_NS)))
+		return 0;
+	p->have_time = true;
+	p->cur_time = t;
+	return raw_put_time(p->w, t);
+}
+
+static int put_ctx(struct collect_perf *p, uint32_t cpu, uint32_t pid, uint32_t tid)
+{
+	int ret = 0;
+
+	if (!p->have_cpu || cpu != p->cur_cpu) {
+		p->have_cpu = true;
+		p->cur_cpu = cpu;
+		ret = raw_put_cpu(p->w, cpu);
+	}
+	if (!ret && (!p->have_task || pid != p->cur_pid || tid != p->cur_tid)) {
+		p->have_task = true;
+		p->cur_pid = pid;
+		p->cur_tid = tid;
+		ret = raw_put_task(p->w, pid, tid);
+	}
+	return ret;
+}
+
+static uint32_t cpumode_to_mode(uint16_t misc, uint64_t ip)
+{
+	switch (misc & PERF_RECORD_MISC_CPUMODE_MASK) {
+	case PERF_RECORD_MISC_KERNEL:
+	case PERF_RECORD_MISC_HYPERVISOR:
+		return DP_MODE_HOST_KERNEL;
+	case PERF_RECORD_MISC_USER:
+		return DP_MODE_HOST_USER;
+	case PERF_RECORD_MISC_GUEST_KERNEL:
+		return DP_MODE_GUEST_KERNEL;
+	case PERF_RECORD_MISC_GUEST_USER:
+		return DP_MODE_GUEST_USER;
+	default:
+		return (int64_t)ip < 0 ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER;
+	}
+}
+
+static int emit(struct collect_perf *p, const struct pcpu *pc, const struct prec *r)
+{
+	int ret;
+
+	switch (r->type) {
+	case PERF_RECORD_SAMPLE: {
+		uint32_t mode = cpumode_to_mode(r->misc, r->ip);
+
+		ret = put_ctx(p, r->cpu, r->pid, r->tid);
+		if (!ret)
+			ret = put_time(p, r->time, false);
+		if (!ret && (!p->have_mode || mode != p->cur_mode)) {
+			p->have_mode = true;
+			p->cur_mode = mode;
+			ret = raw_put_mode(p->w, mode);
+		}
+		return ret ? ret : raw_put_sample(p->w, r->ip, r->event);
+	}
+	case PERF_RECORD_MMAP2:
+		ret = put_time(p, r->time, true);
+		return ret ? ret : raw_put_mmap(p->w, &r->m, pc->arena + r->path_off, r->m.path_len);
+	case PERF_RECORD_COMM:
+		ret = put_time(p, r->time, true);
+		return ret ? ret : raw_put_comm(p->w, r->pid, r->tid, r->flags, r->comm);
+	case PERF_RECORD_FORK:
+		ret = put_time(p, r->time, true);
+		return ret ? ret : raw_put_fork(p->w, &r->t);
+	case PERF_RECORD_EXIT:
+		ret = put_time(p, r->time, true);
+		return ret ? ret : raw_put_exit(p->w, &r->t);
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES:
+		return raw_put_lost(p->w, r->lost);
+	default:
+		return 0;
+	}
+}
+
+/* ---- reading the rings ---- */
+
+static struct prec *new_rec(struct pcpu *pc)
+{
+	if (pc->nr == pc->cap) {
+		size_t ncap = pc->cap ? pc->cap * 2 : 1024;
+		struct prec *n = realloc(pc->recs, ncap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		pc->recs = n;
+		pc->cap = ncap;
+	}
+	return memset(&pc->recs[pc->nr], 0, sizeof(pc->recs[0]));
+}
+
+static int arena_add(struct pcpu *pc, const char *s, size_t len, size_t *off)
+{
+	if (pc->arena_len + len + 1 > pc->arena_cap) {
+		size_t ncap = pc->arena_cap ? pc->arena_cap : 65536;
+		char *n;
+
+		while (ncap < pc->arena_len + len + 1)
+			ncap *= 2;
+		n = realloc(pc->arena, ncap);
+		if (!n)
+			return -ENOMEM;
+		pc->arena = n;
+		pc->arena_cap = ncap;
+	}
+	memcpy(pc->arena + pc->arena_len, s, len);
+	pc->arena[pc->arena_len + len] = '\0';
+	*off = pc->arena_len;
+	pc->arena_len += len + 1;
+	return 0;
+}
+
+/* The sample_id trailer at the end of a non-sample record. */
+static bool read_trailer(const uint8_t *rec, size_t size, struct prec *r)
+{
+	uint32_t v[2];
+
+	if (size < sizeof(struct perf_event_header) + ID_TRAILER)
+		return false;
+	rec += size - ID_TRAILER;
+	memcpy(v, rec, 8);
+	r->pid = v[0];
+	r->tid = v[1];
+	memcpy(&r->time, rec + 8, 8);
+	memcpy(v, rec + 16, 8);
+	r->cpu = v[0];
+	return true;
+}
+
+static int parse_record(struct collect_perf *p, struct pcpu *pc, const uint8_t *rec, size_t size)
+{
+	struct perf_event_header h;
+	const uint8_t *b = rec + sizeof(h);
+	size_t blen;
+	struct prec *r;
+
+	memcpy(&h, rec, sizeof(h));
+	blen = size - sizeof(h);
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE:
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES:
+		break;
+	default:
+		return 0;
+	}
+	r = new_rec(pc);
+	if (!r)
+		return -ENOMEM;
+	r->type = h.type;
+	r->misc = h.misc;
+	r->cpu = (uint32_t)pc->cpu;
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE: {
+		uint64_t id;
+		uint32_t v[2];
+
+		if (blen < 40)
+			return 0;
+		memcpy(&id, b, 8);
+		memcpy(&r->ip, b + 8, 8);
+		memcpy(v, b + 16, 8);
+		r->pid = v[0];
+		r->tid = v[1];
+		memcpy(&r->time, b + 24, 8);
+		memcpy(v, b + 32, 8);
+		r->cpu = v[0];
+		r->event = id_to_event(p, id);
+		break;
+	}
+	case PERF_RECORD_MMAP2: {
+		uint32_t v[2];
+		const char *path;
+		size_t plen;
+
+		if (blen < 64 + ID_TRAILER || !read_trailer(rec, size, r))
+			return 0;
+		memcpy(v, b, 8);
+		r->m.pid = v[0];
+		r->m.tid = v[1];
+		memcpy(&r->m.start, b + 8, 8);
+		memcpy(&r->m.len, b + 16, 8);
+		memcpy(&r->m.pgoff, b + 24, 8);
+		if (!(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
+			memcpy(&r->m.maj, b + 32, 4);
+			memcpy(&r->m.min, b + 36, 4);
+			memcpy(&r->m.ino, b + 40, 8);
+		}
+		memcpy(&r->m.prot, b + 56, 4);
+		if (!(r->m.prot & PROT_EXEC))
+			return 0;
+		path = (const char *)b + 64;
+		plen = strnlen(path, blen - 64 - ID_TRAILER);
+		if (plen > DP_RAW_MAX_PATH)
+			plen = DP_RAW_MAX_PATH;
+		r->m.path_len = (uint16_t)plen;
+		if (arena_add(pc, path, plen, &r->path_off))
+			return -ENOMEM;
+		break;
+	}
+	case PERF_RECORD_COMM: {
+		uint32_t v[2];
+		size_t clen;
+
+		if (blen < 8 + ID_TRAILER || !read_trailer(rec, size, r))
+			return 0;
+		memcpy(v, b, 8);
+		r->pid = v[0];
+		r->tid = v[1];
+		clen = strnlen((const char *)b + 8, blen - 8 - ID_TRAILER);
+		memcpy(r->comm, b + 8, clen < 15 ? clen : 15);
+		r->flags = (h.misc & PERF_RECORD_MISC_COMM_EXEC) ? DP_RAW_COMM_EXEC : 0;
+		break;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (blen < 24 + ID_TRAILER || !read_trailer(rec, size, r))
+			return 0;
+		memcpy(&r->t, b, 16);
+		break;
+	case PERF_RECORD_LOST:
+		if (blen < 16 + ID_TRAILER || !read_trailer(rec, size, r))
+			return 0;
+		memcpy(&r->lost, b + 8, 8);
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (blen < 8 + ID_TRAILER || !read_trailer(rec, size, r))
+			return 0;
+		memcpy(&r->lost, b, 8);
+		break;
+	}
+	pc->nr++;
+	return 0;
+}
+
+static int read_ring(struct collect_perf *p, struct pcpu *pc)
+{
+	uint64_t head, tail;
+	int ret = 0;
+
+	if (!pc->meta)
+		return 0;
+	head = __atomic_load_n(&pc->meta->data_head, __ATOMIC_ACQUIRE);
+	tail = pc->meta->data_tail;
+	while (tail < head) {
+		struct perf_event_header h;
+		uint64_t off = tail & (pc->size - 1);
+		const uint8_t *rec;
+
+		if (off + sizeof(h) <= pc->size) {
+			memcpy(&h, pc->data + off, sizeof(h));
+		} else {
+			size_t first = (size_t)(pc->size - off);
+
+			memcpy(&h, pc->data + off, first);
+			memcpy((uint8_t *)&h + first, pc->data, sizeof(h) - first);
+		}
+		if (h.size < sizeof(h) || h.size > head - tail)
+			break;	/* cannot happen with a sane kernel; resync next round */
+		if (off + h.size <= pc->size) {
+			rec = pc->data + off;
+		} else {
+			size_t first = (size_t)(pc->size - off);
+
+			memcpy(p->tmp, pc->data + off, first);
+			memcpy(p->tmp + first, pc->data, h.size - first);
+			rec = p->tmp;
+		}
+		ret = parse_record(p, pc, rec, h.size);
+		if (ret)
+			break;
+		tail += h.size;
+	}
+	__atomic_store_n(&pc->meta->data_tail, tail, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/* Read every ring, then emit all records merged by time. */
+static int collect_round(struct collect_perf *p)
+{
+	int ret = 0;
+
+	for (int i = 0; i < p->nr_cpus; i++) {
+		p->cpus[i].nr = p->cpus[i].pos = 0;
+		p->cpus[i].arena_len = 0;
+		ret = read_ring(p, &p->cpus[i]);
+		if (ret)
+			return ret;
+	}
+	for (;;) {
+		struct pcpu *best = NULL;
+
+		for (int i = 0; i < p->nr_cpus; i++) {
+			struct pcpu *pc = &p->cpus[i];
+
+			if (pc->pos < pc->nr &&
+			    (!best || pc->recs[pc->pos].time < best->recs[best->pos].time))
+				best = pc;
+		}
+		if (!best)
+			break;
+		ret = emit(p, best, &best->recs[best->pos++]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ---- the present at start ---- */
+
+struct synth {
+	struct collect_perf *p;
+	int n;
+};
+
+static int synth_map(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	struct synth *s = ctx;
+
+	s->n++;
+	return raw_put_mmap(s->p->w, m, path, len);
+}
+
+static int synth_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	struct synth *s = ctx;
+
+	s->n++;
+	return raw_put_kmod(s->p->w, start, size, name, len);
+}
+
+static int synthesize(struct collect_perf *p)
+{
+	struct synth s = { p, 0 };
+	uint64_t kstart, kend;
+	struct dirent *de;
+	int ret, nproc = 0;
+	DIR *dir;
+
+	ret = put_time(p, now_ns(), true);
+	if (ret)
+		return ret;
+	if (!opd_procfs_kernel_range("/proc/kallsyms", &kstart, &kend)) {
+		ret = raw_put_kmod(p->w, kstart, kend - kstart, "vmlinux", 7);
+		if (ret)
+			return ret;
+	} else {
+		du_warn("no _text/_etext in /proc/kallsyms: kernel samples will be unresolved");
+	}
+	ret = opd_procfs_modules("/proc/modules", synth_kmod, &s);
+	if (ret < 0)
+		du_warn("cannot read /proc/modules: %s", strerror(-ret));
+	dir = opendir("/proc");
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		char comm[16], *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		/* a process that exits while we read it is simply skipped */
+		if (opd_procfs_comm("/proc", (pid_t)pid, comm))
+			continue;
+		ret = raw_put_comm(p->w, (uint32_t)pid, (uint32_t)pid, 0, comm);
+		if (ret)
+			break;
+		ret = opd_procfs_maps("/proc", (pid_t)pid, synth_map, &s);
+		if (ret > 0 || ret == -ENOENT || ret == -ESRCH || ret == -EACCES)
+			ret = 0;
+		if (ret)
+			break;
+		nproc++;
+	}
+	closedir(dir);
+	du_info("synthesized %d processes, %d mappings and modules", nproc, s.n);
+	return ret;
+}
+
+static int set_enabled(struct collect_perf *p, bool on)
+{
+	for (int i = 0; i < p->nr_fds; i++)
+		if (ioctl(p->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
+			return -errno;
+	return 0;
+}
+
+int collect_perf_run(struct collect_perf *p)
+{
+	struct dp_raw_event ev[DP_RAW_MAX_EVENTS];
+	struct pollfd *pfd;
+	int ret;
+
+	memset(ev, 0, sizeof(ev));
+	for (unsigned int i = 0; i < p->conf->nr_events; i++) {
+		const struct ev_spec *s = &p->conf->events[i];
+
+		snprintf(ev[i].name, sizeof(ev[i].name), "%s", s->name);
+		ev[i].count = s->count;
+		ev[i].unit_mask = s->unit_mask;
+		ev[i].flags = (s->kernel ? DP_RAW_EV_KERNEL : 0) | (s->user ? DP_RAW_EV_USER : 0);
+	}
+	ret = raw_put_header(p->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_PERF, now_ns(), ev,
+			     p->conf->nr_events);
+	if (!ret)
+		ret = synthesize(p);
+	if (!ret)
+		ret = raw_writer_flush(p->w);
+	if (ret) {
+		du_err("perf collector: cannot start: %s", strerror(-ret));
+		return ret;
+	}
+	pfd = calloc((size_t)p->nr_cpus, sizeof(*pfd));
+	if (!pfd)
+		return -ENOMEM;
+	for (int i = 0; i < p->nr_cpus; i++) {
+		pfd[i].fd = p->cpus[i].fd;
+		pfd[i].events = POLLIN;
+	}
+	ret = set_enabled(p, true);
+	if (ret) {
+		du_err("cannot enable the counters: %s", strerror(-ret));
+		goto out_free;
+	}
+	while (!opd_daemon_service(p->d)) {
+		if (poll(pfd, (nfds_t)p->nr_cpus, POLL_MS) < 0 && errno != EINTR) {
+			ret = -errno;
+			du_err("poll: %s", strerror(errno));
+			break;
+		}
+		ret = collect_round(p);
+		/* flushing each round makes a dump cover everything read so far */
+		if (!ret)
+			ret = raw_writer_flush(p->w);
+		if (ret) {
+			du_err("perf collector: %s", strerror(-ret));
+			break;
+		}
+	}
+	set_enabled(p, false);
+	/* drain what the rings still hold */
+	if (!ret)
+		ret = collect_round(p);
+	if (!ret)
+		ret = raw_writer_flush(p->w);
+
+out_free:
+	free(pfd);
+	return ret;
+}

@@ -1,0 +1,51 @@
+/*
+ * How the daemon was asked to run.  Filled once by option parsing (or by a
+ * test) and then passed as a const pointer to every module.
+ */
+#ifndef OPD_CONF_H
+#define OPD_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "domprof/raw.h"
+#include "events/ev.h"
+
+/* --separate bits (OProfile semantics) */
+#define OPD_SEP_LIB	0x1
+#define OPD_SEP_KERNEL	0x2	/* implies OPD_SEP_LIB */
+#define OPD_SEP_THREAD	0x4
+#define OPD_SEP_CPU	0x8
+#define OPD_SEP_ALL	(OPD_SEP_LIB | OPD_SEP_KERNEL | OPD_SEP_THREAD | OPD_SEP_CPU)
+
+enum opd_collector { OPD_COLLECT_PERF, OPD_COLLECT_FILE };
+
+struct opd_conf {
+	const char *session_dir;
+	enum opd_collector collector;
+	const char *input;		/* --input, for the file collector */
+	const char *record;		/* --record, NULL if not recording */
+	const char *events_dir;
+	const char *domains;		/* --domains, recorded only */
+	const char *separate_str;	/* as given, for session.conf */
+	unsigned int separate;		/* OPD_SEP_* */
+	bool foreground;
+	bool verbose;
+	/* Live system: a process first seen in a sample may be looked up in
+	 * /proc once.  Never in replay, where /proc is another time's. */
+	bool live_proc_lookup;
+	unsigned int max_open_files;	/* sample files open at once */
+	uint64_t exit_linger_ns;	/* keep exited processes this long */
+	unsigned int exit_linger_max;	/* ...and at most this many */
+	unsigned int perf_pages;	/* ring buffer data pages per CPU */
+	struct ev_spec events[DP_RAW_MAX_EVENTS];	/* perf collector */
+	unsigned int nr_events;
+};
+
+/* Defaults for everything but the session dir and the events. */
+void opd_conf_defaults(struct opd_conf *c);
+
+/* Parse a --separate list into OPD_SEP_* bits: 0 or -EINVAL. */
+int opd_parse_separate(const char *s, unsigned int *out);
+
+#endif

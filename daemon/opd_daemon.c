@@ -1,0 +1,257 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "opd_daemon.h"
+#include "opd_log.h"
+#include "util/du_log.h"
+
+struct opd_sigflags opd_sig;
+
+static const char *collector_name(enum opd_collector c)
+{
+	return c == OPD_COLLECT_FILE ? "file" : "perf";
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t len;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	len = strlen(buf);
+	for (size_t i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		if (i < len)
+			buf[i] = '/';
+	}
+	return 0;
+}
+
+static int header_hook(void *ctx, const struct raw_header *h)
+{
+	return opd_daemon_write_session_conf(ctx, h);
+}
+
+int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const char *stream_name)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->conf = conf;
+	d->record_fd = -1;
+	d->st.running = true;
+	d->st.collector = collector_name(conf->collector);
+	d->st.start_time = (int64_t)time(NULL);
+	if (snprintf(path, sizeof(path), "%s/samples/current", conf->session_dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	ret = mkdir_p(path);
+	if (ret) {
+		du_err("cannot create %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = -ENOMEM;
+	d->images = opd_images_new();
+	if (!d->images)
+		goto out_fini;
+	d->procs = opd_procs_new(conf, d->images, &d->st);
+	if (!d->procs)
+		goto out_fini;
+	d->kernel = opd_kernel_new(d->images);
+	if (!d->kernel)
+		goto out_fini;
+	d->sfiles = opd_sfiles_new(conf, &d->st);
+	if (!d->sfiles) {
+		ret = -errno;
+		goto out_fini;
+	}
+	ret = opd_trans_init(&d->trans, conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
+	if (ret)
+		goto out_fini;
+	d->stream = opd_stream_new(&d->trans, stream_name, header_hook, d);
+	if (!d->stream) {
+		ret = -ENOMEM;
+		goto out_fini;
+	}
+	if (conf->record) {
+		d->record_fd = open(conf->record, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (d->record_fd < 0) {
+			ret = -errno;
+			du_err("cannot create record file %s: %s", conf->record, strerror(errno));
+			goto out_fini;
+		}
+	}
+	return 0;
+
+out_fini:
+	opd_daemon_fini(d);
+	return ret;
+}
+
+void opd_daemon_fini(struct opd_daemon *d)
+{
+	opd_stream_free(d->stream);
+	opd_sfiles_free(d->sfiles);
+	opd_kernel_free(d->kernel);
+	opd_procs_free(d->procs);
+	opd_images_free(d->images);
+	if (d->record_fd >= 0)
+		close(d->record_fd);
+	d->stream = NULL;
+	d->sfiles = NULL;
+	d->kernel = NULL;
+	d->procs = NULL;
+	d->images = NULL;
+	d->record_fd = -1;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int opd_daemon_feed(struct opd_daemon *d, const void *buf, size_t len)
+{
+	if (d->record_fd >= 0 && !d->record_raw) {
+		int ret = write_all(d->record_fd, buf, len);
+
+		if (ret) {
+			du_err("writing record file %s: %s; recording stopped", d->conf->record,
+			       strerror(-ret));
+			close(d->record_fd);
+			d->record_fd = -1;
+		}
+	}
+	return opd_stream_feed(d->stream, buf, len);
+}
+
+int opd_daemon_sink(void *ctx, const void *buf, size_t len)
+{
+	return opd_daemon_feed(ctx, buf, len);
+}
+
+int opd_daemon_write_stats(struct opd_daemon *d)
+{
+	int ret = opd_stats_write(&d->st, d->conf->session_dir);
+
+	if (ret)
+		du_err("cannot write %s/stats: %s", d->conf->session_dir, strerror(-ret));
+	return ret;
+}
+
+int opd_daemon_dump(struct opd_daemon *d)
+{
+	int ret = opd_sfiles_sync(d->sfiles);
+
+	if (ret)
+		du_warn("syncing sample files: %s", strerror(-ret));
+	if (d->record_fd >= 0)
+		fdatasync(d->record_fd);
+	d->st.dumps++;
+	return opd_daemon_write_stats(d) ? : ret;
+}
+
+int opd_daemon_stop(struct opd_daemon *d)
+{
+	int ret = opd_sfiles_sync(d->sfiles);
+
+	if (ret)
+		du_warn("syncing sample files: %s", strerror(-ret));
+	if (d->record_fd >= 0 && fsync(d->record_fd))
+		du_warn("syncing record file: %s", strerror(errno));
+	d->st.running = false;
+	return opd_daemon_write_stats(d) ? : ret;
+}
+
+bool opd_daemon_service(struct opd_daemon *d)
+{
+	if (opd_sig.hup) {
+		opd_sig.hup = 0;
+		if (opd_log_reopen())
+			du_warn("cannot reopen the log");
+		du_info("log reopened");
+	}
+	if (opd_sig.dump) {
+		opd_sig.dump = 0;
+		opd_daemon_dump(d);
+		du_debug("dump %" PRIu64 " done", d->st.dumps);
+	}
+	return opd_sig.stop != 0;
+}
+
+int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header *h)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	size_t off = 0;
+	FILE *f;
+	int ret = 0;
+
+	d->st.events[0] = '\0';
+	for (uint32_t i = 0; i < h->nr_events; i++) {
+		int n = snprintf(d->st.events + off, sizeof(d->st.events) - off, "%s%s:%" PRIu64 ":%u:%d:%d",
+				 i ? "," : "", h->events[i].name, h->events[i].count, h->events[i].unit_mask,
+				 !!(h->events[i].flags & DP_RAW_EV_KERNEL), !!(h->events[i].flags & DP_RAW_EV_USER));
+
+		if (n < 0 || (size_t)n >= sizeof(d->st.events) - off)
+			break;
+		off += (size_t)n;
+	}
+	if (d->conf_written)
+		return 0;
+	d->conf_written = true;
+	snprintf(path, sizeof(path), "%s/session.conf", d->conf->session_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.session.conf.tmp", d->conf->session_dir);
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		goto out_err;
+	}
+	for (uint32_t i = 0; i < h->nr_events; i++)
+		fprintf(f, "event %s:%" PRIu64 ":%u:%d:%d\n", h->events[i].name, h->events[i].count,
+			h->events[i].unit_mask, !!(h->events[i].flags & DP_RAW_EV_KERNEL),
+			!!(h->events[i].flags & DP_RAW_EV_USER));
+	fprintf(f, "separate %s\n", d->conf->separate_str ? d->conf->separate_str : "none");
+	fprintf(f, "collector %s\n", collector_name(d->conf->collector));
+	if (d->conf->domains)
+		fprintf(f, "domains %s\n", d->conf->domains);
+	if (d->conf->collector == OPD_COLLECT_FILE && d->conf->input)
+		fprintf(f, "input %s\n", d->conf->input);
+	if (fclose(f) || rename(tmp, path)) {
+		ret = -errno;
+		unlink(tmp);
+		goto out_err;
+	}
+	return 0;
+
+out_err:
+	du_err("cannot write %s: %s", path, strerror(-ret));
+	return ret;
+}

@@ -1,0 +1,69 @@
+/*
+ * One daemon instance: its modules wired together over a session
+ * directory, fed raw stream bytes by a collector.  Tests build one on a
+ * temporary session and feed it streams made with raw_writer.
+ */
+#ifndef OPD_DAEMON_H
+#define OPD_DAEMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "opd_conf.h"
+#include "opd_image.h"
+#include "opd_kernel.h"
+#include "opd_proc.h"
+#include "opd_sfile.h"
+#include "opd_stats.h"
+#include "opd_stream.h"
+#include "opd_trans.h"
+
+/* Set by signal handlers, acted on by opd_daemon_service(). */
+struct opd_sigflags {
+	volatile sig_atomic_t stop;
+	volatile sig_atomic_t dump;
+	volatile sig_atomic_t hup;
+};
+extern struct opd_sigflags opd_sig;
+
+struct opd_daemon {
+	const struct opd_conf *conf;
+	struct opd_stats st;
+	struct opd_images *images;
+	struct opd_procs *procs;
+	struct opd_kernel *kernel;
+	struct opd_sfiles *sfiles;
+	struct opd_trans trans;
+	struct opd_stream *stream;
+	int record_fd;		/* --record tee, -1 if none */
+	bool record_raw;	/* collector writes the record itself */
+	bool conf_written;
+};
+
+/*
+ * Create the session layout (SESSION, samples/current) and the modules.
+ * @stream_name names the input in messages.  0 or -errno (logged).
+ */
+int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const char *stream_name);
+/* Close everything (no sync). */
+void opd_daemon_fini(struct opd_daemon *d);
+
+/* Raw stream bytes from the collector: tee to the record file, decode. */
+int opd_daemon_feed(struct opd_daemon *d, const void *buf, size_t len);
+/* raw_sink_fn adapter for a raw_writer whose sink is the daemon. */
+int opd_daemon_sink(void *ctx, const void *buf, size_t len);
+
+/* msync all sample files, dumps+1, rewrite stats.  0 or -errno. */
+int opd_daemon_dump(struct opd_daemon *d);
+/* Final sync and stats with running 0.  0 or -errno. */
+int opd_daemon_stop(struct opd_daemon *d);
+int opd_daemon_write_stats(struct opd_daemon *d);
+
+/* Act on pending signal flags (dump, log reopen).  True when asked to stop. */
+bool opd_daemon_service(struct opd_daemon *d);
+
+/* Write SESSION/session.conf for the events in @h (once). */
+int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header *h);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * The daemon's log: a du_log hook writing to SESSION/oprofiled.log (and to
+ * stderr too in the foreground).  The log state is the program's one log
+ * hook global, as CONVENTIONS.md allows.
+ */
+#ifndef OPD_LOG_H
+#define OPD_LOG_H
+
+#include <stdbool.h>
+
+/* Open (append) @path and install the hook.  0 or -errno. */
+int opd_log_open(const char *path, bool also_stderr, bool verbose);
+/* Reopen the same path (SIGHUP, after log rotation). 0 or -errno. */
+int opd_log_reopen(void);
+/* Stop echoing to stderr (after daemonizing). */
+void opd_log_quiet_stderr(void);
+void opd_log_close(void);
+
+#endif

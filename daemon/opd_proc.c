@@ -1,0 +1,453 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd_proc.h"
+#include "opd_procfs.h"
+#include "util/du_log.h"
+
+struct opd_proc {
+	uint32_t tgid;
+	bool exited;
+	bool lookup_tried;
+	uint64_t exit_ns;
+	char comm[16];
+	struct opd_image *main;
+	struct opd_map *maps;	/* sorted by start, non-overlapping */
+	size_t nr_maps, cap_maps;
+	struct opd_proc *hnext;
+	struct opd_proc *xnext, *xprev;	/* exited list, oldest first */
+};
+
+struct opd_procs {
+	const struct opd_conf *conf;
+	struct opd_images *images;
+	struct opd_stats *st;
+	struct opd_proc **buckets;
+	size_t mask;
+	size_t count;
+	struct opd_proc *xhead, *xtail;
+	size_t nr_exited;
+};
+
+static inline size_t pid_bucket(const struct opd_procs *t, uint32_t tgid)
+{
+	return (tgid * 2654435761u) & t->mask;
+}
+
+struct opd_procs *opd_procs_new(const struct opd_conf *conf, struct opd_images *images,
+				struct opd_stats *st)
+{
+	struct opd_procs *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->conf = conf;
+	t->images = images;
+	t->st = st;
+	t->mask = 1023;
+	t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+static void proc_destroy(struct opd_proc *p)
+{
+	free(p->maps);
+	free(p);
+}
+
+void opd_procs_free(struct opd_procs *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i <= t->mask; i++) {
+		struct opd_proc *p = t->buckets[i], *next;
+
+		for (; p; p = next) {
+			next = p->hnext;
+			proc_destroy(p);
+		}
+	}
+	free(t->buckets);
+	free(t);
+}
+
+struct opd_proc *opd_proc_find(struct opd_procs *t, uint32_t tgid)
+{
+	struct opd_proc *p;
+
+	for (p = t->buckets[pid_bucket(t, tgid)]; p; p = p->hnext)
+		if (p->tgid == tgid)
+			return p;
+	return NULL;
+}
+
+static int procs_grow(struct opd_procs *t)
+{
+	size_t omask = t->mask;
+	struct opd_proc **ob = t->buckets;
+	struct opd_proc **nb = calloc(omask * 2 + 2, sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	t->buckets = nb;
+	t->mask = omask * 2 + 1;
+	for (size_t i = 0; i <= omask; i++) {
+		struct opd_proc *p = ob[i], *next;
+
+		for (; p; p = next) {
+			size_t b = pid_bucket(t, p->tgid);
+
+			next = p->hnext;
+			p->hnext = nb[b];
+			nb[b] = p;
+		}
+	}
+	free(ob);
+	return 0;
+}
+
+static void exited_unlink(struct opd_procs *t, struct opd_proc *p)
+{
+	if (!p->exited)
+		return;
+	if (p->xprev)
+		p->xprev->xnext = p->xnext;
+	else
+		t->xhead = p->xnext;
+	if (p->xnext)
+		p->xnext->xprev = p->xprev;
+	else
+		t->xtail = p->xprev;
+	p->xnext = p->xprev = NULL;
+	p->exited = false;
+	t->nr_exited--;
+}
+
+static void proc_remove(struct opd_procs *t, struct opd_proc *p)
+{
+	struct opd_proc **pp = &t->buckets[pid_bucket(t, p->tgid)];
+
+	exited_unlink(t, p);
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == p) {
+			*pp = p->hnext;
+			break;
+		}
+	}
+	t->count--;
+	t->st->processes_freed++;
+	proc_destroy(p);
+}
+
+struct opd_proc *opd_proc_get(struct opd_procs *t, uint32_t tgid)
+{
+	struct opd_proc *p = opd_proc_find(t, tgid);
+	size_t b;
+
+	if (p)
+		return p;
+	if (t->count > t->mask * 2 && procs_grow(t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->tgid = tgid;
+	b = pid_bucket(t, tgid);
+	p->hnext = t->buckets[b];
+	t->buckets[b] = p;
+	t->count++;
+	t->st->processes_seen++;
+	return p;
+}
+
+static void proc_drop_maps(struct opd_proc *p)
+{
+	p->nr_maps = 0;
+	p->main = NULL;
+}
+
+static int maps_reserve(struct opd_proc *p, size_t need)
+{
+	struct opd_map *nm;
+	size_t ncap;
+
+	if (need <= p->cap_maps)
+		return 0;
+	ncap = p->cap_maps ? p->cap_maps * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	nm = realloc(p->maps, ncap * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->maps = nm;
+	p->cap_maps = ncap;
+	return 0;
+}
+
+/* Insert @m, replacing whatever it overlaps (a new mmap over an old range
+ * means the old one is gone; munmap is not reported). */
+static int proc_add_map(struct opd_proc *p, const struct opd_map *m)
+{
+	size_t i, lo = 0, hi;
+	int ret;
+
+	/* At most one existing mapping can be split in two: room for 2 more. */
+	ret = maps_reserve(p, p->nr_maps + 2);
+	if (ret)
+		return ret;
+	/* first mapping whose end > m->start */
+	hi = p->nr_maps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= m->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	i = lo;
+	if (i < p->nr_maps && p->maps[i].start < m->start && p->maps[i].end > m->end) {
+		/* split: [s, m.start) m [m.end, e) */
+		struct opd_map tail = p->maps[i];
+
+		tail.pgoff += m->end - tail.start;
+		tail.start = m->end;
+		p->maps[i].end = m->start;
+		memmove(&p->maps[i + 3], &p->maps[i + 1], (p->nr_maps - i - 1) * sizeof(*p->maps));
+		p->maps[i + 1] = *m;
+		p->maps[i + 2] = tail;
+		p->nr_maps += 2;
+		return 0;
+	}
+	if (i < p->nr_maps && p->maps[i].start < m->start) {
+		p->maps[i].end = m->start;	/* trim the left neighbour */
+		i++;
+	}
+	/* remove mappings covered entirely, trim the one overlapping the end */
+	size_t j = i;
+
+	while (j < p->nr_maps && p->maps[j].end <= m->end)
+		j++;
+	if (j < p->nr_maps && p->maps[j].start < m->end) {
+		p->maps[j].pgoff += m->end - p->maps[j].start;
+		p->maps[j].start = m->end;
+	}
+	/* replace [i, j) with m */
+	memmove(&p->maps[i + 1], &p->maps[j], (p->nr_maps - j) * sizeof(*p->maps));
+	p->nr_maps = p->nr_maps - (j - i) + 1;
+	p->maps[i] = *m;
+	return 0;
+}
+
+int opd_proc_mmap(struct opd_procs *t, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	struct opd_proc *p;
+	struct opd_map map;
+
+	if (!m->len || m->start + m->len < m->start)
+		return 0;
+	p = opd_proc_get(t, m->pid);
+	if (!p)
+		return -ENOMEM;
+	map.start = m->start;
+	map.end = m->start + m->len;
+	map.pgoff = m->pgoff;
+	map.image = opd_image_for_path(t->images, path, len);
+	if (!map.image)
+		return -ENOMEM;
+	t->st->mmaps++;
+	/* The first file mapping after creation or exec is the main binary:
+	 * the kernel maps it before the interpreter, and the perf collector's
+	 * /proc synthesis lists it first. */
+	if (!p->main && map.image->kind == SFN_ROOT)
+		p->main = map.image;
+	return proc_add_map(p, &map);
+}
+
+int opd_proc_comm(struct opd_procs *t, uint32_t pid, uint32_t tid, uint32_t flags,
+		  const char *comm, size_t len)
+{
+	struct opd_proc *p;
+	int freed = 0;
+
+	/* A thread renaming itself says nothing about the process. */
+	if (tid != pid && !(flags & DP_RAW_COMM_EXEC))
+		return 0;
+	p = opd_proc_find(t, pid);
+	if (p && p->exited) {
+		/* pid reused without our seeing the fork */
+		proc_remove(t, p);
+		p = NULL;
+		freed = 1;
+	}
+	if (!p)
+		p = opd_proc_get(t, pid);
+	if (!p)
+		return -ENOMEM;
+	if (flags & DP_RAW_COMM_EXEC)
+		proc_drop_maps(p);
+	memset(p->comm, 0, sizeof(p->comm));
+	memcpy(p->comm, comm, strnlen(comm, len < 15 ? len : 15));
+	return freed;
+}
+
+int opd_proc_fork(struct opd_procs *t, const struct dp_raw_task_ev *ev)
+{
+	struct opd_proc *parent, *child;
+	int freed = 0;
+
+	if (ev->pid == ev->ppid)
+		return 0;	/* a new thread */
+	child = opd_proc_find(t, ev->pid);
+	if (child) {
+		/* pid reuse: the old process is over whatever its state */
+		proc_remove(t, child);
+		freed = 1;
+	}
+	child = opd_proc_get(t, ev->pid);
+	if (!child)
+		return -ENOMEM;
+	parent = opd_proc_find(t, ev->ppid);
+	if (parent) {
+		if (maps_reserve(child, parent->nr_maps + 1))
+			return -ENOMEM;
+		memcpy(child->maps, parent->maps, parent->nr_maps * sizeof(*parent->maps));
+		child->nr_maps = parent->nr_maps;
+		child->main = parent->main;
+		memcpy(child->comm, parent->comm, sizeof(child->comm));
+	}
+	return freed;
+}
+
+int opd_proc_exit(struct opd_procs *t, const struct dp_raw_task_ev *ev, uint64_t now_ns)
+{
+	struct opd_proc *p;
+
+	if (ev->tid != ev->pid)
+		return 0;	/* a thread ended, the process goes on */
+	p = opd_proc_find(t, ev->pid);
+	if (!p || p->exited)
+		return 0;
+	p->exited = true;
+	p->exit_ns = now_ns;
+	p->xprev = t->xtail;
+	p->xnext = NULL;
+	if (t->xtail)
+		t->xtail->xnext = p;
+	else
+		t->xhead = p;
+	t->xtail = p;
+	t->nr_exited++;
+	t->st->processes_exited++;
+	return opd_procs_reap(t, now_ns) > 0;
+}
+
+int opd_procs_reap(struct opd_procs *t, uint64_t now_ns)
+{
+	int n = 0;
+
+	while (t->xhead) {
+		struct opd_proc *p = t->xhead;
+		bool old = now_ns >= p->exit_ns && now_ns - p->exit_ns >= t->conf->exit_linger_ns;
+
+		if (!old && t->nr_exited <= t->conf->exit_linger_max)
+			break;
+		proc_remove(t, p);
+		n++;
+	}
+	return n;
+}
+
+const struct opd_map *opd_proc_find_map(const struct opd_proc *p, uint64_t pc,
+					uint64_t *gap_start, uint64_t *gap_end)
+{
+	size_t lo = 0, hi = p->nr_maps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: first mapping with end > pc */
+	if (lo < p->nr_maps && p->maps[lo].start <= pc)
+		return &p->maps[lo];
+	if (gap_start)
+		*gap_start = lo ? p->maps[lo - 1].end : 0;
+	if (gap_end)
+		*gap_end = lo < p->nr_maps ? p->maps[lo].start : UINT64_MAX;
+	return NULL;
+}
+
+uint32_t opd_proc_tgid(const struct opd_proc *p)
+{
+	return p->tgid;
+}
+
+const char *opd_proc_comm_name(const struct opd_proc *p)
+{
+	return p->comm;
+}
+
+struct opd_image *opd_proc_main_image(const struct opd_proc *p)
+{
+	return p->main;
+}
+
+size_t opd_proc_nr_maps(const struct opd_proc *p)
+{
+	return p->nr_maps;
+}
+
+bool opd_proc_exited(const struct opd_proc *p)
+{
+	return p->exited;
+}
+
+size_t opd_procs_count(const struct opd_procs *t)
+{
+	return t->count;
+}
+
+struct live_ctx {
+	struct opd_procs *t;
+	struct opd_proc *p;
+};
+
+static int live_map(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	struct live_ctx *lc = ctx;
+	struct dp_raw_mmap mm = *m;
+
+	mm.pid = lc->p->tgid;
+	return opd_proc_mmap(lc->t, &mm, path, len) < 0 ? -ENOMEM : 0;
+}
+
+int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root)
+{
+	struct live_ctx lc = { t, p };
+	int ret;
+
+	if (p->lookup_tried)
+		return 0;
+	p->lookup_tried = true;
+	t->st->processes_proc_lookups++;
+	if (!p->comm[0])
+		opd_procfs_comm(proc_root, (pid_t)p->tgid, p->comm);
+	ret = opd_procfs_maps(proc_root, (pid_t)p->tgid, live_map, &lc);
+	if (ret)
+		du_debug("no mappings for pid %u from %s: %s", p->tgid, proc_root, strerror(-ret));
+	return ret;
+}

@@ -1,0 +1,296 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "opd_sfile.h"
+#include "sfname/sfname.h"
+#include "util/du_log.h"
+
+struct sfile {
+	struct opd_sfile_key key;
+	uint32_t hash;
+	struct odb *db;		/* NULL: closed (evicted) or failed */
+	bool failed;
+	struct sfile *hnext;
+	struct sfile *lprev, *lnext;	/* LRU of open files, most recent first */
+};
+
+struct opd_sfiles {
+	const struct opd_conf *conf;
+	struct opd_stats *st;
+	struct opd_event_desc ev[DP_RAW_MAX_EVENTS];
+	unsigned int nr_ev;
+	struct sfile **buckets;
+	size_t mask, count;
+	struct sfile *lru_head, *lru_tail;
+	size_t nr_open;
+	uint64_t evictions;
+	char base[PATH_MAX];
+	size_t base_len;
+};
+
+struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats *st)
+{
+	struct opd_sfiles *t = calloc(1, sizeof(*t));
+	int n;
+
+	if (!t)
+		return NULL;
+	t->conf = conf;
+	t->st = st;
+	n = snprintf(t->base, sizeof(t->base), "%s/samples/current/", conf->session_dir);
+	if (n < 0 || n >= (int)sizeof(t->base) - SFN_MAX_PATH / 4) {
+		free(t);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	t->base_len = (size_t)n;
+	t->mask = 1023;
+	t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return t;
+}
+
+void opd_sfiles_free(struct opd_sfiles *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i <= t->mask; i++) {
+		struct sfile *sf = t->buckets[i], *next;
+
+		for (; sf; sf = next) {
+			next = sf->hnext;
+			odb_close(sf->db);
+			free(sf);
+		}
+	}
+	free(t->buckets);
+	free(t);
+}
+
+int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev, unsigned int nr)
+{
+	if (nr > DP_RAW_MAX_EVENTS)
+		return -EINVAL;
+	memcpy(t->ev, ev, nr * sizeof(*ev));
+	t->nr_ev = nr;
+	return 0;
+}
+
+uint64_t opd_sfiles_evictions(const struct opd_sfiles *t)
+{
+	return t->evictions;
+}
+
+static uint32_t key_hash(const struct opd_sfile_key *k)
+{
+	uint64_t h = (uintptr_t)k->image * 31 + (uintptr_t)k->dep;
+
+	h = h * 31 + (uintptr_t)k->domain + k->vmm;
+	h = h * 31 + k->event;
+	h = h * 31 + (uint64_t)k->tgid;
+	h = h * 31 + (uint64_t)k->tid;
+	h = h * 31 + (uint64_t)k->cpu;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 32;
+	return (uint32_t)h;
+}
+
+static bool key_eq(const struct opd_sfile_key *a, const struct opd_sfile_key *b)
+{
+	return a->image == b->image && a->dep == b->dep && a->domain == b->domain &&
+	       a->vmm == b->vmm && a->event == b->event && a->tgid == b->tgid &&
+	       a->tid == b->tid && a->cpu == b->cpu;
+}
+
+int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc *ev,
+		   char *buf, size_t size)
+{
+	struct sfn_name n = {
+		.domain = key->domain ? key->domain->name : NULL,
+		.vmm = key->vmm,
+		.image = { key->image->kind, key->image->name },
+		.dep = { key->dep->kind, key->dep->name },
+		.event = (char *)ev->name,
+		.count = ev->count,
+		.unit_mask = ev->unit_mask,
+		.tgid = key->tgid,
+		.tid = key->tid,
+		.cpu = key->cpu,
+	};
+
+	return sfn_mangle(&n, buf, size);
+}
+
+static int mkdir_parents(char *path, size_t from)
+{
+	for (char *p = path + from; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			int ret = -errno;
+
+			*p = '/';
+			return ret;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+static void lru_unlink(struct opd_sfiles *t, struct sfile *sf)
+{
+	if (sf->lprev)
+		sf->lprev->lnext = sf->lnext;
+	else
+		t->lru_head = sf->lnext;
+	if (sf->lnext)
+		sf->lnext->lprev = sf->lprev;
+	else
+		t->lru_tail = sf->lprev;
+	sf->lprev = sf->lnext = NULL;
+}
+
+static void lru_push(struct opd_sfiles *t, struct sfile *sf)
+{
+	sf->lprev = NULL;
+	sf->lnext = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lprev = sf;
+	else
+		t->lru_tail = sf;
+	t->lru_head = sf;
+}
+
+static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
+{
+	const struct opd_event_desc *ev = &t->ev[sf->key.event];
+	struct odb_desc desc;
+	char path[PATH_MAX];
+	int ret;
+
+	memcpy(path, t->base, t->base_len);
+	ret = opd_sfile_name(&sf->key, ev, path + t->base_len, sizeof(path) - t->base_len);
+	if (ret < 0)
+		return ret;
+	memset(&desc, 0, sizeof(desc));
+	memcpy(desc.event, ev->name, sizeof(desc.event));
+	desc.event[sizeof(desc.event) - 1] = '\0';
+	desc.count = ev->count;
+	desc.unit_mask = ev->unit_mask;
+	if (sf->key.dep->kind == SFN_KERN)
+		desc.flags |= ODB_F_KERNEL;
+	desc.mtime = opd_image_mtime(sf->key.dep);
+
+	while (t->nr_open >= t->conf->max_open_files && t->lru_tail) {
+		struct sfile *old = t->lru_tail;
+
+		lru_unlink(t, old);
+		odb_close(old->db);
+		old->db = NULL;
+		t->nr_open--;
+		t->evictions++;
+		t->st->sample_files_evicted++;
+	}
+	ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
+	if (ret == -ENOENT) {
+		ret = mkdir_parents(path, t->base_len - 1);
+		if (!ret)
+			ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
+	}
+	if (ret) {
+		du_err("cannot open sample file %s: %s", path, strerror(-ret));
+		sf->db = NULL;
+		return ret;
+	}
+	t->nr_open++;
+	lru_push(t, sf);
+	return 0;
+}
+
+static int sfiles_grow(struct opd_sfiles *t)
+{
+	size_t nmask = t->mask * 2 + 1;
+	struct sfile **nb = calloc(nmask + 1, sizeof(*nb));
+
+	if (!nb)
+		return -ENOMEM;
+	for (size_t i = 0; i <= t->mask; i++) {
+		struct sfile *sf = t->buckets[i], *next;
+
+		for (; sf; sf = next) {
+			next = sf->hnext;
+			sf->hnext = nb[sf->hash & nmask];
+			nb[sf->hash & nmask] = sf;
+		}
+	}
+	free(t->buckets);
+	t->buckets = nb;
+	t->mask = nmask;
+	return 0;
+}
+
+struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
+{
+	uint32_t h = key_hash(key);
+	struct sfile *sf;
+
+	if (key->event >= t->nr_ev)
+		return NULL;
+	for (sf = t->buckets[h & t->mask]; sf; sf = sf->hnext)
+		if (sf->hash == h && key_eq(&sf->key, key))
+			break;
+	if (sf) {
+		if (sf->db) {
+			if (t->lru_head != sf) {
+				lru_unlink(t, sf);
+				lru_push(t, sf);
+			}
+			return sf->db;
+		}
+		if (sf->failed)
+			return NULL;
+		sfile_open(t, sf);
+		return sf->db;
+	}
+	if (t->count > t->mask && sfiles_grow(t))
+		return NULL;
+	sf = calloc(1, sizeof(*sf));
+	if (!sf)
+		return NULL;
+	sf->key = *key;
+	sf->hash = h;
+	sf->hnext = t->buckets[h & t->mask];
+	t->buckets[h & t->mask] = sf;
+	t->count++;
+	t->st->sample_files++;
+	if (sfile_open(t, sf)) {
+		sf->failed = true;
+		t->st->sample_file_errors++;
+	}
+	return sf->db;
+}
+
+int opd_sfiles_sync(struct opd_sfiles *t)
+{
+	int ret = 0;
+
+	for (struct sfile *sf = t->lru_head; sf; sf = sf->lnext) {
+		int r = odb_sync(sf->db);
+
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}

@@ -1,0 +1,63 @@
+/*
+ * Open sample files, found by the tuple that names them (image, dep,
+ * domain, event, and tgid/tid/cpu where --separate makes them relevant;
+ * the caller puts SFN_ALL in the fields that are not).  Files are created
+ * with their directories under SESSION/samples/current on first use; at
+ * most conf->max_open_files are open at once, the least recently used is
+ * closed first (and reopened, appending, when it is needed again).
+ */
+#ifndef OPD_SFILE_H
+#define OPD_SFILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "odb/odb.h"
+#include "opd_conf.h"
+#include "opd_image.h"
+#include "opd_stats.h"
+
+struct opd_sfile_key {
+	struct opd_image *domain;	/* NULL: the host; else its name */
+	bool vmm;
+	struct opd_image *image;
+	struct opd_image *dep;
+	uint32_t event;
+	int64_t tgid, tid, cpu;
+};
+
+/* What event index i of the stream counts (from the stream header). */
+struct opd_event_desc {
+	char name[ODB_EVENT_NAME];
+	uint64_t count;
+	uint32_t unit_mask;
+};
+
+struct opd_sfiles;
+
+struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats *st);
+/* Closes every file (without syncing; see opd_sfiles_sync). NULL accepted. */
+void opd_sfiles_free(struct opd_sfiles *t);
+
+/* Set the event table (copied).  Sample files already open keep theirs. */
+int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev, unsigned int nr);
+
+/*
+ * The open sample file for @key, opening or creating it.  NULL if it
+ * cannot be opened (counted in stats, logged once per file; later calls
+ * for the same key return NULL without retrying).  The pointer stays
+ * valid until opd_sfiles_evictions() changes.
+ */
+struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key);
+
+/* Grows each time an open file is closed to stay under the cap. */
+uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
+
+/* msync every open file.  0 or the first error. */
+int opd_sfiles_sync(struct opd_sfiles *t);
+
+/* Write the path of @key below samples/current into @buf. */
+int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc *ev,
+		   char *buf, size_t size);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * Daemon counters and the SESSION/stats file (see the session contract).
+ */
+#ifndef OPD_STATS_H
+#define OPD_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* X-macro: the contract's keys first (never rename), then our additions. */
+#define OPD_STATS_KEYS(X)			\
+	X(dumps)				\
+	X(samples_received)			\
+	X(samples_lost)				\
+	X(samples_filed)			\
+	X(samples_host_kernel)			\
+	X(samples_host_user)			\
+	X(samples_guest_kernel)			\
+	X(samples_guest_user)			\
+	X(unresolved_no_mapping)		\
+	X(unresolved_kernel)			\
+	X(unresolved_no_task)			\
+	X(unresolved_bad_event)			\
+	X(stream_unknown_records)		\
+	X(stream_bad_records)			\
+	X(processes_seen)			\
+	X(sample_files)				\
+	X(stream_records)			\
+	X(stream_bytes)				\
+	X(samples_bad_mode)			\
+	X(sample_file_errors)			\
+	X(sample_files_evicted)			\
+	X(processes_exited)			\
+	X(processes_freed)			\
+	X(processes_proc_lookups)		\
+	X(mmaps)				\
+	X(kernel_images)
+
+struct opd_stats {
+#define OPD_STATS_FIELD(k) uint64_t k;
+	OPD_STATS_KEYS(OPD_STATS_FIELD)
+#undef OPD_STATS_FIELD
+	bool running;
+	const char *collector;	/* borrowed */
+	int64_t start_time;	/* unix seconds */
+	char events[512];	/* "SPEC,SPEC" */
+};
+
+/*
+ * Write @st to @session_dir/stats atomically (temporary file + rename).
+ * 0 or -errno.
+ */
+int opd_stats_write(const struct opd_stats *st, const char *session_dir);
+
+/*
+ * Read one integer key back from a stats file (tests, opcontrol-style
+ * checks).  0 and *@val, -ENOENT if the key is absent, or -errno.
+ */
+int opd_stats_read_key(const char *session_dir, const char *key, uint64_t *val);
+
+#endif

@@ -1,0 +1,420 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opd_trans.h"
+#include "util/du_log.h"
+
+static inline void trans_bump(struct opd_trans *t)
+{
+	t->gen++;
+	t->proc = NULL;
+}
+
+void opd_trans_invalidate(struct opd_trans *t)
+{
+	trans_bump(t);
+}
+
+static uint64_t *mode_counter(struct opd_trans *t, uint32_t mode)
+{
+	switch (mode) {
+	case DP_MODE_HOST_KERNEL:
+		return &t->st->samples_host_kernel;
+	case DP_MODE_HOST_USER:
+		return &t->st->samples_host_user;
+	case DP_MODE_GUEST_KERNEL:
+		return &t->st->samples_guest_kernel;
+	case DP_MODE_GUEST_USER:
+		return &t->st->samples_guest_user;
+	default:
+		return &t->st->samples_bad_mode;
+	}
+}
+
+int opd_trans_init(struct opd_trans *t, const struct opd_conf *conf, struct opd_stats *st,
+		   struct opd_images *images, struct opd_procs *procs, struct opd_kernel *kernel,
+		   struct opd_sfiles *sfiles)
+{
+	memset(t, 0, sizeof(*t));
+	t->conf = conf;
+	t->st = st;
+	t->images = images;
+	t->procs = procs;
+	t->kernel = kernel;
+	t->sfiles = sfiles;
+	t->proc_root = "/proc";
+	t->mode = DP_MODE_HOST_USER;
+	t->mode_counter = mode_counter(t, t->mode);
+	t->gen = 1;
+	t->anon_unknown = opd_image_get(images, SFN_ANON, "unknown", 7);
+	t->anon_kernel = opd_image_get(images, SFN_ANON, "kernel", 6);
+	t->guest_kernel = opd_image_get(images, SFN_ANON, "guest-kernel", 12);
+	t->guest_user = opd_image_get(images, SFN_ANON, "guest-user", 10);
+	if (!t->anon_unknown || !t->anon_kernel || !t->guest_kernel || !t->guest_user)
+		return -ENOMEM;
+	return 0;
+}
+
+int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
+{
+	unsigned int n = h->nr_events > DP_RAW_MAX_EVENTS ? DP_RAW_MAX_EVENTS : h->nr_events;
+
+	for (unsigned int i = 0; i < n; i++) {
+		memset(&t->events[i], 0, sizeof(t->events[i]));
+		snprintf(t->events[i].name, sizeof(t->events[i].name), "%s", h->events[i].name);
+		t->events[i].count = h->events[i].count;
+		t->events[i].unit_mask = h->events[i].unit_mask;
+	}
+	t->nr_events = n;
+	trans_bump(t);
+	return opd_sfiles_set_events(t->sfiles, t->events, n);
+}
+
+/* Where a sample goes: filled by the resolvers, then filed by file_sample. */
+struct resolution {
+	struct opd_sfile_key key;
+	uint64_t start, len, delta;
+	uint64_t *unresolved;
+};
+
+static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
+{
+	unsigned int sep = t->conf->separate;
+
+	k->tgid = k->tid = SFN_ALL;
+	if ((sep & OPD_SEP_THREAD) && t->have_task) {
+		k->tgid = t->pid;
+		k->tid = t->tid;
+	}
+	k->cpu = (sep & OPD_SEP_CPU) ? (int64_t)t->cpu : SFN_ALL;
+}
+
+/*
+ * Guest samples, until the domain layer resolves them: filed under domain
+ * "pid-<hypervisor tgid>" (the DOMAIN record's key, else the task's tgid)
+ * as {anon:guest-kernel|guest-user}, key = pc.  The one place to replace
+ * with real domain lookup.
+ */
+static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
+{
+	char name[32];
+	uint64_t key = t->domain_key ? t->domain_key : (t->have_task ? t->pid : 0);
+
+	if (key)
+		snprintf(name, sizeof(name), "pid-%llu", (unsigned long long)key);
+	else
+		snprintf(name, sizeof(name), "unknown");
+	r->key.domain = opd_image_get(t->images, SFN_ANON, name, strlen(name));
+	if (!r->key.domain)
+		return -ENOMEM;
+	r->key.image = r->key.dep = t->mode == DP_MODE_GUEST_KERNEL ? t->guest_kernel : t->guest_user;
+	sep_ids(t, &r->key);
+	r->key.tgid = r->key.tid = SFN_ALL;	/* host ids say nothing inside a guest */
+	r->start = 0;
+	r->len = UINT64_MAX;
+	r->delta = 0;
+	return 0;
+}
+
+static struct opd_proc *current_proc(struct opd_trans *t)
+{
+	if (!t->have_task)
+		return NULL;
+	if (!t->proc)
+		t->proc = opd_proc_find(t->procs, t->pid);
+	return t->proc;
+}
+
+static void resolve_kernel(struct opd_trans *t, uint64_t pc, struct resolution *r)
+{
+	const struct opd_kernel_range *kr;
+	uint64_t gs = 0, ge = UINT64_MAX;
+	struct opd_proc *p;
+
+	kr = opd_kernel_find(t->kernel, pc, &gs, &ge);
+	if (kr) {
+		r->key.dep = kr->image;
+		r->start = kr->start;
+		r->len = kr->end - kr->start;
+		r->delta = -kr->start;
+	} else {
+		/* Documented choice: pcs outside every kernel range go to
+		 * {anon:kernel} keyed by pc, counted unresolved_kernel. */
+		r->key.dep = t->anon_kernel;
+		r->start = gs;
+		r->len = ge - gs;
+		r->delta = 0;
+		r->unresolved = &t->st->unresolved_kernel;
+	}
+	r->key.image = r->key.dep;
+	if ((t->conf->separate & OPD_SEP_KERNEL) && (p = current_proc(t)) && opd_proc_main_image(p))
+		r->key.image = opd_proc_main_image(p);
+	sep_ids(t, &r->key);
+}
+
+static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
+{
+	const struct opd_map *m = NULL;
+	uint64_t gs = 0, ge = UINT64_MAX;
+	struct opd_proc *p = NULL;
+
+	if (!t->have_task) {
+		r->unresolved = &t->st->unresolved_no_task;
+	} else {
+		p = current_proc(t);
+		if (!p) {
+			p = opd_proc_get(t->procs, t->pid);
+			if (!p)
+				return -ENOMEM;
+			t->proc = p;
+		}
+		if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup)
+			opd_proc_lookup_live(t->procs, p, t->proc_root);
+		m = opd_proc_find_map(p, pc, &gs, &ge);
+		if (!m)
+			r->unresolved = &t->st->unresolved_no_mapping;
+	}
+	if (m) {
+		r->key.dep = m->image;
+		r->start = m->start;
+		r->len = m->end - m->start;
+		r->delta = m->image->kind == SFN_ROOT ? m->pgoff - m->start : 0;
+	} else {
+		r->key.dep = t->anon_unknown;
+		r->start = gs;
+		r->len = ge - gs;
+		r->delta = 0;
+	}
+	r->key.image = r->key.dep;
+	if ((t->conf->separate & OPD_SEP_LIB) && p && opd_proc_main_image(p))
+		r->key.image = opd_proc_main_image(p);
+	sep_ids(t, &r->key);
+	return 0;
+}
+
+static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	struct resolution r;
+	struct opd_trans_cache *c;
+	uint64_t ev;
+	int ret = 0;
+
+	if (event >= t->nr_events) {
+		t->st->unresolved_bad_event++;
+		return 0;
+	}
+	memset(&r, 0, sizeof(r));
+	r.key.event = event;
+	r.unresolved = &t->dummy;
+	switch (t->mode) {
+	case DP_MODE_HOST_KERNEL:
+		resolve_kernel(t, pc, &r);
+		break;
+	case DP_MODE_HOST_USER:
+		ret = resolve_user(t, pc, &r);
+		break;
+	case DP_MODE_GUEST_KERNEL:
+	case DP_MODE_GUEST_USER:
+		ret = resolve_guest(t, pc, &r);
+		break;
+	default:
+		return 0;	/* counted in samples_bad_mode */
+	}
+	if (ret)
+		return ret;
+	(*r.unresolved)++;
+	c = &t->cache[event];
+	c->db = opd_sfile_get(t->sfiles, &r.key);
+	ev = opd_sfiles_evictions(t->sfiles);
+	if (ev != t->sfile_evictions) {
+		t->sfile_evictions = ev;
+		trans_bump(t);
+	}
+	if (!c->db) {
+		c->gen = 0;
+		return 0;
+	}
+	c->gen = t->gen;
+	c->start = r.start;
+	c->len = r.len;
+	c->delta = r.delta;
+	c->unresolved = r.unresolved;
+	if (odb_add(c->db, pc + c->delta, 1))
+		t->st->sample_file_errors++;
+	else
+		t->st->samples_filed++;
+	return 0;
+}
+
+static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
+{
+	struct opd_trans *t = ctx;
+
+	t->st->samples_received++;
+	(*t->mode_counter)++;
+	if (event < DP_RAW_MAX_EVENTS) {
+		struct opd_trans_cache *c = &t->cache[event];
+
+		if (c->gen == t->gen && pc - c->start < c->len) {
+			(*c->unresolved)++;
+			if (__builtin_expect(odb_add(c->db, pc + c->delta, 1) == 0, 1))
+				t->st->samples_filed++;
+			else
+				t->st->sample_file_errors++;
+			return 0;
+		}
+	}
+	return sample_slow(t, pc, event);
+}
+
+static int trans_cpu(void *ctx, uint32_t cpu)
+{
+	struct opd_trans *t = ctx;
+
+	if (cpu != t->cpu) {
+		t->cpu = cpu;
+		if (t->conf->separate & OPD_SEP_CPU)
+			trans_bump(t);
+	}
+	return 0;
+}
+
+static int trans_task(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct opd_trans *t = ctx;
+
+	if (t->have_task && pid == t->pid && (tid == t->tid || !(t->conf->separate & OPD_SEP_THREAD))) {
+		t->tid = tid;
+		return 0;
+	}
+	t->have_task = true;
+	t->pid = pid;
+	t->tid = tid;
+	trans_bump(t);
+	return 0;
+}
+
+static int trans_mode(void *ctx, uint32_t mode)
+{
+	struct opd_trans *t = ctx;
+
+	if (mode != t->mode) {
+		t->mode = mode;
+		t->mode_counter = mode_counter(t, mode);
+		trans_bump(t);
+	}
+	return 0;
+}
+
+static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu)
+{
+	struct opd_trans *t = ctx;
+
+	t->vcpu = vcpu;
+	if (key != t->domain_key) {
+		t->domain_key = key;
+		trans_bump(t);
+	}
+	return 0;
+}
+
+static int trans_lost(void *ctx, uint64_t count)
+{
+	struct opd_trans *t = ctx;
+
+	t->st->samples_lost += count;
+	return 0;
+}
+
+static int trans_time(void *ctx, uint64_t ns)
+{
+	struct opd_trans *t = ctx;
+
+	t->now_ns = ns;
+	if (opd_procs_reap(t->procs, ns) > 0)
+		trans_bump(t);
+	return 0;
+}
+
+static int trans_mmap(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	struct opd_trans *t = ctx;
+	int ret = opd_proc_mmap(t->procs, m, path, len);
+
+	if (ret < 0)
+		return ret;
+	if (ret > 0 || (t->have_task && m->pid == t->pid))
+		trans_bump(t);
+	return 0;
+}
+
+static int trans_comm(void *ctx, uint32_t pid, uint32_t tid, uint32_t flags, const char *comm,
+		      size_t len)
+{
+	struct opd_trans *t = ctx;
+	int ret = opd_proc_comm(t->procs, pid, tid, flags, comm, len);
+
+	if (ret < 0)
+		return ret;
+	if (ret > 0 || (t->have_task && pid == t->pid))
+		trans_bump(t);
+	return 0;
+}
+
+static int trans_fork(void *ctx, const struct dp_raw_task_ev *ev)
+{
+	struct opd_trans *t = ctx;
+	int ret = opd_proc_fork(t->procs, ev);
+
+	if (ret < 0)
+		return ret;
+	if (ret > 0 || (t->have_task && ev->pid == t->pid))
+		trans_bump(t);
+	return 0;
+}
+
+static int trans_exit(void *ctx, const struct dp_raw_task_ev *ev)
+{
+	struct opd_trans *t = ctx;
+	int ret = opd_proc_exit(t->procs, ev, t->now_ns);
+
+	if (ret < 0)
+		return ret;
+	if (ret > 0)
+		trans_bump(t);
+	return 0;
+}
+
+static int trans_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+	struct opd_trans *t = ctx;
+	int ret = opd_kernel_add(t->kernel, start, size, name, len);
+
+	if (ret == -EINVAL) {
+		t->st->stream_bad_records++;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	t->st->kernel_images++;
+	trans_bump(t);
+	return 0;
+}
+
+const struct raw_ops opd_trans_ops = {
+	.sample = trans_sample,
+	.cpu = trans_cpu,
+	.task = trans_task,
+	.mode = trans_mode,
+	.domain = trans_domain,
+	.lost = trans_lost,
+	.time = trans_time,
+	.mmap = trans_mmap,
+	.comm = trans_comm,
+	.fork = trans_fork,
+	.exit = trans_exit,
+	.kmod = trans_kmod,
+};
