@@ -28,6 +28,11 @@ struct rep_images {
 	bool scanned;
 	struct rep_kernel *kernel;
 	bool kernel_tried;
+	struct dom_kernel {
+		char *domain;
+		struct rep_kernel *kernel;	/* NULL: none found */
+	} *dkern;
+	size_t ndkern;
 };
 
 struct rep_images *rep_images_new(const struct rep_opts *o)
@@ -60,6 +65,11 @@ void rep_images_free(struct rep_images *c)
 	rep_strmap_free(c->by_key);
 	rep_strmap_free(c->basenames);
 	rep_kernel_free(c->kernel);
+	for (size_t i = 0; i < c->ndkern; i++) {
+		free(c->dkern[i].domain);
+		rep_kernel_free(c->dkern[i].kernel);
+	}
+	free(c->dkern);
 	free(c);
 }
 
@@ -127,43 +137,76 @@ char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, cons
 	return NULL;
 }
 
-static struct rep_kernel *host_kernel(struct rep_images *c)
+/* Kernel symbols in @dir/kallsyms and @dir/modules, warning when absent. */
+static struct rep_kernel *load_kernel(const char *dir, const char *who)
 {
 	char *ks = NULL, *mods = NULL;
+	struct rep_kernel *k = NULL;
 	char err[256];
 
-	if (c->kernel_tried)
-		return c->kernel;
-	c->kernel_tried = true;
-	if (asprintf(&ks, "%s/kallsyms", c->o->session_dir) < 0 ||
-	    asprintf(&mods, "%s/modules", c->o->session_dir) < 0)
+	if (asprintf(&ks, "%s/kallsyms", dir) < 0 || asprintf(&mods, "%s/modules", dir) < 0)
 		goto out;
-	c->kernel = rep_kernel_load(ks, mods, err, sizeof(err));
-	if (!c->kernel)
-		du_warn("no kernel symbols: %s: %s", ks, err);
+	k = rep_kernel_load(ks, mods, err, sizeof(err));
+	if (!k)
+		du_warn("no kernel symbols for %s: %s: %s", who, ks, err);
 out:
 	free(ks);
 	free(mods);
+	return k;
+}
+
+static struct rep_kernel *host_kernel(struct rep_images *c)
+{
+	if (!c->kernel_tried) {
+		c->kernel_tried = true;
+		c->kernel = load_kernel(c->o->session_dir, "the host");
+	}
 	return c->kernel;
+}
+
+/* A guest's kernel symbols: SESSION/domains/NAME/{kallsyms,modules}. */
+static struct rep_kernel *guest_kernel(struct rep_images *c, const char *domain)
+{
+	char safe[512], *dir = NULL, *who = NULL;
+	struct dom_kernel *nv;
+	struct rep_kernel *k = NULL;
+
+	for (size_t i = 0; i < c->ndkern; i++)
+		if (!strcmp(c->dkern[i].domain, domain))
+			return c->dkern[i].kernel;
+	if (sfn_escape_component(domain, strlen(domain), safe, sizeof(safe)) < 0)
+		return NULL;
+	if (asprintf(&dir, "%s/domains/%s", c->o->session_dir, safe) >= 0 &&
+	    asprintf(&who, "domain %s", domain) >= 0)
+		k = load_kernel(dir, who);
+	free(dir);
+	free(who);
+	nv = realloc(c->dkern, (c->ndkern + 1) * sizeof(*nv));
+	if (!nv)
+		goto out_free;
+	c->dkern = nv;
+	nv[c->ndkern].domain = strdup(domain);
+	if (!nv[c->ndkern].domain)
+		goto out_free;
+	nv[c->ndkern++].kernel = k;
+	return k;
+out_free:
+	rep_kernel_free(k);
+	return NULL;
 }
 
 static const struct rep_bin *lookup_kernel(struct rep_images *c, const char *domain, bool vmm,
 					   const char *name)
 {
-	struct rep_kernel *k;
+	struct rep_kernel *k = domain && !vmm ? guest_kernel(c, domain) : host_kernel(c);
 	const struct rep_bin *b;
 
-	if (domain && !vmm) {
-		du_warn("no kernel symbols for domain %s: {kern}/%s reported without symbols",
-			domain, name);
-		return NULL;
-	}
-	k = host_kernel(c);
 	if (!k)
 		return NULL;
 	b = rep_kernel_image(k, name);
 	if (!b)
-		du_warn("no symbols for kernel image %s in %s/kallsyms", name, c->o->session_dir);
+		du_warn("no symbols for kernel image %s%s%s in its kallsyms", name,
+			domain && !vmm ? " of domain " : "", domain && !vmm ? domain : "");
 	return b;
 }
 

@@ -433,7 +433,7 @@ static void test_kallsyms(void)
 
 static void mkdirs(const char *path)
 {
-	char buf[4096];
+	char buf[8192];
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = buf + 1; *p; p++) {
@@ -637,6 +637,14 @@ static void test_aggregate(void)
 	rep_profile_free(p);
 	free(text);
 	text = NULL;
+
+	/* A guest's own kallsyms symbolizes its kernel samples. */
+	mkdirs(tpath("session/domains/web1/kallsyms"));
+	write_file(tpath("session/domains/web1/kallsyms"), kallsyms_txt);
+	CU_ASSERT_EQUAL_FATAL(collect(session, dom_args, &p, NULL), 0);
+	CU_ASSERT_EQUAL(sym_count(p, "_text"), 3);
+	CU_ASSERT_EQUAL(sym_count(p, "mod_fn2"), 2);
+	rep_profile_free(p);
 
 	CU_ASSERT_EQUAL(collect(session, nomatch_args, &p, NULL), -ENODATA);
 	CU_ASSERT_EQUAL(collect(tpath("no_session"), img_args, &p, NULL), -ENOENT);
