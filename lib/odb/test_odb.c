@@ -1,0 +1,581 @@
+/* Unit tests for lib/odb: sample files. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#include "domprof/odb_format.h"
+#include "odb/odb.h"
+#include "util/du_log.h"
+
+static char tmpdir[64];
+static const struct odb_desc test_desc = {
+	.event = "CPU_CLK_UNHALTED", .count = 100000, .unit_mask = 2,
+	.flags = ODB_F_KERNEL, .mtime = 1700000000,
+};
+
+static const char *tpath(const char *name)
+{
+	static char buf[2][256];
+	static int which;
+
+	which ^= 1;
+	snprintf(buf[which], sizeof(buf[which]), "%s/%s", tmpdir, name);
+	return buf[which];
+}
+
+/* Everything a file holds, in insertion order. */
+struct dump {
+	uint64_t *keys, *counts;
+	size_t n, cap;
+};
+
+static int dump_fn(void *ctx, uint64_t key, uint64_t count)
+{
+	struct dump *d = ctx;
+
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 1024;
+		d->keys = realloc(d->keys, d->cap * sizeof(*d->keys));
+		d->counts = realloc(d->counts, d->cap * sizeof(*d->counts));
+		if (!d->keys || !d->counts)
+			return -ENOMEM;
+	}
+	d->keys[d->n] = key;
+	d->counts[d->n] = count;
+	d->n++;
+	return 0;
+}
+
+static void dump_free(struct dump *d)
+{
+	free(d->keys);
+	free(d->counts);
+	memset(d, 0, sizeof(*d));
+}
+
+static int dump_file(const char *path, struct dump *d, uint64_t *total)
+{
+	struct odb *db;
+	int rc = odb_open(&db, path, ODB_RDONLY, NULL);
+
+	if (rc)
+		return rc;
+	memset(d, 0, sizeof(*d));
+	rc = odb_foreach(db, dump_fn, d);
+	if (!rc && odb_nr_keys(db) != d->n)
+		rc = -EPROTO;
+	if (total)
+		*total = odb_total(db);
+	odb_close(db);
+	return rc;
+}
+
+static int copy_file(const char *from, const char *to, off_t len)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out;
+	ssize_t n;
+	off_t done = 0;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (out < 0) {
+		close(in);
+		return -errno;
+	}
+	while (done < len && (n = read(in, buf, sizeof(buf))) > 0) {
+		if (n > len - done)
+			n = len - done;
+		if (write(out, buf, n) != n)
+			break;
+		done += n;
+	}
+	close(in);
+	close(out);
+	return 0;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : st.st_size;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_basic(void)
+{
+	const char *path = tpath("basic");
+	const struct odb_desc *d;
+	struct odb *db = NULL;
+	struct dump dp;
+	uint64_t total;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_nr_keys(db), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 0x1000, 1), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 0x2000, 5), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 0x1000, 2), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 0, 0), 0);		/* key 0, inserted at 0 */
+	CU_ASSERT_EQUAL(odb_add(db, UINT64_MAX, 1ULL << 40), 0);
+	CU_ASSERT_EQUAL(odb_nr_keys(db), 4);
+	CU_ASSERT_EQUAL(odb_total(db), 8 + (1ULL << 40));
+	CU_ASSERT_EQUAL(odb_sync(db), 0);
+	d = odb_get_desc(db);
+	CU_ASSERT_STRING_EQUAL(d->event, "CPU_CLK_UNHALTED");
+	odb_close(db);
+
+	CU_ASSERT_EQUAL_FATAL(dump_file(path, &dp, &total), 0);
+	CU_ASSERT_EQUAL_FATAL(dp.n, 4);
+	CU_ASSERT(dp.keys[0] == 0x1000 && dp.counts[0] == 3);
+	CU_ASSERT(dp.keys[1] == 0x2000 && dp.counts[1] == 5);
+	CU_ASSERT(dp.keys[2] == 0 && dp.counts[2] == 0);
+	CU_ASSERT(dp.keys[3] == UINT64_MAX && dp.counts[3] == 1ULL << 40);
+	CU_ASSERT_EQUAL(total, 8 + (1ULL << 40));
+	dump_free(&dp);
+
+	/* The header keeps the desc; an existing file ignores a new one. */
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDONLY, NULL), 0);
+	d = odb_get_desc(db);
+	CU_ASSERT_STRING_EQUAL(d->event, "CPU_CLK_UNHALTED");
+	CU_ASSERT_EQUAL(d->count, 100000);
+	CU_ASSERT_EQUAL(d->unit_mask, 2);
+	CU_ASSERT_EQUAL(d->flags, ODB_F_KERNEL);
+	CU_ASSERT_EQUAL(d->mtime, 1700000000);
+	CU_ASSERT_EQUAL(odb_add(db, 1, 1), -EBADF);
+	CU_ASSERT_EQUAL(odb_sync(db), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+	CU_ASSERT_STRING_EQUAL(odb_get_desc(db)->event, "CPU_CLK_UNHALTED");
+	odb_close(db);
+	odb_close(NULL);
+}
+
+static void test_open_errors(void)
+{
+	struct odb *db = (struct odb *)0x1;
+	struct odb_desc long_name;
+
+	CU_ASSERT_EQUAL(odb_open(&db, tpath("nonexistent"), ODB_RDONLY, NULL), -ENOENT);
+	/* No desc: nothing to create it with, and nothing is created. */
+	CU_ASSERT_EQUAL(odb_open(&db, tpath("nonexistent"), ODB_RDWR, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(file_size(tpath("nonexistent")), -1);
+	CU_ASSERT_EQUAL(odb_open(&db, tpath("nodir/x"), ODB_RDWR, &test_desc), -ENOENT);
+	memset(&long_name, 0, sizeof(long_name));
+	memset(long_name.event, 'x', sizeof(long_name.event));
+	CU_ASSERT_EQUAL(odb_open(&db, tpath("longname"), ODB_RDWR, &long_name), -EINVAL);
+	CU_ASSERT_PTR_EQUAL(db, (struct odb *)0x1);
+}
+
+/* Many keys: the table grows from 64 nodes through a dozen doublings. */
+static void test_many_keys_and_reopen(void)
+{
+	const char *path = tpath("many");
+	const uint64_t nkeys = 200000;
+	struct odb *db;
+	struct dump dp;
+	uint64_t i, total = 0, t;
+	int round, ok;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < nkeys; i++) {
+			/* aligned keys, the common case for offsets */
+			CU_ASSERT_EQUAL_FATAL(odb_add(db, i * 16, i % 7 + 1), 0);
+			total += i % 7 + 1;
+		}
+		CU_ASSERT_EQUAL(odb_nr_keys(db), nkeys);
+		CU_ASSERT_EQUAL(odb_total(db), total);
+		/* reopen between rounds: the index is rebuilt from the nodes */
+		odb_close(db);
+		CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+		CU_ASSERT_EQUAL(odb_nr_keys(db), nkeys);
+		CU_ASSERT_EQUAL(odb_total(db), total);
+	}
+	/* Adds after a reopen land on the existing nodes. */
+	CU_ASSERT_EQUAL(odb_add(db, 16, 1000), 0);
+	CU_ASSERT_EQUAL(odb_nr_keys(db), nkeys);
+	odb_close(db);
+
+	CU_ASSERT_EQUAL_FATAL(dump_file(path, &dp, &t), 0);
+	CU_ASSERT_EQUAL(dp.n, nkeys);
+	CU_ASSERT_EQUAL(t, total + 1000);
+	ok = 1;
+	for (i = 0; i < dp.n && ok; i++)
+		ok = dp.keys[i] == i * 16 && dp.counts[i] == 2 * (i % 7 + 1) + (i == 1 ? 1000 : 0);
+	CU_ASSERT(ok);
+	dump_free(&dp);
+}
+
+static uint64_t rnd_state = 0x853c49e6748fea9bULL;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* Random adds against a plain list; reopened now and then. */
+static void test_reference_model(void)
+{
+	const char *path = tpath("model");
+	struct { uint64_t key, count; } *ref;
+	size_t nref = 0, cap = 8192, i, j;
+	uint64_t total = 0, t;
+	struct odb *db;
+	struct dump dp;
+	int op, ok;
+
+	ref = calloc(cap, sizeof(*ref));
+	CU_ASSERT_FATAL(ref != NULL);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	for (op = 0; op < 60000; op++) {
+		uint64_t r = rnd(), key, inc = rnd() % 1000;
+
+		/* hot small keys, a wide range, and colliding high bits */
+		switch (r % 3) {
+		case 0:
+			key = (r >> 8) % 64;
+			break;
+		case 1:
+			key = (r >> 8) % 5000 * 4096;
+			break;
+		default:
+			key = ((r >> 8) % 1000) << 52;
+		}
+		for (i = 0; i < nref && ref[i].key != key; i++)
+			;
+		if (i == nref) {
+			CU_ASSERT_FATAL(nref < cap);
+			ref[nref].key = key;
+			ref[nref].count = 0;
+			nref++;
+		}
+		ref[i].count += inc;
+		total += inc;
+		CU_ASSERT_EQUAL_FATAL(odb_add(db, key, inc), 0);
+		if (op % 9973 == 0) {
+			odb_close(db);
+			CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+		}
+	}
+	CU_ASSERT_EQUAL(odb_nr_keys(db), nref);
+	CU_ASSERT_EQUAL(odb_total(db), total);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(dump_file(path, &dp, &t), 0);
+	CU_ASSERT_EQUAL_FATAL(dp.n, nref);
+	CU_ASSERT_EQUAL(t, total);
+	ok = 1;
+	for (j = 0; j < nref && ok; j++)
+		ok = dp.keys[j] == ref[j].key && dp.counts[j] == ref[j].count;
+	CU_ASSERT(ok);
+	dump_free(&dp);
+	free(ref);
+}
+
+/* A file cut short is rejected exactly when its committed nodes do not fit. */
+static void test_truncated(void)
+{
+	const char *src = tpath("full"), *cut = tpath("cut");
+	const size_t hs = sizeof(struct odb_file_header), ns = sizeof(struct odb_node);
+	const uint64_t nkeys = 300;
+	struct odb *db;
+	off_t full, sizes[32];
+	size_t nsizes = 0, i;
+	uint64_t k;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, src, ODB_RDWR, &test_desc), 0);
+	for (k = 0; k < nkeys; k++)
+		CU_ASSERT_EQUAL(odb_add(db, k * 8, 1), 0);
+	odb_close(db);
+	full = file_size(src);
+	CU_ASSERT_FATAL(full > (off_t)(hs + nkeys * ns));
+
+	sizes[nsizes++] = 0;
+	sizes[nsizes++] = 1;
+	sizes[nsizes++] = 8;
+	sizes[nsizes++] = hs - 1;
+	sizes[nsizes++] = hs;
+	sizes[nsizes++] = hs + 1;
+	sizes[nsizes++] = hs + ns;
+	sizes[nsizes++] = hs + 100 * ns + 7;
+	sizes[nsizes++] = hs + nkeys * ns - 1;
+	sizes[nsizes++] = hs + nkeys * ns;	/* nodes fit, index gone: readable */
+	sizes[nsizes++] = hs + nkeys * ns + 5;
+	sizes[nsizes++] = full - 1;
+	sizes[nsizes++] = full;
+	for (i = 0; i < nsizes; i++) {
+		int expect = sizes[i] >= (off_t)(hs + nkeys * ns) ? 0 : -EBADMSG;
+		struct dump dp;
+		uint64_t t;
+		int rc;
+
+		CU_ASSERT_EQUAL_FATAL(copy_file(src, cut, sizes[i]), 0);
+		CU_ASSERT_EQUAL_FATAL(file_size(cut), sizes[i]);
+		rc = dump_file(cut, &dp, &t);
+		CU_ASSERT_EQUAL(rc, expect);
+		if (rc != expect)
+			fprintf(stderr, "\n  size %lld: %d\n", (long long)sizes[i], rc);
+		if (!rc) {
+			CU_ASSERT_EQUAL(dp.n, nkeys);
+			CU_ASSERT_EQUAL(t, nkeys);
+			dump_free(&dp);
+		}
+		/* A writer (without a desc to start over with) agrees. */
+		rc = odb_open(&db, cut, ODB_RDWR, NULL);
+		CU_ASSERT_EQUAL(rc, expect);
+		if (!rc) {
+			CU_ASSERT_EQUAL(odb_nr_keys(db), nkeys);
+			CU_ASSERT_EQUAL(odb_add(db, 8, 1), 0);
+			CU_ASSERT_EQUAL(odb_add(db, 1, 1), 0);
+			CU_ASSERT_EQUAL(odb_nr_keys(db), nkeys + 1);
+			odb_close(db);
+		}
+	}
+	unlink(cut);
+}
+
+/* Corrupt header fields: rejected by readers and writers alike. */
+static void test_corrupt_header(void)
+{
+	const char *src = tpath("good"), *bad = tpath("bad");
+	struct odb_file_header h;
+	struct odb *db;
+	int i, fd;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, src, ODB_RDWR, &test_desc), 0);
+	for (i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(odb_add(db, i, i), 0);
+	odb_close(db);
+
+	for (i = 0; i < 12; i++) {
+		CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+		fd = open(bad, O_RDWR);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_FATAL(pread(fd, &h, sizeof(h), 0) == sizeof(h));
+		switch (i) {
+		case 0: h.magic ^= 0x100; break;
+		case 1: h.version = 2; break;
+		case 2: h.node_size = 16; break;
+		case 3: h.header_size = 0; break;
+		case 4: h.header_size = 257; break;
+		case 5: h.header_size = 0x40000000; break;
+		case 6: h.committed = h.capacity + 1; break;
+		case 7: h.committed = UINT64_MAX; break;
+		case 8: h.capacity = UINT64_MAX; break;
+		case 9: h.capacity = 1ULL << 40; h.committed = 1ULL << 39; break;
+		case 10: h.committed = 1ULL << 20; h.capacity = 1ULL << 21; break;
+		case 11: h.magic = 0; break;	/* committed != 0: not a half-made file */
+		}
+		CU_ASSERT_FATAL(pwrite(fd, &h, sizeof(h), 0) == sizeof(h));
+		close(fd);
+		CU_ASSERT_EQUAL(odb_open(&db, bad, ODB_RDONLY, NULL), -EBADMSG);
+		CU_ASSERT_EQUAL(odb_open(&db, bad, ODB_RDWR, NULL), -EBADMSG);
+		CU_ASSERT_EQUAL(odb_open(&db, bad, ODB_RDWR, &test_desc), -EBADMSG);
+	}
+	/* A writer's capacity must be a power of two (it sizes the hash). */
+	CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+	fd = open(bad, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(pread(fd, &h, sizeof(h), 0) == sizeof(h));
+	h.capacity = 100;
+	CU_ASSERT_FATAL(pwrite(fd, &h, sizeof(h), 0) == sizeof(h));
+	close(fd);
+	CU_ASSERT_EQUAL(odb_open(&db, bad, ODB_RDWR, NULL), -EBADMSG);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, bad, ODB_RDONLY, NULL), 0);
+	CU_ASSERT_EQUAL(odb_nr_keys(db), 100);
+	odb_close(db);
+	unlink(bad);
+}
+
+/* A writer killed before it wrote the magic left an all-zero header: the
+ * next writer starts the file over; a reader refuses it. */
+static void test_half_made(void)
+{
+	const char *path = tpath("half");
+	struct odb *db;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(ftruncate(fd, 4096) == 0);
+	close(fd);
+	CU_ASSERT_EQUAL(odb_open(&db, path, ODB_RDONLY, NULL), -EBADMSG);
+	CU_ASSERT_EQUAL(odb_open(&db, path, ODB_RDWR, NULL), -EBADMSG);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 5, 5), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDONLY, NULL), 0);
+	CU_ASSERT_EQUAL(odb_total(db), 5);
+	odb_close(db);
+}
+
+/*
+ * The point of the format: SIGKILL a writer at arbitrary moments (during
+ * the insert phase with its grows, and during the increment phase).  Each
+ * add is +1 on key i % K in order, so after n adds node j must hold key j
+ * with count n / K + (j < n % K): any torn or lost update shows.
+ */
+#define CRASH_K		(1 << 18)
+
+static int check_pattern(const char *path, uint64_t *n_out)
+{
+	struct dump dp;
+	uint64_t total, n, j;
+	int rc = dump_file(path, &dp, &total);
+
+	if (rc)
+		return rc;
+	n = total;
+	rc = dp.n == (n < CRASH_K ? n : CRASH_K) ? 0 : -EPROTO;
+	for (j = 0; j < dp.n && !rc; j++)
+		if (dp.keys[j] != j * 64 || dp.counts[j] != n / CRASH_K + (j < n % CRASH_K))
+			rc = -EPROTO;
+	dump_free(&dp);
+	*n_out = n;
+	return rc;
+}
+
+static void crash_child(const char *path, uint64_t start, int ready_fd)
+{
+	struct odb *db;
+	uint64_t i;
+	time_t t0 = time(NULL);
+
+	if (odb_open(&db, path, ODB_RDWR, &test_desc))
+		_exit(2);
+	if (write(ready_fd, "x", 1) != 1)
+		_exit(2);
+	for (i = start;; i++) {
+		if (odb_add(db, i % CRASH_K * 64, 1))
+			_exit(3);
+		/* never outlive a parent that failed to kill us */
+		if ((i & 0xfffff) == 0 && time(NULL) - t0 > 20)
+			_exit(4);
+	}
+}
+
+static void test_crash(void)
+{
+	static const int delays_us[] = { 0, 200, 1000, 3000, 10000, 30000, 100000 };
+	const char *path = tpath("crash");
+	uint64_t n = 0, n2;
+	size_t d;
+
+	unlink(path);
+	for (d = 0; d < sizeof(delays_us) / sizeof(delays_us[0]); d++) {
+		int pfd[2], status;
+		char c;
+		pid_t pid;
+
+		CU_ASSERT_FATAL(pipe(pfd) == 0);
+		pid = fork();
+		CU_ASSERT_FATAL(pid >= 0);
+		if (pid == 0) {
+			close(pfd[0]);
+			crash_child(path, n, pfd[1]);
+		}
+		close(pfd[1]);
+		CU_ASSERT_FATAL(read(pfd[0], &c, 1) == 1);
+		close(pfd[0]);
+		usleep(delays_us[d]);
+		kill(pid, SIGKILL);
+		CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+		CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+		/* Readable, well-formed, and the adds are whole: n2 >= n, and the
+		 * next child continues the pattern from n2. */
+		CU_ASSERT_EQUAL_FATAL(check_pattern(path, &n2), 0);
+		CU_ASSERT(n2 >= n);
+		if (getenv("TEST_ODB_VERBOSE"))
+			fprintf(stderr, "\n  killed after %d us: %llu adds", delays_us[d],
+				(unsigned long long)(n2 - n));
+		n = n2;
+	}
+	/* The last rounds ran well into the increment phase. */
+	CU_ASSERT(n > CRASH_K);
+
+	/* A writer reopens the killed file and carries on. */
+	{
+		struct odb *db;
+		uint64_t i;
+
+		CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+		for (i = n; i < n + 1000; i++)
+			CU_ASSERT_EQUAL(odb_add(db, i % CRASH_K * 64, 1), 0);
+		odb_close(db);
+		CU_ASSERT_EQUAL(check_pattern(path, &n2), 0);
+		CU_ASSERT_EQUAL(n2, n + 1000);
+	}
+}
+
+/* The library's warnings about the corrupt files made on purpose. */
+static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+}
+
+static int rm_tmpdir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd);
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "add, lookup, sum", test_basic },
+		{ "open errors", test_open_errors },
+		{ "many keys, grows, reopen", test_many_keys_and_reopen },
+		{ "randomized against a reference", test_reference_model },
+		{ "truncated files", test_truncated },
+		{ "corrupt headers", test_corrupt_header },
+		{ "half-made file", test_half_made },
+		{ "SIGKILLed writer", test_crash },
+	};
+	CU_pSuite suite;
+	unsigned int failures;
+	size_t i;
+
+	du_log_set(quiet_log);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_odb.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 2;
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	suite = CU_add_suite("odb", NULL, NULL);
+	if (!suite)
+		goto out_cleanup;
+	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!CU_add_test(suite, tests[i].name, tests[i].fn))
+			goto out_cleanup;
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	rm_tmpdir();
+	return failures ? 1 : 0;
+
+out_cleanup:
+	CU_cleanup_registry();
+	rm_tmpdir();
+	return 2;
+}
