@@ -40,6 +40,11 @@ static int cmp_cand(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->rank != y->rank)
 		return y->rank - x->rank;
+	/* Among aliases, the public name: malloc, not __libc_malloc. */
+	if (strspn(x->name, "_") != strspn(y->name, "_"))
+		return (int)strspn(x->name, "_") - (int)strspn(y->name, "_");
+	if (strlen(x->name) != strlen(y->name))
+		return strlen(x->name) < strlen(y->name) ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 

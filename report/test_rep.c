@@ -656,6 +656,60 @@ static void test_aggregate(void)
 	rep_opts_release(&last_opts);
 }
 
+static void test_classes(void)
+{
+	char session[600];
+	struct rep_profile *p = NULL;
+	char *text = NULL;
+	const char *none[] = { NULL };
+	const char *merge_um[] = { "--merge=unitmask", NULL };
+	const char *only_cycles[] = { "event:CYCLES", NULL };
+	struct sfn_name a = mkname(NULL, false, SFN_ROOT, "/bin/a", SFN_ROOT, "/bin/a", "TIMER",
+				   10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name b = mkname(NULL, false, SFN_ROOT, "/bin/a", SFN_ROOT, "/bin/a", "CYCLES",
+				   100000, 1, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name c = mkname(NULL, false, SFN_ROOT, "/bin/b", SFN_ROOT, "/bin/b", "CYCLES",
+				   100000, 2, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct kv k1[] = { { 1, 1ULL << 40 }, { 2, 1 } };	/* counts are 64-bit */
+	struct kv k2[] = { { 1, 30 } };
+	struct kv k3[] = { { 9, 10 } };
+
+	snprintf(session, sizeof(session), "%s/session2", tmpdir);
+	write_sample(session, &a, k1, 2);
+	write_sample(session, &b, k2, 1);
+	write_sample(session, &c, k3, 1);
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, none, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->nclasses, 3);	/* CYCLES um 1, CYCLES um 2, TIMER */
+	CU_ASSERT_STRING_EQUAL(p->classes[0].event, "CYCLES");
+	CU_ASSERT_EQUAL(p->classes[1].unit_mask, 2);
+	CU_ASSERT_EQUAL(p->totals[2], (1ULL << 40) + 1);
+	CU_ASSERT_FALSE(p->has_domain);
+	CU_ASSERT_PTR_NULL(strstr(text, "DOMAIN SUMMARY"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "with a unit mask of 0x02 count 100000"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "1099511627777 100.000 a\n"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, merge_um, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->nclasses, 2);
+	CU_ASSERT_EQUAL(p->totals[0], 40);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "       30 75.0000 1099511627777 100.000 a\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "       10 25.0000         0  0.0000 b\n"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, only_cycles, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->nclasses, 2);
+	CU_ASSERT_EQUAL(p->ngroups, 2);
+	rep_profile_free(p);
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(&last_opts);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -680,6 +734,7 @@ int main(void)
 	CU_add_test(s, "symbols: missing or not ELF", test_sym_missing);
 	CU_add_test(s, "kallsyms and modules", test_kallsyms);
 	CU_add_test(s, "aggregation over a session", test_aggregate);
+	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();
