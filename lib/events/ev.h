@@ -27,7 +27,9 @@ struct ev_spec {
 /*
  * Load the event table for @cpu_type ("x86-64/arch", "timer", or NULL to
  * detect: the architectural events where perf reports a usable PMU, else
- * the timer event).  @dir is the events directory (DP_EVENTS_DIR, or the
+ * the timer event; "usable" = perf_event_open of hardware cycles on the
+ * calling process succeeds).  Files: @dir/@cpu_type/{events,unit_masks}
+ * and the optional defaults (events/README.md).  @dir is the events directory (DP_EVENTS_DIR, or the
  * source tree's events/ in tests).  NULL with errno set, and a message in
  * @err, on failure (missing or malformed file: file name and line).
  */
@@ -40,15 +42,24 @@ int ev_spec_parse(const char *s, struct ev_spec *out, char *err, size_t errlen);
 
 /*
  * Check @spec against @t (unknown name, count under the minimum, unit mask
- * not allowed for the event) and fill in defaults (count, unit mask).
- * 0 or -EINVAL with a message naming what is wrong.
+ * not allowed for the event, KERNEL and USER both 0) and fill in defaults
+ * (count, unit mask).  0 or -EINVAL with a message naming what is wrong
+ * and what is allowed; the message starts with "unknown event", "count",
+ * "unit mask" or "event NAME counts nothing" (ev_spec_parse's with
+ * "bad event spec").
  */
 int ev_spec_check(const struct ev_table *t, struct ev_spec *spec, char *err, size_t errlen);
 
 /* The default event of @t ("CPU_CLK_UNHALTED" or "TIMER") with its default count. */
 int ev_default_spec(const struct ev_table *t, struct ev_spec *out);
 
-/* Fill @attr (type, config, sample_period, exclude_*) for a checked spec. */
+/*
+ * Fill @attr (size, type, config, sample_period, exclude_kernel,
+ * exclude_user; freq cleared) for a checked spec; other fields are left
+ * as the caller set them.  Architectural events with their default unit
+ * mask become PERF_TYPE_HARDWARE generic events, TIMER the software
+ * cpu-clock (period in ns); anything else PERF_TYPE_RAW, um << 8 | code.
+ */
 int ev_spec_to_perf(const struct ev_table *t, const struct ev_spec *spec, struct perf_event_attr *attr);
 
 /* Iterate the table for ophelp: index 0..n-1, NULL past the end. */
