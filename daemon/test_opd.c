@@ -1,0 +1,714 @@
+/*
+ * Daemon tests: raw streams built in memory with raw_writer are fed to the
+ * daemon's decode path over a temporary session; the sample files that come
+ * out are found by name (sfn_parse) and read back (odb).
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect_file.h"
+#include "odb/odb.h"
+#include "opd_daemon.h"
+#include "opd_proc.h"
+#include "raw/raw_stream.h"
+#include "sfname/sfname.h"
+
+#define APP "/usr/bin/app"
+#define LIBC "/usr/lib/libc.so.6"
+#define KSTART 0xffffffff81000000ULL
+#define MSTART 0xffffffffc0000000ULL
+
+struct fixture {
+	char dir[64];
+	struct opd_conf conf;
+	struct opd_daemon d;
+	struct raw_writer *w;
+};
+
+static struct fixture fx;
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void setup(const char *separate)
+{
+	struct dp_raw_event ev[2];
+
+	memset(&fx, 0, sizeof(fx));
+	strcpy(fx.dir, "/tmp/test_opd.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
+	opd_conf_defaults(&fx.conf);
+	fx.conf.session_dir = fx.dir;
+	fx.conf.collector = OPD_COLLECT_FILE;
+	fx.conf.separate_str = separate;
+	CU_ASSERT_FATAL(opd_parse_separate(separate, &fx.conf.separate) == 0);
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
+	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
+	CU_ASSERT_FATAL(fx.w != NULL);
+	memset(ev, 0, sizeof(ev));
+	strcpy(ev[0].name, "CPU_CLK_UNHALTED");
+	ev[0].count = 100000;
+	ev[0].flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	strcpy(ev[1].name, "INST_RETIRED");
+	ev[1].count = 50000;
+	ev[1].unit_mask = 1;
+	ev[1].flags = DP_RAW_EV_USER;
+	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, ev, 2) == 0);
+}
+
+/* Flush the writer and stop the daemon (sync, stats). */
+static void finish(void)
+{
+	CU_ASSERT(raw_writer_close(fx.w) == 0);
+	fx.w = NULL;
+	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
+}
+
+static void teardown(void)
+{
+	raw_writer_close(fx.w);
+	opd_daemon_fini(&fx.d);
+	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- finding sample files ---- */
+
+struct want {
+	const char *domain;
+	enum sfn_kind ikind;
+	const char *image;
+	enum sfn_kind dkind;
+	const char *dep;
+	const char *event;
+	int64_t tgid, tid, cpu;
+	uint64_t key;
+	/* results */
+	uint64_t count;		/* count of key in the matching file */
+	uint64_t total;		/* all counts in the matching file */
+	int files;		/* files matching */
+	int all_files;
+};
+
+static struct want *cur_want;
+static size_t prefix_len;
+
+static int key_cb(void *ctx, uint64_t key, uint64_t count)
+{
+	struct want *w = ctx;
+
+	if (key == w->key)
+		w->count += count;
+	return 0;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+static int find_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	struct want *w = cur_want;
+	struct sfn_name n;
+	struct odb *db;
+
+	if (flag != FTW_F)
+		return 0;
+	w->all_files++;
+	if (sfn_parse(path + prefix_len, &n)) {
+		CU_FAIL("sample file name does not parse");
+		fprintf(stderr, "bad name: %s\n", path + prefix_len);
+		return 0;
+	}
+	if (str_eq(n.domain, w->domain) && n.image.kind == w->ikind && !strcmp(n.image.name, w->image) &&
+	    n.dep.kind == w->dkind && !strcmp(n.dep.name, w->dep) &&
+	    !strcmp(n.event, w->event ? w->event : "CPU_CLK_UNHALTED") &&
+	    n.tgid == w->tgid && n.tid == w->tid && n.cpu == w->cpu) {
+		w->files++;
+		if (odb_open(&db, path, ODB_RDONLY, NULL) == 0) {
+			odb_foreach(db, key_cb, w);
+			w->total += odb_total(db);
+			odb_close(db);
+		} else {
+			CU_FAIL("sample file does not open");
+		}
+	}
+	sfn_name_release(&n);
+	return 0;
+}
+
+static void lookup(struct want *w)
+{
+	char root[128];
+
+	snprintf(root, sizeof(root), "%s/samples/current/", fx.dir);
+	prefix_len = strlen(root);
+	w->count = w->total = 0;
+	w->files = w->all_files = 0;
+	cur_want = w;
+	nftw(root, find_cb, 16, FTW_PHYS);
+}
+
+/* A host file with (image, dep), all ids "all". */
+static uint64_t count_at(enum sfn_kind ik, const char *image, enum sfn_kind dk, const char *dep,
+			 uint64_t key)
+{
+	struct want w = { .ikind = ik, .image = image, .dkind = dk, .dep = dep,
+			  .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL, .key = key };
+
+	lookup(&w);
+	return w.count;
+}
+
+/* ---- stream helpers ---- */
+
+static void put_map(uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff, const char *path)
+{
+	struct dp_raw_mmap m;
+
+	memset(&m, 0, sizeof(m));
+	m.pid = m.tid = pid;
+	m.start = start;
+	m.len = len;
+	m.pgoff = pgoff;
+	m.prot = 5;
+	CU_ASSERT(raw_put_mmap(fx.w, &m, path, strlen(path)) == 0);
+}
+
+/* pid 100 runs APP at 0x400000 (pgoff 0) and libc at 0x7f0000000000 (pgoff 0x1000) */
+static void put_app(uint32_t pid)
+{
+	CU_ASSERT(raw_put_comm(fx.w, pid, pid, DP_RAW_COMM_EXEC, "app") == 0);
+	put_map(pid, 0x400000, 0x10000, 0, APP);
+	put_map(pid, 0x7f0000000000ULL, 0x20000, 0x1000, LIBC);
+}
+
+static void put_kernel(void)
+{
+	CU_ASSERT(raw_put_kmod(fx.w, KSTART, 0x1000000, "vmlinux", 7) == 0);
+	CU_ASSERT(raw_put_kmod(fx.w, MSTART, 0x10000, "kvm", 3) == 0);
+}
+
+static void put_ctx(uint32_t cpu, uint32_t pid, uint32_t tid, uint32_t mode)
+{
+	CU_ASSERT(raw_put_cpu(fx.w, cpu) == 0);
+	CU_ASSERT(raw_put_task(fx.w, pid, tid) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, mode) == 0);
+}
+
+static uint64_t stat_key(const char *key)
+{
+	uint64_t v = ~0ULL;
+
+	CU_ASSERT(opd_stats_read_key(fx.dir, key, &v) == 0);
+	return v;
+}
+
+/* ---- tests ---- */
+
+static void test_user_main_binary(void)
+{
+	setup("none");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	for (int i = 0; i < 5; i++)
+		raw_put_sample(fx.w, 0x401234, 0);
+	raw_put_sample(fx.w, 0x401238, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1234) == 5);
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1238) == 1);
+	CU_ASSERT(stat_key("samples_received") == 6);
+	CU_ASSERT(stat_key("samples_filed") == 6);
+	CU_ASSERT(stat_key("samples_host_user") == 6);
+	CU_ASSERT(stat_key("unresolved_no_mapping") == 0);
+	teardown();
+}
+
+static void test_library_separate_none(void)
+{
+	setup("none");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x7f0000000010ULL, 0);
+	finish();
+	/* key = pc - start + pgoff */
+	CU_ASSERT(count_at(SFN_ROOT, LIBC, SFN_ROOT, LIBC, 0x1010) == 1);
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, LIBC, 0x1010) == 0);
+	teardown();
+}
+
+static void test_library_separate_lib(void)
+{
+	setup("lib");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x7f0000000010ULL, 0);
+	raw_put_sample(fx.w, 0x400010, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, LIBC, 0x1010) == 1);
+	CU_ASSERT(count_at(SFN_ROOT, LIBC, SFN_ROOT, LIBC, 0x1010) == 0);
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x10) == 1);
+	teardown();
+}
+
+static void test_kernel_and_module(void)
+{
+	setup("none");
+	put_kernel();
+	put_app(100);
+	put_ctx(1, 100, 100, DP_MODE_HOST_KERNEL);
+	raw_put_sample(fx.w, KSTART + 0x500, 0);
+	raw_put_sample(fx.w, KSTART + 0x500, 0);
+	raw_put_sample(fx.w, MSTART + 0x20, 0);
+	raw_put_sample(fx.w, 0xffffffffa0000000ULL, 0);	/* in no range */
+	finish();
+	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x500) == 2);
+	CU_ASSERT(count_at(SFN_KERN, "kvm", SFN_KERN, "kvm", 0x20) == 1);
+	CU_ASSERT(count_at(SFN_ANON, "kernel", SFN_ANON, "kernel", 0xffffffffa0000000ULL) == 1);
+	CU_ASSERT(stat_key("unresolved_kernel") == 1);
+	CU_ASSERT(stat_key("samples_host_kernel") == 4);
+	CU_ASSERT(stat_key("samples_filed") == 4);
+	teardown();
+}
+
+static void test_kernel_separate_kernel(void)
+{
+	setup("kernel");
+	put_kernel();
+	put_app(100);
+	put_ctx(1, 100, 100, DP_MODE_HOST_KERNEL);
+	raw_put_sample(fx.w, KSTART + 0x500, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_KERN, "vmlinux", 0x500) == 1);
+	teardown();
+}
+
+static void test_fork_inherits(void)
+{
+	struct dp_raw_task_ev f = { .pid = 200, .ppid = 100, .tid = 200, .ptid = 100 };
+
+	setup("none");
+	put_app(100);
+	CU_ASSERT(raw_put_fork(fx.w, &f) == 0);
+	put_ctx(0, 200, 200, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400100, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x100) == 1);
+	CU_ASSERT(stat_key("unresolved_no_mapping") == 0);
+	teardown();
+}
+
+static void test_exec_drops(void)
+{
+	setup("none");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400100, 0);
+	CU_ASSERT(raw_put_comm(fx.w, 100, 100, DP_RAW_COMM_EXEC, "other") == 0);
+	raw_put_sample(fx.w, 0x400100, 0);	/* the old mapping is gone */
+	put_map(100, 0x400000, 0x1000, 0, "/usr/bin/other");
+	raw_put_sample(fx.w, 0x400100, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x100) == 1);
+	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x400100) == 1);
+	CU_ASSERT(count_at(SFN_ROOT, "/usr/bin/other", SFN_ROOT, "/usr/bin/other", 0x100) == 1);
+	CU_ASSERT(stat_key("unresolved_no_mapping") == 1);
+	teardown();
+}
+
+static void test_sample_after_exit(void)
+{
+	struct dp_raw_task_ev e = { .pid = 100, .ppid = 1, .tid = 100, .ptid = 1 };
+	const uint64_t s = 1000000000ULL;
+
+	setup("none");
+	CU_ASSERT(raw_put_time(fx.w, 10 * s) == 0);
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	CU_ASSERT(raw_put_exit(fx.w, &e) == 0);
+	/* another CPU's buffer delivers a sample taken before the exit */
+	put_ctx(1, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400200, 0);
+	CU_ASSERT(raw_put_time(fx.w, 11 * s) == 0);
+	raw_put_sample(fx.w, 0x400200, 0);
+	/* long after: the process is gone */
+	CU_ASSERT(raw_put_time(fx.w, 30 * s) == 0);
+	raw_put_sample(fx.w, 0x400200, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x200) == 2);
+	CU_ASSERT(stat_key("processes_exited") == 1);
+	CU_ASSERT(stat_key("processes_freed") == 1);
+	CU_ASSERT(stat_key("unresolved_no_mapping") == 1);
+	teardown();
+}
+
+static void test_unknown_pid(void)
+{
+	setup("none");
+	put_app(100);
+	put_ctx(0, 555, 555, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400100, 0);
+	raw_put_sample(fx.w, 0x400100, 0);
+	finish();
+	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x400100) == 2);
+	CU_ASSERT(stat_key("unresolved_no_mapping") == 2);
+	CU_ASSERT(stat_key("samples_filed") == 2);
+	teardown();
+}
+
+static void test_no_task(void)
+{
+	setup("none");
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_HOST_USER) == 0);
+	raw_put_sample(fx.w, 0x1234, 0);
+	finish();
+	CU_ASSERT(stat_key("unresolved_no_task") == 1);
+	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x1234) == 1);
+	teardown();
+}
+
+static void test_thread_cpu_names(void)
+{
+	struct want w = { .ikind = SFN_ROOT, .image = APP, .dkind = SFN_ROOT, .dep = APP,
+			  .tgid = 100, .tid = 101, .cpu = 3, .key = 0x10 };
+
+	setup("thread,cpu");
+	put_app(100);
+	put_ctx(3, 100, 101, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400010, 0);
+	put_ctx(3, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400010, 0);
+	put_ctx(2, 100, 101, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400010, 0);
+	finish();
+	lookup(&w);
+	CU_ASSERT(w.files == 1 && w.count == 1);
+	CU_ASSERT(w.all_files == 3);
+	w.tid = 100;
+	lookup(&w);
+	CU_ASSERT(w.files == 1 && w.count == 1);
+	w.tid = 101;
+	w.cpu = 2;
+	lookup(&w);
+	CU_ASSERT(w.files == 1 && w.count == 1);
+	teardown();
+}
+
+static void test_events_and_bad_event(void)
+{
+	struct want w = { .ikind = SFN_ROOT, .image = APP, .dkind = SFN_ROOT, .dep = APP,
+			  .event = "INST_RETIRED", .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL,
+			  .key = 0x10 };
+
+	setup("none");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	raw_put_sample(fx.w, 0x400010, 0);
+	raw_put_sample(fx.w, 0x400010, 1);
+	raw_put_sample(fx.w, 0x400010, 1);
+	raw_put_sample(fx.w, 0x400010, 7);
+	finish();
+	lookup(&w);
+	CU_ASSERT(w.count == 2);
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x10) == 1);
+	CU_ASSERT(stat_key("unresolved_bad_event") == 1);
+	CU_ASSERT(stat_key("samples_received") == 4);
+	CU_ASSERT(stat_key("samples_filed") == 3);
+	teardown();
+}
+
+static void test_guest(void)
+{
+	struct want w = { .domain = "pid-4242", .ikind = SFN_ANON, .image = "guest-kernel",
+			  .dkind = SFN_ANON, .dep = "guest-kernel", .tgid = SFN_ALL, .tid = SFN_ALL,
+			  .cpu = SFN_ALL, .key = 0xffffffff81000010ULL };
+
+	setup("none");
+	put_ctx(0, 4242, 4250, DP_MODE_GUEST_KERNEL);
+	raw_put_sample(fx.w, 0xffffffff81000010ULL, 0);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
+	raw_put_sample(fx.w, 0x401000, 0);
+	finish();
+	lookup(&w);
+	CU_ASSERT(w.count == 1);
+	w.image = w.dep = "guest-user";
+	w.key = 0x401000;
+	lookup(&w);
+	CU_ASSERT(w.count == 1);
+	CU_ASSERT(stat_key("samples_guest_kernel") == 1);
+	CU_ASSERT(stat_key("samples_guest_user") == 1);
+	teardown();
+}
+
+static void test_stats_file(void)
+{
+	char path[128], line[256];
+	FILE *f;
+	int keys = 0;
+	bool running = false, collector = false, lost = false;
+
+	setup("none");
+	CU_ASSERT(raw_put_lost(fx.w, 7) == 0);
+	CU_ASSERT(raw_put_record(fx.w, 200, "abcdefgh", 8) == 0);	/* unknown type */
+	CU_ASSERT(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
+	CU_ASSERT(stat_key("dumps") == 1);
+	finish();
+	snprintf(path, sizeof(path), "%s/stats", fx.dir);
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	while (fgets(line, sizeof(line), f)) {
+		keys++;
+		running |= !strcmp(line, "running 0\n");
+		collector |= !strcmp(line, "collector file\n");
+		lost |= !strcmp(line, "samples_lost 7\n");
+	}
+	fclose(f);
+	CU_ASSERT(running && collector && lost);
+	CU_ASSERT(keys >= 20);
+	CU_ASSERT(stat_key("stream_unknown_records") == 1);
+	snprintf(path, sizeof(path), "%s/session.conf", fx.dir);
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fgets(line, sizeof(line), f) && !strcmp(line, "event CPU_CLK_UNHALTED:100000:0:1:1\n"));
+	fclose(f);
+	teardown();
+}
+
+static void test_lru_cap(void)
+{
+	char path[64];
+
+	setup("none");
+	fx.conf.max_open_files = 2;
+	CU_ASSERT(raw_put_comm(fx.w, 100, 100, 0, "app") == 0);
+	for (int i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "/lib/l%d.so", i);
+		put_map(100, 0x10000000ULL * (i + 1), 0x1000, 0, path);
+	}
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 6; i++)
+			raw_put_sample(fx.w, 0x10000000ULL * (i + 1) + 8, 0);
+	finish();
+	for (int i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "/lib/l%d.so", i);
+		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == 3);
+	}
+	CU_ASSERT(stat_key("sample_files") == 6);
+	CU_ASSERT(stat_key("sample_files_evicted") > 0);
+	teardown();
+}
+
+static void test_map_overlap(void)
+{
+	struct opd_stats st = { 0 };
+	struct opd_conf c;
+	struct opd_images *im = opd_images_new();
+	struct opd_procs *t;
+	struct opd_proc *p;
+	struct dp_raw_mmap m = { .pid = 1, .tid = 1, .start = 0x1000, .len = 0x3000, .pgoff = 0 };
+	const struct opd_map *r;
+
+	opd_conf_defaults(&c);
+	t = opd_procs_new(&c, im, &st);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT(opd_proc_mmap(t, &m, "/a", 2) == 0);
+	m.start = 0x2000;
+	m.len = 0x1000;
+	m.pgoff = 0x9000;
+	CU_ASSERT(opd_proc_mmap(t, &m, "/b", 2) == 0);	/* splits /a */
+	p = opd_proc_find(t, 1);
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT(opd_proc_nr_maps(p) == 3);
+	r = opd_proc_find_map(p, 0x3800, NULL, NULL);
+	CU_ASSERT(r && !strcmp(r->image->name, "/a") && r->start == 0x3000 && r->pgoff == 0x2000);
+	r = opd_proc_find_map(p, 0x2800, NULL, NULL);
+	CU_ASSERT(r && !strcmp(r->image->name, "/b"));
+	CU_ASSERT(opd_proc_main_image(p) && !strcmp(opd_proc_main_image(p)->name, "/a"));
+	m.start = 0;
+	m.len = 0x10000;
+	CU_ASSERT(opd_proc_mmap(t, &m, "/c", 2) == 0);	/* covers all */
+	CU_ASSERT(opd_proc_nr_maps(p) == 1);
+	opd_procs_free(t);
+	opd_images_free(im);
+}
+
+/* Replay through the file collector: corrupt and truncated files fail with
+ * an error, a good one gives the same counts. */
+static int file_sink(void *ctx, const void *buf, size_t len)
+{
+	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
+}
+
+static void test_file_collector(void)
+{
+	char raw[128];
+	struct raw_writer *w;
+	struct dp_raw_event ev;
+	FILE *f;
+	long size;
+
+	setup("none");
+	snprintf(raw, sizeof(raw), "%s/in.raw", fx.dir);
+	f = fopen(raw, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	w = raw_writer_new(file_sink, f, 0);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.name, "CPU_CLK_UNHALTED");
+	ev.count = 100000;
+	CU_ASSERT(raw_put_header(w, 0, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) == 0);
+	raw_put_comm(w, 100, 100, DP_RAW_COMM_EXEC, "app");
+	{
+		struct dp_raw_mmap m = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x1000 };
+
+		raw_put_mmap(w, &m, APP, strlen(APP));
+	}
+	raw_put_task(w, 100, 100);
+	raw_put_mode(w, DP_MODE_HOST_USER);
+	for (int i = 0; i < 1000; i++)
+		raw_put_sample(w, 0x400000 + (i % 16), 0);
+	CU_ASSERT(raw_writer_close(w) == 0);
+	size = ftell(f);
+	fclose(f);
+	CU_ASSERT(collect_file_run(&fx.d, raw) == 0);
+	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
+	CU_ASSERT(stat_key("samples_filed") == 1000);
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 3) == 63);
+	opd_daemon_fini(&fx.d);
+
+	/* truncated: cut in the middle of a sample */
+	CU_ASSERT(truncate(raw, size - 4) == 0);
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
+	CU_ASSERT(collect_file_run(&fx.d, raw) == -EBADMSG);
+	opd_daemon_fini(&fx.d);
+
+	/* corrupt: an escape with an impossible payload length */
+	f = fopen(raw, "r+");
+	CU_ASSERT_FATAL(f != NULL);
+	{
+		uint64_t bad[2] = { DP_RAW_ESCAPE, ((uint64_t)60000 << 32) | DP_RAW_TIME };
+
+		fseek(f, size - 64, SEEK_SET);
+		fwrite(bad, sizeof(bad), 1, f);
+	}
+	fclose(f);
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
+	CU_ASSERT(collect_file_run(&fx.d, raw) == -EBADMSG);
+	CU_ASSERT(opd_stream_offset(fx.d.stream) == (uint64_t)(size - 64));
+	teardown();
+}
+
+/* The hot path: print the ingest rate of an in-memory stream. */
+static struct { uint8_t *buf; size_t len, cap; } mem;
+
+static int mem_sink(void *ctx, const void *buf, size_t len)
+{
+	if (mem.len + len > mem.cap) {
+		mem.cap = (mem.len + len) * 2;
+		mem.buf = realloc(mem.buf, mem.cap);
+		if (!mem.buf)
+			return -ENOMEM;
+	}
+	memcpy(mem.buf + mem.len, buf, len);
+	mem.len += len;
+	return 0;
+}
+
+static void test_ingest_rate(void)
+{
+	const int n = 20000000;
+	struct raw_writer *w;
+	struct timespec a, b;
+	size_t used = 0;
+	double secs;
+
+	setup("none");
+	CU_ASSERT(raw_writer_flush(fx.w) == 0);	/* the daemon has the header */
+	mem.len = 0;
+	w = raw_writer_new(mem_sink, NULL, 1 << 20);
+	raw_put_comm(w, 100, 100, DP_RAW_COMM_EXEC, "app");
+	{
+		struct dp_raw_mmap m = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x100000 };
+
+		raw_put_mmap(w, &m, APP, strlen(APP));
+		m.start = 0x7f0000000000ULL;
+		raw_put_mmap(w, &m, LIBC, strlen(LIBC));
+	}
+	raw_put_mode(w, DP_MODE_HOST_USER);
+	for (int i = 0; i < n; i++) {
+		if (i % 64 == 0)
+			raw_put_task(w, 100, 100 + (uint32_t)(i / 64) % 4);
+		raw_put_sample(w, (i & 256 ? 0x400000 : 0x7f0000000000ULL) + ((uint64_t)i * 2654435761u % 4096), 0);
+	}
+	raw_writer_close(w);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	CU_ASSERT(opd_stream_decode(fx.d.stream, mem.buf, mem.len, &used) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CU_ASSERT(used == mem.len);
+	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	printf("\n  ingest: %d samples in %.3f s = %.1f M samples/s ", n, secs, n / secs / 1e6);
+	CU_ASSERT(fx.d.st.samples_filed == (uint64_t)n);
+	free(mem.buf);
+	mem.buf = NULL;
+	mem.cap = 0;
+	finish();
+	teardown();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "user sample in the main binary", test_user_main_binary },
+		{ "library, --separate=none", test_library_separate_none },
+		{ "library, --separate=lib", test_library_separate_lib },
+		{ "kernel and module", test_kernel_and_module },
+		{ "kernel, --separate=kernel", test_kernel_separate_kernel },
+		{ "fork inherits mappings", test_fork_inherits },
+		{ "exec drops mappings", test_exec_drops },
+		{ "sample after exit on another cpu", test_sample_after_exit },
+		{ "unknown pid", test_unknown_pid },
+		{ "no task", test_no_task },
+		{ "thread and cpu in names", test_thread_cpu_names },
+		{ "events and a bad event index", test_events_and_bad_event },
+		{ "guest samples", test_guest },
+		{ "stats and session.conf", test_stats_file },
+		{ "open file cap", test_lru_cap },
+		{ "overlapping mappings", test_map_overlap },
+		{ "file collector", test_file_collector },
+		{ "ingest rate", test_ingest_rate },
+	};
+	CU_pSuite s;
+	unsigned int fails;
+	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("daemon", NULL, NULL);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		if (quick && tests[i].fn == test_ingest_rate)
+			continue;
+		CU_add_test(s, tests[i].name, tests[i].fn);
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
