@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rep_collect.h"
+#include "rep_hash.h"
 #include "rep_opts.h"
 #include "rep_output.h"
 #include "rep_spec.h"
@@ -280,11 +281,15 @@ static void print_counts(FILE *f, const struct rep_profile *p, const uint64_t *c
 }
 
 /* The identity of a group's application: everything but the dep. */
-static bool same_app(const struct rep_group *a, const struct rep_group *b)
+static char *app_key(const struct rep_group *g)
 {
-	return !cmp_str(a->domain, b->domain) && (a->domain != NULL) == (b->domain != NULL) &&
-	       a->vmm == b->vmm && a->app.kind == b->app.kind && !strcmp(a->app.name, b->app.name) &&
-	       a->tgid == b->tgid && a->tid == b->tid && a->cpu == b->cpu;
+	char *k = NULL;
+
+	if (asprintf(&k, "%s%c%d%c%d%c%s%c%" PRId64 ".%" PRId64 ".%" PRId64,
+		     g->domain ? g->domain : "", 1, g->vmm + 2 * !g->domain, 1, (int)g->app.kind,
+		     1, g->app.name, 1, g->tgid, g->tid, g->cpu) < 0)
+		return NULL;
+	return k;
 }
 
 static int print_images(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
@@ -294,18 +299,26 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 	struct row *apps = calloc(p->ngroups, sizeof(*apps));
 	uint64_t *sums = calloc(p->ngroups * n, sizeof(*sums));
 	bool *has_deps = calloc(p->ngroups, sizeof(*has_deps));
+	struct rep_strmap *ids = rep_strmap_new();
 	int rc = -ENOMEM;
 
-	if (!app_of || !apps || !sums || !has_deps)
+	if (!app_of || !apps || !sums || !has_deps || !ids)
 		goto out_free;
-	/* Fold groups into applications (quadratic only in distinct apps). */
 	for (size_t i = 0; i < p->ngroups; i++) {
 		const struct rep_group *g = &p->groups[i];
+		char *key = app_key(g);
+		long found;
 		size_t a;
 
-		for (a = 0; a < napps; a++)
-			if (same_app(&p->groups[apps[a].group], g))
-				break;
+		if (!key)
+			goto out_free;
+		found = rep_strmap_get(ids, key);
+		a = found >= 0 ? (size_t)found : napps;
+		if (found < 0 && rep_strmap_put(ids, key, a)) {
+			free(key);
+			goto out_free;
+		}
+		free(key);
 		if (a == napps) {
 			apps[a].group = i;
 			apps[a].counts = sums + a * n;
@@ -366,6 +379,7 @@ out_free:
 	free(app_of);
 	free(sums);
 	free(has_deps);
+	rep_strmap_free(ids);
 	return rc;
 }
 
