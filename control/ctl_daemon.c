@@ -61,7 +61,9 @@ void ctl_find_daemon(char *buf, size_t len)
 	snprintf(buf, len, "oprofiled");
 	return;
 found:
-	snprintf(buf, len, "%s", cand);
+	/* shown to the user: say /usr/bin/oprofiled, not /usr/bin/../daemon/... */
+	if (!realpath(cand, self) || snprintf(buf, len, "%s", self) >= (int)len)
+		snprintf(buf, len, "%s", cand);
 }
 
 /* Append "--name=value" to @store and return it, NULL when full. */

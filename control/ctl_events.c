@@ -44,7 +44,7 @@ int ctl_events_resolve(const struct ctl_opts *o, char specs[][96], size_t max, s
 		if (!ret)
 			ret = ev_spec_check(t, &spec, msg, sizeof(msg));
 		if (ret) {
-			snprintf(err, errlen, "bad event '%.64s': %s (see ophelp)", o->events[i], msg);
+			snprintf(err, errlen, "bad event '%.64s': %s", o->events[i], msg);
 			goto out_free_table;
 		}
 		format_spec(specs[(*n_out)++], &spec);

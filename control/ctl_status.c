@@ -67,10 +67,10 @@ static void print_events(FILE *out, const struct ctl_status *st)
 		fprintf(out, any ? "              %s\n" : "Events:       %s\n", v);
 		any = true;
 	}
-	if (!any && (v = ctl_kv_get(st->stats, "events")))
-		fprintf(out, "Events:       %s\n", v);
-	else if (!any)
-		fprintf(out, "Events:       (unknown)\n");
+	if (any)
+		return;
+	v = ctl_kv_get(st->stats, "events");
+	fprintf(out, "Events:       %s\n", v && *v ? v : "(not known yet)");
 }
 
 void ctl_status_format(FILE *out, const struct ctl_status *st)
@@ -117,10 +117,11 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		collector = ctl_kv_get(s, "collector");
 	fprintf(out, "Collector:    %s\n", collector ? collector : "(unknown)");
 	print_events(out, st);
+	/* the daemon writes session.conf once its collector runs: it may lag */
 	val = ctl_kv_get(st->conf, "separate");
-	fprintf(out, "Separate:     %s\n", val && *val ? val : "none");
+	fprintf(out, "Separate:     %s\n", val && *val ? val : st->conf ? "none" : "(not known yet)");
 	val = ctl_kv_get(st->conf, "domains");
-	fprintf(out, "Domains:      %s\n", val && *val ? val : "all");
+	fprintf(out, "Domains:      %s\n", val && *val ? val : st->conf ? "all" : "(not known yet)");
 
 	if (!s) {
 		fprintf(out, "\nNo statistics yet (%s/stats is absent).\n", st->session_dir);

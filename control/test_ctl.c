@@ -407,6 +407,8 @@ static void test_status_format(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(s, "running (pid 4242)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(s, "No statistics yet"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Collector:    (unknown)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Events:       (not known yet)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(s, "Separate:     (not known yet)"));
 	free(s);
 
 	/* no received samples: no division by zero, no shares */
