@@ -16,7 +16,9 @@
  * components are split with a continuation mark.  The result never
  * contains a ".." or "." or empty path component, so whatever the input,
  * a mangled name stays below the directory it is joined to.
- * doc/sample-files.md gives the exact grammar.
+ * doc/sample-files.md gives the exact grammar.  The last component is
+ * EVENT.count.um.tgid.tid.cpu: count decimal, um "0" or lowercase "0x41",
+ * tgid/tid/cpu decimal or "all"; EVENT is [A-Za-z0-9_]{1,64}.
  */
 #ifndef SFNAME_H
 #define SFNAME_H
@@ -71,7 +73,10 @@ int sfn_parse(const char *path, struct sfn_name *out);
 void sfn_name_release(struct sfn_name *n);
 
 /* Escape one string as a single path component (for domain names, anon
- * names).  Same return convention as sfn_mangle. */
+ * names).  Same return convention as sfn_mangle; -EINVAL for a NUL byte
+ * in s[0..len).  The result is exactly what sfn_mangle writes for a domain
+ * or {kern} name: longer than 200 bytes, it is several directory levels
+ * joined by "/%+" (doc/sample-files.md, "Splitting"). */
 int sfn_escape_component(const char *s, size_t len, char *buf, size_t size);
 
 #endif
