@@ -9,7 +9,7 @@ pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev
 	clang libclang-rt-14-dev
-	linux-perf procps time
+	linux-perf procps time groff-base man-db
 )
 lab_pkgs=(
 	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs

@@ -117,7 +117,7 @@ static void perf_comm(struct perf_out *po, uint32_t pid, const char *comm)
 	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_COMM_EXEC,
 				       .size = sizeof(h) + 8 + sizeof(name) + 24 };
 
-	strncpy(name, comm, sizeof(name) - 1);
+	memcpy(name, comm, strnlen(comm, sizeof(name) - 1));
 	po->pid = po->tid = pid;
 	fwrite(&h, sizeof(h), 1, po->f);
 	fwrite(&pid, 4, 1, po->f);
