@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Build, or reuse from the cache, the images of the domprof test lab:
+#   l1.ext4        root filesystem of the lab host (L1): Debian bookworm with
+#                  QEMU, perf, libvirt and the kernel's modules
+#   vmlinuz        the kernel both L1 and the L2 guests boot (the build host's)
+#   initramfs.gz   busybox initramfs shared by L1 (mounts l1.ext4, switches
+#                  root) and L2 (loads virtio modules, runs a workload)
+# Usage: build-images.sh [--print-dir] [--force]
+# Prints progress on stderr; with --print-dir the image directory is the
+# only line on stdout.  Needs root (debootstrap, chroot).
+set -euo pipefail
+
+LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE_ROOT=${DOMPROF_LAB_CACHE:-/var/cache/domprof-lab}
+SUITE=bookworm
+# Bump when the rootfs recipe (package set, steps in build_rootfs) changes
+# in a way the package list alone does not show.
+ROOTFS_RECIPE=1
+# L1 packages.  qemu-system-x86 comes without its recommends (no GUI, no
+# OVMF); libvirt is there for the libvirt backend's lab tests.
+L1_PKGS=(
+	kmod procps busybox iproute2 socat util-linux
+	qemu-system-x86 linux-perf
+	libbinutils libelf1 zlib1g libvirt0 libcunit1
+	libvirt-daemon-system libvirt-clients
+)
+# Host packages whose versions shape the images (the key hashes them).
+HOST_PKGS=(qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod)
+# Modules loaded by the initramfs, in this order after dependencies.
+INITRAMFS_MODS=(virtio_pci virtio_blk virtio_console ext4 9pnet_virtio 9p)
+
+print_dir=0
+force=0
+for a in "$@"; do
+	case $a in
+	--print-dir) print_dir=1 ;;
+	--force) force=1 ;;
+	*) echo "usage: $0 [--print-dir] [--force]" >&2; exit 2 ;;
+	esac
+done
+
+log() { echo "build-images: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot)"
+for t in debootstrap mkfs.ext4 cpio busybox modprobe depmod sha256sum; do
+	command -v "$t" >/dev/null || die "$t missing: scripts/install-deps.sh --lab"
+done
+[ -x /bin/busybox ] && /bin/busybox --list | grep -qx switch_root ||
+	die "busybox-static missing: scripts/install-deps.sh --lab"
+
+# The lab kernel: the newest /boot/vmlinuz-* with its modules installed.
+pick_kernel() {
+	local v best=
+	for f in /boot/vmlinuz-*; do
+		v=${f#/boot/vmlinuz-}
+		[ -d "/lib/modules/$v/kernel" ] || continue
+		if [ -z "$best" ] || dpkg --compare-versions "$v" gt "$best"; then
+			best=$v
+		fi
+	done
+	echo "$best"
+}
+KVER=${LAB_KVER:-$(pick_kernel)}
+[ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] ||
+	die "no /boot/vmlinuz-* with /lib/modules: install linux-image-amd64"
+
+# The Debian mirror this host uses (deb822 or one-line sources), else the
+# default.  Security and third-party sources are skipped.
+pick_mirror() {
+	local u
+	u=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }' |
+		grep -E '/debian/?$' | head -n1 || true)
+	if [ -z "$u" ]; then
+		u=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' |
+			grep -E '/debian/?$' | head -n1 || true)
+	fi
+	echo "${u:-http://deb.debian.org/debian}"
+}
+MIRROR=${LAB_MIRROR:-$(pick_mirror)}
+
+host_versions() {
+	dpkg-query -W -f='${Package} ${Version}\n' "${HOST_PKGS[@]}" 2>/dev/null || true
+}
+
+ROOTFS_KEY=$( {
+	echo "recipe $ROOTFS_RECIPE suite $SUITE mirror $MIRROR"
+	echo "pkgs ${L1_PKGS[*]}"
+	dpkg-query -W -f='${Version}\n' debootstrap
+} | sha256sum | cut -c1-16)
+
+KEY=$( {
+	cat "$LAB_DIR/build-images.sh" "$LAB_DIR"/image/*
+	echo "kernel $KVER"
+	sha256sum "/boot/vmlinuz-$KVER" | cut -d' ' -f1
+	echo "rootfs $ROOTFS_KEY"
+	host_versions
+} | sha256sum | cut -c1-16)
+OUT=$CACHE_ROOT/$KEY
+
+# Tools chatter on stdout; keep it for the directory name alone.
+exec 3>&1 1>&2
+finish() {
+	[ $print_dir -eq 1 ] && echo "$OUT" >&3
+	exit 0
+}
+
+mkdir -p "$CACHE_ROOT"
+# One builder at a time; a second caller waits, then finds the result.
+exec 9>"$CACHE_ROOT/.lock"
+flock -w 3600 9 || die "timed out waiting for $CACHE_ROOT/.lock"
+
+if [ $force -eq 0 ] && [ -f "$OUT/.complete" ]; then
+	log "reusing cached images $OUT (key $KEY, kernel $KVER)"
+	finish
+fi
+
+t_start=$(date +%s)
+log "building images $OUT (key $KEY, kernel $KVER, mirror $MIRROR)"
+
+# Stage 1: the Debian tree, cached by its own key so that editing the init
+# scripts or this file's later steps does not re-run debootstrap.
+ROOTFS=$CACHE_ROOT/rootfs-$ROOTFS_KEY
+chroot_mounts=()
+umount_chroot() {
+	local m
+	for m in "${chroot_mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
+	chroot_mounts=()
+}
+build_rootfs() {
+	local tmp=$ROOTFS.tmp t0
+	t0=$(date +%s)
+	rm -rf "$tmp"
+	log "debootstrap $SUITE (minbase) from $MIRROR"
+	debootstrap --variant=minbase "$SUITE" "$tmp" "$MIRROR" >"$CACHE_ROOT/debootstrap.log" 2>&1 || {
+		tail -n 30 "$CACHE_ROOT/debootstrap.log" >&2
+		tail -n 30 "$tmp/debootstrap/debootstrap.log" >&2 2>/dev/null || true
+		die "debootstrap failed (log: $CACHE_ROOT/debootstrap.log)"
+	}
+	# apt inside the tree for the rest: it resolves alternatives and honours
+	# --no-install-recommends, which debootstrap --include does not.
+	mount -t proc proc "$tmp/proc" && chroot_mounts+=("$tmp/proc")
+	trap umount_chroot EXIT
+	printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
+	chmod +x "$tmp/usr/sbin/policy-rc.d"
+	echo "deb $MIRROR $SUITE main" >"$tmp/etc/apt/sources.list"
+	log "apt-get install ${L1_PKGS[*]}"
+	if ! chroot "$tmp" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
+		sh -c "apt-get update -qq && apt-get install -y -q --no-install-recommends ${L1_PKGS[*]}" \
+		>"$CACHE_ROOT/apt.log" 2>&1; then
+		tail -n 30 "$CACHE_ROOT/apt.log" >&2
+		umount_chroot
+		die "apt-get in the L1 tree failed (log: $CACHE_ROOT/apt.log)"
+	fi
+	chroot "$tmp" apt-get clean
+	umount_chroot
+	trap - EXIT
+	rm -f "$tmp/usr/sbin/policy-rc.d"
+	rm -rf "$tmp"/var/lib/apt/lists/* "$tmp"/usr/share/doc/* "$tmp"/usr/share/man/* \
+		"$tmp"/usr/share/locale/* "$tmp"/usr/share/info/*
+	chroot "$tmp" dpkg-query -W -f='${Package} ${Version}\n' >"$tmp/.lab-packages"
+	mv "$tmp" "$ROOTFS"
+	log "rootfs built in $(( $(date +%s) - t0 ))s"
+}
+if [ -f "$ROOTFS/.lab-packages" ]; then
+	log "reusing Debian tree $ROOTFS"
+else
+	build_rootfs
+fi
+
+WORK=$CACHE_ROOT/$KEY.tmp
+rm -rf "$WORK"
+mkdir -p "$WORK"
+TREE=$WORK/tree
+
+# Stage 2: the L1 tree = Debian tree + kernel modules + lab init.
+log "assembling the L1 tree"
+cp -a "$ROOTFS" "$TREE"
+mkdir -p "$TREE/usr/lib/modules"
+# Drop module trees a headless virtual lab host never loads; keeps the
+# image small.
+tar -C /lib/modules -cf - \
+	--exclude="$KVER/kernel/drivers/gpu" --exclude="$KVER/kernel/sound" \
+	--exclude="$KVER/kernel/drivers/media" --exclude="$KVER/kernel/drivers/net/wireless" \
+	--exclude="$KVER/kernel/drivers/infiniband" --exclude="$KVER/kernel/drivers/staging" \
+	--exclude="$KVER/kernel/drivers/iio" --exclude="$KVER/kernel/drivers/bluetooth" \
+	--exclude="$KVER/kernel/net/bluetooth" --exclude="$KVER/kernel/net/wireless" \
+	--exclude="$KVER/kernel/net/mac80211" --exclude="$KVER/build" --exclude="$KVER/source" \
+	"$KVER" | tar -C "$TREE/usr/lib/modules" -xf -
+depmod -b "$TREE" "$KVER"
+install -m 0755 "$LAB_DIR/image/l1-init" "$TREE/sbin/lab-init"
+echo lab-l1 >"$TREE/etc/hostname"
+echo "127.0.0.1 localhost lab-l1" >"$TREE/etc/hosts"
+mkdir -p "$TREE/lab" "$TREE/results"
+
+tree_mb=$(du -sm "$TREE" | cut -f1)
+# Room for what scenarios write locally (perf data, sessions); the qcow2
+# overlay keeps this sparse.
+img_mb=$(( tree_mb + tree_mb / 4 + 2048 ))
+log "mkfs.ext4 -d (${tree_mb} MiB of files, ${img_mb} MiB image)"
+mkfs.ext4 -q -F -L lab-l1 -E root_owner=0:0 -d "$TREE" "$WORK/l1.ext4" "${img_mb}M" ||
+	die "mkfs.ext4 failed"
+
+# The shared initramfs: static busybox, a few modules, one init.
+log "building the initramfs"
+IR=$WORK/initramfs
+mkdir -p "$IR"/{bin,dev,proc,sys,mnt,newroot,share,tmp,lib/modules}
+cp /bin/busybox "$IR/bin/busybox"
+for m in "${INITRAMFS_MODS[@]}"; do
+	modprobe -S "$KVER" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'
+done | awk '!seen[$0]++' >"$WORK/mods.list"
+: >"$IR/lib/modules/order"
+while read -r f; do
+	b=$(basename "$f")
+	cp "$f" "$IR/lib/modules/$b"
+	echo "$b" >>"$IR/lib/modules/order"
+done <"$WORK/mods.list"
+install -m 0755 "$LAB_DIR/image/initramfs-init" "$IR/init"
+(cd "$IR" && find . | sort | cpio -o -H newc --quiet -R 0:0) | gzip -6 >"$WORK/initramfs.gz"
+
+cp "/boot/vmlinuz-$KVER" "$WORK/vmlinuz"
+rm -rf "$TREE" "$IR"
+{
+	echo "key $KEY"
+	echo "kernel $KVER"
+	echo "mirror $MIRROR"
+	echo "rootfs $ROOTFS_KEY"
+	echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - t_start ))s"
+	echo "sizes: l1.ext4 ${img_mb} MiB ($(du -sm "$WORK/l1.ext4" | cut -f1) MiB allocated)," \
+		"vmlinuz $(du -k "$WORK/vmlinuz" | cut -f1) KiB, initramfs.gz $(du -k "$WORK/initramfs.gz" | cut -f1) KiB"
+	echo "host packages:"; host_versions
+	echo "L1 packages:"; cat "$ROOTFS/.lab-packages"
+} >"$WORK/manifest.txt"
+touch "$WORK/.complete"
+rm -rf "$OUT"
+mv "$WORK" "$OUT"
+log "built $OUT in $(( $(date +%s) - t_start ))s"
+finish

@@ -1,0 +1,179 @@
+# shellcheck shell=bash
+# Helpers for lab scenarios.  Sourced by L1's init (inside the lab host)
+# before the scenario; every wait here is bounded.
+#
+#   start_guest NAME UUID WORKLOAD [QEMU ARGS...]   WORKLOAD: busy|idle|script
+#   wait_guest_booted NAME [TIMEOUT]
+#   stop_guest NAME [TIMEOUT]       QMP quit, then SIGKILL if still there
+#   kill_guest NAME                 SIGKILL, as a crash would
+#   guest_pid NAME / guest_vcpu_tids NAME / guest_qmp NAME CMD
+#   lab_log MSG / lab_fail MSG / lab_require_kvm / lab_summary KEY VALUE
+#
+# Environment read by start_guest:
+#   LAB_GUEST_MEM (256M), LAB_GUEST_SMP (1)
+#   LAB_GUEST_SHARE  directory shared read-only with the guest as /share
+#                    (virtio-9p); dpwork=script runs /share/work.sh
+#   LAB_GUEST_AGENT  path inside the guest started in the background
+#                    before the workload (e.g. /share/opagent)
+
+LAB=${LAB:-/lab/lab}
+STAGE=${STAGE:-/lab}
+RESULTS=${RESULTS:-/results}
+LAB_L2_KERNEL=${LAB_L2_KERNEL:-$STAGE/l2/vmlinuz}
+LAB_L2_INITRD=${LAB_L2_INITRD:-$STAGE/l2/initramfs.gz}
+LAB_RUN=${LAB_RUN:-/run/domprof}
+LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-240}
+# The agent channel's name (DESIGN.md section 6).
+LAB_AGENT_PORT=org.domprof.agent.0
+
+lab_now() { cut -d' ' -f1 /proc/uptime; }
+lab_log() { echo "lab [$(lab_now)]: $*"; }
+lab_fail() {
+	lab_log "FAIL: $*"
+	exit 1
+}
+# Append "KEY VALUE" to the results summary.
+lab_summary() {
+	echo "$1 ${*:2}" >>"$RESULTS/summary.txt"
+	lab_log "summary: $*"
+}
+# Elapsed seconds (2 decimals) since uptime value $1.
+lab_since() { awk -v a="$1" -v b="$(lab_now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+lab_require_kvm() {
+	[ -c /dev/kvm ] || lab_fail "/dev/kvm missing; kvm_amd.log: $(cat "$RESULTS/kvm_amd.log" 2>/dev/null)"
+	grep -qw svm /proc/cpuinfo || lab_fail "L1 CPU has no svm flag"
+}
+
+guest_pid() { cat "$LAB_RUN/$1.pid" 2>/dev/null; }
+guest_alive() {
+	local p
+	p=$(guest_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null
+}
+
+start_guest() {
+	local name=$1 uuid=$2 work=$3 append share=()
+	shift 3 || lab_fail "usage: start_guest NAME UUID WORKLOAD [QEMU ARGS]"
+	mkdir -p "$LAB_RUN"
+	rm -f "$LAB_RUN/$name".{pid,agent,qmp} "$RESULTS/$name.console"
+	append="console=ttyS0 quiet panic=-1 dpname=$name dpwork=$work"
+	[ -n "${LAB_GUEST_AGENT:-}" ] && append="$append dpagent=$LAB_GUEST_AGENT"
+	if [ -n "${LAB_GUEST_SHARE:-}" ]; then
+		share=(-fsdev "local,id=share,path=$LAB_GUEST_SHARE,security_model=none,readonly=on"
+			-device virtio-9p-pci,fsdev=share,mount_tag=share)
+	fi
+	lab_now >"$LAB_RUN/$name.start"
+	# debug-threads names vCPU threads "CPU n/KVM", which domains/ reads.
+	timeout 60 qemu-system-x86_64 -enable-kvm -cpu host \
+		-m "${LAB_GUEST_MEM:-256M}" -smp "${LAB_GUEST_SMP:-1}" \
+		-name "$name,debug-threads=on" -uuid "$uuid" \
+		-machine pc -nodefaults -no-reboot -display none -monitor none \
+		-kernel "$LAB_L2_KERNEL" -initrd "$LAB_L2_INITRD" -append "$append" \
+		-serial "file:$RESULTS/$name.console" \
+		-device virtio-serial-pci,id=vser0 \
+		-chardev "socket,id=agent0,path=$LAB_RUN/$name.agent,server=on,wait=off" \
+		-device "virtserialport,bus=vser0.0,chardev=agent0,name=$LAB_AGENT_PORT" \
+		-qmp "unix:$LAB_RUN/$name.qmp,server=on,wait=off" \
+		"${share[@]}" \
+		-pidfile "$LAB_RUN/$name.pid" -daemonize "$@" \
+		>"$RESULTS/$name.qemu.log" 2>&1 ||
+		lab_fail "qemu for $name did not start: $(tail -n 5 "$RESULTS/$name.qemu.log")"
+	lab_log "started guest $name ($uuid, $work) pid $(guest_pid "$name")"
+}
+
+# Wait for the L2 init's ready marker; prints the boot time in seconds.
+wait_guest_booted() {
+	local name=$1 limit=${2:-$LAB_BOOT_TIMEOUT} start end
+	start=$(cat "$LAB_RUN/$name.start" 2>/dev/null || lab_now)
+	end=$(awk -v s="$(lab_now)" -v l="$limit" 'BEGIN { print int(s + l) }')
+	while ! grep -q DOMPROF-L2-READY "$RESULTS/$name.console" 2>/dev/null; do
+		if ! guest_alive "$name"; then
+			tail -n 30 "$RESULTS/$name.console" 2>/dev/null
+			lab_fail "guest $name died while booting"
+		fi
+		if [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ]; then
+			tail -n 30 "$RESULTS/$name.console" 2>/dev/null
+			lab_fail "guest $name not booted after ${limit}s"
+		fi
+		sleep 0.5
+	done
+	lab_log "guest $name booted in $(lab_since "$start")s"
+}
+
+# Send one QMP command (JSON "execute" name, optional arguments object);
+# prints the replies.
+guest_qmp() {
+	local name=$1 cmd=$2 args=${3:-}
+	local req="{\"execute\":\"$cmd\"${args:+,\"arguments\":$args}}"
+	printf '{"execute":"qmp_capabilities"}\n%s\n' "$req" |
+		timeout 10 socat -t 2 - "UNIX-CONNECT:$LAB_RUN/$name.qmp"
+}
+
+# Host thread ids of the guest's vCPUs, one per line, in vCPU order.
+guest_vcpu_tids() {
+	local p t
+	p=$(guest_pid "$1") || return 1
+	for t in /proc/"$p"/task/*; do
+		case $(cat "$t/comm" 2>/dev/null) in
+		"CPU "*/KVM) echo "$(cut -d' ' -f2 "$t/comm" | cut -d/ -f1) ${t##*/}" ;;
+		esac
+	done | sort -n | cut -d' ' -f2
+}
+
+_lab_wait_gone() {
+	local pid=$1 limit=$2 i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt $((limit * 10)) ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	! kill -0 "$pid" 2>/dev/null
+}
+
+# Orderly stop: QEMU quits (closing its sockets) as on a shutdown; the
+# busybox guest has no ACPI daemon, so system_powerdown would be ignored.
+stop_guest() {
+	local name=$1 limit=${2:-20} pid
+	pid=$(guest_pid "$name") || { lab_log "stop_guest: no guest $name"; return 0; }
+	guest_qmp "$name" quit >/dev/null 2>&1 || true
+	if ! _lab_wait_gone "$pid" "$limit"; then
+		lab_log "guest $name ignored quit for ${limit}s; killing"
+		kill -9 "$pid" 2>/dev/null
+		_lab_wait_gone "$pid" 5 || lab_fail "guest $name (pid $pid) will not die"
+	fi
+	rm -f "$LAB_RUN/$name.pid"
+	lab_log "stopped guest $name"
+}
+
+kill_guest() {
+	local name=$1 pid
+	pid=$(guest_pid "$name") || { lab_log "kill_guest: no guest $name"; return 0; }
+	kill -9 "$pid" 2>/dev/null
+	_lab_wait_gone "$pid" 5 || lab_fail "guest $name (pid $pid) will not die"
+	rm -f "$LAB_RUN/$name.pid"
+	lab_log "killed guest $name"
+}
+
+lab_kill_all_guests() {
+	local f
+	for f in "$LAB_RUN"/*.pid; do
+		[ -f "$f" ] || continue
+		kill -9 "$(cat "$f")" 2>/dev/null
+		rm -f "$f"
+	done
+}
+
+# Guest samples per host pid in a perf.data file: lines "PID COUNT", for
+# samples whose cpumode is guest kernel (misc 4) or guest user (misc 5).
+perf_guest_samples_by_pid() {
+	perf report -D -i "$1" 2>/dev/null | awk '
+		/PERF_RECORD_SAMPLE\(/ {
+			if (match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) {
+				s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
+				# mawk has no strtonum; cpumode is the low 3 bits.
+				misc = (index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8
+				for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); break }
+				if (misc == 4 || misc == 5) n[p[1]]++
+			}
+		}
+		END { for (k in n) print k, n[k] }'
+}

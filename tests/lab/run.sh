@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Run one lab scenario: boot the lab host (L1) under QEMU TCG with an
+# emulated AMD SVM CPU, run SCENARIO inside it (where real KVM guests, L2,
+# can be started), bring the results out and exit with its status.
+#
+# Usage: tests/lab/run.sh SCENARIO [--out DIR] [--timeout SEC]
+#            [--stage DIR | --no-domprof] [--mem SIZE] [--smp N] [--keep]
+#   SCENARIO     name in tests/lab/scenarios/ (smoke) or a path to a script
+#   --out DIR    results directory (default /tmp/domprof-lab/SCENARIO-DATE);
+#                shared writable with L1 as /results
+#   --timeout S  hard limit for the whole boot + scenario (default 900)
+#   --stage DIR  a prebuilt domprof install tree (DESTDIR of make install)
+#                instead of building the current tree out of tree
+#   --no-domprof stage no domprof at all
+#   --keep       keep the work directory (overlay, stage, build)
+# Needs root (the image build) and scripts/install-deps.sh --lab.
+set -euo pipefail
+
+LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC_DIR=$(cd "$LAB_DIR/../.." && pwd)
+
+usage() { sed -n '6,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+log() { echo "lab: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+scenario= out= timeout_s=900 stage_in= no_domprof=0 mem=6G smp=2 keep=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--stage) stage_in=$2; shift 2 ;;
+	--no-domprof) no_domprof=1; shift ;;
+	--mem) mem=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	-h|--help) usage ;;
+	-*) usage ;;
+	*) [ -z "$scenario" ] || usage; scenario=$1; shift ;;
+	esac
+done
+[ -n "$scenario" ] || usage
+case $timeout_s in ''|*[!0-9]*) die "--timeout wants seconds" ;; esac
+if [ -f "$scenario" ]; then
+	scen_file=$(cd "$(dirname "$scenario")" && pwd)/$(basename "$scenario")
+else
+	scen_file=$LAB_DIR/scenarios/${scenario%.sh}.sh
+fi
+[ -f "$scen_file" ] || die "no scenario $scenario (looked for $scen_file)"
+scen_name=$(basename "$scen_file" .sh)
+[ -n "$out" ] || out=/tmp/domprof-lab/$scen_name-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rm -f "$out/status" "$out/l1-booted"
+
+t0=$(date +%s)
+deadline=$((t0 + timeout_s))
+work=$(mktemp -d /tmp/domprof-lab-work.XXXXXX)
+qpid=
+cleanup() {
+	if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
+		kill "$qpid" 2>/dev/null || true
+		sleep 1
+		kill -9 "$qpid" 2>/dev/null || true
+	fi
+	if [ $keep -eq 1 ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+tails() {
+	local f
+	echo "---- last 50 lines of $out/l1-console.log ----" >&2
+	tail -n 50 "$out/l1-console.log" >&2 2>/dev/null || true
+	for f in "$out"/*.console; do
+		[ -f "$f" ] || continue
+		echo "---- last 50 lines of $f ----" >&2
+		tail -n 50 "$f" >&2
+	done
+	if [ -f "$out/scenario.log" ]; then
+		echo "---- last 20 lines of $out/scenario.log ----" >&2
+		tail -n 20 "$out/scenario.log" >&2
+	fi
+}
+
+# 1. Images (cached).
+t_img=$(date +%s)
+img=$("$LAB_DIR/build-images.sh" --print-dir) || die "image build failed"
+t_img=$(( $(date +%s) - t_img ))
+
+# 2. The stage: read-only share for L1.
+stage=$work/stage
+mkdir -p "$stage/lab/scenarios" "$stage/l2"
+cp "$LAB_DIR/lib.sh" "$stage/lab/"
+cp "$LAB_DIR"/scenarios/*.sh "$stage/lab/scenarios/" 2>/dev/null || true
+cp "$scen_file" "$stage/scenario.sh"
+cp "$img/vmlinuz" "$stage/l2/vmlinuz"
+cp "$img/initramfs.gz" "$stage/l2/initramfs.gz"
+t_build=0
+if [ -n "$stage_in" ]; then
+	[ -d "$stage_in" ] || die "--stage $stage_in: not a directory"
+	cp -a "$stage_in" "$stage/domprof"
+elif [ $no_domprof -eq 0 ]; then
+	t_build=$(date +%s)
+	log "building domprof out of tree in $work/build"
+	mkdir -p "$work/build"
+	if ! (cd "$work/build" && "$SRC_DIR/configure" -q && make -j"$(nproc)" -s &&
+		make -s install DESTDIR="$stage/domprof") >"$out/domprof-build.log" 2>&1; then
+		tail -n 30 "$out/domprof-build.log" >&2
+		die "domprof build failed (log: $out/domprof-build.log; --no-domprof to skip)"
+	fi
+	t_build=$(( $(date +%s) - t_build ))
+fi
+
+# 3. A copy-on-write overlay: the cached base is never written.
+qemu-img create -q -f qcow2 -F raw -b "$img/l1.ext4" "$work/l1.qcow2" ||
+	die "qemu-img create failed"
+
+# 4. Boot L1.  -cpu max under TCG is an AMD-like CPU with SVM (and NPT), so
+# kvm_amd loads inside.  -no-reboot turns a panic (panic=-1) into an exit.
+log "booting L1 (TCG, -cpu max, smp $smp, mem $mem, timeout ${timeout_s}s); results in $out"
+qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+	-machine pc -nodefaults -no-reboot -display none -monitor none \
+	-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz" \
+	-append "console=ttyS0 quiet panic=-1 dproot=/dev/vda dptimeout=$timeout_s" \
+	-drive "file=$work/l1.qcow2,if=virtio,format=qcow2,cache=unsafe" \
+	-fsdev "local,id=stage,path=$stage,security_model=none,readonly=on" \
+	-device virtio-9p-pci,fsdev=stage,mount_tag=stage \
+	-fsdev "local,id=results,path=$out,security_model=none" \
+	-device virtio-9p-pci,fsdev=results,mount_tag=results \
+	-serial "file:$out/l1-console.log" \
+	>"$out/qemu-l1.log" 2>&1 &
+qpid=$!
+t_boot=$(date +%s)
+
+# 5. Wait, bounded.
+booted=
+while kill -0 "$qpid" 2>/dev/null; do
+	now=$(date +%s)
+	if [ -z "$booted" ] && [ -f "$out/l1-booted" ]; then
+		booted=$((now - t_boot))
+		log "L1 up after ${booted}s (kernel uptime $(cat "$out/l1-booted")s)"
+	fi
+	if [ "$now" -ge "$deadline" ]; then
+		log "TIMEOUT after ${timeout_s}s: killing L1"
+		kill "$qpid" 2>/dev/null || true
+		sleep 2
+		kill -9 "$qpid" 2>/dev/null || true
+		tails
+		exit 124
+	fi
+	sleep 1
+done
+wait "$qpid" && qrc=0 || qrc=$?
+qpid=
+t_end=$(date +%s)
+
+if [ ! -s "$out/status" ]; then
+	log "L1 stopped (qemu exit $qrc) without a scenario status"
+	tail -n 20 "$out/qemu-l1.log" >&2 2>/dev/null || true
+	tails
+	exit 1
+fi
+rc=$(cat "$out/status")
+{
+	echo "scenario $scen_name status $rc"
+	echo "images $img (${t_img}s)"
+	echo "domprof build ${t_build}s"
+	echo "L1 boot to shares mounted ${booted:-?}s"
+	echo "L1 run (boot + scenario + poweroff) $((t_end - t_boot))s"
+	echo "total $((t_end - t0))s"
+} | tee "$out/run-summary.txt" >&2
+if [ "$rc" != 0 ]; then
+	log "scenario $scen_name FAILED (status $rc)"
+	tails
+	exit "$rc"
+fi
+log "scenario $scen_name passed; results in $out"
