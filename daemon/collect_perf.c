@@ -232,6 +232,7 @@ struct collect_perf *collect_perf_open(struct opd_daemon *d, const struct ev_tab
 			attr.watermark = 1;
 			attr.wakeup_watermark = (uint32_t)(conf->perf_pages * (size_t)pagesz / 4);
 			if (e == 0) {
+				attr.mmap = 1;	/* the kernel matches exec mmaps on it */
 				attr.mmap2 = 1;
 				attr.comm = 1;
 				attr.comm_exec = 1;

@@ -37,9 +37,9 @@ static bool parse_maps_line(char *line, pid_t pid, struct maps_line *out)
 	len = strlen(path);
 	while (len && (path[len - 1] == '\n' || path[len - 1] == ' '))
 		path[--len] = '\0';
-	/* Anonymous executable memory and [vdso] have no file to report on;
-	 * samples there are filed as anonymous by the daemon. */
-	if (!len || path[0] != '/' || end <= start)
+	/* Anonymous executable memory has no name to report; [vdso] does
+	 * (perf reports it too), the daemon files it as {anon:vdso}. */
+	if (!len || (path[0] != '/' && path[0] != '[') || end <= start)
 		return false;
 	if (len > 10 && !strcmp(path + len - 10, " (deleted)"))
 		len -= 10;

@@ -15,7 +15,7 @@
 typedef int (*opd_map_fn)(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t path_len);
 
 /*
- * Call @fn for each executable file-backed mapping of @pid (from
+ * Call @fn for each named executable mapping (files, [vdso]) of @pid (from
  * @proc_root/PID/maps; @proc_root is "/proc" outside tests), the mappings
  * of the main binary (/proc/PID/exe) first so a consumer that takes the
  * first mapping as the main binary gets it right.  0, -errno, or @fn's

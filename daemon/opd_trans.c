@@ -174,8 +174,11 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 		if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup)
 			opd_proc_lookup_live(t->procs, p, t->proc_root);
 		m = opd_proc_find_map(p, pc, &gs, &ge);
-		if (!m)
+		if (!m) {
 			r->unresolved = &t->st->unresolved_no_mapping;
+			du_debug("pid %u: pc %#llx in no mapping (%zu mappings)", t->pid,
+				 (unsigned long long)pc, opd_proc_nr_maps(p));
+		}
 	}
 	if (m) {
 		r->key.dep = m->image;
