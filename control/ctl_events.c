@@ -16,7 +16,7 @@ static void format_spec(char *buf, const struct ev_spec *s)
 int ctl_events_resolve(const struct ctl_opts *o, char specs[][96], size_t max, size_t *n_out,
 		       char *err, size_t errlen)
 {
-	const char *dir = o->events_dir ? o->events_dir : DP_EVENTS_DIR;
+	const char *dir = o->events_dir ? o->events_dir : ev_default_dir();
 	char msg[256];
 	struct ev_table *t;
 	struct ev_spec spec;

@@ -4,13 +4,14 @@
 #include <string.h>
 
 #include "opd_conf.h"
+#include "events/ev.h"
 
 void opd_conf_defaults(struct opd_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->session_dir = DP_DEFAULT_SESSION_DIR;
 	c->collector = OPD_COLLECT_PERF;
-	c->events_dir = DP_EVENTS_DIR;
+	c->events_dir = ev_default_dir();
 	c->separate_str = "none";
 	c->max_open_files = 512;
 	c->exit_linger_ns = 5ULL * 1000 * 1000 * 1000;

@@ -116,7 +116,7 @@ static void list_events(const struct ev_table *t)
 
 int main(int argc, char **argv)
 {
-	const char *cpu_type = NULL, *dir = DP_EVENTS_DIR;
+	const char *cpu_type = NULL, *dir = ev_default_dir();
 	bool check = false, get_default = false, get_cpu = false;
 	struct ev_table *t = NULL;
 	char err[512];

@@ -680,6 +680,13 @@ static bool cpu_type_ok(const char *s)
 	return true;
 }
 
+const char *ev_default_dir(void)
+{
+	const char *env = getenv("DOMPROF_EVENTS_DIR");
+
+	return env && *env ? env : DP_EVENTS_DIR;
+}
+
 struct ev_table *ev_table_load(const char *dir, const char *cpu_type, char *err, size_t errlen)
 {
 	struct ev_table *t;

@@ -33,6 +33,12 @@ struct ev_spec {
  * source tree's events/ in tests).  NULL with errno set, and a message in
  * @err, on failure (missing or malformed file: file name and line).
  */
+/*
+ * The installed events directory: $DOMPROF_EVENTS_DIR when set (a staged or
+ * relocated install, tests), else DP_EVENTS_DIR from the build.  Borrowed.
+ */
+const char *ev_default_dir(void);
+
 struct ev_table *ev_table_load(const char *dir, const char *cpu_type, char *err, size_t errlen);
 void ev_table_free(struct ev_table *t);	/* NULL accepted */
 const char *ev_table_cpu_type(const struct ev_table *t);
