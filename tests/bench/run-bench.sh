@@ -26,10 +26,15 @@ work=${DP_BENCH_DIR:-$(mktemp -d /var/tmp/dp-bench.XXXXXX)}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-# run LABEL CMD...: prints wall, user, sys seconds and peak RSS; sets $wall $cpu
+# run LABEL OUT CMD...: runs CMD with its stdout in OUT (- for the terminal),
+# prints wall, user, sys seconds and peak RSS; sets $wall $cpu
 run() {
-	local label=$1; shift
-	/usr/bin/time -f '%e %U %S %M' -o "$work/time.out" "$@"
+	local label=$1 out=$2; shift 2
+	if [ "$out" = - ]; then
+		/usr/bin/time -f '%e %U %S %M' -o "$work/time.out" "$@"
+	else
+		/usr/bin/time -f '%e %U %S %M' -o "$work/time.out" "$@" >"$out"
+	fi
 	read -r wall user sys rss <"$work/time.out"
 	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
 	printf '%-28s wall %7.2f s  cpu %7.2f s  peak RSS %7.1f MiB\n' "$label" "$wall" "$cpu" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
@@ -37,12 +42,12 @@ run() {
 
 gen_args=(--out "$work/bench.raw" --samples "$samples" --processes "$procs" --images "$images")
 [ $perf = 1 ] && gen_args+=(--perf "$work/bench.perf")
-run "generate" "$DP_BUILD/tests/bench/gen-stream" "${gen_args[@]}"
+run "generate" - "$DP_BUILD/tests/bench/gen-stream" "${gen_args[@]}"
 ls -l "$work"/bench.* | awk '{ printf "  %s: %.0f MiB\n", $NF, $5 / 1048576 }'
 
 # Page the stream in first so the ingest figure is the daemon's, not the disk's.
 cat "$work/bench.raw" >/dev/null
-run "oprofiled ingest (replay)" "$DP_PREFIX/bin/oprofiled" --collector=file \
+run "oprofiled ingest (replay)" - "$DP_PREFIX/bin/oprofiled" --collector=file \
 	--input="$work/bench.raw" --session-dir="$work/session" --separate=lib --foreground
 awk -v n="$samples" -v c="$cpu" -v w="$wall" 'BEGIN {
 	printf "  ingest: %.2f million samples per CPU-second (%.2f M/s wall)\n", n / c / 1e6, n / w / 1e6 }'
@@ -50,12 +55,12 @@ grep -E '^(samples_received|samples_filed|sample_files|processes_seen) ' "$work/
 printf '  sample files: %s, %s MiB\n' "$(find "$work/session/samples" -type f | wc -l)" \
 	"$(du -sm "$work/session/samples" | cut -f1)"
 
-run "opreport (by image)" "$DP_PREFIX/bin/opreport" --session-dir="$work/session" >"$work/opreport.out"
-run "opreport -l (symbols)" "$DP_PREFIX/bin/opreport" -l --session-dir="$work/session" >"$work/opreport-l.out" 2>/dev/null
+run "opreport (by image)" "$work/opreport.out" "$DP_PREFIX/bin/opreport" --session-dir="$work/session"
+run "opreport -l (symbols)" "$work/opreport-l.out" "$DP_PREFIX/bin/opreport" -l --session-dir="$work/session" 2>/dev/null
 head -12 "$work/opreport.out" | sed 's/^/  | /'
 
 if [ $perf = 1 ] && command -v perf >/dev/null; then
-	run "perf report --sort dso" sh -c "perf report -i - --stdio --sort dso < '$work/bench.perf' > '$work/perf.out' 2>/dev/null"
+	run "perf report --sort dso" "$work/perf.out" sh -c "perf report -i - --stdio --sort dso < '$work/bench.perf' 2>/dev/null"
 	grep -v '^#' "$work/perf.out" | grep -v '^$' | head -5 | sed 's/^/  | /'
-	run "perf report --sort dso,sym" sh -c "perf report -i - --stdio --sort dso,sym < '$work/bench.perf' > '$work/perf-l.out' 2>/dev/null"
+	run "perf report --sort dso,sym" "$work/perf-l.out" sh -c "perf report -i - --stdio --sort dso,sym < '$work/bench.perf' 2>/dev/null"
 fi
