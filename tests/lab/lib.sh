@@ -162,18 +162,79 @@ lab_kill_all_guests() {
 	done
 }
 
-# Guest samples per host pid in a perf.data file: lines "PID COUNT", for
-# samples whose cpumode is guest kernel (misc 4) or guest user (misc 5).
+# Samples in a perf.data file by host pid and cpumode, read from perf's raw
+# dump (exact, independent of perf's guest machine handling).  Prints
+# "total N" and then "PID GUEST_SAMPLES" lines, guest meaning cpumode guest
+# kernel (misc 4) or guest user (misc 5).
 perf_guest_samples_by_pid() {
 	perf report -D -i "$1" 2>/dev/null | awk '
 		/PERF_RECORD_SAMPLE\(/ {
-			if (match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) {
-				s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
-				# mawk has no strtonum; cpumode is the low 3 bits.
-				misc = (index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8
-				for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); break }
-				if (misc == 4 || misc == 5) n[p[1]]++
-			}
+			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/))
+				next
+			total++
+			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
+			# mawk has no strtonum; cpumode is the low 3 bits.
+			misc = (index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8
+			for (i = 1; i <= NF; i++)
+				if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); break }
+			if (misc == 4 || misc == 5)
+				n[p[1]]++
 		}
-		END { for (k in n) print k, n[k] }'
+		END { print "total", total + 0; for (k in n) print k, n[k] }'
+}
+
+# Start virtlogd and libvirtd by hand (L1 has no systemd as PID 1) and wait,
+# bounded, until qemu:///system answers.  The lab runs QEMU as root without
+# a security driver so guest files on the 9p shares need no relabelling.
+lab_start_libvirtd() {
+	local limit=${1:-60} i=0
+	cat >>/etc/libvirt/qemu.conf <<'CONF'
+user = "root"
+group = "root"
+dynamic_ownership = 0
+remember_owner = 0
+security_driver = "none"
+CONF
+	mkdir -p /run/libvirt /var/log/libvirt/qemu
+	virtlogd -d || lab_fail "virtlogd did not start"
+	libvirtd -d || lab_fail "libvirtd did not start"
+	while ! timeout 10 virsh -c qemu:///system version >/dev/null 2>&1; do
+		[ $i -lt "$limit" ] || lab_fail "libvirtd not answering after ${limit}s"
+		sleep 1
+		i=$((i + 1))
+	done
+	lab_log "libvirtd up: $(virsh -c qemu:///system version 2>/dev/null | tr '\n' ' ')"
+}
+
+# Print libvirt domain XML for an L2 guest like start_guest's: same kernel,
+# initramfs and workload, serial console to $RESULTS/NAME.console, and the
+# agent channel as a <channel type='unix'> named org.domprof.agent.0.
+lab_guest_xml() {
+	local name=$1 uuid=$2 work=$3
+	cat <<XML
+<domain type='kvm'>
+  <name>$name</name>
+  <uuid>$uuid</uuid>
+  <memory unit='MiB'>256</memory>
+  <vcpu>1</vcpu>
+  <cpu mode='host-passthrough'/>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$LAB_L2_KERNEL</kernel>
+    <initrd>$LAB_L2_INITRD</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1 dpname=$name dpwork=$work</cmdline>
+  </os>
+  <features><acpi/></features>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='file'><source path='$RESULTS/$name.console'/></serial>
+    <channel type='unix'>
+      <source mode='bind' path='$LAB_RUN/$name.agent'/>
+      <target type='virtio' name='$LAB_AGENT_PORT'/>
+    </channel>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+XML
 }
