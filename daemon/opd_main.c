@@ -59,6 +59,7 @@ struct opts {
 	struct opd_conf conf;
 	const char *event_args[DP_RAW_MAX_EVENTS];
 	unsigned int nr_event_args;
+	bool max_files_given;
 };
 
 /* 0, 1 (usage error), or 2 (--help) */
@@ -118,6 +119,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_MAX_FILES:
 			c->max_open_files = (unsigned int)strtoul(optarg, NULL, 10);
+			o->max_files_given = true;
 			if (!c->max_open_files) {
 				fprintf(stderr, "oprofiled: bad --max-open-files '%s'\n", optarg);
 				return 1;
@@ -226,14 +228,37 @@ static void setup_signals(void)
 	sigaction(SIGPIPE, &sa, NULL);
 }
 
-static void raise_fd_limit(void)
+/*
+ * Raise the fd limit and size the open sample file cap from it and from
+ * vm.max_map_count (each open sample file holds an fd and a mapping): as
+ * many as the system allows, since reopening a file costs far more than
+ * keeping it, but never so many that we run out.
+ */
+static void size_open_files(struct opd_conf *c, bool given)
 {
+	unsigned long maps = 65530, cap;
 	struct rlimit rl;
+	FILE *f;
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (given)
+		return;
+	f = fopen("/proc/sys/vm/max_map_count", "r");
+	if (f) {
+		if (fscanf(f, "%lu", &maps) != 1)
+			maps = 65530;
+		fclose(f);
+	}
+	cap = maps / 4;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < cap + 1024)
+		cap = rl.rlim_cur > 1024 + 64 ? rl.rlim_cur - 1024 : 64;
+	if (cap > 65536)
+		cap = 65536;
+	c->max_open_files = (unsigned int)cap;
 }
 
 /* Parent side of daemonizing: relay the child's messages; 0 if it is ready. */
@@ -356,7 +381,7 @@ int opd_main(int argc, char **argv)
 		}
 	}
 	setup_signals();
-	raise_fd_limit();
+	size_open_files(c, o.max_files_given);
 	lockfd = take_lock(c->session_dir, pidpath, sizeof(pidpath));
 	if (lockfd < 0)
 		goto out_events;
@@ -366,8 +391,9 @@ int opd_main(int argc, char **argv)
 		du_err("cannot open log %s: %s", logpath, strerror(-ret));
 		goto out_unlock;
 	}
-	du_info("oprofiled starting: session %s, collector %s, separate %s", c->session_dir,
-		c->collector == OPD_COLLECT_FILE ? "file" : "perf", c->separate_str);
+	du_info("oprofiled starting: session %s, collector %s, separate %s, up to %u open sample files",
+		c->session_dir, c->collector == OPD_COLLECT_FILE ? "file" : "perf", c->separate_str,
+		c->max_open_files);
 	if (c->domains)
 		du_info("domains %s (recorded; guest attribution is by hypervisor pid for now)", c->domains);
 	ret = opd_daemon_init(&d, c, c->collector == OPD_COLLECT_FILE ? c->input : "perf");
