@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * domprof agent protocol: the frames opagent (in a guest) and oprofiled (on
+ * the host) exchange over the virtio-serial port org.domprof.agent.0.  This
+ * header is the single source of the format; doc/agent-protocol.md
+ * explains it.
+ *
+ * All values are little-endian.  The channel is a byte stream of frames:
+ *
+ *   struct dp_ag_frame (12 bytes: magic, type, flags, payload length)
+ *   payload (length bytes, 0..DP_AG_MAX_PAYLOAD, no padding)
+ *
+ * Every frame carries the magic, so a reader that joins a stream in the
+ * middle (host reconnecting to a port with stale bytes) can find the next
+ * HELLO.  A payload is a fixed struct below, followed for some types by a
+ * variable part whose length the struct states; the two must add up to
+ * the payload length exactly.  Types are append-only and never reused; a
+ * reader skips a type it does not know (its length says how far).
+ * Everything a guest sends is hostile to the host (DESIGN.md section 7).
+ */
+#ifndef DOMPROF_AGENT_H
+#define DOMPROF_AGENT_H
+
+#include <stdint.h>
+
+#define DP_AG_MAGIC		0x47415044U	/* "DPAG" */
+#define DP_AG_PROTO_VERSION	1
+/* Largest payload either side sends or accepts; more is a broken channel. */
+#define DP_AG_MAX_PAYLOAD	65536
+#define DP_AG_MAX_PATH		4096	/* bytes of a path in MMAP */
+#define DP_AG_MAX_COMM		64	/* bytes of a task name in COMM */
+#define DP_AG_MAX_RELEASE	256	/* bytes of the kernel release in HELLO */
+#define DP_AG_BUILD_ID_MAX	20
+/* Name of the virtio-serial port (libvirt <channel> target name). */
+#define DP_AG_PORT_NAME		"org.domprof.agent.0"
+
+struct dp_ag_frame {
+	uint32_t magic;		/* DP_AG_MAGIC */
+	uint16_t type;		/* enum dp_ag_type */
+	uint16_t flags;		/* none defined yet: sent 0, ignored */
+	uint32_t len;		/* payload bytes, <= DP_AG_MAX_PAYLOAD */
+};
+_Static_assert(sizeof(struct dp_ag_frame) == 12, "dp_ag_frame");
+
+/* Frame types.  Append only; never renumber. */
+enum dp_ag_type {
+	/* agent -> host */
+	DP_AG_HELLO = 1,	/* dp_ag_hello + release */
+	DP_AG_KALLSYMS = 2,	/* a chunk of /proc/kallsyms text */
+	DP_AG_KALLSYMS_END = 3,	/* dp_ag_table_end */
+	DP_AG_MODULES = 4,	/* a chunk of /proc/modules text */
+	DP_AG_MODULES_END = 5,	/* dp_ag_table_end */
+	DP_AG_SWITCH = 6,	/* dp_ag_switch_hdr + nr * dp_ag_switch */
+	DP_AG_MMAP = 7,		/* dp_ag_mmap + path */
+	DP_AG_COMM = 8,		/* dp_ag_comm + name */
+	DP_AG_FORK = 9,		/* dp_ag_task */
+	DP_AG_EXIT = 10,	/* dp_ag_task */
+	DP_AG_LOST = 11,	/* dp_ag_lost */
+	DP_AG_PONG = 12,	/* dp_ag_pong */
+	DP_AG_IMAGE_DATA = 13,	/* dp_ag_image_data + bytes */
+	DP_AG_IMAGE_END = 14,	/* dp_ag_image_end */
+	DP_AG_STATE_END = 15,	/* dp_ag_state_end: initial snapshot complete */
+
+	/* host -> agent */
+	DP_AG_HOST_HELLO = 64,	/* dp_ag_host_hello */
+	DP_AG_PING = 65,	/* dp_ag_ping */
+	DP_AG_IMAGE_REQUEST = 66, /* dp_ag_image_request */
+	DP_AG_CONFIG = 67,	/* dp_ag_config */
+};
+
+/* HELLO: first frame of every connection. */
+struct dp_ag_hello {
+	uint32_t proto_min;	/* oldest protocol version the agent speaks */
+	uint32_t proto_max;	/* newest; the host picks one in between */
+	uint32_t agent_version;	/* major << 16 | minor << 8 | patch */
+	uint32_t flags;		/* DP_AG_HELLO_F_* */
+	uint32_t nr_cpus;	/* configured CPUs (= vCPUs) */
+	uint32_t page_size;
+	uint32_t clock_id;	/* clock of every time_ns: CLOCK_MONOTONIC (1) */
+	uint16_t release_len;	/* bytes of uname -r after the struct */
+	uint16_t reserved;
+	uint64_t now_ns;	/* agent clock when HELLO was written */
+	uint64_t instance;	/* random per agent process: restarts vs reconnects */
+	uint8_t boot_id[16];	/* /proc/sys/kernel/random/boot_id, binary */
+};
+_Static_assert(sizeof(struct dp_ag_hello) == 64, "dp_ag_hello");
+#define DP_AG_HELLO_F_PERF	0x1	/* perf sideband is streamed (switch, mmap, ...) */
+#define DP_AG_HELLO_F_SWITCH	0x2	/* context switch records are streamed */
+#define DP_AG_HELLO_F_IMAGES	0x4	/* IMAGE_REQUEST is served */
+
+/* KALLSYMS_END and MODULES_END: what the chunks before it added up to. */
+struct dp_ag_table_end {
+	uint64_t total_bytes;	/* sum of the chunks' payload bytes */
+	uint32_t chunks;
+	uint32_t status;	/* enum dp_ag_table_status */
+};
+_Static_assert(sizeof(struct dp_ag_table_end) == 16, "dp_ag_table_end");
+enum dp_ag_table_status {
+	DP_AG_TABLE_OK = 0,
+	DP_AG_TABLE_UNREADABLE = 1,	/* could not be read: nothing sent */
+	DP_AG_TABLE_NO_ADDRS = 2,	/* read, but addresses hidden (kptr_restrict) */
+	DP_AG_TABLE_TRUNCATED = 3,	/* a read error part way */
+};
+
+/* SWITCH: a batch of context switches on one CPU, in time order. */
+struct dp_ag_switch_hdr {
+	uint32_t cpu;
+	uint32_t nr;		/* nr * sizeof(dp_ag_switch) == rest of payload */
+};
+_Static_assert(sizeof(struct dp_ag_switch_hdr) == 8, "dp_ag_switch_hdr");
+struct dp_ag_switch {
+	uint64_t time_ns;	/* when next started running */
+	uint32_t prev_pid, prev_tid;
+	uint32_t next_pid, next_tid;
+};
+_Static_assert(sizeof(struct dp_ag_switch) == 24, "dp_ag_switch");
+#define DP_AG_MAX_SWITCH \
+	((DP_AG_MAX_PAYLOAD - sizeof(struct dp_ag_switch_hdr)) / sizeof(struct dp_ag_switch))
+
+/* MMAP: an executable mapping.  Followed by path_len bytes of path. */
+struct dp_ag_mmap {
+	uint64_t time_ns;	/* 0 for the initial snapshot */
+	uint32_t cpu;		/* ~0 when unknown (snapshot) */
+	uint32_t pid, tid;
+	uint32_t cookie;	/* the file's id for IMAGE_REQUEST; 0 = none */
+	uint64_t start, len, pgoff;
+	uint32_t prot;		/* PROT_* */
+	uint32_t flags;		/* MAP_* as perf reports them */
+	uint16_t path_len;	/* <= DP_AG_MAX_PATH */
+	uint8_t build_id_size;	/* 0 = unknown, else <= DP_AG_BUILD_ID_MAX */
+	uint8_t reserved;
+	uint8_t build_id[DP_AG_BUILD_ID_MAX];
+};
+_Static_assert(sizeof(struct dp_ag_mmap) == 80, "dp_ag_mmap");
+#define DP_AG_CPU_UNKNOWN	0xffffffffU
+
+/* COMM: a task's name.  Followed by name_len bytes (no NUL). */
+struct dp_ag_comm {
+	uint64_t time_ns;
+	uint32_t pid, tid;
+	uint32_t flags;		/* DP_AG_COMM_EXEC */
+	uint16_t name_len;	/* <= DP_AG_MAX_COMM */
+	uint16_t reserved;
+};
+_Static_assert(sizeof(struct dp_ag_comm) == 24, "dp_ag_comm");
+#define DP_AG_COMM_EXEC		0x1	/* the name changed because of exec() */
+
+/* FORK and EXIT. */
+struct dp_ag_task {
+	uint64_t time_ns;
+	uint32_t pid, ppid;
+	uint32_t tid, ptid;
+};
+_Static_assert(sizeof(struct dp_ag_task) == 24, "dp_ag_task");
+
+/* LOST: records that never made it. */
+struct dp_ag_lost {
+	uint64_t time_ns;
+	uint32_t cpu;
+	uint32_t source;	/* enum dp_ag_lost_source */
+	uint64_t count;
+};
+_Static_assert(sizeof(struct dp_ag_lost) == 24, "dp_ag_lost");
+enum dp_ag_lost_source {
+	DP_AG_LOST_KERNEL = 0,	/* the perf ring was full */
+	DP_AG_LOST_AGENT = 1,	/* the agent dropped them (channel too slow) */
+};
+
+/* PONG: the answer to PING, for clock correlation (DESIGN.md section 2). */
+struct dp_ag_pong {
+	uint64_t token;		/* the PING's token */
+	uint64_t recv_ns;	/* agent clock when the PING was read */
+	uint64_t send_ns;	/* agent clock just before the PONG was written */
+};
+_Static_assert(sizeof(struct dp_ag_pong) == 24, "dp_ag_pong");
+
+/* IMAGE_DATA: a piece of a requested file.  Followed by the bytes. */
+struct dp_ag_image_data {
+	uint32_t cookie;
+	uint32_t reserved;
+	uint64_t offset;	/* of the bytes in the file */
+};
+_Static_assert(sizeof(struct dp_ag_image_data) == 16, "dp_ag_image_data");
+
+/* IMAGE_END: the last frame of every answer to IMAGE_REQUEST. */
+struct dp_ag_image_end {
+	uint32_t cookie;
+	uint32_t status;	/* enum dp_ag_image_status */
+	uint64_t size;		/* the file's size (bytes sent when SENT) */
+	uint8_t build_id_size;
+	uint8_t reserved[3];
+	uint8_t build_id[DP_AG_BUILD_ID_MAX];
+};
+_Static_assert(sizeof(struct dp_ag_image_end) == 40, "dp_ag_image_end");
+enum dp_ag_image_status {
+	DP_AG_IMAGE_SENT = 0,
+	DP_AG_IMAGE_TOO_BIG = 1,	/* over the agent's per-file cap */
+	DP_AG_IMAGE_UNREADABLE = 2,	/* gone, changed, or not openable */
+	DP_AG_IMAGE_OVER_BUDGET = 3,	/* the session's byte budget is spent */
+	DP_AG_IMAGE_UNKNOWN = 4,	/* no such cookie */
+};
+
+/* STATE_END: the snapshot of existing tasks (COMM + MMAP) is complete. */
+struct dp_ag_state_end {
+	uint64_t time_ns;
+	uint32_t nr_tasks;
+	uint32_t nr_mmaps;
+};
+_Static_assert(sizeof(struct dp_ag_state_end) == 16, "dp_ag_state_end");
+
+/* HOST_HELLO: the version the host chose from HELLO's range. */
+struct dp_ag_host_hello {
+	uint32_t proto_version;
+	uint32_t flags;
+};
+_Static_assert(sizeof(struct dp_ag_host_hello) == 8, "dp_ag_host_hello");
+
+struct dp_ag_ping {
+	uint64_t token;		/* echoed in PONG */
+};
+_Static_assert(sizeof(struct dp_ag_ping) == 8, "dp_ag_ping");
+
+struct dp_ag_image_request {
+	uint32_t cookie;
+	uint32_t flags;		/* none defined */
+};
+_Static_assert(sizeof(struct dp_ag_image_request) == 8, "dp_ag_image_request");
+
+/* CONFIG: limits the host asks for; the agent only ever lowers its own. */
+struct dp_ag_config {
+	uint64_t image_budget;	/* bytes of image data per connection */
+	uint32_t image_rate;	/* bytes per second */
+	uint32_t image_max;	/* largest file sent whole */
+};
+_Static_assert(sizeof(struct dp_ag_config) == 16, "dp_ag_config");
+
+#endif
