@@ -288,8 +288,18 @@ struct collect_perf *collect_perf_open(struct opd_daemon *d, const struct ev_tab
 	if (ret)
 		du_warn("cannot copy /proc/kallsyms to the session: %s", strerror(-ret));
 	ret = copy_file("/proc/modules", conf->session_dir, "modules");
-	if (ret)
+	if (ret == -ENOENT) {
+		/* a kernel without modules: an empty list, not a missing file */
+		char path[PATH_MAX];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/modules", conf->session_dir);
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	} else if (ret) {
 		du_warn("cannot copy /proc/modules to the session: %s", strerror(-ret));
+	}
 	du_info("perf collector: %d cpus, %u events, %u pages per ring", p->nr_cpus, conf->nr_events,
 		conf->perf_pages);
 	return p;
@@ -665,7 +675,7 @@ static int synthesize(struct collect_perf *p)
 		du_warn("no _text/_etext in /proc/kallsyms: kernel samples will be unresolved");
 	}
 	ret = opd_procfs_modules("/proc/modules", synth_kmod, &s);
-	if (ret < 0)
+	if (ret < 0 && ret != -ENOENT)
 		du_warn("cannot read /proc/modules: %s", strerror(-ret));
 	dir = opendir("/proc");
 	if (!dir)
