@@ -7,7 +7,9 @@
 #                  root) and L2 (loads virtio modules, runs a workload)
 # Usage: build-images.sh [--print-dir] [--force]
 # Prints progress on stderr; with --print-dir the image directory is the
-# only line on stdout.  Needs root (debootstrap, chroot).
+# only line on stdout.  --force rebuilds everything, the Debian tree too.
+# The cache keeps the $LAB_CACHE_KEEP (3) most recently used image sets.
+# Needs root (debootstrap, chroot).
 set -euo pipefail
 
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -112,10 +114,35 @@ mkdir -p "$CACHE_ROOT"
 exec 9>"$CACHE_ROOT/.lock"
 flock -w 3600 9 || die "timed out waiting for $CACHE_ROOT/.lock"
 
+# Drop leftovers of interrupted builds and all but the most recently used
+# image sets, and Debian trees no kept set was built from.  Runs under the
+# lock, so no build is in progress.
+prune_cache() {
+	local keep=${LAB_CACHE_KEEP:-3} d n=0 kept_rootfs=" rootfs-$ROOTFS_KEY "
+	rm -rf "$CACHE_ROOT"/*.tmp
+	for d in $(ls -1dt "$CACHE_ROOT"/*/.last-used 2>/dev/null); do
+		d=${d%/.last-used}
+		n=$((n + 1))
+		if [ $n -le "$keep" ]; then
+			kept_rootfs="$kept_rootfs rootfs-$(awk '$1 == "rootfs" { print $2 }' "$d/manifest.txt") "
+		else
+			log "pruning old images $d"
+			rm -rf "$d"
+		fi
+	done
+	for d in "$CACHE_ROOT"/rootfs-*; do
+		[ -d "$d" ] || continue
+		case $kept_rootfs in *" ${d##*/} "*) ;; *) log "pruning old tree $d"; rm -rf "$d" ;; esac
+	done
+}
+
 if [ $force -eq 0 ] && [ -f "$OUT/.complete" ]; then
+	touch "$OUT/.last-used"
 	log "reusing cached images $OUT (key $KEY, kernel $KVER)"
+	prune_cache
 	finish
 fi
+[ $force -eq 1 ] && rm -rf "$CACHE_ROOT/rootfs-$ROOTFS_KEY"
 
 t_start=$(date +%s)
 log "building images $OUT (key $KEY, kernel $KVER, mirror $MIRROR)"
@@ -233,8 +260,9 @@ rm -rf "$TREE" "$IR"
 	echo "host packages:"; host_versions
 	echo "L1 packages:"; cat "$ROOTFS/.lab-packages"
 } >"$WORK/manifest.txt"
-touch "$WORK/.complete"
+touch "$WORK/.complete" "$WORK/.last-used"
 rm -rf "$OUT"
 mv "$WORK" "$OUT"
 log "built $OUT in $(( $(date +%s) - t_start ))s"
+prune_cache
 finish
