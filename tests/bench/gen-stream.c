@@ -9,8 +9,9 @@
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
  * an equivalent input.
  * Every process maps one main binary and LIBS_PER_PROC libraries chosen from
- * I images; samples fall on a limited set of hot offsets per image (so keys
- * repeat as in a real profile), 10% of them in the kernel.
+ * I images; samples fall on up to 16k offsets per image, skewed towards a
+ * few hot ones (so keys repeat as in a real profile), 10% of them in the
+ * kernel.
  */
 #include "config.h"
 
@@ -30,7 +31,7 @@
 
 #define LIBS_PER_PROC	8
 #define IMAGE_SIZE	(1u << 20)
-#define HOT_OFFSETS	512
+#define HOT_OFFSETS	4096
 #define RUN		64
 #define KERNEL_BASE	0xffffffff81000000ull
 #define KERNEL_SIZE	(16u << 20)
@@ -282,7 +283,9 @@ int main(int argc, char **argv)
 			uint64_t x = rng();
 			bool kernel = (x % 10) == 0;
 			unsigned slot = (unsigned)((x >> 8) % (1 + LIBS_PER_PROC));
-			uint64_t off = ((x >> 16) % HOT_OFFSETS) * 64 + (r % 64);
+			/* Skewed towards low offsets, as real hot spots are few. */
+			uint64_t u = (x >> 16) % HOT_OFFSETS;
+			uint64_t off = (u * u / HOT_OFFSETS) * 16 + (r % 4);
 			uint64_t pc = kernel ? KERNEL_BASE + (off * 97) % KERNEL_SIZE : map_start(slot) + off;
 
 			if (mode != (kernel ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER)) {
