@@ -119,7 +119,7 @@ _Static_assert(sizeof(struct dp_ag_switch) == 24, "dp_ag_switch");
 
 /* MMAP: an executable mapping.  Followed by path_len bytes of path. */
 struct dp_ag_mmap {
-	uint64_t time_ns;	/* 0 for the initial snapshot */
+	uint64_t time_ns;	/* snapshot records: when /proc was read */
 	uint32_t cpu;		/* ~0 when unknown (snapshot) */
 	uint32_t pid, tid;
 	uint32_t cookie;	/* the file's id for IMAGE_REQUEST; 0 = none */

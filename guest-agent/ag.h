@@ -1,0 +1,132 @@
+/*
+ * opagent internals: the modules behind guest-agent/opagent.c.
+ *
+ *   ag_out.c     output buffer and the channel (port discovery, writes)
+ *   ag_proc.c    HELLO, kallsyms/modules tables, /proc snapshot
+ *   ag_perf.c    per-CPU perf dummy events and their rings -> frames
+ *   ag_cookie.c  file cookies and build ids
+ *   ag_image.c   answering IMAGE_REQUEST within budget and rate
+ */
+#ifndef AG_H
+#define AG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+
+#define AG_VERSION	0x000100	/* 0.1.0 */
+
+struct ag_opts {
+	const char *port;	/* NULL: discover */
+	const char *output;	/* write frames to this file instead */
+	uint64_t budget;	/* image bytes per connection */
+	uint64_t image_max;	/* largest file sent */
+	uint32_t rate;		/* image bytes per second */
+	unsigned int ring_pages;	/* per CPU, power of two */
+	unsigned int duration;	/* seconds, 0 = until stopped */
+	bool once;
+	bool verbose;
+};
+
+uint64_t ag_now_ns(void);
+
+/* ---- ag_out.c ---------------------------------------------------------- */
+
+struct ag_out {
+	int fd;
+	bool is_file;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t bytes;		/* written to fd */
+	uint64_t frames;
+};
+
+int ag_out_init(struct ag_out *o, size_t cap);
+void ag_out_free(struct ag_out *o);
+/* Write out everything buffered; -EPIPE when the host went away. */
+int ag_out_flush(struct ag_out *o);
+
+/* Run one ap_put_* into the buffer, flushing first if it is full. */
+#define AG_PUT(o, fn, ...) ({						\
+	ssize_t _n = fn((o)->buf + (o)->len, (o)->cap - (o)->len, __VA_ARGS__); \
+	if (_n == -ENOSPC) {						\
+		int _e = ag_out_flush(o);				\
+		_n = _e ? _e : fn((o)->buf + (o)->len, (o)->cap - (o)->len, __VA_ARGS__); \
+	}								\
+	if (_n > 0) {							\
+		(o)->len += (size_t)_n;					\
+		(o)->frames++;						\
+	}								\
+	_n < 0 ? (int)_n : 0;						\
+})
+
+/* Find the agent's virtio-serial port: a path, or NULL (errno ENOENT). */
+char *ag_port_find(void);
+/* Open @path for the channel, non-blocking; -errno. */
+int ag_port_open(const char *path);
+/* True when the host side of the port is connected. */
+bool ag_port_connected(int fd);
+
+/* ---- ag_cookie.c ------------------------------------------------------- */
+
+struct ag_cookie {
+	uint64_t dev, ino;
+	char *path;
+	uint32_t id;
+	uint32_t pid;		/* a process that mapped it, to reach its root */
+	uint8_t build_id_size;
+	uint8_t build_id[DP_AG_BUILD_ID_MAX];
+};
+
+struct ag_cookies;
+struct ag_cookies *ag_cookies_new(unsigned int max);
+void ag_cookies_free(struct ag_cookies *t);
+/* The cookie of (dev, ino, path), made on first sight (then the build id
+ * is read); NULL for anonymous mappings or a full table. */
+const struct ag_cookie *ag_cookie_get(struct ag_cookies *t, uint64_t dev, uint64_t ino,
+				      const char *path, size_t len, uint32_t pid);
+const struct ag_cookie *ag_cookie_find(const struct ag_cookies *t, uint32_t id);
+/* Open the file a cookie names, checking it is still that file; -errno. */
+int ag_cookie_open(const struct ag_cookie *c);
+/* Read the GNU build id of an ELF file; its size, 0 if none, -errno. */
+int ag_read_build_id(int fd, uint8_t out[DP_AG_BUILD_ID_MAX]);
+
+/* ---- ag_proc.c --------------------------------------------------------- */
+
+int ag_send_hello(struct ag_out *o, uint32_t flags, uint64_t instance);
+int ag_send_table(struct ag_out *o, const char *path, uint16_t type, uint16_t end_type);
+/* COMM for every thread and MMAP for every executable mapping, then
+ * STATE_END. */
+int ag_send_snapshot(struct ag_out *o, struct ag_cookies *ck);
+/* Fill an MMAP record's cookie and build id from the cookie table. */
+void ag_fill_cookie(struct ag_cookies *ck, struct dp_ag_mmap *m, uint64_t dev, uint64_t ino,
+		    const char *path, size_t len);
+
+/* ---- ag_perf.c --------------------------------------------------------- */
+
+struct ag_perf;
+/* Open the per-CPU dummy events; NULL with errno when perf is unusable. */
+struct ag_perf *ag_perf_open(unsigned int ring_pages);
+void ag_perf_close(struct ag_perf *p);
+unsigned int ag_perf_nfds(const struct ag_perf *p);
+int ag_perf_fd(const struct ag_perf *p, unsigned int i);
+/* Turn what the rings hold into frames; -errno from the channel. */
+int ag_perf_drain(struct ag_perf *p, struct ag_out *o, struct ag_cookies *ck);
+
+/* ---- ag_image.c -------------------------------------------------------- */
+
+struct ag_images;
+struct ag_images *ag_images_new(const struct ag_opts *opts);
+void ag_images_free(struct ag_images *im);
+/* New connection: the budget starts again, pending requests are dropped. */
+void ag_images_reset(struct ag_images *im);
+void ag_images_request(struct ag_images *im, uint32_t cookie);
+void ag_images_config(struct ag_images *im, const struct dp_ag_config *c);
+/* Send what the rate allows now; *@wait_ms says when to call again
+ * (-1: nothing pending). */
+int ag_images_work(struct ag_images *im, struct ag_out *o, struct ag_cookies *ck, int *wait_ms);
+
+#endif

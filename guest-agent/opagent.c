@@ -1,0 +1,393 @@
+/*
+ * opagent: the guest side of domprof (DESIGN.md section 1).  Options and
+ * the connection loop; the work is in the ag_*.c modules.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ag.h"
+#include "util/du_log.h"
+
+#define AG_POLL_MS	250	/* rings are drained at least this often */
+#define AG_MAX_COOKIES	16384
+#define AG_INBUF	(2 * (sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD))
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+struct ag_state {
+	const struct ag_opts *opts;
+	struct ag_out out;
+	struct ag_cookies *ck;
+	struct ag_images *im;
+	struct ag_perf *perf;
+	uint64_t instance;
+	uint8_t *in;
+	size_t inlen;
+	int err;		/* from a handler: ends the connection */
+};
+
+static int on_ping(void *ctx, const struct dp_ag_ping *p)
+{
+	struct ag_state *s = ctx;
+	struct dp_ag_pong pong = { .token = p->token, .recv_ns = ag_now_ns() };
+	int err;
+
+	/* Flush what is queued first, so the PONG leaves right after its
+	 * clock read and the host's round trip stays short. */
+	err = ag_out_flush(&s->out);
+	if (err)
+		return err;
+	pong.send_ns = ag_now_ns();
+	err = AG_PUT(&s->out, ap_put_pong, &pong);
+	return err ? err : ag_out_flush(&s->out);
+}
+
+static int on_image_request(void *ctx, const struct dp_ag_image_request *r)
+{
+	struct ag_state *s = ctx;
+
+	ag_images_request(s->im, r->cookie);
+	return 0;
+}
+
+static int on_config(void *ctx, const struct dp_ag_config *c)
+{
+	struct ag_state *s = ctx;
+
+	ag_images_config(s->im, c);
+	return 0;
+}
+
+static int on_host_hello(void *ctx, const struct dp_ag_host_hello *h)
+{
+	if (h->proto_version != DP_AG_PROTO_VERSION) {
+		du_warn("host chose protocol %u, this agent speaks %u", h->proto_version,
+			DP_AG_PROTO_VERSION);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static const struct ap_ops host_ops = {
+	.host_hello = on_host_hello,
+	.ping = on_ping,
+	.image_request = on_image_request,
+	.config = on_config,
+};
+
+/* Read and act on what the host sent; -EPIPE when it went away. */
+static int read_host(struct ag_state *s, int fd)
+{
+	struct ap_stats st = { 0 };
+	size_t used = 0;
+	ssize_t n;
+	int err;
+
+	n = read(fd, s->in + s->inlen, AG_INBUF - s->inlen);
+	if (n < 0)
+		return (errno == EAGAIN || errno == EINTR) ? 0 : -errno;
+	if (n == 0)
+		return -EPIPE;
+	s->inlen += (size_t)n;
+	err = ap_decode(&host_ops, s, s->in, s->inlen, &used, &st);
+	if (st.unknown_type || st.bad_payload)
+		du_debug("host sent %llu unknown and %llu malformed frames",
+			 (unsigned long long)st.unknown_type, (unsigned long long)st.bad_payload);
+	memmove(s->in, s->in + used, s->inlen - used);
+	s->inlen -= used;
+	return err;
+}
+
+/* Everything a new connection needs before the stream: who we are, the
+ * kernel's tables, and the tasks that already exist. */
+static int send_state(struct ag_state *s)
+{
+	uint32_t flags = DP_AG_HELLO_F_IMAGES;
+	int err;
+
+	s->perf = ag_perf_open(s->opts->ring_pages);
+	if (s->perf)
+		flags |= DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH;
+	else
+		du_warn("perf events unavailable (%s): no task or mmap stream", strerror(errno));
+	err = ag_send_hello(&s->out, flags, s->instance);
+	if (!err)
+		err = ag_send_table(&s->out, "/proc/modules", DP_AG_MODULES, DP_AG_MODULES_END);
+	if (!err)
+		err = ag_send_table(&s->out, "/proc/kallsyms", DP_AG_KALLSYMS, DP_AG_KALLSYMS_END);
+	if (!err)
+		err = ag_send_snapshot(&s->out, s->ck);
+	if (!err)
+		err = ag_out_flush(&s->out);
+	return err;
+}
+
+/* One connection, from HELLO until the host goes away (-EPIPE), a stop
+ * (0), or an error. */
+static int run_connection(struct ag_state *s, uint64_t deadline)
+{
+	struct pollfd pfd[1 + 512];
+	int err, wait;
+	unsigned int i, n;
+
+	ag_images_reset(s->im);
+	s->inlen = 0;
+	err = send_state(s);
+	if (err || s->opts->once) {
+		if (!err)
+			err = ag_perf_drain(s->perf, &s->out, s->ck);
+		if (!err)
+			err = ag_out_flush(&s->out);
+		goto out_perf;
+	}
+	while (!stop && (!deadline || ag_now_ns() < deadline)) {
+		n = 0;
+		if (!s->out.is_file)
+			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
+		for (i = 0; i < ag_perf_nfds(s->perf) && n < sizeof(pfd) / sizeof(pfd[0]); i++)
+			pfd[n++] = (struct pollfd){ .fd = ag_perf_fd(s->perf, i), .events = POLLIN };
+		err = ag_images_work(s->im, &s->out, s->ck, &wait);
+		if (err)
+			break;
+		if (wait < 0 || wait > AG_POLL_MS)
+			wait = AG_POLL_MS;
+		if (s->out.len)
+			wait = 0;
+		if (poll(pfd, n, wait) < 0 && errno != EINTR) {
+			err = -errno;
+			break;
+		}
+		if (!s->out.is_file) {
+			if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+				err = -EPIPE;
+				break;
+			}
+			if (pfd[0].revents & POLLIN) {
+				err = read_host(s, s->out.fd);
+				if (err)
+					break;
+			}
+		}
+		err = ag_perf_drain(s->perf, &s->out, s->ck);
+		if (!err)
+			err = ag_out_flush(&s->out);
+		if (err)
+			break;
+	}
+	if (!err)
+		err = ag_out_flush(&s->out);
+out_perf:
+	ag_perf_close(s->perf);
+	s->perf = NULL;
+	return err;
+}
+
+/* Wait, with backoff, for the port to exist and the host to listen. */
+static int connect_port(const struct ag_opts *o, unsigned int *backoff_ms)
+{
+	while (!stop) {
+		char *path = o->port ? strdup(o->port) : ag_port_find();
+		int fd = path ? ag_port_open(path) : -ENOENT;
+		struct timespec ts;
+
+		if (fd >= 0 && ag_port_connected(fd)) {
+			if (o->verbose)
+				du_info("connected on %s", path);
+			free(path);
+			*backoff_ms = 100;
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (o->verbose)
+			du_info("port %s: %s; retrying in %u ms", path ? path : DP_AG_PORT_NAME,
+				fd < 0 ? strerror(-fd) : "host not connected", *backoff_ms);
+		free(path);
+		ts.tv_sec = *backoff_ms / 1000;
+		ts.tv_nsec = (long)(*backoff_ms % 1000) * 1000000L;
+		nanosleep(&ts, NULL);
+		if (*backoff_ms < 5000)
+			*backoff_ms *= 2;
+	}
+	return -EINTR;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: opagent [OPTION]...\n"
+		"Send this guest's task, mapping, module and symbol sideband to the\n"
+		"domprof host over the virtio-serial port " DP_AG_PORT_NAME ".\n\n"
+		"  --port=PATH       channel device (default: discover)\n"
+		"  --output=FILE     write frames to FILE instead of the port\n"
+		"  --budget=BYTES    image bytes sent per connection (default 256M)\n"
+		"  --image-max=BYTES largest file sent whole (default 64M)\n"
+		"  --rate=BYTES      image bytes per second (default 8M)\n"
+		"  --ring-pages=N    perf ring pages per CPU, a power of two (default 64)\n"
+		"  --duration=SECS   stop after SECS seconds\n"
+		"  --once            send the current state and exit\n"
+		"  --verbose         say what happens\n"
+		"  --help            this text\n"
+		"Sizes take a K, M or G suffix.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct ag_opts *o)
+{
+	static const struct option lo[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "image-max", required_argument, NULL, 'm' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "ring-pages", required_argument, NULL, 'R' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "once", no_argument, NULL, '1' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	uint64_t v;
+	int c;
+
+	*o = (struct ag_opts){ .budget = 256ULL << 20, .image_max = 64ULL << 20,
+			       .rate = 8U << 20, .ring_pages = 64 };
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'p': o->port = optarg; break;
+		case 'o': o->output = optarg; break;
+		case 'b': if (parse_size(optarg, &o->budget)) return -EINVAL; break;
+		case 'm': if (parse_size(optarg, &o->image_max)) return -EINVAL; break;
+		case 'r':
+			if (parse_size(optarg, &v) || !v || v > UINT32_MAX)
+				return -EINVAL;
+			o->rate = (uint32_t)v;
+			break;
+		case 'R':
+			if (parse_size(optarg, &v) || !v || v > 4096 || (v & (v - 1)))
+				return -EINVAL;
+			o->ring_pages = (unsigned int)v;
+			break;
+		case 'd':
+			if (parse_size(optarg, &v) || v > 1000000)
+				return -EINVAL;
+			o->duration = (unsigned int)v;
+			break;
+		case '1': o->once = true; break;
+		case 'v': o->verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: return -EINVAL;
+		}
+	}
+	return optind < argc ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct ag_opts opts;
+	struct ag_state s = { .opts = &opts };
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned int backoff = 100;
+	uint64_t deadline = 0;
+	int err = 0, ret = 1;
+
+	du_log_set_prog("opagent");
+	if (parse_opts(argc, argv, &opts)) {
+		usage(stderr);
+		return 2;
+	}
+	du_log_set_level(opts.verbose ? DU_LOG_INFO : DU_LOG_WARN);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (getrandom(&s.instance, sizeof(s.instance), GRND_NONBLOCK) != sizeof(s.instance))
+		s.instance = ag_now_ns() ^ ((uint64_t)getpid() << 32);
+	if (opts.duration)
+		deadline = ag_now_ns() + opts.duration * 1000000000ULL;
+	s.ck = ag_cookies_new(AG_MAX_COOKIES);
+	s.im = ag_images_new(&opts);
+	s.in = malloc(AG_INBUF);
+	if (!s.ck || !s.im || !s.in || ag_out_init(&s.out, 1 << 20)) {
+		du_err("out of memory");
+		goto out_free;
+	}
+
+	if (opts.output) {
+		s.out.fd = open(opts.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (s.out.fd < 0) {
+			du_err("%s: %s", opts.output, strerror(errno));
+			goto out_free;
+		}
+		s.out.is_file = true;
+		err = run_connection(&s, deadline);
+		close(s.out.fd);
+	} else {
+		/* A host that closes or restarts is waited for and given
+		 * everything again: it may have lost all it knew. */
+		while (!stop && (!deadline || ag_now_ns() < deadline)) {
+			int fd = connect_port(&opts, &backoff);
+
+			if (fd < 0)
+				break;
+			s.out.fd = fd;
+			err = run_connection(&s, deadline);
+			close(fd);
+			s.out.fd = -1;
+			if (opts.once)
+				break;
+			if (err && err != -EPIPE)
+				du_warn("connection ended: %s", strerror(-err));
+			else if (opts.verbose)
+				du_info("host went away; reconnecting");
+			err = 0;
+		}
+	}
+	if (err)
+		du_err("%s", strerror(-err));
+	else
+		ret = 0;
+	if (opts.verbose)
+		du_info("%llu frames, %llu bytes written",
+			(unsigned long long)s.out.frames, (unsigned long long)s.out.bytes);
+out_free:
+	ag_out_free(&s.out);
+	free(s.in);
+	ag_images_free(s.im);
+	ag_cookies_free(s.ck);
+	return ret;
+}
