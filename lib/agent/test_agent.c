@@ -457,6 +457,11 @@ static void test_bad_payloads(void)
 	sh.nr = 3; memcpy(pl, &sh, sizeof(sh));
 	ADD(DP_AG_SWITCH, sizeof(sh) + 48);
 	ADD(DP_AG_SWITCH, sizeof(sh) + 49);
+	/* ... and fewer than the bytes: trailing bytes are as bad as missing */
+	sh.nr = 2; memcpy(pl, &sh, sizeof(sh));
+	ADD(DP_AG_SWITCH, sizeof(sh) + 49);
+	sh.nr = 1; memcpy(pl, &sh, sizeof(sh));
+	ADD(DP_AG_SWITCH, sizeof(sh) + 48);
 	/* fixed-size types one byte short and one byte long */
 	memset(pl, 0, 64);
 	ADD(DP_AG_PING, 7);
