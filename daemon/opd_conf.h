@@ -26,7 +26,12 @@ struct opd_conf {
 	const char *input;		/* --input, for the file collector */
 	const char *record;		/* --record, NULL if not recording */
 	const char *events_dir;
-	const char *domains;		/* --domains, recorded only */
+	const char *domains;		/* --domains: "all" or NAME,...; NULL = all */
+	/* Live system: follow the domains running on it (domains/ procfs
+	 * backend) and attribute guest and {vmm} samples to them by name.
+	 * Off in replay, whose pids are another time's. */
+	bool track_domains;
+	const char *domains_proc_root;	/* NULL: "/proc" (tests: a fake tree) */
 	const char *separate_str;	/* as given, for session.conf */
 	unsigned int separate;		/* OPD_SEP_* */
 	bool foreground;

@@ -80,9 +80,18 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 		ret = -errno;
 		goto out_fini;
 	}
+	if (conf->track_domains) {
+		d->domains = opd_domains_new(conf, &d->st, d->images, d->sfiles);
+		if (!d->domains) {
+			ret = -errno;
+			du_err("cannot follow domains: %s", strerror(errno));
+			goto out_fini;
+		}
+	}
 	ret = opd_trans_init(&d->trans, conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
 	if (ret)
 		goto out_fini;
+	d->trans.domains = d->domains;
 	d->stream = opd_stream_new(&d->trans, stream_name, header_hook, d);
 	if (!d->stream) {
 		ret = -ENOMEM;
@@ -106,6 +115,7 @@ out_fini:
 void opd_daemon_fini(struct opd_daemon *d)
 {
 	opd_stream_free(d->stream);
+	opd_domains_free(d->domains);
 	opd_sfiles_free(d->sfiles);
 	opd_kernel_free(d->kernel);
 	opd_procs_free(d->procs);
@@ -113,6 +123,7 @@ void opd_daemon_fini(struct opd_daemon *d)
 	if (d->record_fd >= 0)
 		close(d->record_fd);
 	d->stream = NULL;
+	d->domains = NULL;
 	d->sfiles = NULL;
 	d->kernel = NULL;
 	d->procs = NULL;
@@ -188,7 +199,33 @@ int opd_daemon_stop(struct opd_daemon *d)
 	if (d->record_fd >= 0 && fsync(d->record_fd))
 		du_warn("syncing record file: %s", strerror(errno));
 	d->st.running = false;
+	if (d->domains)
+		opd_domains_finish(d->domains, (int64_t)time(NULL));
 	return opd_daemon_write_stats(d) ? : ret;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int opd_daemon_scan_domains(struct opd_daemon *d)
+{
+	int ret;
+
+	if (!d->domains)
+		return 0;
+	ret = opd_domains_scan(d->domains, mono_ns(), (int64_t)time(NULL));
+	if (ret < 0) {
+		du_warn("scanning domains: %s", strerror(-ret));
+		return ret;
+	}
+	if (ret > 0)
+		opd_trans_invalidate(&d->trans);
+	return 0;
 }
 
 bool opd_daemon_service(struct opd_daemon *d)
@@ -204,6 +241,8 @@ bool opd_daemon_service(struct opd_daemon *d)
 		opd_daemon_dump(d);
 		du_debug("dump %" PRIu64 " done", d->st.dumps);
 	}
+	if (d->domains && opd_domains_scan_due(d->domains, mono_ns()))
+		opd_daemon_scan_domains(d);
 	return opd_sig.stop != 0;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "opd_conf.h"
+#include "opd_domain.h"
 #include "opd_image.h"
 #include "opd_kernel.h"
 #include "opd_proc.h"
@@ -34,6 +35,7 @@ struct opd_daemon {
 	struct opd_procs *procs;
 	struct opd_kernel *kernel;
 	struct opd_sfiles *sfiles;
+	struct opd_domains *domains;	/* NULL unless conf->track_domains */
 	struct opd_trans trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
@@ -60,7 +62,14 @@ int opd_daemon_dump(struct opd_daemon *d);
 int opd_daemon_stop(struct opd_daemon *d);
 int opd_daemon_write_stats(struct opd_daemon *d);
 
-/* Act on pending signal flags (dump, log reopen).  True when asked to stop. */
+/*
+ * Rescan the domains now (when tracked) and drop cached resolutions if
+ * anything changed.  0 or -errno.
+ */
+int opd_daemon_scan_domains(struct opd_daemon *d);
+
+/* Act on pending signal flags (dump, log reopen) and rescan the domains
+ * when due (about once a second).  True when asked to stop. */
 bool opd_daemon_service(struct opd_daemon *d);
 
 /* Write SESSION/session.conf for the events in @h (once). */

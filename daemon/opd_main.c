@@ -144,6 +144,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return 1;
 	}
 	c->live_proc_lookup = c->collector == OPD_COLLECT_PERF;
+	c->track_domains = c->collector == OPD_COLLECT_PERF;
 	return 0;
 }
 
@@ -394,8 +395,10 @@ int opd_main(int argc, char **argv)
 	du_info("oprofiled starting: session %s, collector %s, separate %s, up to %u open sample files",
 		c->session_dir, c->collector == OPD_COLLECT_FILE ? "file" : "perf", c->separate_str,
 		c->max_open_files);
-	if (c->domains)
-		du_info("domains %s (recorded; guest attribution is by hypervisor pid for now)", c->domains);
+	if (c->track_domains)
+		du_info("domains: %s", c->domains ? c->domains : "all");
+	else
+		du_info("replay: guest samples are filed under domain pid-<hypervisor pid>");
 	ret = opd_daemon_init(&d, c, c->collector == OPD_COLLECT_FILE ? c->input : "perf");
 	if (ret)
 		goto out_log;

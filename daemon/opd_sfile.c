@@ -282,6 +282,28 @@ struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 	return sf->db;
 }
 
+size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain)
+{
+	struct sfile *sf, *next;
+	size_t n = 0;
+
+	for (sf = t->lru_head; sf; sf = next) {
+		next = sf->lnext;
+		if (sf->key.domain != domain)
+			continue;
+		lru_unlink(t, sf);
+		if (odb_sync(sf->db))
+			t->st->sample_file_errors++;
+		odb_close(sf->db);
+		sf->db = NULL;
+		t->nr_open--;
+		n++;
+	}
+	if (n)
+		t->evictions++;
+	return n;
+}
+
 int opd_sfiles_sync(struct opd_sfiles *t)
 {
 	int ret = 0;

@@ -53,6 +53,14 @@ struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 /* Grows each time an open file is closed to stay under the cap. */
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
 
+/*
+ * Sync and close every open file of @domain (all of its files, guest and
+ * {vmm}): a domain that stopped holds no fds or mappings.  A later sample
+ * reopens a file as usual (appending).  Counts as evictions, so cached
+ * odb pointers are dropped.  Returns the number of files closed.
+ */
+size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain);
+
 /* msync every open file.  0 or the first error. */
 int opd_sfiles_sync(struct opd_sfiles *t);
 

@@ -34,7 +34,12 @@
 	X(processes_freed)			\
 	X(processes_proc_lookups)		\
 	X(mmaps)				\
-	X(kernel_images)
+	X(kernel_images)			\
+	X(domains_seen)				\
+	X(domains_running)			\
+	X(samples_vmm)				\
+	X(unresolved_no_domain)			\
+	X(samples_domain_unselected)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

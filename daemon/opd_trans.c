@@ -53,7 +53,9 @@ int opd_trans_init(struct opd_trans *t, const struct opd_conf *conf, struct opd_
 	t->anon_kernel = opd_image_get(images, SFN_ANON, "kernel", 6);
 	t->guest_kernel = opd_image_get(images, SFN_ANON, "guest-kernel", 12);
 	t->guest_user = opd_image_get(images, SFN_ANON, "guest-user", 10);
-	if (!t->anon_unknown || !t->anon_kernel || !t->guest_kernel || !t->guest_user)
+	t->dom_unknown = opd_image_get(images, SFN_ANON, "unknown", 7);
+	if (!t->anon_unknown || !t->anon_kernel || !t->guest_kernel || !t->guest_user ||
+	    !t->dom_unknown)
 		return -ENOMEM;
 	return 0;
 }
@@ -78,6 +80,8 @@ struct resolution {
 	struct opd_sfile_key key;
 	uint64_t start, len, delta;
 	uint64_t *unresolved;
+	uint64_t *extra;
+	bool skip;		/* counted, not filed */
 };
 
 static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
@@ -93,23 +97,44 @@ static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
 }
 
 /*
- * Guest samples, until the domain layer resolves them: filed under domain
- * "pid-<hypervisor tgid>" (the DOMAIN record's key, else the task's tgid)
- * as {anon:guest-kernel|guest-user}, key = pc.  The one place to replace
- * with real domain lookup.
+ * Guest samples: the domain is the DOMAIN record's key (the hypervisor's
+ * pid) when the collector gave one, else the sampled task's process (the
+ * vCPU thread's QEMU).  Until the guest agent's sideband exists they are
+ * filed as {anon:guest-kernel|guest-user} of the domain, key = pc, so that
+ * later symbolization can still place them.  Replay has no domain table:
+ * domain "pid-<key>".  A pid that is no domain: domain "unknown", counted.
  */
 static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 {
-	char name[32];
 	uint64_t key = t->domain_key ? t->domain_key : (t->have_task ? t->pid : 0);
+	const struct opd_dom *dom = NULL;
+	char name[32];
+	int vcpu;
 
-	if (key)
-		snprintf(name, sizeof(name), "pid-%llu", (unsigned long long)key);
-	else
-		snprintf(name, sizeof(name), "unknown");
-	r->key.domain = opd_image_get(t->images, SFN_ANON, name, strlen(name));
-	if (!r->key.domain)
-		return -ENOMEM;
+	(void)pc;
+	if (t->domains) {
+		if (key && key <= UINT32_MAX)
+			dom = opd_domains_lookup(t->domains, (uint32_t)key, t->tid, &vcpu);
+		if (!dom) {
+			r->key.domain = t->dom_unknown;
+			r->unresolved = &t->st->unresolved_no_domain;
+			opd_domains_want_scan(t->domains);
+		} else if (!dom->selected) {
+			t->st->samples_domain_unselected++;
+			r->skip = true;
+			return 0;
+		} else {
+			r->key.domain = dom->name;
+		}
+	} else {
+		if (key)
+			snprintf(name, sizeof(name), "pid-%llu", (unsigned long long)key);
+		else
+			snprintf(name, sizeof(name), "unknown");
+		r->key.domain = opd_image_get(t->images, SFN_ANON, name, strlen(name));
+		if (!r->key.domain)
+			return -ENOMEM;
+	}
 	r->key.image = r->key.dep = t->mode == DP_MODE_GUEST_KERNEL ? t->guest_kernel : t->guest_user;
 	sep_ids(t, &r->key);
 	r->key.tgid = r->key.tid = SFN_ALL;	/* host ids say nothing inside a guest */
@@ -117,6 +142,30 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 	r->len = UINT64_MAX;
 	r->delta = 0;
 	return 0;
+}
+
+/*
+ * Host work in a domain's QEMU process (any thread, user or kernel mode)
+ * is that domain's virtualization overhead: resolved like any host sample,
+ * filed under {domain}/NAME/{vmm}/.  An unselected domain's stays host work.
+ */
+static void mark_vmm(struct opd_trans *t, struct resolution *r)
+{
+	const struct opd_dom *dom;
+	int vcpu;
+
+	if (!t->domains || !t->have_task)
+		return;
+	dom = opd_domains_lookup(t->domains, t->pid, t->tid, &vcpu);
+	if (!dom)
+		return;
+	if (!dom->selected) {
+		r->extra = &t->st->samples_domain_unselected;
+		return;
+	}
+	r->key.domain = dom->name;
+	r->key.vmm = true;
+	r->extra = &t->st->samples_vmm;
 }
 
 static struct opd_proc *current_proc(struct opd_trans *t)
@@ -212,12 +261,16 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	memset(&r, 0, sizeof(r));
 	r.key.event = event;
 	r.unresolved = &t->dummy;
+	r.extra = &t->dummy;
 	switch (t->mode) {
 	case DP_MODE_HOST_KERNEL:
 		resolve_kernel(t, pc, &r);
+		mark_vmm(t, &r);
 		break;
 	case DP_MODE_HOST_USER:
 		ret = resolve_user(t, pc, &r);
+		if (!ret)
+			mark_vmm(t, &r);
 		break;
 	case DP_MODE_GUEST_KERNEL:
 	case DP_MODE_GUEST_USER:
@@ -228,8 +281,13 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	}
 	if (ret)
 		return ret;
-	(*r.unresolved)++;
 	c = &t->cache[event];
+	if (r.skip) {
+		c->gen = 0;
+		return 0;
+	}
+	(*r.unresolved)++;
+	(*r.extra)++;
 	c->db = opd_sfile_get(t->sfiles, &r.key);
 	ev = opd_sfiles_evictions(t->sfiles);
 	if (ev != t->sfile_evictions) {
@@ -245,6 +303,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	c->len = r.len;
 	c->delta = r.delta;
 	c->unresolved = r.unresolved;
+	c->extra = r.extra;
 	if (odb_add(c->db, pc + c->delta, 1))
 		t->st->sample_file_errors++;
 	else
@@ -263,6 +322,7 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 
 		if (c->gen == t->gen && pc - c->start < c->len) {
 			(*c->unresolved)++;
+			(*c->extra)++;
 			if (__builtin_expect(odb_add(c->db, pc + c->delta, 1) == 0, 1))
 				t->st->samples_filed++;
 			else

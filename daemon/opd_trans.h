@@ -19,6 +19,7 @@
 
 #include "raw/raw_stream.h"
 #include "opd_conf.h"
+#include "opd_domain.h"
 #include "opd_image.h"
 #include "opd_kernel.h"
 #include "opd_proc.h"
@@ -31,6 +32,7 @@ struct opd_trans_cache {
 	uint64_t delta;		/* key = pc + delta (mod 2^64) */
 	struct odb *db;
 	uint64_t *unresolved;	/* counter bumped per sample, or a dummy */
+	uint64_t *extra;	/* a second one ({vmm}, unselected), or a dummy */
 };
 
 struct opd_trans {
@@ -41,6 +43,9 @@ struct opd_trans {
 	struct opd_kernel *kernel;
 	struct opd_sfiles *sfiles;
 	const char *proc_root;	/* for live lookups, "/proc" */
+	/* Live domains (NULL in replay: guest samples then go to domain
+	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
+	struct opd_domains *domains;
 
 	/* the transient context */
 	uint32_t cpu;
@@ -61,6 +66,7 @@ struct opd_trans {
 	uint64_t dummy;
 	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS];
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
+	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
 };
 
 /* The raw_ops table whose ctx is a struct opd_trans. */

@@ -1,0 +1,514 @@
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dom.h"
+#include "opd_domain.h"
+#include "sfname/sfname.h"
+#include "util/du_log.h"
+
+/* Samples of a stopped domain may still sit in the collector's rings. */
+#define GRACE_NS (5ULL * 1000 * 1000 * 1000)
+#define SCAN_NS (1000ULL * 1000 * 1000)
+#define SCAN_WANTED_NS (200ULL * 1000 * 1000)
+/* An escaped name: DOM_NAME_MAX bytes, each at most "%XX", plus splits. */
+#define ESC_MAX (DOM_NAME_MAX * 4)
+
+struct dentry {
+	struct opd_dom pub;
+	const struct dom_domain *d;	/* NULL once stopped */
+	char uuid[DOM_UUID_STRLEN + 1];
+	bool uuid_cmdline;
+	unsigned int vcpus;
+	char *agent_path;
+	char *esc;			/* escaped name: SESSION/domains/<esc> */
+	int64_t first_seen, last_seen;
+	uint64_t stopped_ns;
+	struct dentry *next;
+};
+
+struct opd_domains {
+	const struct opd_conf *conf;
+	struct opd_stats *st;
+	struct opd_images *images;
+	struct opd_sfiles *sfiles;
+	struct dom_table *table;
+	char **names;			/* selection, NULL-terminated; NULL: all */
+	struct dentry *list;
+	uint64_t last_scan_ns;
+	bool scanned, wanted;
+	/* state of the scan in progress, for the callbacks */
+	uint64_t now_ns;
+	int64_t wall;
+	int changes;
+};
+
+static void free_names(char **names)
+{
+	if (!names)
+		return;
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+}
+
+/* "all", NULL or "" select everything (NULL); else the comma list. */
+static int parse_selection(const char *s, char ***out)
+{
+	size_t n = 1, i = 0;
+	char **names;
+
+	*out = NULL;
+	if (!s || !*s)
+		return 0;
+	for (const char *p = s; *p; p++)
+		n += *p == ',';
+	names = calloc(n + 1, sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+
+		if (len == 3 && !strncmp(s, "all", 3)) {
+			free_names(names);
+			return 0;
+		}
+		if (len) {
+			names[i] = strndup(s, len);
+			if (!names[i]) {
+				free_names(names);
+				return -ENOMEM;
+			}
+			i++;
+		}
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	*out = names;
+	return 0;
+}
+
+struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stats *st,
+				    struct opd_images *images, struct opd_sfiles *sfiles)
+{
+	struct opd_domains *ds = calloc(1, sizeof(*ds));
+	struct dom_config dc;
+	int ret;
+
+	if (!ds)
+		return NULL;
+	ds->conf = conf;
+	ds->st = st;
+	ds->images = images;
+	ds->sfiles = sfiles;
+	ret = parse_selection(conf->domains, &ds->names);
+	if (ret)
+		goto out_free;
+	memset(&dc, 0, sizeof(dc));
+	dc.proc_root = conf->domains_proc_root;
+	dc.names = (const char *const *)ds->names;
+	ds->table = dom_table_new(&dc);
+	if (!ds->table) {
+		ret = -errno;
+		goto out_free;
+	}
+	return ds;
+
+out_free:
+	free_names(ds->names);
+	free(ds);
+	errno = -ret;
+	return NULL;
+}
+
+static void dentry_free(struct dentry *e)
+{
+	free(e->agent_path);
+	free(e->esc);
+	free(e);
+}
+
+void opd_domains_free(struct opd_domains *ds)
+{
+	struct dentry *e, *next;
+
+	if (!ds)
+		return;
+	for (e = ds->list; e; e = next) {
+		next = e->next;
+		dentry_free(e);
+	}
+	dom_table_free(ds->table);
+	free_names(ds->names);
+	free(ds);
+}
+
+static int mkdir_p(char *path)
+{
+	for (char *p = path + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			int ret = -errno;
+
+			*p = c;
+			return ret;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+static void put_escaped_line(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p >= 0x7f || *p == '\\')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('\n', f);
+}
+
+static int write_info(struct opd_domains *ds, const struct dentry *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX], tmp[PATH_MAX];
+	FILE *f;
+	int ret;
+
+	if (snprintf(dir, sizeof(dir), "%s/domains/%s", ds->conf->session_dir, e->esc) >=
+		    (int)sizeof(dir) ||
+	    snprintf(path, sizeof(path), "%s/info", dir) >= (int)sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.info.tmp", dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	ret = mkdir_p(dir);
+	if (ret)
+		goto out_err;
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		goto out_err;
+	}
+	fputs("name ", f);
+	put_escaped_line(f, e->pub.name->name);
+	fprintf(f, "uuid %s\n", e->uuid);
+	fprintf(f, "uuid_source %s\n", e->uuid_cmdline ? "cmdline" : "derived");
+	fprintf(f, "hypervisor qemu\n");
+	fprintf(f, "pid %d\n", (int)e->pub.pid);
+	fprintf(f, "vcpus %u\n", e->vcpus);
+	fputs("agent_path ", f);
+	put_escaped_line(f, e->agent_path ? e->agent_path : "-");
+	fprintf(f, "first_seen %lld\n", (long long)e->first_seen);
+	fprintf(f, "last_seen %lld\n", (long long)e->last_seen);
+	fprintf(f, "state %s\n", e->pub.running ? "running" : "stopped");
+	if (fclose(f)) {
+		ret = -errno;
+		unlink(tmp);
+		goto out_err;
+	}
+	if (rename(tmp, path)) {
+		ret = -errno;
+		unlink(tmp);
+		goto out_err;
+	}
+	return 0;
+
+out_err:
+	du_warn("cannot write %s: %s", path, strerror(-ret));
+	return ret;
+}
+
+/* The uuid and uuid_source of an info file a previous run left. */
+static bool read_old_uuid(const char *path, char uuid[DOM_UUID_STRLEN + 1], bool *cmdline)
+{
+	char line[256];
+	bool have_uuid = false;
+	FILE *f = fopen(path, "r");
+
+	*cmdline = false;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "uuid ", 5) && strlen(line + 5) == DOM_UUID_STRLEN) {
+			memcpy(uuid, line + 5, DOM_UUID_STRLEN + 1);
+			have_uuid = true;
+		} else if (!strcmp(line, "uuid_source cmdline")) {
+			*cmdline = true;
+		}
+	}
+	fclose(f);
+	return have_uuid;
+}
+
+/* Rename @dir/@from to @dir/@to[.N], the first that does not exist. */
+static int rename_aside(const char *dir, const char *from, const char *to, char *done,
+			size_t size)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct stat sb;
+
+	if (snprintf(src, sizeof(src), "%s/%s", dir, from) >= (int)sizeof(src))
+		return -ENAMETOOLONG;
+	if (lstat(src, &sb))
+		return errno == ENOENT ? 0 : -errno;
+	for (int i = 1; i < 100; i++) {
+		int n = i == 1 ? snprintf(dst, sizeof(dst), "%s/%s", dir, to)
+			       : snprintf(dst, sizeof(dst), "%s/%s.%d", dir, to, i);
+
+		if (n >= (int)sizeof(dst))
+			return -ENAMETOOLONG;
+		if (!lstat(dst, &sb))
+			continue;
+		if (rename(src, dst))
+			return -errno;
+		snprintf(done, size, "%s", dst);
+		return 0;
+	}
+	return -EEXIST;
+}
+
+/*
+ * @e's name was last used by a domain with another command-line UUID: move
+ * that domain's samples and metadata aside, so the two are not merged.
+ */
+static void rename_old_tree(struct opd_domains *ds, struct dentry *e)
+{
+	char info[PATH_MAX], old[DOM_UUID_STRLEN + 1], dir[PATH_MAX], done[PATH_MAX];
+	char *aside_raw = NULL, aside[ESC_MAX];
+	bool old_cmdline;
+	int ret;
+
+	if (!e->uuid_cmdline)
+		return;
+	if (snprintf(info, sizeof(info), "%s/domains/%s/info", ds->conf->session_dir, e->esc) >=
+	    (int)sizeof(info))
+		return;
+	if (!read_old_uuid(info, old, &old_cmdline) || !old_cmdline ||
+	    !strcasecmp(old, e->uuid))
+		return;
+	for (struct dentry *o = ds->list; o; o = o->next) {
+		if (o != e && o->pub.running && o->pub.name == e->pub.name) {
+			du_warn("domain %s: two running domains share this name (uuids %s, %s); "
+				"their samples are merged", e->pub.name->name, o->uuid, e->uuid);
+			return;
+		}
+	}
+	if (asprintf(&aside_raw, "%s.%.8s", e->pub.name->name, old) < 0)
+		return;
+	ret = sfn_escape_component(aside_raw, strlen(aside_raw), aside, sizeof(aside));
+	free(aside_raw);
+	if (ret < 0 || strchr(aside, '/') || strchr(e->esc, '/')) {
+		du_warn("domain %s: uuid changed from %s to %s, but the name is too long to "
+			"rename the old samples aside; they are merged", e->pub.name->name, old,
+			e->uuid);
+		return;
+	}
+	/* files of a stopped namesake may still be open */
+	opd_sfiles_close_domain(ds->sfiles, e->pub.name);
+	snprintf(dir, sizeof(dir), "%s/samples/current/{domain}", ds->conf->session_dir);
+	ret = rename_aside(dir, e->esc, aside, done, sizeof(done));
+	if (ret)
+		du_warn("domain %s: cannot rename old samples aside: %s", e->pub.name->name,
+			strerror(-ret));
+	else
+		du_info("domain %s: uuid changed from %s to %s; old samples moved to %s",
+			e->pub.name->name, old, e->uuid, done);
+	snprintf(dir, sizeof(dir), "%s/domains", ds->conf->session_dir);
+	ret = rename_aside(dir, e->esc, aside, done, sizeof(done));
+	if (ret)
+		du_warn("domain %s: cannot rename old metadata aside: %s", e->pub.name->name,
+			strerror(-ret));
+}
+
+static struct dentry *find_live(struct opd_domains *ds, const struct dom_domain *d)
+{
+	for (struct dentry *e = ds->list; e; e = e->next)
+		if (e->d == d)
+			return e;
+	return NULL;
+}
+
+static void unlink_entry(struct opd_domains *ds, struct dentry *e)
+{
+	for (struct dentry **pp = &ds->list; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			return;
+		}
+	}
+}
+
+static void on_added(void *ctx, const struct dom_domain *d)
+{
+	struct opd_domains *ds = ctx;
+	const char *name = dom_domain_name(d);
+	const char *agent = dom_domain_agent_path(d);
+	struct dentry *e, *o, *next;
+	char esc[ESC_MAX];
+
+	/* a stopped domain whose pid is reused is gone for good */
+	for (o = ds->list; o; o = next) {
+		next = o->next;
+		if (!o->pub.running && o->pub.pid == dom_domain_pid(d)) {
+			opd_sfiles_close_domain(ds->sfiles, o->pub.name);
+			unlink_entry(ds, o);
+			dentry_free(o);
+		}
+	}
+	if (dom_domain_safe_name(d, esc, sizeof(esc)) < 0) {
+		du_warn("domain of pid %d: name cannot be escaped; ignored", (int)dom_domain_pid(d));
+		return;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto out_nomem;
+	e->esc = strdup(esc);
+	e->pub.name = opd_image_get(ds->images, SFN_ANON, name, strlen(name));
+	if (agent)
+		e->agent_path = strdup(agent);
+	if (!e->esc || !e->pub.name || (agent && !e->agent_path))
+		goto out_nomem;
+	e->d = d;
+	e->pub.pid = dom_domain_pid(d);
+	e->pub.selected = dom_domain_selected(d);
+	e->pub.running = true;
+	snprintf(e->uuid, sizeof(e->uuid), "%s", dom_domain_uuid(d));
+	e->uuid_cmdline = dom_domain_has_uuid(d);
+	e->vcpus = dom_domain_nr_vcpus(d);
+	e->first_seen = e->last_seen = ds->wall;
+	e->next = ds->list;
+	ds->list = e;
+	ds->st->domains_seen++;
+	ds->st->domains_running++;
+	ds->changes++;
+	rename_old_tree(ds, e);
+	write_info(ds, e);
+	du_info("domain %s started: pid %d, uuid %s (%s), %u vcpus, %s", name, (int)e->pub.pid,
+		e->uuid, e->uuid_cmdline ? "cmdline" : "derived", e->vcpus,
+		e->pub.selected ? "profiled" : "not selected");
+	return;
+
+out_nomem:
+	du_err("domain %s: out of memory; its samples count as unknown", name);
+	if (e)
+		dentry_free(e);
+}
+
+static void on_removed(void *ctx, const struct dom_domain *d)
+{
+	struct opd_domains *ds = ctx;
+	struct dentry *e = find_live(ds, d);
+	size_t n;
+
+	if (!e)
+		return;
+	e->d = NULL;
+	e->pub.running = false;
+	e->last_seen = ds->wall;
+	e->stopped_ns = ds->now_ns;
+	ds->st->domains_running--;
+	ds->changes++;
+	n = opd_sfiles_close_domain(ds->sfiles, e->pub.name);
+	write_info(ds, e);
+	du_info("domain %s stopped (pid %d): %zu sample files closed", e->pub.name->name,
+		(int)e->pub.pid, n);
+}
+
+static void on_vcpus(void *ctx, const struct dom_domain *d)
+{
+	struct opd_domains *ds = ctx;
+	struct dentry *e = find_live(ds, d);
+
+	if (!e || e->vcpus == dom_domain_nr_vcpus(d))
+		return;
+	e->vcpus = dom_domain_nr_vcpus(d);
+	e->last_seen = ds->wall;
+	write_info(ds, e);
+	du_debug("domain %s: %u vcpus", e->pub.name->name, e->vcpus);
+}
+
+static const struct dom_ops ops = {
+	.added = on_added,
+	.removed = on_removed,
+	.vcpus_changed = on_vcpus,
+};
+
+int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
+{
+	struct dentry *e, *next;
+	int ret;
+
+	ds->now_ns = mono_ns;
+	ds->wall = wall;
+	ds->changes = 0;
+	ds->last_scan_ns = mono_ns;
+	ds->scanned = true;
+	ds->wanted = false;
+	ret = dom_scan(ds->table, &ops, ds);
+	if (ret)
+		return ret;
+	for (e = ds->list; e; e = next) {
+		next = e->next;
+		if (e->pub.running || mono_ns - e->stopped_ns < GRACE_NS)
+			continue;
+		/* late samples may have reopened some files */
+		if (opd_sfiles_close_domain(ds->sfiles, e->pub.name))
+			ds->changes++;
+		unlink_entry(ds, e);
+		dentry_free(e);
+		ds->changes++;
+	}
+	return ds->changes;
+}
+
+const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, uint32_t tid,
+					 int *vcpu)
+{
+	const struct dom_domain *d;
+	struct dentry *e;
+
+	*vcpu = -1;
+	if (!dom_lookup_task(ds->table, (pid_t)pid, (pid_t)tid, &d, vcpu)) {
+		e = find_live(ds, d);
+		if (e)
+			return &e->pub;
+	}
+	for (e = ds->list; e; e = e->next)
+		if (!e->pub.running && e->pub.pid == (pid_t)pid)
+			return &e->pub;
+	return NULL;
+}
+
+void opd_domains_want_scan(struct opd_domains *ds)
+{
+	ds->wanted = true;
+}
+
+bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns)
+{
+	uint64_t since = mono_ns - ds->last_scan_ns;
+
+	return !ds->scanned || since >= SCAN_NS || (ds->wanted && since >= SCAN_WANTED_NS);
+}
+
+void opd_domains_finish(struct opd_domains *ds, int64_t wall)
+{
+	for (struct dentry *e = ds->list; e; e = e->next) {
+		if (e->pub.running)
+			e->last_seen = wall;
+		write_info(ds, e);
+	}
+}

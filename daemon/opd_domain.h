@@ -1,0 +1,87 @@
+/*
+ * The daemon's view of the domains on a live host (DESIGN.md sections 1
+ * and 4): domains/ finds them (procfs backend), this module keeps what
+ * sample filing needs of each (its name as the sample files' {domain}
+ * component, whether it is selected, its QEMU pid) and the per-domain
+ * metadata file, and reacts to lifecycle changes:
+ *
+ *   started  SESSION/domains/<escaped NAME>/info written (state running);
+ *            if that file names another command-line UUID, the old
+ *            domain's trees (samples/current/{domain}/<escaped NAME> and
+ *            domains/<escaped NAME>) are first renamed aside to
+ *            <escaped NAME>.<first 8 hex digits of the old UUID>.
+ *   stopped  its sample files are synced and closed, info updated (state
+ *            stopped).  Its pid keeps resolving to it for a few seconds,
+ *            so samples still in the collector's buffers are filed under
+ *            it rather than as unknown.
+ *
+ * The info file holds "key value" lines: name (bytes outside printable
+ * ASCII and '\' written as \xHH), uuid, uuid_source (cmdline|derived),
+ * hypervisor (qemu), pid, vcpus, agent_path ("-" if none), first_seen,
+ * last_seen (unix seconds), state (running|stopped).
+ *
+ * Not used in replay: a recorded stream's pids are another time's.
+ */
+#ifndef OPD_DOMAIN_H
+#define OPD_DOMAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "opd_conf.h"
+#include "opd_image.h"
+#include "opd_sfile.h"
+#include "opd_stats.h"
+
+/* What the sample path needs of a domain.  Borrowed from the registry:
+ * valid until the next opd_domains_scan(). */
+struct opd_dom {
+	struct opd_image *name;	/* interned raw name: opd_sfile_key.domain */
+	pid_t pid;		/* its QEMU process */
+	bool selected;		/* by --domains */
+	bool running;		/* false during the grace period after it stopped */
+};
+
+struct opd_domains;
+
+/*
+ * Registry over conf->domains_proc_root (NULL: /proc) with selection
+ * conf->domains ("all", NULL, or a comma list of names or UUIDs).  Nothing
+ * is scanned yet.  The other modules are borrowed.  NULL with errno set.
+ */
+struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stats *st,
+				    struct opd_images *images, struct opd_sfiles *sfiles);
+/* Free without touching files.  NULL accepted. */
+void opd_domains_free(struct opd_domains *ds);
+
+/*
+ * Rescan the proc tree and act on what changed (see above).  @mono_ns is
+ * CLOCK_MONOTONIC now (for the grace period), @wall the unix time written
+ * into info files.  Returns the number of changes; when positive, sample
+ * files were closed or domains appeared or went away, and the caller must
+ * drop cached resolutions (opd_trans_invalidate).  -errno if the proc
+ * root cannot be listed.
+ */
+int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall);
+
+/*
+ * The domain whose hypervisor process is @pid (a running one first, else
+ * one that stopped moments ago), and in *@vcpu the vCPU thread @tid runs
+ * (-1: another thread, or unknown).  NULL when @pid is no domain.
+ */
+const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, uint32_t tid,
+					 int *vcpu);
+
+/* A guest sample came from a pid that is no known domain: a domain may
+ * have just started.  Makes opd_domains_scan_due() true sooner. */
+void opd_domains_want_scan(struct opd_domains *ds);
+
+/* True when a scan is due: a second since the last one, or 200 ms when a
+ * scan was wanted. */
+bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns);
+
+/* Rewrite every info file with last_seen = @wall (the daemon stops). */
+void opd_domains_finish(struct opd_domains *ds, int64_t wall);
+
+#endif
