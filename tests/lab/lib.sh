@@ -15,6 +15,7 @@
 #                    (virtio-9p); dpwork=script runs /share/work.sh
 #   LAB_GUEST_AGENT  path inside the guest started in the background
 #                    before the workload (e.g. /share/opagent)
+#   LAB_GUEST_APPEND extra kernel command line words
 
 LAB=${LAB:-/lab/lab}
 STAGE=${STAGE:-/lab}
@@ -58,6 +59,7 @@ start_guest() {
 	rm -f "$LAB_RUN/$name".{pid,agent,qmp} "$RESULTS/$name.console"
 	append="console=ttyS0 quiet panic=-1 dpname=$name dpwork=$work"
 	[ -n "${LAB_GUEST_AGENT:-}" ] && append="$append dpagent=$LAB_GUEST_AGENT"
+	[ -n "${LAB_GUEST_APPEND:-}" ] && append="$append $LAB_GUEST_APPEND"
 	if [ -n "${LAB_GUEST_SHARE:-}" ]; then
 		share=(-fsdev "local,id=share,path=$LAB_GUEST_SHARE,security_model=none,readonly=on"
 			-device virtio-9p-pci,fsdev=share,mount_tag=share)
@@ -237,4 +239,21 @@ lab_guest_xml() {
   </devices>
 </domain>
 XML
+}
+
+# Fail unless every program of the staged domprof tree finds its shared
+# libraries in L1 (the image's package list must cover them).
+lab_check_domprof_libs() {
+	local f missing=0 n=0
+	[ -d "$STAGE/domprof" ] || { lab_log "no domprof staged"; return 0; }
+	for f in $(cd "$STAGE/domprof" && find . -type f -perm -u+x | sed 's/^\.//'); do
+		head -c 4 "$f" | grep -q ELF || continue
+		n=$((n + 1))
+		if ldd "$f" 2>&1 | grep 'not found'; then
+			lab_log "$f: missing libraries"
+			missing=1
+		fi
+	done
+	[ $missing -eq 0 ] || lab_fail "domprof programs miss libraries in L1"
+	lab_log "domprof: $n programs, all libraries found"
 }
