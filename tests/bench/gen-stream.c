@@ -3,15 +3,15 @@
  * many images, samples in runs per task as a real collector delivers them.
  *
  *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
- *              [--images I] [--seed S]
+ *              [--images I] [--seed S] [--hot H]
  *
  * --perf also writes the same profile as a perf.data in perf's pipe format
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
  * an equivalent input.
  * Every process maps one main binary and LIBS_PER_PROC libraries chosen from
- * I images; samples fall on up to 16k offsets per image, skewed towards a
- * few hot ones (so keys repeat as in a real profile), 10% of them in the
- * kernel.
+ * I images; samples fall on about 4 x H offsets per image (--hot, default
+ * 256), skewed towards a few hot ones so keys repeat as in a real profile;
+ * 10% of them are in the kernel.
  */
 #include "config.h"
 
@@ -31,7 +31,6 @@
 
 #define LIBS_PER_PROC	8
 #define IMAGE_SIZE	(1u << 20)
-#define HOT_OFFSETS	4096
 #define RUN		64
 #define KERNEL_BASE	0xffffffff81000000ull
 #define KERNEL_SIZE	(16u << 20)
@@ -196,10 +195,11 @@ int main(int argc, char **argv)
 		{ "processes", required_argument, NULL, 'p' },
 		{ "images", required_argument, NULL, 'i' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "hot", required_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull;
-	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0;
+	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0, hot = 256;
 	const char *out = NULL, *perf_path = NULL;
 	struct perf_out perf = { 0 }, *po = NULL;
 	struct dp_raw_event ev = { .name = "TIMER", .count = 100000,
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	int c, fd, err = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
-	while ((c = getopt_long(argc, argv, "o:n:p:i:s:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'P': perf_path = optarg; break;
@@ -217,12 +217,13 @@ int main(int argc, char **argv)
 		case 'p': nr_procs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'i': nr_images = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': rng_state = strtoull(optarg, NULL, 0) | 1; break;
+		case 'h': hot = (unsigned)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H]\n");
 			return 1;
 		}
 	}
-	if (!out || !nr_procs || nr_images < 1 + LIBS_PER_PROC) {
+	if (!out || !nr_procs || !hot || nr_images < 1 + LIBS_PER_PROC) {
 		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d\n",
 			1 + LIBS_PER_PROC);
 		return 1;
@@ -284,8 +285,8 @@ int main(int argc, char **argv)
 			bool kernel = (x % 10) == 0;
 			unsigned slot = (unsigned)((x >> 8) % (1 + LIBS_PER_PROC));
 			/* Skewed towards low offsets, as real hot spots are few. */
-			uint64_t u = (x >> 16) % HOT_OFFSETS;
-			uint64_t off = (u * u / HOT_OFFSETS) * 16 + (r % 4);
+			uint64_t u = (x >> 16) % hot;
+			uint64_t off = (u * u / hot) * 16 + (r % 4);
 			uint64_t pc = kernel ? KERNEL_BASE + (off * 97) % KERNEL_SIZE : map_start(slot) + off;
 
 			if (mode != (kernel ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER)) {

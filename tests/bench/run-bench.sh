@@ -6,19 +6,21 @@
 #   - opreport on the resulting session
 #   - perf report on the equivalent perf.data
 # It prints figures and asserts nothing about time.
-#   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--no-perf]
+#   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H] [--no-perf]
+# (--hot: distinct hot offsets per image, see gen-stream.c)
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
-samples=50000000 procs=1000 images=1000 perf=1
+samples=50000000 procs=1000 images=1000 hot=256 perf=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--samples) samples=$2; shift ;;
 	--processes) procs=$2; shift ;;
 	--images) images=$2; shift ;;
+	--hot) hot=$2; shift ;;
 	--no-perf) perf=0 ;;
-	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--no-perf]" >&2; exit 1 ;;
+	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--no-perf]" >&2; exit 1 ;;
 	esac
 	shift
 done
@@ -40,7 +42,7 @@ run() {
 	printf '%-28s wall %7.2f s  cpu %7.2f s  peak RSS %7.1f MiB\n' "$label" "$wall" "$cpu" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
 }
 
-gen_args=(--out "$work/bench.raw" --samples "$samples" --processes "$procs" --images "$images")
+gen_args=(--out "$work/bench.raw" --samples "$samples" --processes "$procs" --images "$images" --hot "$hot")
 [ $perf = 1 ] && gen_args+=(--perf "$work/bench.perf")
 run "generate" - "$DP_BUILD/tests/bench/gen-stream" "${gen_args[@]}"
 ls -l "$work"/bench.* | awk '{ printf "  %s: %.0f MiB\n", $NF, $5 / 1048576 }'
