@@ -506,9 +506,12 @@ bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns)
 
 void opd_domains_finish(struct opd_domains *ds, int64_t wall)
 {
+	/* a stopped domain's file was final at its removal, and a namesake
+	 * may have replaced it since */
 	for (struct dentry *e = ds->list; e; e = e->next) {
-		if (e->pub.running)
-			e->last_seen = wall;
+		if (!e->pub.running)
+			continue;
+		e->last_seen = wall;
 		write_info(ds, e);
 	}
 }

@@ -81,7 +81,8 @@ void opd_domains_want_scan(struct opd_domains *ds);
  * scan was wanted. */
 bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns);
 
-/* Rewrite every info file with last_seen = @wall (the daemon stops). */
+/* Rewrite the running domains' info files with last_seen = @wall (the
+ * daemon stops). */
 void opd_domains_finish(struct opd_domains *ds, int64_t wall);
 
 #endif

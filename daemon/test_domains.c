@@ -1,0 +1,505 @@
+/*
+ * Daemon with live domains: a fake proc tree holds QEMU processes with
+ * vCPU threads (as domains/test_dom.c builds them), guest and host samples
+ * are fed in memory, and the sample files, stats and info files that come
+ * out are checked.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "odb/odb.h"
+#include "opd_daemon.h"
+#include "raw/raw_stream.h"
+#include "sfname/sfname.h"
+#include "util/du_log.h"
+
+#define QEMU "/usr/bin/qemu-system-x86_64"
+#define UUID_A "6b1b1d6e-0000-4000-8000-00000000000a"
+#define UUID_B "7c2c2e7f-0000-4000-8000-00000000000b"
+#define KSTART 0xffffffff81000000ULL
+#define QEMU_TEXT 0x555555554000ULL
+
+static struct {
+	char dir[64];
+	char session[96], proc[96];
+	struct opd_conf conf;
+	struct opd_daemon d;
+	struct raw_writer *w;
+} fx;
+
+/* ---- fake proc tree ---- */
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT_FATAL(fwrite(data, 1, len, f) == len);
+	fclose(f);
+}
+
+static void pathf(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	CU_ASSERT_FATAL(n > 0 && (size_t)n < size);
+}
+
+static void fake_thread(int pid, int tid, const char *comm)
+{
+	char p[256], c[64];
+
+	pathf(p, sizeof(p), "%s/%d/task/%d", fx.proc, pid, tid);
+	mkdir(p, 0755);
+	pathf(p, sizeof(p), "%s/%d/task/%d/comm", fx.proc, pid, tid);
+	pathf(c, sizeof(c), "%s\n", comm);
+	write_file(p, c, strlen(c));
+}
+
+/* A QEMU process @pid named @name (-uuid @uuid unless NULL) with vCPU
+ * threads pid+1 .. pid+nvcpu and an I/O thread pid+100. */
+static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
+{
+	char p[256], cmd[1024], stat[256];
+	size_t n = 0;
+	const char *argv[] = { QEMU, "-enable-kvm", "-name", NULL, "-uuid", uuid, NULL };
+	char namearg[128];
+
+	pathf(namearg, sizeof(namearg), "%s,debug-threads=on", name);
+	argv[3] = namearg;
+	if (!uuid)
+		argv[4] = NULL;
+	for (const char **a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+
+		memcpy(cmd + n, *a, l);
+		n += l;
+	}
+	pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
+	CU_ASSERT_FATAL(symlink(QEMU, p) == 0);
+	pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
+	write_file(p, cmd, n);
+	pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
+	write_file(p, "qemu-system-x86\n", 16);
+	pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
+	pathf(stat, sizeof(stat), "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
+	      pid, 1000 + pid);
+	write_file(p, stat, strlen(stat));
+	fake_thread(pid, pid, "qemu-system-x86");
+	for (int i = 0; i < nvcpu; i++) {
+		char c[32];
+
+		pathf(c, sizeof(c), "CPU %d/KVM", i);
+		fake_thread(pid, pid + 1 + i, c);
+	}
+	fake_thread(pid, pid + 100, "IO mon_iothread");
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void fake_kill(int pid)
+{
+	char p[256];
+
+	pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
+	CU_ASSERT_FATAL(nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0);
+}
+
+/* ---- daemon fixture ---- */
+
+static void setup(const char *domains)
+{
+	struct dp_raw_event ev;
+
+	memset(&fx, 0, sizeof(fx));
+	strcpy(fx.dir, "/tmp/test_domains.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
+	pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
+	pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
+	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
+	opd_conf_defaults(&fx.conf);
+	fx.conf.session_dir = fx.session;
+	fx.conf.collector = OPD_COLLECT_FILE;
+	fx.conf.track_domains = true;
+	fx.conf.domains_proc_root = fx.proc;
+	fx.conf.domains = domains;
+	CU_ASSERT_FATAL(mkdir(fx.session, 0755) == 0);
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
+	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
+	CU_ASSERT_FATAL(fx.w != NULL);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.name, "CPU_CLK_UNHALTED");
+	ev.count = 100000;
+	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) == 0);
+	CU_ASSERT_FATAL(raw_put_kmod(fx.w, KSTART, 0x1000000, "vmlinux", 7) == 0);
+}
+
+/* What the main loop does between collector rounds. */
+static void scan(void)
+{
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT(opd_daemon_scan_domains(&fx.d) == 0);
+}
+
+static void finish(void)
+{
+	CU_ASSERT(raw_writer_close(fx.w) == 0);
+	fx.w = NULL;
+	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
+}
+
+static void teardown(void)
+{
+	raw_writer_close(fx.w);
+	opd_daemon_fini(&fx.d);
+	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void put_ctx(uint32_t pid, uint32_t tid, uint32_t mode)
+{
+	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
+	CU_ASSERT(raw_put_task(fx.w, pid, tid) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, mode) == 0);
+}
+
+static void put_qemu_map(uint32_t pid)
+{
+	struct dp_raw_mmap m;
+
+	memset(&m, 0, sizeof(m));
+	m.pid = m.tid = pid;
+	m.start = QEMU_TEXT;
+	m.len = 0x100000;
+	m.pgoff = 0;
+	m.prot = 5;
+	CU_ASSERT(raw_put_mmap(fx.w, &m, QEMU, strlen(QEMU)) == 0);
+}
+
+static void samples(uint64_t pc, int n)
+{
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(raw_put_sample(fx.w, pc, 0) == 0);
+}
+
+struct keycount {
+	uint64_t key, count;
+};
+
+static int key_cb(void *ctx, uint64_t key, uint64_t count)
+{
+	struct keycount *kc = ctx;
+
+	if (key == kc->key)
+		kc->count += count;
+	return 0;
+}
+
+/* Count of @key in the sample file at @rel (below samples/current/, the
+ * event part appended); -1 if the file does not exist or open. */
+static int64_t count_in(const char *rel, uint64_t key)
+{
+	char path[512];
+	struct odb *db;
+	struct keycount kc = { key, 0 };
+
+	pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
+	      fx.session, rel);
+	if (odb_open(&db, path, ODB_RDONLY, NULL))
+		return -1;
+	odb_foreach(db, key_cb, &kc);
+	odb_close(db);
+	return (int64_t)kc.count;
+}
+
+static uint64_t stat_key(const char *key)
+{
+	uint64_t v = ~0ULL;
+
+	CU_ASSERT(opd_stats_read_key(fx.session, key, &v) == 0);
+	return v;
+}
+
+/* Value of @key in SESSION/domains/@name/info, or "" */
+static const char *info_key(const char *name, const char *key)
+{
+	static char val[256];
+	char path[256], line[512];
+	size_t kl = strlen(key);
+	FILE *f;
+
+	val[0] = '\0';
+	pathf(path, sizeof(path), "%s/domains/%s/info", fx.session, name);
+	f = fopen(path, "r");
+	if (!f)
+		return val;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			snprintf(val, sizeof(val), "%s", line + kl + 1);
+	}
+	fclose(f);
+	return val;
+}
+
+/* Open file descriptors of this process whose path contains @s. */
+static int open_fds_matching(const char *s)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *de;
+	char p[64], target[1024];
+	int n = 0;
+
+	CU_ASSERT_FATAL(dir != NULL);
+	while ((de = readdir(dir))) {
+		ssize_t l;
+
+		if (de->d_name[0] == '.')
+			continue;
+		pathf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+		l = readlink(p, target, sizeof(target) - 1);
+		if (l <= 0)
+			continue;
+		target[l] = '\0';
+		n += strstr(target, s) != NULL;
+	}
+	closedir(dir);
+	return n;
+}
+
+#define GUEST_USER "{domain}/web/{anon:guest-user}/{dep}/{anon:guest-user}"
+#define GUEST_KERN "{domain}/web/{anon:guest-kernel}/{dep}/{anon:guest-kernel}"
+#define VMM_USER "{domain}/web/{vmm}/{root}/usr/bin/qemu-system-x86_64/{dep}/{root}/usr/bin/qemu-system-x86_64"
+#define VMM_KERN "{domain}/web/{vmm}/{kern}/vmlinux/{dep}/{kern}/vmlinux"
+#define HOST_QEMU "{root}/usr/bin/qemu-system-x86_64/{dep}/{root}/usr/bin/qemu-system-x86_64"
+
+/* ---- tests ---- */
+
+static void test_guest_and_vmm(void)
+{
+	setup(NULL);
+	fake_qemu(4242, "web", UUID_A, 2);
+	scan();
+	put_qemu_map(4242);
+	/* vCPU 1 runs guest user code, then guest kernel code */
+	put_ctx(4242, 4244, DP_MODE_GUEST_USER);
+	samples(0x401000, 3);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
+	samples(0xffffffff81234567ULL, 2);
+	/* the I/O thread emulates a device: host user in QEMU, then a VM exit in the kernel */
+	put_ctx(4242, 4342, DP_MODE_HOST_USER);
+	samples(QEMU_TEXT + 0x1230, 4);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_HOST_KERNEL) == 0);
+	samples(KSTART + 0x500, 1);
+	/* a DOMAIN record names the hypervisor directly */
+	CU_ASSERT(raw_put_task(fx.w, 4243, 4243) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
+	CU_ASSERT(raw_put_domain(fx.w, 4242, 0) == 0);
+	samples(0x402000, 1);
+	finish();
+
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
+	CU_ASSERT(count_in(GUEST_USER, 0x402000) == 1);
+	CU_ASSERT(count_in(GUEST_KERN, 0xffffffff81234567ULL) == 2);
+	CU_ASSERT(count_in(VMM_USER, 0x1230) == 4);
+	CU_ASSERT(count_in(VMM_KERN, 0x500) == 1);
+	CU_ASSERT(count_in(HOST_QEMU, 0x1230) == -1);
+	CU_ASSERT(stat_key("samples_vmm") == 5);
+	CU_ASSERT(stat_key("samples_guest_user") == 4);
+	CU_ASSERT(stat_key("samples_guest_kernel") == 2);
+	CU_ASSERT(stat_key("samples_filed") == 11);
+	CU_ASSERT(stat_key("domains_seen") == 1);
+	CU_ASSERT(stat_key("domains_running") == 1);
+	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
+	teardown();
+}
+
+static void test_unknown_domain(void)
+{
+	setup("all");
+	fake_qemu(4242, "web", UUID_A, 1);
+	scan();
+	put_ctx(999, 999, DP_MODE_GUEST_KERNEL);
+	samples(0xffffffff81000010ULL, 2);
+	finish();
+	CU_ASSERT(count_in("{domain}/unknown/{anon:guest-kernel}/{dep}/{anon:guest-kernel}",
+			   0xffffffff81000010ULL) == 2);
+	CU_ASSERT(stat_key("unresolved_no_domain") == 2);
+	CU_ASSERT(stat_key("samples_filed") == 2);
+	teardown();
+}
+
+static void test_selection(void)
+{
+	setup("db," UUID_B);
+	fake_qemu(4242, "web", UUID_A, 1);
+	fake_qemu(5252, "other", UUID_B, 1);	/* selected by UUID */
+	scan();
+	put_qemu_map(4242);
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 3);
+	put_ctx(4242, 4342, DP_MODE_HOST_USER);
+	samples(QEMU_TEXT + 0x10, 2);
+	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	finish();
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == -1);
+	CU_ASSERT(count_in("{domain}/other/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 1);
+	/* an unselected domain's QEMU work is plain host work */
+	CU_ASSERT(count_in(VMM_USER, 0x10) == -1);
+	CU_ASSERT(count_in(HOST_QEMU, 0x10) == 2);
+	CU_ASSERT(stat_key("samples_domain_unselected") == 5);
+	CU_ASSERT(stat_key("samples_filed") == 3);
+	CU_ASSERT(stat_key("samples_received") == 6);
+	CU_ASSERT(stat_key("samples_vmm") == 0);
+	teardown();
+}
+
+static void test_removal_and_info(void)
+{
+	setup(NULL);
+	fake_qemu(4242, "web", UUID_A, 2);
+	fake_qemu(5252, "db", NULL, 1);
+	scan();
+	CU_ASSERT_STRING_EQUAL(info_key("web", "name"), "web");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_A);
+	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid_source"), "cmdline");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "hypervisor"), "qemu");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "pid"), "4242");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "vcpus"), "2");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "agent_path"), "-");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "running");
+	CU_ASSERT_STRING_EQUAL(info_key("db", "uuid_source"), "derived");
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 2);
+	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	scan();
+	CU_ASSERT(open_fds_matching("{domain}/web/") == 1);
+	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
+
+	fake_kill(4242);
+	scan();
+	CU_ASSERT(open_fds_matching("{domain}/web/") == 0);
+	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
+	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "stopped");
+	CU_ASSERT(fx.d.st.domains_running == 1);
+	/* samples still in the rings after the scan: filed under web */
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	/* the other domain goes on */
+	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	samples(0x401000, 4);
+	finish();
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
+	CU_ASSERT(count_in("{domain}/db/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 5);
+	CU_ASSERT(stat_key("domains_seen") == 2);
+	CU_ASSERT(stat_key("domains_running") == 1);
+	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
+	teardown();
+}
+
+static void test_uuid_change(void)
+{
+	struct stat sb;
+	char p[256];
+
+	setup(NULL);
+	fake_qemu(4242, "web", UUID_A, 1);
+	scan();
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 2);
+	fake_kill(4242);
+	scan();
+	/* restarted under the same name, another UUID */
+	fake_qemu(4300, "web", UUID_B, 1);
+	scan();
+	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	finish();
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 1);
+	CU_ASSERT(count_in("{domain}/web.6b1b1d6e/{anon:guest-user}/{dep}/{anon:guest-user}",
+			   0x401000) == 2);
+	pathf(p, sizeof(p), "%s/domains/web.6b1b1d6e/info", fx.session);
+	CU_ASSERT(stat(p, &sb) == 0);
+	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_B);
+	teardown();
+
+	/* the same UUID again appends */
+	setup(NULL);
+	fake_qemu(4242, "web", UUID_A, 1);
+	scan();
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 2);
+	fake_kill(4242);
+	scan();
+	fake_qemu(4300, "web", UUID_A, 1);
+	scan();
+	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	finish();
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
+	teardown();
+}
+
+static void test_replay_keeps_pid_names(void)
+{
+	setup(NULL);
+	fx.d.trans.domains = NULL;	/* as in replay */
+	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	samples(0x401000, 1);
+	finish();
+	CU_ASSERT(count_in("{domain}/pid-4242/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 1);
+	teardown();
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "guest and vmm samples of a domain", test_guest_and_vmm },
+		{ "guest sample of no domain", test_unknown_domain },
+		{ "--domains selection", test_selection },
+		{ "removal closes files; info file", test_removal_and_info },
+		{ "restart with another uuid", test_uuid_change },
+		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
+	};
+	CU_pSuite s;
+	unsigned int fails;
+
+	du_log_set_level(DU_LOG_WARN);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("daemon domains", NULL, NULL);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		CU_add_test(s, tests[i].name, tests[i].fn);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
