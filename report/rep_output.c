@@ -194,6 +194,16 @@ static int cmp_dom(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
+/*
+ * A domain's own (non-{vmm}) sample is guest kernel work when it fell in a
+ * guest kernel image, or, until the agent's sideband lets the daemon name
+ * guest images, in its {anon:guest-kernel} bucket.
+ */
+static bool is_guest_kernel(const struct sfn_image *dep)
+{
+	return dep->kind == SFN_KERN || (dep->kind == SFN_ANON && !strcmp(dep->name, "guest-kernel"));
+}
+
 static int print_domains(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
 {
 	struct dom *d = calloc(p->ngroups + 1, sizeof(*d));
@@ -223,7 +233,7 @@ static int print_domains(FILE *f, const struct rep_opts *o, const struct rep_pro
 				continue;
 			if (g->vmm)
 				t->vmm += x;
-			else if (g->dep.kind == SFN_KERN)
+			else if (is_guest_kernel(&g->dep))
 				t->gkern += x;
 			else
 				t->guser += x;

@@ -710,6 +710,71 @@ static void test_classes(void)
 	rep_opts_release(&last_opts);
 }
 
+/*
+ * The daemon files a domain's guest samples, until the agent exists, in
+ * {anon:guest-kernel} and {anon:guest-user}: the summary must split them,
+ * its rows must add up to the total, and --domain / domain: must select.
+ */
+static void test_domain_summary_anon(void)
+{
+	char session[600];
+	struct rep_profile *p = NULL;
+	char *text = NULL;
+	const char *none[] = { NULL };
+	const char *host_only[] = { "--domain=host", NULL };
+	const char *spec_db[] = { "domain:db", NULL };
+	const char *two[] = { "--domain=web,db", NULL };
+	struct sfn_name gk = mkname("web", false, SFN_ANON, "guest-kernel", SFN_ANON, "guest-kernel",
+				    "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name gu = mkname("web", false, SFN_ANON, "guest-user", SFN_ANON, "guest-user",
+				    "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name vmm = mkname("web", true, SFN_KERN, "vmlinux", SFN_KERN, "vmlinux",
+				     "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name dbu = mkname("db", false, SFN_ANON, "guest-user", SFN_ANON, "guest-user",
+				     "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name host = mkname(NULL, false, SFN_ANON, "unknown", SFN_ANON, "unknown",
+				      "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct kv kgk[] = { { 0xffffffff81000010ULL, 30 }, { 0xffffffff81000020ULL, 10 } };
+	struct kv kgu[] = { { 0x401000, 20 } };
+	struct kv kvmm[] = { { 0x10, 5 } };
+	struct kv kdb[] = { { 0x401000, 4 } };
+	struct kv khost[] = { { 0x1, 11 } };
+
+	snprintf(session, sizeof(session), "%s/dsession", tmpdir);
+	write_sample(session, &gk, kgk, 2);
+	write_sample(session, &gu, kgu, 1);
+	write_sample(session, &vmm, kvmm, 1);
+	write_sample(session, &dbu, kdb, 1);
+	write_sample(session, &host, khost, 1);
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, none, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->totals[0], 40 + 20 + 5 + 4 + 11);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "host                           11  13.7500              0              0              0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "web                            65  81.2500             40             20              5"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "db                              4   5.0000              0              4              0"));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, host_only, &p, &text), 0);
+	CU_ASSERT_EQUAL(p->totals[0], 11);
+	CU_ASSERT_PTR_NULL(strstr(text, "web "));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, spec_db, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->totals[0], 4);
+	rep_profile_free(p);
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, two, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->totals[0], 69);
+	rep_profile_free(p);
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(&last_opts);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -735,6 +800,7 @@ int main(void)
 	CU_add_test(s, "kallsyms and modules", test_kallsyms);
 	CU_add_test(s, "aggregation over a session", test_aggregate);
 	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
+	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();
