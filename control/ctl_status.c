@@ -17,6 +17,8 @@ static const char *const known_keys[] = {
 	"samples_host_kernel", "samples_host_user", "samples_guest_kernel", "samples_guest_user",
 	"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task", "unresolved_bad_event",
 	"stream_unknown_records", "stream_bad_records", "processes_seen", "sample_files",
+	"unresolved_no_domain", "domains_seen", "domains_running", "samples_vmm",
+	"samples_domain_unselected",
 };
 
 static bool is_known(const char *key)
@@ -141,7 +143,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 
 	static const char *const unres_keys[] = {
 		"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task",
-		"unresolved_bad_event",
+		"unresolved_bad_event", "unresolved_no_domain",
 	};
 	for (size_t i = 0; i < sizeof(unres_keys) / sizeof(unres_keys[0]); i++) {
 		if (ctl_kv_get_u64(s, unres_keys[i], &v)) {
@@ -158,6 +160,15 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		stat_line(out, s, "unresolved_kernel", "kernel", 6, recv, "received");
 		stat_line(out, s, "unresolved_no_task", "no task", 6, recv, "received");
 		stat_line(out, s, "unresolved_bad_event", "bad event", 6, recv, "received");
+		stat_line(out, s, "unresolved_no_domain", "guest of no domain", 6, recv, "received");
+	}
+	/* the daemon follows domains only on a live host (not in replay) */
+	if (ctl_kv_get_u64(s, "domains_seen", &v) && v) {
+		fprintf(out, "  domains:\n");
+		stat_line(out, s, "domains_seen", "seen", 4, 0, NULL);
+		stat_line(out, s, "domains_running", "running", 4, 0, NULL);
+		stat_line(out, s, "samples_vmm", "vmm (QEMU) samples", 4, recv, "received");
+		stat_line(out, s, "samples_domain_unselected", "unselected", 4, recv, "received");
 	}
 	/* lost samples never arrived, so their share is of all samples taken */
 	stat_line(out, s, "samples_lost", "samples lost", 2, recv + lost, "taken");
