@@ -48,7 +48,9 @@ die() { log "error: $*"; exit 1; }
 for t in debootstrap mkfs.ext4 cpio busybox modprobe depmod sha256sum; do
 	command -v "$t" >/dev/null || die "$t missing: scripts/install-deps.sh --lab"
 done
-[ -x /bin/busybox ] && /bin/busybox --list | grep -qx switch_root ||
+# Read the whole list (no grep -q): under pipefail an early exit of grep
+# would make busybox die of SIGPIPE and fail the check.
+[ -x /bin/busybox ] && /bin/busybox --list | grep -x switch_root >/dev/null ||
 	die "busybox-static missing: scripts/install-deps.sh --lab"
 
 # The lab kernel: the newest /boot/vmlinuz-* with its modules installed.
