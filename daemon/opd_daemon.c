@@ -80,6 +80,11 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 		ret = -errno;
 		goto out_fini;
 	}
+	d->batch = opd_batch_new(d->sfiles, &d->st, 0);
+	if (!d->batch) {
+		ret = -errno;
+		goto out_fini;
+	}
 	if (conf->track_domains) {
 		d->domains = opd_domains_new(conf, &d->st, d->images, d->sfiles);
 		if (!d->domains) {
@@ -92,6 +97,7 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	if (ret)
 		goto out_fini;
 	d->trans.domains = d->domains;
+	d->trans.batch = d->batch;
 	d->stream = opd_stream_new(&d->trans, stream_name, header_hook, d);
 	if (!d->stream) {
 		ret = -ENOMEM;
@@ -116,6 +122,11 @@ void opd_daemon_fini(struct opd_daemon *d)
 {
 	opd_stream_free(d->stream);
 	opd_domains_free(d->domains);
+	/* what is still queued goes in (fini syncs nothing, but loses
+	 * nothing either) */
+	if (d->batch)
+		opd_batch_flush(d->batch);
+	opd_batch_free(d->batch);
 	opd_sfiles_free(d->sfiles);
 	opd_kernel_free(d->kernel);
 	opd_procs_free(d->procs);
@@ -124,6 +135,7 @@ void opd_daemon_fini(struct opd_daemon *d)
 		close(d->record_fd);
 	d->stream = NULL;
 	d->domains = NULL;
+	d->batch = NULL;
 	d->sfiles = NULL;
 	d->kernel = NULL;
 	d->procs = NULL;
@@ -180,7 +192,10 @@ int opd_daemon_write_stats(struct opd_daemon *d)
 
 int opd_daemon_dump(struct opd_daemon *d)
 {
-	int ret = opd_sfiles_sync(d->sfiles);
+	int ret;
+
+	opd_batch_flush(d->batch);
+	ret = opd_sfiles_sync(d->sfiles);
 
 	if (ret)
 		du_warn("syncing sample files: %s", strerror(-ret));
@@ -192,7 +207,10 @@ int opd_daemon_dump(struct opd_daemon *d)
 
 int opd_daemon_stop(struct opd_daemon *d)
 {
-	int ret = opd_sfiles_sync(d->sfiles);
+	int ret;
+
+	opd_batch_flush(d->batch);
+	ret = opd_sfiles_sync(d->sfiles);
 
 	if (ret)
 		du_warn("syncing sample files: %s", strerror(-ret));
@@ -236,6 +254,8 @@ bool opd_daemon_service(struct opd_daemon *d)
 			du_warn("cannot reopen the log");
 		du_info("log reopened");
 	}
+	/* live mode: queued samples reach their files within about 1 s */
+	opd_batch_flush_due(d->batch, mono_ns(), 1000000000ULL);
 	if (opd_sig.dump) {
 		opd_sig.dump = 0;
 		opd_daemon_dump(d);

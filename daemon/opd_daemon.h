@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "opd_batch.h"
 #include "opd_conf.h"
 #include "opd_domain.h"
 #include "opd_image.h"
@@ -35,6 +36,7 @@ struct opd_daemon {
 	struct opd_procs *procs;
 	struct opd_kernel *kernel;
 	struct opd_sfiles *sfiles;
+	struct opd_batch *batch;	/* samples queued for sfiles */
 	struct opd_domains *domains;	/* NULL unless conf->track_domains */
 	struct opd_trans trans;
 	struct opd_stream *stream;

@@ -16,6 +16,7 @@ struct sfile {
 	uint32_t hash;
 	struct odb *db;		/* NULL: closed (evicted) or failed */
 	bool failed;
+	uint32_t id;		/* index in opd_sfiles.by_id */
 	struct sfile *hnext;
 	struct sfile *lprev, *lnext;	/* LRU of open files, most recent first */
 };
@@ -27,6 +28,10 @@ struct opd_sfiles {
 	unsigned int nr_ev;
 	struct sfile **buckets;
 	size_t mask, count;
+	struct sfile **by_id;	/* [count], by sfile.id */
+	size_t by_id_cap;
+	void (*close_hook)(void *ctx);
+	void *close_ctx;
 	struct sfile *lru_head, *lru_tail;
 	size_t nr_open;
 	uint64_t evictions;
@@ -74,7 +79,14 @@ void opd_sfiles_free(struct opd_sfiles *t)
 		}
 	}
 	free(t->buckets);
+	free(t->by_id);
 	free(t);
+}
+
+void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void *ctx)
+{
+	t->close_hook = fn;
+	t->close_ctx = ctx;
 }
 
 int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev, unsigned int nr)
@@ -193,6 +205,8 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 		desc.flags |= ODB_F_KERNEL;
 	desc.mtime = opd_image_mtime(sf->key.dep);
 
+	if (t->nr_open >= t->conf->max_open_files && t->close_hook)
+		t->close_hook(t->close_ctx);
 	while (t->nr_open >= t->conf->max_open_files && t->lru_tail) {
 		struct sfile *old = t->lru_tail;
 
@@ -243,6 +257,32 @@ static int sfiles_grow(struct opd_sfiles *t)
 
 struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 {
+	uint32_t id;
+
+	return opd_sfile_get_id(t, key, &id);
+}
+
+struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id)
+{
+	struct sfile *sf;
+
+	if (id >= t->count)
+		return NULL;
+	sf = t->by_id[id];
+	if (sf->db) {
+		if (t->lru_head != sf) {
+			lru_unlink(t, sf);
+			lru_push(t, sf);
+		}
+		return sf->db;
+	}
+	if (!sf->failed)
+		sfile_open(t, sf);
+	return sf->db;
+}
+
+struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id)
+{
 	uint32_t h = key_hash(key);
 	struct sfile *sf;
 
@@ -252,6 +292,7 @@ struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 		if (sf->hash == h && key_eq(&sf->key, key))
 			break;
 	if (sf) {
+		*id = sf->id;
 		if (sf->db) {
 			if (t->lru_head != sf) {
 				lru_unlink(t, sf);
@@ -266,11 +307,23 @@ struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 	}
 	if (t->count > t->mask && sfiles_grow(t))
 		return NULL;
+	if (t->count == t->by_id_cap) {
+		size_t cap = t->by_id_cap ? t->by_id_cap * 2 : 1024;
+		struct sfile **n = cap <= UINT32_MAX ? realloc(t->by_id, cap * sizeof(*n)) : NULL;
+
+		if (!n)
+			return NULL;
+		t->by_id = n;
+		t->by_id_cap = cap;
+	}
 	sf = calloc(1, sizeof(*sf));
 	if (!sf)
 		return NULL;
 	sf->key = *key;
 	sf->hash = h;
+	sf->id = (uint32_t)t->count;
+	t->by_id[sf->id] = sf;
+	*id = sf->id;
 	sf->hnext = t->buckets[h & t->mask];
 	t->buckets[h & t->mask] = sf;
 	t->count++;
@@ -287,6 +340,8 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 	struct sfile *sf, *next;
 	size_t n = 0;
 
+	if (t->close_hook)
+		t->close_hook(t->close_ctx);
 	for (sf = t->lru_head; sf; sf = next) {
 		next = sf->lnext;
 		if (sf->key.domain != domain)

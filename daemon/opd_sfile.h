@@ -50,6 +50,22 @@ int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev,
  */
 struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key);
 
+/*
+ * As opd_sfile_get, and sets *@id to the file's index: dense (0, 1, ...
+ * in order of first use) and stable for the life of @t, open or not.
+ */
+struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id);
+/* The file of index @id, reopening it (appending) if it was closed.
+ * NULL if @id is unknown or the file cannot be opened. */
+struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id);
+
+/*
+ * Call @fn(@ctx) before any open file is closed (evicted under the cap,
+ * or by opd_sfiles_close_domain), e.g. to apply samples still queued for
+ * it (opd_batch).  @fn may reenter opd_sfile_get/by_id.  NULL removes it.
+ */
+void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void *ctx);
+
 /* Grows each time an open file is closed to stay under the cap. */
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
 

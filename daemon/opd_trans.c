@@ -247,6 +247,22 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 	return 0;
 }
 
+static inline int file_sample(struct opd_trans *t, const struct opd_trans_cache *c, uint64_t pc)
+{
+	if (t->batch) {
+		/* counted filed now; the batch counts what it cannot file
+		 * as sample_file_errors, so its errors need no action here */
+		t->st->samples_filed++;
+		opd_batch_add(t->batch, c->id, pc + c->delta);
+		return 0;
+	}
+	if (__builtin_expect(odb_add(c->db, pc + c->delta, 1) == 0, 1))
+		t->st->samples_filed++;
+	else
+		t->st->sample_file_errors++;
+	return 0;
+}
+
 static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
 	struct resolution r;
@@ -288,7 +304,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	}
 	(*r.unresolved)++;
 	(*r.extra)++;
-	c->db = opd_sfile_get(t->sfiles, &r.key);
+	c->db = opd_sfile_get_id(t->sfiles, &r.key, &c->id);
 	ev = opd_sfiles_evictions(t->sfiles);
 	if (ev != t->sfile_evictions) {
 		t->sfile_evictions = ev;
@@ -304,11 +320,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	c->delta = r.delta;
 	c->unresolved = r.unresolved;
 	c->extra = r.extra;
-	if (odb_add(c->db, pc + c->delta, 1))
-		t->st->sample_file_errors++;
-	else
-		t->st->samples_filed++;
-	return 0;
+	return file_sample(t, c, pc);
 }
 
 static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
@@ -323,11 +335,7 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 		if (c->gen == t->gen && pc - c->start < c->len) {
 			(*c->unresolved)++;
 			(*c->extra)++;
-			if (__builtin_expect(odb_add(c->db, pc + c->delta, 1) == 0, 1))
-				t->st->samples_filed++;
-			else
-				t->st->sample_file_errors++;
-			return 0;
+			return file_sample(t, c, pc);
 		}
 	}
 	return sample_slow(t, pc, event);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "raw/raw_stream.h"
+#include "opd_batch.h"
 #include "opd_conf.h"
 #include "opd_domain.h"
 #include "opd_image.h"
@@ -31,6 +32,7 @@ struct opd_trans_cache {
 	uint64_t start, len;	/* pc in [start, start + len) */
 	uint64_t delta;		/* key = pc + delta (mod 2^64) */
 	struct odb *db;
+	uint32_t id;		/* db's index in opd_sfiles (for the batch) */
 	uint64_t *unresolved;	/* counter bumped per sample, or a dummy */
 	uint64_t *extra;	/* a second one ({vmm}, unselected), or a dummy */
 };
@@ -46,6 +48,9 @@ struct opd_trans {
 	/* Live domains (NULL in replay: guest samples then go to domain
 	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
 	struct opd_domains *domains;
+	/* Samples are queued here when set (the daemon sets it), else
+	 * added to their files one by one. */
+	struct opd_batch *batch;
 
 	/* the transient context */
 	uint32_t cpu;

@@ -10,6 +10,7 @@
 #define ODB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ODB_EVENT_NAME 48
@@ -43,6 +44,17 @@ int odb_sync(struct odb *db);
 
 /* Add @inc to the count of @key, inserting it at 0 first. 0 or -errno. */
 int odb_add(struct odb *db, uint64_t key, uint64_t inc);
+
+/*
+ * Add 1 to the count of each of @keys[0..@n) (a key may repeat), as @n
+ * calls of odb_add(db, key, 1) would, in order (new keys get nodes in
+ * the order of their first occurrence), with the same crash safety.
+ * Faster than single adds on a large table: it prefetches the buckets
+ * and nodes of keys a few places ahead.  On an error, keys before
+ * *@done (if @done is not NULL) were added and the rest were not.
+ * 0 or -errno.
+ */
+int odb_add_keys(struct odb *db, const uint64_t *keys, size_t n, size_t *done);
 
 const struct odb_desc *odb_get_desc(const struct odb *db);
 /* Number of distinct keys. */

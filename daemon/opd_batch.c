@@ -1,0 +1,205 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd_batch.h"
+#include "util/du_log.h"
+
+struct opd_batch {
+	struct opd_sfiles *sfiles;
+	struct opd_stats *st;
+	size_t cap, n;
+	uint32_t *ids;		/* pending samples, in stream order */
+	uint64_t *keys;
+	uint64_t *sorted;	/* keys grouped by file (flush scratch) */
+	/* per file index: pending samples, counted as they come so a flush
+	 * needs no histogram pass; then each run's start */
+	uint32_t *count;
+	size_t nr_count;
+	uint32_t max_id;	/* highest index pending */
+	bool flushing;
+	uint64_t empty_ns;	/* when opd_batch_flush_due last saw it empty */
+};
+
+static void close_hook(void *ctx)
+{
+	/* A file is about to be closed: its pending samples go in first. */
+	opd_batch_flush(ctx);
+}
+
+struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st, size_t cap)
+{
+	struct opd_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		goto out_nomem;
+	b->sfiles = sfiles;
+	b->st = st;
+	b->cap = cap ? cap : OPD_BATCH_DEFAULT;
+	if (b->cap > UINT32_MAX)
+		b->cap = UINT32_MAX;
+	b->ids = malloc(b->cap * sizeof(*b->ids));
+	b->keys = malloc(b->cap * sizeof(*b->keys));
+	b->sorted = malloc(b->cap * sizeof(*b->sorted));
+	b->nr_count = 1024;
+	b->count = calloc(b->nr_count, sizeof(*b->count));
+	if (!b->ids || !b->keys || !b->sorted || !b->count)
+		goto out_free;
+	opd_sfiles_set_close_hook(sfiles, close_hook, b);
+	return b;
+
+out_free:
+	free(b->ids);
+	free(b->keys);
+	free(b->sorted);
+	free(b->count);
+	free(b);
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void opd_batch_free(struct opd_batch *b)
+{
+	if (!b)
+		return;
+	opd_sfiles_set_close_hook(b->sfiles, NULL, NULL);
+	free(b->ids);
+	free(b->keys);
+	free(b->sorted);
+	free(b->count);
+	free(b);
+}
+
+size_t opd_batch_pending(const struct opd_batch *b)
+{
+	return b->n;
+}
+
+static int grow_count(struct opd_batch *b, uint32_t id)
+{
+	size_t n = b->nr_count;
+	uint32_t *c;
+
+	while (n <= id)
+		n *= 2;
+	c = realloc(b->count, n * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	memset(c + b->nr_count, 0, (n - b->nr_count) * sizeof(*c));
+	b->count = c;
+	b->nr_count = n;
+	return 0;
+}
+
+int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
+{
+	int ret = 0;
+
+	if (__builtin_expect(b->n == b->cap, 0))
+		ret = opd_batch_flush(b);
+	if (__builtin_expect(id >= b->nr_count, 0)) {
+		int r = grow_count(b, id);
+
+		if (r) {
+			/* cannot queue it: file it alone */
+			struct odb *db = opd_sfile_by_id(b->sfiles, id);
+
+			if (!db || odb_add(db, key, 1)) {
+				b->st->samples_filed--;
+				b->st->sample_file_errors++;
+			}
+			return ret ? : r;
+		}
+	}
+	if (id > b->max_id)
+		b->max_id = id;
+	b->count[id]++;
+	b->ids[b->n] = id;
+	b->keys[b->n] = key;
+	b->n++;
+	return ret;
+}
+
+/* Samples counted as filed that could not be. */
+static void unfiled(struct opd_batch *b, uint64_t n)
+{
+	b->st->samples_filed -= n;
+	b->st->sample_file_errors += n;
+}
+
+static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, size_t n)
+{
+	struct odb *db = opd_sfile_by_id(b->sfiles, id);
+	size_t off = 0, done;
+	int ret = 0, r;
+
+	if (!db) {
+		unfiled(b, n);
+		return -EIO;
+	}
+	while (off < n) {
+		r = odb_add_keys(db, keys + off, n - off, &done);
+		off += done;
+		if (!r)
+			break;
+		/* that key failed (a full disk, a file at its limit): skip it */
+		if (!ret)
+			ret = r;
+		unfiled(b, 1);
+		off++;
+	}
+	return ret;
+}
+
+int opd_batch_flush(struct opd_batch *b)
+{
+	uint32_t *count = b->count;
+	size_t i, pos = 0;
+	int ret = 0, r;
+
+	if (b->flushing || !b->n)
+		return 0;
+	b->flushing = true;
+	/* run starts: count[id] becomes the end of its run after scatter */
+	for (uint32_t id = 0; id <= b->max_id; id++) {
+		uint32_t c = count[id];
+
+		count[id] = (uint32_t)pos;
+		pos += c;
+	}
+	for (i = 0; i < b->n; i++)
+		b->sorted[count[b->ids[i]]++] = b->keys[i];
+	pos = 0;
+	for (uint32_t id = 0; id <= b->max_id; id++) {
+		size_t end = count[id];
+
+		count[id] = 0;
+		if (end == pos)
+			continue;
+		/* may evict other files; their runs reopen them (the hook
+		 * does nothing while we flush) */
+		r = apply_run(b, id, b->sorted + pos, end - pos);
+		if (r && !ret)
+			ret = r;
+		pos = end;
+	}
+	b->n = 0;
+	b->max_id = 0;
+	b->flushing = false;
+	return ret;
+}
+
+int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns)
+{
+	if (!b->n) {
+		b->empty_ns = now_ns;
+		return 0;
+	}
+	if (now_ns - b->empty_ns < max_ns)
+		return 0;
+	b->empty_ns = now_ns;
+	return opd_batch_flush(b);
+}

@@ -1,0 +1,64 @@
+/*
+ * The sample batch: the hot path appends (sample file index, key) pairs
+ * here instead of adding each to its sample file; a flush groups them by
+ * file (a counting sort on the dense file index) and applies each file's
+ * run with one odb_add_keys(), so a file's table is touched once per
+ * flush while it is hot in cache, instead of once per sample among
+ * thousands of mapped files.
+ *
+ * Pending samples are already counted as filed (samples_filed); a flush
+ * that cannot reopen a file or add a key moves them to
+ * sample_file_errors.  Flush before anything reads the sample files or
+ * closes one: at every dump and stop, when a file is evicted or closed
+ * (opd_sfiles' close hook, set by opd_batch_new), and in live mode at
+ * least every second (opd_batch_flush_due).  A killed daemon loses at
+ * most the pending samples; the files stay as crash-safe as odb makes
+ * them.
+ */
+#ifndef OPD_BATCH_H
+#define OPD_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd_sfile.h"
+#include "opd_stats.h"
+
+/* Default number of pending samples (12 bytes each). */
+#define OPD_BATCH_DEFAULT	(1u << 20)
+
+struct opd_batch;
+
+/*
+ * A batch of up to @cap samples (0: OPD_BATCH_DEFAULT) for the files of
+ * @sfiles, borrowed (it must outlive the batch).  Installs itself as
+ * @sfiles' close hook.  NULL with errno set.
+ */
+struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st, size_t cap);
+/* Removes the close hook and frees the batch, applying nothing: flush
+ * first.  NULL accepted. */
+void opd_batch_free(struct opd_batch *b);
+
+/*
+ * Add 1 at @key of the sample file of index @id (from opd_sfile_get_id),
+ * flushing first when the batch is full.  0 or the flush's -errno (the
+ * sample is queued all the same).
+ */
+int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key);
+
+/* Apply every pending sample to its file.  0 or the first -errno
+ * (samples that could not be filed are counted in sample_file_errors). */
+int opd_batch_flush(struct opd_batch *b);
+
+/* Pending samples. */
+size_t opd_batch_pending(const struct opd_batch *b);
+
+/*
+ * Flush if samples are pending and the batch was last seen empty (after
+ * a flush, or by this call) at least @max_ns before @now_ns (monotonic
+ * clock): called often, no sample waits much longer than @max_ns.
+ * 0 or -errno as opd_batch_flush.
+ */
+int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns);
+
+#endif
