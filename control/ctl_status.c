@@ -162,6 +162,23 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		stat_line(out, s, "unresolved_bad_event", "bad event", 6, recv, "received");
 		stat_line(out, s, "unresolved_no_domain", "guest of no domain", 6, recv, "received");
 	}
+	/* guest attribution through the agents (resolved + unresolved_*) */
+	if (ctl_kv_get_u64(s, "guest_user_resolved", &v)) {
+		static const char *const gu[] = {
+			"guest_user_unresolved_no_agent", "guest_user_unresolved_no_clock",
+			"guest_user_unresolved_no_switch", "guest_user_unresolved_no_task",
+			"guest_user_unresolved_no_mapping", "guest_user_unresolved_anon",
+			"guest_user_unresolved_capped",
+		};
+		uint64_t all = v, u;
+
+		for (size_t i = 0; i < sizeof(gu) / sizeof(gu[0]); i++)
+			if (ctl_kv_get_u64(s, gu[i], &u))
+				all += u;
+		if (all)
+			fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
+				" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
+	}
 	/* the daemon follows domains only on a live host (not in replay) */
 	if (ctl_kv_get_u64(s, "domains_seen", &v) && v) {
 		fprintf(out, "  domains:\n");

@@ -23,6 +23,8 @@
 
 #define MAX_CPUS	4096
 #define POLL_MS		200
+/* agent channels polled with the rings */
+#define MAX_AGENT_FDS	256
 /* Context TIME records are emitted when time moved by this much: enough
  * for the daemon's exit lingering, without a TIME before every sample. */
 #define TIME_GRAIN_NS	1000000ULL
@@ -367,8 +369,11 @@ static int emit(struct collect_perf *p, const struct pcpu *pc, const struct prec
 		uint32_t mode = cpumode_to_mode(r->misc, r->ip);
 
 		ret = put_ctx(p, r->cpu, r->pid, r->tid);
+		/* guest samples are matched to the guest's switch timeline:
+		 * they need their own time, not the grain's */
 		if (!ret)
-			ret = put_time(p, r->time, false);
+			ret = put_time(p, r->time, mode == DP_MODE_GUEST_KERNEL ||
+					       mode == DP_MODE_GUEST_USER);
 		if (!ret && (!p->have_mode || mode != p->cur_mode)) {
 			p->have_mode = true;
 			p->cur_mode = mode;
@@ -737,7 +742,7 @@ int collect_perf_run(struct collect_perf *p)
 		du_err("perf collector: cannot start: %s", strerror(-ret));
 		return ret;
 	}
-	pfd = calloc((size_t)p->nr_cpus, sizeof(*pfd));
+	pfd = calloc((size_t)p->nr_cpus + MAX_AGENT_FDS, sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;
 	for (int i = 0; i < p->nr_cpus; i++) {
@@ -750,11 +755,14 @@ int collect_perf_run(struct collect_perf *p)
 		goto out_free;
 	}
 	while (!opd_daemon_service(p->d)) {
-		if (poll(pfd, (nfds_t)p->nr_cpus, POLL_MS) < 0 && errno != EINTR) {
+		size_t na = opd_daemon_pollfds(p->d, pfd + p->nr_cpus, MAX_AGENT_FDS);
+
+		if (poll(pfd, (nfds_t)p->nr_cpus + na, POLL_MS) < 0 && errno != EINTR) {
 			ret = -errno;
 			du_err("poll: %s", strerror(errno));
 			break;
 		}
+		opd_daemon_polled(p->d, pfd + p->nr_cpus, na);
 		ret = collect_round(p);
 		/* flushing each round makes a dump cover everything read so far */
 		if (!ret)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "opd_daemon.h"
+#include "opd_guestfile.h"
 #include "opd_log.h"
 #include "util/du_log.h"
 
@@ -96,6 +97,15 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	ret = opd_trans_init(&d->trans, conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
 	if (ret)
 		goto out_fini;
+	if (d->domains) {
+		d->agents = opd_agents_new(conf->session_dir, NULL, d->images, &d->st);
+		if (!d->agents) {
+			ret = -errno;
+			du_err("cannot set up agent channels: %s", strerror(errno));
+			goto out_fini;
+		}
+		d->trans.agents = d->agents;
+	}
 	d->trans.domains = d->domains;
 	d->trans.batch = d->batch;
 	d->stream = opd_stream_new(&d->trans, stream_name, header_hook, d);
@@ -121,6 +131,8 @@ out_fini:
 void opd_daemon_fini(struct opd_daemon *d)
 {
 	opd_stream_free(d->stream);
+	opd_agents_free(d->agents);
+	d->agents = NULL;
 	opd_domains_free(d->domains);
 	/* what is still queued goes in (fini syncs nothing, but loses
 	 * nothing either) */
@@ -190,10 +202,14 @@ int opd_daemon_write_stats(struct opd_daemon *d)
 	return ret;
 }
 
+static uint64_t mono_ns(void);
+
 int opd_daemon_dump(struct opd_daemon *d)
 {
 	int ret;
 
+	/* a dump covers every guest sample so far, with what is known */
+	opd_trans_drain_guests(&d->trans, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	ret = opd_sfiles_sync(d->sfiles);
 
@@ -209,6 +225,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 {
 	int ret;
 
+	opd_trans_drain_guests(&d->trans, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	ret = opd_sfiles_sync(d->sfiles);
 
@@ -243,7 +260,24 @@ int opd_daemon_scan_domains(struct opd_daemon *d)
 	}
 	if (ret > 0)
 		opd_trans_invalidate(&d->trans);
+	if (d->agents)
+		opd_agents_sync(d->agents, d->domains);
 	return 0;
+}
+
+size_t opd_daemon_pollfds(struct opd_daemon *d, struct pollfd *pfd, size_t max)
+{
+	return d->agents ? opd_agents_pollfds(d->agents, pfd, max) : 0;
+}
+
+void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n)
+{
+	uint64_t now = mono_ns();
+
+	if (!d->agents)
+		return;
+	opd_agents_io(d->agents, pfd, n, now);
+	opd_trans_drain_guests(&d->trans, now, false);
 }
 
 bool opd_daemon_service(struct opd_daemon *d)

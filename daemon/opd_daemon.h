@@ -6,11 +6,13 @@
 #ifndef OPD_DAEMON_H
 #define OPD_DAEMON_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "opd_batch.h"
+#include "opd_agent.h"
 #include "opd_conf.h"
 #include "opd_domain.h"
 #include "opd_image.h"
@@ -38,6 +40,7 @@ struct opd_daemon {
 	struct opd_sfiles *sfiles;
 	struct opd_batch *batch;	/* samples queued for sfiles */
 	struct opd_domains *domains;	/* NULL unless conf->track_domains */
+	struct opd_agents *agents;	/* agent channels, with domains */
 	struct opd_trans trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
@@ -73,6 +76,11 @@ int opd_daemon_scan_domains(struct opd_daemon *d);
 /* Act on pending signal flags (dump, log reopen) and rescan the domains
  * when due (about once a second).  True when asked to stop. */
 bool opd_daemon_service(struct opd_daemon *d);
+
+/* Pollfds of the agent channels for the collector's poll (up to @max),
+ * and the I/O and filing of held guest samples after it. */
+size_t opd_daemon_pollfds(struct opd_daemon *d, struct pollfd *pfd, size_t max);
+void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n);
 
 /* Write SESSION/session.conf for the events in @h (once). */
 int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header *h);

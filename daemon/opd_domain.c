@@ -382,6 +382,8 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	if (!e->esc || !e->pub.name || (agent && !e->agent_path))
 		goto out_nomem;
 	e->d = d;
+	e->pub.esc = e->esc;
+	e->pub.agent_path = e->agent_path;
 	e->pub.pid = dom_domain_pid(d);
 	e->pub.selected = dom_domain_selected(d);
 	e->pub.running = true;
@@ -490,6 +492,14 @@ const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, u
 		if (!e->pub.running && e->pub.pid == (pid_t)pid)
 			return &e->pub;
 	return NULL;
+}
+
+const struct opd_dom *opd_domains_next(struct opd_domains *ds, const struct opd_dom *prev)
+{
+	/* pub is the first member of struct dentry */
+	const struct dentry *e = prev ? ((const struct dentry *)prev)->next : ds->list;
+
+	return e ? &e->pub : NULL;
 }
 
 void opd_domains_want_scan(struct opd_domains *ds)

@@ -41,6 +41,8 @@ struct opd_dom {
 	pid_t pid;		/* its QEMU process */
 	bool selected;		/* by --domains */
 	bool running;		/* false during the grace period after it stopped */
+	const char *esc;	/* escaped name: SESSION/domains/<esc> */
+	const char *agent_path;	/* agent channel socket, NULL if none */
 };
 
 struct opd_domains;
@@ -72,6 +74,10 @@ int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall);
  */
 const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, uint32_t tid,
 					 int *vcpu);
+
+/* Iterate the registry (running and recently stopped domains): NULL
+ * gives the first, NULL after the last.  Do not scan while iterating. */
+const struct opd_dom *opd_domains_next(struct opd_domains *ds, const struct opd_dom *prev);
 
 /* A guest sample came from a pid that is no known domain: a domain may
  * have just started.  Makes opd_domains_scan_due() true sooner. */

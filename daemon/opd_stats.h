@@ -39,7 +39,45 @@
 	X(domains_running)			\
 	X(samples_vmm)				\
 	X(unresolved_no_domain)			\
-	X(samples_domain_unselected)
+	X(samples_domain_unselected)		\
+	X(guest_user_resolved)			\
+	X(guest_user_unresolved_no_agent)			\
+	X(guest_user_unresolved_no_clock)			\
+	X(guest_user_unresolved_no_switch)			\
+	X(guest_user_unresolved_no_task)			\
+	X(guest_user_unresolved_no_mapping)			\
+	X(guest_user_unresolved_anon)			\
+	X(guest_user_unresolved_capped)			\
+	X(guest_kernel_resolved)			\
+	X(guest_kernel_unresolved)			\
+	X(guest_samples_held)			\
+	X(guest_queue_overflow)			\
+	X(agent_channels)			\
+	X(agent_connects)			\
+	X(agent_disconnects)			\
+	X(agent_frames)			\
+	X(agent_bytes)			\
+	X(agent_bad_frames)			\
+	X(agent_unknown_frames)			\
+	X(agent_closed_bad)			\
+	X(agent_skipped_bytes)			\
+	X(agent_output_dropped)			\
+	X(guest_tasks_capped)			\
+	X(guest_maps_capped)			\
+	X(guest_bytes_capped)			\
+	X(guest_images_capped)			\
+	X(guest_paths_rejected)			\
+	X(guest_bad_values)			\
+	X(guest_switches)			\
+	X(guest_switches_overwritten)			\
+	X(guest_mmaps)			\
+	X(guest_lost_records)			\
+	X(guest_clock_rtt_ns)			\
+	X(guest_images_requested)			\
+	X(guest_images_cached)			\
+	X(guest_images_dedup)			\
+	X(guest_images_failed)			\
+	X(guest_image_bytes)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

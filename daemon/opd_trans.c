@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
 
@@ -125,6 +126,11 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 			return 0;
 		} else {
 			r->key.domain = dom->name;
+			/* held until the agent's sideband explains it */
+			if (t->agents && opd_trans_defer_guest(t, dom, vcpu, pc, r->key.event)) {
+				r->skip = true;
+				return 0;
+			}
 		}
 	} else {
 		if (key)

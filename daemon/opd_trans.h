@@ -48,6 +48,9 @@ struct opd_trans {
 	/* Live domains (NULL in replay: guest samples then go to domain
 	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
 	struct opd_domains *domains;
+	/* Agent channels of live domains (NULL: guest samples are filed
+	 * at once under {anon:guest-*}).  opd_guestfile.h. */
+	struct opd_agents *agents;
 	/* Samples are queued here when set (the daemon sets it), else
 	 * added to their files one by one. */
 	struct opd_batch *batch;
@@ -73,6 +76,8 @@ struct opd_trans {
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
 	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
 };
+
+struct opd_agents;
 
 /* The raw_ops table whose ctx is a struct opd_trans. */
 extern const struct raw_ops opd_trans_ops;

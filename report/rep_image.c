@@ -106,11 +106,72 @@ static void scan_image_path(struct rep_images *c)
 	scan_target = NULL;
 }
 
+
 static bool is_file(const char *p)
 {
 	struct stat st;
 
 	return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+/* Undo the \xHH escapes of a map file's guest path in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		unsigned int v;
+
+		if (s[0] == '\\' && s[1] == 'x' && sscanf(s + 2, "%2x", &v) == 1 && v) {
+			*o++ = (char)v;
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/*
+ * A guest binary from the session's image cache: SESSION/domains/<esc>/images
+ * maps guest paths to images/<id>/<name> (written by oprofiled).  Only
+ * entries that name a file below SESSION/images/ are followed.
+ */
+static char *locate_cached(struct rep_images *c, const char *domain, const char *path)
+{
+	char safe[512], *map = NULL, *line = NULL, *found = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+
+	if (sfn_escape_component(domain, strlen(domain), safe, sizeof(safe)) < 0 ||
+	    asprintf(&map, "%s/domains/%s/images", c->o->session_dir, safe) < 0)
+		return NULL;
+	f = fopen(map, "r");
+	free(map);
+	if (!f)
+		return NULL;
+	while (!found && (n = getline(&line, &cap, f)) > 0) {
+		char *tab = strchr(line, '\t');
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!tab || strncmp(line, "images/", 7) || strstr(line, "/../") ||
+		    strstr(line, "/./"))
+			continue;
+		*tab = '\0';
+		unescape(tab + 1);
+		if (strcmp(tab + 1, path))
+			continue;
+		if (asprintf(&found, "%s/%s", c->o->session_dir, line) < 0)
+			found = NULL;
+		else if (!is_file(found)) {
+			free(found);
+			found = NULL;
+		}
+	}
+	free(line);
+	fclose(f);
+	return found;
 }
 
 char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path)
@@ -134,6 +195,8 @@ char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, cons
 	}
 	if ((!domain || vmm) && is_file(path))
 		return strdup(path);
+	if (domain && !vmm)
+		return locate_cached(c, domain, path);
 	return NULL;
 }
 

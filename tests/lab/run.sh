@@ -109,6 +109,8 @@ elif [ $no_domprof -eq 0 ]; then
 		die "domprof build failed (log: $out/domprof-build.log; --no-domprof to skip)"
 	fi
 	t_build=$(( $(date +%s) - t_build ))
+	# test programs for guests (not installed): scenarios find them in $STAGE/lab
+	cp "$work/build/tests/e2e/ratio-static" "$stage/lab/" 2>/dev/null || true
 fi
 
 # 3. A copy-on-write overlay: the cached base is never written.

@@ -1,0 +1,325 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "opd_agent.h"
+#include "util/du_log.h"
+
+#define RETRY_NS	(1000ULL * 1000 * 1000)
+#define BAD_RETRY_NS	(5000ULL * 1000 * 1000)
+/* Bytes read from one channel per round, so a chatty guest cannot starve
+ * the collector or the other channels. */
+#define READ_BUDGET	(1u << 20)
+
+struct chan {
+	struct chan *next;
+	struct opd_image *name;	/* domain key: name and pid */
+	pid_t pid;
+	char *path;
+	struct opd_guest *g;
+	int fd;
+	bool running;
+	uint64_t next_try, next_ping;
+	uint8_t wbuf[8192];
+	size_t wlen;
+};
+
+struct opd_agents {
+	char *session;
+	struct opd_guest_limits lim;
+	struct opd_images *images;
+	struct opd_stats *st;
+	struct opd_imgcache *cache;
+	struct chan *list;
+	struct opd_agents_file_ctx {
+		opd_agents_file_fn file;
+		void *ctx;
+		struct opd_image *domain;
+	} fc;
+};
+
+struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
+				  struct opd_images *images, struct opd_stats *st)
+{
+	struct opd_agents *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	if (lim)
+		a->lim = *lim;
+	else
+		opd_guest_limits_default(&a->lim);
+	a->images = images;
+	a->st = st;
+	a->session = strdup(session_dir);
+	a->cache = opd_imgcache_new(session_dir, st);
+	if (!a->session || !a->cache) {
+		int e = errno ? errno : ENOMEM;
+
+		opd_agents_free(a);
+		errno = e;
+		return NULL;
+	}
+	return a;
+}
+
+static void chan_close(struct opd_agents *a, struct chan *c, uint64_t retry_at)
+{
+	if (c->fd >= 0) {
+		close(c->fd);
+		a->st->agent_disconnects++;
+		if (a->st->agent_channels)
+			a->st->agent_channels--;
+	}
+	c->fd = -1;
+	c->wlen = 0;
+	c->next_try = retry_at;
+}
+
+void opd_agents_free(struct opd_agents *a)
+{
+	struct chan *c, *n;
+
+	if (!a)
+		return;
+	for (c = a->list; c; c = n) {
+		n = c->next;
+		if (c->fd >= 0)
+			close(c->fd);
+		opd_guest_free(c->g);
+		free(c->path);
+		free(c);
+	}
+	opd_imgcache_free(a->cache);
+	free(a->session);
+	free(a);
+}
+
+static struct chan *find(struct opd_agents *a, const struct opd_image *name, pid_t pid)
+{
+	for (struct chan *c = a->list; c; c = c->next)
+		if (c->name == name && c->pid == pid)
+			return c;
+	return NULL;
+}
+
+struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *dom)
+{
+	struct chan *c = find(a, dom->name, dom->pid);
+	char dir[PATH_MAX];
+
+	if (c)
+		return c->g;
+	if (!dom->agent_path || !dom->esc)
+		return NULL;
+	if (snprintf(dir, sizeof(dir), "%s/domains/%s", a->session, dom->esc) >= (int)sizeof(dir))
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = -1;
+	c->name = dom->name;
+	c->pid = dom->pid;
+	c->running = dom->running;
+	c->path = strdup(dom->agent_path);
+	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
+	if (!c->path || !c->g) {
+		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
+		opd_guest_free(c->g);
+		free(c->path);
+		free(c);
+		return NULL;
+	}
+	c->next = a->list;
+	a->list = c;
+	return c->g;
+}
+
+void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
+{
+	for (struct chan *c = a->list; c; c = c->next)
+		c->running = false;
+	for (const struct opd_dom *d = opd_domains_next(ds, NULL); d; d = opd_domains_next(ds, d)) {
+		struct chan *c;
+
+		if (!d->running || !d->selected || !d->agent_path)
+			continue;
+		if (!opd_agents_guest(a, d))
+			continue;
+		c = find(a, d->name, d->pid);
+		if (c)
+			c->running = true;
+	}
+	for (struct chan *c = a->list; c; c = c->next)
+		if (!c->running && c->fd >= 0)
+			chan_close(a, c, UINT64_MAX);
+}
+
+size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
+{
+	size_t n = 0;
+
+	for (struct chan *c = a->list; c && n < max; c = c->next) {
+		if (c->fd < 0)
+			continue;
+		pfd[n].fd = c->fd;
+		pfd[n].events = POLLIN | (c->wlen ? POLLOUT : 0);
+		pfd[n].revents = 0;
+		n++;
+	}
+	return n;
+}
+
+static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
+{
+	struct sockaddr_un sa;
+	int fd;
+
+	if (!c->running || now < c->next_try)
+		return;
+	c->next_try = now + RETRY_NS;
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	if (strlen(c->path) >= sizeof(sa.sun_path)) {
+		c->next_try = UINT64_MAX;
+		du_warn("domain %s: agent socket path too long", c->name->name);
+		return;
+	}
+	strcpy(sa.sun_path, c->path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+		du_debug("domain %s: agent socket %s: %s", c->name->name, c->path, strerror(errno));
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->wlen = 0;
+	c->next_ping = now;
+	opd_guest_reset_input(c->g);
+	a->st->agent_connects++;
+	a->st->agent_channels++;
+	du_info("domain %s: agent channel %s connected", c->name->name, c->path);
+}
+
+static void chan_write(struct opd_agents *a, struct chan *c)
+{
+	ssize_t n;
+
+	c->wlen += opd_guest_output(c->g, c->wbuf + c->wlen, sizeof(c->wbuf) - c->wlen);
+	if (!c->wlen)
+		return;
+	n = send(c->fd, c->wbuf, c->wlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			du_info("domain %s: agent channel: %s", c->name->name, strerror(errno));
+			chan_close(a, c, 0);
+		}
+		return;
+	}
+	memmove(c->wbuf, c->wbuf + n, c->wlen - (size_t)n);
+	c->wlen -= (size_t)n;
+}
+
+static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
+{
+	uint8_t buf[65536];
+	size_t total = 0;
+
+	while (total < READ_BUDGET && c->fd >= 0) {
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		int ret;
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				return;
+			du_info("domain %s: agent channel: %s", c->name->name, strerror(errno));
+			chan_close(a, c, now + RETRY_NS);
+			return;
+		}
+		if (n == 0) {
+			du_info("domain %s: agent channel closed by the other side", c->name->name);
+			chan_close(a, c, now + RETRY_NS);
+			return;
+		}
+		total += (size_t)n;
+		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
+		if (ret) {
+			du_warn("domain %s: agent channel closed: %s", c->name->name,
+				ret == -EBADMSG ? "bytes that are not the agent protocol" :
+				strerror(-ret));
+			chan_close(a, c, now + BAD_RETRY_NS);
+			return;
+		}
+	}
+}
+
+void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns)
+{
+	for (struct chan *c = a->list; c; c = c->next) {
+		short rev = pfd ? 0 : POLLIN;
+
+		if (c->fd < 0) {
+			try_connect(a, c, now_ns);
+			if (c->fd < 0)
+				continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (pfd[i].fd == c->fd)
+				rev = pfd[i].revents;
+		if (rev & (POLLIN | POLLHUP | POLLERR))
+			chan_read(a, c, now_ns);
+		if (c->fd < 0)
+			continue;
+		if (now_ns >= c->next_ping && opd_guest_has_agent(c->g)) {
+			opd_guest_ping(c->g, now_ns);
+			c->next_ping = now_ns + OPD_AGENT_PING_NS;
+		}
+		chan_write(a, c);
+	}
+}
+
+static void file_tramp(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+{
+	struct opd_agents *a = ctx;
+
+	a->fc.file(a->fc.ctx, a->fc.domain, s, r);
+}
+
+void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
+		      opd_agents_file_fn file, void *ctx)
+{
+	for (struct chan *c = a->list; c; c = c->next) {
+		if (c->g != g)
+			continue;
+		a->fc.file = file;
+		a->fc.ctx = ctx;
+		a->fc.domain = c->name;
+		a->st->guest_samples_held++;
+		opd_guest_defer(g, s, file_tramp, a);
+		return;
+	}
+}
+
+size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
+			void *ctx)
+{
+	size_t n = 0;
+
+	a->fc.file = file;
+	a->fc.ctx = ctx;
+	for (struct chan *c = a->list; c; c = c->next) {
+		a->fc.domain = c->name;
+		n += opd_guest_drain(c->g, now_ns, all, file_tramp, a);
+	}
+	return n;
+}

@@ -1,0 +1,76 @@
+/*
+ * Agent channels (DESIGN.md sections 1, 2 and 7): for every domain with an
+ * agent socket (QEMU is the server, the daemon a client), a non-blocking
+ * connection polled in the collector's loop, feeding that domain's guest
+ * state (opd_guest.h).  The daemon says HOST_HELLO and CONFIG after each
+ * HELLO, PINGs every OPD_AGENT_PING_NS for the clock, reconnects when the
+ * socket closes (QEMU or the agent restarted), and closes a channel whose
+ * bytes are not the protocol (counted agent_closed_bad; retried after a
+ * back-off).  One domain's channel costs the others nothing.
+ *
+ * Guest state is kept per domain (name and QEMU pid) for the daemon's
+ * life, so samples held for a domain that stopped are still filed.
+ */
+#ifndef OPD_AGENT_H
+#define OPD_AGENT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd_conf.h"
+#include "opd_domain.h"
+#include "opd_guest.h"
+#include "opd_image.h"
+#include "opd_imgcache.h"
+#include "opd_stats.h"
+
+#define OPD_AGENT_PING_NS (250ULL * 1000 * 1000)
+
+struct opd_agents;
+
+/* Over @session_dir (SESSION/images, SESSION/domains).  @lim NULL: the
+ * defaults.  Borrowed: images, st.  NULL with errno set. */
+struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
+				  struct opd_images *images, struct opd_stats *st);
+void opd_agents_free(struct opd_agents *a);	/* NULL accepted; no filing */
+
+/*
+ * The guest state of @dom, created on first use with a channel to
+ * @dom->agent_path; NULL when the domain has no agent socket (or no
+ * memory).
+ */
+struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *dom);
+
+/*
+ * Bring channels in line with the domain registry: a channel per running
+ * domain with an agent path; channels of domains no longer running are
+ * closed (their state is kept).
+ */
+void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds);
+
+/* Fill up to @max pollfds for the open channels; returns how many. */
+size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max);
+
+/*
+ * Do the I/O the poll results @pfd[0..@n) allow (and connects, pings and
+ * writes that are due at host time @now_ns).  @pfd may be NULL (n = 0):
+ * then every channel is tried.
+ */
+void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns);
+
+/* Called for each held guest sample when it is resolved: @domain is the
+ * name image of its domain (opd_dom.name). */
+typedef void (*opd_agents_file_fn)(void *ctx, struct opd_image *domain,
+				   const struct opd_guest_sample *s, const struct opd_guest_res *r);
+
+/* Hold @s for the domain @g belongs to (see opd_guest_defer). */
+void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
+		      opd_agents_file_fn file, void *ctx);
+
+/* opd_guest_drain over every domain.  Returns the number filed. */
+size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
+			void *ctx);
+
+#endif

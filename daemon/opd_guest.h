@@ -1,0 +1,129 @@
+/*
+ * One domain's guest state, built from its agent's frames (DESIGN.md
+ * sections 2, 5 and 7; doc/agent-protocol.md): guest tasks with their
+ * executable mappings, a bounded per-vCPU timeline of context switches,
+ * the guest-to-host clock offset, guest kernel and module ranges, and the
+ * guest images the host asked for.  Kallsyms and modules text go to
+ * SESSION/domains/<esc>/{kallsyms,modules} for opreport.
+ *
+ * Everything a guest says is hostile: every count is capped before it
+ * costs memory (tasks, mappings, bytes), each cap hit is counted, paths go
+ * through ap_sanitize_path() and are only ever used in names through
+ * lib/sfname's escaping, and nothing is written outside the session.
+ *
+ * Guest samples are held (opd_guest_defer) until the agent's stream has
+ * passed their time, at most OPD_GUEST_HOLD_NS, then resolved against what
+ * is known (opd_guest_drain).  No sample is dropped: overflow resolves the
+ * oldest at once.
+ *
+ * Not thread-safe; one guest per domain, used by the daemon's thread.
+ */
+#ifndef OPD_GUEST_H
+#define OPD_GUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd_image.h"
+#include "opd_imgcache.h"
+#include "opd_stats.h"
+
+#define OPD_GUEST_HOLD_NS (2000ULL * 1000 * 1000)
+
+struct opd_guest_limits {
+	size_t max_tasks;	/* guest processes known at once */
+	size_t max_maps;	/* executable mappings, all tasks */
+	size_t max_bytes;	/* memory of the state (paths, tables) */
+	size_t max_table_bytes;	/* kallsyms + modules text written */
+	size_t max_image_bytes;	/* image bytes received */
+	size_t max_images;	/* distinct guest images filed */
+	unsigned int max_cpus;	/* vCPUs with a timeline */
+	unsigned int ring;	/* switches kept per vCPU */
+	size_t queue;		/* samples held */
+};
+
+/* Defaults for a live daemon. */
+void opd_guest_limits_default(struct opd_guest_limits *l);
+
+/* A guest sample waiting for the sideband that explains it. */
+struct opd_guest_sample {
+	uint64_t host_ns;	/* host CLOCK_MONOTONIC of the sample */
+	uint64_t pc;
+	uint32_t event;
+	uint32_t cpu;		/* host CPU (--separate=cpu) */
+	int32_t vcpu;		/* -1 unknown */
+	uint8_t mode;		/* DP_MODE_GUEST_KERNEL or DP_MODE_GUEST_USER */
+};
+
+/* What a guest sample resolved to. */
+struct opd_guest_res {
+	bool resolved;		/* false: the {anon:guest-*} bucket, key = pc */
+	struct opd_image *image;	/* main binary (user) or the kernel image */
+	struct opd_image *dep;		/* the binary the pc is in */
+	uint64_t key;
+	uint32_t pid, tid;	/* guest task (user samples), 0 unknown */
+	uint64_t *counter;	/* stats counter to bump for this sample */
+};
+
+struct opd_guest;
+
+/*
+ * State for domain @name (raw name, for messages), whose metadata
+ * directory is @dir (SESSION/domains/<esc>, created if missing).  The
+ * images, cache and stats are borrowed.  NULL with errno set.
+ */
+struct opd_guest *opd_guest_new(const char *name, const char *dir,
+				const struct opd_guest_limits *lim, struct opd_images *images,
+				struct opd_imgcache *cache, struct opd_stats *st);
+void opd_guest_free(struct opd_guest *g);	/* NULL accepted */
+
+/*
+ * Agent bytes read from the channel at host time @host_ns.  Complete
+ * frames are applied, the rest kept for the next call (the guest holds
+ * one frame's worth at most).  Returns 0, or -EBADMSG when the stream is
+ * not this protocol (the caller closes the channel; counted), or -errno.
+ */
+int opd_guest_feed(struct opd_guest *g, const void *buf, size_t len, uint64_t host_ns);
+
+/* A new connection: forget partial input, wait for a HELLO. */
+void opd_guest_reset_input(struct opd_guest *g);
+
+/* Frames for the agent (HOST_HELLO, CONFIG, PING, IMAGE_REQUEST) are
+ * queued in the guest; take up to @size bytes of them (whole frames).
+ * Returns the bytes copied into @buf. */
+size_t opd_guest_output(struct opd_guest *g, void *buf, size_t size);
+/* Queue a PING sent at host time @host_ns. */
+void opd_guest_ping(struct opd_guest *g, uint64_t host_ns);
+
+/* Resolve a sample against what is known now (no holding). */
+void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
+		       struct opd_guest_res *r);
+
+/*
+ * Hold @s until the sideband passes its time.  When the queue is full the
+ * oldest sample is handed to @file now (counted guest_queue_overflow).
+ */
+typedef void (*opd_guest_file_fn)(void *ctx, const struct opd_guest_sample *s,
+				  const struct opd_guest_res *r);
+void opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
+		     opd_guest_file_fn file, void *ctx);
+
+/*
+ * Resolve and hand to @file every held sample whose time the agent's
+ * stream has passed, or that is older than OPD_GUEST_HOLD_NS at host time
+ * @host_ns; @all: every held sample.  Returns the number filed.
+ */
+size_t opd_guest_drain(struct opd_guest *g, uint64_t host_ns, bool all, opd_guest_file_fn file,
+		       void *ctx);
+
+/* True once a HELLO arrived on some connection (the domain has an agent). */
+bool opd_guest_has_agent(const struct opd_guest *g);
+/* Estimated guest clock minus host clock, ns; false if none yet. */
+bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
+size_t opd_guest_nr_tasks(const struct opd_guest *g);
+size_t opd_guest_nr_maps(const struct opd_guest *g);
+size_t opd_guest_bytes(const struct opd_guest *g);
+size_t opd_guest_held(const struct opd_guest *g);
+
+#endif

@@ -1,0 +1,148 @@
+# Guest attribution through opagent (DESIGN.md sections 2, 4, 5): domprof
+# in L1 profiles two KVM guests that run opagent.
+#
+# Guest g1 runs two processes of the static ratio program, `ratio A 100`
+# (burn_a only) and `nice -n 4 ratio B 0` (burn_b only), plus guest
+# kernel work (dd from /dev/zero); each prints its CPU seconds.  Guest g2
+# runs the same binary (its own copy) for a moment.  Must hold:
+#  - opreport --domain=g1 -l names burn_a and burn_b, and burn_a's share of
+#    their samples is within 5 points of its share of the measured CPU time;
+#  - at least 95% of g1's guest-user samples are resolved to a binary
+#    (daemon stats; opcontrol --status prints the figure);
+#  - guest kernel samples are reported against named guest kernel symbols;
+#  - SESSION/images holds one copy of the ratio binary for both guests.
+lab_require_kvm
+lab_check_domprof_libs
+t0=$(lab_now)
+S=/var/lib/domprof-lab/agent
+A_S=${AGENT_A_SECONDS:-4.2}
+B_S=${AGENT_B_SECONDS:-1.8}
+TOL=5
+ratio_bin=$STAGE/lab/ratio-static
+opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
+[ -x "$ratio_bin" ] || lab_fail "no $ratio_bin staged (tests/e2e/ratio-static)"
+[ -x "$opagent_bin" ] || lab_fail "no opagent installed"
+
+stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1/stats"; }
+
+# One share per guest: its own copy of ratio (same build id), opagent and
+# a workload that waits for /share/go, then prints RATIO lines.
+mkshare() {
+	local dir=$1 work=$2
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp "$ratio_bin" "$dir/ratio"
+	cp "$opagent_bin" "$dir/opagent"
+	cat >"$dir/work.sh" <<EOF
+i=0
+while [ ! -e /share/go ] && [ \$i -lt 3000 ]; do sleep 0.2; i=\$((i + 1)); done
+echo "WORK-START \$(cut -d' ' -f1 /proc/uptime)"
+$work
+echo "WORK-DONE \$(cut -d' ' -f1 /proc/uptime)"
+exec sleep 100000
+EOF
+}
+mkshare /tmp/share-g1 "dd if=/dev/zero of=/dev/null bs=4k count=30000 2>/dev/null &
+/share/ratio $A_S 100 >/tmp/a.out &
+nice -n 4 /share/ratio $B_S 0 >/tmp/b.out &
+wait
+echo \"RATIO-A \$(cat /tmp/a.out)\"
+echo \"RATIO-B \$(cat /tmp/b.out)\""
+mkshare /tmp/share-g2 "/share/ratio 0.5 50"
+
+LAB_GUEST_SHARE=/tmp/share-g1 LAB_GUEST_AGENT=/share/opagent \
+	start_guest g1 6b1b1d6e-0000-4000-8000-0000000000a1 script
+LAB_GUEST_SHARE=/tmp/share-g2 LAB_GUEST_AGENT=/share/opagent \
+	start_guest g2 6b1b1d6e-0000-4000-8000-0000000000a2 script
+wait_guest_booted g1
+wait_guest_booted g2
+
+timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
+# both agents connected and their snapshots in (bounded)
+for i in $(seq 1 120); do
+	n=$(grep -c "agent state complete" "$S/oprofiled.log" 2>/dev/null || true)
+	[ "${n:-0}" -ge 2 ] && break
+	sleep 1
+done
+grep "agent" "$S/oprofiled.log" | head -n 20
+[ "${n:-0}" -ge 2 ] || lab_fail "agents not both connected after 120 s"
+lab_log "both agents connected"
+
+touch /tmp/share-g1/go /tmp/share-g2/go
+for g in g1 g2; do
+	for i in $(seq 1 600); do
+		grep -q WORK-DONE "$RESULTS/$g.console" && break
+		sleep 1
+	done
+	grep -q WORK-DONE "$RESULTS/$g.console" || lab_fail "$g's workload did not finish"
+done
+sleep 3
+timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status-running.txt" 2>&1 || true
+timeout 60 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
+timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status.txt" 2>&1 ||
+	lab_fail "opcontrol --status failed"
+cp "$S/stats" "$RESULTS/stats.txt"
+cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"
+( cd "$S" && find domains images -type f | sort ) >"$RESULTS/session-files.txt"
+cat "$S"/domains/g1/images "$S"/domains/g2/images >"$RESULTS/image-maps.txt" 2>/dev/null
+timeout 120 opreport --session-dir="$S" --domain=g1 -l >"$RESULTS/g1-report.txt" 2>"$RESULTS/g1-report.err" ||
+	lab_fail "opreport --domain=g1 -l failed: $(head -n 5 "$RESULTS/g1-report.err")"
+timeout 120 opreport --session-dir="$S" --domain=g1 >"$RESULTS/g1-summary.txt" 2>&1 || true
+timeout 120 opreport --session-dir="$S" --domain=g2 -l >"$RESULTS/g2-report.txt" 2>&1 || true
+head -n 40 "$RESULTS/g1-report.txt"
+grep "resolved to a binary" "$RESULTS/status.txt"
+
+# measured: CPU seconds of each process
+cpu_a=$(sed -n 's/.*RATIO-A .*cpu_seconds=\([0-9.]*\).*/\1/p' "$RESULTS/g1.console" | tail -n 1)
+cpu_b=$(sed -n 's/.*RATIO-B .*cpu_seconds=\([0-9.]*\).*/\1/p' "$RESULTS/g1.console" | tail -n 1)
+[ -n "$cpu_a" ] && [ -n "$cpu_b" ] || lab_fail "no RATIO lines in g1's console"
+measured=$(awk -v a="$cpu_a" -v b="$cpu_b" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
+read -r na nb < <(awk '$NF == "burn_a" { a += $1 } $NF == "burn_b" { b += $1 }
+	END { print a + 0, b + 0 }' "$RESULTS/g1-report.txt")
+[ "$na" -gt 0 ] && [ "$nb" -gt 0 ] || lab_fail "opreport -l does not name burn_a ($na) and burn_b ($nb)"
+share=$(awk -v a="$na" -v b="$nb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
+diff=$(awk -v m="$measured" -v s="$share" 'BEGIN { d = m - s; if (d < 0) d = -d; printf "%.2f", d }')
+
+resolved=$(stat_of "$S" guest_user_resolved)
+unres=$(awk '$1 ~ /^guest_user_unresolved_/ { s += $2 } END { print s + 0 }' "$S/stats")
+pct=$(awk -v r="$resolved" -v u="$unres" 'BEGIN { if (r + u == 0) print 0; else printf "%.1f", 100 * r / (r + u) }')
+# guest kernel rows: samples in vmlinux or modules with a symbol name
+kern_named=$(awk '$1 ~ /^[0-9]+$/ && ($3 == "vmlinux" || $0 ~ /\{kern\}/) && $NF !~ /^(0x|\(no)/ { s += $1 } END { print s + 0 }' "$RESULTS/g1-report.txt")
+kern_total=$(stat_of "$S" guest_kernel_resolved)
+ratio_copies=$(find "$S/images" -type f ! -name '.*' -name 'ratio*' | wc -l)
+
+lab_summary cpu_seconds_a "$cpu_a"
+lab_summary cpu_seconds_b "$cpu_b"
+lab_summary measured_share_a "$measured"
+lab_summary samples_burn_a "$na"
+lab_summary samples_burn_b "$nb"
+lab_summary opreport_share_a "$share"
+lab_summary share_diff_points "$diff"
+lab_summary guest_user_resolved "$resolved"
+lab_summary guest_user_unresolved "$unres"
+lab_summary guest_user_resolved_pct "$pct"
+lab_summary guest_kernel_resolved "$kern_total"
+lab_summary guest_kernel_unresolved "$(stat_of "$S" guest_kernel_unresolved)"
+lab_summary guest_kernel_named_in_report "$kern_named"
+lab_summary ratio_copies_in_image_cache "$ratio_copies"
+lab_summary guest_images_cached "$(stat_of "$S" guest_images_cached)"
+lab_summary guest_images_dedup "$(stat_of "$S" guest_images_dedup)"
+lab_summary agent_frames "$(stat_of "$S" agent_frames)"
+lab_summary agent_bad_frames "$(stat_of "$S" agent_bad_frames)"
+lab_summary guest_clock_rtt_ns "$(stat_of "$S" guest_clock_rtt_ns)"
+
+fail=0
+awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
+	{ lab_log "FAIL: burn_a share $share% vs measured $measured% (diff $diff > $TOL)"; fail=1; }
+awk -v p="$pct" 'BEGIN { exit !(p >= 95) }' ||
+	{ lab_log "FAIL: only $pct% of guest-user samples resolved"; fail=1; }
+grep -q "guest-user samples resolved to a binary" "$RESULTS/status.txt" ||
+	{ lab_log "FAIL: opcontrol --status does not print the resolved share"; fail=1; }
+[ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
+[ "$ratio_copies" -eq 1 ] ||
+	{ lab_log "FAIL: $ratio_copies copies of ratio in the image cache"; fail=1; }
+stop_guest g1
+stop_guest g2
+lab_summary scenario_s "$(lab_since "$t0")"
+[ $fail -eq 0 ] || lab_fail "see above"
+lab_log "PASS: burn_a $share% vs measured $measured% (diff $diff), resolved $pct%, kernel named $kern_named, ratio copies $ratio_copies"
