@@ -840,13 +840,17 @@ static int h_mmap(void *ctx, const struct dp_ag_mmap *m, const char *path, size_
 	gm.pgoff = m->pgoff;
 	if (len && path[0] == '/') {
 		n = ap_sanitize_path(path, len, clean);
-		if (n < 0 || n <= 1) {
+		if (n <= 1 || n > OPD_GUEST_PATH_MAX) {
+			/* kept as an anonymous mapping: its samples are
+			 * counted unresolved, not lost */
 			g->st->guest_paths_rejected++;
-			return 0;
+		} else {
+			gm.gi = gimg_get(g, clean, (size_t)n);
+			if (!gm.gi)
+				return 0;
 		}
-		gm.gi = gimg_get(g, clean, (size_t)n);
-		if (!gm.gi)
-			return 0;
+	}
+	if (gm.gi) {
 		if (m->cookie)
 			gm.gi->cookie = m->cookie;
 		if (m->build_id_size && !gm.gi->bid_size) {

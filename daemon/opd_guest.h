@@ -30,6 +30,9 @@
 #include "opd_stats.h"
 
 #define OPD_GUEST_HOLD_NS (2000ULL * 1000 * 1000)
+/* Longest guest path used in a sample file name (after sanitizing); a
+ * longer one makes its mapping anonymous (guest_paths_rejected). */
+#define OPD_GUEST_PATH_MAX 1024
 
 struct opd_guest_limits {
 	size_t max_tasks;	/* guest processes known at once */

@@ -1,0 +1,564 @@
+/*
+ * CUnit tests of the per-domain guest state (opd_guest) and the image
+ * cache (opd_imgcache): frames made with ap_put_* are fed in as opagent
+ * would send them; samples are resolved and filed as the daemon does.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "domprof/raw.h"
+#include "opd_guest.h"
+#include "opd_imgcache.h"
+#include "opd_sfile.h"
+
+#define MS 1000000ULL
+
+static char top[64], session[128], top_tmp[192];
+static struct opd_stats st;
+static struct opd_images *images;
+static struct opd_imgcache *cache;
+static uint8_t buf[2 * 65600];
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+static void setup(void)
+{
+	snprintf(top, sizeof(top), "/tmp/test_guest.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/session", top);
+	CU_ASSERT_FATAL(mkdir(session, 0755) == 0);
+	snprintf(top_tmp, sizeof(top_tmp), "%s/samples", session);
+	CU_ASSERT_FATAL(mkdir(top_tmp, 0755) == 0);
+	snprintf(top_tmp, sizeof(top_tmp), "%s/samples/current", session);
+	CU_ASSERT_FATAL(mkdir(top_tmp, 0755) == 0);
+	memset(&st, 0, sizeof(st));
+	images = opd_images_new();
+	cache = opd_imgcache_new(session, &st);
+	CU_ASSERT_FATAL(images && cache);
+}
+
+static void teardown(void)
+{
+	opd_imgcache_free(cache);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct opd_guest *guest(const char *name, const struct opd_guest_limits *lim)
+{
+	char dir[PATH_MAX], esc[256];
+	struct opd_guest_limits l;
+
+	/* as the daemon does: the directory is named by the escaped name */
+	CU_ASSERT_FATAL(sfn_escape_component(name, strlen(name), esc, sizeof(esc)) > 0);
+	if (!lim) {
+		opd_guest_limits_default(&l);
+		lim = &l;
+	}
+	snprintf(dir, sizeof(dir), "%s/domains/%s", session, esc);
+	return opd_guest_new(name, dir, lim, images, cache, &st);
+}
+
+static int feed(struct opd_guest *g, ssize_t n, uint64_t host)
+{
+	CU_ASSERT_FATAL(n > 0);
+	return opd_guest_feed(g, buf, (size_t)n, host);
+}
+
+static void hello(struct opd_guest *g, uint64_t guest_now, uint64_t host_now)
+{
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 2, .clock_id = 1,
+				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH |
+					  DP_AG_HELLO_F_IMAGES,
+				 .now_ns = guest_now, .instance = 7 };
+
+	CU_ASSERT(feed(g, ap_put_hello(buf, sizeof(buf), &h, "6.1", 3), host_now) == 0);
+}
+
+static void mmap_(struct opd_guest *g, uint32_t pid, uint64_t start, uint64_t len,
+		  uint64_t pgoff, uint32_t cookie, const char *path, size_t plen, uint8_t bid)
+{
+	struct dp_ag_mmap m = { .time_ns = 0, .cpu = DP_AG_CPU_UNKNOWN, .pid = pid, .tid = pid,
+				.cookie = cookie, .start = start, .len = len, .pgoff = pgoff,
+				.prot = 5 };
+
+	if (bid) {
+		m.build_id_size = 20;
+		memset(m.build_id, bid, 20);
+	}
+	CU_ASSERT(feed(g, ap_put_mmap(buf, sizeof(buf), &m, path, plen), 0) == 0);
+}
+
+static void sw(struct opd_guest *g, uint32_t cpu, uint64_t t, uint32_t prev, uint32_t next)
+{
+	struct dp_ag_switch s = { .time_ns = t, .prev_pid = prev, .prev_tid = prev,
+				  .next_pid = next, .next_tid = next };
+
+	CU_ASSERT(feed(g, ap_put_switches(buf, sizeof(buf), cpu, &s, 1), 0) == 0);
+}
+
+/* PING at host @h0, PONG read back at host @h3; guest = host + @off. */
+static void clock_sync(struct opd_guest *g, uint64_t h0, uint64_t h3, uint64_t off)
+{
+	struct dp_ag_pong p;
+	uint8_t out[4096];
+	size_t n;
+
+	opd_guest_ping(g, h0);
+	n = opd_guest_output(g, out, sizeof(out));
+	CU_ASSERT(n > 0);
+	p.token = 0;
+	for (size_t o = 0; o + 12 <= n;) {
+		struct dp_ag_frame f;
+
+		memcpy(&f, out + o, sizeof(f));
+		if (f.type == DP_AG_PING)
+			memcpy(&p.token, out + o + 12, 8);
+		o += 12 + f.len;
+	}
+	CU_ASSERT(p.token != 0);
+	p.recv_ns = (h0 + h3) / 2 + off;
+	p.send_ns = p.recv_ns;
+	CU_ASSERT(feed(g, ap_put_pong(buf, sizeof(buf), &p), h3) == 0);
+}
+
+static void table(struct opd_guest *g, uint16_t type, const char *text)
+{
+	struct dp_ag_table_end e = { .total_bytes = strlen(text), .chunks = 1 };
+
+	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), type, text, strlen(text)), 0) == 0);
+	CU_ASSERT(feed(g, ap_put_table_end(buf, sizeof(buf), type + 1, &e), 0) == 0);
+}
+
+/* A guest with two processes and a timeline on vCPU 0:
+ *   pid 100 runs /bin/a at 0x400000, pid 200 runs /usr/bin/b at 0x800000
+ *   guest t=1000ms: 100 starts; t=1100ms: 200 starts
+ * guest clock = host clock + 1000 ms. */
+static struct opd_guest *scene(const char *name)
+{
+	struct opd_guest *g = guest(name, NULL);
+
+	CU_ASSERT_FATAL(g != NULL);
+	hello(g, 1000 * MS, 0);
+	table(g, DP_AG_KALLSYMS, "ffffffff81000000 T _text\nffffffff81000100 T do_work\n"
+				 "ffffffff82000000 T _etext\n");
+	table(g, DP_AG_MODULES, "virtio_net 65536 0 - Live 0xffffffffc0100000\n");
+	mmap_(g, 100, 0x400000, 0x10000, 0x1000, 1, "/bin/a", 6, 0xaa);
+	mmap_(g, 200, 0x800000, 0x10000, 0, 2, "/usr/bin/b", 10, 0xbb);
+	mmap_(g, 200, 0x7f0000000000, 0x100000, 0x2000, 3, "/lib/libc.so.6", 14, 0xcc);
+	sw(g, 0, 1000 * MS, 0, 100);
+	sw(g, 0, 1100 * MS, 100, 200);
+	sw(g, 0, 1200 * MS, 200, 100);
+	clock_sync(g, 10 * MS, 10 * MS + 200000, 1000 * MS);
+	return g;
+}
+
+static void resolve(struct opd_guest *g, uint8_t mode, int vcpu, uint64_t host, uint64_t pc,
+		    struct opd_guest_res *r)
+{
+	struct opd_guest_sample s = { .host_ns = host, .pc = pc, .vcpu = vcpu, .mode = mode };
+
+	opd_guest_resolve(g, &s, r);
+}
+
+static void test_timeline(void)
+{
+	struct opd_guest *g = scene("web");
+	struct opd_guest_res r;
+	int64_t off;
+
+	CU_ASSERT(opd_guest_offset(g, &off, NULL));
+	CU_ASSERT(off == (int64_t)(1000 * MS));
+	/* host 150 ms = guest 1150 ms: pid 200 */
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(r.resolved);
+	CU_ASSERT(r.pid == 200);
+	CU_ASSERT_STRING_EQUAL(r.dep->name, "/usr/bin/b");
+	CU_ASSERT(r.key == 0x123);
+	/* a library of pid 200: image = main, dep = libc, key = file offset */
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x7f0000000010, &r);
+	CU_ASSERT(r.resolved);
+	CU_ASSERT_STRING_EQUAL(r.image->name, "/usr/bin/b");
+	CU_ASSERT_STRING_EQUAL(r.dep->name, "/lib/libc.so.6");
+	CU_ASSERT(r.key == 0x2010);
+	/* host 50 ms = guest 1050: pid 100, /bin/a, key = pc - start + pgoff */
+	resolve(g, DP_MODE_GUEST_USER, 0, 50 * MS, 0x400010, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	CU_ASSERT(r.key == 0x1010);
+	/* pid 100's pc while pid 200 runs (mid-slice): not pid 200's mapping */
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x400010, &r);
+	CU_ASSERT(!r.resolved);
+	CU_ASSERT(r.key == 0x400010);
+	CU_ASSERT(r.counter == &st.guest_user_unresolved_no_mapping);
+	/* unknown vCPU, before the timeline */
+	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
+	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
+	opd_guest_free(g);
+}
+
+/* Near a switch the candidate whose mappings hold the pc wins. */
+static void test_tie_break(void)
+{
+	struct opd_guest *g = scene("web");
+	struct opd_guest_res r;
+
+	/* guest 1100.2 ms: just after 200 started, but the pc is 100's */
+	resolve(g, DP_MODE_GUEST_USER, 0, 100 * MS + 200000, 0x400010, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	/* guest 1099.8 ms: just before, the pc is 200's */
+	resolve(g, DP_MODE_GUEST_USER, 0, 100 * MS - 200000, 0x800010, &r);
+	CU_ASSERT(r.resolved && r.pid == 200);
+	/* far from a switch, no tie-break: guest 1150 ms, pc of 100 */
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x400010, &r);
+	CU_ASSERT(!r.resolved);
+	opd_guest_free(g);
+}
+
+static void test_kernel(void)
+{
+	struct opd_guest *g = scene("web");
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
+	CU_ASSERT(r.resolved && r.key == 0x123);
+	CU_ASSERT(r.dep->kind == SFN_KERN && !strcmp(r.dep->name, "vmlinux"));
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffffc0100010ULL, &r);
+	CU_ASSERT(r.resolved && r.key == 0x10 && !strcmp(r.dep->name, "virtio_net"));
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffffa0000000ULL, &r);
+	CU_ASSERT(!r.resolved && r.counter == &st.guest_kernel_unresolved);
+	snprintf(path, sizeof(path), "%s/domains/web/kallsyms", session);
+	CU_ASSERT(access(path, R_OK) == 0);
+	snprintf(path, sizeof(path), "%s/domains/web/modules", session);
+	CU_ASSERT(access(path, R_OK) == 0);
+	opd_guest_free(g);
+}
+
+static size_t filed;
+static void count_file(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+{
+	(void)ctx;
+	(void)s;
+	(void)r;
+	filed++;
+}
+
+/* Held samples wait for the timeline to pass them, at most the hold time;
+ * overflow files the oldest at once. */
+static void test_hold(void)
+{
+	struct opd_guest_limits lim;
+	struct opd_guest *g;
+	struct opd_guest_sample s = { .host_ns = 250 * MS, .pc = 0x400010, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_USER };
+
+	opd_guest_limits_default(&lim);
+	lim.queue = 4;
+	g = guest("q", &lim);
+	hello(g, 1000 * MS, 0);
+	clock_sync(g, 10 * MS, 10 * MS, 1000 * MS);
+	sw(g, 0, 1000 * MS, 0, 100);
+	filed = 0;
+	opd_guest_defer(g, &s, count_file, NULL);
+	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 0);
+	sw(g, 0, 1300 * MS, 100, 0);	/* the stream passed guest 1250 ms */
+	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 1);
+	for (int i = 0; i < 6; i++)
+		opd_guest_defer(g, &s, count_file, NULL);
+	CU_ASSERT(st.guest_queue_overflow == 2);
+	CU_ASSERT(filed == 3);
+	CU_ASSERT(opd_guest_drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false, count_file, NULL) == 4);
+	CU_ASSERT(opd_guest_held(g) == 0);
+	opd_guest_free(g);
+}
+
+/* ---- hostile guests ---- */
+
+static void test_bad_frames(void)
+{
+	struct opd_guest *g = scene("bad"), *other = scene("good");
+	struct dp_ag_frame f = { .magic = DP_AG_MAGIC, .type = DP_AG_MMAP, .len = 4 };
+	struct opd_guest_res r;
+	ssize_t n;
+
+	/* wrong length for the type: skipped and counted */
+	memcpy(buf, &f, sizeof(f));
+	memset(buf + 12, 0, 4);
+	CU_ASSERT(opd_guest_feed(g, buf, 16, 0) == 0);
+	CU_ASSERT(st.agent_bad_frames == 1);
+	/* unknown type: skipped by length */
+	f.type = 999;
+	f.len = 3;
+	memcpy(buf, &f, sizeof(f));
+	CU_ASSERT(opd_guest_feed(g, buf, 15, 0) == 0);
+	CU_ASSERT(st.agent_unknown_frames == 1);
+	/* giant switch count: the count disagrees with the payload */
+	n = ap_put_frame(buf, sizeof(buf), DP_AG_SWITCH, "\0\0\0\0\xff\xff\xff\x7f", 8);
+	CU_ASSERT(opd_guest_feed(g, buf, (size_t)n, 0) == 0);
+	CU_ASSERT(st.agent_bad_frames == 2);
+	/* the state still works */
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(r.resolved);
+	/* giant length: not the protocol, the channel is closed */
+	f.type = DP_AG_MMAP;
+	f.len = 1u << 30;
+	memcpy(buf, &f, sizeof(f));
+	CU_ASSERT(opd_guest_feed(g, buf, 12, 0) == -EBADMSG);
+	CU_ASSERT(st.agent_closed_bad == 1);
+	/* the other domain is unaffected */
+	resolve(other, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(r.resolved && r.pid == 200);
+	/* after a reconnect stale bytes are skipped up to the next HELLO */
+	opd_guest_reset_input(g);
+	memset(buf, 0x41, 100);
+	CU_ASSERT(opd_guest_feed(g, buf, 100, 0) == 0);
+	hello(g, 1000 * MS, 0);
+	CU_ASSERT(st.agent_skipped_bytes >= 89);
+	opd_guest_free(g);
+	opd_guest_free(other);
+}
+
+static int count_outside;
+static int check_inside(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	char real[PATH_MAX];
+
+	(void)sb;
+	(void)type;
+	(void)f;
+	if (!realpath(p, real) || strncmp(real, session, strlen(session)))
+		count_outside++;
+	return 0;
+}
+
+/* Hostile paths: "..", braces, NUL bytes, 4 KiB; filed as the daemon
+ * files them, nothing lands outside the session directory. */
+static void test_paths(void)
+{
+	struct opd_guest *g = guest("h/../../x", NULL);
+	struct opd_conf conf;
+	struct opd_sfiles *sf;
+	static const char nul_path[] = "/bin/\0../../etc/x";
+	char longp[DP_AG_MAX_PATH];
+	const struct {
+		const char *p;
+		size_t len;
+	} paths[] = {
+		{ "/../../../../tmp/evil", 21 },
+		{ "/a/{root}/../{kern}/b}{", 23 },
+		{ nul_path, sizeof(nul_path) - 1 },
+		{ "/x/%2e%2e/../../y", 17 },
+		{ longp, sizeof(longp) },
+	};
+	struct dirent *de;
+	DIR *dir;
+	int others = 0;
+
+	CU_ASSERT_FATAL(g != NULL);
+	memset(longp, 'z', sizeof(longp));
+	for (size_t i = 0; i < sizeof(longp); i += 200)
+		longp[i] = '/';
+	opd_conf_defaults(&conf);
+	conf.session_dir = session;
+	sf = opd_sfiles_new(&conf, &st);
+	CU_ASSERT_FATAL(sf != NULL);
+	struct opd_event_desc ev = { .name = "CPU_CLK", .count = 100000 };
+	CU_ASSERT(opd_sfiles_set_events(sf, &ev, 1) == 0);
+	hello(g, 1000 * MS, 0);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		mmap_(g, 300 + (uint32_t)i, 0x400000, 0x1000, 0, 10 + (uint32_t)i, paths[i].p,
+		      paths[i].len, 0);
+	clock_sync(g, 0, 0, 1000 * MS);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct opd_guest_res r;
+		struct opd_sfile_key k = { .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+		struct odb *db;
+
+		sw(g, 0, (2000 + i) * MS, 0, 300 + (uint32_t)i);
+		resolve(g, DP_MODE_GUEST_USER, 0, (1000 + i) * MS + 500000, 0x400010, &r);
+		/* the 4 KiB path is too long for a name: anonymous, counted */
+		CU_ASSERT(r.resolved == (paths[i].p != longp));
+		if (!r.resolved)
+			continue;
+		CU_ASSERT(r.dep->name[0] == '/' && !strstr(r.dep->name, "/../"));
+		k.domain = opd_image_get(images, SFN_ANON, "h/../../x", 9);
+		k.image = r.image;
+		k.dep = r.dep;
+		db = opd_sfile_get(sf, &k);
+		CU_ASSERT(db != NULL);
+		if (db)
+			CU_ASSERT(odb_add(db, r.key, 1) == 0);
+	}
+	opd_sfiles_sync(sf);
+	opd_sfiles_free(sf);
+	opd_guest_free(g);
+	count_outside = 0;
+	nftw(session, check_inside, 16, FTW_PHYS);
+	CU_ASSERT(count_outside == 0);
+	dir = opendir(top);
+	while ((de = readdir(dir)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, "session"))
+			others++;
+	closedir(dir);
+	CU_ASSERT(others == 0);
+	CU_ASSERT(st.guest_paths_rejected == 1);
+}
+
+/* Floods of tasks and mappings hit the caps (counted), memory stays
+ * bounded; 64 KiB of table text is taken in chunks within its cap. */
+static void test_floods(void)
+{
+	struct opd_guest_limits lim;
+	struct opd_guest *g;
+	static char text[65536];
+
+	opd_guest_limits_default(&lim);
+	lim.max_tasks = 8;
+	lim.max_maps = 20;
+	lim.max_table_bytes = 100000;
+	g = guest("flood", &lim);
+	hello(g, 0, 0);
+	for (uint32_t pid = 1; pid <= 50; pid++)
+		mmap_(g, pid, 0x400000, 0x1000, 0, pid, "/bin/x", 6, 0);
+	CU_ASSERT(opd_guest_nr_tasks(g) == 8);
+	CU_ASSERT(st.guest_tasks_capped == 42);
+	for (uint64_t i = 0; i < 50; i++)
+		mmap_(g, 1, 0x1000000 + i * 0x2000, 0x1000, 0, 1, "/bin/y", 6, 0);
+	CU_ASSERT(opd_guest_nr_maps(g) == 20);
+	CU_ASSERT(st.guest_maps_capped > 0);
+	memset(text, 'k', sizeof(text));
+	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, text, sizeof(text)), 0) == 0);
+	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, text, sizeof(text)), 0) == 0);
+	CU_ASSERT(st.guest_bytes_capped == 1);
+	CU_ASSERT(opd_guest_bytes(g) < lim.max_bytes);
+	opd_guest_free(g);
+}
+
+static size_t image_request(struct opd_guest *g, uint32_t *cookie)
+{
+	uint8_t out[4096];
+	size_t n = opd_guest_output(g, out, sizeof(out)), found = 0;
+
+	for (size_t o = 0; o + 12 <= n;) {
+		struct dp_ag_frame f;
+
+		memcpy(&f, out + o, sizeof(f));
+		if (f.type == DP_AG_IMAGE_REQUEST) {
+			memcpy(cookie, out + o + 12, 4);
+			found++;
+		}
+		o += 12 + f.len;
+	}
+	return found;
+}
+
+static int count_entries(const char *d)
+{
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		n += de->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* Two domains run the same binary (same build id): one cache entry, both
+ * map files point at it, and the second domain is never asked for it. */
+static void test_image_dedup(void)
+{
+	struct opd_guest *g1 = scene("one"), *g2 = scene("two");
+	struct opd_guest_res r;
+	struct dp_ag_image_data d = { .cookie = 2 };
+	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT, .size = 5 };
+	uint32_t cookie = 0;
+	char path[PATH_MAX], line[512];
+	FILE *f;
+
+	image_request(g1, &cookie);	/* drop HOST_HELLO etc. */
+	image_request(g2, &cookie);
+	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(r.resolved);
+	CU_ASSERT(image_request(g1, &cookie) == 1);
+	CU_ASSERT(cookie == 2);
+	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "ELF!!", 5), 0) == 0);
+	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	CU_ASSERT(st.guest_images_cached == 1);
+	/* asked once only */
+	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800124, &r);
+	CU_ASSERT(image_request(g1, &cookie) == 0);
+	/* the second domain: found in the cache by build id */
+	resolve(g2, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(image_request(g2, &cookie) == 0);
+	CU_ASSERT(st.guest_images_dedup == 1);
+	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(count_entries(path) == 1);
+	snprintf(path, sizeof(path), "%s/domains/two/images", session);
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(line, "images/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/b\t/usr/bin/b\n");
+	/* a wrong offset aborts a transfer; nothing is cached */
+	opd_guest_free(g1);
+	opd_guest_free(g2);
+}
+
+#define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
+WRAP(test_timeline)
+WRAP(test_tie_break)
+WRAP(test_kernel)
+WRAP(test_hold)
+WRAP(test_bad_frames)
+WRAP(test_paths)
+WRAP(test_floods)
+WRAP(test_image_dedup)
+
+static void run_all(CU_pSuite s)
+{
+	CU_add_test(s, "timeline and clock offset", test_timeline_w);
+	CU_add_test(s, "pc-in-mappings tie-break near a switch", test_tie_break_w);
+	CU_add_test(s, "guest kernel and modules", test_kernel_w);
+	CU_add_test(s, "held samples", test_hold_w);
+	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);
+	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
+	CU_add_test(s, "floods hit caps", test_floods_w);
+	CU_add_test(s, "image cache dedup across domains", test_image_dedup_w);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("guest", NULL, NULL);
+	run_all(s);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
