@@ -42,6 +42,7 @@ struct gimg {
 
 struct gmap {
 	uint64_t start, end, pgoff;
+	uint64_t t;		/* guest time of the MMAP (exec drops older ones) */
 	struct gimg *gi;	/* NULL: anonymous ([vdso], no file) */
 };
 
@@ -51,6 +52,7 @@ struct gtask {
 	bool exited;
 	uint64_t exit_ns;
 	struct gimg *main;
+	uint64_t main_t;
 	struct gmap *maps;	/* sorted by start, disjoint */
 	size_t nr, cap;
 };
@@ -123,7 +125,7 @@ struct opd_guest {
 
 	/* kernel */
 	struct table_file ks, mods;
-	uint64_t ktext, ketext;
+	uint64_t ktext, ketext, klast;
 	struct gmod *modv;
 	size_t nr_mod, table_bytes;
 	struct opd_image *vmlinux, *anon_kernel, *anon_user;
@@ -460,6 +462,26 @@ static void task_clear_maps(struct opd_guest *g, struct gtask *t)
 	t->main = NULL;
 }
 
+/* exec at @t replaced the address space: mappings made before it go (an
+ * MMAP of the new image may have arrived before the COMM that says exec) */
+static void task_drop_before(struct opd_guest *g, struct gtask *t, uint64_t when)
+{
+	size_t j = 0;
+
+	t->main = NULL;
+	for (size_t i = 0; i < t->nr; i++) {
+		if (t->maps[i].t < when)
+			continue;
+		t->maps[j++] = t->maps[i];
+		if (t->maps[i].gi && (!t->main || t->maps[i].t < t->main_t)) {
+			t->main = t->maps[i].gi;
+			t->main_t = t->maps[i].t;
+		}
+	}
+	g->nr_maps -= t->nr - j;
+	t->nr = j;
+}
+
 static const struct gmap *task_find_map(const struct gtask *t, uint64_t pc)
 {
 	size_t lo = 0, hi = t->nr;
@@ -686,8 +708,8 @@ static void ks_line(struct opd_guest *g, char *line)
 	name++;
 	if (!strcmp(name, "_text"))
 		g->ktext = addr;
-	else if (!strcmp(name, "_etext"))
-		g->ketext = addr;
+	else if (!strchr(name, '[') && addr > g->klast && addr < 0xffffffffff000000ULL)
+		g->klast = addr;	/* not a module's: part of the kernel image */
 }
 
 static bool mod_name_ok(const char *s, size_t len)
@@ -745,7 +767,10 @@ static int h_kallsyms_end(void *ctx, const struct dp_ag_table_end *e)
 	struct opd_guest *g = ctx;
 
 	table_close(g, &g->ks, "kallsyms", e);
-	if (g->ktext && g->ketext <= g->ktext)
+	/* the image runs from _text past its last symbol (entry text,
+	 * .init, data symbols): samples there are the kernel's too */
+	g->ketext = g->klast + 4096;
+	if (g->ktext && (g->ketext <= g->ktext || g->ketext - g->ktext > (1ULL << 30)))
 		g->ketext = g->ktext + (64ULL << 20);
 	return 0;
 }
@@ -838,6 +863,7 @@ static int h_mmap(void *ctx, const struct dp_ag_mmap *m, const char *path, size_
 	gm.start = m->start;
 	gm.end = m->start + m->len;
 	gm.pgoff = m->pgoff;
+	gm.t = m->time_ns;
 	if (len && path[0] == '/') {
 		n = ap_sanitize_path(path, len, clean);
 		if (n <= 1 || n > OPD_GUEST_PATH_MAX) {
@@ -862,8 +888,10 @@ static int h_mmap(void *ctx, const struct dp_ag_mmap *m, const char *path, size_
 		return 0;
 	/* the kernel maps the executable before the interpreter and
 	 * libraries; the snapshot lists maps by address, main first */
-	if (!t->main && gm.gi)
+	if (gm.gi && (!t->main || gm.t < t->main_t)) {
 		t->main = gm.gi;
+		t->main_t = gm.t;
+	}
 	g->st->guest_mmaps++;
 	return 0;
 }
@@ -880,7 +908,7 @@ static int h_comm(void *ctx, const struct dp_ag_comm *c, const char *name, size_
 		return 0;
 	t = task_find(g, c->pid);
 	if (t) {
-		task_clear_maps(g, t);
+		task_drop_before(g, t, c->time_ns);
 		t->exited = false;
 	}
 	return 0;
@@ -1220,7 +1248,7 @@ static struct opd_image *gimg_image(struct opd_guest *g, struct gimg *x)
 static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 			 struct opd_guest_res *r)
 {
-	uint32_t cand[3];
+	uint32_t cand[16];
 	int nc = 0;
 	bool task_known = false;
 	uint64_t gt, near;
@@ -1257,11 +1285,23 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	} else {
 		const struct gswitch *w = ring_at(g, c, i);
 
+		/* the task that ran then first, then those that ran within
+		 * the clock's uncertainty before and after, nearest first */
 		cand[nc++] = w->next;
-		if (gt - w->t < near)
-			cand[nc++] = w->prev;
-		if ((size_t)i + 1 < c->count && ring_at(g, c, i + 1)->t - gt < near)
-			cand[nc++] = ring_at(g, c, i + 1)->next;
+		for (long k = 0; nc + 2 <= 16; k++) {
+			bool more = false;
+
+			if (i - k >= 0 && gt - ring_at(g, c, i - k)->t < near) {
+				cand[nc++] = ring_at(g, c, i - k)->prev;
+				more = true;
+			}
+			if ((size_t)(i + k + 1) < c->count && ring_at(g, c, i + k + 1)->t - gt < near) {
+				cand[nc++] = ring_at(g, c, i + k + 1)->next;
+				more = true;
+			}
+			if (!more)
+				break;
+		}
 	}
 	/* the task whose mappings hold the pc wins, in order of likelihood */
 	for (int k = 0; k < nc; k++) {
