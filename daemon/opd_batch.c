@@ -156,12 +156,13 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 
 int opd_batch_flush(struct opd_batch *b)
 {
-	uint32_t *count = b->count;
+	uint32_t *count;
 	size_t i, pos = 0;
 	int ret = 0, r;
 
-	if (b->flushing || !b->n)
+	if (!b || b->flushing || !b->n)
 		return 0;
+	count = b->count;
 	b->flushing = true;
 	/* run starts: count[id] becomes the end of its run after scatter */
 	for (uint32_t id = 0; id <= b->max_id; id++) {
@@ -194,6 +195,8 @@ int opd_batch_flush(struct opd_batch *b)
 
 int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns)
 {
+	if (!b)
+		return 0;
 	if (!b->n) {
 		b->empty_ns = now_ns;
 		return 0;

@@ -47,7 +47,8 @@ void opd_batch_free(struct opd_batch *b);
 int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key);
 
 /* Apply every pending sample to its file.  0 or the first -errno
- * (samples that could not be filed are counted in sample_file_errors). */
+ * (samples that could not be filed are counted in sample_file_errors).
+ * NULL accepted (no batch: nothing pending), here and in flush_due. */
 int opd_batch_flush(struct opd_batch *b);
 
 /* Pending samples. */

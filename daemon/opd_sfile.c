@@ -363,6 +363,11 @@ int opd_sfiles_sync(struct opd_sfiles *t)
 {
 	int ret = 0;
 
+	/* queue every file's writeback first: one file at a time, each
+	 * sync waits for its own few writes */
+	for (struct sfile *sf = t->lru_head; sf; sf = sf->lnext)
+		odb_sync_start(sf->db);
+
 	for (struct sfile *sf = t->lru_head; sf; sf = sf->lnext) {
 		int r = odb_sync(sf->db);
 

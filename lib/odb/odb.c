@@ -313,6 +313,13 @@ int odb_sync(struct odb *db)
 	return msync(db->map, db->map_len, MS_SYNC) < 0 ? -errno : 0;
 }
 
+int odb_sync_start(struct odb *db)
+{
+	if (db->mode != ODB_RDWR)
+		return 0;
+	return sync_file_range(db->fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 ? -errno : 0;
+}
+
 /*
  * Double the table.  The file is extended before the header's capacity
  * says so, so at no instant do the header and the file size disagree in

@@ -41,6 +41,13 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 void odb_close(struct odb *db);
 /* msync the mapping. 0 or -errno. */
 int odb_sync(struct odb *db);
+/*
+ * Start writing the file's dirty pages back without waiting (a hint; 0
+ * or -errno).  Syncing many files is cheaper as odb_sync_start on each,
+ * then odb_sync on each: the writes are queued together, not one file's
+ * at a time.  No-op for readers.
+ */
+int odb_sync_start(struct odb *db);
 
 /* Add @inc to the count of @key, inserting it at 0 first. 0 or -errno. */
 int odb_add(struct odb *db, uint64_t key, uint64_t inc);

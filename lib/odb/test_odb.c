@@ -288,6 +288,66 @@ static void test_reference_model(void)
 	free(ref);
 }
 
+/*
+ * odb_add_keys is n single adds of 1: same nodes, same order, same counts
+ * as odb_add on a twin file, across grows and in runs of every length
+ * (shorter and longer than its prefetch distance).
+ */
+static void test_add_keys(void)
+{
+	const char *pa = tpath("keys_bulk"), *pb = tpath("keys_single");
+	struct odb *a, *b;
+	struct dump da, db_;
+	uint64_t keys[3000], ta, tb;
+	size_t done, i, run, ok;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&a, pa, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL_FATAL(odb_open(&b, pb, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_add_keys(a, keys, 0, &done), 0);
+	CU_ASSERT_EQUAL(done, 0);
+	for (run = 1; run <= 3000; run = run * 3 + 1) {
+		for (i = 0; i < run; i++) {
+			uint64_t r = rnd();
+
+			/* repeats within a run, new keys (grows), high bits */
+			keys[i] = r % 4 ? (r >> 8) % 20000 : ((r >> 8) % 512) << 50;
+			CU_ASSERT_EQUAL_FATAL(odb_add(b, keys[i], 1), 0);
+		}
+		done = 12345;
+		CU_ASSERT_EQUAL_FATAL(odb_add_keys(a, keys, run, &done), 0);
+		CU_ASSERT_EQUAL(done, run);
+		CU_ASSERT_EQUAL(odb_nr_keys(a), odb_nr_keys(b));
+		CU_ASSERT_EQUAL(odb_total(a), odb_total(b));
+	}
+	CU_ASSERT(odb_nr_keys(a) > 1000);	/* it grew several times */
+	odb_close(a);
+	odb_close(b);
+	CU_ASSERT_EQUAL_FATAL(dump_file(pa, &da, &ta), 0);
+	CU_ASSERT_EQUAL_FATAL(dump_file(pb, &db_, &tb), 0);
+	CU_ASSERT_EQUAL_FATAL(da.n, db_.n);
+	CU_ASSERT_EQUAL(ta, tb);
+	ok = 1;
+	for (i = 0; i < da.n && ok; i++)
+		ok = da.keys[i] == db_.keys[i] && da.counts[i] == db_.counts[i];
+	CU_ASSERT(ok);
+	dump_free(&da);
+	dump_free(&db_);
+
+	/* a reader adds nothing */
+	CU_ASSERT_EQUAL_FATAL(odb_open(&a, pa, ODB_RDONLY, NULL), 0);
+	done = 7;
+	CU_ASSERT_EQUAL(odb_add_keys(a, keys, 10, &done), -EBADF);
+	CU_ASSERT_EQUAL(done, 0);
+	CU_ASSERT_EQUAL(odb_sync_start(a), 0);
+	odb_close(a);
+	/* a writer's sync_start then sync */
+	CU_ASSERT_EQUAL_FATAL(odb_open(&a, pa, ODB_RDWR, NULL), 0);
+	CU_ASSERT_EQUAL(odb_add_keys(a, keys, 10, NULL), 0);
+	CU_ASSERT_EQUAL(odb_sync_start(a), 0);
+	CU_ASSERT_EQUAL(odb_sync(a), 0);
+	odb_close(a);
+}
+
 /* A file cut short is rejected exactly when its committed nodes do not fit. */
 static void test_truncated(void)
 {
@@ -546,6 +606,7 @@ int main(void)
 		{ "open errors", test_open_errors },
 		{ "many keys, grows, reopen", test_many_keys_and_reopen },
 		{ "randomized against a reference", test_reference_model },
+		{ "bulk add equals single adds", test_add_keys },
 		{ "truncated files", test_truncated },
 		{ "corrupt headers", test_corrupt_header },
 		{ "half-made file", test_half_made },

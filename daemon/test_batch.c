@@ -1,0 +1,320 @@
+/*
+ * Batch tests: a random stream fed to a daemon that batches its samples
+ * (opd_batch) and to one that adds each sample at once must leave the
+ * same sample files with the same nodes, at the end and at a dump in the
+ * middle, also when a tiny open file cap evicts files all the time.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "odb/odb.h"
+#include "opd_daemon.h"
+#include "raw/raw_stream.h"
+
+#define KSTART 0xffffffff81000000ULL
+
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+static int buf_sink(void *ctx, const void *data, size_t len)
+{
+	struct buf *b = ctx;
+
+	if (b->len + len > b->cap) {
+		size_t cap = (b->len + len) * 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	return 0;
+}
+
+static uint64_t rng_state = 0x853c49e6748fea9bULL;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* 40 processes, each an app and 3 of 30 libraries, kernel samples, two
+ * events, samples in short runs per task; *@mid is a byte offset about
+ * half way, between records. */
+static void make_stream(struct buf *out, size_t nr_samples, size_t *mid)
+{
+	struct raw_writer *w = raw_writer_new(buf_sink, out, 4096);
+	struct dp_raw_event ev[2];
+	char path[64];
+
+	CU_ASSERT_FATAL(w != NULL);
+	memset(ev, 0, sizeof(ev));
+	strcpy(ev[0].name, "CPU_CLK_UNHALTED");
+	ev[0].count = 100000;
+	ev[0].flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	strcpy(ev[1].name, "INST_RETIRED");
+	ev[1].count = 50000;
+	ev[1].flags = DP_RAW_EV_USER;
+	CU_ASSERT(raw_put_header(w, 0, DP_RAW_COLLECTOR_GEN, 0, ev, 2) == 0);
+	CU_ASSERT(raw_put_kmod(w, KSTART, 0x1000000, "vmlinux", 7) == 0);
+	for (uint32_t pid = 100; pid < 140; pid++) {
+		struct dp_raw_mmap m = { .pid = pid, .tid = pid, .start = 0x400000,
+					 .len = 0x100000, .prot = 5 };
+
+		CU_ASSERT(raw_put_comm(w, pid, pid, DP_RAW_COMM_EXEC, "app") == 0);
+		snprintf(path, sizeof(path), "/usr/bin/app%u", pid % 7);
+		CU_ASSERT(raw_put_mmap(w, &m, path, strlen(path)) == 0);
+		for (unsigned int l = 1; l <= 3; l++) {
+			m.start = 0x7f0000000000ULL + l * 0x10000000ULL;
+			snprintf(path, sizeof(path), "/usr/lib/lib%u.so", (pid * 7 + l * 11) % 30);
+			CU_ASSERT(raw_put_mmap(w, &m, path, strlen(path)) == 0);
+		}
+	}
+	for (size_t i = 0; i < nr_samples; i++) {
+		uint64_t r = rnd(), pc;
+
+		if (i % 16 == 0) {
+			CU_ASSERT(raw_writer_flush(w) == 0);
+			if (!*mid && i >= nr_samples / 2)
+				*mid = out->len;
+			CU_ASSERT(raw_put_task(w, 100 + (uint32_t)(r % 40), 100 + (uint32_t)(r % 40)) == 0);
+			CU_ASSERT(raw_put_mode(w, r % 10 ? DP_MODE_HOST_USER : DP_MODE_HOST_KERNEL) == 0);
+			r = rnd();
+		}
+		/* skewed offsets: some hot, a long tail */
+		pc = (r >> 40) % 4 ? (r >> 8) % 64 * 16 : (r >> 8) % 0x100000;
+		if (r % 10 == 0)
+			pc += KSTART;	/* user mode: in no mapping ({anon}) */
+		else
+			pc += r % 5 ? 0x7f0000000000ULL + (r % 3 + 1) * 0x10000000ULL : 0x400000;
+		CU_ASSERT(raw_put_sample(w, pc, (uint32_t)(r >> 60) & 1) == 0);
+	}
+	CU_ASSERT(raw_writer_close(w) == 0);
+}
+
+struct run {
+	char dir[64];
+	struct opd_conf conf;
+	struct opd_daemon d;
+};
+
+static void run_init(struct run *r, unsigned int max_open, size_t batch)
+{
+	memset(r, 0, sizeof(*r));
+	strcpy(r->dir, "/tmp/test_batch.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(r->dir) != NULL);
+	opd_conf_defaults(&r->conf);
+	r->conf.session_dir = r->dir;
+	r->conf.collector = OPD_COLLECT_FILE;
+	r->conf.separate_str = "lib";
+	CU_ASSERT_FATAL(opd_parse_separate("lib", &r->conf.separate) == 0);
+	r->conf.max_open_files = max_open;
+	CU_ASSERT_FATAL(opd_daemon_init(&r->d, &r->conf, "test") == 0);
+	/* batch 0: file each sample at once (the reference) */
+	opd_batch_free(r->d.batch);
+	r->d.batch = batch ? opd_batch_new(r->d.sfiles, &r->d.st, batch) : NULL;
+	r->d.trans.batch = r->d.batch;
+	CU_ASSERT_FATAL(!batch || r->d.batch);
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void run_fini(struct run *r)
+{
+	opd_daemon_fini(&r->d);
+	nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* What a session's sample files hold: "path key count" lines, sorted. */
+static struct buf listing;
+static size_t prefix;
+
+static int node_cb(void *ctx, uint64_t key, uint64_t count)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%s %llx %llu\n", (const char *)ctx,
+			 (unsigned long long)key, (unsigned long long)count);
+
+	return buf_sink(&listing, line, (size_t)n);
+}
+
+static int list_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	struct odb *db;
+
+	(void)sb;
+	(void)ftw;
+	if (flag != FTW_F)
+		return 0;
+	if (odb_open(&db, path, ODB_RDONLY, NULL)) {
+		CU_FAIL("a sample file does not open");
+		return 0;
+	}
+	odb_foreach(db, node_cb, (void *)(path + prefix));
+	odb_close(db);
+	return 0;
+}
+
+static int line_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sorted listing of @r's files, as one malloc'd string. */
+static char *list_files(const struct run *r)
+{
+	char root[128], **lines, *out, *p;
+	size_t n = 0, i;
+
+	snprintf(root, sizeof(root), "%s/samples/current", r->dir);
+	prefix = strlen(root);
+	listing.len = 0;
+	nftw(root, list_cb, 16, FTW_PHYS);
+	buf_sink(&listing, "", 1);
+	for (p = listing.p; *p; p++)
+		n += *p == '\n';
+	lines = calloc(n + 1, sizeof(*lines));
+	out = malloc(listing.len);
+	CU_ASSERT_FATAL(lines && out);
+	for (i = 0, p = strtok(listing.p, "\n"); p; p = strtok(NULL, "\n"))
+		lines[i++] = p;
+	qsort(lines, i, sizeof(*lines), line_cmp);
+	out[0] = '\0';
+	for (p = out, n = 0; n < i; n++)
+		p += sprintf(p, "%s\n", lines[n]);
+	free(lines);
+	return out;
+}
+
+static void check_same(struct run *a, struct run *b, const char *what)
+{
+	char *la = list_files(a), *lb = list_files(b);
+
+	if (strcmp(la, lb))
+		fprintf(stderr, "\n%s: batched and unbatched files differ\n", what);
+	CU_ASSERT(strlen(la) > 1000);
+	CU_ASSERT_STRING_EQUAL(la, lb);
+	free(la);
+	free(lb);
+}
+
+static void same_as_unbatched(unsigned int max_open, size_t batch)
+{
+	struct buf s = { 0 };
+	struct run a, b;
+	size_t mid = 0;
+
+	make_stream(&s, 200000, &mid);
+	CU_ASSERT_FATAL(mid > 0);
+	run_init(&a, max_open, batch);
+	run_init(&b, max_open, 0);
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p, mid) == 0);
+	CU_ASSERT(opd_daemon_feed(&b.d, s.p, mid) == 0);
+	/* a dump shows every sample so far */
+	CU_ASSERT(opd_daemon_dump(&a.d) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
+	check_same(&a, &b, "at the dump");
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p + mid, s.len - mid) == 0);
+	CU_ASSERT(opd_daemon_feed(&b.d, s.p + mid, s.len - mid) == 0);
+	CU_ASSERT(opd_stream_finish(a.d.stream) == 0);
+	CU_ASSERT(opd_stream_finish(b.d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&a.d) == 0);
+	CU_ASSERT(opd_daemon_stop(&b.d) == 0);
+	check_same(&a, &b, "at the end");
+	CU_ASSERT(a.d.st.samples_received == 200000);
+	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
+	CU_ASSERT(a.d.st.samples_filed > 150000);
+	CU_ASSERT(a.d.st.sample_file_errors == 0);
+	CU_ASSERT(a.d.st.sample_files == b.d.st.sample_files);
+	if (max_open < 10)
+		CU_ASSERT(a.d.st.sample_files_evicted > 0);
+	run_fini(&a);
+	run_fini(&b);
+	free(s.p);
+}
+
+static void test_default_batch(void)
+{
+	same_as_unbatched(4096, OPD_BATCH_DEFAULT);
+}
+
+static void test_small_batch(void)
+{
+	/* many flushes by a full batch, none a multiple of a run */
+	same_as_unbatched(4096, 997);
+}
+
+static void test_evictions(void)
+{
+	/* every new file evicts one with samples still queued */
+	same_as_unbatched(3, 5000);
+}
+
+/* The close hook flushes before a domain's files close; flush_due flushes
+ * only after the interval; a batch with nothing queued flushes nothing. */
+static void test_flush_due(void)
+{
+	struct buf s = { 0 };
+	struct run a;
+	size_t mid = 0;
+
+	make_stream(&s, 1000, &mid);
+	run_init(&a, 4096, 1 << 16);
+	CU_ASSERT(opd_batch_flush(a.d.batch) == 0);
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1000, 500) == 0);	/* empty at 1000 */
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p, s.len) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1400, 500) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1500, 500) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
+	run_fini(&a);
+	free(s.p);
+}
+
+int main(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "default batch = unbatched, dump in the middle", test_default_batch },
+		{ "small batch = unbatched", test_small_batch },
+		{ "evictions with samples queued", test_evictions },
+		{ "flush when due", test_flush_due },
+	};
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("batch", NULL, NULL);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		CU_add_test(s, tests[i].name, tests[i].fn);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	free(listing.p);
+	return fails ? 1 : 0;
+}
