@@ -1358,18 +1358,38 @@ static void resolve_kernel(struct opd_guest *g, const struct opd_guest_sample *s
 	}
 }
 
+/*
+ * The mode the pc's half of the x86-64 address space says.  The host's
+ * guest/user flag comes from the guest's CPL as the hypervisor saw it,
+ * which nested virtualization gets wrong at times; a pc in the other half
+ * cannot be that mode's (counted guest_mode_by_address).
+ */
+static uint8_t effective_mode(struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	if (s->mode == DP_MODE_GUEST_USER && s->pc >= 0xffff800000000000ULL) {
+		g->st->guest_mode_by_address++;
+		return DP_MODE_GUEST_KERNEL;
+	}
+	if (s->mode == DP_MODE_GUEST_KERNEL && s->pc < 0x0000800000000000ULL) {
+		g->st->guest_mode_by_address++;
+		return DP_MODE_GUEST_USER;
+	}
+	return s->mode;
+}
+
 void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r)
 {
 	memset(r, 0, sizeof(*r));
-	if (s->mode == DP_MODE_GUEST_KERNEL)
+	r->mode = effective_mode(g, s);
+	if (r->mode == DP_MODE_GUEST_KERNEL)
 		resolve_kernel(g, s, r);
 	else
 		resolve_user(g, s, r);
 	if (!r->counter)
 		r->counter = &g->st->guest_user_unresolved_capped;
 	if (!r->resolved) {
-		r->image = r->dep = s->mode == DP_MODE_GUEST_KERNEL ? g->anon_kernel : g->anon_user;
+		r->image = r->dep = r->mode == DP_MODE_GUEST_KERNEL ? g->anon_kernel : g->anon_user;
 		r->key = s->pc;
 	}
 }
@@ -1407,7 +1427,7 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 {
 	uint64_t gt;
 
-	if (s->mode == DP_MODE_GUEST_KERNEL)
+	if (s->mode == DP_MODE_GUEST_KERNEL && s->pc >= 0xffff800000000000ULL)
 		return g->ktext != 0;
 	if (!g->have_off)
 		return false;

@@ -62,6 +62,7 @@ struct opd_guest_sample {
 /* What a guest sample resolved to. */
 struct opd_guest_res {
 	bool resolved;		/* false: the {anon:guest-*} bucket, key = pc */
+	uint8_t mode;		/* guest mode as resolved (the pc's half wins) */
 	struct opd_image *image;	/* main binary (user) or the kernel image */
 	struct opd_image *dep;		/* the binary the pc is in */
 	uint64_t key;

@@ -18,7 +18,7 @@ static void file_guest(void *ctx, struct opd_image *domain, const struct opd_gue
 	k.event = s->event;
 	k.dep = r->dep;
 	k.image = r->dep;
-	if (r->resolved && s->mode == DP_MODE_GUEST_USER && (sep & OPD_SEP_LIB))
+	if (r->resolved && r->mode == DP_MODE_GUEST_USER && (sep & OPD_SEP_LIB))
 		k.image = r->image;
 	k.tgid = k.tid = SFN_ALL;
 	if ((sep & OPD_SEP_THREAD) && r->pid)

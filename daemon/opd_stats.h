@@ -50,6 +50,7 @@
 	X(guest_user_unresolved_capped)			\
 	X(guest_kernel_resolved)			\
 	X(guest_kernel_unresolved)			\
+	X(guest_mode_by_address)			\
 	X(guest_samples_held)			\
 	X(guest_queue_overflow)			\
 	X(agent_channels)			\

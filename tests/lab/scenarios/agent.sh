@@ -103,8 +103,9 @@ pa_a=$(sed -n 's/.*RATIO-A .*burn_a=\([0-9.]*\)%.*/\1/p' "$RESULTS/g1.console" |
 pb_a=$(sed -n 's/.*RATIO-B .*burn_a=\([0-9.]*\)%.*/\1/p' "$RESULTS/g1.console" | tail -n 1)
 measured=$(awk -v a="$cpu_a" -v b="$cpu_b" -v x="$pa_a" -v y="$pb_a" \
 	'BEGIN { printf "%.2f", (a * x + b * y) / (a + b) }')
-read -r na nb < <(awk '$NF == "burn_a" { a += $1 } $NF == "burn_b" { b += $1 }
-	END { print a + 0, b + 0 }' "$RESULTS/g1-report.txt")
+# (no process substitution: L1 has no /dev/fd)
+read -r na nb <<<"$(awk '$NF == "burn_a" { a += $1 } $NF == "burn_b" { b += $1 }
+	END { print a + 0, b + 0 }' "$RESULTS/g1-report.txt")"
 [ "$na" -gt 0 ] && [ "$nb" -gt 0 ] || lab_fail "opreport -l does not name burn_a ($na) and burn_b ($nb)"
 share=$(awk -v a="$na" -v b="$nb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 diff=$(awk -v m="$measured" -v s="$share" 'BEGIN { d = m - s; if (d < 0) d = -d; printf "%.2f", d }')
@@ -129,6 +130,7 @@ lab_summary guest_user_unresolved "$unres"
 lab_summary guest_user_resolved_pct "$pct"
 lab_summary guest_kernel_resolved "$kern_total"
 lab_summary guest_kernel_unresolved "$(stat_of "$S" guest_kernel_unresolved)"
+lab_summary guest_mode_by_address "$(stat_of "$S" guest_mode_by_address)"
 lab_summary guest_kernel_named_in_report "$kern_named"
 lab_summary ratio_copies_in_image_cache "$ratio_copies"
 lab_summary guest_images_cached "$(stat_of "$S" guest_images_cached)"
