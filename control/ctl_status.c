@@ -170,7 +170,12 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 			"guest_user_unresolved_no_mapping", "guest_user_unresolved_anon",
 			"guest_user_unresolved_capped",
 		};
-		uint64_t all = v, u;
+		uint64_t all, u;
+
+		/* the guest's [vdso] is a binary too (the kernel's) */
+		if (ctl_kv_get_u64(s, "guest_user_resolved_vdso", &u))
+			v += u;
+		all = v;
 
 		for (size_t i = 0; i < sizeof(gu) / sizeof(gu[0]); i++)
 			if (ctl_kv_get_u64(s, gu[i], &u))

@@ -43,6 +43,7 @@ struct gimg {
 struct gmap {
 	uint64_t start, end, pgoff;
 	uint64_t t;		/* guest time of the MMAP (exec drops older ones) */
+	bool vdso;		/* the kernel's [vdso] image */
 	struct gimg *gi;	/* NULL: anonymous ([vdso], no file) */
 };
 
@@ -128,7 +129,7 @@ struct opd_guest {
 	uint64_t ktext, ketext, klast;
 	struct gmod *modv;
 	size_t nr_mod, table_bytes;
-	struct opd_image *vmlinux, *anon_kernel, *anon_user;
+	struct opd_image *vmlinux, *anon_kernel, *anon_user, *vdso;
 
 	/* images */
 	struct gimg *req[MAX_REQ];
@@ -207,7 +208,8 @@ struct opd_guest *opd_guest_new(const char *name, const char *dir,
 	g->vmlinux = opd_image_get(images, SFN_KERN, "vmlinux", 7);
 	g->anon_kernel = opd_image_get(images, SFN_ANON, "guest-kernel", 12);
 	g->anon_user = opd_image_get(images, SFN_ANON, "guest-user", 10);
-	if (!g->name || !g->dir || !g->in || !g->q || !g->vmlinux || !g->anon_kernel ||
+	g->vdso = opd_image_get(images, SFN_ANON, "vdso", 4);
+	if (!g->name || !g->dir || !g->in || !g->q || !g->vmlinux || !g->anon_kernel || !g->vdso ||
 	    !g->anon_user || asprintf(&g->map_path, "%s/images", dir) < 0) {
 		g->map_path = NULL;
 		goto out_free;
@@ -864,6 +866,7 @@ static int h_mmap(void *ctx, const struct dp_ag_mmap *m, const char *path, size_
 	gm.end = m->start + m->len;
 	gm.pgoff = m->pgoff;
 	gm.t = m->time_ns;
+	gm.vdso = len == 6 && !memcmp(path, "[vdso]", 6);
 	if (len && path[0] == '/') {
 		n = ap_sanitize_path(path, len, clean);
 		if (n <= 1 || n > OPD_GUEST_PATH_MAX) {
@@ -1318,6 +1321,15 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 		if (!m)
 			continue;
 		r->pid = t->pid;
+		if (m->vdso) {
+			/* the kernel's own small ELF: a binary, without a file */
+			r->image = t->main ? gimg_image(g, t->main) : g->vdso;
+			r->dep = g->vdso;
+			r->key = s->pc - m->start;
+			r->resolved = r->image != NULL;
+			r->counter = &g->st->guest_user_resolved_vdso;
+			return;
+		}
 		if (!m->gi) {
 			r->counter = &g->st->guest_user_unresolved_anon;
 			return;

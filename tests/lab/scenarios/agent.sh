@@ -110,11 +110,14 @@ read -r na nb <<<"$(awk '$NF == "burn_a" { a += $1 } $NF == "burn_b" { b += $1 }
 share=$(awk -v a="$na" -v b="$nb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
 diff=$(awk -v m="$measured" -v s="$share" 'BEGIN { d = m - s; if (d < 0) d = -d; printf "%.2f", d }')
 
-resolved=$(stat_of "$S" guest_user_resolved)
+# resolved to a binary: a file of the guest, or its [vdso]
+resolved=$(( $(stat_of "$S" guest_user_resolved) + $(stat_of "$S" guest_user_resolved_vdso) ))
 unres=$(awk '$1 ~ /^guest_user_unresolved_/ { s += $2 } END { print s + 0 }' "$S/stats")
 pct=$(awk -v r="$resolved" -v u="$unres" 'BEGIN { if (r + u == 0) print 0; else printf "%.1f", 100 * r / (r + u) }')
 # guest kernel rows: samples in vmlinux or modules with a symbol name
-kern_named=$(awk '$1 ~ /^[0-9]+$/ && ($3 == "vmlinux" || $0 ~ /\{kern\}/) && $NF !~ /^(0x|\(no)/ { s += $1 } END { print s + 0 }' "$RESULTS/g1-report.txt")
+# rows "samples % domain image symbol" of g1's own kernel (not g1/vmm)
+kern_named=$(awk '$1 ~ /^[0-9]+$/ && $3 == "g1" && $4 == "vmlinux" && $NF !~ /^(0x|\(no)/ { s += $1 } END { print s + 0 }' "$RESULTS/g1-report.txt")
+kern_anon=$(awk '$1 ~ /^[0-9]+$/ && $3 == "g1" && $4 == "{anon:guest-kernel}" { s += $1 } END { print s + 0 }' "$RESULTS/g1-report.txt")
 kern_total=$(stat_of "$S" guest_kernel_resolved)
 ratio_copies=$(find "$S/images" -type f ! -name '.*' -name 'ratio*' | wc -l)
 
@@ -132,6 +135,8 @@ lab_summary guest_kernel_resolved "$kern_total"
 lab_summary guest_kernel_unresolved "$(stat_of "$S" guest_kernel_unresolved)"
 lab_summary guest_mode_by_address "$(stat_of "$S" guest_mode_by_address)"
 lab_summary guest_kernel_named_in_report "$kern_named"
+lab_summary guest_kernel_anon_in_report "$kern_anon"
+lab_summary guest_user_resolved_vdso "$(stat_of "$S" guest_user_resolved_vdso)"
 lab_summary ratio_copies_in_image_cache "$ratio_copies"
 lab_summary guest_images_cached "$(stat_of "$S" guest_images_cached)"
 lab_summary guest_images_dedup "$(stat_of "$S" guest_images_dedup)"
