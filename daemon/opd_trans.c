@@ -14,6 +14,15 @@ static inline void trans_bump(struct opd_trans *t)
 	t->proc = NULL;
 }
 
+static inline struct opd_trans_cache *cache_slot(struct opd_trans *t, uint32_t event, uint64_t pc)
+{
+	/* Multiplicative hash of the region: mappings laid out at regular
+	 * strides must not all land on one entry. */
+	uint64_t h = (pc >> OPD_TRANS_CACHE_SHIFT) * 0x9e3779b97f4a7c15ull;
+
+	return &t->cache[event][h >> (64 - OPD_TRANS_CACHE_BITS)];
+}
+
 void opd_trans_invalidate(struct opd_trans *t)
 {
 	trans_bump(t);
@@ -303,7 +312,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	}
 	if (ret)
 		return ret;
-	c = &t->cache[event];
+	c = cache_slot(t, event, pc);
 	if (r.skip) {
 		c->gen = 0;
 		return 0;
@@ -336,7 +345,7 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 	t->st->samples_received++;
 	(*t->mode_counter)++;
 	if (event < DP_RAW_MAX_EVENTS) {
-		struct opd_trans_cache *c = &t->cache[event];
+		struct opd_trans_cache *c = cache_slot(t, event, pc);
 
 		if (c->gen == t->gen && pc - c->start < c->len) {
 			(*c->unresolved)++;

@@ -27,6 +27,10 @@
 #include "opd_sfile.h"
 #include "opd_stats.h"
 
+#define OPD_TRANS_CACHE_BITS	4
+#define OPD_TRANS_CACHE_WAYS	(1 << OPD_TRANS_CACHE_BITS)
+#define OPD_TRANS_CACHE_SHIFT	21
+
 struct opd_trans_cache {
 	uint64_t gen;
 	uint64_t start, len;	/* pc in [start, start + len) */
@@ -72,7 +76,10 @@ struct opd_trans {
 	struct opd_proc *proc;		/* current task's process, NULL: look up */
 	uint64_t sfile_evictions;
 	uint64_t dummy;
-	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS];
+	/* Per event, one entry per 2 MiB region of pc (direct-mapped), so a
+	 * task that alternates between its binary and its libraries stays on
+	 * the fast path. */
+	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS][OPD_TRANS_CACHE_WAYS];
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
 	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
 };
