@@ -14,6 +14,7 @@
 #include "opd_daemon.h"
 #include "opd_guestfile.h"
 #include "opd_log.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 struct opd_sigflags opd_sig;
@@ -21,26 +22,6 @@ struct opd_sigflags opd_sig;
 static const char *collector_name(enum opd_collector c)
 {
 	return c == OPD_COLLECT_FILE ? "file" : "perf";
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t len;
-
-	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	len = strlen(buf);
-	for (size_t i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		if (i < len)
-			buf[i] = '/';
-	}
-	return 0;
 }
 
 static int header_hook(void *ctx, const struct raw_header *h)
@@ -61,7 +42,7 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	d->st.start_time = (int64_t)time(NULL);
 	if (snprintf(path, sizeof(path), "%s/samples/current", conf->session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	ret = mkdir_p(path);
+	ret = du_mkdir_p(path);
 	if (ret) {
 		du_err("cannot create %s: %s", path, strerror(-ret));
 		return ret;

@@ -12,6 +12,7 @@
 #include "dom.h"
 #include "opd_domain.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 /* Samples of a stopped domain may still sit in the collector's rings. */
@@ -151,26 +152,6 @@ void opd_domains_free(struct opd_domains *ds)
 	free(ds);
 }
 
-static int mkdir_p(char *path)
-{
-	for (char *p = path + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			int ret = -errno;
-
-			*p = c;
-			return ret;
-		}
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
-
 static void put_escaped_line(FILE *f, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -193,7 +174,7 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	    snprintf(path, sizeof(path), "%s/info", dir) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.info.tmp", dir) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	ret = mkdir_p(dir);
+	ret = du_mkdir_p(dir);
 	if (ret)
 		goto out_err;
 	f = fopen(tmp, "w");

@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "domprof/raw.h"
 #include "opd_guest.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 #define TASK_BUCKETS	4096
@@ -167,26 +168,6 @@ static uint32_t hash_bytes(const void *p, size_t len)
 	return h;
 }
 
-static int mkdir_p(char *path)
-{
-	for (char *p = path + 1;; p++) {
-		char c = *p;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			int ret = -errno;
-
-			*p = c;
-			return ret;
-		}
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
-
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st)
@@ -214,7 +195,7 @@ struct opd_guest *opd_guest_new(const char *name, const char *dir,
 		g->map_path = NULL;
 		goto out_free;
 	}
-	ret = mkdir_p(g->dir);
+	ret = du_mkdir_p(g->dir);
 	if (ret)
 		goto out_free;
 	return g;

@@ -20,6 +20,7 @@
 #include "opd_daemon.h"
 #include "opd_log.h"
 #include "opd_main.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 #define READY_MARK "\001ready\n"
@@ -145,26 +146,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	c->live_proc_lookup = c->collector == OPD_COLLECT_PERF;
 	c->track_domains = c->collector == OPD_COLLECT_PERF;
-	return 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t len;
-
-	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	len = strlen(buf);
-	for (size_t i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		if (i < len)
-			buf[i] = '/';
-	}
 	return 0;
 }
 
@@ -344,7 +325,7 @@ int opd_main(int argc, char **argv)
 		du_warn("--event is ignored by the file collector (events come from the stream)");
 	if (c->collector == OPD_COLLECT_PERF && load_events(&o, &tab))
 		return 1;
-	ret = mkdir_p(c->session_dir);
+	ret = du_mkdir_p(c->session_dir);
 	if (ret) {
 		du_err("cannot create session directory %s: %s", c->session_dir, strerror(-ret));
 		goto out_events;

@@ -9,6 +9,7 @@
 
 #include "opd_sfile.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 struct sfile {
@@ -144,23 +145,6 @@ int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc 
 	return sfn_mangle(&n, buf, size);
 }
 
-static int mkdir_parents(char *path, size_t from)
-{
-	for (char *p = path + from; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			int ret = -errno;
-
-			*p = '/';
-			return ret;
-		}
-		*p = '/';
-	}
-	return 0;
-}
-
 static void lru_unlink(struct opd_sfiles *t, struct sfile *sf)
 {
 	if (sf->lprev)
@@ -219,7 +203,7 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 	}
 	ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
 	if (ret == -ENOENT) {
-		ret = mkdir_parents(path, t->base_len - 1);
+		ret = du_mkdir_parents(path, t->base_len - 1);
 		if (!ret)
 			ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
 	}

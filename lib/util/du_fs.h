@@ -1,0 +1,17 @@
+/* Small file-system helpers shared by the programs. */
+#ifndef DU_FS_H
+#define DU_FS_H
+
+#include <stddef.h>
+
+/*
+ * Create every directory that ends at a '/' in @path after its first @from
+ * bytes (the part before is known to exist), mode 0755; existing ones are
+ * fine.  @path is restored before returning.  0 or -errno.
+ */
+int du_mkdir_parents(char *path, size_t from);
+
+/* Create directory @dir and its missing parents (mkdir -p). 0 or -errno. */
+int du_mkdir_p(const char *dir);
+
+#endif
