@@ -14,6 +14,7 @@
 #include "domprof/raw.h"
 #include "opd_guest.h"
 #include "util/du_fs.h"
+#include "util/du_hash.h"
 #include "util/du_log.h"
 
 #define TASK_BUCKETS	4096
@@ -156,16 +157,6 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	l->max_cpus = 1024;
 	l->ring = 16384;
 	l->queue = 131072;
-}
-
-static uint32_t hash_bytes(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
 }
 
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
@@ -347,7 +338,7 @@ static void next_request(struct opd_guest *g)
 
 static struct gimg *gimg_get(struct opd_guest *g, const char *path, size_t len)
 {
-	uint32_t h = hash_bytes(path, len);
+	uint32_t h = du_fnv1a32(DU_FNV32_BASIS, path, len);
 	struct gimg *x;
 
 	for (x = g->imgs[h % IMG_BUCKETS]; x; x = x->next)

@@ -8,19 +8,8 @@
 #include "opd_image.h"
 
 struct opd_images {
-	struct opd_image **buckets;
-	size_t mask;
-	size_t count;
+	struct du_htab tab;
 };
-
-static uint32_t image_hash(enum sfn_kind kind, const char *s, size_t len)
-{
-	uint32_t h = 2166136261u ^ (uint32_t)kind;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 16777619u;
-	return h;
-}
 
 struct opd_images *opd_images_new(void)
 {
@@ -28,9 +17,7 @@ struct opd_images *opd_images_new(void)
 
 	if (!t)
 		return NULL;
-	t->mask = 255;
-	t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
-	if (!t->buckets) {
+	if (du_htab_init(&t->tab, 256)) {
 		free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -38,54 +25,31 @@ struct opd_images *opd_images_new(void)
 	return t;
 }
 
+static void image_free(struct du_hlink *l)
+{
+	free(du_container_of(l, struct opd_image, hl));
+}
+
 void opd_images_free(struct opd_images *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i <= t->mask; i++) {
-		struct opd_image *img = t->buckets[i], *next;
-
-		for (; img; img = next) {
-			next = img->next;
-			free(img);
-		}
-	}
-	free(t->buckets);
+	du_htab_fini(&t->tab, image_free);
 	free(t);
-}
-
-static int images_grow(struct opd_images *t)
-{
-	size_t nmask = t->mask * 2 + 1;
-	struct opd_image **nb = calloc(nmask + 1, sizeof(*nb));
-
-	if (!nb)
-		return -ENOMEM;
-	for (size_t i = 0; i <= t->mask; i++) {
-		struct opd_image *img = t->buckets[i], *next;
-
-		for (; img; img = next) {
-			next = img->next;
-			img->next = nb[img->hash & nmask];
-			nb[img->hash & nmask] = img;
-		}
-	}
-	free(t->buckets);
-	t->buckets = nb;
-	t->mask = nmask;
-	return 0;
 }
 
 struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const char *name, size_t len)
 {
-	uint32_t h = image_hash(kind, name, len);
+	uint32_t h = du_fnv1a32(DU_FNV32_BASIS ^ (uint32_t)kind, name, len);
 	struct opd_image *img;
 
-	for (img = t->buckets[h & t->mask]; img; img = img->next)
-		if (img->hash == h && img->kind == kind && img->len == len &&
+	for (struct du_hlink *l = du_htab_chain(&t->tab, h); l; l = l->next) {
+		img = du_container_of(l, struct opd_image, hl);
+		if (l->hash == h && img->kind == kind && img->len == len &&
 		    !memcmp(img->name, name, len))
 			return img;
-	if (t->count > t->mask && images_grow(t)) {
+	}
+	if (t->tab.count > t->tab.mask && du_htab_grow(&t->tab)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -93,12 +57,9 @@ struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const 
 	if (!img)
 		return NULL;
 	img->kind = kind;
-	img->hash = h;
 	img->len = len;
 	memcpy(img->name, name, len);
-	img->next = t->buckets[h & t->mask];
-	t->buckets[h & t->mask] = img;
-	t->count++;
+	du_htab_add(&t->tab, &img->hl, h);
 	return img;
 }
 

@@ -11,13 +11,13 @@
 #include <stdint.h>
 
 #include "sfname/sfname.h"
+#include "util/du_hash.h"
 
 struct opd_image {
 	enum sfn_kind kind;
-	uint32_t hash;
 	int64_t mtime;		/* of the file, for SFN_ROOT; 0 unknown */
 	int mtime_known;
-	struct opd_image *next;	/* hash chain */
+	struct du_hlink hl;	/* in opd_images */
 	size_t len;
 	char name[];		/* NUL-terminated */
 };

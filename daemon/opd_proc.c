@@ -6,6 +6,7 @@
 
 #include "opd_proc.h"
 #include "opd_procfs.h"
+#include "util/du_hash.h"
 #include "util/du_log.h"
 
 struct opd_proc {
@@ -17,7 +18,7 @@ struct opd_proc {
 	struct opd_image *main;
 	struct opd_map *maps;	/* sorted by start, non-overlapping */
 	size_t nr_maps, cap_maps;
-	struct opd_proc *hnext;
+	struct du_hlink hl;	/* in opd_procs.tab, hash pid_hash(tgid) */
 	struct opd_proc *xnext, *xprev;	/* exited list, oldest first */
 };
 
@@ -25,16 +26,14 @@ struct opd_procs {
 	const struct opd_conf *conf;
 	struct opd_images *images;
 	struct opd_stats *st;
-	struct opd_proc **buckets;
-	size_t mask;
-	size_t count;
+	struct du_htab tab;
 	struct opd_proc *xhead, *xtail;
 	size_t nr_exited;
 };
 
-static inline size_t pid_bucket(const struct opd_procs *t, uint32_t tgid)
+static inline uint32_t pid_hash(uint32_t tgid)
 {
-	return (tgid * 2654435761u) & t->mask;
+	return tgid * 2654435761u;
 }
 
 struct opd_procs *opd_procs_new(const struct opd_conf *conf, struct opd_images *images,
@@ -47,9 +46,7 @@ struct opd_procs *opd_procs_new(const struct opd_conf *conf, struct opd_images *
 	t->conf = conf;
 	t->images = images;
 	t->st = st;
-	t->mask = 1023;
-	t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
-	if (!t->buckets) {
+	if (du_htab_init(&t->tab, 1024)) {
 		free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -63,55 +60,28 @@ static void proc_destroy(struct opd_proc *p)
 	free(p);
 }
 
+static void proc_free_link(struct du_hlink *l)
+{
+	proc_destroy(du_container_of(l, struct opd_proc, hl));
+}
+
 void opd_procs_free(struct opd_procs *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i <= t->mask; i++) {
-		struct opd_proc *p = t->buckets[i], *next;
-
-		for (; p; p = next) {
-			next = p->hnext;
-			proc_destroy(p);
-		}
-	}
-	free(t->buckets);
+	du_htab_fini(&t->tab, proc_free_link);
 	free(t);
 }
 
 struct opd_proc *opd_proc_find(struct opd_procs *t, uint32_t tgid)
 {
-	struct opd_proc *p;
+	for (struct du_hlink *l = du_htab_chain(&t->tab, pid_hash(tgid)); l; l = l->next) {
+		struct opd_proc *p = du_container_of(l, struct opd_proc, hl);
 
-	for (p = t->buckets[pid_bucket(t, tgid)]; p; p = p->hnext)
 		if (p->tgid == tgid)
 			return p;
-	return NULL;
-}
-
-static int procs_grow(struct opd_procs *t)
-{
-	size_t omask = t->mask;
-	struct opd_proc **ob = t->buckets;
-	struct opd_proc **nb = calloc(omask * 2 + 2, sizeof(*nb));
-
-	if (!nb)
-		return -ENOMEM;
-	t->buckets = nb;
-	t->mask = omask * 2 + 1;
-	for (size_t i = 0; i <= omask; i++) {
-		struct opd_proc *p = ob[i], *next;
-
-		for (; p; p = next) {
-			size_t b = pid_bucket(t, p->tgid);
-
-			next = p->hnext;
-			p->hnext = nb[b];
-			nb[b] = p;
-		}
 	}
-	free(ob);
-	return 0;
+	return NULL;
 }
 
 static void exited_unlink(struct opd_procs *t, struct opd_proc *p)
@@ -133,16 +103,8 @@ static void exited_unlink(struct opd_procs *t, struct opd_proc *p)
 
 static void proc_remove(struct opd_procs *t, struct opd_proc *p)
 {
-	struct opd_proc **pp = &t->buckets[pid_bucket(t, p->tgid)];
-
 	exited_unlink(t, p);
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == p) {
-			*pp = p->hnext;
-			break;
-		}
-	}
-	t->count--;
+	du_htab_del(&t->tab, &p->hl);
 	t->st->processes_freed++;
 	proc_destroy(p);
 }
@@ -150,11 +112,10 @@ static void proc_remove(struct opd_procs *t, struct opd_proc *p)
 struct opd_proc *opd_proc_get(struct opd_procs *t, uint32_t tgid)
 {
 	struct opd_proc *p = opd_proc_find(t, tgid);
-	size_t b;
 
 	if (p)
 		return p;
-	if (t->count > t->mask * 2 && procs_grow(t)) {
+	if (t->tab.count > t->tab.mask * 2 && du_htab_grow(&t->tab)) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -162,10 +123,7 @@ struct opd_proc *opd_proc_get(struct opd_procs *t, uint32_t tgid)
 	if (!p)
 		return NULL;
 	p->tgid = tgid;
-	b = pid_bucket(t, tgid);
-	p->hnext = t->buckets[b];
-	t->buckets[b] = p;
-	t->count++;
+	du_htab_add(&t->tab, &p->hl, pid_hash(tgid));
 	t->st->processes_seen++;
 	return p;
 }
@@ -418,7 +376,7 @@ bool opd_proc_exited(const struct opd_proc *p)
 
 size_t opd_procs_count(const struct opd_procs *t)
 {
-	return t->count;
+	return t->tab.count;
 }
 
 struct live_ctx {

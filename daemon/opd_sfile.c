@@ -10,15 +10,15 @@
 #include "opd_sfile.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
+#include "util/du_hash.h"
 #include "util/du_log.h"
 
 struct sfile {
 	struct opd_sfile_key key;
-	uint32_t hash;
+	struct du_hlink hl;	/* in opd_sfiles.tab */
 	struct odb *db;		/* NULL: closed (evicted) or failed */
 	bool failed;
 	uint32_t id;		/* index in opd_sfiles.by_id */
-	struct sfile *hnext;
 	struct sfile *lprev, *lnext;	/* LRU of open files, most recent first */
 };
 
@@ -27,9 +27,8 @@ struct opd_sfiles {
 	struct opd_stats *st;
 	struct opd_event_desc ev[DP_RAW_MAX_EVENTS];
 	unsigned int nr_ev;
-	struct sfile **buckets;
-	size_t mask, count;
-	struct sfile **by_id;	/* [count], by sfile.id */
+	struct du_htab tab;
+	struct sfile **by_id;	/* [tab.count], by sfile.id */
 	size_t by_id_cap;
 	void (*close_hook)(void *ctx);
 	void *close_ctx;
@@ -56,9 +55,7 @@ struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats 
 		return NULL;
 	}
 	t->base_len = (size_t)n;
-	t->mask = 1023;
-	t->buckets = calloc(t->mask + 1, sizeof(*t->buckets));
-	if (!t->buckets) {
+	if (du_htab_init(&t->tab, 1024)) {
 		free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -66,20 +63,19 @@ struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats 
 	return t;
 }
 
+static void sfile_free(struct du_hlink *l)
+{
+	struct sfile *sf = du_container_of(l, struct sfile, hl);
+
+	odb_close(sf->db);
+	free(sf);
+}
+
 void opd_sfiles_free(struct opd_sfiles *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i <= t->mask; i++) {
-		struct sfile *sf = t->buckets[i], *next;
-
-		for (; sf; sf = next) {
-			next = sf->hnext;
-			odb_close(sf->db);
-			free(sf);
-		}
-	}
-	free(t->buckets);
+	du_htab_fini(&t->tab, sfile_free);
 	free(t->by_id);
 	free(t);
 }
@@ -217,28 +213,6 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 	return 0;
 }
 
-static int sfiles_grow(struct opd_sfiles *t)
-{
-	size_t nmask = t->mask * 2 + 1;
-	struct sfile **nb = calloc(nmask + 1, sizeof(*nb));
-
-	if (!nb)
-		return -ENOMEM;
-	for (size_t i = 0; i <= t->mask; i++) {
-		struct sfile *sf = t->buckets[i], *next;
-
-		for (; sf; sf = next) {
-			next = sf->hnext;
-			sf->hnext = nb[sf->hash & nmask];
-			nb[sf->hash & nmask] = sf;
-		}
-	}
-	free(t->buckets);
-	t->buckets = nb;
-	t->mask = nmask;
-	return 0;
-}
-
 struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
 {
 	uint32_t id;
@@ -250,7 +224,7 @@ struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id)
 {
 	struct sfile *sf;
 
-	if (id >= t->count)
+	if (id >= t->tab.count)
 		return NULL;
 	sf = t->by_id[id];
 	if (sf->db) {
@@ -265,6 +239,18 @@ struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id)
 	return sf->db;
 }
 
+static struct sfile *sfile_find(const struct opd_sfiles *t, const struct opd_sfile_key *key,
+			       uint32_t h)
+{
+	for (struct du_hlink *l = du_htab_chain(&t->tab, h); l; l = l->next) {
+		struct sfile *sf = du_container_of(l, struct sfile, hl);
+
+		if (l->hash == h && key_eq(&sf->key, key))
+			return sf;
+	}
+	return NULL;
+}
+
 struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id)
 {
 	uint32_t h = key_hash(key);
@@ -272,9 +258,7 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 
 	if (key->event >= t->nr_ev)
 		return NULL;
-	for (sf = t->buckets[h & t->mask]; sf; sf = sf->hnext)
-		if (sf->hash == h && key_eq(&sf->key, key))
-			break;
+	sf = sfile_find(t, key, h);
 	if (sf) {
 		*id = sf->id;
 		if (sf->db) {
@@ -289,9 +273,9 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 		sfile_open(t, sf);
 		return sf->db;
 	}
-	if (t->count > t->mask && sfiles_grow(t))
+	if (t->tab.count > t->tab.mask && du_htab_grow(&t->tab))
 		return NULL;
-	if (t->count == t->by_id_cap) {
+	if (t->tab.count == t->by_id_cap) {
 		size_t cap = t->by_id_cap ? t->by_id_cap * 2 : 1024;
 		struct sfile **n = cap <= UINT32_MAX ? realloc(t->by_id, cap * sizeof(*n)) : NULL;
 
@@ -304,13 +288,10 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 	if (!sf)
 		return NULL;
 	sf->key = *key;
-	sf->hash = h;
-	sf->id = (uint32_t)t->count;
+	sf->id = (uint32_t)t->tab.count;
 	t->by_id[sf->id] = sf;
 	*id = sf->id;
-	sf->hnext = t->buckets[h & t->mask];
-	t->buckets[h & t->mask] = sf;
-	t->count++;
+	du_htab_add(&t->tab, &sf->hl, h);
 	t->st->sample_files++;
 	if (sfile_open(t, sf)) {
 		sf->failed = true;
