@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collect_file.h"
+#include "util/du_io.h"
 #include "util/du_log.h"
 
 /* Decode window: small enough to react to signals within a fraction of a
@@ -17,19 +18,14 @@
 
 static int tee_record(struct opd_daemon *d, const uint8_t *p, size_t len)
 {
-	while (d->record_fd >= 0 && len) {
-		ssize_t n = write(d->record_fd, p, len);
+	int ret;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			du_err("writing record file %s: %s", d->conf->record, strerror(errno));
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	if (d->record_fd < 0)
+		return 0;
+	ret = du_write_all(d->record_fd, p, len);
+	if (ret)
+		du_err("writing record file %s: %s", d->conf->record, strerror(-ret));
+	return ret;
 }
 
 int collect_file_run(struct opd_daemon *d, const char *path)

@@ -15,6 +15,7 @@
 #include "opd_guestfile.h"
 #include "opd_log.h"
 #include "util/du_fs.h"
+#include "util/du_io.h"
 #include "util/du_log.h"
 
 struct opd_sigflags opd_sig;
@@ -136,28 +137,10 @@ void opd_daemon_fini(struct opd_daemon *d)
 	d->record_fd = -1;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int opd_daemon_feed(struct opd_daemon *d, const void *buf, size_t len)
 {
 	if (d->record_fd >= 0 && !d->record_raw) {
-		int ret = write_all(d->record_fd, buf, len);
+		int ret = du_write_all(d->record_fd, buf, len);
 
 		if (ret) {
 			du_err("writing record file %s: %s; recording stopped", d->conf->record,

@@ -28,6 +28,7 @@
 #include <linux/perf_event.h>
 
 #include "raw/raw_stream.h"
+#include "util/du_io.h"
 
 #define LIBS_PER_PROC	8
 #define IMAGE_SIZE	(1u << 20)
@@ -52,21 +53,7 @@ static uint64_t rng(void)
 
 static int file_sink(void *ctx, const void *buf, size_t len)
 {
-	int fd = *(int *)ctx;
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return du_write_all(*(int *)ctx, buf, len);
 }
 
 /* perf pipe-format output: the same records, as perf record would write them. */
