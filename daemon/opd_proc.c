@@ -152,28 +152,34 @@ static int maps_reserve(struct opd_proc *p, size_t need)
 	return 0;
 }
 
+/* Index of the first mapping whose end is above @addr (nr_maps: none). */
+static inline size_t maps_first_end_after(const struct opd_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nr_maps;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Insert @m, replacing whatever it overlaps (a new mmap over an old range
  * means the old one is gone; munmap is not reported). */
 static int proc_add_map(struct opd_proc *p, const struct opd_map *m)
 {
-	size_t i, lo = 0, hi;
+	size_t i;
 	int ret;
 
 	/* At most one existing mapping can be split in two: room for 2 more. */
 	ret = maps_reserve(p, p->nr_maps + 2);
 	if (ret)
 		return ret;
-	/* first mapping whose end > m->start */
-	hi = p->nr_maps;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->maps[mid].end <= m->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	i = lo;
+	i = maps_first_end_after(p, m->start);
 	if (i < p->nr_maps && p->maps[i].start < m->start && p->maps[i].end > m->end) {
 		/* split: [s, m.start) m [m.end, e) */
 		struct opd_map tail = p->maps[i];
@@ -329,17 +335,8 @@ int opd_procs_reap(struct opd_procs *t, uint64_t now_ns)
 const struct opd_map *opd_proc_find_map(const struct opd_proc *p, uint64_t pc,
 					uint64_t *gap_start, uint64_t *gap_end)
 {
-	size_t lo = 0, hi = p->nr_maps;
+	size_t lo = maps_first_end_after(p, pc);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->maps[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* lo: first mapping with end > pc */
 	if (lo < p->nr_maps && p->maps[lo].start <= pc)
 		return &p->maps[lo];
 	if (gap_start)
