@@ -179,6 +179,39 @@ static bool split_kv(char *tok, char **key, char **val)
 	return true;
 }
 
+/* One key of a "key:value ..." line and where its value goes. */
+struct kv_field {
+	const char *key;
+	char **slot;
+};
+
+/*
+ * Store each key:value token of @line in the slot of its key in @fields
+ * (ended by a NULL key); @allowed lists the keys for the message.  Unknown
+ * keys and keys given twice fail.
+ */
+static int split_fields(const struct reader *r, char *line, const struct kv_field *fields,
+			const char *allowed, char *err, size_t errlen)
+{
+	char *tok, *save = NULL, *k, *v;
+
+	for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+		const struct kv_field *f;
+
+		if (!split_kv(tok, &k, &v))
+			return fail(err, errlen, "%s:%u: expected key:value, got \"%s\"", r->path, r->line, tok);
+		for (f = fields; f->key && strcmp(k, f->key); f++)
+			;
+		if (!f->key)
+			return fail(err, errlen, "%s:%u: unknown field \"%s\" (allowed: %s)",
+				    r->path, r->line, k, allowed);
+		if (*f->slot)
+			return fail(err, errlen, "%s:%u: field \"%s\" given twice", r->path, r->line, k);
+		*f->slot = v;
+	}
+	return 0;
+}
+
 static struct ev_um *find_um(const struct ev_table *t, const char *name)
 {
 	size_t i;
@@ -298,35 +331,17 @@ static int load_unit_masks(struct ev_table *t, const char *dir, char *err, size_
 		if (ret)
 			goto out_close;
 		{
-			char *name = NULL, *type = NULL, *def = NULL, *tok, *save = NULL, *k, *v;
+			char *name = NULL, *type = NULL, *def = NULL;
+			const struct kv_field fields[] = {
+				{ "name", &name }, { "type", &type }, { "default", &def }, { NULL, NULL },
+			};
 			struct ev_um *nu;
 			uint64_t dv;
 			enum um_type ty;
 
-			for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-				char **slot;
-
-				if (!split_kv(tok, &k, &v)) {
-					ret = fail(err, errlen, "%s:%u: expected key:value, got \"%s\"", r.path, r.line, tok);
-					goto out_close;
-				}
-				if (!strcmp(k, "name"))
-					slot = &name;
-				else if (!strcmp(k, "type"))
-					slot = &type;
-				else if (!strcmp(k, "default"))
-					slot = &def;
-				else {
-					ret = fail(err, errlen, "%s:%u: unknown field \"%s\" (allowed: name, type, default)",
-						   r.path, r.line, k);
-					goto out_close;
-				}
-				if (*slot) {
-					ret = fail(err, errlen, "%s:%u: field \"%s\" given twice", r.path, r.line, k);
-					goto out_close;
-				}
-				*slot = v;
-			}
+			ret = split_fields(&r, line, fields, "name, type, default", err, errlen);
+			if (ret)
+				goto out_close;
 			if (!name || !type || !def) {
 				ret = fail(err, errlen, "%s:%u: a unit mask set needs name:, type: and default:",
 					   r.path, r.line);
@@ -423,7 +438,11 @@ static int load_events(struct ev_table *t, const char *dir, char *err, size_t er
 	while ((line = next_line(&r))) {
 		char *colon = strstr(line, " : ");
 		char *f_event = NULL, *f_counters = NULL, *f_um = NULL, *f_min = NULL, *f_name = NULL;
-		char *tok, *save = NULL, *k, *v, *desc;
+		char *desc;
+		const struct kv_field fields[] = {
+			{ "event", &f_event }, { "counters", &f_counters }, { "um", &f_um },
+			{ "minimum", &f_min }, { "name", &f_name }, { NULL, NULL },
+		};
 		struct ev_event *ne, *e;
 		struct ev_um *um;
 		uint64_t code, min;
@@ -445,34 +464,9 @@ static int load_events(struct ev_table *t, const char *dir, char *err, size_t er
 			ret = fail(err, errlen, "%s:%u: empty description", r.path, r.line);
 			goto out_close;
 		}
-		for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-			char **slot;
-
-			if (!split_kv(tok, &k, &v)) {
-				ret = fail(err, errlen, "%s:%u: expected key:value, got \"%s\"", r.path, r.line, tok);
-				goto out_close;
-			}
-			if (!strcmp(k, "event"))
-				slot = &f_event;
-			else if (!strcmp(k, "counters"))
-				slot = &f_counters;
-			else if (!strcmp(k, "um"))
-				slot = &f_um;
-			else if (!strcmp(k, "minimum"))
-				slot = &f_min;
-			else if (!strcmp(k, "name"))
-				slot = &f_name;
-			else {
-				ret = fail(err, errlen, "%s:%u: unknown field \"%s\" (allowed: event, counters, um, minimum, name)",
-					   r.path, r.line, k);
-				goto out_close;
-			}
-			if (*slot) {
-				ret = fail(err, errlen, "%s:%u: field \"%s\" given twice", r.path, r.line, k);
-				goto out_close;
-			}
-			*slot = v;
-		}
+		ret = split_fields(&r, line, fields, "event, counters, um, minimum, name", err, errlen);
+		if (ret)
+			goto out_close;
 		if (!f_event || !f_counters || !f_um || !f_min || !f_name) {
 			ret = fail(err, errlen, "%s:%u: an event needs event:, counters:, um:, minimum: and name:",
 				   r.path, r.line);
@@ -554,7 +548,10 @@ static int load_defaults(struct ev_table *t, const char *dir, char *err, size_t 
 	if (ret)
 		return ret;
 	while ((line = next_line(&r))) {
-		char *tok, *save = NULL, *k, *v, *name = NULL, *count = NULL, *defev = NULL;
+		char *name = NULL, *count = NULL, *defev = NULL;
+		const struct kv_field fields[] = {
+			{ "name", &name }, { "count", &count }, { "default_event", &defev }, { NULL, NULL },
+		};
 		struct ev_event *e;
 		uint64_t c;
 
@@ -563,30 +560,9 @@ static int load_defaults(struct ev_table *t, const char *dir, char *err, size_t 
 			goto out_close;
 		}
 
-		for (tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-			char **slot;
-
-			if (!split_kv(tok, &k, &v)) {
-				ret = fail(err, errlen, "%s:%u: expected key:value, got \"%s\"", r.path, r.line, tok);
-				goto out_close;
-			}
-			if (!strcmp(k, "name"))
-				slot = &name;
-			else if (!strcmp(k, "count"))
-				slot = &count;
-			else if (!strcmp(k, "default_event"))
-				slot = &defev;
-			else {
-				ret = fail(err, errlen, "%s:%u: unknown field \"%s\" (allowed: default_event, name, count)",
-					   r.path, r.line, k);
-				goto out_close;
-			}
-			if (*slot) {
-				ret = fail(err, errlen, "%s:%u: field \"%s\" given twice", r.path, r.line, k);
-				goto out_close;
-			}
-			*slot = v;
-		}
+		ret = split_fields(&r, line, fields, "default_event, name, count", err, errlen);
+		if (ret)
+			goto out_close;
 		if (defev) {
 			if (name || count) {
 				ret = fail(err, errlen, "%s:%u: default_event: stands alone on its line", r.path, r.line);
