@@ -99,6 +99,7 @@ t_build=0
 if [ -n "$stage_in" ]; then
 	[ -d "$stage_in" ] || die "--stage $stage_in: not a directory"
 	cp -a "$stage_in" "$stage/domprof"
+	test_bin_dir=${DP_BUILD:+$DP_BUILD/tests}
 elif [ $no_domprof -eq 0 ]; then
 	t_build=$(date +%s)
 	log "building domprof out of tree in $work/build"
@@ -109,8 +110,12 @@ elif [ $no_domprof -eq 0 ]; then
 		die "domprof build failed (log: $out/domprof-build.log; --no-domprof to skip)"
 	fi
 	t_build=$(( $(date +%s) - t_build ))
-	# test programs for guests (not installed): scenarios find them in $STAGE/lab
-	cp "$work/build/tests/e2e/ratio-static" "$stage/lab/" 2>/dev/null || true
+	test_bin_dir=$work/build/tests
+fi
+# Test programs for guests (built, not installed): scenarios find them in
+# $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
+if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio-static" ]; then
+	cp "$test_bin_dir/e2e/ratio-static" "$stage/lab/"
 fi
 
 # 3. A copy-on-write overlay: the cached base is never written.
