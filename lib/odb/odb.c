@@ -116,6 +116,20 @@ static void odb_sum(struct odb *db)
 		db->total += db->nodes[i].count;
 }
 
+/*
+ * Read the header into @h (*@got: bytes read, maybe short), then stat the
+ * file into @st: in that order, see odb_validate().  0 or -errno.
+ */
+static int odb_read_header(int fd, struct odb_file_header *h, ssize_t *got, struct stat *st)
+{
+	*got = pread(fd, h, sizeof(*h), 0);
+	if (*got < 0)
+		return -errno;
+	if (fstat(fd, st) < 0)
+		return -errno;
+	return 0;
+}
+
 static int odb_open_rdonly(struct odb *db, const char *path)
 {
 	struct odb_file_header h;
@@ -128,15 +142,9 @@ static int odb_open_rdonly(struct odb *db, const char *path)
 	if (db->fd < 0)
 		return -errno;
 	/* Header (and its committed count) first, size second: see validate. */
-	n = pread(db->fd, &h, sizeof(h), 0);
-	if (n < 0) {
-		rc = -errno;
+	rc = odb_read_header(db->fd, &h, &n, &st);
+	if (rc)
 		goto out_close;
-	}
-	if (fstat(db->fd, &st) < 0) {
-		rc = -errno;
-		goto out_close;
-	}
 	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size);
 	if (rc) {
 		du_debug("odb: %s: not a valid sample file", path);
@@ -210,15 +218,9 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	db->fd = open(path, O_RDWR | O_CLOEXEC | (desc ? O_CREAT : 0), 0644);
 	if (db->fd < 0)
 		return -errno;
-	n = pread(db->fd, &h, sizeof(h), 0);
-	if (n < 0) {
-		rc = -errno;
+	rc = odb_read_header(db->fd, &h, &n, &st);
+	if (rc)
 		goto out_close;
-	}
-	if (fstat(db->fd, &st) < 0) {
-		rc = -errno;
-		goto out_close;
-	}
 
 	/* New, or made by a writer that died before it wrote the magic. */
 	if (st.st_size == 0 || ((size_t)n == sizeof(h) && h.magic == 0 && h.committed == 0)) {
