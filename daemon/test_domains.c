@@ -421,11 +421,10 @@ static void test_removal_and_info(void)
 	teardown();
 }
 
-static void test_uuid_change(void)
+/* Domain "web" (UUID_A) samples twice and stops; it comes back as pid 4300
+ * with @uuid and samples once. */
+static void restart_web(const char *uuid)
 {
-	struct stat sb;
-	char p[256];
-
 	setup(NULL);
 	fake_qemu(4242, "web", UUID_A, 1);
 	scan();
@@ -433,12 +432,20 @@ static void test_uuid_change(void)
 	samples(0x401000, 2);
 	fake_kill(4242);
 	scan();
-	/* restarted under the same name, another UUID */
-	fake_qemu(4300, "web", UUID_B, 1);
+	fake_qemu(4300, "web", uuid, 1);
 	scan();
 	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
 	finish();
+}
+
+static void test_uuid_change(void)
+{
+	struct stat sb;
+	char p[256];
+
+	/* restarted under the same name, another UUID */
+	restart_web(UUID_B);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 1);
 	CU_ASSERT(count_in("{domain}/web.6b1b1d6e/{anon:guest-user}/{dep}/{anon:guest-user}",
 			   0x401000) == 2);
@@ -448,18 +455,7 @@ static void test_uuid_change(void)
 	teardown();
 
 	/* the same UUID again appends */
-	setup(NULL);
-	fake_qemu(4242, "web", UUID_A, 1);
-	scan();
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
-	samples(0x401000, 2);
-	fake_kill(4242);
-	scan();
-	fake_qemu(4300, "web", UUID_A, 1);
-	scan();
-	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
-	samples(0x401000, 1);
-	finish();
+	restart_web(UUID_A);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
 	teardown();
 }
