@@ -20,13 +20,15 @@ static uint64_t thread_ns(void)
 }
 
 /* Spin for @ns of CPU time; the loop body is the same in both functions so
- * the ratio of samples follows the ratio of time. */
+ * the ratio of samples follows the ratio of time.  The clock is read only
+ * every 20000 steps: in a nested guest each read is a slow system call, and
+ * kernel time inside the slices would blur what a profile sees of them. */
 __attribute__((noinline)) static uint64_t burn_a(uint64_t ns)
 {
 	uint64_t end = thread_ns() + ns, x = sink, now;
 
 	do {
-		for (int i = 0; i < 2000; i++)
+		for (int i = 0; i < 20000; i++)
 			x = x * 6364136223846793005ull + 1442695040888963407ull;
 		now = thread_ns();
 	} while (now < end);
@@ -39,7 +41,7 @@ __attribute__((noinline)) static uint64_t burn_b(uint64_t ns)
 	uint64_t end = thread_ns() + ns, x = sink, now;
 
 	do {
-		for (int i = 0; i < 2000; i++)
+		for (int i = 0; i < 20000; i++)
 			x = x * 2862933555777941757ull + 3037000493ull;
 		now = thread_ns();
 	} while (now < end);
@@ -51,7 +53,7 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 5.0;
 	double pct_a = argc > 2 ? atof(argv[2]) : 75.0;
-	uint64_t slice = 4000000, spent_a = 0, spent_b = 0, start, t0, t1;
+	uint64_t slice, spent_a = 0, spent_b = 0, start, t0, t1, rng = 1;
 
 	if (seconds <= 0 || pct_a < 0 || pct_a > 100) {
 		fprintf(stderr, "usage: ratio [SECONDS [PERCENT_A]]\n");
@@ -59,6 +61,10 @@ int main(int argc, char **argv)
 	}
 	start = thread_ns();
 	while (thread_ns() - start < (uint64_t)(seconds * 1e9)) {
+		/* Slices of 2 to 6 ms, varied, so no timer (the profiler's, a
+		 * guest's scheduler tick) can stay in phase with them. */
+		rng = rng * 6364136223846793005ull + 1;
+		slice = 2000000 + (rng >> 33) % 4000000;
 		t0 = thread_ns();
 		t1 = burn_a((uint64_t)(slice * pct_a / 100.0));
 		spent_a += t1 - t0;
