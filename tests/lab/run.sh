@@ -170,23 +170,32 @@ boot_l1() {
 
 # The emulated SVM of TCG occasionally crashes the L1 kernel itself (seen:
 # "stack guard page was hit" in a KVM vCPU thread, before or after domprof
-# started).  That is a fault of the lab's emulator, not of the scenario, so
-# such a run is retried once, on a fresh overlay, within the same deadline;
-# the crashed attempt's logs stay in OUT/attempt-1/.
+# started), or an L2 QEMU dies silently while its guest boots, before the
+# scenario has started profiling.  Those are faults of the lab's emulator,
+# not of the scenario, so such a run is retried once, on a fresh overlay,
+# within the same deadline; the failed attempt's logs stay in OUT/attempt-1/.
+lab_fault() {
+	if [ "$1" = 2 ] && grep -q "Kernel panic" "$out/l1-console.log" 2>/dev/null; then
+		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
+		echo "the L1 kernel crashed"
+	elif [ "$1" = 0 ] && [ "$(cat "$out/status")" != 0 ] &&
+		grep -q "FAIL: guest .* died while booting" "$out/scenario.log" 2>/dev/null; then
+		echo "an L2 guest died while booting"
+	fi
+}
 attempt=1
 while :; do
 	boot_rc=0
 	boot_l1 || boot_rc=$?
-	[ $boot_rc = 0 ] && break
-	if [ $boot_rc = 2 ] && [ $attempt = 1 ] && grep -q "Kernel panic" "$out/l1-console.log" 2>/dev/null &&
-		[ $(( deadline - $(date +%s) )) -gt 300 ]; then
-		log "L1 kernel crashed (emulated SVM fault, not the scenario's); retrying once"
-		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
+	fault=$(lab_fault $boot_rc)
+	if [ -n "$fault" ] && [ $attempt = 1 ] && [ $(( deadline - $(date +%s) )) -gt 300 ]; then
+		log "$fault (a fault of the emulated SVM, not the scenario's); retrying once"
 		mkdir -p "$out/attempt-1"
 		find "$out" -maxdepth 1 -mindepth 1 ! -name attempt-1 -exec mv {} "$out/attempt-1/" \;
 		attempt=2
 		continue
 	fi
+	[ $boot_rc = 0 ] && break
 	tails
 	[ $boot_rc = 124 ] && exit 124
 	exit 1
