@@ -9,7 +9,8 @@ cd "$top"
 if [ -x tests/lab/run.sh ] && [ -f tests/lab/scenarios/demo.sh ]; then
 	scripts/install-deps.sh --lab
 	scripts/build.sh
-	exec tests/lab/run.sh demo --stage "${DP_BUILD_DIR:-$top/build}/stage"
+	# DP_BUILD: run.sh stages the guests' test program from the build
+	DP_BUILD=${DP_BUILD_DIR:-$top/build} exec tests/lab/run.sh demo --stage "${DP_BUILD_DIR:-$top/build}/stage"
 fi
 scripts/install-deps.sh
 scripts/build.sh

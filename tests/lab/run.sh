@@ -118,6 +118,18 @@ if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio-static" ]; then
 	cp "$test_bin_dir/e2e/ratio-static" "$stage/lab/"
 fi
 
+# Show the scenario's output as it is written (LAB_QUIET=1: only at a
+# failure), so a person sees what the lab is doing while it runs.
+follow_log() {
+	local f=$out/scenario.log size
+	[ "${LAB_QUIET:-0}" = 1 ] && return 0
+	[ -f "$f" ] || return 0
+	size=$(stat -c %s "$f")
+	[ "$size" -gt "$followed" ] || return 0
+	tail -c +"$((followed + 1))" "$f" | head -c "$((size - followed))"
+	followed=$size
+}
+
 # 3-5. Boot L1 on a fresh copy-on-write overlay (the cached base is never
 # written) and wait for it, bounded.  Returns 0 once L1 has written a
 # scenario status, 124 on the deadline, 2 when L1 stopped without a status.
@@ -144,7 +156,9 @@ boot_l1() {
 	t_boot=$(date +%s)
 
 	booted=
+	followed=0
 	while kill -0 "$qpid" 2>/dev/null; do
+		follow_log
 		now=$(date +%s)
 		if [ -z "$booted" ] && [ -f "$out/l1-booted" ]; then
 			booted=$((now - t_boot))
@@ -160,6 +174,7 @@ boot_l1() {
 		sleep 1
 	done
 	wait "$qpid" && qrc=0 || qrc=$?
+	follow_log
 	qpid=
 	t_end=$(date +%s)
 	[ -s "$out/status" ] && return 0

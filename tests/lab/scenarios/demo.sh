@@ -1,25 +1,45 @@
-# The demo (README): two KVM guests in the lab host, web running a
-# CPU-bound workload and db mostly idle, profiled from L1 by domprof for a
-# fixed time; then the domain summary and a report per domain.
+# The demo (README): two KVM guests in the lab host, web running CPU-bound
+# work and db mostly idle, each with opagent inside; profiled from L1 by
+# domprof for a fixed time; then the domain summary and a report per domain
+# down to guest process, binary and symbol.
 #
 #   tests/lab/run.sh demo            (DEMO_PROFILE_S=30 by default)
 lab_require_kvm
 t0=$(lab_now)
 PROFILE_S=${DEMO_PROFILE_S:-30}
 S=/var/lib/domprof-demo
+ratio_bin=$STAGE/lab/ratio-static
+opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
+[ -x "$ratio_bin" ] || lab_fail "no $ratio_bin staged (tests/e2e/ratio-static)"
+[ -x "$opagent_bin" ] || lab_fail "no opagent installed"
 
 say() { echo; echo "==> $*"; }
 
-say "Starting two KVM guests inside the lab host:" \
-	"web (busy: dd | md5sum) and db (idle)"
-start_guest web 6b1b1d6e-0000-4000-8000-000000000001 busy
-start_guest db 6b1b1d6e-0000-4000-8000-000000000002 idle
+# A share per guest with opagent and the guest's workload.
+mkshare() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	cp "$opagent_bin" "$1/opagent"
+	cp "$ratio_bin" "$1/ratio"
+	printf '%s\n' "$2" >"$1/work.sh"
+}
+mkshare /tmp/share-web '/share/ratio 3600 70 &
+while :; do dd if=/dev/zero bs=1M count=64 2>/dev/null | md5sum >/dev/null; done'
+mkshare /tmp/share-db 'while :; do sleep 3600; done'
+
+say "Starting two KVM guests inside the lab host, each running opagent:" \
+	"web (busy: a program burning CPU 70/30 in burn_a/burn_b, and dd | md5sum) and db (idle)"
+LAB_GUEST_SHARE=/tmp/share-web LAB_GUEST_AGENT=/share/opagent \
+	start_guest web 6b1b1d6e-0000-4000-8000-000000000001 script
+LAB_GUEST_SHARE=/tmp/share-db LAB_GUEST_AGENT=/share/opagent \
+	start_guest db 6b1b1d6e-0000-4000-8000-000000000002 script
 say "Waiting for both guests to boot"
 wait_guest_booted web
 wait_guest_booted db
 
 say "opcontrol --start --domains=all: oprofiled samples the whole host (cpu-clock)"
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
+sleep 2
 timeout 10 opcontrol --status --session-dir="$S" | sed -n '1,8p'
 for i in $(seq "$PROFILE_S" -5 1); do
 	echo "    profiling: ${i}s left"
@@ -38,10 +58,14 @@ timeout 120 opreport --session-dir="$S" --domain=web 2>&1 | tee "$RESULTS/demo-w
 say "opreport --domain=db"
 timeout 120 opreport --session-dir="$S" --domain=db 2>&1 | tee "$RESULTS/demo-db.txt" | head -n 25
 
-say "opreport --domain=web -l: symbols of web's QEMU work ({vmm}); guest code" \
-	"shows as (no symbols) until the guest agent supplies its binaries"
+say "opreport --domain=web -l: web's guest processes, binaries and symbols" \
+	"(from opagent), guest kernel symbols, and its QEMU's work (web/vmm)"
 timeout 180 opreport --session-dir="$S" --domain=web -l 2>&1 | tee "$RESULTS/demo-web-symbols.txt" |
-	head -n 25
+	head -n 30
+
+say "opreport --domain=web -l image:/share/ratio: one guest binary"
+timeout 120 opreport --session-dir="$S" --domain=web -l image:/share/ratio 2>&1 |
+	tee "$RESULTS/demo-web-ratio.txt" | head -n 12
 
 say "opreport --domain=host: the host's own work"
 timeout 120 opreport --session-dir="$S" --domain=host 2>&1 | tee "$RESULTS/demo-host.txt" | head -n 15
