@@ -70,6 +70,7 @@ head -12 "$work/opreport.out" | sed 's/^/  | /'
 
 if [ $perf = 1 ] && command -v perf >/dev/null; then
 	run "perf report --sort dso" "$work/perf.out" sh -c "perf report -i - --stdio --sort dso < '$work/bench.perf' 2>/dev/null"
-	grep -v '^#' "$work/perf.out" | grep -v '^$' | head -5 | sed 's/^/  | /'
+	# (awk reads the file itself: no pipe for pipefail to trip on)
+	awk '!/^#/ && NF { print "  | " $0; if (++n == 5) exit }' "$work/perf.out"
 	run "perf report --sort dso,sym" "$work/perf-l.out" sh -c "perf report -i - --stdio --sort dso,sym < '$work/bench.perf' 2>/dev/null"
 fi
