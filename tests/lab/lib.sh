@@ -31,7 +31,21 @@ lab_now() { cut -d' ' -f1 /proc/uptime; }
 lab_log() { echo "lab [$(lab_now)]: $*"; }
 lab_fail() {
 	lab_log "FAIL: $*"
+	_lab_note_dead
 	exit 1
+}
+# A guest's QEMU that exits although no one stopped it was reset or crashed
+# by the lab's emulated SVM (its L2 kernel triple-faulted; -no-reboot makes
+# that an exit): say so in a form run.sh recognises as a lab fault.
+_lab_note_dead() {
+	local f name
+	for f in "$LAB_RUN"/*.started; do
+		[ -f "$f" ] || continue
+		name=$(basename "$f" .started)
+		guest_alive "$name" && continue
+		lab_log "LAB-FAULT: guest $name's QEMU exited on its own (emulated SVM reset or crash; see $name.qemu-debug.log)"
+		rm -f "$f"
+	done
 }
 # Append "KEY VALUE" to the results summary.
 lab_summary() {
@@ -56,7 +70,7 @@ start_guest() {
 	local name=$1 uuid=$2 work=$3 append share=()
 	shift 3 || lab_fail "usage: start_guest NAME UUID WORKLOAD [QEMU ARGS]"
 	mkdir -p "$LAB_RUN"
-	rm -f "$LAB_RUN/$name".{pid,agent,qmp} "$RESULTS/$name.console"
+	rm -f "$LAB_RUN/$name".{pid,agent,qmp,started} "$RESULTS/$name.console"
 	append="console=ttyS0 quiet panic=-1 dpname=$name dpwork=$work"
 	[ -n "${LAB_GUEST_AGENT:-}" ] && append="$append dpagent=$LAB_GUEST_AGENT"
 	[ -n "${LAB_GUEST_APPEND:-}" ] && append="$append $LAB_GUEST_APPEND"
@@ -78,8 +92,10 @@ start_guest() {
 		-qmp "unix:$LAB_RUN/$name.qmp,server=on,wait=off" \
 		"${share[@]}" \
 		-pidfile "$LAB_RUN/$name.pid" -daemonize "$@" \
+		-D "$RESULTS/$name.qemu-debug.log" -d guest_errors,cpu_reset \
 		>"$RESULTS/$name.qemu.log" 2>&1 ||
 		lab_fail "qemu for $name did not start: $(tail -n 5 "$RESULTS/$name.qemu.log")"
+	touch "$LAB_RUN/$name.started"
 	lab_log "started guest $name ($uuid, $work) pid $(guest_pid "$name")"
 }
 
@@ -135,7 +151,8 @@ _lab_wait_gone() {
 # busybox guest has no ACPI daemon, so system_powerdown would be ignored.
 stop_guest() {
 	local name=$1 limit=${2:-20} pid
-	pid=$(guest_pid "$name") || { lab_log "stop_guest: no guest $name"; return 0; }
+	pid=$(guest_pid "$name") || { lab_log "stop_guest: no guest $name"; _lab_note_dead; return 0; }
+	rm -f "$LAB_RUN/$name.started"
 	guest_qmp "$name" quit >/dev/null 2>&1 || true
 	if ! _lab_wait_gone "$pid" "$limit"; then
 		lab_log "guest $name ignored quit for ${limit}s; killing"
@@ -148,7 +165,8 @@ stop_guest() {
 
 kill_guest() {
 	local name=$1 pid
-	pid=$(guest_pid "$name") || { lab_log "kill_guest: no guest $name"; return 0; }
+	pid=$(guest_pid "$name") || { lab_log "kill_guest: no guest $name"; _lab_note_dead; return 0; }
+	rm -f "$LAB_RUN/$name.started"
 	kill -9 "$pid" 2>/dev/null
 	_lab_wait_gone "$pid" 5 || lab_fail "guest $name (pid $pid) will not die"
 	rm -f "$LAB_RUN/$name.pid"

@@ -185,8 +185,8 @@ boot_l1() {
 
 # The emulated SVM of TCG occasionally crashes the L1 kernel itself (seen:
 # "stack guard page was hit" in a KVM vCPU thread, before or after domprof
-# started), or an L2 QEMU dies silently while its guest boots, before the
-# scenario has started profiling.  Those are faults of the lab's emulator,
+# started), or an L2 QEMU exits on its own (its guest reset: lib.sh logs
+# "LAB-FAULT:" when it notices).  Those are faults of the lab's emulator,
 # not of the scenario, so such a run is retried once, on a fresh overlay,
 # within the same deadline; the failed attempt's logs stay in OUT/attempt-1/.
 lab_fault() {
@@ -194,8 +194,9 @@ lab_fault() {
 		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
 		echo "the L1 kernel crashed"
 	elif [ "$1" = 0 ] && [ "$(cat "$out/status")" != 0 ] &&
-		grep -q "FAIL: guest .* died while booting" "$out/scenario.log" 2>/dev/null; then
-		echo "an L2 guest died while booting"
+		grep -q "LAB-FAULT: " "$out/scenario.log" 2>/dev/null; then
+		grep -m2 "LAB-FAULT: " "$out/scenario.log" >&2
+		echo "an L2 guest's QEMU exited on its own"
 	fi
 }
 attempt=1
