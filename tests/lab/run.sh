@@ -185,10 +185,11 @@ boot_l1() {
 
 # The emulated SVM of TCG occasionally crashes the L1 kernel itself (seen:
 # "stack guard page was hit" in a KVM vCPU thread, before or after domprof
-# started), or an L2 QEMU exits on its own (its guest reset: lib.sh logs
-# "LAB-FAULT:" when it notices).  Those are faults of the lab's emulator,
-# not of the scenario, so such a run is retried once, on a fresh overlay,
-# within the same deadline; the failed attempt's logs stay in OUT/attempt-1/.
+# started), or an L2 QEMU exits on its own (lib.sh logs "LAB-FAULT:" when
+# it notices).  Those are faults of the lab's emulator, not of the scenario,
+# so such a run is retried (LAB_ATTEMPTS in all, default 3) on a fresh
+# overlay within the same deadline; a failed attempt's logs stay in
+# OUT/attempt-N/.
 lab_fault() {
 	if [ "$1" = 2 ] && grep -q "Kernel panic" "$out/l1-console.log" 2>/dev/null; then
 		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
@@ -200,15 +201,16 @@ lab_fault() {
 	fi
 }
 attempt=1
+max_attempts=${LAB_ATTEMPTS:-3}
 while :; do
 	boot_rc=0
 	boot_l1 || boot_rc=$?
 	fault=$(lab_fault $boot_rc)
-	if [ -n "$fault" ] && [ $attempt = 1 ] && [ $(( deadline - $(date +%s) )) -gt 300 ]; then
-		log "$fault (a fault of the emulated SVM, not the scenario's); retrying once"
-		mkdir -p "$out/attempt-1"
-		find "$out" -maxdepth 1 -mindepth 1 ! -name attempt-1 -exec mv {} "$out/attempt-1/" \;
-		attempt=2
+	if [ -n "$fault" ] && [ $attempt -lt "$max_attempts" ] && [ $(( deadline - $(date +%s) )) -gt 300 ]; then
+		log "$fault (a fault of the emulated SVM, not the scenario's); attempt $attempt of $max_attempts, retrying"
+		mkdir -p "$out/attempt-$attempt"
+		find "$out" -maxdepth 1 -mindepth 1 ! -name 'attempt-*' -exec mv {} "$out/attempt-$attempt/" \;
+		attempt=$((attempt + 1))
 		continue
 	fi
 	[ $boot_rc = 0 ] && break
