@@ -80,7 +80,9 @@ start_guest() {
 	fi
 	lab_now >"$LAB_RUN/$name.start"
 	# debug-threads names vCPU threads "CPU n/KVM", which domains/ reads.
-	timeout 60 qemu-system-x86_64 -enable-kvm -cpu host \
+	# Not -daemonize: that sends QEMU's stderr to /dev/null, and a guest
+	# QEMU that dies mid-run (a lab fault) says why only there.
+	setsid qemu-system-x86_64 -enable-kvm -cpu host \
 		-m "${LAB_GUEST_MEM:-256M}" -smp "${LAB_GUEST_SMP:-1}" \
 		-name "$name,debug-threads=on" -uuid "$uuid" \
 		-machine pc -nodefaults -no-reboot -display none -monitor none \
@@ -91,10 +93,18 @@ start_guest() {
 		-device "virtserialport,bus=vser0.0,chardev=agent0,name=$LAB_AGENT_PORT" \
 		-qmp "unix:$LAB_RUN/$name.qmp,server=on,wait=off" \
 		"${share[@]}" \
-		-pidfile "$LAB_RUN/$name.pid" -daemonize "$@" \
+		-pidfile "$LAB_RUN/$name.pid" "$@" \
 		-D "$RESULTS/$name.qemu-debug.log" -d guest_errors,cpu_reset \
-		>"$RESULTS/$name.qemu.log" 2>&1 ||
-		lab_fail "qemu for $name did not start: $(tail -n 5 "$RESULTS/$name.qemu.log")"
+		</dev/null >"$RESULTS/$name.qemu.log" 2>&1 &
+	local qp=$! i=0
+	# started once the pid file is written; bounded (60 s)
+	while [ ! -s "$LAB_RUN/$name.pid" ]; do
+		kill -0 "$qp" 2>/dev/null ||
+			lab_fail "qemu for $name did not start: $(tail -n 5 "$RESULTS/$name.qemu.log")"
+		[ $i -lt 600 ] || { kill -9 "$qp"; lab_fail "qemu for $name did not start within 60 s"; }
+		sleep 0.1
+		i=$((i + 1))
+	done
 	touch "$LAB_RUN/$name.started"
 	lab_log "started guest $name ($uuid, $work) pid $(guest_pid "$name")"
 }
