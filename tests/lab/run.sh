@@ -185,8 +185,8 @@ boot_l1() {
 
 # The emulated SVM of TCG occasionally crashes the L1 kernel itself (seen:
 # "stack guard page was hit" in a KVM vCPU thread, before or after domprof
-# started), or an L2 QEMU exits on its own (lib.sh logs "LAB-FAULT:" when
-# it notices).  Those are faults of the lab's emulator, not of the scenario,
+# started), or an L2 QEMU exits on its own or hangs while its guest boots
+# (lib.sh logs "LAB-FAULT:" when it notices).  Those are faults of the lab's emulator, not of the scenario,
 # so such a run is retried (LAB_ATTEMPTS in all, default 3) on a fresh
 # overlay within the same deadline; a failed attempt's logs stay in
 # OUT/attempt-N/.
@@ -197,7 +197,7 @@ lab_fault() {
 	elif [ "$1" = 0 ] && [ "$(cat "$out/status")" != 0 ] &&
 		grep -q "LAB-FAULT: " "$out/scenario.log" 2>/dev/null; then
 		grep -m2 "LAB-FAULT: " "$out/scenario.log" >&2
-		echo "an L2 guest's QEMU exited on its own"
+		echo "an L2 guest's QEMU exited on its own or hung while booting"
 	fi
 }
 attempt=1

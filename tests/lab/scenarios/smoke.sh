@@ -9,9 +9,9 @@ t0=$(lab_now)
 start_guest web 6b1b1d6e-0000-4000-8000-000000000001 busy
 start_guest db 6b1b1d6e-0000-4000-8000-000000000002 idle
 wait_guest_booted web
-lab_summary l2_boot_web_s "$(lab_since "$(cat "$LAB_RUN/web.start")")"
+lab_summary l2_boot_web_s "$(cat "$LAB_RUN/web.booted")"
 wait_guest_booted db
-lab_summary l2_boot_db_s "$(lab_since "$(cat "$LAB_RUN/db.start")")"
+lab_summary l2_boot_db_s "$(cat "$LAB_RUN/db.booted")"
 grep -q "port vport.* name $LAB_AGENT_PORT" "$RESULTS/web.console" ||
 	lab_fail "web does not see its $LAB_AGENT_PORT port"
 [ -S "$LAB_RUN/web.agent" ] || lab_fail "no agent socket $LAB_RUN/web.agent"
