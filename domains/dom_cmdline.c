@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dom_cmdline.h"
+#include "util/du_hex.h"
 
 /* One argument: a span of the cmdline buffer, never NUL-terminated. */
 struct arg {
@@ -169,17 +170,6 @@ static bool j_eat(struct jcur *c, char ch)
 	return false;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 static bool j_hex4(struct jcur *c, unsigned int *v)
 {
 	unsigned int x = 0;
@@ -188,7 +178,7 @@ static bool j_hex4(struct jcur *c, unsigned int *v)
 	if (c->end - c->p < 4)
 		return false;
 	for (i = 0; i < 4; i++) {
-		int h = hexval(c->p[i]);
+		int h = du_hexval(c->p[i]);
 
 		if (h < 0)
 			return false;
@@ -434,7 +424,7 @@ bool dom_uuid_parse(const char *s, size_t len, char out[DOM_UUID_STRLEN + 1])
 	for (i = 0; i < len; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? s[i] != '-' : hexval(s[i]) < 0)
+		if (dash ? s[i] != '-' : du_hexval(s[i]) < 0)
 			return false;
 	}
 	for (i = 0; i < len; i++)

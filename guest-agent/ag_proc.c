@@ -20,17 +20,7 @@
 
 #include "ag.h"
 #include "util/du_log.h"
-
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
+#include "util/du_hex.h"
 
 static void read_boot_id(uint8_t out[16])
 {
@@ -44,7 +34,7 @@ static void read_boot_id(uint8_t out[16])
 		return;
 	if (fgets(line, sizeof(line), f)) {
 		for (p = line; *p && n < 32; p++) {
-			int v = hexval(*p);
+			int v = du_hexval(*p);
 
 			if (v < 0)
 				continue;
