@@ -22,6 +22,7 @@
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
+#include "dom_testproc.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
 #define UUID_A "6b1b1d6e-0000-4000-8000-00000000000a"
@@ -39,37 +40,6 @@ static struct {
 
 /* ---- fake proc tree ---- */
 
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	CU_ASSERT_FATAL(f != NULL);
-	CU_ASSERT_FATAL(fwrite(data, 1, len, f) == len);
-	fclose(f);
-}
-
-static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	CU_ASSERT_FATAL(n > 0 && (size_t)n < size);
-}
-
-static void fake_thread(int pid, int tid, const char *comm)
-{
-	char p[256], c[64];
-
-	pathf(p, sizeof(p), "%s/%d/task/%d", fx.proc, pid, tid);
-	mkdir(p, 0755);
-	pathf(p, sizeof(p), "%s/%d/task/%d/comm", fx.proc, pid, tid);
-	pathf(c, sizeof(c), "%s\n", comm);
-	write_file(p, c, strlen(c));
-}
-
 /* A QEMU process @pid named @name (-uuid @uuid unless NULL) with vCPU
  * threads pid+1 .. pid+nvcpu and an I/O thread pid+100. */
 static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
@@ -79,7 +49,7 @@ static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
 	const char *argv[] = { QEMU, "-enable-kvm", "-name", NULL, "-uuid", uuid, NULL };
 	char namearg[128];
 
-	pathf(namearg, sizeof(namearg), "%s,debug-threads=on", name);
+	tp_pathf(namearg, sizeof(namearg), "%s,debug-threads=on", name);
 	argv[3] = namearg;
 	if (!uuid)
 		argv[4] = NULL;
@@ -89,41 +59,33 @@ static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
 		memcpy(cmd + n, *a, l);
 		n += l;
 	}
-	pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
+	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
 	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
+	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
 	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
+	tp_pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
 	CU_ASSERT_FATAL(symlink(QEMU, p) == 0);
-	pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
-	write_file(p, cmd, n);
-	pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
-	write_file(p, "qemu-system-x86\n", 16);
-	pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
-	pathf(stat, sizeof(stat), "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
+	tp_write_file(p, cmd, n);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
+	tp_write_file(p, "qemu-system-x86\n", 16);
+	tp_pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
+	tp_pathf(stat, sizeof(stat), "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
 	      pid, 1000 + pid);
-	write_file(p, stat, strlen(stat));
-	fake_thread(pid, pid, "qemu-system-x86");
+	tp_write_file(p, stat, strlen(stat));
+	tp_thread(fx.proc, pid, pid, "qemu-system-x86");
 	for (int i = 0; i < nvcpu; i++) {
 		char c[32];
 
-		pathf(c, sizeof(c), "CPU %d/KVM", i);
-		fake_thread(pid, pid + 1 + i, c);
+		tp_pathf(c, sizeof(c), "CPU %d/KVM", i);
+		tp_thread(fx.proc, pid, pid + 1 + i, c);
 	}
-	fake_thread(pid, pid + 100, "IO mon_iothread");
+	tp_thread(fx.proc, pid, pid + 100, "IO mon_iothread");
 }
 
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	return remove(path);
-}
-
-static void fake_kill(int pid)
-{
-	char p[256];
-
-	pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
-	CU_ASSERT_FATAL(nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }
 
 /* ---- daemon fixture ---- */
@@ -135,8 +97,8 @@ static void setup(const char *domains)
 	memset(&fx, 0, sizeof(fx));
 	strcpy(fx.dir, "/tmp/test_domains.XXXXXX");
 	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-	pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
-	pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
+	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
+	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
 	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
 	opd_conf_defaults(&fx.conf);
 	fx.conf.session_dir = fx.session;
@@ -225,7 +187,7 @@ static int64_t count_in(const char *rel, uint64_t key)
 	struct odb *db;
 	struct keycount kc = { key, 0 };
 
-	pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
+	tp_pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
 	      fx.session, rel);
 	if (odb_open(&db, path, ODB_RDONLY, NULL))
 		return -1;
@@ -251,7 +213,7 @@ static const char *info_key(const char *name, const char *key)
 	FILE *f;
 
 	val[0] = '\0';
-	pathf(path, sizeof(path), "%s/domains/%s/info", fx.session, name);
+	tp_pathf(path, sizeof(path), "%s/domains/%s/info", fx.session, name);
 	f = fopen(path, "r");
 	if (!f)
 		return val;
@@ -278,7 +240,7 @@ static int open_fds_matching(const char *s)
 
 		if (de->d_name[0] == '.')
 			continue;
-		pathf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+		tp_pathf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
 		l = readlink(p, target, sizeof(target) - 1);
 		if (l <= 0)
 			continue;
@@ -400,7 +362,7 @@ static void test_removal_and_info(void)
 	CU_ASSERT(open_fds_matching("{domain}/web/") == 1);
 	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
 
-	fake_kill(4242);
+	tp_kill(fx.proc, 4242);
 	scan();
 	CU_ASSERT(open_fds_matching("{domain}/web/") == 0);
 	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
@@ -430,7 +392,7 @@ static void restart_web(const char *uuid)
 	scan();
 	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 2);
-	fake_kill(4242);
+	tp_kill(fx.proc, 4242);
 	scan();
 	fake_qemu(4300, "web", uuid, 1);
 	scan();
@@ -449,7 +411,7 @@ static void test_uuid_change(void)
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 1);
 	CU_ASSERT(count_in("{domain}/web.6b1b1d6e/{anon:guest-user}/{dep}/{anon:guest-user}",
 			   0x401000) == 2);
-	pathf(p, sizeof(p), "%s/domains/web.6b1b1d6e/info", fx.session);
+	tp_pathf(p, sizeof(p), "%s/domains/web.6b1b1d6e/info", fx.session);
 	CU_ASSERT(stat(p, &sb) == 0);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_B);
 	teardown();

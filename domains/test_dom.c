@@ -17,6 +17,7 @@
 #include <CUnit/Basic.h>
 
 #include "dom.h"
+#include "dom_testproc.h"
 #include "dom_cmdline.h"
 
 #define UUID_WEB "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f50"
@@ -26,48 +27,16 @@ static char root[64];
 
 /* ---- fake proc tree ----------------------------------------------------- */
 
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "w");
-
-	CU_ASSERT_FATAL(f != NULL);
-	CU_ASSERT_FATAL(fwrite(data, 1, len, f) == len);
-	fclose(f);
-}
-
-static void pathf(char *buf, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, size, fmt, ap);
-	va_end(ap);
-	CU_ASSERT_FATAL(n > 0 && (size_t)n < size);
-}
-
-/* Set thread @tid of @pid to @comm (creating it). */
-static void fake_thread(int pid, int tid, const char *comm)
-{
-	char p[256], c[64];
-
-	pathf(p, sizeof(p), "%s/%d/task/%d", root, pid, tid);
-	mkdir(p, 0755);
-	pathf(p, sizeof(p), "%s/%d/task/%d/comm", root, pid, tid);
-	pathf(c, sizeof(c), "%s\n", comm);
-	write_file(p, c, strlen(c));
-}
-
 static void fake_stat(int pid, char state, unsigned long long start)
 {
 	char p[256], s[256];
 
-	pathf(p, sizeof(p), "%s/%d/stat", root, pid);
+	tp_pathf(p, sizeof(p), "%s/%d/stat", root, pid);
 	/* A comm with ") " in it: fields are counted from the last ')'. */
-	pathf(s, sizeof(s),
+	tp_pathf(s, sizeof(s),
 	      "%d (x) y) %c 1 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n",
 	      pid, state, start);
-	write_file(p, s, strlen(s));
+	tp_write_file(p, s, strlen(s));
 }
 
 /*
@@ -79,19 +48,19 @@ static void fake_proc(int pid, const char *exe, const char *comm,
 {
 	char p[256];
 
-	pathf(p, sizeof(p), "%s/%d", root, pid);
+	tp_pathf(p, sizeof(p), "%s/%d", root, pid);
 	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	pathf(p, sizeof(p), "%s/%d/task", root, pid);
+	tp_pathf(p, sizeof(p), "%s/%d/task", root, pid);
 	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
 	if (exe) {
-		pathf(p, sizeof(p), "%s/%d/exe", root, pid);
+		tp_pathf(p, sizeof(p), "%s/%d/exe", root, pid);
 		CU_ASSERT_FATAL(symlink(exe, p) == 0);
 	}
-	pathf(p, sizeof(p), "%s/%d/cmdline", root, pid);
-	write_file(p, cmdline, len);
-	pathf(p, sizeof(p), "%s/%d/comm", root, pid);
-	write_file(p, comm, strlen(comm));
-	fake_thread(pid, pid, comm);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", root, pid);
+	tp_write_file(p, cmdline, len);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", root, pid);
+	tp_write_file(p, comm, strlen(comm));
+	tp_thread(root, pid, pid, comm);
 }
 
 /* NUL-joined argv, as /proc/PID/cmdline holds it. */
@@ -120,14 +89,6 @@ static void fake_qemu(int pid, const char *const *argv)
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
 	return remove(p);
-}
-
-static void fake_kill(int pid)
-{
-	char p[256];
-
-	pathf(p, sizeof(p), "%s/%d", root, pid);
-	CU_ASSERT_FATAL(nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }
 
 static int setup(void)
@@ -445,10 +406,10 @@ static void test_libvirt_domain(void)
 	reset_root();
 	fake_qemu(1000, libvirt_argv);
 	fake_stat(1000, 'S', 4242);
-	fake_thread(1000, 1003, "CPU 0/KVM");
-	fake_thread(1000, 1004, "CPU 1/KVM");
-	fake_thread(1000, 1001, "qemu-system-x86");
-	fake_thread(1000, 1002, "IO mon_iothread");
+	tp_thread(root, 1000, 1003, "CPU 0/KVM");
+	tp_thread(root, 1000, 1004, "CPU 1/KVM");
+	tp_thread(root, 1000, 1001, "qemu-system-x86");
+	tp_thread(root, 1000, 1002, "IO mon_iothread");
 	t = new_table(NULL);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 1);
@@ -567,13 +528,13 @@ static void test_hostile_procs(void)
 	/* Empty cmdline (a process that cleared it), recognised by exe. */
 	fake_proc(3400, "/usr/bin/qemu-system-x86_64 (deleted)", "qemu-system-x86", "", 0);
 	/* Thread dirs that are not numbers, a vCPU comm without newline. */
-	fake_thread(3400, 3401, "CPU 0/KVM");
+	tp_thread(root, 3400, 3401, "CPU 0/KVM");
 	{
 		char p[256];
 
-		pathf(p, sizeof(p), "%s/3400/task/notanumber", root);
+		tp_pathf(p, sizeof(p), "%s/3400/task/notanumber", root);
 		mkdir(p, 0755);
-		pathf(p, sizeof(p), "%s/3400/task/0", root);
+		tp_pathf(p, sizeof(p), "%s/3400/task/0", root);
 		mkdir(p, 0755);
 	}
 
@@ -633,13 +594,13 @@ static void test_recognition(void)
 	{
 		char p[256];
 
-		pathf(p, sizeof(p), "%s/self", root);
+		tp_pathf(p, sizeof(p), "%s/self", root);
 		mkdir(p, 0755);
-		pathf(p, sizeof(p), "%s/0", root);
+		tp_pathf(p, sizeof(p), "%s/0", root);
 		mkdir(p, 0755);
-		pathf(p, sizeof(p), "%s/99999999999", root);
+		tp_pathf(p, sizeof(p), "%s/99999999999", root);
 		mkdir(p, 0755);
-		pathf(p, sizeof(p), "%s/12a", root);
+		tp_pathf(p, sizeof(p), "%s/12a", root);
 		mkdir(p, 0755);
 	}
 	/* A QEMU zombie (exited, not yet reaped) is no domain. */
@@ -682,7 +643,7 @@ static void test_lifecycle(void)
 
 	/* b exits, c starts. */
 	r.n = 0;
-	fake_kill(5100);
+	tp_kill(root, 5100);
 	fake_qemu(5200, c);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 2);
@@ -697,7 +658,7 @@ static void test_lifecycle(void)
 
 	/* a restarts under a new pid: remove, then add. */
 	r.n = 0;
-	fake_kill(5000);
+	tp_kill(root, 5000);
 	fake_qemu(5300, a);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 2);
@@ -712,7 +673,7 @@ static void test_lifecycle(void)
 	fake_stat(5200, 'S', 100);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 0);	/* first stat seen: no start time known before */
-	fake_kill(5200);
+	tp_kill(root, 5200);
 	fake_qemu(5200, b);
 	fake_stat(5200, 'S', 200);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
@@ -751,7 +712,7 @@ static void test_vcpus_appear(void)
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 0);
 
 	/* A vCPU thread appears. */
-	fake_thread(6000, 6002, "CPU 0/KVM");
+	tp_thread(root, 6000, 6002, "CPU 0/KVM");
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 2);
 	CU_ASSERT_EQUAL(r.ev[1].kind, '~');
@@ -760,10 +721,10 @@ static void test_vcpus_appear(void)
 
 	/* A thread created before its name is set: named without a change of
 	 * thread count, still picked up while the table settles. */
-	fake_thread(6000, 6003, "qemu-system-x86");
+	tp_thread(root, 6000, 6003, "qemu-system-x86");
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 2);
-	fake_thread(6000, 6003, "CPU 1/KVM");
+	tp_thread(root, 6000, 6003, "CPU 1/KVM");
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 3);
 	CU_ASSERT_EQUAL(r.ev[2].kind, '~');
@@ -774,17 +735,17 @@ static void test_vcpus_appear(void)
 	/* Once settled, an unchanged thread count is not re-read. */
 	for (i = 0; i < 5; i++)
 		CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
-	fake_thread(6000, 6003, "CPU 7/KVM");
+	tp_thread(root, 6000, 6003, "CPU 7/KVM");
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 3);
 	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 1), 6003);
 
 	/* Hot-unplug: the thread goes, the count changes, the map follows. */
-	fake_thread(6000, 6003, "CPU 1/KVM");
+	tp_thread(root, 6000, 6003, "CPU 1/KVM");
 	{
 		char p[256];
 
-		pathf(p, sizeof(p), "%s/6000/task/6003", root);
+		tp_pathf(p, sizeof(p), "%s/6000/task/6003", root);
 		CU_ASSERT_FATAL(nftw(p, rm_cb, 4, FTW_DEPTH | FTW_PHYS) == 0);
 	}
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
@@ -855,7 +816,7 @@ static void test_many(void)
 		seen++;
 	CU_ASSERT_EQUAL(seen, 300);
 	for (i = 0; i < 300; i += 2)
-		fake_kill(10000 + i);
+		tp_kill(root, 10000 + i);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 150);
 	CU_ASSERT_EQUAL(dom_table_count(t), 150);
