@@ -13,6 +13,9 @@
 #                instead of building the current tree out of tree
 #   --no-domprof stage no domprof at all
 #   --keep       keep the work directory (overlay, stage, build)
+# Environment: LAB_ATTEMPTS (default 3) attempts on an emulator fault;
+#   LAB_STALL_S (default 120) seconds without L1's heartbeat that count
+#   as a hung L1.
 # Needs root (the image build) and scripts/install-deps.sh --lab.
 set -euo pipefail
 
@@ -50,7 +53,9 @@ scen_name=$(basename "$scen_file" .sh)
 [ -n "$out" ] || out=/tmp/domprof-lab/$scen_name-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out/status" "$out/l1-booted"
+rm -f "$out/status" "$out/l1-booted" "$out/heartbeat"
+stall_s=${LAB_STALL_S:-120}
+case $stall_s in ''|*[!0-9]*) die "LAB_STALL_S wants seconds" ;; esac
 
 t0=$(date +%s)
 deadline=$((t0 + timeout_s))
@@ -130,9 +135,27 @@ follow_log() {
 	followed=$size
 }
 
+# How long L1 has given no sign of life: l1-init rewrites /results/heartbeat
+# every 5 s; before that file exists, the time since boot started counts.
+# The kernel's own "soft lockup - CPU#n stuck for Ns" counts too, since a
+# stuck CPU can leave the heartbeat running on the other one while the
+# scenario waits on it.
+l1_silent_s() {
+	local now=$1 since=$t_boot stuck
+	[ -f "$out/heartbeat" ] && since=$(stat -c %Y "$out/heartbeat")
+	stuck=$(grep -o 'stuck for [0-9]*s' "$out/l1-console.log" 2>/dev/null |
+		tr -dc '0-9\n' | sort -n | tail -n 1)
+	if [ -n "$stuck" ] && [ "$stuck" -gt $((now - since)) ]; then
+		echo "$stuck"
+	else
+		echo $((now - since))
+	fi
+}
+
 # 3-5. Boot L1 on a fresh copy-on-write overlay (the cached base is never
 # written) and wait for it, bounded.  Returns 0 once L1 has written a
-# scenario status, 124 on the deadline, 2 when L1 stopped without a status.
+# scenario status, 124 on the deadline, 2 when L1 stopped without a status,
+# 125 when L1 went silent for LAB_STALL_S (hung).
 boot_l1() {
 	rm -f "$work/l1.qcow2"
 	qemu-img create -q -f qcow2 -F raw -b "$img/l1.ext4" "$work/l1.qcow2" ||
@@ -144,7 +167,7 @@ boot_l1() {
 	qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
 		-machine pc -nodefaults -no-reboot -display none -monitor none \
 		-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 dproot=/dev/vda dptimeout=$timeout_s" \
+		-append "console=ttyS0 quiet panic=-1 transparent_hugepage=never dproot=/dev/vda dptimeout=$timeout_s" \
 		-drive "file=$work/l1.qcow2,if=virtio,format=qcow2,cache=unsafe" \
 		-fsdev "local,id=stage,path=$stage,security_model=none,readonly=on" \
 		-device virtio-9p-pci,fsdev=stage,mount_tag=stage \
@@ -171,6 +194,15 @@ boot_l1() {
 			kill -9 "$qpid" 2>/dev/null || true
 			return 124
 		fi
+		silent=$(l1_silent_s "$now")
+		if [ "$silent" -ge "$stall_s" ]; then
+			log "L1 STALLED: no sign of life for ${silent}s (limit ${stall_s}s): killing L1"
+			kill "$qpid" 2>/dev/null || true
+			sleep 2
+			kill -9 "$qpid" 2>/dev/null || true
+			qpid=
+			return 125
+		fi
 		sleep 1
 	done
 	wait "$qpid" && qrc=0 || qrc=$?
@@ -185,8 +217,10 @@ boot_l1() {
 
 # The emulated SVM of TCG occasionally crashes the L1 kernel itself (seen:
 # "stack guard page was hit" in a KVM vCPU thread, before or after domprof
-# started), or an L2 QEMU exits on its own or hangs while its guest boots
-# (lib.sh logs "LAB-FAULT:" when it notices).  Those are faults of the lab's emulator, not of the scenario,
+# started), hangs it (seen: "soft lockup" of khugepaged with RCU stalls,
+# and a silent L1 while a guest was being started), or an L2 QEMU exits on
+# its own or hangs while its guest boots (lib.sh logs "LAB-FAULT:" when it
+# notices).  Those are faults of the lab's emulator, not of the scenario,
 # so such a run is retried (LAB_ATTEMPTS in all, default 3) on a fresh
 # overlay within the same deadline; a failed attempt's logs stay in
 # OUT/attempt-N/.
@@ -194,6 +228,9 @@ lab_fault() {
 	if [ "$1" = 2 ] && grep -q "Kernel panic" "$out/l1-console.log" 2>/dev/null; then
 		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
 		echo "the L1 kernel crashed"
+	elif [ "$1" = 125 ]; then
+		grep -m3 -E "BUG:|rcu: INFO" "$out/l1-console.log" >&2 || true
+		echo "the L1 kernel hung"
 	elif [ "$1" = 0 ] && [ "$(cat "$out/status")" != 0 ] &&
 		grep -q "LAB-FAULT: " "$out/scenario.log" 2>/dev/null; then
 		grep -m2 "LAB-FAULT: " "$out/scenario.log" >&2
@@ -216,6 +253,7 @@ while :; do
 	[ $boot_rc = 0 ] && break
 	tails
 	[ $boot_rc = 124 ] && exit 124
+	[ $boot_rc = 125 ] && log "L1 hung on attempt $attempt of $max_attempts; giving up"
 	exit 1
 done
 rc=$(cat "$out/status")
