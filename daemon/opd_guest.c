@@ -23,6 +23,7 @@
 #define NR_CLOCK	32
 #define LINE_MAX_BYTES	512
 #define MAX_MODULES	4096
+#define KERNEL_IMAGE_MAX (1ULL << 30)	/* x86-64: the kernel image mapping */
 #define MAX_REQ		256
 #define OUT_SIZE	8192
 /* A sample this close to a switch may belong to either side of it. */
@@ -744,7 +745,7 @@ static int h_kallsyms_end(void *ctx, const struct dp_ag_table_end *e)
 	/* the image runs from _text past its last symbol (entry text,
 	 * .init, data symbols): samples there are the kernel's too */
 	g->ketext = g->klast + 4096;
-	if (g->ktext && (g->ketext <= g->ktext || g->ketext - g->ktext > (1ULL << 30)))
+	if (g->ktext && (g->ketext <= g->ktext || g->ketext - g->ktext > KERNEL_IMAGE_MAX))
 		g->ketext = g->ktext + (64ULL << 20);
 	return 0;
 }
@@ -1323,14 +1324,12 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 static void resolve_kernel(struct opd_guest *g, const struct opd_guest_sample *s,
 			   struct opd_guest_res *r)
 {
+	/* Until the whole symbol table is in, the image's end is not known:
+	 * anything within the kernel image's largest size from _text that is
+	 * not a module's is taken for the kernel's. */
+	uint64_t end = g->ketext ? g->ketext : g->ktext + KERNEL_IMAGE_MAX;
+
 	r->counter = &g->st->guest_kernel_unresolved;
-	if (g->ktext && s->pc >= g->ktext && s->pc < g->ketext) {
-		r->image = r->dep = g->vmlinux;
-		r->key = s->pc - g->ktext;
-		r->resolved = true;
-		r->counter = &g->st->guest_kernel_resolved;
-		return;
-	}
 	for (size_t i = 0; i < g->nr_mod; i++) {
 		if (s->pc >= g->modv[i].start && s->pc < g->modv[i].end) {
 			r->image = r->dep = g->modv[i].img;
@@ -1339,6 +1338,12 @@ static void resolve_kernel(struct opd_guest *g, const struct opd_guest_sample *s
 			r->counter = &g->st->guest_kernel_resolved;
 			return;
 		}
+	}
+	if (g->ktext && s->pc >= g->ktext && s->pc < end) {
+		r->image = r->dep = g->vmlinux;
+		r->key = s->pc - g->ktext;
+		r->resolved = true;
+		r->counter = &g->st->guest_kernel_resolved;
 	}
 }
 

@@ -289,6 +289,48 @@ static void test_hold(void)
 	opd_guest_free(g);
 }
 
+/* The symbol table arrives beside the stream: with only its first chunk
+ * in (which names _text) and the modules, kernel samples are placed and
+ * not held. */
+static void test_kernel_early(void)
+{
+	struct opd_guest *g = guest("early", NULL);
+	struct opd_guest_sample s = { .host_ns = 5 * MS, .pc = 0xffffffff81000123ULL, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_KERNEL };
+	struct dp_ag_table_end e = { .total_bytes = 0, .chunks = 0 };
+	static const char first[] = "ffffffff81000000 T _text\nffffffff81000100 T do_work\n";
+	struct opd_guest_res r;
+
+	CU_ASSERT_FATAL(g != NULL);
+	hello(g, 1000 * MS, 0);
+	table(g, DP_AG_MODULES, "virtio_net 65536 0 - Live 0xffffffffc0100000\n");
+	filed = 0;
+	opd_guest_defer(g, &s, count_file, NULL);
+	/* no _text yet: held, then placed nowhere */
+	CU_ASSERT(opd_guest_drain(g, 5 * MS, false, count_file, NULL) == 0);
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
+	CU_ASSERT(!r.resolved);
+	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, first, strlen(first)), 0) == 0);
+	CU_ASSERT(opd_guest_drain(g, 6 * MS, false, count_file, NULL) == 1);
+	CU_ASSERT(filed == 1);
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
+	CU_ASSERT(r.resolved && r.key == 0x123 && !strcmp(r.dep->name, "vmlinux"));
+	/* a module's pc is the module's, not the image's */
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffffc0100010ULL, &r);
+	CU_ASSERT(r.resolved && r.key == 0x10 && !strcmp(r.dep->name, "virtio_net"));
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff80000000ULL, &r);
+	CU_ASSERT(!r.resolved);
+	/* the end of the table bounds the image at its last symbol */
+	e.total_bytes = strlen(first);
+	e.chunks = 1;
+	CU_ASSERT(feed(g, ap_put_table_end(buf, sizeof(buf), DP_AG_KALLSYMS_END, &e), 0) == 0);
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
+	CU_ASSERT(r.resolved);
+	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff90000000ULL, &r);
+	CU_ASSERT(!r.resolved);
+	opd_guest_free(g);
+}
+
 /* ---- hostile guests ---- */
 
 static void test_bad_frames(void)
@@ -530,6 +572,7 @@ WRAP(test_timeline)
 WRAP(test_tie_break)
 WRAP(test_kernel)
 WRAP(test_hold)
+WRAP(test_kernel_early)
 WRAP(test_bad_frames)
 WRAP(test_paths)
 WRAP(test_floods)
@@ -541,6 +584,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "pc-in-mappings tie-break near a switch", test_tie_break_w);
 	CU_add_test(s, "guest kernel and modules", test_kernel_w);
 	CU_add_test(s, "held samples", test_hold_w);
+	CU_add_test(s, "kernel samples placed before the whole symbol table", test_kernel_early_w);
 	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);
 	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
 	CU_add_test(s, "floods hit caps", test_floods_w);

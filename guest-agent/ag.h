@@ -97,6 +97,25 @@ int ag_read_build_id(int fd, uint8_t out[DP_AG_BUILD_ID_MAX]);
 /* ---- ag_proc.c --------------------------------------------------------- */
 
 int ag_send_hello(struct ag_out *o, uint32_t flags, uint64_t instance);
+/* A table (/proc/kallsyms, /proc/modules) sent as TYPE chunks and an
+ * END_TYPE record, whole or a piece at a time between other work. */
+struct ag_table {
+	int fd;
+	uint16_t type, end_type;
+	bool pending;		/* END not sent yet */
+	bool first;
+	uint8_t *buf;		/* DP_AG_MAX_PAYLOAD */
+	size_t have;
+	struct dp_ag_table_end end;
+};
+
+/* Open @path; an unreadable file still gets its END (status UNREADABLE). */
+int ag_table_open(struct ag_table *t, const char *path, uint16_t type, uint16_t end_type);
+/* Send chunks until about @max_bytes went out; 1 once END is sent, 0 while
+ * more remains, -errno from the channel. */
+int ag_table_send(struct ag_table *t, struct ag_out *o, size_t max_bytes);
+void ag_table_close(struct ag_table *t);
+/* The whole table at once. */
 int ag_send_table(struct ag_out *o, const char *path, uint16_t type, uint16_t end_type);
 /* COMM for every thread and MMAP for every executable mapping, then
  * STATE_END. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,60 +70,103 @@ int ag_send_hello(struct ag_out *o, uint32_t flags, uint64_t instance)
 	return AG_PUT(o, ap_put_hello, &h, u.release, strnlen(u.release, sizeof(u.release)));
 }
 
-/* Chunks end at a line end where one exists, so each chunk is whole lines
- * (the host must not rely on it: a line longer than a chunk is split). */
-int ag_send_table(struct ag_out *o, const char *path, uint16_t type, uint16_t end_type)
+int ag_table_open(struct ag_table *t, const char *path, uint16_t type, uint16_t end_type)
 {
-	struct dp_ag_table_end e = { .status = DP_AG_TABLE_OK };
-	char *buf = malloc(DP_AG_MAX_PAYLOAD);
-	size_t have = 0;
-	bool first = true;
-	int fd, err = 0;
+	memset(t, 0, sizeof(*t));
+	t->type = type;
+	t->end_type = end_type;
+	t->end.status = DP_AG_TABLE_OK;
+	t->first = true;
+	t->fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->buf = malloc(DP_AG_MAX_PAYLOAD);
+	if (!t->buf)
+		return -ENOMEM;
+	if (t->fd < 0)
+		t->end.status = DP_AG_TABLE_UNREADABLE;
+	t->pending = true;
+	return 0;
+}
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !buf) {
-		e.status = DP_AG_TABLE_UNREADABLE;
-		goto out_end;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + have, DP_AG_MAX_PAYLOAD - have);
-		size_t cut;
-		char *nl;
+void ag_table_close(struct ag_table *t)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	free(t->buf);
+	t->buf = NULL;
+	t->pending = false;
+}
+
+/* Fill the buffer from the file; false at its end (or a read error). */
+static bool table_fill(struct ag_table *t)
+{
+	while (t->fd >= 0 && t->have < DP_AG_MAX_PAYLOAD) {
+		ssize_t n = read(t->fd, t->buf + t->have, DP_AG_MAX_PAYLOAD - t->have);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			e.status = DP_AG_TABLE_TRUNCATED;
-			n = 0;
+		if (n < 0)
+			t->end.status = DP_AG_TABLE_TRUNCATED;
+		if (n <= 0) {
+			close(t->fd);
+			t->fd = -1;
+			break;
 		}
-		have += (size_t)n;
-		if (first && have >= 16 && type == DP_AG_KALLSYMS &&
-		    !strncmp(buf, "0000000000000000", 16))
-			e.status = DP_AG_TABLE_NO_ADDRS;
-		first = false;
-		if (!have)
-			break;
-		if (n > 0 && have < DP_AG_MAX_PAYLOAD)
-			continue;
-		nl = n > 0 ? memrchr(buf, '\n', have) : NULL;
-		cut = nl ? (size_t)(nl - buf) + 1 : have;
-		err = AG_PUT(o, ap_put_text, type, buf, cut);
-		if (err)
-			goto out_close;
-		e.total_bytes += cut;
-		e.chunks++;
-		memmove(buf, buf + cut, have - cut);
-		have -= cut;
-		if (n == 0 && !have)
-			break;
+		t->have += (size_t)n;
+		if (t->first && t->have >= 16 && t->type == DP_AG_KALLSYMS) {
+			if (!strncmp((char *)t->buf, "0000000000000000", 16))
+				t->end.status = DP_AG_TABLE_NO_ADDRS;
+			t->first = false;
+		}
 	}
-out_end:
-	err = AG_PUT(o, ap_put_table_end, end_type, &e);
-out_close:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return err;
+	return t->fd >= 0;
+}
+
+/* Chunks end at a line end where one exists, so each chunk is whole lines
+ * (the host must not rely on it: a line longer than a chunk is split). */
+int ag_table_send(struct ag_table *t, struct ag_out *o, size_t max_bytes)
+{
+	size_t sent = 0;
+	int err;
+
+	if (!t->pending)
+		return 1;
+	while (sent < max_bytes) {
+		bool more = table_fill(t);
+		const char *nl;
+		size_t cut;
+
+		if (!t->have)
+			break;
+		nl = more ? memrchr(t->buf, '\n', t->have) : NULL;
+		cut = nl ? (size_t)(nl - (char *)t->buf) + 1 : t->have;
+		err = AG_PUT(o, ap_put_text, t->type, (char *)t->buf, cut);
+		if (err)
+			return err;
+		t->end.total_bytes += cut;
+		t->end.chunks++;
+		memmove(t->buf, t->buf + cut, t->have - cut);
+		t->have -= cut;
+		sent += cut;
+	}
+	if (t->have || t->fd >= 0)
+		return 0;
+	err = AG_PUT(o, ap_put_table_end, t->end_type, &t->end);
+	if (err)
+		return err;
+	t->pending = false;
+	return 1;
+}
+
+int ag_send_table(struct ag_out *o, const char *path, uint16_t type, uint16_t end_type)
+{
+	struct ag_table t;
+	int err = ag_table_open(&t, path, type, end_type);
+
+	if (!err)
+		err = ag_table_send(&t, o, SIZE_MAX);
+	ag_table_close(&t);
+	return err < 0 ? err : 0;
 }
 
 void ag_fill_cookie(struct ag_cookies *ck, struct dp_ag_mmap *m, uint64_t dev, uint64_t ino,

@@ -36,6 +36,7 @@ struct ag_state {
 	struct ag_cookies *ck;
 	struct ag_images *im;
 	struct ag_perf *perf;
+	struct ag_table ks;	/* /proc/kallsyms, sent between other work */
 	uint64_t instance;
 	uint8_t *in;
 	size_t inlen;
@@ -115,7 +116,11 @@ static int read_host(struct ag_state *s, int fd)
 }
 
 /* Everything a new connection needs before the stream: who we are, the
- * kernel's tables, and the tasks that already exist. */
+ * modules, and the tasks that already exist.  The kernel's symbol table
+ * (megabytes, against a channel that may carry a few hundred KB/s) follows
+ * a piece at a time beside the stream, so that the host can place samples
+ * from the first seconds; its first lines give the host the kernel's
+ * _text. */
 static int send_state(struct ag_state *s)
 {
 	uint32_t flags = DP_AG_HELLO_F_IMAGES;
@@ -130,11 +135,11 @@ static int send_state(struct ag_state *s)
 	if (!err)
 		err = ag_send_table(&s->out, "/proc/modules", DP_AG_MODULES, DP_AG_MODULES_END);
 	if (!err)
-		err = ag_send_table(&s->out, "/proc/kallsyms", DP_AG_KALLSYMS, DP_AG_KALLSYMS_END);
-	if (!err)
 		err = ag_send_snapshot(&s->out, s->ck);
 	if (!err)
 		err = ag_out_flush(&s->out);
+	if (!err)
+		err = ag_table_open(&s->ks, "/proc/kallsyms", DP_AG_KALLSYMS, DP_AG_KALLSYMS_END);
 	return err;
 }
 
@@ -150,6 +155,10 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 	s->inlen = 0;
 	err = send_state(s);
 	if (err || s->opts->once) {
+		if (!err)
+			err = ag_table_send(&s->ks, &s->out, SIZE_MAX);
+		if (err > 0)
+			err = 0;
 		if (!err)
 			err = ag_perf_drain(s->perf, &s->out, s->ck);
 		if (!err)
@@ -167,7 +176,7 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 			break;
 		if (wait < 0 || wait > AG_POLL_MS)
 			wait = AG_POLL_MS;
-		if (s->out.len)
+		if (s->out.len || s->ks.pending)
 			wait = 0;
 		if (poll(pfd, n, wait) < 0 && errno != EINTR) {
 			err = -errno;
@@ -187,12 +196,21 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 		err = ag_perf_drain(s->perf, &s->out, s->ck);
 		if (!err)
 			err = ag_out_flush(&s->out);
+		/* one chunk of the symbol table per turn, after the stream */
+		if (!err && s->ks.pending) {
+			err = ag_table_send(&s->ks, &s->out, 1);
+			if (err > 0)
+				err = 0;
+			if (!err)
+				err = ag_out_flush(&s->out);
+		}
 		if (err)
 			break;
 	}
 	if (!err)
 		err = ag_out_flush(&s->out);
 out_perf:
+	ag_table_close(&s->ks);
 	ag_perf_close(s->perf);
 	s->perf = NULL;
 	return err;
@@ -320,7 +338,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 int main(int argc, char **argv)
 {
 	struct ag_opts opts;
-	struct ag_state s = { .opts = &opts };
+	struct ag_state s = { .opts = &opts, .ks = { .fd = -1 } };
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned int backoff = 100;
 	uint64_t deadline = 0;

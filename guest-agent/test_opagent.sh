@@ -49,4 +49,10 @@ grep -q '^comm .* exec dp-agent-test-' "$tmp/dump2" || fail "no COMM exec from p
 grep -q "^mmap [1-9][0-9]* cpu [0-9] .*$tmp/dp-agent-test-sleeper\$" "$tmp/dump2" ||
 	fail "no MMAP from perf"
 grep -q '^frames .* switches [1-9]' "$tmp/dump2" || fail "no context switches"
+# The symbol table follows the snapshot, beside the stream, and is whole.
+grep -q '^kallsyms bytes [1-9][0-9]* chunks [1-9][0-9]* status 0$' "$tmp/dump2" ||
+	fail "no whole kallsyms in the streaming run"
+ks_line=$(grep -n '^kallsyms bytes' "$tmp/dump2" | cut -d: -f1)
+st_line=$(grep -n '^state tasks' "$tmp/dump2" | cut -d: -f1)
+[ "$st_line" -lt "$ks_line" ] || fail "kallsyms ended before the snapshot (lines $ks_line, $st_line)"
 echo "PASS"
