@@ -20,6 +20,8 @@
 #include "util/du_log.h"
 
 #define AG_POLL_MS	250	/* rings are drained at least this often */
+#define AG_HOST_POLL_MS	100	/* a port whose host side is closed */
+#define AG_HOST_POLLS	50	/* then the port is looked for again */
 #define AG_MAX_COOKIES	16384
 #define AG_INBUF	(2 * (sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD))
 
@@ -217,29 +219,45 @@ out_perf:
 }
 
 /* Wait, with backoff, for the port to exist and the host to listen. */
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* The port, once the host side is open.  A missing port is looked for with
+ * backoff; a port whose host side is closed is kept open and looked at
+ * every AG_HOST_POLL_MS, because the daemon holds a new domain's samples
+ * only briefly while it waits for the agent. */
 static int connect_port(const struct ag_opts *o, unsigned int *backoff_ms)
 {
 	while (!stop) {
 		char *path = o->port ? strdup(o->port) : ag_port_find();
 		int fd = path ? ag_port_open(path) : -ENOENT;
-		struct timespec ts;
 
-		if (fd >= 0 && ag_port_connected(fd)) {
-			if (o->verbose)
-				du_info("connected on %s", path);
+		if (fd >= 0) {
+			if (o->verbose && !ag_port_connected(fd))
+				du_info("port %s: host not connected; waiting", path);
+			for (unsigned int i = 0; !stop && i < AG_HOST_POLLS; i++) {
+				if (ag_port_connected(fd)) {
+					if (o->verbose)
+						du_info("connected on %s", path);
+					free(path);
+					*backoff_ms = 100;
+					return fd;
+				}
+				sleep_ms(AG_HOST_POLL_MS);
+			}
+			close(fd);	/* and look for the port again */
 			free(path);
-			*backoff_ms = 100;
-			return fd;
+			continue;
 		}
-		if (fd >= 0)
-			close(fd);
 		if (o->verbose)
 			du_info("port %s: %s; retrying in %u ms", path ? path : DP_AG_PORT_NAME,
-				fd < 0 ? strerror(-fd) : "host not connected", *backoff_ms);
+				strerror(-fd), *backoff_ms);
 		free(path);
-		ts.tv_sec = *backoff_ms / 1000;
-		ts.tv_nsec = (long)(*backoff_ms % 1000) * 1000000L;
-		nanosleep(&ts, NULL);
+		sleep_ms(*backoff_ms);
 		if (*backoff_ms < 5000)
 			*backoff_ms *= 2;
 	}
