@@ -1226,7 +1226,7 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 {
 	uint32_t cand[16];
 	int nc = 0;
-	bool task_known = false;
+	bool task_known = false, early = false;
 	uint64_t gt, near;
 	const struct gcpu *c;
 	long i;
@@ -1249,15 +1249,15 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	near = g->rtt / 2 + NEAR_MIN_NS;
 	i = ring_find(g, c, gt);
 	if (i < 0) {
-		/* before the timeline: only the first switch's previous task */
+		/* Before the vCPU's first switch: the task that switch took
+		 * off the vCPU had been running since the agent's events
+		 * opened, and likely before; its mappings must hold the pc. */
 		const struct gswitch *f = ring_at(g, c, 0);
 
-		if (f->t - gt > near) {
-			r->counter = &g->st->guest_user_unresolved_no_switch;
-			return;
-		}
+		early = f->t - gt > near;
 		cand[nc++] = f->prev;
-		cand[nc++] = f->next;
+		if (!early)
+			cand[nc++] = f->next;
 	} else {
 		const struct gswitch *w = ring_at(g, c, i);
 
@@ -1301,6 +1301,7 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 			r->key = s->pc - m->start;
 			r->resolved = r->image != NULL;
 			r->counter = &g->st->guest_user_resolved_vdso;
+			g->st->guest_user_before_timeline += early && r->resolved;
 			return;
 		}
 		if (!m->gi) {
@@ -1314,11 +1315,15 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 		r->key = s->pc - m->start + m->pgoff;
 		r->resolved = true;
 		r->counter = &g->st->guest_user_resolved;
+		g->st->guest_user_before_timeline += early;
 		want_image(g, m->gi);
 		return;
 	}
-	r->counter = task_known ? &g->st->guest_user_unresolved_no_mapping :
-				  &g->st->guest_user_unresolved_no_task;
+	if (early)
+		r->counter = &g->st->guest_user_unresolved_no_switch;
+	else
+		r->counter = task_known ? &g->st->guest_user_unresolved_no_mapping :
+					  &g->st->guest_user_unresolved_no_task;
 }
 
 static void resolve_kernel(struct opd_guest *g, const struct opd_guest_sample *s,

@@ -42,6 +42,7 @@
 	X(samples_domain_unselected)		\
 	X(guest_user_resolved)			\
 	X(guest_user_resolved_vdso)			\
+	X(guest_user_before_timeline)			\
 	X(guest_user_unresolved_no_agent)			\
 	X(guest_user_unresolved_no_clock)			\
 	X(guest_user_unresolved_no_switch)			\

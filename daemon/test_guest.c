@@ -210,6 +210,15 @@ static void test_timeline(void)
 	/* unknown vCPU, before the timeline */
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
 	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
+	/* long before vCPU 1's first switch (guest 1300 ms, 200 -> 100):
+	 * the task it switched out ran, when its mappings hold the pc */
+	sw(g, 1, 1300 * MS, 200, 100);
+	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x800123, &r);
+	CU_ASSERT(r.resolved && r.pid == 200 && r.key == 0x123);
+	CU_ASSERT(st.guest_user_before_timeline == 1);
+	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
+	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
+	CU_ASSERT(st.guest_user_before_timeline == 1);
 	opd_guest_free(g);
 }
 
