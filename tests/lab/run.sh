@@ -15,7 +15,8 @@
 #   --keep       keep the work directory (overlay, stage, build)
 # Environment: LAB_ATTEMPTS (default 3) attempts on an emulator fault;
 #   LAB_STALL_S (default 120) seconds without L1's heartbeat that count
-#   as a hung L1.
+#   as a hung L1; LAB_TCG_THREAD multi (default: one host thread per L1
+#   vCPU) or single (all L1 vCPUs on one host thread).
 # Needs root (the image build) and scripts/install-deps.sh --lab.
 set -euo pipefail
 
@@ -55,6 +56,8 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/status" "$out/l1-booted" "$out/heartbeat"
 stall_s=${LAB_STALL_S:-120}
+tcg_thread=${LAB_TCG_THREAD:-multi}
+case $tcg_thread in multi|single) ;; *) die "LAB_TCG_THREAD wants multi or single" ;; esac
 case $stall_s in ''|*[!0-9]*) die "LAB_STALL_S wants seconds" ;; esac
 
 t0=$(date +%s)
@@ -163,8 +166,8 @@ boot_l1() {
 
 	# -cpu max under TCG is an AMD-like CPU with SVM (and NPT), so kvm_amd
 	# loads inside.  -no-reboot turns a panic (panic=-1) into an exit.
-	log "booting L1 (TCG, -cpu max, smp $smp, mem $mem, timeout ${timeout_s}s); results in $out"
-	qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+	log "booting L1 (TCG thread=$tcg_thread, -cpu max, smp $smp, mem $mem, timeout ${timeout_s}s); results in $out"
+	qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -cpu max -smp "$smp" -m "$mem" \
 		-machine pc -nodefaults -no-reboot -display none -monitor none \
 		-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz" \
 		-append "console=ttyS0 quiet panic=-1 transparent_hugepage=never dproot=/dev/vda dptimeout=$timeout_s" \
