@@ -5,15 +5,17 @@
  *
  *   offset 0              struct odb_file_header (header_size bytes)
  *   header_size           struct odb_node nodes[capacity]
- *   header_size +
- *     capacity*node_size  dp_u32 buckets[capacity]     (hash index)
+ *
+ * The node array past committed is room to grow and may be a hole.  The
+ * writer's hash index (buckets, and the next fields of the nodes) is its
+ * own business: it keeps the buckets in memory and rebuilds the index
+ * every time it opens the file.  (Files of earlier builds have a
+ * dp_u32 bucket array after the nodes; nothing reads it.)
  *
  * Crash safety rests on one rule: a writer fills nodes[committed]
  * completely and only then stores committed + 1 (a release store).  So
  * nodes [0, committed) are always whole, whatever instant the writer died
- * at, and a reader needs nothing else: it never looks at the hash index
- * or at the next fields, which only the writer uses and which it rebuilds
- * every time it opens the file.  The file only grows, and it grows (the
+ * at, and a reader needs nothing else: it never looks at the index.  The file only grows, and it grows (the
  * size is extended) before capacity is raised, so header_size +
  * committed * node_size never exceeds the file size.
  *

@@ -20,8 +20,11 @@
 
 _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header agree");
 
-/* Small first: a session has a file per image and context. */
-#define ODB_MIN_CAPACITY	64
+/* Room for 512 nodes at first (12 KiB, a hole until nodes are written, so
+ * a file with few keys takes no more disk than a smaller one), which spares
+ * most files of a session the grows (truncate, mremap, re-index) that a
+ * small start cost. */
+#define ODB_MIN_CAPACITY	512
 /* next and bucket values are node index + 1 in 32 bits. */
 #define ODB_MAX_CAPACITY	(1ULL << 31)
 
@@ -32,7 +35,7 @@ struct odb {
 	size_t map_len;
 	struct odb_file_header *hdr;
 	struct odb_node *nodes;
-	uint32_t *buckets;		/* writers only */
+	uint32_t *buckets;		/* writers only, in memory: capacity entries */
 	uint64_t capacity;
 	uint64_t committed;		/* the writer's count; the file's copy equals it */
 	unsigned int shift;		/* 64 - log2(capacity) */
@@ -47,9 +50,13 @@ static inline uint32_t odb_hash(uint64_t key, unsigned int shift)
 	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift);
 }
 
+/* The writer's hash index is in memory, not in the file: readers never use
+ * it and the writer rebuilds it at every open, so in the file it only cost
+ * page faults.  Files written before may still have it after the nodes;
+ * nothing reads it. */
 static size_t odb_file_size(uint32_t header_size, uint64_t capacity)
 {
-	return header_size + capacity * sizeof(struct odb_node) + capacity * sizeof(uint32_t);
+	return header_size + capacity * sizeof(struct odb_node);
 }
 
 static unsigned int odb_log2(uint64_t v)
@@ -57,21 +64,42 @@ static unsigned int odb_log2(uint64_t v)
 	return 63 - (unsigned int)__builtin_clzll(v);
 }
 
-/* Point nodes and buckets into the mapping for @capacity nodes. */
+/* Point the nodes into the mapping, for @capacity nodes. */
 static void odb_set_table(struct odb *db, uint64_t capacity)
 {
 	db->hdr = (struct odb_file_header *)db->map;
 	db->nodes = (struct odb_node *)(db->map + db->hdr->header_size);
-	db->buckets = (uint32_t *)(db->nodes + capacity);
 	db->capacity = capacity;
 	db->shift = 64 - odb_log2(capacity);
 }
 
+/* A new, empty index of @capacity buckets, replacing the old one. */
+static int odb_new_index(struct odb *db, uint64_t capacity)
+{
+	uint32_t *b = calloc(capacity, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	free(db->buckets);
+	db->buckets = b;
+	return 0;
+}
+
+static void odb_free(struct odb *db)
+{
+	if (db->map)
+		munmap(db->map, db->map_len);
+	if (db->fd >= 0)
+		close(db->fd);
+	free(db->buckets);
+	free(db);
+}
+
+/* Chain the committed nodes into the (empty) index. */
 static void odb_rebuild_index(struct odb *db)
 {
 	uint64_t i;
 
-	memset(db->buckets, 0, db->capacity * sizeof(uint32_t));
 	for (i = 0; i < db->committed; i++) {
 		uint32_t h = odb_hash(db->nodes[i].key, db->shift);
 
@@ -228,7 +256,9 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 			rc = -EBADMSG;
 			goto out_close;
 		}
-		rc = odb_init_file(db, desc);
+		rc = odb_new_index(db, ODB_MIN_CAPACITY);
+		if (!rc)
+			rc = odb_init_file(db, desc);
 		if (rc)
 			goto out_close;
 		db->committed = 0;
@@ -244,7 +274,7 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 		du_warn("odb: %s: not a valid sample file", path);
 		goto out_close;
 	}
-	/* The index part may be missing (a file cut short by hand): regrow it. */
+	/* The node array may be cut short past the committed nodes: regrow it. */
 	want = odb_file_size(h.header_size, h.capacity);
 	if ((uint64_t)st.st_size < want && ftruncate(db->fd, want) < 0) {
 		rc = -errno;
@@ -258,6 +288,9 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	}
 	db->map = map;
 	db->committed = h.committed;
+	rc = odb_new_index(db, h.capacity);
+	if (rc)
+		goto out_close;
 	odb_set_table(db, h.capacity);
 	odb_rebuild_index(db);
 
@@ -291,21 +324,14 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 	return 0;
 
 out_free:
-	if (db->map)
-		munmap(db->map, db->map_len);
-	free(db);
+	odb_free(db);
 	return rc;
 }
 
 void odb_close(struct odb *db)
 {
-	if (!db)
-		return;
-	if (db->map)
-		munmap(db->map, db->map_len);
-	if (db->fd >= 0)
-		close(db->fd);
-	free(db);
+	if (db)
+		odb_free(db);
 }
 
 int odb_sync(struct odb *db)
@@ -330,17 +356,26 @@ int odb_sync_start(struct odb *db)
 static int odb_grow(struct odb *db)
 {
 	uint64_t cap = db->capacity * 2;
+	uint32_t *buckets;
 	size_t size;
 	void *map;
 
 	if (cap > ODB_MAX_CAPACITY)
 		return -EFBIG;
+	buckets = calloc(cap, sizeof(*buckets));
+	if (!buckets)
+		return -ENOMEM;
 	size = odb_file_size(db->hdr->header_size, cap);
-	if (ftruncate(db->fd, size) < 0)
-		return -errno;
-	map = mremap(db->map, db->map_len, size, MREMAP_MAYMOVE);
-	if (map == MAP_FAILED)
-		return -errno;
+	map = ftruncate(db->fd, size) < 0 ? MAP_FAILED :
+	      mremap(db->map, db->map_len, size, MREMAP_MAYMOVE);
+	if (map == MAP_FAILED) {
+		int rc = -errno;
+
+		free(buckets);
+		return rc;	/* the old table and index still stand */
+	}
+	free(db->buckets);
+	db->buckets = buckets;
 	db->map = map;
 	db->map_len = size;
 	odb_set_table(db, cap);

@@ -485,6 +485,60 @@ static void test_half_made(void)
 }
 
 /*
+ * A file of an earlier build, whose writer kept its hash index after the
+ * nodes (64 buckets of garbage here), is read, added to without duplicate
+ * keys, and grown; a new file has no index in it.
+ */
+static void test_old_layout(void)
+{
+	const char *path = tpath("old");
+	struct odb_file_header h = {
+		.magic = ODB_MAGIC, .version = ODB_VERSION, .header_size = sizeof(h),
+		.node_size = sizeof(struct odb_node), .count = 100000, .capacity = 64,
+		.committed = 3,
+	};
+	struct odb_node nodes[64] = {
+		{ .key = 10, .count = 1, .next = 7 }, { .key = 20, .count = 2, .next = 99 },
+		{ .key = 30, .count = 3 },
+	};
+	uint32_t buckets[64];
+	struct dump dp;
+	uint64_t total, k20 = 0;
+	struct odb *db;
+	int fd;
+
+	memcpy(h.event, "CPU_CLK_UNHALTED", 17);
+	memset(buckets, 0xa5, sizeof(buckets));
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(write(fd, &h, sizeof(h)) == sizeof(h));
+	CU_ASSERT(write(fd, nodes, sizeof(nodes)) == sizeof(nodes));
+	CU_ASSERT(write(fd, buckets, sizeof(buckets)) == sizeof(buckets));
+	close(fd);
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 20, 5), 0);
+	for (uint64_t k = 1000; k < 1100; k++)
+		CU_ASSERT_EQUAL(odb_add(db, k, 1), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 20, 1), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(dump_file(path, &dp, &total), 0);
+	CU_ASSERT_EQUAL(dp.n, 103);
+	CU_ASSERT_EQUAL(total, 1 + 2 + 3 + 5 + 100 + 1);
+	for (size_t i = 0; i < dp.n; i++)
+		if (dp.keys[i] == 20)
+			k20 += dp.counts[i] + 1000;
+	CU_ASSERT_EQUAL(k20, 1008);	/* one node, count 8 */
+	dump_free(&dp);
+
+	/* new files: header and nodes only */
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, tpath("new"), ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 1, 1), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL((file_size(tpath("new")) - (off_t)sizeof(h)) % sizeof(struct odb_node), 0);
+}
+
+/*
  * The point of the format: SIGKILL a writer at arbitrary moments (during
  * the insert phase with its grows, and during the increment phase).  Each
  * add is +1 on key i % K in order, so after n adds node j must hold key j
@@ -610,6 +664,7 @@ int main(void)
 		{ "truncated files", test_truncated },
 		{ "corrupt headers", test_corrupt_header },
 		{ "half-made file", test_half_made },
+		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
 	};
 	CU_pSuite suite;
