@@ -133,8 +133,10 @@ wait_guest_booted() {
 		if [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ]; then
 			tail -n 30 "$RESULTS/$name.console" 2>/dev/null
 			# nothing of domprof runs in a booting guest: a hang there is
-			# the emulator's
-			lab_log "LAB-FAULT: guest $name hung while booting"
+			# the emulator's; where its vCPU stands is kept for a look
+			guest_qmp "$name" human-monitor-command '{"command-line":"info registers"}' \
+				>"$RESULTS/$name.hung-registers.txt" 2>&1 || true
+			lab_log "LAB-FAULT: guest $name hung while booting (registers in $name.hung-registers.txt)"
 			lab_fail "guest $name not booted after ${limit}s"
 		fi
 		sleep 0.5
