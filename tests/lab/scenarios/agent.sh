@@ -52,7 +52,25 @@ mkshare /tmp/share-g1 "dd if=/dev/zero of=/dev/null bs=4k count=30000 2>/dev/nul
 wait
 echo \"RATIO-A \$(cat /tmp/a.out)\"
 echo \"RATIO-B \$(cat /tmp/b.out)\""
-mkshare /tmp/share-g2 "/share/ratio 0.5 50"
+# Once g1 is done (so as not to load L1 while g1 is measured), g2 churns
+# processes and then reports what its agent has cost since it started: CPU
+# ticks, peak RSS, bytes written to the port.
+mkshare /tmp/share-g2 "/share/ratio 0.5 50
+sh /share/churn.sh"
+cat >/tmp/share-g2/churn.sh <<'EOF'
+i=0
+while [ ! -e /share/churn-go ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i + 1)); done
+t0=$(cut -d' ' -f1 /proc/uptime)
+i=0
+while [ $i -lt 1000 ]; do /bin/true; i=$((i + 1)); done
+echo "CHURN execs=$i from=$t0 to=$(cut -d' ' -f1 /proc/uptime)"
+p=$(pidof opagent)
+set -- $(cut -d' ' -f14,15,22 /proc/$p/stat)
+echo "AGENT-COST utime_ticks=$1 stime_ticks=$2 start_ticks=$3" \
+	"uptime=$(cut -d' ' -f1 /proc/uptime)" \
+	"hwm_kb=$(awk '/^VmHWM/ { print $2 }' /proc/$p/status)" \
+	"wchar=$(awk '/^wchar/ { print $2 }' /proc/$p/io)"
+EOF
 
 LAB_GUEST_SHARE=/tmp/share-g1 LAB_GUEST_AGENT=/share/opagent \
 	start_guest g1 6b1b1d6e-0000-4000-8000-0000000000a1 script
@@ -79,6 +97,7 @@ for g in g1 g2; do
 		sleep 1
 	done
 	grep -q WORK-DONE "$RESULTS/$g.console" || lab_fail "$g's workload did not finish"
+	[ $g = g1 ] && touch /tmp/share-g2/churn-go
 done
 sleep 3
 timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status-running.txt" 2>&1 || true
@@ -146,6 +165,18 @@ lab_summary guest_images_dedup "$(stat_of "$S" guest_images_dedup)"
 lab_summary agent_frames "$(stat_of "$S" agent_frames)"
 lab_summary agent_bad_frames "$(stat_of "$S" agent_bad_frames)"
 lab_summary guest_clock_rtt_ns "$(stat_of "$S" guest_clock_rtt_ns)"
+# what g2's agent cost (a figure, not a check; USER_HZ is 100)
+cost=$(grep -m1 "AGENT-COST" "$RESULTS/g2.console" || true)
+if [ -n "$cost" ]; then
+	grep -m1 "CHURN" "$RESULTS/g2.console" || true
+	v() { echo "$cost" | sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
+	lab_summary agent_cpu_s "$(awk -v u="$(v utime_ticks)" -v s="$(v stime_ticks)" 'BEGIN { printf "%.2f", (u + s) / 100 }')"
+	lab_summary agent_lifetime_s "$(awk -v t="$(v uptime)" -v s="$(v start_ticks)" 'BEGIN { printf "%.1f", t - s / 100 }')"
+	lab_summary agent_peak_rss_kb "$(v hwm_kb)"
+	lab_summary agent_bytes_written "$(v wchar)"
+else
+	lab_log "note: no AGENT-COST line in g2's console"
+fi
 
 fail=0
 awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
