@@ -218,7 +218,6 @@ out_perf:
 	return err;
 }
 
-/* Wait, with backoff, for the port to exist and the host to listen. */
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
