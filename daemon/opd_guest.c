@@ -1221,6 +1221,66 @@ static struct opd_image *gimg_image(struct opd_guest *g, struct gimg *x)
 	return x->img;
 }
 
+/* The sample ran in task @t, in its mapping @m. */
+static void place_user(struct opd_guest *g, const struct opd_guest_sample *s,
+		       struct opd_guest_res *r, const struct gtask *t, const struct gmap *m)
+{
+	r->pid = t->pid;
+	if (m->vdso) {
+		/* the kernel's own small ELF: a binary, without a file */
+		r->image = t->main ? gimg_image(g, t->main) : g->vdso;
+		r->dep = g->vdso;
+		r->key = s->pc - m->start;
+		r->resolved = r->image != NULL;
+		r->counter = &g->st->guest_user_resolved_vdso;
+		return;
+	}
+	if (!m->gi) {
+		r->counter = &g->st->guest_user_unresolved_anon;
+		return;
+	}
+	r->dep = gimg_image(g, m->gi);
+	r->image = t->main ? gimg_image(g, t->main) : r->dep;
+	if (!r->dep || !r->image)
+		return;	/* counted as capped; stays unresolved */
+	r->key = s->pc - m->start + m->pgoff;
+	r->resolved = true;
+	r->counter = &g->st->guest_user_resolved;
+	want_image(g, m->gi);
+}
+
+/*
+ * With no timeline to say which task ran: the task whose mappings hold the
+ * pc, if all the live tasks that map it map the same file at the same
+ * offset (one process, or several running the same binary); NULL if none
+ * does or they disagree.  It scans every task: only samples from before a
+ * vCPU's first switch come here.
+ */
+static const struct gtask *sole_owner(const struct opd_guest *g, uint64_t pc,
+				      const struct gmap **mp)
+{
+	const struct gtask *found = NULL;
+	const struct gmap *fm = NULL;
+
+	for (size_t i = 0; i < TASK_BUCKETS; i++) {
+		for (const struct gtask *t = g->tasks[i]; t; t = t->next) {
+			const struct gmap *m = t->exited ? NULL : task_find_map(t, pc);
+
+			if (!m)
+				continue;
+			if (!found) {
+				found = t;
+				fm = m;
+			} else if (m->gi != fm->gi || m->vdso != fm->vdso || !m->gi ||
+				   pc - m->start + m->pgoff != pc - fm->start + fm->pgoff) {
+				return NULL;
+			}
+		}
+	}
+	*mp = fm;
+	return found;
+}
+
 static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 			 struct opd_guest_res *r)
 {
@@ -1229,6 +1289,8 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	bool task_known = false, early = false;
 	uint64_t gt, near;
 	const struct gcpu *c;
+	const struct gtask *ot;
+	const struct gmap *om;
 	long i;
 
 	if (!g->has_agent) {
@@ -1241,8 +1303,8 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	}
 	if (s->vcpu < 0 || (unsigned int)s->vcpu >= g->lim.max_cpus || !g->cpus ||
 	    !g->cpus[s->vcpu].count) {
-		r->counter = &g->st->guest_user_unresolved_no_switch;
-		return;
+		early = true;
+		goto no_timeline;
 	}
 	c = &g->cpus[s->vcpu];
 	gt = (uint64_t)((int64_t)s->host_ns + g->off);
@@ -1293,37 +1355,25 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 		m = task_find_map(t, s->pc);
 		if (!m)
 			continue;
-		r->pid = t->pid;
-		if (m->vdso) {
-			/* the kernel's own small ELF: a binary, without a file */
-			r->image = t->main ? gimg_image(g, t->main) : g->vdso;
-			r->dep = g->vdso;
-			r->key = s->pc - m->start;
-			r->resolved = r->image != NULL;
-			r->counter = &g->st->guest_user_resolved_vdso;
-			g->st->guest_user_before_timeline += early && r->resolved;
-			return;
-		}
-		if (!m->gi) {
-			r->counter = &g->st->guest_user_unresolved_anon;
-			return;
-		}
-		r->dep = gimg_image(g, m->gi);
-		r->image = t->main ? gimg_image(g, t->main) : r->dep;
-		if (!r->dep || !r->image)
-			return;	/* counted as capped; stays unresolved */
-		r->key = s->pc - m->start + m->pgoff;
-		r->resolved = true;
-		r->counter = &g->st->guest_user_resolved;
-		g->st->guest_user_before_timeline += early;
-		want_image(g, m->gi);
+		place_user(g, s, r, t, m);
+		g->st->guest_user_before_timeline += early && r->resolved;
 		return;
 	}
-	if (early)
-		r->counter = &g->st->guest_user_unresolved_no_switch;
-	else
+	if (!early) {
 		r->counter = task_known ? &g->st->guest_user_unresolved_no_mapping :
 					  &g->st->guest_user_unresolved_no_task;
+		return;
+	}
+no_timeline:
+	/* (an agent without switches would send every sample here: the scan
+	 * is for the first moments of a timeline only) */
+	ot = g->flags & DP_AG_HELLO_F_SWITCH ? sole_owner(g, s->pc, &om) : NULL;
+	if (!ot) {
+		r->counter = &g->st->guest_user_unresolved_no_switch;
+		return;
+	}
+	place_user(g, s, r, ot, om);
+	g->st->guest_user_before_timeline += r->resolved;
 }
 
 static void resolve_kernel(struct opd_guest *g, const struct opd_guest_sample *s,

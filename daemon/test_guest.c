@@ -207,18 +207,30 @@ static void test_timeline(void)
 	CU_ASSERT(!r.resolved);
 	CU_ASSERT(r.key == 0x400010);
 	CU_ASSERT(r.counter == &st.guest_user_unresolved_no_mapping);
-	/* unknown vCPU, before the timeline */
+	/* vCPU 1 has no timeline yet: the one task that maps the pc */
+	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
+	CU_ASSERT(r.resolved && r.pid == 100 && r.key == 0x1010);
+	CU_ASSERT(st.guest_user_before_timeline == 1);
+	/* ... or several that map the same file at the same offset */
+	mmap_(g, 300, 0x400000, 0x10000, 0x1000, 1, "/bin/a", 6, 0xaa);
+	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
+	CU_ASSERT(r.resolved && (r.pid == 100 || r.pid == 300) && r.key == 0x1010);
+	CU_ASSERT_STRING_EQUAL(r.dep->name, "/bin/a");
+	/* two tasks mapping different files there: no telling */
+	mmap_(g, 301, 0x400000, 0x10000, 0, 4, "/bin/c", 6, 0xdd);
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
 	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
+	CU_ASSERT(st.guest_user_before_timeline == 2);
 	/* long before vCPU 1's first switch (guest 1300 ms, 200 -> 100):
 	 * the task it switched out ran, when its mappings hold the pc */
 	sw(g, 1, 1300 * MS, 200, 100);
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved && r.pid == 200 && r.key == 0x123);
-	CU_ASSERT(st.guest_user_before_timeline == 1);
+	CU_ASSERT(st.guest_user_before_timeline == 3);
+	/* not its pc, and the owners disagree */
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
 	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
-	CU_ASSERT(st.guest_user_before_timeline == 1);
+	CU_ASSERT(st.guest_user_before_timeline == 3);
 	opd_guest_free(g);
 }
 
