@@ -1,0 +1,348 @@
+/*
+ * CUnit tests of the agent channels (opd_agent): a listening unix socket
+ * stands in for QEMU's chardev server, and the test plays opagent on the
+ * connection the daemon makes to it.  Host time is passed in, so back-offs
+ * and pings are stepped, not waited for.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "opd_agent.h"
+#include "opd_image.h"
+#include "sfname/sfname.h"
+#include "util/du_log.h"
+
+#define MS 1000000ULL
+#define S (1000 * MS)
+
+static char top[64], session[128], sock_path[128];
+static struct opd_stats st;
+static struct opd_images *images;
+static struct opd_agents *agents;
+static struct opd_dom dom;
+static int lfd = -1;
+static uint8_t buf[2 * 65600];
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+}
+
+static void setup(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(top, sizeof(top), "/tmp/test_agent_chan.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/session", top);
+	CU_ASSERT_FATAL(mkdir(session, 0755) == 0);
+	snprintf(sock_path, sizeof(sock_path), "%s/web.agent", top);
+	memset(&st, 0, sizeof(st));
+	images = opd_images_new();
+	CU_ASSERT_FATAL(images != NULL);
+	agents = opd_agents_new(session, NULL, images, &st);
+	CU_ASSERT_FATAL(agents != NULL);
+
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(lfd >= 0);
+	strcpy(sa.sun_path, sock_path);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(lfd, 4) == 0);
+
+	dom = (struct opd_dom){
+		.name = opd_image_get(images, SFN_ANON, "web", 3),
+		.pid = 4242,
+		.selected = true,
+		.running = true,
+		.esc = "web",
+		.agent_path = sock_path,
+	};
+}
+
+static void teardown(void)
+{
+	opd_agents_free(agents);
+	opd_images_free(images);
+	if (lfd >= 0)
+		close(lfd);
+	lfd = -1;
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The connection the daemon made, if it made one. */
+static int accept_daemon(void)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	CU_ASSERT_FATAL(write(fd, p, n) == (ssize_t)n);
+}
+
+static void agent_hello(int fd, uint64_t guest_now)
+{
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 1, .clock_id = 1,
+				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH,
+				 .now_ns = guest_now, .instance = 9 };
+	ssize_t n = ap_put_hello(buf, sizeof(buf), &h, "6.1", 3);
+
+	CU_ASSERT_FATAL(n > 0);
+	send_all(fd, buf, (size_t)n);
+}
+
+/* What the daemon sent the agent, decoded. */
+struct seen {
+	unsigned int host_hello, config, ping;
+	uint64_t ping_token;
+};
+
+static int s_host_hello(void *ctx, const struct dp_ag_host_hello *h)
+{
+	(void)h;
+	((struct seen *)ctx)->host_hello++;
+	return 0;
+}
+
+static int s_config(void *ctx, const struct dp_ag_config *c)
+{
+	(void)c;
+	((struct seen *)ctx)->config++;
+	return 0;
+}
+
+static int s_ping(void *ctx, const struct dp_ag_ping *p)
+{
+	struct seen *s = ctx;
+
+	s->ping++;
+	s->ping_token = p->token;
+	return 0;
+}
+
+static const struct ap_ops host_side = {
+	.host_hello = s_host_hello,
+	.config = s_config,
+	.ping = s_ping,
+};
+
+static void read_daemon(int fd, struct seen *s)
+{
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	size_t used = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (n <= 0)
+		return;
+	CU_ASSERT(ap_decode(&host_side, s, buf, (size_t)n, &used, NULL) == 0);
+	CU_ASSERT(used == (size_t)n);
+}
+
+/* One turn of the daemon's loop at host time @now. */
+static void turn(uint64_t now)
+{
+	struct pollfd pfd[4];
+	size_t n = opd_agents_pollfds(agents, pfd, 4);
+
+	if (n)
+		CU_ASSERT(poll(pfd, n, 100) >= 0);
+	opd_agents_io(agents, pfd, n, now);
+}
+
+/* Connect, HELLO, the daemon's answer, a ping and its pong: the clock. */
+static void test_connect_and_clock(void)
+{
+	struct opd_guest *g = opd_agents_guest(agents, &dom);
+	struct dp_ag_pong pong;
+	struct seen s;
+	int64_t off;
+	uint64_t rtt;
+	ssize_t n;
+	int fd;
+
+	CU_ASSERT_FATAL(g != NULL);
+	CU_ASSERT(opd_agents_guest(agents, &dom) == g);	/* one per domain */
+	turn(1 * S);
+	CU_ASSERT(st.agent_connects == 1 && st.agent_channels == 1);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, 101 * S);
+	turn(1 * S + 1 * MS);
+	turn(1 * S + 2 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.host_hello == 1 && s.config == 1);
+	CU_ASSERT(s.ping == 1);
+	CU_ASSERT(opd_guest_has_agent(g));
+	/* HELLO gives a rough offset (its own time against ours), with a
+	 * wide uncertainty */
+	CU_ASSERT_FATAL(opd_guest_offset(g, &off, &rtt));
+	CU_ASSERT(off == (int64_t)(100 * S - 1 * MS));
+	CU_ASSERT(rtt >= 100 * MS);
+
+	/* the ping left at 1.001 s; the agent's clock said 101.052 s when it
+	 * answered, read back at 1.003 s: the guest is 100.050 s ahead */
+	pong.token = s.ping_token;
+	pong.recv_ns = 101 * S + 52 * MS;
+	pong.send_ns = pong.recv_ns;
+	n = ap_put_pong(buf, sizeof(buf), &pong);
+	CU_ASSERT_FATAL(n > 0);
+	send_all(fd, buf, (size_t)n);
+	turn(1 * S + 3 * MS);
+	CU_ASSERT_FATAL(opd_guest_offset(g, &off, &rtt));
+	CU_ASSERT(off >= (int64_t)(100 * S + 48 * MS) && off <= (int64_t)(100 * S + 52 * MS));
+	CU_ASSERT(rtt <= 3 * MS);
+
+	/* no new ping before the interval, one after it */
+	turn(1 * S + 4 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.ping == 0);
+	turn(1 * S + 3 * MS + OPD_AGENT_PING_NS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.ping == 1);
+	close(fd);
+}
+
+/* QEMU or the agent went away: the daemon reconnects after its back-off
+ * and starts the conversation again. */
+static void test_reconnect(void)
+{
+	struct opd_guest *g = opd_agents_guest(agents, &dom);
+	struct seen s;
+	int fd;
+
+	turn(1 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, 1 * S);
+	turn(1 * S + 1 * MS);
+	close(fd);
+	turn(1 * S + 2 * MS);
+	CU_ASSERT(st.agent_disconnects == 1 && st.agent_channels == 0);
+	/* within the back-off: no new connection */
+	turn(1 * S + 500 * MS);
+	CU_ASSERT(st.agent_connects == 1);
+	CU_ASSERT(accept_daemon() < 0);
+	/* after it: a new one, and a new HELLO is answered again */
+	turn(3 * S);
+	CU_ASSERT(st.agent_connects == 2 && st.agent_channels == 1);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, 3 * S);
+	turn(3 * S + 1 * MS);
+	turn(3 * S + 2 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.host_hello == 1 && s.config == 1);
+	CU_ASSERT(opd_guest_has_agent(g));
+	close(fd);
+}
+
+/* Bytes that are not the protocol close the channel (counted) and earn a
+ * longer back-off; the daemon comes back, and a good agent is served. */
+static void test_hostile_bytes(void)
+{
+	struct dp_ag_frame f = { .magic = DP_AG_MAGIC, .type = DP_AG_MMAP, .len = 1u << 30 };
+	struct seen s;
+	int fd;
+
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &dom) != NULL);
+	turn(1 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, 1 * S);
+	send_all(fd, &f, sizeof(f));
+	turn(1 * S + 1 * MS);
+	CU_ASSERT(st.agent_closed_bad == 1);
+	CU_ASSERT(st.agent_channels == 0);
+	close(fd);
+	/* the ordinary one-second back-off is not enough after that */
+	turn(2 * S + 500 * MS);
+	CU_ASSERT(accept_daemon() < 0);
+	turn(7 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, 7 * S);
+	turn(7 * S + 1 * MS);
+	turn(7 * S + 2 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.host_hello == 1);
+	close(fd);
+}
+
+/* A domain that stopped has its channel closed and not retried; one with
+ * no agent socket gets no guest state. */
+static void test_stopped_and_absent(void)
+{
+	struct opd_dom none = dom;
+	int fd;
+
+	none.pid = 4343;
+	none.agent_path = NULL;
+	CU_ASSERT(opd_agents_guest(agents, &none) == NULL);
+
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &dom) != NULL);
+	turn(1 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	close(fd);
+	turn(1 * S + 1 * MS);
+	CU_ASSERT(st.agent_disconnects == 1);
+	/* no socket at all any more: connects fail quietly, nothing counted */
+	CU_ASSERT(unlink(sock_path) == 0);
+	turn(5 * S);
+	turn(9 * S);
+	CU_ASSERT(st.agent_connects == 1);
+	CU_ASSERT(st.agent_channels == 0);
+}
+
+#define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
+WRAP(test_connect_and_clock)
+WRAP(test_reconnect)
+WRAP(test_hostile_bytes)
+WRAP(test_stopped_and_absent)
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failures;
+
+	du_log_set(quiet_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("agent channels", NULL, NULL);
+	if (!s) {
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_add_test(s, "connect, HELLO answered, clock from ping and pong", test_connect_and_clock_w);
+	CU_add_test(s, "reconnect after the other side closed", test_reconnect_w);
+	CU_add_test(s, "bytes that are not the protocol", test_hostile_bytes_w);
+	CU_add_test(s, "stopped and absent sockets", test_stopped_and_absent_w);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
