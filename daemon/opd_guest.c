@@ -145,6 +145,9 @@ struct opd_guest {
 	/* held samples */
 	struct opd_guest_sample *q;
 	size_t q_head, q_count;
+	/* what sole_owner() may still look at, refilled over host time */
+	uint64_t owner_tokens, owner_t;
+	bool owner_started;
 };
 
 void opd_guest_limits_default(struct opd_guest_limits *l)
@@ -158,6 +161,9 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	l->max_cpus = 1024;
 	l->ring = 16384;
 	l->queue = 131072;
+	/* About 1 ms of CPU a second: a guest that says it sends switches and
+	 * sends none cannot make the daemon scan all its tasks per sample. */
+	l->owner_visits = 1u << 20;
 }
 
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
@@ -1254,13 +1260,33 @@ static void place_user(struct opd_guest *g, const struct opd_guest_sample *s,
  * pc, if all the live tasks that map it map the same file at the same
  * offset (one process, or several running the same binary); NULL if none
  * does or they disagree.  It scans every task: only samples from before a
- * vCPU's first switch come here.
+ * vCPU's first switch come here, within a budget (limits.owner_visits).
  */
-static const struct gtask *sole_owner(const struct opd_guest *g, uint64_t pc,
+static const struct gtask *sole_owner(struct opd_guest *g, uint64_t pc, uint64_t host_ns,
 				      const struct gmap **mp)
 {
 	const struct gtask *found = NULL;
 	const struct gmap *fm = NULL;
+	uint64_t cost = TASK_BUCKETS + g->nr_tasks, cap = g->lim.owner_visits;
+
+	/* a budget of task visits, refilled at owner_visits a second */
+	if (!g->owner_started) {
+		g->owner_tokens = cap;
+		g->owner_t = host_ns;
+		g->owner_started = true;
+	} else if (host_ns > g->owner_t) {
+		uint64_t dt = host_ns - g->owner_t;
+		uint64_t add = dt >= 1000000000ULL ? cap :
+			       (uint64_t)((unsigned __int128)cap * dt / 1000000000ULL);
+
+		g->owner_tokens = g->owner_tokens + add > cap ? cap : g->owner_tokens + add;
+		g->owner_t = host_ns;
+	}
+	if (g->owner_tokens < cost) {
+		g->st->guest_owner_scans_capped++;
+		return NULL;
+	}
+	g->owner_tokens -= cost;
 
 	for (size_t i = 0; i < TASK_BUCKETS; i++) {
 		for (const struct gtask *t = g->tasks[i]; t; t = t->next) {
@@ -1367,7 +1393,7 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 no_timeline:
 	/* (an agent without switches would send every sample here: the scan
 	 * is for the first moments of a timeline only) */
-	ot = g->flags & DP_AG_HELLO_F_SWITCH ? sole_owner(g, s->pc, &om) : NULL;
+	ot = g->flags & DP_AG_HELLO_F_SWITCH ? sole_owner(g, s->pc, s->host_ns, &om) : NULL;
 	if (!ot) {
 		r->counter = &g->st->guest_user_unresolved_no_switch;
 		return;

@@ -44,6 +44,8 @@ struct opd_guest_limits {
 	unsigned int max_cpus;	/* vCPUs with a timeline */
 	unsigned int ring;	/* switches kept per vCPU */
 	size_t queue;		/* samples held */
+	uint64_t owner_visits;	/* tasks a second looked at for samples with
+				 * no timeline (sole owner of the pc) */
 };
 
 /* Defaults for a live daemon. */

@@ -352,6 +352,35 @@ static void test_kernel_early(void)
 	opd_guest_free(g);
 }
 
+/* Samples with no timeline look at every task for the pc's owner, within
+ * a budget of task visits a second (a guest that promises switches and
+ * sends none cannot make that the cost of every sample). */
+static void test_owner_budget(void)
+{
+	struct opd_guest_limits lim;
+	struct opd_guest *g;
+	struct opd_guest_res r;
+
+	opd_guest_limits_default(&lim);
+	/* one scan (the task table's 4096 buckets and its tasks), not two */
+	lim.owner_visits = 6000;
+	g = guest("budget", &lim);
+	CU_ASSERT_FATAL(g != NULL);
+	hello(g, 1000 * MS, 0);
+	mmap_(g, 100, 0x400000, 0x10000, 0x1000, 1, "/bin/a", 6, 0xaa);
+	clock_sync(g, 10 * MS, 10 * MS + 200000, 1000 * MS);
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x400010, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	resolve(g, DP_MODE_GUEST_USER, 0, 151 * MS, 0x400010, &r);
+	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
+	CU_ASSERT(st.guest_owner_scans_capped == 1);
+	/* a second later the budget is back */
+	resolve(g, DP_MODE_GUEST_USER, 0, 1151 * MS, 0x400010, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	CU_ASSERT(st.guest_owner_scans_capped == 1);
+	opd_guest_free(g);
+}
+
 /* ---- hostile guests ---- */
 
 static void test_bad_frames(void)
@@ -594,6 +623,7 @@ WRAP(test_tie_break)
 WRAP(test_kernel)
 WRAP(test_hold)
 WRAP(test_kernel_early)
+WRAP(test_owner_budget)
 WRAP(test_bad_frames)
 WRAP(test_paths)
 WRAP(test_floods)
@@ -606,6 +636,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "guest kernel and modules", test_kernel_w);
 	CU_add_test(s, "held samples", test_hold_w);
 	CU_add_test(s, "kernel samples placed before the whole symbol table", test_kernel_early_w);
+	CU_add_test(s, "owner scans within a budget", test_owner_budget_w);
 	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);
 	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
 	CU_add_test(s, "floods hit caps", test_floods_w);
