@@ -93,9 +93,7 @@ static void teardown(void)
 /* The connection the daemon made, if it made one. */
 static int accept_daemon(void)
 {
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-	return fd;
+	return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 }
 
 static void send_all(int fd, const void *p, size_t n)
@@ -172,6 +170,21 @@ static void turn(uint64_t now)
 	opd_agents_io(agents, pfd, n, now);
 }
 
+/* Take the connection the daemon made at host time @now (it must have
+ * made one), say HELLO with the guest clock at @guest_now, and read what
+ * the daemon answered two turns later into @s.  Returns the connection. */
+static int agent_session(uint64_t now, uint64_t guest_now, struct seen *s)
+{
+	int fd = accept_daemon();
+
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_hello(fd, guest_now);
+	turn(now + 1 * MS);
+	turn(now + 2 * MS);
+	read_daemon(fd, s);
+	return fd;
+}
+
 /* Connect, HELLO, the daemon's answer, a ping and its pong: the clock. */
 static void test_connect_and_clock(void)
 {
@@ -187,12 +200,7 @@ static void test_connect_and_clock(void)
 	CU_ASSERT(opd_agents_guest(agents, &dom) == g);	/* one per domain */
 	turn(1 * S);
 	CU_ASSERT(st.agent_connects == 1 && st.agent_channels == 1);
-	fd = accept_daemon();
-	CU_ASSERT_FATAL(fd >= 0);
-	agent_hello(fd, 101 * S);
-	turn(1 * S + 1 * MS);
-	turn(1 * S + 2 * MS);
-	read_daemon(fd, &s);
+	fd = agent_session(1 * S, 101 * S, &s);
 	CU_ASSERT(s.host_hello == 1 && s.config == 1);
 	CU_ASSERT(s.ping == 1);
 	CU_ASSERT(opd_guest_has_agent(g));
@@ -248,12 +256,7 @@ static void test_reconnect(void)
 	/* after it: a new one, and a new HELLO is answered again */
 	turn(3 * S);
 	CU_ASSERT(st.agent_connects == 2 && st.agent_channels == 1);
-	fd = accept_daemon();
-	CU_ASSERT_FATAL(fd >= 0);
-	agent_hello(fd, 3 * S);
-	turn(3 * S + 1 * MS);
-	turn(3 * S + 2 * MS);
-	read_daemon(fd, &s);
+	fd = agent_session(3 * S, 3 * S, &s);
 	CU_ASSERT(s.host_hello == 1 && s.config == 1);
 	CU_ASSERT(opd_guest_has_agent(g));
 	close(fd);
@@ -281,12 +284,7 @@ static void test_hostile_bytes(void)
 	turn(2 * S + 500 * MS);
 	CU_ASSERT(accept_daemon() < 0);
 	turn(7 * S);
-	fd = accept_daemon();
-	CU_ASSERT_FATAL(fd >= 0);
-	agent_hello(fd, 7 * S);
-	turn(7 * S + 1 * MS);
-	turn(7 * S + 2 * MS);
-	read_daemon(fd, &s);
+	fd = agent_session(7 * S, 7 * S, &s);
 	CU_ASSERT(s.host_hello == 1);
 	close(fd);
 }
