@@ -16,6 +16,7 @@
 #include "util/du_fs.h"
 #include "util/du_hash.h"
 #include "util/du_log.h"
+#include "util/du_range.h"
 
 #define TASK_BUCKETS	4096
 #define IMG_BUCKETS	1024
@@ -465,16 +466,8 @@ static void task_drop_before(struct opd_guest *g, struct gtask *t, uint64_t when
 
 static const struct gmap *task_find_map(const struct gtask *t, uint64_t pc)
 {
-	size_t lo = 0, hi = t->nr;
+	size_t lo = DU_FIRST_END_AFTER(t->maps, t->nr, pc);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (t->maps[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < t->nr && t->maps[lo].start <= pc)
 		return &t->maps[lo];
 	return NULL;

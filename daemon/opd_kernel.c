@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "opd_kernel.h"
+#include "util/du_range.h"
 
 struct opd_kernel {
 	struct opd_images *images;
@@ -69,16 +70,8 @@ int opd_kernel_add(struct opd_kernel *k, uint64_t start, uint64_t size, const ch
 const struct opd_kernel_range *opd_kernel_find(const struct opd_kernel *k, uint64_t pc,
 					       uint64_t *gap_start, uint64_t *gap_end)
 {
-	size_t lo = 0, hi = k->nr;
+	size_t lo = DU_FIRST_END_AFTER(k->r, k->nr, pc);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (k->r[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < k->nr && k->r[lo].start <= pc)
 		return &k->r[lo];
 	if (gap_start)

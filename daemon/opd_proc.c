@@ -8,6 +8,7 @@
 #include "opd_procfs.h"
 #include "util/du_hash.h"
 #include "util/du_log.h"
+#include "util/du_range.h"
 
 struct opd_proc {
 	uint32_t tgid;
@@ -155,17 +156,7 @@ static int maps_reserve(struct opd_proc *p, size_t need)
 /* Index of the first mapping whose end is above @addr (nr_maps: none). */
 static inline size_t maps_first_end_after(const struct opd_proc *p, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nr_maps;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return DU_FIRST_END_AFTER(p->maps, p->nr_maps, addr);
 }
 
 /* Insert @m, replacing whatever it overlaps (a new mmap over an old range
