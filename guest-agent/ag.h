@@ -104,7 +104,7 @@ struct ag_table {
 	uint16_t type, end_type;
 	bool pending;		/* END not sent yet */
 	bool first;
-	uint8_t *buf;		/* DP_AG_MAX_PAYLOAD */
+	char *buf;		/* DP_AG_MAX_PAYLOAD bytes of text */
 	size_t have;
 	struct dp_ag_table_end end;
 };

@@ -114,7 +114,7 @@ static bool table_fill(struct ag_table *t)
 		}
 		t->have += (size_t)n;
 		if (t->first && t->have >= 16 && t->type == DP_AG_KALLSYMS) {
-			if (!strncmp((char *)t->buf, "0000000000000000", 16))
+			if (!strncmp(t->buf, "0000000000000000", 16))
 				t->end.status = DP_AG_TABLE_NO_ADDRS;
 			t->first = false;
 		}
@@ -139,8 +139,8 @@ int ag_table_send(struct ag_table *t, struct ag_out *o, size_t max_bytes)
 		if (!t->have)
 			break;
 		nl = more ? memrchr(t->buf, '\n', t->have) : NULL;
-		cut = nl ? (size_t)(nl - (char *)t->buf) + 1 : t->have;
-		err = AG_PUT(o, ap_put_text, t->type, (char *)t->buf, cut);
+		cut = nl ? (size_t)(nl - t->buf) + 1 : t->have;
+		err = AG_PUT(o, ap_put_text, t->type, t->buf, cut);
 		if (err)
 			return err;
 		t->end.total_bytes += cut;
