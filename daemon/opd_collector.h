@@ -100,7 +100,8 @@ extern const struct opd_collector_ops opd_collector_file;
 /* The collector called @name, NULL if none. */
 const struct opd_collector_ops *opd_collector_find(const char *name);
 
-/* The collector names, '|'-separated, for usage and messages. */
-const char *opd_collector_names(void);
+/* The collector names, '|'-separated, into @buf (NUL-terminated, cut to
+ * @size), for usage and messages. */
+void opd_collector_names(char *buf, size_t size);
 
 #endif

@@ -21,6 +21,7 @@
 #ifndef DOM_BACKEND_H
 #define DOM_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -70,8 +71,9 @@ extern const struct dom_backend_ops dom_backend_procfs;
 /* The backend called @name, NULL if none. */
 const struct dom_backend_ops *dom_backend_find(const char *name);
 
-/* The backend names in "auto" order, '|'-separated, for usage and messages. */
-const char *dom_backend_names(void);
+/* The backend names in "auto" order, '|'-separated, into @buf
+ * (NUL-terminated, cut to @size), for usage and messages. */
+void dom_backend_names(char *buf, size_t size);
 
 /*
  * Open the backend @name, or with "auto" (or NULL) the first in the table
