@@ -25,6 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opd_guest_clock.h"
+#include "opd_guest_hold.h"
+#include "opd_guest_images.h"
+#include "opd_guest_kernel.h"
+#include "opd_guest_out.h"
+#include "opd_guest_tasks.h"
+#include "opd_guest_timeline.h"
 #include "opd_image.h"
 #include "opd_imgcache.h"
 #include "opd_stats.h"
@@ -50,16 +57,6 @@ struct opd_guest_limits {
 
 /* Defaults for a live daemon. */
 void opd_guest_limits_default(struct opd_guest_limits *l);
-
-/* A guest sample waiting for the sideband that explains it. */
-struct opd_guest_sample {
-	uint64_t host_ns;	/* host CLOCK_MONOTONIC of the sample */
-	uint64_t pc;
-	uint32_t event;
-	uint32_t cpu;		/* host CPU (--separate=cpu) */
-	int32_t vcpu;		/* -1 unknown */
-	uint8_t mode;		/* DP_MODE_GUEST_KERNEL or DP_MODE_GUEST_USER */
-};
 
 /* What a guest sample resolved to. */
 struct opd_guest_res {
