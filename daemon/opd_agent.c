@@ -39,11 +39,6 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
-	struct opd_agents_file_ctx {
-		opd_agents_file_fn file;
-		void *ctx;
-		struct opd_image *domain;
-	} fc;
 };
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
@@ -288,38 +283,10 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 	}
 }
 
-static void file_tramp(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor)
 {
-	struct opd_agents *a = ctx;
+	struct chan *c = *cursor ? ((struct chan *)*cursor)->next : a->list;
 
-	a->fc.file(a->fc.ctx, a->fc.domain, s, r);
-}
-
-void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
-		      opd_agents_file_fn file, void *ctx)
-{
-	for (struct chan *c = a->list; c; c = c->next) {
-		if (c->g != g)
-			continue;
-		a->fc.file = file;
-		a->fc.ctx = ctx;
-		a->fc.domain = c->name;
-		a->st->guest_samples_held++;
-		opd_guest_defer(g, s, file_tramp, a);
-		return;
-	}
-}
-
-size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
-			void *ctx)
-{
-	size_t n = 0;
-
-	a->fc.file = file;
-	a->fc.ctx = ctx;
-	for (struct chan *c = a->list; c; c = c->next) {
-		a->fc.domain = c->name;
-		n += opd_guest_drain(c->g, now_ns, all, file_tramp, a);
-	}
-	return n;
+	*cursor = c;
+	return c ? c->g : NULL;
 }

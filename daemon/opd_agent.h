@@ -60,17 +60,8 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max);
  */
 void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns);
 
-/* Called for each held guest sample when it is resolved: @domain is the
- * name image of its domain (opd_dom.name). */
-typedef void (*opd_agents_file_fn)(void *ctx, struct opd_image *domain,
-				   const struct opd_guest_sample *s, const struct opd_guest_res *r);
-
-/* Hold @s for the domain @g belongs to (see opd_guest_defer). */
-void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
-		      opd_agents_file_fn file, void *ctx);
-
-/* opd_guest_drain over every domain.  Returns the number filed. */
-size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
-			void *ctx);
+/* The guest states, one by one: *@cursor NULL starts; NULL at the end.
+ * No channel may be added during the walk. */
+struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor);
 
 #endif

@@ -45,6 +45,7 @@ struct opd_guest {
 	struct opd_gkernel kern;
 	struct opd_ghold hold;
 
+	struct opd_image *domain;	/* the domain's name, as in sample files */
 	struct opd_image *anon_kernel, *anon_user, *vdso;
 	/* what sole_owner() may still look at, refilled over host time */
 	uint64_t owner_tokens, owner_t;
@@ -103,10 +104,11 @@ struct opd_guest *opd_guest_new(const char *name, const char *dir,
 	g->name = strdup(name);
 	g->dir = strdup(dir);
 	g->in = malloc(sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD);
+	g->domain = opd_image_get(images, SFN_ANON, name, strlen(name));
 	g->anon_kernel = opd_image_get(images, SFN_ANON, "guest-kernel", 12);
 	g->anon_user = opd_image_get(images, SFN_ANON, "guest-user", 10);
 	g->vdso = opd_image_get(images, SFN_ANON, "vdso", 4);
-	if (!g->name || !g->dir || !g->in || !g->anon_kernel || !g->vdso || !g->anon_user)
+	if (!g->name || !g->dir || !g->in || !g->domain || !g->anon_kernel || !g->vdso || !g->anon_user)
 		goto out_free;
 	ret = parts_init(g, images, cache);
 	if (!ret)
@@ -673,29 +675,32 @@ void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 
 /* ---- holding ---- */
 
-static void file_now(struct opd_guest *g, const struct opd_guest_sample *s,
-		     opd_guest_file_fn file, void *ctx)
+/* Resolve @s into *@out, *@r (counted by what it resolved to). */
+static void take(struct opd_guest *g, const struct opd_guest_sample *s,
+		 struct opd_guest_sample *out, struct opd_guest_res *r)
 {
-	struct opd_guest_res r;
-
-	opd_guest_resolve(g, s, &r);
-	(*r.counter)++;
-	file(ctx, s, &r);
+	*out = *s;
+	opd_guest_resolve(g, out, r);
+	(*r->counter)++;
 }
 
-void opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
-		     opd_guest_file_fn file, void *ctx)
+bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
+		     struct opd_guest_sample *out, struct opd_guest_res *r)
 {
+	bool now = false;
+
 	if (!g->hold.cap) {
-		file_now(g, s, file, ctx);
-		return;
+		take(g, s, out, r);
+		return true;
 	}
 	if (opd_ghold_full(&g->hold)) {
 		g->st->guest_queue_overflow++;
-		file_now(g, opd_ghold_oldest(&g->hold), file, ctx);
+		take(g, opd_ghold_oldest(&g->hold), out, r);
 		opd_ghold_pop(&g->hold);
+		now = true;
 	}
 	opd_ghold_push(&g->hold, s);
+	return now;
 }
 
 /* Has the sideband passed @s's time?  Its vCPU's timeline says so when a
@@ -714,20 +719,21 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 	return n && opd_gtl_at(&g->tl, s->vcpu, (long)n - 1)->t >= gt;
 }
 
-size_t opd_guest_drain(struct opd_guest *g, uint64_t host_ns, bool all, opd_guest_file_fn file,
-		       void *ctx)
+bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
+		    struct opd_guest_sample *out, struct opd_guest_res *r)
 {
-	const struct opd_guest_sample *s;
-	size_t n = 0;
+	const struct opd_guest_sample *s = opd_ghold_oldest(&g->hold);
 
-	while ((s = opd_ghold_oldest(&g->hold))) {
-		if (!all && !ready(g, s) && host_ns - s->host_ns < OPD_GUEST_HOLD_NS)
-			break;
-		file_now(g, s, file, ctx);
-		opd_ghold_pop(&g->hold);
-		n++;
-	}
-	return n;
+	if (!s || (!all && !ready(g, s) && host_ns - s->host_ns < OPD_GUEST_HOLD_NS))
+		return false;
+	take(g, s, out, r);
+	opd_ghold_pop(&g->hold);
+	return true;
+}
+
+struct opd_image *opd_guest_domain(const struct opd_guest *g)
+{
+	return g->domain;
 }
 
 bool opd_guest_has_agent(const struct opd_guest *g)

@@ -13,8 +13,8 @@
  *
  * Guest samples are held (opd_guest_defer) until the agent's stream has
  * passed their time, at most OPD_GUEST_HOLD_NS, then resolved against what
- * is known (opd_guest_drain).  No sample is dropped: overflow resolves the
- * oldest at once.
+ * is known and handed back to the caller to file (opd_guest_next).  No
+ * sample is dropped: overflow resolves the oldest at once.
  *
  * Not thread-safe; one guest per domain, used by the daemon's thread.
  */
@@ -104,21 +104,25 @@ void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r);
 
 /*
- * Hold @s until the sideband passes its time.  When the queue is full the
- * oldest sample is handed to @file now (counted guest_queue_overflow).
+ * Hold @s until the sideband passes its time.  True when a sample must be
+ * filed now: the oldest held one when the queue was full (counted
+ * guest_queue_overflow), or @s itself with no queue (limits.queue 0); it
+ * is then resolved into *@out and *@r (its counter already bumped).
  */
-typedef void (*opd_guest_file_fn)(void *ctx, const struct opd_guest_sample *s,
-				  const struct opd_guest_res *r);
-void opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
-		     opd_guest_file_fn file, void *ctx);
+bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
+		     struct opd_guest_sample *out, struct opd_guest_res *r);
 
 /*
- * Resolve and hand to @file every held sample whose time the agent's
- * stream has passed, or that is older than OPD_GUEST_HOLD_NS at host time
- * @host_ns; @all: every held sample.  Returns the number filed.
+ * The oldest held sample whose time the agent's stream has passed, or
+ * that is older than OPD_GUEST_HOLD_NS at host time @host_ns (@all: any
+ * held sample), resolved into *@out and *@r (counter bumped) and no
+ * longer held.  False when there is none.
  */
-size_t opd_guest_drain(struct opd_guest *g, uint64_t host_ns, bool all, opd_guest_file_fn file,
-		       void *ctx);
+bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
+		    struct opd_guest_sample *out, struct opd_guest_res *r);
+
+/* The domain's name image (SFN_ANON @name), the {domain} of its samples. */
+struct opd_image *opd_guest_domain(const struct opd_guest *g);
 
 /* True once a HELLO arrived on some connection (the domain has an agent). */
 bool opd_guest_has_agent(const struct opd_guest *g);

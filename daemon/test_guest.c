@@ -272,13 +272,28 @@ static void test_kernel(void)
 	opd_guest_free(g);
 }
 
+/* Samples handed back to be filed, as the daemon would file them. */
 static size_t filed;
-static void count_file(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+
+static void defer(struct opd_guest *g, const struct opd_guest_sample *s)
 {
-	(void)ctx;
-	(void)s;
-	(void)r;
-	filed++;
+	struct opd_guest_sample out;
+	struct opd_guest_res r;
+
+	if (opd_guest_defer(g, s, &out, &r))
+		filed++;
+}
+
+static size_t drain(struct opd_guest *g, uint64_t host_ns, bool all)
+{
+	struct opd_guest_sample out;
+	struct opd_guest_res r;
+	size_t n = 0;
+
+	while (opd_guest_next(g, host_ns, all, &out, &r))
+		n++;
+	filed += n;
+	return n;
 }
 
 /* Held samples wait for the timeline to pass them, at most the hold time;
@@ -297,15 +312,15 @@ static void test_hold(void)
 	clock_sync(g, 10 * MS, 10 * MS, 1000 * MS);
 	sw(g, 0, 1000 * MS, 0, 100);
 	filed = 0;
-	opd_guest_defer(g, &s, count_file, NULL);
-	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 0);
+	defer(g, &s);
+	CU_ASSERT(drain(g, 300 * MS, false) == 0);
 	sw(g, 0, 1300 * MS, 100, 0);	/* the stream passed guest 1250 ms */
-	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 1);
+	CU_ASSERT(drain(g, 300 * MS, false) == 1);
 	for (int i = 0; i < 6; i++)
-		opd_guest_defer(g, &s, count_file, NULL);
+		defer(g, &s);
 	CU_ASSERT(st.guest_queue_overflow == 2);
 	CU_ASSERT(filed == 3);
-	CU_ASSERT(opd_guest_drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false, count_file, NULL) == 4);
+	CU_ASSERT(drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false) == 4);
 	CU_ASSERT(opd_guest_held(g) == 0);
 	opd_guest_free(g);
 }
@@ -326,13 +341,13 @@ static void test_kernel_early(void)
 	hello(g, 1000 * MS, 0);
 	table(g, DP_AG_MODULES, "virtio_net 65536 0 - Live 0xffffffffc0100000\n");
 	filed = 0;
-	opd_guest_defer(g, &s, count_file, NULL);
+	defer(g, &s);
 	/* no _text yet: held, then placed nowhere */
-	CU_ASSERT(opd_guest_drain(g, 5 * MS, false, count_file, NULL) == 0);
+	CU_ASSERT(drain(g, 5 * MS, false) == 0);
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
 	CU_ASSERT(!r.resolved);
 	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, first, strlen(first)), 0) == 0);
-	CU_ASSERT(opd_guest_drain(g, 6 * MS, false, count_file, NULL) == 1);
+	CU_ASSERT(drain(g, 6 * MS, false) == 1);
 	CU_ASSERT(filed == 1);
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
 	CU_ASSERT(r.resolved && r.key == 0x123 && !strcmp(r.dep->name, "vmlinux"));
