@@ -27,6 +27,7 @@ struct chan {
 	struct opd_guest *g;
 	int fd;
 	bool running;
+	bool gone;		/* its domain left the registry: freed once drained */
 	uint64_t next_try, next_ping;
 	uint8_t wbuf[8192];
 	size_t wlen;
@@ -140,18 +141,24 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 
 void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
 {
-	for (struct chan *c = a->list; c; c = c->next)
+	for (struct chan *c = a->list; c; c = c->next) {
 		c->running = false;
+		c->gone = true;
+	}
 	for (const struct opd_dom *d = opd_domains_next(ds, NULL); d; d = opd_domains_next(ds, d)) {
-		struct chan *c;
+		struct chan *c = find(a, d->name, d->pid);
 
+		if (c)
+			c->gone = false;
 		if (!d->running || !d->selected || !d->agent_path)
 			continue;
 		if (!opd_agents_guest(a, d))
 			continue;
 		c = find(a, d->name, d->pid);
-		if (c)
+		if (c) {
 			c->running = true;
+			c->gone = false;
+		}
 	}
 	for (struct chan *c = a->list; c; c = c->next)
 		if (!c->running && c->fd >= 0)
@@ -283,10 +290,53 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 	}
 }
 
-struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor)
+struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor, bool *gone)
 {
 	struct chan *c = *cursor ? ((struct chan *)*cursor)->next : a->list;
 
 	*cursor = c;
-	return c ? c->g : NULL;
+	if (!c)
+		return NULL;
+	if (gone)
+		*gone = c->gone;
+	return c->g;
+}
+
+static void write_stats(struct chan *c)
+{
+	int ret = opd_guest_write_stats(c->g, c->fd >= 0);
+
+	if (ret)
+		du_warn("domain %s: cannot write its stats: %s", c->name->name, strerror(-ret));
+}
+
+size_t opd_agents_reap(struct opd_agents *a)
+{
+	struct chan **pp = &a->list;
+	size_t n = 0;
+
+	while (*pp) {
+		struct chan *c = *pp;
+
+		if (!c->gone || opd_guest_held(c->g)) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		write_stats(c);
+		du_info("domain %s: stopped; its guest state is freed", c->name->name);
+		if (c->fd >= 0)
+			chan_close(a, c, UINT64_MAX);
+		opd_guest_free(c->g);
+		free(c->path);
+		free(c);
+		n++;
+	}
+	return n;
+}
+
+void opd_agents_write_stats(struct opd_agents *a)
+{
+	for (struct chan *c = a->list; c; c = c->next)
+		write_stats(c);
 }

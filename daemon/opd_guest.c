@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "domprof/raw.h"
@@ -45,6 +47,7 @@ struct opd_guest {
 	struct opd_gkernel kern;
 	struct opd_ghold hold;
 
+	struct opd_guest_dstats ds;
 	struct opd_image *domain;	/* the domain's name, as in sample files */
 	struct opd_image *anon_kernel, *anon_user, *vdso;
 	/* what sole_owner() may still look at, refilled over host time */
@@ -312,6 +315,7 @@ static int h_lost(void *ctx, const struct dp_ag_lost *l)
 	struct opd_guest *g = ctx;
 
 	g->st->guest_lost_records += l->count > UINT32_MAX ? UINT32_MAX : l->count;
+	g->ds.lost_records += l->count > UINT32_MAX ? UINT32_MAX : l->count;
 	return 0;
 }
 
@@ -407,8 +411,10 @@ static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *u
 	g->st->agent_bytes += g->ast.bytes - before.bytes;
 	g->st->agent_bad_frames += g->ast.bad_payload - before.bad_payload;
 	g->st->agent_unknown_frames += g->ast.unknown_type - before.unknown_type;
-	if (ret == -EBADMSG)
+	if (ret == -EBADMSG) {
 		g->st->agent_closed_bad++;
+		g->ds.agent_closed_bad++;
+	}
 	return ret;
 }
 
@@ -682,6 +688,10 @@ static void take(struct opd_guest *g, const struct opd_guest_sample *s,
 	*out = *s;
 	opd_guest_resolve(g, out, r);
 	(*r->counter)++;
+	if (r->resolved)
+		g->ds.resolved++;
+	else
+		g->ds.anon++;
 }
 
 bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
@@ -689,12 +699,14 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 {
 	bool now = false;
 
+	g->ds.received++;
 	if (!g->hold.cap) {
 		take(g, s, out, r);
 		return true;
 	}
 	if (opd_ghold_full(&g->hold)) {
 		g->st->guest_queue_overflow++;
+		g->ds.queue_overflow++;
 		take(g, opd_ghold_oldest(&g->hold), out, r);
 		opd_ghold_pop(&g->hold);
 		now = true;
@@ -729,6 +741,47 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 	take(g, s, out, r);
 	opd_ghold_pop(&g->hold);
 	return true;
+}
+
+const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g)
+{
+	return &g->ds;
+}
+
+int opd_guest_write_stats(const struct opd_guest *g, bool connected)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/stats", g->dir) >= (int)sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.stats.tmp", g->dir) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "agent_connected %d\nagent_seen %d\n", connected ? 1 : 0, g->has_agent ? 1 : 0);
+	fprintf(f, "agent_closed_bad %" PRIu64 "\n", g->ds.agent_closed_bad);
+	fprintf(f, "clock_method %s\n", opd_gclock_method_name(g->clock.method));
+	fprintf(f, "clock_offset_ns %" PRId64 "\n", g->clock.off);
+	fprintf(f, "clock_uncertainty_ns %" PRIu64 "\n",
+		(uint64_t)(opd_gclock_known(&g->clock) ? g->clock.rtt / 2 + NEAR_MIN_NS : 0));
+	fprintf(f, "samples_received %" PRIu64 "\nsamples_resolved %" PRIu64 "\n",
+		g->ds.received, g->ds.resolved);
+	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon, g->hold.count);
+	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
+		g->ds.queue_overflow, g->ds.lost_records);
+	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,
+		g->tasks.nr_maps, g->budget.used);
+	if (fflush(f))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
 }
 
 struct opd_image *opd_guest_domain(const struct opd_guest *g)

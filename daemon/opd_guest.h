@@ -121,6 +121,30 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 		    struct opd_guest_sample *out, struct opd_guest_res *r);
 
+/* What one domain's guest samples and agent came to (its
+ * SESSION/domains/<esc>/stats; the daemon-wide counters are in
+ * opd_stats). */
+struct opd_guest_dstats {
+	uint64_t received;	/* guest samples held for this domain */
+	uint64_t resolved;	/* filed to a guest binary or kernel image */
+	uint64_t anon;		/* filed {anon:guest-*} */
+	uint64_t queue_overflow;	/* resolved early: the queue was full */
+	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
+	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
+};
+
+const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
+
+/*
+ * Write the domain's statistics to DIR/stats (DIR as given to
+ * opd_guest_new; "key value" lines as SESSION/stats): agent_connected
+ * (@connected: its channel is open now), agent_seen, clock_method
+ * (none|hello|ping), clock_offset_ns, clock_uncertainty_ns, the samples
+ * and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
+ * 0 or -errno.
+ */
+int opd_guest_write_stats(const struct opd_guest *g, bool connected);
+
 /* The domain's name image (SFN_ANON @name), the {domain} of its samples. */
 struct opd_image *opd_guest_domain(const struct opd_guest *g);
 

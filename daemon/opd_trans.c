@@ -183,14 +183,18 @@ size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
 	void *cur = NULL;
 	size_t n = 0;
 
+	bool gone;
+
 	if (!t->agents)
 		return 0;
-	while ((g = opd_agents_next(t->agents, &cur))) {
-		while (opd_guest_next(g, now_ns, all, &s, &r)) {
+	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
+		/* a domain that left will say no more: its last drain */
+		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {
 			file_guest(t, opd_guest_domain(g), &s, &r);
 			n++;
 		}
 	}
+	opd_agents_reap(t->agents);
 	return n;
 }
 
