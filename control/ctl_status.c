@@ -1,9 +1,11 @@
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -211,6 +213,70 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 			ctl_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
 }
 
+/* One line per domain from SESSION/domains/<esc>/stats (written by the
+ * daemon for each domain with an agent channel). */
+static void domain_line(FILE *out, const char *esc, const struct ctl_kv *d)
+{
+	uint64_t conn = 0, seen = 0, unc = 0, recv = 0, res = 0, anon = 0, held = 0, over = 0,
+		 lost = 0, bad = 0;
+	const char *clock = ctl_kv_get(d, "clock_method");
+
+	ctl_kv_get_u64(d, "agent_connected", &conn);
+	ctl_kv_get_u64(d, "agent_seen", &seen);
+	ctl_kv_get_u64(d, "clock_uncertainty_ns", &unc);
+	ctl_kv_get_u64(d, "samples_received", &recv);
+	ctl_kv_get_u64(d, "samples_resolved", &res);
+	ctl_kv_get_u64(d, "samples_anon", &anon);
+	ctl_kv_get_u64(d, "samples_held", &held);
+	ctl_kv_get_u64(d, "queue_overflow", &over);
+	ctl_kv_get_u64(d, "lost_records", &lost);
+	ctl_kv_get_u64(d, "agent_closed_bad", &bad);
+	fprintf(out, "    %-20s agent %s", esc,
+		conn ? "connected" : seen ? "disconnected" : "never seen");
+	if (clock && strcmp(clock, "none"))
+		fprintf(out, ", clock %s +/-%.3f ms", clock, (double)unc / 1e6);
+	else
+		fprintf(out, ", no clock");
+	fprintf(out, "\n    %-20s samples %" PRIu64 ": %" PRIu64 " resolved", "", recv, res);
+	if (res + anon)
+		fprintf(out, " (%.1f%%)", 100.0 * (double)res / (double)(res + anon));
+	fprintf(out, ", %" PRIu64 " anon, %" PRIu64 " held\n", anon, held);
+	if (over || lost || bad)
+		fprintf(out, "    %-20s losses: %" PRIu64 " resolved early (queue full), %" PRIu64
+			" agent records lost, %" PRIu64 " bad channel closes\n", "", over, lost, bad);
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static void print_domains(FILE *out, const char *session_dir)
+{
+	struct dirent **v = NULL;
+	char dir[PATH_MAX], path[PATH_MAX];
+	int n, shown = 0;
+
+	if (snprintf(dir, sizeof(dir), "%s/domains", session_dir) >= (int)sizeof(dir))
+		return;
+	n = scandir(dir, &v, NULL, by_name);
+	for (int i = 0; i < n; i++) {
+		struct ctl_kv *d = NULL;
+
+		if (v[i]->d_name[0] != '.' &&
+		    snprintf(path, sizeof(path), "%s/%s/stats", dir, v[i]->d_name) < (int)sizeof(path))
+			d = ctl_kv_load(path);
+		if (d) {
+			if (!shown++)
+				fprintf(out, "  per domain (%s/domains/NAME/stats):\n", session_dir);
+			domain_line(out, v[i]->d_name, d);
+			ctl_kv_free(d);
+		}
+		free(v[i]);
+	}
+	free(v);
+}
+
 int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 {
 	struct ctl_status st = { .session_dir = session_dir, .now = time(NULL) };
@@ -238,6 +304,7 @@ int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 	st.stats = stats;
 	st.conf = conf;
 	ctl_status_format(out, &st);
+	print_domains(out, session_dir);
 out_free:
 	ctl_kv_free(conf);
 	ctl_kv_free(stats);

@@ -27,6 +27,7 @@ struct chan {
 	struct opd_guest *g;
 	int fd;
 	bool running;
+	bool gone;		/* its domain left the registry: freed once drained */
 	uint64_t next_try, next_ping;
 	uint8_t wbuf[8192];
 	size_t wlen;
@@ -39,11 +40,6 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
-	struct opd_agents_file_ctx {
-		opd_agents_file_fn file;
-		void *ctx;
-		struct opd_image *domain;
-	} fc;
 };
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
@@ -145,18 +141,24 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 
 void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
 {
-	for (struct chan *c = a->list; c; c = c->next)
+	for (struct chan *c = a->list; c; c = c->next) {
 		c->running = false;
+		c->gone = true;
+	}
 	for (const struct opd_dom *d = opd_domains_next(ds, NULL); d; d = opd_domains_next(ds, d)) {
-		struct chan *c;
+		struct chan *c = find(a, d->name, d->pid);
 
+		if (c)
+			c->gone = false;
 		if (!d->running || !d->selected || !d->agent_path)
 			continue;
 		if (!opd_agents_guest(a, d))
 			continue;
 		c = find(a, d->name, d->pid);
-		if (c)
+		if (c) {
 			c->running = true;
+			c->gone = false;
+		}
 	}
 	for (struct chan *c = a->list; c; c = c->next)
 		if (!c->running && c->fd >= 0)
@@ -288,38 +290,53 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 	}
 }
 
-static void file_tramp(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor, bool *gone)
 {
-	struct opd_agents *a = ctx;
+	struct chan *c = *cursor ? ((struct chan *)*cursor)->next : a->list;
 
-	a->fc.file(a->fc.ctx, a->fc.domain, s, r);
+	*cursor = c;
+	if (!c)
+		return NULL;
+	if (gone)
+		*gone = c->gone;
+	return c->g;
 }
 
-void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
-		      opd_agents_file_fn file, void *ctx)
+static void write_stats(struct chan *c)
 {
-	for (struct chan *c = a->list; c; c = c->next) {
-		if (c->g != g)
-			continue;
-		a->fc.file = file;
-		a->fc.ctx = ctx;
-		a->fc.domain = c->name;
-		a->st->guest_samples_held++;
-		opd_guest_defer(g, s, file_tramp, a);
-		return;
-	}
+	int ret = opd_guest_write_stats(c->g, c->fd >= 0);
+
+	if (ret)
+		du_warn("domain %s: cannot write its stats: %s", c->name->name, strerror(-ret));
 }
 
-size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
-			void *ctx)
+size_t opd_agents_reap(struct opd_agents *a)
 {
+	struct chan **pp = &a->list;
 	size_t n = 0;
 
-	a->fc.file = file;
-	a->fc.ctx = ctx;
-	for (struct chan *c = a->list; c; c = c->next) {
-		a->fc.domain = c->name;
-		n += opd_guest_drain(c->g, now_ns, all, file_tramp, a);
+	while (*pp) {
+		struct chan *c = *pp;
+
+		if (!c->gone || opd_guest_held(c->g)) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		write_stats(c);
+		du_info("domain %s: stopped; its guest state is freed", c->name->name);
+		if (c->fd >= 0)
+			chan_close(a, c, UINT64_MAX);
+		opd_guest_free(c->g);
+		free(c->path);
+		free(c);
+		n++;
 	}
 	return n;
+}
+
+void opd_agents_write_stats(struct opd_agents *a)
+{
+	for (struct chan *c = a->list; c; c = c->next)
+		write_stats(c);
 }

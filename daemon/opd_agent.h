@@ -8,8 +8,10 @@
  * bytes are not the protocol (counted agent_closed_bad; retried after a
  * back-off).  One domain's channel costs the others nothing.
  *
- * Guest state is kept per domain (name and QEMU pid) for the daemon's
- * life, so samples held for a domain that stopped are still filed.
+ * Guest state is kept per domain (name and QEMU pid) while the domain is
+ * in the registry (running, or in its grace period after it stopped);
+ * once it has left, its held samples are filed (opd_trans_drain_guests)
+ * and its state freed (opd_agents_reap), its last statistics written.
  */
 #ifndef OPD_AGENT_H
 #define OPD_AGENT_H
@@ -46,7 +48,8 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 /*
  * Bring channels in line with the domain registry: a channel per running
  * domain with an agent path; channels of domains no longer running are
- * closed (their state is kept).
+ * closed (their state is kept); domains no longer in the registry are
+ * marked gone (see opd_agents_next, opd_agents_reap).
  */
 void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds);
 
@@ -60,17 +63,18 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max);
  */
 void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns);
 
-/* Called for each held guest sample when it is resolved: @domain is the
- * name image of its domain (opd_dom.name). */
-typedef void (*opd_agents_file_fn)(void *ctx, struct opd_image *domain,
-				   const struct opd_guest_sample *s, const struct opd_guest_res *r);
+/* The guest states, one by one: *@cursor NULL starts; NULL at the end.
+ * *@gone (may be NULL): its domain left the registry, so no more sideband
+ * will come; file all it holds.  No channel may be added or reaped during
+ * the walk. */
+struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor, bool *gone);
 
-/* Hold @s for the domain @g belongs to (see opd_guest_defer). */
-void opd_agents_defer(struct opd_agents *a, struct opd_guest *g, const struct opd_guest_sample *s,
-		      opd_agents_file_fn file, void *ctx);
+/* Free the state of gone domains that hold no sample, writing their last
+ * statistics first.  Returns how many were freed. */
+size_t opd_agents_reap(struct opd_agents *a);
 
-/* opd_guest_drain over every domain.  Returns the number filed. */
-size_t opd_agents_drain(struct opd_agents *a, uint64_t now_ns, bool all, opd_agents_file_fn file,
-			void *ctx);
+/* Write every domain's SESSION/domains/<esc>/stats (opd_guest_write_stats);
+ * failures are logged. */
+void opd_agents_write_stats(struct opd_agents *a);
 
 #endif

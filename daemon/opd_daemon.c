@@ -189,6 +189,9 @@ int opd_daemon_write_stats(struct opd_daemon *d)
 {
 	int ret = opd_stats_write(&d->st, d->conf->session_dir);
 
+	if (d->agents)
+		opd_agents_write_stats(d->agents);	/* SESSION/domains/<esc>/stats */
+
 	if (ret)
 		du_err("cannot write %s/stats: %s", d->conf->session_dir, strerror(-ret));
 	return ret;

@@ -13,8 +13,8 @@
  *
  * Guest samples are held (opd_guest_defer) until the agent's stream has
  * passed their time, at most OPD_GUEST_HOLD_NS, then resolved against what
- * is known (opd_guest_drain).  No sample is dropped: overflow resolves the
- * oldest at once.
+ * is known and handed back to the caller to file (opd_guest_next).  No
+ * sample is dropped: overflow resolves the oldest at once.
  *
  * Not thread-safe; one guest per domain, used by the daemon's thread.
  */
@@ -25,6 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opd_guest_clock.h"
+#include "opd_guest_hold.h"
+#include "opd_guest_images.h"
+#include "opd_guest_kernel.h"
+#include "opd_guest_out.h"
+#include "opd_guest_tasks.h"
+#include "opd_guest_timeline.h"
 #include "opd_image.h"
 #include "opd_imgcache.h"
 #include "opd_stats.h"
@@ -50,16 +57,6 @@ struct opd_guest_limits {
 
 /* Defaults for a live daemon. */
 void opd_guest_limits_default(struct opd_guest_limits *l);
-
-/* A guest sample waiting for the sideband that explains it. */
-struct opd_guest_sample {
-	uint64_t host_ns;	/* host CLOCK_MONOTONIC of the sample */
-	uint64_t pc;
-	uint32_t event;
-	uint32_t cpu;		/* host CPU (--separate=cpu) */
-	int32_t vcpu;		/* -1 unknown */
-	uint8_t mode;		/* DP_MODE_GUEST_KERNEL or DP_MODE_GUEST_USER */
-};
 
 /* What a guest sample resolved to. */
 struct opd_guest_res {
@@ -107,21 +104,49 @@ void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r);
 
 /*
- * Hold @s until the sideband passes its time.  When the queue is full the
- * oldest sample is handed to @file now (counted guest_queue_overflow).
+ * Hold @s until the sideband passes its time.  True when a sample must be
+ * filed now: the oldest held one when the queue was full (counted
+ * guest_queue_overflow), or @s itself with no queue (limits.queue 0); it
+ * is then resolved into *@out and *@r (its counter already bumped).
  */
-typedef void (*opd_guest_file_fn)(void *ctx, const struct opd_guest_sample *s,
-				  const struct opd_guest_res *r);
-void opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
-		     opd_guest_file_fn file, void *ctx);
+bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
+		     struct opd_guest_sample *out, struct opd_guest_res *r);
 
 /*
- * Resolve and hand to @file every held sample whose time the agent's
- * stream has passed, or that is older than OPD_GUEST_HOLD_NS at host time
- * @host_ns; @all: every held sample.  Returns the number filed.
+ * The oldest held sample whose time the agent's stream has passed, or
+ * that is older than OPD_GUEST_HOLD_NS at host time @host_ns (@all: any
+ * held sample), resolved into *@out and *@r (counter bumped) and no
+ * longer held.  False when there is none.
  */
-size_t opd_guest_drain(struct opd_guest *g, uint64_t host_ns, bool all, opd_guest_file_fn file,
-		       void *ctx);
+bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
+		    struct opd_guest_sample *out, struct opd_guest_res *r);
+
+/* What one domain's guest samples and agent came to (its
+ * SESSION/domains/<esc>/stats; the daemon-wide counters are in
+ * opd_stats). */
+struct opd_guest_dstats {
+	uint64_t received;	/* guest samples held for this domain */
+	uint64_t resolved;	/* filed to a guest binary or kernel image */
+	uint64_t anon;		/* filed {anon:guest-*} */
+	uint64_t queue_overflow;	/* resolved early: the queue was full */
+	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
+	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
+};
+
+const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
+
+/*
+ * Write the domain's statistics to DIR/stats (DIR as given to
+ * opd_guest_new; "key value" lines as SESSION/stats): agent_connected
+ * (@connected: its channel is open now), agent_seen, clock_method
+ * (none|hello|ping), clock_offset_ns, clock_uncertainty_ns, the samples
+ * and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
+ * 0 or -errno.
+ */
+int opd_guest_write_stats(const struct opd_guest *g, bool connected);
+
+/* The domain's name image (SFN_ANON @name), the {domain} of its samples. */
+struct opd_image *opd_guest_domain(const struct opd_guest *g);
 
 /* True once a HELLO arrived on some connection (the domain has an agent). */
 bool opd_guest_has_agent(const struct opd_guest *g);

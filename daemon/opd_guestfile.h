@@ -1,8 +1,6 @@
 /*
- * Guest samples through the agents' sideband: the glue between the
- * transient context (opd_trans) and the per-domain guest state
- * (opd_agent, opd_guest).  A guest sample of a domain with an agent
- * channel is held and filed once resolved:
+ * Where a resolved guest sample is filed (the sample file key; the daemon
+ * files it through the same batch as host samples, opd_trans):
  *
  *   user   {domain}/NAME/{root}/MAIN/{dep}/{root}/LIB, key = file offset
  *          (--separate=none: image = dep = the binary the pc is in)
@@ -14,21 +12,13 @@
 #ifndef OPD_GUESTFILE_H
 #define OPD_GUESTFILE_H
 
-#include <stdbool.h>
-#include <stdint.h>
+#include "opd_guest.h"
+#include "opd_sfile.h"
 
-#include "opd_agent.h"
-#include "opd_trans.h"
-
-/*
- * Hold the sample (@pc, @event) of the current context for @dom, whose
- * vCPU is @vcpu (-1 unknown).  False when @dom has no agent channel: the
- * caller files it as before (counted guest_*_unresolved / no_agent).
- */
-bool opd_trans_defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu, uint64_t pc,
-			   uint32_t event);
-
-/* Resolve and file held samples (opd_agents_drain).  Returns how many. */
-size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all);
+/* The sample file key of @s, resolved as @r, in domain @domain under
+ * --separate flags @separate (OPD_SEP_*). */
+void opd_guestfile_key(unsigned int separate, struct opd_image *domain,
+		       const struct opd_guest_sample *s, const struct opd_guest_res *r,
+		       struct opd_sfile_key *k);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opd_agent.h"
 #include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
@@ -106,6 +107,97 @@ static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
 	k->cpu = (sep & OPD_SEP_CPU) ? (int64_t)t->cpu : SFN_ALL;
 }
 
+/* The one sample sink, host and guest: 1 at @key of sample file @db,
+ * whose index is @id (for the batch). */
+static inline void sink_add(struct opd_trans *t, struct odb *db, uint32_t id, uint64_t key)
+{
+	if (t->batch) {
+		/* counted filed now; the batch counts what it cannot file
+		 * as sample_file_errors, so its errors need no action here */
+		t->st->samples_filed++;
+		opd_batch_add(t->batch, id, key);
+		return;
+	}
+	if (__builtin_expect(odb_add(db, key, 1) == 0, 1))
+		t->st->samples_filed++;
+	else
+		t->st->sample_file_errors++;
+}
+
+/* ---- guest samples through the agents' sideband (opd_guestfile.h) ---- */
+
+static void file_guest(struct opd_trans *t, struct opd_image *domain,
+		       const struct opd_guest_sample *s, const struct opd_guest_res *r)
+{
+	struct opd_sfile_key k;
+	struct odb *db;
+	uint32_t id;
+
+	opd_guestfile_key(t->conf->separate, domain, s, r, &k);
+	db = opd_sfile_get_id(t->sfiles, &k, &id);
+	if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
+		/* cached odb pointers of the hot path may be stale now */
+		t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
+		opd_trans_invalidate(t);
+	}
+	if (db)
+		sink_add(t, db, id, r->key);
+}
+
+/*
+ * Hold the sample (@pc, @event) of the current context for @dom, whose
+ * vCPU is @vcpu (-1 unknown).  False when @dom has no agent channel: the
+ * caller files it as before (counted guest_*_unresolved / no_agent).
+ */
+static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu, uint64_t pc,
+			uint32_t event)
+{
+	struct opd_guest_sample s, out;
+	struct opd_guest_res r;
+	struct opd_guest *g = opd_agents_guest(t->agents, dom);
+
+	if (!g) {
+		if (t->mode == DP_MODE_GUEST_USER)
+			t->st->guest_user_unresolved_no_agent++;
+		else
+			t->st->guest_kernel_unresolved++;
+		return false;
+	}
+	s.host_ns = t->now_ns;
+	s.pc = pc;
+	s.event = event;
+	s.cpu = t->cpu;
+	s.vcpu = vcpu;
+	s.mode = (uint8_t)t->mode;
+	t->st->guest_samples_held++;
+	if (opd_guest_defer(g, &s, &out, &r))
+		file_guest(t, opd_guest_domain(g), &out, &r);
+	return true;
+}
+
+size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
+{
+	struct opd_guest_sample s;
+	struct opd_guest_res r;
+	struct opd_guest *g;
+	void *cur = NULL;
+	size_t n = 0;
+
+	bool gone;
+
+	if (!t->agents)
+		return 0;
+	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
+		/* a domain that left will say no more: its last drain */
+		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {
+			file_guest(t, opd_guest_domain(g), &s, &r);
+			n++;
+		}
+	}
+	opd_agents_reap(t->agents);
+	return n;
+}
+
 /*
  * Guest samples: the domain is the DOMAIN record's key (the hypervisor's
  * pid) when the collector gave one, else the sampled task's process (the
@@ -138,7 +230,7 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 		} else {
 			r->key.domain = dom->name;
 			/* held until the agent's sideband explains it */
-			if (t->agents && opd_trans_defer_guest(t, dom, vcpu, pc, r->key.event)) {
+			if (t->agents && defer_guest(t, dom, vcpu, pc, r->key.event)) {
 				r->skip = true;
 				return 0;
 			}
@@ -267,17 +359,7 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 
 static inline int file_sample(struct opd_trans *t, const struct opd_trans_cache *c, uint64_t pc)
 {
-	if (t->batch) {
-		/* counted filed now; the batch counts what it cannot file
-		 * as sample_file_errors, so its errors need no action here */
-		t->st->samples_filed++;
-		opd_batch_add(t->batch, c->id, pc + c->delta);
-		return 0;
-	}
-	if (__builtin_expect(odb_add(c->db, pc + c->delta, 1) == 0, 1))
-		t->st->samples_filed++;
-	else
-		t->st->sample_file_errors++;
+	sink_add(t, c->db, c->id, pc + c->delta);
 	return 0;
 }
 

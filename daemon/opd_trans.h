@@ -15,6 +15,7 @@
 #define OPD_TRANS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "raw/raw_stream.h"
@@ -53,7 +54,7 @@ struct opd_trans {
 	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
 	struct opd_domains *domains;
 	/* Agent channels of live domains (NULL: guest samples are filed
-	 * at once under {anon:guest-*}).  opd_guestfile.h. */
+	 * at once under {anon:guest-*}).  opd_agent.h. */
 	struct opd_agents *agents;
 	/* Samples are queued here when set (the daemon sets it), else
 	 * added to their files one by one. */
@@ -100,5 +101,10 @@ int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h);
 
 /* Forget every cached resolution (after changing modules underneath). */
 void opd_trans_invalidate(struct opd_trans *t);
+
+/* Resolve and file the guest samples held that are due at host time
+ * @now_ns (@all: every one; at a dump or stop), through the same sink as
+ * host samples.  Returns how many. */
+size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all);
 
 #endif

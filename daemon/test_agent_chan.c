@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "domprof/raw.h"
 #include "opd_agent.h"
 #include "opd_image.h"
 #include "sfname/sfname.h"
@@ -315,11 +316,105 @@ static void test_stopped_and_absent(void)
 	CU_ASSERT(st.agent_channels == 0);
 }
 
+/* Value of @key in the file @path of "key value" lines, or NULL. */
+static const char *kv(const char *path, const char *key)
+{
+	static char line[256];
+	FILE *f = fopen(path, "r");
+	size_t n = strlen(key);
+	const char *v = NULL;
+
+	if (!f)
+		return NULL;
+	while (!v && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ') {
+			line[strcspn(line, "\n")] = '\0';
+			v = line + n + 1;
+		}
+	fclose(f);
+	return v;
+}
+
+/* A domain that left the registry: its held samples come out first (all
+ * of them: no more sideband will explain them), then its state is freed
+ * and its last statistics stay in SESSION/domains/<esc>/stats. */
+static void test_gone_domain(void)
+{
+	struct opd_guest *g = opd_agents_guest(agents, &dom);
+	struct opd_guest_sample smp = { .host_ns = 1 * S, .pc = 0x400000, .vcpu = 0,
+					.mode = DP_MODE_GUEST_USER }, out;
+	struct opd_guest_res r;
+	struct opd_conf conf;
+	struct opd_domains *none;
+	char path[400], proc[300];
+	bool gone = true;
+	void *cur = NULL;
+
+	CU_ASSERT_FATAL(g != NULL);
+	CU_ASSERT(!opd_guest_defer(g, &smp, &out, &r));
+	CU_ASSERT(!opd_guest_defer(g, &smp, &out, &r));
+	/* still in the registry: kept */
+	CU_ASSERT(opd_agents_next(agents, &cur, &gone) == g && !gone);
+	CU_ASSERT(opd_agents_reap(agents) == 0);
+	/* an empty registry (no process under an empty /proc) */
+	snprintf(proc, sizeof(proc), "%s/proc", top);
+	CU_ASSERT_FATAL(mkdir(proc, 0755) == 0);
+	opd_conf_defaults(&conf);
+	conf.domains_proc_root = proc;
+	none = opd_domains_new(&conf, &st, images, NULL);
+	CU_ASSERT_FATAL(none != NULL);
+	opd_agents_sync(agents, none);
+	cur = NULL;
+	CU_ASSERT(opd_agents_next(agents, &cur, &gone) == g && gone);
+	/* what it holds is filed before it goes */
+	CU_ASSERT(opd_agents_reap(agents) == 0);
+	CU_ASSERT(opd_guest_next(g, 1 * S, true, &out, &r));
+	CU_ASSERT(opd_guest_next(g, 1 * S, true, &out, &r));
+	CU_ASSERT(!opd_guest_next(g, 1 * S, true, &out, &r));
+	CU_ASSERT(opd_agents_reap(agents) == 1);
+	cur = NULL;
+	CU_ASSERT(opd_agents_next(agents, &cur, &gone) == NULL);
+	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
+	CU_ASSERT(kv(path, "samples_received") && !strcmp(kv(path, "samples_received"), "2"));
+	CU_ASSERT(kv(path, "samples_anon") && !strcmp(kv(path, "samples_anon"), "2"));
+	CU_ASSERT(kv(path, "samples_held") && !strcmp(kv(path, "samples_held"), "0"));
+	CU_ASSERT(kv(path, "agent_connected") && !strcmp(kv(path, "agent_connected"), "0"));
+	CU_ASSERT(kv(path, "clock_method") && !strcmp(kv(path, "clock_method"), "none"));
+	opd_domains_free(none);
+}
+
+/* Per-domain statistics: the agent connected, its clock and samples. */
+static void test_domain_stats(void)
+{
+	struct opd_guest *g = opd_agents_guest(agents, &dom);
+	struct opd_guest_sample smp = { .host_ns = 1 * S, .pc = 0x400000, .vcpu = 0,
+					.mode = DP_MODE_GUEST_USER }, out;
+	struct opd_guest_res r;
+	char path[400];
+	struct seen s;
+	int fd;
+
+	CU_ASSERT_FATAL(g != NULL);
+	turn(1 * S);
+	fd = agent_session(1 * S, 101 * S, &s);
+	CU_ASSERT(!opd_guest_defer(g, &smp, &out, &r));
+	opd_agents_write_stats(agents);
+	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
+	CU_ASSERT(kv(path, "agent_connected") && !strcmp(kv(path, "agent_connected"), "1"));
+	CU_ASSERT(kv(path, "agent_seen") && !strcmp(kv(path, "agent_seen"), "1"));
+	CU_ASSERT(kv(path, "clock_method") && !strcmp(kv(path, "clock_method"), "hello"));
+	CU_ASSERT(kv(path, "samples_received") && !strcmp(kv(path, "samples_received"), "1"));
+	CU_ASSERT(kv(path, "samples_held") && !strcmp(kv(path, "samples_held"), "1"));
+	close(fd);
+}
+
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_connect_and_clock)
 WRAP(test_reconnect)
 WRAP(test_hostile_bytes)
 WRAP(test_stopped_and_absent)
+WRAP(test_gone_domain)
+WRAP(test_domain_stats)
 
 int main(void)
 {
@@ -338,6 +433,8 @@ int main(void)
 	CU_add_test(s, "reconnect after the other side closed", test_reconnect_w);
 	CU_add_test(s, "bytes that are not the protocol", test_hostile_bytes_w);
 	CU_add_test(s, "stopped and absent sockets", test_stopped_and_absent_w);
+	CU_add_test(s, "a gone domain: held samples out, then freed", test_gone_domain_w);
+	CU_add_test(s, "per-domain statistics", test_domain_stats_w);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

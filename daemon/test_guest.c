@@ -272,13 +272,28 @@ static void test_kernel(void)
 	opd_guest_free(g);
 }
 
+/* Samples handed back to be filed, as the daemon would file them. */
 static size_t filed;
-static void count_file(void *ctx, const struct opd_guest_sample *s, const struct opd_guest_res *r)
+
+static void defer(struct opd_guest *g, const struct opd_guest_sample *s)
 {
-	(void)ctx;
-	(void)s;
-	(void)r;
-	filed++;
+	struct opd_guest_sample out;
+	struct opd_guest_res r;
+
+	if (opd_guest_defer(g, s, &out, &r))
+		filed++;
+}
+
+static size_t drain(struct opd_guest *g, uint64_t host_ns, bool all)
+{
+	struct opd_guest_sample out;
+	struct opd_guest_res r;
+	size_t n = 0;
+
+	while (opd_guest_next(g, host_ns, all, &out, &r))
+		n++;
+	filed += n;
+	return n;
 }
 
 /* Held samples wait for the timeline to pass them, at most the hold time;
@@ -297,15 +312,15 @@ static void test_hold(void)
 	clock_sync(g, 10 * MS, 10 * MS, 1000 * MS);
 	sw(g, 0, 1000 * MS, 0, 100);
 	filed = 0;
-	opd_guest_defer(g, &s, count_file, NULL);
-	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 0);
+	defer(g, &s);
+	CU_ASSERT(drain(g, 300 * MS, false) == 0);
 	sw(g, 0, 1300 * MS, 100, 0);	/* the stream passed guest 1250 ms */
-	CU_ASSERT(opd_guest_drain(g, 300 * MS, false, count_file, NULL) == 1);
+	CU_ASSERT(drain(g, 300 * MS, false) == 1);
 	for (int i = 0; i < 6; i++)
-		opd_guest_defer(g, &s, count_file, NULL);
+		defer(g, &s);
 	CU_ASSERT(st.guest_queue_overflow == 2);
 	CU_ASSERT(filed == 3);
-	CU_ASSERT(opd_guest_drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false, count_file, NULL) == 4);
+	CU_ASSERT(drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false) == 4);
 	CU_ASSERT(opd_guest_held(g) == 0);
 	opd_guest_free(g);
 }
@@ -326,13 +341,13 @@ static void test_kernel_early(void)
 	hello(g, 1000 * MS, 0);
 	table(g, DP_AG_MODULES, "virtio_net 65536 0 - Live 0xffffffffc0100000\n");
 	filed = 0;
-	opd_guest_defer(g, &s, count_file, NULL);
+	defer(g, &s);
 	/* no _text yet: held, then placed nowhere */
-	CU_ASSERT(opd_guest_drain(g, 5 * MS, false, count_file, NULL) == 0);
+	CU_ASSERT(drain(g, 5 * MS, false) == 0);
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
 	CU_ASSERT(!r.resolved);
 	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, first, strlen(first)), 0) == 0);
-	CU_ASSERT(opd_guest_drain(g, 6 * MS, false, count_file, NULL) == 1);
+	CU_ASSERT(drain(g, 6 * MS, false) == 1);
 	CU_ASSERT(filed == 1);
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffff81000123ULL, &r);
 	CU_ASSERT(r.resolved && r.key == 0x123 && !strcmp(r.dep->name, "vmlinux"));
@@ -427,43 +442,70 @@ static void test_bad_frames(void)
 	opd_guest_free(other);
 }
 
-static int count_outside;
-static int check_inside(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	char real[PATH_MAX];
+static int count_entries(const char *d);
 
-	(void)sb;
-	(void)type;
-	(void)f;
-	if (!realpath(p, real) || strncmp(real, session, strlen(session)))
-		count_outside++;
-	return 0;
+/* Entries of directory @d, hidden ones too (-1: cannot be read). */
+static int count_all(const char *d)
+{
+	DIR *dir = opendir(d);
+	struct dirent *de;
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((de = readdir(dir)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(dir);
+	return n;
 }
 
-/* Hostile paths: "..", braces, NUL bytes, 4 KiB; filed as the daemon
- * files them, nothing lands outside the session directory. */
+/* "/.." repeated @n times then @rest: more ".." than the session's depth,
+ * so that, were it not sanitized, the path would climb to the root and
+ * come down into @rest (an absolute path). */
+static size_t climb(char *out, size_t size, int n, const char *rest)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < n && len + 3 < size; i++)
+		len += (size_t)snprintf(out + len, size - len, "/..");
+	len += (size_t)snprintf(out + len, size - len, "%s", rest);
+	return len < size ? len : size - 1;
+}
+
+/*
+ * Hostile paths: "..", braces, NUL bytes, 4 KiB; filed as the daemon files
+ * them.  The ".." paths climb from the sample file's directory past the
+ * filesystem root and come down into "outside", a sibling of the session:
+ * unsanitized, the sample files would be made there.  Nothing may exist
+ * in it afterwards.
+ */
 static void test_paths(void)
 {
 	struct opd_guest *g = guest("h/../../x", NULL);
 	struct opd_conf conf;
 	struct opd_sfiles *sf;
 	static const char nul_path[] = "/bin/\0../../etc/x";
-	char longp[DP_AG_MAX_PATH];
-	const struct {
+	char longp[DP_AG_MAX_PATH], outside[160], up[1024], up_nul[1024], up_esc[1024], rest[512];
+	struct {
 		const char *p;
 		size_t len;
 	} paths[] = {
-		{ "/../../../../tmp/evil", 21 },
+		{ up, 0 },
 		{ "/a/{root}/../{kern}/b}{", 23 },
 		{ nul_path, sizeof(nul_path) - 1 },
-		{ "/x/%2e%2e/../../y", 17 },
+		{ up_esc, 0 },
+		{ up_nul, 0 },
 		{ longp, sizeof(longp) },
 	};
-	struct dirent *de;
-	DIR *dir;
-	int others = 0;
 
 	CU_ASSERT_FATAL(g != NULL);
+	snprintf(outside, sizeof(outside), "%s/outside", top);
+	CU_ASSERT_FATAL(mkdir(outside, 0755) == 0);
+	paths[0].len = climb(up, sizeof(up), 40, outside);
+	snprintf(rest, sizeof(rest), "/x/%%2e%%2e%s/evil", outside);
+	paths[3].len = climb(up_esc, sizeof(up_esc), 40, rest);
+	snprintf(rest, sizeof(rest), "%s/b\n{dep}", outside);
+	paths[4].len = climb(up_nul, sizeof(up_nul), 40, rest);
 	memset(longp, 'z', sizeof(longp));
 	for (size_t i = 0; i < sizeof(longp); i += 200)
 		longp[i] = '/';
@@ -501,16 +543,10 @@ static void test_paths(void)
 	opd_sfiles_sync(sf);
 	opd_sfiles_free(sf);
 	opd_guest_free(g);
-	count_outside = 0;
-	nftw(session, check_inside, 16, FTW_PHYS);
-	CU_ASSERT(count_outside == 0);
-	dir = opendir(top);
-	while ((de = readdir(dir)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    strcmp(de->d_name, "session"))
-			others++;
-	closedir(dir);
-	CU_ASSERT(others == 0);
+	/* nothing was made outside the session, and the session and the
+	 * outside directory are all the top directory holds */
+	CU_ASSERT(count_all(outside) == 0);
+	CU_ASSERT(count_all(top) == 2);
 	CU_ASSERT(st.guest_paths_rejected == 1);
 }
 
@@ -612,7 +648,28 @@ static void test_image_dedup(void)
 	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
 	fclose(f);
 	CU_ASSERT_STRING_EQUAL(line, "images/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/b\t/usr/bin/b\n");
-	/* a wrong offset aborts a transfer; nothing is cached */
+	/* a wrong offset aborts a transfer; nothing is cached, no temporary
+	 * file is left, and the image stays unmapped */
+	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x7f0000000010, &r);
+	CU_ASSERT(r.resolved);
+	CU_ASSERT(image_request(g1, &cookie) == 1);
+	CU_ASSERT(cookie == 3);
+	d.cookie = e.cookie = 3;
+	d.offset = 0;
+	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "ELF", 3), 0) == 0);
+	d.offset = 4;
+	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "!!", 2), 0) == 0);
+	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	CU_ASSERT(st.guest_images_cached == 1);
+	CU_ASSERT(st.guest_images_failed == 1);
+	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(count_all(path) == 1);
+	snprintf(path, sizeof(path), "%s/domains/one/images", session);
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
+	CU_ASSERT(fgets(line, sizeof(line), f) == NULL);	/* /bin/b only */
+	fclose(f);
 	opd_guest_free(g1);
 	opd_guest_free(g2);
 }

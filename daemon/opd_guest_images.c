@@ -1,0 +1,285 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opd_guest_images.h"
+#include "util/du_hash.h"
+#include "util/du_log.h"
+
+struct opd_gimg {
+	struct opd_gimg *next;	/* hash chain */
+	uint32_t hash;
+	uint32_t cookie;	/* 0: none (or the agent restarted) */
+	uint8_t bid[DP_AG_BUILD_ID_MAX];
+	uint8_t bid_size;
+	bool requested, mapped, queued;
+	struct opd_image *img;	/* interned {root} path, made on first sample */
+	size_t len;
+	char path[];		/* sanitized, NUL-terminated */
+};
+
+int opd_gimgs_init(struct opd_gimgs *is, const char *name, const char *dir, size_t max_filed,
+		   uint64_t max_bytes, struct opd_images *images, struct opd_imgcache *cache,
+		   struct opd_gout *out, struct opd_gbudget *budget, struct opd_stats *st)
+{
+	memset(is, 0, sizeof(*is));
+	is->xfer_fd = -1;
+	is->name = name;
+	is->max_filed = max_filed;
+	is->max_bytes = max_bytes;
+	is->images = images;
+	is->cache = cache;
+	is->out = out;
+	is->budget = budget;
+	is->st = st;
+	if (asprintf(&is->map_path, "%s/images", dir) < 0) {
+		is->map_path = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void xfer_abort(struct opd_gimgs *is)
+{
+	if (is->xfer_fd >= 0) {
+		close(is->xfer_fd);
+		unlink(is->xfer_tmp);
+	}
+	is->xfer_fd = -1;
+	is->xfer_bytes = 0;
+}
+
+void opd_gimgs_fini(struct opd_gimgs *is)
+{
+	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++) {
+		struct opd_gimg *x, *n;
+
+		for (x = is->b[i]; x; x = n) {
+			n = x->next;
+			opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
+			free(x);
+		}
+		is->b[i] = NULL;
+	}
+	xfer_abort(is);
+	free(is->map_path);
+	is->map_path = NULL;
+}
+
+struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t len)
+{
+	uint32_t h = du_fnv1a32(DU_FNV32_BASIS, path, len);
+	struct opd_gimg *x;
+
+	for (x = is->b[h % OPD_GIMG_BUCKETS]; x; x = x->next)
+		if (x->hash == h && x->len == len && !memcmp(x->path, path, len))
+			return x;
+	if (!opd_gbudget_take(is->budget, sizeof(*x) + len + 1))
+		return NULL;
+	x = calloc(1, sizeof(*x) + len + 1);
+	if (!x) {
+		opd_gbudget_give(is->budget, sizeof(*x) + len + 1);
+		return NULL;
+	}
+	x->hash = h;
+	x->len = len;
+	memcpy(x->path, path, len);
+	x->next = is->b[h % OPD_GIMG_BUCKETS];
+	is->b[h % OPD_GIMG_BUCKETS] = x;
+	return x;
+}
+
+void opd_gimg_note(struct opd_gimg *x, uint32_t cookie, const uint8_t *bid, uint8_t bid_size)
+{
+	if (cookie)
+		x->cookie = cookie;
+	if (bid_size && !x->bid_size) {
+		memcpy(x->bid, bid, bid_size);
+		x->bid_size = bid_size;
+	}
+}
+
+struct opd_image *opd_gimgs_image(struct opd_gimgs *is, struct opd_gimg *x)
+{
+	if (!x->img) {
+		if (is->nr_filed >= is->max_filed) {
+			is->st->guest_images_capped++;
+			return NULL;
+		}
+		x->img = opd_image_get(is->images, SFN_ROOT, x->path, x->len);
+		if (x->img)
+			is->nr_filed++;
+	}
+	return x->img;
+}
+
+/* List @x's cache entry @rel in the map file.  A failed write leaves it
+ * unmapped and not asked again (counted guest_images_failed): opreport
+ * then shows the image without symbols, and a full disk is not hit once
+ * per sample. */
+static void image_map(struct opd_gimgs *is, struct opd_gimg *x, const char *rel)
+{
+	int ret = opd_imgcache_map_add(is->map_path, rel, x->path, x->len);
+
+	if (ret) {
+		is->st->guest_images_failed++;
+		du_warn("domain %s: cannot write %s: %s", is->name, is->map_path, strerror(-ret));
+		x->requested = true;
+		return;
+	}
+	x->mapped = true;
+}
+
+/* One image request at a time: the agent sends one file at a time anyway,
+ * and IMAGE_END then names what the bytes before it were. */
+void opd_gimgs_next_request(struct opd_gimgs *is)
+{
+	while (!is->xfer && is->nr_req) {
+		struct opd_gimg *x = is->req[0];
+
+		memmove(is->req, is->req + 1, (is->nr_req - 1) * sizeof(is->req[0]));
+		is->nr_req--;
+		x->queued = false;
+		if (!x->cookie || x->mapped)
+			continue;
+		is->xfer = x;
+		is->st->guest_images_requested++;
+		opd_gout_image_request(is->out, x->cookie);
+	}
+}
+
+void opd_gimgs_want(struct opd_gimgs *is, struct opd_gimg *x, bool may_ask)
+{
+	char id[OPD_IMG_ID_MAX], rel[PATH_MAX];
+
+	if (x->mapped || x->requested)
+		return;
+	if (opd_imgcache_build_id(x->bid, x->bid_size, id) &&
+	    opd_imgcache_lookup(is->cache, id, rel, sizeof(rel))) {
+		is->st->guest_images_dedup++;
+		image_map(is, x, rel);
+		return;
+	}
+	if (!x->cookie || !may_ask)
+		return;
+	x->requested = true;
+	if (is->nr_req == OPD_GIMG_MAX_REQ) {
+		is->st->guest_images_failed++;
+		return;
+	}
+	x->queued = true;
+	is->req[is->nr_req++] = x;
+	opd_gimgs_next_request(is);
+}
+
+static int xfer_open(struct opd_gimgs *is)
+{
+	if (snprintf(is->xfer_tmp, sizeof(is->xfer_tmp), "%s/.tmp-%d-%p",
+		     opd_imgcache_dir(is->cache), (int)getpid(),
+		     (void *)is) >= (int)sizeof(is->xfer_tmp))
+		return -ENAMETOOLONG;
+	is->xfer_fd = open(is->xfer_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+			   0644);
+	is->xfer_bytes = 0;
+	return is->xfer_fd < 0 ? -errno : 0;
+}
+
+void opd_gimgs_data(struct opd_gimgs *is, const struct dp_ag_image_data *d, const uint8_t *b,
+		    size_t len)
+{
+	if (!is->xfer || d->cookie != is->xfer->cookie) {
+		is->st->guest_bad_values++;
+		return;
+	}
+	if (is->xfer_fd < 0 && d->offset == 0 && xfer_open(is))
+		return;
+	if (is->xfer_fd < 0)
+		return;
+	if (d->offset != is->xfer_bytes || is->bytes + len > is->max_bytes) {
+		if (d->offset != is->xfer_bytes)
+			is->st->guest_bad_values++;
+		else
+			is->st->guest_bytes_capped++;
+		xfer_abort(is);
+		return;
+	}
+	if (write(is->xfer_fd, b, len) != (ssize_t)len) {
+		xfer_abort(is);
+		return;
+	}
+	is->xfer_bytes += len;
+	is->bytes += len;
+	is->st->guest_image_bytes += len;
+}
+
+static void xfer_commit(struct opd_gimgs *is, struct opd_gimg *x, const struct dp_ag_image_end *e)
+{
+	char id[OPD_IMG_ID_MAX], rel[PATH_MAX];
+	const char *base;
+	bool have_id;
+	int ret;
+
+	close(is->xfer_fd);
+	is->xfer_fd = -1;
+	have_id = opd_imgcache_build_id(e->build_id, e->build_id_size > DP_AG_BUILD_ID_MAX ? 0 :
+					e->build_id_size, id) ||
+		  opd_imgcache_build_id(x->bid, x->bid_size, id);
+	base = strrchr(x->path, '/');
+	base = base ? base + 1 : x->path;
+	ret = opd_imgcache_commit(is->cache, is->xfer_tmp, have_id ? id : NULL, base, strlen(base),
+				  rel, sizeof(rel));
+	if (ret < 0) {
+		is->st->guest_images_failed++;
+		du_warn("domain %s: cannot cache image %s: %s", is->name, x->path, strerror(-ret));
+	} else {
+		image_map(is, x, rel);
+	}
+}
+
+void opd_gimgs_end(struct opd_gimgs *is, const struct dp_ag_image_end *e)
+{
+	struct opd_gimg *x = is->xfer;
+
+	if (!x || e->cookie != x->cookie) {
+		is->st->guest_bad_values++;
+		return;
+	}
+	is->xfer = NULL;
+	if (e->status != DP_AG_IMAGE_SENT || is->xfer_fd < 0 || e->size != is->xfer_bytes) {
+		is->st->guest_images_failed++;
+		du_debug("domain %s: image %s not received (status %u)", is->name, x->path,
+			 e->status);
+		xfer_abort(is);
+	} else {
+		xfer_commit(is, x, e);
+	}
+	opd_gimgs_next_request(is);
+}
+
+void opd_gimgs_agent_restart(struct opd_gimgs *is)
+{
+	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
+		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
+			if (!x->mapped) {
+				x->cookie = 0;
+				x->requested = false;
+			}
+	xfer_abort(is);
+	is->xfer = NULL;
+}
+
+void opd_gimgs_reset(struct opd_gimgs *is)
+{
+	xfer_abort(is);
+	is->xfer = NULL;
+	/* what was asked on the old connection is asked again */
+	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
+		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
+			if (!x->mapped && !x->queued)
+				x->requested = false;
+}

@@ -1,0 +1,255 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd_guest_tasks.h"
+#include "util/du_range.h"
+
+void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		     struct opd_gbudget *budget, struct opd_stats *st)
+{
+	memset(ts, 0, sizeof(*ts));
+	ts->max_tasks = max_tasks;
+	ts->max_maps = max_maps;
+	ts->budget = budget;
+	ts->st = st;
+}
+
+static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
+{
+	ts->nr_maps -= t->nr;
+	opd_gbudget_give(ts->budget, sizeof(*t) + t->cap * sizeof(struct opd_gmap));
+	ts->nr_tasks--;
+	free(t->maps);
+	free(t);
+}
+
+void opd_gtasks_fini(struct opd_gtasks *ts)
+{
+	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+		struct opd_gtask *t, *n;
+
+		for (t = ts->b[i]; t; t = n) {
+			n = t->next;
+			task_free(ts, t);
+		}
+		ts->b[i] = NULL;
+	}
+}
+
+struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid)
+{
+	for (struct opd_gtask *t = ts->b[pid % OPD_GTASK_BUCKETS]; t; t = t->next)
+		if (t->pid == pid)
+			return t;
+	return NULL;
+}
+
+struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
+{
+	struct opd_gtask *t = opd_gtasks_find(ts, pid);
+
+	if (t)
+		return t;
+	if (ts->nr_tasks >= ts->max_tasks) {
+		ts->st->guest_tasks_capped++;
+		return NULL;
+	}
+	if (!opd_gbudget_take(ts->budget, sizeof(*t)))
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		opd_gbudget_give(ts->budget, sizeof(*t));
+		return NULL;
+	}
+	t->pid = pid;
+	t->next = ts->b[pid % OPD_GTASK_BUCKETS];
+	ts->b[pid % OPD_GTASK_BUCKETS] = t;
+	ts->nr_tasks++;
+	return t;
+}
+
+static void clear_maps(struct opd_gtasks *ts, struct opd_gtask *t)
+{
+	ts->nr_maps -= t->nr;
+	t->nr = 0;
+	t->main = NULL;
+}
+
+void opd_gtasks_exec(struct opd_gtasks *ts, uint32_t pid, uint64_t when)
+{
+	struct opd_gtask *t = opd_gtasks_find(ts, pid);
+	size_t j = 0;
+
+	if (!t)
+		return;
+	t->main = NULL;
+	for (size_t i = 0; i < t->nr; i++) {
+		if (t->maps[i].t < when)
+			continue;
+		t->maps[j++] = t->maps[i];
+		if (t->maps[i].gi && (!t->main || t->maps[i].t < t->main_t)) {
+			t->main = t->maps[i].gi;
+			t->main_t = t->maps[i].t;
+		}
+	}
+	ts->nr_maps -= t->nr - j;
+	t->nr = j;
+	t->exited = false;
+}
+
+const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc)
+{
+	size_t lo = DU_FIRST_END_AFTER(t->maps, t->nr, pc);
+
+	if (lo < t->nr && t->maps[lo].start <= pc)
+		return &t->maps[lo];
+	return NULL;
+}
+
+/* Room for one more mapping in @t. */
+static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 8;
+	size_t more = (ncap - t->cap) * sizeof(*t->maps);
+	struct opd_gmap *n;
+
+	if (ts->nr_maps >= ts->max_maps) {
+		ts->st->guest_maps_capped++;
+		return -ENOSPC;
+	}
+	if (t->nr < t->cap)
+		return 0;
+	if (!opd_gbudget_take(ts->budget, more))
+		return -ENOSPC;
+	n = realloc(t->maps, ncap * sizeof(*n));
+	if (!n) {
+		opd_gbudget_give(ts->budget, more);
+		return -ENOMEM;
+	}
+	t->maps = n;
+	t->cap = ncap;
+	return 0;
+}
+
+static int add_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m)
+{
+	size_t i = 0, j;
+	int ret;
+
+	while (i < t->nr && t->maps[i].end <= m->start)
+		i++;
+	j = i;
+	while (j < t->nr && t->maps[j].start < m->end)
+		j++;
+	if (j == i + 1 && t->maps[i].start == m->start && t->maps[i].end == m->end) {
+		t->maps[i] = *m;
+		return 0;
+	}
+	if (j == i) {
+		ret = grow(ts, t);
+		if (ret)
+			return ret;
+		memmove(t->maps + i + 1, t->maps + i, (t->nr - i) * sizeof(*m));
+		t->nr++;
+		ts->nr_maps++;
+	} else {
+		/* drop maps i+1..j-1, reuse slot i */
+		memmove(t->maps + i + 1, t->maps + j, (t->nr - j) * sizeof(*m));
+		ts->nr_maps -= j - i - 1;
+		t->nr -= j - i - 1;
+	}
+	t->maps[i] = *m;
+	return 0;
+}
+
+int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m)
+{
+	int ret = add_map(ts, t, m);
+
+	if (ret)
+		return ret;
+	/* the kernel maps the executable before the interpreter and
+	 * libraries; the snapshot lists maps by address, main first */
+	if (m->gi && (!t->main || m->t < t->main_t)) {
+		t->main = m->gi;
+		t->main_t = m->t;
+	}
+	return 0;
+}
+
+void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
+{
+	struct opd_gtask *p = opd_gtasks_find(ts, ppid), *c = opd_gtasks_get(ts, pid);
+
+	if (!c)
+		return;
+	clear_maps(ts, c);
+	c->exited = false;
+	if (!p || p == c)
+		return;
+	for (size_t i = 0; i < p->nr; i++)
+		if (add_map(ts, c, &p->maps[i]))
+			break;
+	c->main = p->main;
+}
+
+static void reap(struct opd_gtasks *ts, uint64_t seen, uint64_t linger)
+{
+	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+		struct opd_gtask **pp = &ts->b[i];
+
+		while (*pp) {
+			struct opd_gtask *t = *pp;
+
+			if (t->exited && seen - t->exit_ns > linger) {
+				*pp = t->next;
+				task_free(ts, t);
+			} else {
+				pp = &t->next;
+			}
+		}
+	}
+}
+
+void opd_gtasks_exit(struct opd_gtasks *ts, uint32_t pid, uint64_t when, uint64_t seen,
+		     uint64_t linger)
+{
+	struct opd_gtask *t = opd_gtasks_find(ts, pid);
+
+	if (t) {
+		t->exited = true;
+		t->exit_ns = when;
+	}
+	if (seen - ts->last_reap < linger / 3)
+		return;
+	ts->last_reap = seen;
+	reap(ts, seen, linger);
+}
+
+const struct opd_gtask *opd_gtasks_sole_owner(const struct opd_gtasks *ts, uint64_t pc,
+					      const struct opd_gmap **mp)
+{
+	const struct opd_gtask *found = NULL;
+	const struct opd_gmap *fm = NULL;
+
+	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+		for (const struct opd_gtask *t = ts->b[i]; t; t = t->next) {
+			const struct opd_gmap *m = t->exited ? NULL : opd_gtask_find_map(t, pc);
+
+			if (!m)
+				continue;
+			if (!found) {
+				found = t;
+				fm = m;
+			} else if (m->gi != fm->gi || m->vdso != fm->vdso || !m->gi ||
+				   pc - m->start + m->pgoff != pc - fm->start + fm->pgoff) {
+				return NULL;
+			}
+		}
+	}
+	*mp = fm;
+	return found;
+}

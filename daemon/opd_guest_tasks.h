@@ -1,0 +1,90 @@
+/*
+ * The guest processes of one domain and their executable mappings, as the
+ * agent's MMAP/FORK/COMM/EXIT frames describe them.  Counts are capped
+ * (limits.max_tasks, max_maps) and memory is taken from the domain's
+ * budget; an exited process lingers a while for the samples still held.
+ */
+#ifndef OPD_GUEST_TASKS_H
+#define OPD_GUEST_TASKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd_guest_budget.h"
+#include "opd_stats.h"
+
+#define OPD_GTASK_BUCKETS 4096
+
+struct opd_gimg;
+
+struct opd_gmap {
+	uint64_t start, end, pgoff;
+	uint64_t t;		/* guest time of the MMAP (exec drops older ones) */
+	bool vdso;		/* the kernel's [vdso] image */
+	struct opd_gimg *gi;	/* NULL: anonymous ([vdso], no file) */
+};
+
+struct opd_gtask {
+	struct opd_gtask *next;
+	uint32_t pid;
+	bool exited;
+	uint64_t exit_ns;
+	struct opd_gimg *main;	/* the executable: its oldest mapping */
+	uint64_t main_t;
+	struct opd_gmap *maps;	/* sorted by start, disjoint */
+	size_t nr, cap;
+};
+
+struct opd_gtasks {
+	struct opd_gtask *b[OPD_GTASK_BUCKETS];
+	size_t nr_tasks, nr_maps;
+	size_t max_tasks, max_maps;
+	uint64_t last_reap;
+	struct opd_gbudget *budget;	/* borrowed */
+	struct opd_stats *st;		/* borrowed */
+};
+
+void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		     struct opd_gbudget *budget, struct opd_stats *st);
+void opd_gtasks_fini(struct opd_gtasks *ts);
+
+struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid);
+/* Found or made; NULL when capped (counted) or out of memory. */
+struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid);
+
+/* Insert @m into @t (overlapped mappings are replaced: MMAP is
+ * idempotent) and keep @t's main image.  0, -ENOSPC (capped, counted) or
+ * -ENOMEM. */
+int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m);
+
+/* @pid forked from @ppid: a copy of the parent's mappings. */
+void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid);
+
+/* @pid exec'd at guest time @when: mappings made before it go (an MMAP of
+ * the new image may have arrived before the COMM that says exec). */
+void opd_gtasks_exec(struct opd_gtasks *ts, uint32_t pid, uint64_t when);
+
+/* @pid exited at guest time @when; processes gone longer than @linger
+ * before @seen are freed (at most once per @linger / 3). */
+void opd_gtasks_exit(struct opd_gtasks *ts, uint32_t pid, uint64_t when, uint64_t seen,
+		     uint64_t linger);
+
+/* @t's mapping holding @pc, or NULL. */
+const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc);
+
+/* Tasks a full scan visits (the owner scan's cost). */
+static inline uint64_t opd_gtasks_scan_cost(const struct opd_gtasks *ts)
+{
+	return OPD_GTASK_BUCKETS + ts->nr_tasks;
+}
+
+/*
+ * The live task whose mappings hold @pc, if all the live tasks that map
+ * it map the same file at the same offset; NULL if none does or they
+ * disagree.  Visits every task.
+ */
+const struct opd_gtask *opd_gtasks_sole_owner(const struct opd_gtasks *ts, uint64_t pc,
+					      const struct opd_gmap **mp);
+
+#endif
