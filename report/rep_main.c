@@ -10,29 +10,24 @@
 #include "rep_main.h"
 #include "rep_opts.h"
 #include "rep_output.h"
+#include "util/du_kv.h"
 #include "util/du_log.h"
 
 /* "collector NAME" from SESSION/session.conf, if the daemon wrote one. */
 static char *read_collector(const char *session_dir)
 {
 	char *path = NULL, *res = NULL;
-	char line[256];
-	FILE *f;
+	struct du_kv *conf;
+	const char *v;
 
 	if (asprintf(&path, "%s/session.conf", session_dir) < 0)
 		return NULL;
-	f = fopen(path, "r");
+	conf = du_kv_load(path);
 	free(path);
-	if (!f)
-		return NULL;
-	while (!res && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "collector ", 10))
-			continue;
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[10])
-			res = strdup(line + 10);
-	}
-	fclose(f);
+	v = du_kv_get(conf, "collector");
+	if (v && *v)
+		res = strdup(v);
+	du_kv_free(conf);
 	return res;
 }
 

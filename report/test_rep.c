@@ -26,6 +26,7 @@
 #include "rep_spec.h"
 #include "rep_sym.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 static char tmpdir[] = "/tmp/test_rep.XXXXXX";
@@ -431,18 +432,13 @@ static void test_kallsyms(void)
 
 /* ---- aggregation over a fake session ------------------------------------------ */
 
+/* The directories leading to @path (not @path itself). */
 static void mkdirs(const char *path)
 {
 	char buf[8192];
 
 	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(buf, 0755);
-		*p = '/';
-	}
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_parents(buf, 0), 0);
 }
 
 struct kv {
