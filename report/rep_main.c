@@ -31,6 +31,32 @@ static char *read_collector(const char *session_dir)
 	return res;
 }
 
+/* Write the report to -o FILE or stdout: 0, or 1 after a message. */
+static int write_report(const struct rep_opts *o, const struct rep_profile *p,
+			const char *collector)
+{
+	FILE *f = stdout;
+	int rc;
+
+	if (o->output) {
+		/* opened only now: a failed collection leaves an old report alone */
+		f = fopen(o->output, "we");
+		if (!f) {
+			du_err("cannot create %s: %s", o->output, strerror(errno));
+			return 1;
+		}
+	}
+	rc = rep_output(f, o, p, collector);
+	if (f != stdout && fclose(f) && !rc)
+		rc = -errno;
+	if (rc) {
+		du_err("cannot write the report%s%s: %s", o->output ? " to " : "",
+		       o->output ? o->output : "", strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
 int rep_main(int argc, char **argv)
 {
 	struct rep_profile *p = NULL;
@@ -53,13 +79,7 @@ int rep_main(int argc, char **argv)
 	if (rep_collect(&o, images, &p))
 		goto out_images;
 	collector = read_collector(o.session_dir);
-	rc = rep_output(stdout, &o, p, collector);
-	if (rc) {
-		du_err("cannot write the report: %s", strerror(-rc));
-		goto out_profile;
-	}
-	status = 0;
-out_profile:
+	status = write_report(&o, p, collector);
 	free(collector);
 	rep_profile_free(p);
 out_images:
