@@ -490,6 +490,14 @@ static uint64_t sym_count(const struct rep_profile *p, const char *sym)
 static struct rep_images *last_images;
 static struct rep_opts last_opts;
 
+/* Release what the last collect() kept alive. */
+static void collect_end(void)
+{
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(&last_opts);
+}
+
 static int collect(const char *session, const char *const *args, struct rep_profile **p,
 		   char **text)
 {
@@ -504,9 +512,7 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 	argv[argc++] = sd;
 	for (; *args; args++)
 		argv[argc++] = (char *)*args;
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(op);
+	collect_end();
 	rc = rep_opts_parse(op, argc, argv, stderr, stderr);
 	if (rc)
 		return rc;
@@ -648,9 +654,7 @@ static void test_aggregate(void)
 	mkdirs(tpath("empty/samples/current/x"));
 	CU_ASSERT_EQUAL(collect(tpath("empty"), img_args, &p, NULL), -ENODATA);
 	(void)f;
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 static void test_classes(void)
@@ -702,9 +706,7 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(p->nclasses, 2);
 	CU_ASSERT_EQUAL(p->ngroups, 2);
 	rep_profile_free(p);
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 /*
@@ -767,9 +769,7 @@ static void test_domain_summary_anon(void)
 	CU_ASSERT_EQUAL_FATAL(collect(session, two, &p, NULL), 0);
 	CU_ASSERT_EQUAL(p->totals[0], 69);
 	rep_profile_free(p);
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 /* ---- -o, -w, --version ------------------------------------------------------------ */
@@ -887,9 +887,7 @@ static void test_output_options(void)
 		free(text);
 		CU_ASSERT_PTR_EQUAL(stdout, saved);
 	}
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 #undef LONG_DOM
 #undef LONG_BIN
 }
@@ -969,9 +967,7 @@ static void test_json(void)
 		free(text);
 		text = NULL;
 	}
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 int main(void)
