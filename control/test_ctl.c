@@ -669,6 +669,7 @@ static void test_real_daemon(void)
 	setenv("DOMPROF_OPROFILED", CTL_TEST_OPROFILED, 1);
 	make_session();
 
+	/* --domains names none that runs: QEMUs on the test machine stay theirs */
 	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--start", "--separate=library",
 				  "--events-dir=" CTL_TEST_EVENTS_DIR, "--domains=none-such"), 0);
 	if (!strstr(out, "Profiler running."))
