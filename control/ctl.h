@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "util/du_kv.h"
+
 #define CTL_MAX_EVENTS		16
 #define CTL_DUMP_TIMEOUT_MS	10000
 #define CTL_STOP_TIMEOUT_MS	30000
@@ -57,9 +59,6 @@ struct ctl_opts {
 int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, size_t errlen);
 void ctl_usage(FILE *f);
 
-/* Check a --separate list: comma list of none|lib|kernel|thread|cpu|all. */
-int ctl_separate_check(const char *list, char *err, size_t errlen);
-
 /*
  * Check every event of @o against the event table (ev_table_load with a
  * NULL cpu type, from o->events_dir or DP_EVENTS_DIR) and write each, with
@@ -95,37 +94,14 @@ bool ctl_pid_is_oprofiled(pid_t pid, char *comm, size_t commlen);
 /* du_warn() about a STALE/FOREIGN pid file; nothing for other states. */
 void ctl_pid_warn_stale(const char *session_dir, const struct ctl_pid_info *info);
 
-/* ---- key/value files (stats, session.conf) ---------------------------- */
-
-struct ctl_kv;
-
-/*
- * Parse "key value" lines (key: [a-z0-9_]+, one space or tab, value: rest
- * of the line).  Lines that do not fit are ignored and counted; empty lines
- * are skipped.  NULL with errno set on allocation failure only.
- */
-struct ctl_kv *ctl_kv_parse(const char *text, size_t len);
-/* Read and parse @path.  NULL with errno (ENOENT when absent). */
-struct ctl_kv *ctl_kv_load(const char *path);
-void ctl_kv_free(struct ctl_kv *kv);	/* NULL accepted */
-/* Last value of @key, NULL if absent.  Borrowed from @kv. */
-const char *ctl_kv_get(const struct ctl_kv *kv, const char *key);
-/* Last value of @key as an unsigned integer; false if absent or not one. */
-bool ctl_kv_get_u64(const struct ctl_kv *kv, const char *key, uint64_t *v);
-/* The i-th entry (in file order); false past the end. */
-bool ctl_kv_entry(const struct ctl_kv *kv, size_t i, const char **key, const char **value);
-size_t ctl_kv_count(const struct ctl_kv *kv);
-/* Lines that were not "key value" (ignored). */
-size_t ctl_kv_garbage(const struct ctl_kv *kv);
-
 /* ---- actions ---------------------------------------------------------- */
 
 /* What --status shows, gathered so that formatting is a pure function. */
 struct ctl_status {
 	const char *session_dir;
 	struct ctl_pid_info pid;
-	const struct ctl_kv *stats;	/* NULL: no stats file */
-	const struct ctl_kv *conf;	/* NULL: no session.conf */
+	const struct du_kv *stats;	/* NULL: no stats file */
+	const struct du_kv *conf;	/* NULL: no session.conf */
 	time_t now;
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "util/du_separate.h"
 
 enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
@@ -78,42 +79,13 @@ void ctl_usage(FILE *f)
 		"Options of --start:\n"
 		"  -e, --event=NAME:COUNT:UM:KERNEL:USER\n"
 		"                       event to count (repeat for several; see ophelp)\n"
-		"  --separate=LIST      none,lib,kernel,thread,cpu,all\n"
+		"  --separate=LIST      " DU_SEP_WORDS "\n"
 		"  --collector=NAME     perf (default) or kmod\n"
 		"  --domains=LIST|all   domains (guests) to profile [all]\n"
 		"  --record=FILE        also write the collector's raw stream to FILE\n"
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
-}
-
-int ctl_separate_check(const char *list, char *err, size_t errlen)
-{
-	static const char *const allowed[] = { "none", "lib", "kernel", "thread", "cpu", "all" };
-	const char *p = list;
-
-	if (!*list) {
-		snprintf(err, errlen, "--separate needs a value (none,lib,kernel,thread,cpu,all)");
-		return -EINVAL;
-	}
-	for (;;) {
-		size_t n = strcspn(p, ",");
-		bool ok = false;
-
-		for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-			if (strlen(allowed[i]) == n && !strncmp(p, allowed[i], n))
-				ok = true;
-		if (!ok) {
-			snprintf(err, errlen,
-				 "bad --separate value '%.*s' (allowed: none,lib,kernel,thread,cpu,all)",
-				 (int)(n > 64 ? 64 : n), p);
-			return -EINVAL;
-		}
-		if (!p[n])
-			break;
-		p += n + 1;
-	}
-	return 0;
 }
 
 static const struct opt_def *find_long(const char *name, size_t n)
@@ -259,7 +231,9 @@ int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, s
 		return -EINVAL;
 	}
 	if (o->separate) {
-		ret = ctl_separate_check(o->separate, err, errlen);
+		unsigned int bits;
+
+		ret = du_separate_parse(o->separate, &bits, err, errlen);
 		if (ret)
 			return ret;
 	}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 #ifndef DP_BINDIR
@@ -124,29 +125,6 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 #undef PUSH
 }
 
-static int mkdir_p(const char *dir)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, len + 1);
-	for (char *p = buf + 1; ; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(buf, 0755) && errno != EEXIST)
-				return -errno;
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
 static void warn_privileges(const char *collector)
 {
 	char buf[32] = "";
@@ -243,7 +221,7 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 	}
 	ret = ctl_abs_path(o->session_dir, session, sizeof(session));
 	if (!ret)
-		ret = mkdir_p(session);
+		ret = du_mkdir_p(session);
 	if (ret) {
 		snprintf(err, errlen, "cannot create session directory %s: %s",
 			 o->session_dir, strerror(-ret));
@@ -347,14 +325,14 @@ int ctl_stop(const char *session_dir, int timeout_ms, FILE *out, char *err, size
 static uint64_t read_dumps(const char *session_dir)
 {
 	char path[PATH_MAX];
-	struct ctl_kv *kv;
+	struct du_kv *kv;
 	uint64_t v = 0;
 
 	snprintf(path, sizeof(path), "%s/stats", session_dir);
-	kv = ctl_kv_load(path);
-	if (!ctl_kv_get_u64(kv, "dumps", &v))
+	kv = du_kv_load(path);
+	if (!du_kv_get_u64(kv, "dumps", &v))
 		v = 0;
-	ctl_kv_free(kv);
+	du_kv_free(kv);
 	return v;
 }
 

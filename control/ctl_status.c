@@ -46,12 +46,12 @@ static void fmt_duration(char *buf, size_t len, uint64_t s)
 }
 
 /* One statistics line: label, value, and its share of @whole if any. */
-static void stat_line(FILE *out, const struct ctl_kv *st, const char *key, const char *label,
+static void stat_line(FILE *out, const struct du_kv *st, const char *key, const char *label,
 		      int indent, uint64_t whole, const char *whole_name)
 {
 	uint64_t v;
 
-	if (!ctl_kv_get_u64(st, key, &v))
+	if (!du_kv_get_u64(st, key, &v))
 		return;
 	fprintf(out, "%*s%-*s %12" PRIu64, indent, "", 28 - indent, label, v);
 	if (whole_name && whole)
@@ -65,7 +65,7 @@ static void print_events(FILE *out, const struct ctl_status *st)
 	bool any = false;
 
 	/* session.conf has one "event SPEC" line per event; stats one comma list */
-	for (size_t i = 0; ctl_kv_entry(st->conf, i, &k, &v); i++) {
+	for (size_t i = 0; du_kv_entry(st->conf, i, &k, &v); i++) {
 		if (strcmp(k, "event"))
 			continue;
 		fprintf(out, any ? "              %s\n" : "Events:       %s\n", v);
@@ -73,13 +73,13 @@ static void print_events(FILE *out, const struct ctl_status *st)
 	}
 	if (any)
 		return;
-	v = ctl_kv_get(st->stats, "events");
+	v = du_kv_get(st->stats, "events");
 	fprintf(out, "Events:       %s\n", v && *v ? v : "(not known yet)");
 }
 
 void ctl_status_format(FILE *out, const struct ctl_status *st)
 {
-	const struct ctl_kv *s = st->stats;
+	const struct du_kv *s = st->stats;
 	uint64_t start = 0, recv = 0, lost = 0, dumps = 0, v, unres = 0;
 	bool have_start, have_unres = false;
 	const char *collector, *val, *k;
@@ -88,7 +88,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 
 	fprintf(out, "Session:      %s\n", st->session_dir);
 
-	have_start = ctl_kv_get_u64(s, "start_time", &start);
+	have_start = du_kv_get_u64(s, "start_time", &start);
 	switch (st->pid.state) {
 	case CTL_PID_RUNNING:
 		if (have_start && (uint64_t)st->now >= start) {
@@ -101,7 +101,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	default:
 		fprintf(out, "Daemon:       not running%s\n",
 			s ? " (statistics below are from the last run)" : "");
-		if (ctl_kv_get_u64(s, "running", &v) && v)
+		if (du_kv_get_u64(s, "running", &v) && v)
 			fprintf(out, "              the last run did not stop cleanly "
 				"(its stats still say running)\n");
 		if (st->pid.state == CTL_PID_STALE || st->pid.state == CTL_PID_FOREIGN)
@@ -116,15 +116,15 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 			fprintf(out, "Started:      %s\n", when);
 	}
 
-	collector = ctl_kv_get(st->conf, "collector");
+	collector = du_kv_get(st->conf, "collector");
 	if (!collector)
-		collector = ctl_kv_get(s, "collector");
+		collector = du_kv_get(s, "collector");
 	fprintf(out, "Collector:    %s\n", collector ? collector : "(unknown)");
 	print_events(out, st);
 	/* the daemon writes session.conf once its collector runs: it may lag */
-	val = ctl_kv_get(st->conf, "separate");
+	val = du_kv_get(st->conf, "separate");
 	fprintf(out, "Separate:     %s\n", val && *val ? val : st->conf ? "none" : "(not known yet)");
-	val = ctl_kv_get(st->conf, "domains");
+	val = du_kv_get(st->conf, "domains");
 	fprintf(out, "Domains:      %s\n", val && *val ? val : st->conf ? "all" : "(not known yet)");
 
 	if (!s) {
@@ -132,9 +132,9 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		return;
 	}
 
-	ctl_kv_get_u64(s, "dumps", &dumps);
-	ctl_kv_get_u64(s, "samples_received", &recv);
-	ctl_kv_get_u64(s, "samples_lost", &lost);
+	du_kv_get_u64(s, "dumps", &dumps);
+	du_kv_get_u64(s, "samples_received", &recv);
+	du_kv_get_u64(s, "samples_lost", &lost);
 	fprintf(out, "\nStatistics (%" PRIu64 " dump%s so far):\n", dumps, dumps == 1 ? "" : "s");
 	stat_line(out, s, "samples_received", "samples received", 2, 0, NULL);
 	stat_line(out, s, "samples_filed", "filed", 4, recv, "received");
@@ -148,7 +148,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		"unresolved_bad_event", "unresolved_no_domain",
 	};
 	for (size_t i = 0; i < sizeof(unres_keys) / sizeof(unres_keys[0]); i++) {
-		if (ctl_kv_get_u64(s, unres_keys[i], &v)) {
+		if (du_kv_get_u64(s, unres_keys[i], &v)) {
 			unres += v;
 			have_unres = true;
 		}
@@ -165,7 +165,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		stat_line(out, s, "unresolved_no_domain", "guest of no domain", 6, recv, "received");
 	}
 	/* guest attribution through the agents (resolved + unresolved_*) */
-	if (ctl_kv_get_u64(s, "guest_user_resolved", &v)) {
+	if (du_kv_get_u64(s, "guest_user_resolved", &v)) {
 		static const char *const gu[] = {
 			"guest_user_unresolved_no_agent", "guest_user_unresolved_no_clock",
 			"guest_user_unresolved_no_switch", "guest_user_unresolved_no_task",
@@ -175,19 +175,19 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		uint64_t all, u;
 
 		/* the guest's [vdso] is a binary too (the kernel's) */
-		if (ctl_kv_get_u64(s, "guest_user_resolved_vdso", &u))
+		if (du_kv_get_u64(s, "guest_user_resolved_vdso", &u))
 			v += u;
 		all = v;
 
 		for (size_t i = 0; i < sizeof(gu) / sizeof(gu[0]); i++)
-			if (ctl_kv_get_u64(s, gu[i], &u))
+			if (du_kv_get_u64(s, gu[i], &u))
 				all += u;
 		if (all)
 			fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
 				" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
 	}
 	/* the daemon follows domains only on a live host (not in replay) */
-	if (ctl_kv_get_u64(s, "domains_seen", &v) && v) {
+	if (du_kv_get_u64(s, "domains_seen", &v) && v) {
 		fprintf(out, "  domains:\n");
 		stat_line(out, s, "domains_seen", "seen", 4, 0, NULL);
 		stat_line(out, s, "domains_running", "running", 4, 0, NULL);
@@ -201,36 +201,36 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	stat_line(out, s, "processes_seen", "processes seen", 2, 0, NULL);
 	stat_line(out, s, "sample_files", "sample files", 2, 0, NULL);
 
-	for (size_t i = 0; ctl_kv_entry(s, i, &k, &val); i++) {
-		if (is_known(k) || ctl_kv_get(s, k) != val)
+	for (size_t i = 0; du_kv_entry(s, i, &k, &val); i++) {
+		if (is_known(k) || du_kv_get(s, k) != val)
 			continue;	/* shown above, or a repeated key's older value */
 		if (!other++)
 			fprintf(out, "  other:\n");
 		fprintf(out, "    %-24s %12s\n", k, val);
 	}
-	if (ctl_kv_garbage(s))
-		fprintf(out, "  (%zu unreadable line%s in %s/stats ignored)\n", ctl_kv_garbage(s),
-			ctl_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
+	if (du_kv_garbage(s))
+		fprintf(out, "  (%zu unreadable line%s in %s/stats ignored)\n", du_kv_garbage(s),
+			du_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
 }
 
 /* One line per domain from SESSION/domains/<esc>/stats (written by the
  * daemon for each domain with an agent channel). */
-static void domain_line(FILE *out, const char *esc, const struct ctl_kv *d)
+static void domain_line(FILE *out, const char *esc, const struct du_kv *d)
 {
 	uint64_t conn = 0, seen = 0, unc = 0, recv = 0, res = 0, anon = 0, held = 0, over = 0,
 		 lost = 0, bad = 0;
-	const char *clock = ctl_kv_get(d, "clock_method");
+	const char *clock = du_kv_get(d, "clock_method");
 
-	ctl_kv_get_u64(d, "agent_connected", &conn);
-	ctl_kv_get_u64(d, "agent_seen", &seen);
-	ctl_kv_get_u64(d, "clock_uncertainty_ns", &unc);
-	ctl_kv_get_u64(d, "samples_received", &recv);
-	ctl_kv_get_u64(d, "samples_resolved", &res);
-	ctl_kv_get_u64(d, "samples_anon", &anon);
-	ctl_kv_get_u64(d, "samples_held", &held);
-	ctl_kv_get_u64(d, "queue_overflow", &over);
-	ctl_kv_get_u64(d, "lost_records", &lost);
-	ctl_kv_get_u64(d, "agent_closed_bad", &bad);
+	du_kv_get_u64(d, "agent_connected", &conn);
+	du_kv_get_u64(d, "agent_seen", &seen);
+	du_kv_get_u64(d, "clock_uncertainty_ns", &unc);
+	du_kv_get_u64(d, "samples_received", &recv);
+	du_kv_get_u64(d, "samples_resolved", &res);
+	du_kv_get_u64(d, "samples_anon", &anon);
+	du_kv_get_u64(d, "samples_held", &held);
+	du_kv_get_u64(d, "queue_overflow", &over);
+	du_kv_get_u64(d, "lost_records", &lost);
+	du_kv_get_u64(d, "agent_closed_bad", &bad);
 	fprintf(out, "    %-20s agent %s", esc,
 		conn ? "connected" : seen ? "disconnected" : "never seen");
 	if (clock && strcmp(clock, "none"))
@@ -261,16 +261,16 @@ static void print_domains(FILE *out, const char *session_dir)
 		return;
 	n = scandir(dir, &v, NULL, by_name);
 	for (int i = 0; i < n; i++) {
-		struct ctl_kv *d = NULL;
+		struct du_kv *d = NULL;
 
 		if (v[i]->d_name[0] != '.' &&
 		    snprintf(path, sizeof(path), "%s/%s/stats", dir, v[i]->d_name) < (int)sizeof(path))
-			d = ctl_kv_load(path);
+			d = du_kv_load(path);
 		if (d) {
 			if (!shown++)
 				fprintf(out, "  per domain (%s/domains/NAME/stats):\n", session_dir);
 			domain_line(out, v[i]->d_name, d);
-			ctl_kv_free(d);
+			du_kv_free(d);
 		}
 		free(v[i]);
 	}
@@ -280,7 +280,7 @@ static void print_domains(FILE *out, const char *session_dir)
 int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 {
 	struct ctl_status st = { .session_dir = session_dir, .now = time(NULL) };
-	struct ctl_kv *stats, *conf;
+	struct du_kv *stats, *conf;
 	char path[PATH_MAX];
 	struct stat sb;
 	int ret = 0;
@@ -292,9 +292,9 @@ int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 	}
 	ctl_pid_probe(session_dir, &st.pid);
 	snprintf(path, sizeof(path), "%s/stats", session_dir);
-	stats = ctl_kv_load(path);
+	stats = du_kv_load(path);
 	snprintf(path, sizeof(path), "%s/session.conf", session_dir);
-	conf = ctl_kv_load(path);
+	conf = du_kv_load(path);
 	if (!stats && !conf && st.pid.state == CTL_PID_NONE) {
 		snprintf(err, errlen, "no session in %s (no stats, session.conf or pid file)",
 			 session_dir);
@@ -306,7 +306,7 @@ int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 	ctl_status_format(out, &st);
 	print_domains(out, session_dir);
 out_free:
-	ctl_kv_free(conf);
-	ctl_kv_free(stats);
+	du_kv_free(conf);
+	du_kv_free(stats);
 	return ret;
 }

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <linux/perf_event.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +56,8 @@ static const struct parse_case parse_cases[] = {
 	{ { "--session-dir", "/tmp/s", "--stop" }, 0, CTL_STOP, NULL },
 	{ { "--start", "--start" }, 0, CTL_START, NULL },
 	{ { "--start", "--separate=all" }, 0, CTL_START, NULL },
+	/* OProfile's own spelling, which the daemon always took */
+	{ { "--start", "--separate=library,kernel" }, 0, CTL_START, NULL },
 	{ { "--start", "--collector=kmod" }, 0, CTL_START, NULL },
 	/* bad */
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
@@ -264,71 +269,6 @@ static void test_pid_zombie(void)
 	CU_ASSERT_TRUE(ctl_pid_alive(getpid()));
 }
 
-/* ---- stats parsing --------------------------------------------------------- */
-
-static void test_kv_parse(void)
-{
-	static const char text[] =
-		"dumps 3\n"
-		"running 1\n"
-		"collector perf\n"
-		"events CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1\n"
-		"\n"
-		"garbage-line with dash\n"
-		"novalue\n"
-		" leading 5\n"
-		"UPPER 5\n"
-		"samples_received 1000\r\n"
-		"samples_lost notanumber\n"
-		"huge 99999999999999999999999\n"
-		"dumps 4\n"
-		"last_no_newline 7";
-	struct ctl_kv *kv = ctl_kv_parse(text, sizeof(text) - 1);
-	uint64_t v = 0;
-	const char *k, *val;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
-	CU_ASSERT_EQUAL(ctl_kv_garbage(kv), 4);
-	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "dumps", &v));
-	CU_ASSERT_EQUAL(v, 4);			/* last one wins */
-	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "samples_received", &v));
-	CU_ASSERT_EQUAL(v, 1000);		/* CR stripped */
-	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "samples_lost", &v));
-	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "huge", &v));
-	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "absent", &v));
-	CU_ASSERT_FALSE(ctl_kv_get_u64(kv, "collector", &v));
-	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "collector"), "perf");
-	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "events"),
-			       "CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1");
-	CU_ASSERT_TRUE(ctl_kv_get_u64(kv, "last_no_newline", &v));
-	CU_ASSERT_EQUAL(v, 7);
-	CU_ASSERT_TRUE(ctl_kv_entry(kv, 0, &k, &val));
-	CU_ASSERT_STRING_EQUAL(k, "dumps");
-	CU_ASSERT_STRING_EQUAL(val, "3");
-	CU_ASSERT_FALSE(ctl_kv_entry(kv, ctl_kv_count(kv), &k, &val));
-	ctl_kv_free(kv);
-	ctl_kv_free(NULL);
-
-	/* a NUL byte inside a line makes it garbage, not a shorter line */
-	static const char nul[] = "dumps 1\0junk\nrunning 0\n";
-
-	kv = ctl_kv_parse(nul, sizeof(nul) - 1);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
-	CU_ASSERT_PTR_NULL(ctl_kv_get(kv, "dumps"));
-	CU_ASSERT_STRING_EQUAL(ctl_kv_get(kv, "running"), "0");
-	CU_ASSERT_EQUAL(ctl_kv_garbage(kv), 1);
-	ctl_kv_free(kv);
-
-	kv = ctl_kv_parse("", 0);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
-	CU_ASSERT_EQUAL(ctl_kv_count(kv), 0);
-	ctl_kv_free(kv);
-
-	errno = 0;
-	CU_ASSERT_PTR_NULL(ctl_kv_load("/nonexistent/stats"));
-	CU_ASSERT_EQUAL(errno, ENOENT);
-}
-
 /* ---- status ------------------------------------------------------------------ */
 
 static char *format_status(const struct ctl_status *st)
@@ -360,8 +300,8 @@ static void test_status_format(void)
 	static const char conf_text[] =
 		"event CPU_CLK_UNHALTED:100000:0:1:1\nevent TIMER:5000:0:1:0\n"
 		"separate lib,thread\ncollector perf\n";
-	struct ctl_kv *stats = ctl_kv_parse(stats_text, sizeof(stats_text) - 1);
-	struct ctl_kv *conf = ctl_kv_parse(conf_text, sizeof(conf_text) - 1);
+	struct du_kv *stats = du_kv_parse(stats_text, sizeof(stats_text) - 1);
+	struct du_kv *conf = du_kv_parse(conf_text, sizeof(conf_text) - 1);
 	struct ctl_status st = {
 		.session_dir = "/var/lib/domprof",
 		.pid = { .state = CTL_PID_RUNNING, .pid = 4242 },
@@ -413,7 +353,7 @@ static void test_status_format(void)
 
 	/* no received samples: no division by zero, no shares */
 	static const char zero[] = "dumps 1\nsamples_received 0\nsamples_filed 0\nsamples_lost 0\n";
-	struct ctl_kv *z = ctl_kv_parse(zero, sizeof(zero) - 1);
+	struct du_kv *z = du_kv_parse(zero, sizeof(zero) - 1);
 
 	st.stats = z;
 	s = format_status(&st);
@@ -421,9 +361,9 @@ static void test_status_format(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(s, "(1 dump so far)"));
 	free(s);
 
-	ctl_kv_free(z);
-	ctl_kv_free(stats);
-	ctl_kv_free(conf);
+	du_kv_free(z);
+	du_kv_free(stats);
+	du_kv_free(conf);
 }
 
 static void test_status_no_session(void)
@@ -476,13 +416,13 @@ static int start_fake(const char *extra_arg, char *out_buf, size_t out_len, char
 static uint64_t stats_u64(const char *key)
 {
 	char path[PATH_MAX + 16];
-	struct ctl_kv *kv;
+	struct du_kv *kv;
 	uint64_t v = UINT64_MAX;
 
 	snprintf(path, sizeof(path), "%s/stats", tmp_session);
-	kv = ctl_kv_load(path);
-	ctl_kv_get_u64(kv, key, &v);
-	ctl_kv_free(kv);
+	kv = du_kv_load(path);
+	du_kv_get_u64(kv, key, &v);
+	du_kv_free(kv);
 	return v;
 }
 
@@ -645,6 +585,137 @@ static void test_start_failures(void)
 	fclose(devnull);
 }
 
+/* ---- the real oprofiled, through opcontrol ----------------------------------------- */
+
+/*
+ * Can this process open a system-wide perf event, as oprofiled's perf
+ * collector will?  0, or -errno of the refusal.
+ */
+static int perf_probe(void)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE, .size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK, .sample_period = 1000000, .disabled = 1,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, 0);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* opcontrol ARGS... --session-dir=tmp_session: its exit status, output in @out. */
+static int opcontrol(char *out, size_t outlen, const char *a1, const char *a2, const char *a3,
+		     const char *a4)
+{
+	char sd[PATH_MAX + 16];
+	char *argv[] = { "opcontrol", sd, (char *)a1, (char *)a2, (char *)a3, (char *)a4, NULL };
+	int argc = 2;
+	FILE *f = fmemopen(out, outlen, "w");
+	int ret;
+
+	snprintf(sd, sizeof(sd), "--session-dir=%s", tmp_session);
+	while (argv[argc])
+		argc++;
+	ret = ctl_main(argc, argv, f, f);
+	fclose(f);
+	return ret;
+}
+
+/* Samples of this very test program, in any sample file under samples/current. */
+static bool own_samples_filed(void)
+{
+	char cmd[PATH_MAX * 2];
+
+	snprintf(cmd, sizeof(cmd), "find '%s/samples/current' -path '*test_ctl*' -type f | grep -q .",
+		 tmp_session);
+	return system(cmd) == 0;
+}
+
+static void burn_cpu_ms(int ms)
+{
+	struct timespec a, b;
+	volatile unsigned long x = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (unsigned long)i * 7;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+}
+
+/*
+ * start, status, dump, stop against the oprofiled of this build tree with
+ * the perf collector: the session contract as the real daemon keeps it,
+ * --separate=library accepted by both, and samples of this process filed.
+ */
+static void test_real_daemon(void)
+{
+	char out[8192], buf[64];
+	struct ctl_pid_info info;
+	bool filed = false;
+	int probe = perf_probe();
+	pid_t pid;
+
+	if (probe && !getenv("DOMPROF_TEST_REQUIRE_PERF")) {
+		fprintf(stderr, "\n  SKIPPED: cannot open a system-wide perf event (%s); "
+			"set DOMPROF_TEST_REQUIRE_PERF=1 to make this a failure ", strerror(-probe));
+		return;
+	}
+	CU_ASSERT_EQUAL_FATAL(probe, 0);
+	CU_ASSERT_EQUAL_FATAL(access(CTL_TEST_OPROFILED, X_OK), 0);
+	setenv("DOMPROF_OPROFILED", CTL_TEST_OPROFILED, 1);
+	make_session();
+
+	/* --domains names none that runs: QEMUs on the test machine stay theirs */
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--start", "--separate=library",
+				  "--events-dir=" CTL_TEST_EVENTS_DIR, "--domains=none-such"), 0);
+	if (!strstr(out, "Profiler running."))
+		fprintf(stderr, "\nopcontrol --start said:\n%s\n", out);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Profiler running."));
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL_FATAL(info.state, CTL_PID_RUNNING);
+	pid = info.pid;
+	CU_ASSERT_TRUE(ctl_pid_is_oprofiled(pid, buf, sizeof(buf)));
+
+	/* dump until this process's samples are in a sample file (bounded) */
+	for (int i = 0; i < 20 && !filed; i++) {
+		burn_cpu_ms(100);
+		CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--dump", NULL, NULL, NULL), 0);
+		filed = own_samples_filed();
+	}
+	CU_ASSERT_TRUE(filed);
+	CU_ASSERT(stats_u64("dumps") >= 1 && stats_u64("dumps") != UINT64_MAX);
+	CU_ASSERT(stats_u64("samples_received") > 0 && stats_u64("samples_received") != UINT64_MAX);
+	CU_ASSERT_EQUAL(stats_u64("running"), 1);
+
+	/* status: the daemon's own stats and session.conf (written once its
+	 * collector runs, so after the first samples came through) */
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--status", NULL, NULL, NULL), 0);
+	snprintf(buf, sizeof(buf), "running (pid %d", (int)pid);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, buf));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Collector:    perf\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Separate:     library\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "samples received"));
+
+	/* stop: the daemon exits, its pid file goes, its stats say so */
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--stop", NULL, NULL, NULL), 0);
+	CU_ASSERT_FALSE(ctl_pid_alive(pid));
+	ctl_pid_probe(tmp_session, &info);
+	CU_ASSERT_EQUAL(info.state, CTL_PID_NONE);
+	CU_ASSERT_EQUAL(stats_u64("running"), 0);
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--stop", NULL, NULL, NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "not running"));
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--status", NULL, NULL, NULL), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "not running"));
+	if (CU_get_number_of_failures())
+		fprintf(stderr, "\n(session kept: %s)\n", tmp_session);
+	else
+		rm_session();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -668,12 +739,12 @@ int main(void)
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||
 	    !CU_add_test(s, "pid probe", test_pid_probe) ||
 	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||
-	    !CU_add_test(s, "stats parse", test_kv_parse) ||
 	    !CU_add_test(s, "status format", test_status_format) ||
 	    !CU_add_test(s, "status no session", test_status_no_session) ||
 	    !CU_add_test(s, "start stop dump reset", test_start_stop_dump) ||
 	    !CU_add_test(s, "start over foreign pid", test_start_foreign_pid) ||
-	    !CU_add_test(s, "start failures", test_start_failures)) {
+	    !CU_add_test(s, "start failures", test_start_failures) ||
+	    !CU_add_test(s, "real oprofiled: start status dump stop", test_real_daemon)) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -5,6 +5,11 @@
 
 #include "opd_conf.h"
 #include "events/ev.h"
+#include "util/du_separate.h"
+
+_Static_assert(OPD_SEP_LIB == DU_SEP_LIB && OPD_SEP_KERNEL == DU_SEP_KERNEL &&
+	       OPD_SEP_THREAD == DU_SEP_THREAD && OPD_SEP_CPU == DU_SEP_CPU,
+	       "the daemon files by the bits du_separate_parse returns");
 
 void opd_conf_defaults(struct opd_conf *c)
 {
@@ -21,37 +26,5 @@ void opd_conf_defaults(struct opd_conf *c)
 
 int opd_parse_separate(const char *s, unsigned int *out)
 {
-	static const struct {
-		const char *name;
-		unsigned int bits;
-	} words[] = {
-		{ "none", 0 },
-		{ "lib", OPD_SEP_LIB },
-		{ "library", OPD_SEP_LIB },
-		{ "kernel", OPD_SEP_KERNEL | OPD_SEP_LIB },
-		{ "thread", OPD_SEP_THREAD },
-		{ "cpu", OPD_SEP_CPU },
-		{ "all", OPD_SEP_ALL },
-	};
-	unsigned int bits = 0;
-	const char *p = s;
-
-	if (!*s)
-		return -EINVAL;
-	while (*p) {
-		size_t len = strcspn(p, ",");
-		size_t i;
-
-		for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-			if (strlen(words[i].name) == len && !strncmp(words[i].name, p, len))
-				break;
-		if (i == sizeof(words) / sizeof(words[0]))
-			return -EINVAL;
-		bits |= words[i].bits;
-		p += len;
-		if (*p == ',')
-			p++;
-	}
-	*out = bits;
-	return 0;
+	return du_separate_parse(s, out, NULL, 0);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "opd_stats.h"
+#include "util/du_kv.h"
 
 int opd_stats_write(const struct opd_stats *st, const char *session_dir)
 {
@@ -48,23 +49,19 @@ out_unlink:
 
 int opd_stats_read_key(const char *session_dir, const char *key, uint64_t *val)
 {
-	char path[PATH_MAX], line[640];
-	size_t klen = strlen(key);
+	char path[PATH_MAX];
+	struct du_kv *kv;
 	int ret = -ENOENT;
-	FILE *f;
 
 	if (snprintf(path, sizeof(path), "%s/stats", session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	f = fopen(path, "r");
-	if (!f)
+	kv = du_kv_load(path);
+	if (!kv)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, key, klen) || line[klen] != ' ')
-			continue;
-		*val = strtoull(line + klen + 1, NULL, 10);
+	if (du_kv_get_u64(kv, key, val))
 		ret = 0;
-		break;
-	}
-	fclose(f);
+	else if (du_kv_get(kv, key))
+		ret = -EINVAL;	/* there, but not a number */
+	du_kv_free(kv);
 	return ret;
 }

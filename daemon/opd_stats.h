@@ -101,7 +101,8 @@ int opd_stats_write(const struct opd_stats *st, const char *session_dir);
 
 /*
  * Read one integer key back from a stats file (tests, opcontrol-style
- * checks).  0 and *@val, -ENOENT if the key is absent, or -errno.
+ * checks).  0 and *@val, -ENOENT if the key is absent, -EINVAL if its
+ * value is not a number, or -errno.  The last line of @key wins (du_kv.h).
  */
 int opd_stats_read_key(const char *session_dir, const char *key, uint64_t *val);
 

@@ -711,64 +711,7 @@ static void test_record_by_daemon(void)
 	teardown();
 }
 
-/* The hot path: print the ingest rate of an in-memory stream. */
-static struct { uint8_t *buf; size_t len, cap; } mem;
-
-static int mem_sink(void *ctx, const void *buf, size_t len)
-{
-	if (mem.len + len > mem.cap) {
-		mem.cap = (mem.len + len) * 2;
-		mem.buf = realloc(mem.buf, mem.cap);
-		if (!mem.buf)
-			return -ENOMEM;
-	}
-	memcpy(mem.buf + mem.len, buf, len);
-	mem.len += len;
-	return 0;
-}
-
-static void test_ingest_rate(void)
-{
-	const int n = 20000000;
-	struct raw_writer *w;
-	struct timespec a, b;
-	size_t used = 0;
-	double secs;
-
-	setup("none");
-	CU_ASSERT(raw_writer_flush(fx.w) == 0);	/* the daemon has the header */
-	mem.len = 0;
-	w = raw_writer_new(mem_sink, NULL, 1 << 20);
-	raw_put_comm(w, 100, 100, DP_RAW_COMM_EXEC, "app");
-	{
-		struct dp_raw_mmap m = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x100000 };
-
-		raw_put_mmap(w, &m, APP, strlen(APP));
-		m.start = 0x7f0000000000ULL;
-		raw_put_mmap(w, &m, LIBC, strlen(LIBC));
-	}
-	raw_put_mode(w, DP_MODE_HOST_USER);
-	for (int i = 0; i < n; i++) {
-		if (i % 64 == 0)
-			raw_put_task(w, 100, 100 + (uint32_t)(i / 64) % 4);
-		raw_put_sample(w, (i & 256 ? 0x400000 : 0x7f0000000000ULL) + ((uint64_t)i * 2654435761u % 4096), 0);
-	}
-	raw_writer_close(w);
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	CU_ASSERT(opd_stream_decode(fx.d.stream, mem.buf, mem.len, &used) == 0);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	CU_ASSERT(used == mem.len);
-	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-	printf("\n  ingest: %d samples in %.3f s = %.1f M samples/s ", n, secs, n / secs / 1e6);
-	CU_ASSERT(fx.d.st.samples_filed == (uint64_t)n);
-	free(mem.buf);
-	mem.buf = NULL;
-	mem.cap = 0;
-	finish();
-	teardown();
-}
-
-int main(int argc, char **argv)
+int main(void)
 {
 	static const struct {
 		const char *name;
@@ -793,21 +736,16 @@ int main(int argc, char **argv)
 		{ "file collector", test_file_collector },
 		{ "collector table", test_collector_table },
 		{ "--record written by the daemon", test_record_by_daemon },
-		{ "ingest rate", test_ingest_rate },
 	};
 	CU_pSuite s;
 	unsigned int fails;
-	/* the ingest benchmark is no unit test: only on request */
-	bool bench = argc > 1 && !strcmp(argv[1], "--bench");
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("daemon", NULL, NULL);
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (!bench && tests[i].fn == test_ingest_rate)
-			continue;
+	/* the ingest benchmark that was here is daemon/bench_opd (not a test) */
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
 		CU_add_test(s, tests[i].name, tests[i].fn);
-	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		"  -r, --get-cpu-type       print the CPU type\n"
 		"      --events-dir=DIR     read event tables from DIR (default %s)\n"
 		"  -h, --help               this help\n"
-		"  -V, --version            print the version\n",
+		"  -v, -V, --version        print the version\n",
 		DP_EVENTS_DIR);
 }
 
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	int c, i, ret = 1;
 
 	du_log_set_prog("ophelp");
-	while ((c = getopt_long(argc, argv, "c:edrhV", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:edrhvV", options, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cpu_type = optarg;
@@ -143,6 +143,7 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'v':
 		case 'V':
 			printf("ophelp (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 			return 0;

@@ -10,30 +10,51 @@
 #include "rep_main.h"
 #include "rep_opts.h"
 #include "rep_output.h"
+#include "util/du_kv.h"
 #include "util/du_log.h"
 
 /* "collector NAME" from SESSION/session.conf, if the daemon wrote one. */
 static char *read_collector(const char *session_dir)
 {
 	char *path = NULL, *res = NULL;
-	char line[256];
-	FILE *f;
+	struct du_kv *conf;
+	const char *v;
 
 	if (asprintf(&path, "%s/session.conf", session_dir) < 0)
 		return NULL;
-	f = fopen(path, "r");
+	conf = du_kv_load(path);
 	free(path);
-	if (!f)
-		return NULL;
-	while (!res && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "collector ", 10))
-			continue;
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[10])
-			res = strdup(line + 10);
-	}
-	fclose(f);
+	v = du_kv_get(conf, "collector");
+	if (v && *v)
+		res = strdup(v);
+	du_kv_free(conf);
 	return res;
+}
+
+/* Write the report to -o FILE or stdout: 0, or 1 after a message. */
+static int write_report(const struct rep_opts *o, const struct rep_profile *p,
+			const char *collector)
+{
+	FILE *f = stdout;
+	int rc;
+
+	if (o->output) {
+		/* opened only now: a failed collection leaves an old report alone */
+		f = fopen(o->output, "we");
+		if (!f) {
+			du_err("cannot create %s: %s", o->output, strerror(errno));
+			return 1;
+		}
+	}
+	rc = rep_output(f, o, p, collector);
+	if (f != stdout && fclose(f) && !rc)
+		rc = -errno;
+	if (rc) {
+		du_err("cannot write the report%s%s: %s", o->output ? " to " : "",
+		       o->output ? o->output : "", strerror(-rc));
+		return 1;
+	}
+	return 0;
 }
 
 int rep_main(int argc, char **argv)
@@ -58,13 +79,7 @@ int rep_main(int argc, char **argv)
 	if (rep_collect(&o, images, &p))
 		goto out_images;
 	collector = read_collector(o.session_dir);
-	rc = rep_output(stdout, &o, p, collector);
-	if (rc) {
-		du_err("cannot write the report: %s", strerror(-rc));
-		goto out_profile;
-	}
-	status = 0;
-out_profile:
+	status = write_report(&o, p, collector);
 	free(collector);
 	rep_profile_free(p);
 out_images:

@@ -26,6 +26,12 @@ void rep_usage(FILE *f)
 	      "      --root=DIR          prefix for binary paths (e.g. a guest's file system)\n"
 	      "      --domain=NAMES      only these domains (\"host\": the host's own work);\n"
 	      "                          the same as domain:NAMES\n"
+	      "  -o, --output-file=FILE  write the report to FILE instead of the standard output\n"
+	      "  -w, --wide              make columns as wide as their longest entry\n"
+	      "                          (nothing shortened, long names stay aligned)\n"
+	      "      --json              write the report as one JSON document\n"
+	      "                          (schema in opreport(1))\n"
+	      "  -v, --version           show the version and exit\n"
 	      "  -h, --help              show this help and exit\n"
 	      "\n"
 	      "Profile specification (each TAG:VALUE[,VALUE...]; a bare NAME is image:NAME):\n"
@@ -134,7 +140,7 @@ void rep_opts_release(struct rep_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN };
+enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN, OPT_JSON };
 
 int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
@@ -148,6 +154,10 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 		{ "image-path", required_argument, NULL, 'p' },
 		{ "root", required_argument, NULL, OPT_ROOT },
 		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "output-file", required_argument, NULL, 'o' },
+		{ "wide", no_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "version", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -165,7 +175,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "lm:t:s:rp:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "lm:t:s:rp:o:wvh", lopts, NULL)) != -1) {
 		char *end;
 
 		switch (c) {
@@ -211,11 +221,27 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
 				goto bad;
 			break;
+		case 'o':
+			if (!*optarg) {
+				snprintf(msg, sizeof(msg), "--output-file needs a file name");
+				goto bad;
+			}
+			o->output = optarg;
+			break;
+		case 'w':
+			o->wide = true;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case 'v':
+			fprintf(out, "opreport (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+			return 1;
 		case 'h':
 			rep_usage(out);
 			return 1;
 		default:
-			if (optopt && optopt < 256 && strchr("mtsp", optopt))
+			if (optopt && optopt < 256 && strchr("mtspo", optopt))
 				snprintf(msg, sizeof(msg), "option -%c needs an argument", optopt);
 			else
 				snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"",

@@ -33,10 +33,13 @@ struct rep_opts {
 	size_t nimage_path;
 	const char *root;		/* --root, borrowed */
 	struct rep_spec *spec;		/* owned */
+	const char *output;		/* -o FILE, borrowed; NULL: stdout */
+	bool wide;			/* -w: columns as wide as their longest entry */
+	bool json;			/* --json: the machine-readable report */
 };
 
 /*
- * Parse @argv.  0: run; 1: --help was printed to @out, exit 0; -EINVAL: a
+ * Parse @argv.  0: run; 1: --help or --version was printed to @out, exit 0; -EINVAL: a
  * message and the usage were printed to @err, exit 1.  Release @o after
  * any return.
  */

@@ -22,7 +22,8 @@ struct row {
 	char *image;		/* label, owned */
 	const char *symbol;
 	uint64_t vma;
-	size_t group;		/* image listing: first group of the app */
+	size_t group;		/* image listing: first group of the app; else the group */
+	size_t src;		/* per-group or per-symbol rows: index in p->groups or p->rows */
 };
 
 struct sorter {
@@ -180,9 +181,11 @@ static void print_header(FILE *f, const struct rep_profile *p, const char *colle
 
 /* --- DOMAIN SUMMARY --------------------------------------------------- */
 
+enum { DOM_TOTAL, DOM_GKERN, DOM_GUSER, DOM_VMM, DOM_NCOLS };
+
 struct dom {
 	const char *name;	/* NULL: host */
-	uint64_t total, gkern, guser, vmm;
+	uint64_t *v;		/* [nclasses][DOM_NCOLS] */
 };
 
 static int cmp_dom(const void *pa, const void *pb)
@@ -204,50 +207,87 @@ static bool is_guest_kernel(const struct sfn_image *dep)
 	return dep->kind == SFN_KERN || (dep->kind == SFN_ANON && !strcmp(dep->name, "guest-kernel"));
 }
 
-static int print_domains(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
+/*
+ * The domain summary: one entry per domain (the host first, when the
+ * specification lets it in), sorted by name.  Free with free(*out): the
+ * counts live in the same block.
+ */
+static int domain_totals(const struct rep_opts *o, const struct rep_profile *p,
+			 struct dom **out, size_t *nout)
 {
-	struct dom *d = calloc(p->ngroups + 1, sizeof(*d));
-	size_t nd = 0;
-	char pct[16];
+	size_t cap = p->ngroups + 1, stride = p->nclasses * DOM_NCOLS, nd = 0;
+	struct dom *d = calloc(1, cap * (sizeof(*d) + stride * sizeof(uint64_t)));
+	uint64_t *vals;
 
 	if (!d)
 		return -ENOMEM;
-	for (size_t c = 0; c < p->nclasses; c++) {
-		nd = 0;
-		if (rep_spec_domain_ok(o->spec, NULL))
-			d[nd++] = (struct dom){ .name = NULL };
-		for (size_t i = 0; i < p->ngroups; i++) {
-			const struct rep_group *g = &p->groups[i];
-			uint64_t x = rep_counts(p, g->counts)[c];
-			struct dom *t = NULL;
+	vals = (uint64_t *)(d + cap);
+	for (size_t k = 0; k < cap; k++)
+		d[k].v = vals + k * stride;
+	if (rep_spec_domain_ok(o->spec, NULL))
+		d[nd++].name = NULL;
+	for (size_t i = 0; i < p->ngroups; i++) {
+		const struct rep_group *g = &p->groups[i];
+		struct dom *t = NULL;
 
-			for (size_t k = 0; k < nd && !t; k++)
-				if (!cmp_str(d[k].name, g->domain) && (d[k].name || !g->domain))
-					t = &d[k];
-			if (!t) {
-				t = &d[nd++];
-				*t = (struct dom){ .name = g->domain };
-			}
-			t->total += x;
+		for (size_t k = 0; k < nd && !t; k++)
+			if (!cmp_str(d[k].name, g->domain) && (d[k].name || !g->domain))
+				t = &d[k];
+		if (!t) {
+			t = &d[nd++];
+			t->name = g->domain;
+		}
+		for (size_t c = 0; c < p->nclasses; c++) {
+			uint64_t x = rep_counts(p, g->counts)[c], *v = t->v + c * DOM_NCOLS;
+
+			v[DOM_TOTAL] += x;
 			if (!g->domain)
 				continue;
 			if (g->vmm)
-				t->vmm += x;
+				v[DOM_VMM] += x;
 			else if (is_guest_kernel(&g->dep))
-				t->gkern += x;
+				v[DOM_GKERN] += x;
 			else
-				t->guser += x;
+				v[DOM_GUSER] += x;
 		}
-		qsort(d, nd, sizeof(*d), cmp_dom);
+	}
+	qsort(d, nd, sizeof(*d), cmp_dom);
+	*out = d;
+	*nout = nd;
+	return 0;
+}
+
+/* Width of a name column: @min, or under -w the longest entry's @len if more. */
+static int col_width(const struct rep_opts *o, int min, size_t len)
+{
+	return o->wide && len > (size_t)min ? (int)len : min;
+}
+
+static int print_domains(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
+{
+	struct dom *d;
+	size_t nd, longest = 0;
+	char pct[16];
+	int rc = domain_totals(o, p, &d, &nd), dw;
+
+	if (rc)
+		return rc;
+	for (size_t k = 0; k < nd; k++)
+		if (d[k].name && strlen(d[k].name) > longest)
+			longest = strlen(d[k].name);
+	dw = col_width(o, 20, longest);
+	for (size_t c = 0; c < p->nclasses; c++) {
 		fprintf(f, "DOMAIN SUMMARY (%s:%" PRIu64 ")\n", p->classes[c].event,
 			p->classes[c].count);
-		fprintf(f, "%-20s %12s %8s %14s %14s %14s\n", "domain", "samples", "%",
+		fprintf(f, "%-*s %12s %8s %14s %14s %14s\n", dw, "domain", "samples", "%",
 			"guest-kernel", "guest-user", "vmm");
 		for (size_t k = 0; k < nd; k++) {
-			rep_format_pct(pct, sizeof(pct), pct_of(d[k].total, p->totals[c]));
-			fprintf(f, "%-20s %12" PRIu64 " %8s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
-				d[k].name ? d[k].name : "host", d[k].total, pct, d[k].gkern,
-				d[k].guser, d[k].vmm);
+			const uint64_t *v = d[k].v + c * DOM_NCOLS;
+
+			rep_format_pct(pct, sizeof(pct), pct_of(v[DOM_TOTAL], p->totals[c]));
+			fprintf(f, "%-*s %12" PRIu64 " %8s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+				dw, d[k].name ? d[k].name : "host", v[DOM_TOTAL], pct, v[DOM_GKERN],
+				v[DOM_GUSER], v[DOM_VMM]);
 		}
 		fputc('\n', f);
 	}
@@ -257,7 +297,8 @@ static int print_domains(FILE *f, const struct rep_opts *o, const struct rep_pro
 
 /* --- image listing -------------------------------------------------------- */
 
-static void print_col_header(FILE *f, const struct rep_profile *p, const char *indent)
+static void print_col_header(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
+			     const char *indent)
 {
 	char label[64];
 
@@ -266,7 +307,7 @@ static void print_col_header(FILE *f, const struct rep_profile *p, const char *i
 		int n = snprintf(label, sizeof(label), "%s:%" PRIu64, p->classes[c].event,
 				 p->classes[c].count);
 
-		if (n > 17)
+		if (n > 17 && !o->wide)
 			memcpy(label + 14, "...", 4);
 		fprintf(f, "%17s|", label);
 	}
@@ -304,13 +345,13 @@ static char *app_key(const struct rep_group *g)
 
 static int print_images(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
 {
-	size_t n = p->nclasses, napps = 0;
+	size_t n = p->nclasses, napps = 0, dlen = 0;
 	size_t *app_of = calloc(p->ngroups, sizeof(*app_of));
 	struct row *apps = calloc(p->ngroups, sizeof(*apps));
 	uint64_t *sums = calloc(p->ngroups * n, sizeof(*sums));
 	bool *has_deps = calloc(p->ngroups, sizeof(*has_deps));
 	struct rep_strmap *ids = rep_strmap_new();
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, dw;
 
 	if (!app_of || !apps || !sums || !has_deps || !ids)
 		goto out_free;
@@ -346,7 +387,10 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			has_deps[a] = true;
 	}
 	sort_rows(apps, napps, o, n);
-	print_col_header(f, p, "");
+	for (size_t a = 0; a < napps; a++)
+		dlen = strlen(apps[a].domain) > dlen ? strlen(apps[a].domain) : dlen;
+	dw = col_width(o, 16, dlen);
+	print_col_header(f, o, p, "");
 	for (size_t a = 0; a < napps; a++) {
 		struct row *deps;
 		size_t nd = 0, orig;
@@ -355,7 +399,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			continue;
 		print_counts(f, p, apps[a].counts, p->totals);
 		if (p->has_domain)
-			fprintf(f, "%-16s ", apps[a].domain);
+			fprintf(f, "%-*s ", dw, apps[a].domain);
 		fprintf(f, "%s\n", apps[a].app);
 		orig = app_of[apps[a].group];
 		if (!has_deps[orig])
@@ -371,7 +415,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			nd++;
 		}
 		sort_rows(deps, nd, o, n);
-		print_col_header(f, p, "\t");
+		print_col_header(f, o, p, "\t");
 		for (size_t k = 0; k < nd; k++) {
 			if (!above_threshold(o, p, deps[k].counts))
 				continue;
@@ -395,31 +439,57 @@ out_free:
 
 /* --- symbol listing --------------------------------------------------- */
 
-static int print_symbols(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
+/*
+ * One row per symbol row of @p (@symbols) or per group, labelled as the
+ * listings print them, in @p's order.  NULL on allocation failure.
+ */
+static struct row *make_rows(const struct rep_profile *p, bool symbols)
 {
-	struct row *rows = calloc(p->nrows ? p->nrows : 1, sizeof(*rows));
-	size_t n = p->nclasses, iw = 25, cw = 8;
-	uint64_t maxc = 0;
-	char pct[16];
-	int rc = -ENOMEM;
+	size_t nr = symbols ? p->nrows : p->ngroups;
+	struct row *rows = calloc(nr ? nr : 1, sizeof(*rows));
 
 	if (!rows)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nrows; i++) {
-		const struct rep_symrow *s = &p->rows[i];
-		const struct rep_group *g = &p->groups[s->group];
-		const struct rep_sym *sym = s->sym >= 0 ? rep_bin_sym(s->bin, (size_t)s->sym) : NULL;
+		return NULL;
+	for (size_t i = 0; i < nr; i++) {
+		const struct rep_symrow *s = symbols ? &p->rows[i] : NULL;
+		size_t gi = s ? s->group : i;
+		const struct rep_group *g = &p->groups[gi];
+		const struct rep_sym *sym = s && s->sym >= 0 ? rep_bin_sym(s->bin, (size_t)s->sym) : NULL;
 
-		rows[i].counts = rep_counts(p, s->counts);
+		rows[i].counts = rep_counts(p, s ? s->counts : g->counts);
 		rows[i].domain = domain_label(g);
 		rows[i].image = image_label(&g->dep);
 		rows[i].app = app_label(g, &g->app);
 		rows[i].symbol = sym ? sym->name : "(no symbols)";
 		rows[i].vma = sym ? sym->start : 0;
-		if (!rows[i].domain || !rows[i].image || !rows[i].app)
-			goto out_free;
+		rows[i].group = gi;
+		rows[i].src = i;
+		if (!rows[i].domain || !rows[i].image || !rows[i].app) {
+			free_rows(rows, i + 1);
+			return NULL;
+		}
+	}
+	return rows;
+}
+
+static int print_symbols(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
+{
+	struct row *rows = make_rows(p, true);
+	size_t n = p->nclasses, iw = 25, cw = 8, dlen = 0;
+	uint64_t maxc = 0;
+	char pct[16];
+	int dw;
+
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nrows; i++) {
 		if (strlen(rows[i].image) + 1 > iw)
 			iw = strlen(rows[i].image) + 1;
+		/* the app column shares the image column's width */
+		if (o->wide && p->separate_lib && strlen(rows[i].app) + 1 > iw)
+			iw = strlen(rows[i].app) + 1;
+		if (strlen(rows[i].domain) > dlen)
+			dlen = strlen(rows[i].domain);
 		for (size_t c = 0; c < n; c++)
 			if (rows[i].counts[c] > maxc)
 				maxc = rows[i].counts[c];
@@ -428,13 +498,14 @@ static int print_symbols(FILE *f, const struct rep_opts *o, const struct rep_pro
 		maxc /= 10;
 		cw++;
 	}
-	if (iw > 40)
+	if (iw > 40 && !o->wide)
 		iw = 40;
+	dw = col_width(o, 16, dlen);
 	sort_rows(rows, p->nrows, o, n);
 	for (size_t c = 0; c < n; c++)
 		fprintf(f, "%-*s %-8s ", (int)cw, "samples", "%");
 	if (p->has_domain)
-		fprintf(f, "%-16s ", "domain");
+		fprintf(f, "%-*s ", dw, "domain");
 	fprintf(f, "%-*s ", (int)iw, "image name");
 	if (p->separate_lib)
 		fprintf(f, "%-*s ", (int)iw, "app name");
@@ -447,16 +518,178 @@ static int print_symbols(FILE *f, const struct rep_opts *o, const struct rep_pro
 			fprintf(f, "%-*" PRIu64 " %-8s ", (int)cw, rows[i].counts[c], pct);
 		}
 		if (p->has_domain)
-			fprintf(f, "%-16s ", rows[i].domain);
+			fprintf(f, "%-*s ", dw, rows[i].domain);
 		fprintf(f, "%-*s ", (int)iw, rows[i].image);
 		if (p->separate_lib)
 			fprintf(f, "%-*s ", (int)iw, rows[i].app);
 		fprintf(f, "%s\n", rows[i].symbol);
 	}
-	rc = 0;
-out_free:
 	free_rows(rows, p->nrows);
-	return rc;
+	return 0;
+}
+
+/* --- JSON ----------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence of two or more bytes at @p, else 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n;
+	uint32_t cp;
+
+	if (p[0] < 0xc2 || p[0] > 0xf4)
+		return 0;
+	n = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
+	cp = p[0] & (0x7fu >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)	/* a NUL ends the string here too */
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3fu);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/*
+ * @s as a JSON string, NULL as null.  Names come from guests and binaries
+ * and need not be UTF-8: a byte that is not part of valid UTF-8 is written
+ * as \u00XX (its Latin-1 reading), so the document always parses.
+ */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *c = (const unsigned char *)s;
+
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	while (*c) {
+		size_t n = utf8_len(c);
+
+		if (n) {
+			fwrite(c, 1, n, f);
+			c += n;
+			continue;
+		}
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20 || *c >= 0x7f)
+			fprintf(f, "\\u%04x", *c);
+		else
+			fputc(*c, f);
+		c++;
+	}
+	fputc('"', f);
+}
+
+static void json_image(FILE *f, const char *key, const struct sfn_image *img)
+{
+	static const char *const kinds[] = { [SFN_ROOT] = "root", [SFN_KERN] = "kern",
+					     [SFN_ANON] = "anon" };
+
+	fprintf(f, ",\"%s\":{\"kind\":\"%s\",\"name\":", key, kinds[img->kind]);
+	json_str(f, img->name);
+	fputc('}', f);
+}
+
+/* "key":[v[0],v[stride],...] for the @n event classes. */
+static void json_counts(FILE *f, const char *key, const uint64_t *v, size_t n, size_t stride)
+{
+	fprintf(f, "\"%s\":[", key);
+	for (size_t c = 0; c < n; c++)
+		fprintf(f, "%s%" PRIu64, c ? "," : "", v[c * stride]);
+	fputc(']', f);
+}
+
+static void json_id(FILE *f, const char *key, int64_t v)
+{
+	if (v == SFN_ALL)
+		fprintf(f, ",\"%s\":null", key);
+	else
+		fprintf(f, ",\"%s\":%" PRId64, key, v);
+}
+
+static void json_row(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
+		     const struct row *r)
+{
+	const struct rep_group *g = &p->groups[r->group];
+
+	fputs("{\"domain\":", f);
+	json_str(f, g->domain);
+	fprintf(f, ",\"vmm\":%s", g->vmm ? "true" : "false");
+	json_image(f, "app", &g->app);
+	json_image(f, "image", &g->dep);
+	json_id(f, "tgid", g->tgid);
+	json_id(f, "tid", g->tid);
+	json_id(f, "cpu", g->cpu);
+	if (o->symbols) {
+		bool known = p->rows[r->src].sym >= 0;
+
+		fputs(",\"symbol\":", f);
+		json_str(f, known ? r->symbol : NULL);
+		if (known)
+			fprintf(f, ",\"vma\":%" PRIu64, r->vma);
+		else
+			fputs(",\"vma\":null", f);
+	}
+	fputc(',', f);
+	json_counts(f, "samples", r->counts, p->nclasses, 1);
+	fputc('}', f);
+}
+
+/* The report as one JSON document; doc/opreport.1 holds its schema. */
+static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
+		      const char *collector)
+{
+	size_t nr = o->symbols ? p->nrows : p->ngroups, nd, sep = 0;
+	struct row *rows;
+	struct dom *d;
+	int rc = domain_totals(o, p, &d, &nd);
+
+	if (rc)
+		return rc;
+	rows = make_rows(p, o->symbols);
+	if (!rows) {
+		free(d);
+		return -ENOMEM;
+	}
+	sort_rows(rows, nr, o, p->nclasses);
+	fputs("{\"schema\":\"domprof-opreport/1\",\"collector\":", f);
+	json_str(f, collector);
+	fprintf(f, ",\"listing\":\"%s\",\n\"events\":[", o->symbols ? "symbols" : "images");
+	for (size_t c = 0; c < p->nclasses; c++) {
+		fputs(c ? ",\n{\"event\":" : "\n{\"event\":", f);
+		json_str(f, p->classes[c].event);
+		fprintf(f, ",\"count\":%" PRIu64 ",\"unit_mask\":%" PRIu32 ",\"total\":%" PRIu64 "}",
+			p->classes[c].count, p->classes[c].unit_mask, p->totals[c]);
+	}
+	fputs("],\n\"domains\":[", f);
+	for (size_t k = 0; k < nd; k++) {
+		fputs(k ? ",\n{\"domain\":" : "\n{\"domain\":", f);
+		json_str(f, d[k].name);
+		fputc(',', f);
+		json_counts(f, "samples", d[k].v + DOM_TOTAL, p->nclasses, DOM_NCOLS);
+		fputc(',', f);
+		json_counts(f, "guest_kernel", d[k].v + DOM_GKERN, p->nclasses, DOM_NCOLS);
+		fputc(',', f);
+		json_counts(f, "guest_user", d[k].v + DOM_GUSER, p->nclasses, DOM_NCOLS);
+		fputc(',', f);
+		json_counts(f, "vmm", d[k].v + DOM_VMM, p->nclasses, DOM_NCOLS);
+		fputc('}', f);
+	}
+	fputs("],\n\"rows\":[", f);
+	for (size_t i = 0; i < nr; i++) {
+		if (!above_threshold(o, p, rows[i].counts))
+			continue;
+		fputs(sep++ ? ",\n" : "\n", f);
+		json_row(f, o, p, &rows[i]);
+	}
+	fputs("]}\n", f);
+	free_rows(rows, nr);
+	free(d);
+	return 0;
 }
 
 int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
@@ -464,6 +697,10 @@ int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
 {
 	int rc;
 
+	if (o->json) {
+		rc = print_json(f, o, p, collector);
+		goto out_flush;
+	}
 	print_header(f, p, collector);
 	if (p->has_domain) {
 		rc = print_domains(f, o, p);
@@ -471,6 +708,7 @@ int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
 			return rc;
 	}
 	rc = o->symbols ? print_symbols(f, o, p) : print_images(f, o, p);
+out_flush:
 	if (rc)
 		return rc;
 	if (fflush(f) || ferror(f))

@@ -21,11 +21,13 @@
 #include "rep_collect.h"
 #include "rep_image.h"
 #include "rep_kernel.h"
+#include "rep_main.h"
 #include "rep_opts.h"
 #include "rep_output.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 static char tmpdir[] = "/tmp/test_rep.XXXXXX";
@@ -431,18 +433,13 @@ static void test_kallsyms(void)
 
 /* ---- aggregation over a fake session ------------------------------------------ */
 
+/* The directories leading to @path (not @path itself). */
 static void mkdirs(const char *path)
 {
 	char buf[8192];
 
 	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		mkdir(buf, 0755);
-		*p = '/';
-	}
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_parents(buf, 0), 0);
 }
 
 struct kv {
@@ -493,6 +490,14 @@ static uint64_t sym_count(const struct rep_profile *p, const char *sym)
 static struct rep_images *last_images;
 static struct rep_opts last_opts;
 
+/* Release what the last collect() kept alive. */
+static void collect_end(void)
+{
+	rep_images_free(last_images);
+	last_images = NULL;
+	rep_opts_release(&last_opts);
+}
+
 static int collect(const char *session, const char *const *args, struct rep_profile **p,
 		   char **text)
 {
@@ -507,9 +512,7 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 	argv[argc++] = sd;
 	for (; *args; args++)
 		argv[argc++] = (char *)*args;
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(op);
+	collect_end();
 	rc = rep_opts_parse(op, argc, argv, stderr, stderr);
 	if (rc)
 		return rc;
@@ -651,9 +654,7 @@ static void test_aggregate(void)
 	mkdirs(tpath("empty/samples/current/x"));
 	CU_ASSERT_EQUAL(collect(tpath("empty"), img_args, &p, NULL), -ENODATA);
 	(void)f;
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 static void test_classes(void)
@@ -705,9 +706,7 @@ static void test_classes(void)
 	CU_ASSERT_EQUAL(p->nclasses, 2);
 	CU_ASSERT_EQUAL(p->ngroups, 2);
 	rep_profile_free(p);
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
 }
 
 /*
@@ -770,9 +769,205 @@ static void test_domain_summary_anon(void)
 	CU_ASSERT_EQUAL_FATAL(collect(session, two, &p, NULL), 0);
 	CU_ASSERT_EQUAL(p->totals[0], 69);
 	rep_profile_free(p);
-	rep_images_free(last_images);
-	last_images = NULL;
-	rep_opts_release(&last_opts);
+	collect_end();
+}
+
+/* ---- -o, -w, --version ------------------------------------------------------------ */
+
+/*
+ * Column at which @word starts in the first line of @text holding
+ * @line_has (a leading '\n' in @line_has anchors it at a line start).
+ */
+static long col_of(const char *text, const char *line_has, const char *word)
+{
+	const char *hit = strstr(text, line_has), *bol, *w;
+
+	if (!hit)
+		return -1;
+	if (*line_has == '\n')
+		hit++;
+	for (bol = hit; bol > text && bol[-1] != '\n'; bol--)
+		;
+	w = strstr(bol, word);
+	if (!w || memchr(bol, '\n', (size_t)(w - bol)))
+		return -2;
+	return (long)(w - bol);
+}
+
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = calloc(1, 1 << 16);
+
+	if (f && buf)
+		buf[fread(buf, 1, (1 << 16) - 1, f)] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+static void test_output_options(void)
+{
+#define LONG_DOM "a-domain-name-longer-than-twenty"
+#define LONG_BIN "an-application-binary-whose-name-is-over-forty-bytes"
+	char session[600], sd[700], out[600];
+	struct sfn_name n = mkname(LONG_DOM, false, SFN_ROOT, "/opt/" LONG_BIN, SFN_ROOT,
+				   "/opt/" LONG_BIN, "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name h = mkname(NULL, false, SFN_ROOT, "/bin/sh", SFN_ROOT, "/bin/sh", "TIMER",
+				   10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct kv k[] = { { 0x10, 9 } }, kh[] = { { 0x10, 1 } };
+	const char *narrow[] = { "-l", NULL }, *wide[] = { "-l", "-w", NULL };
+	const char *dom_wide[] = { "--wide", NULL };
+	char *version[] = { "opreport", "--version", NULL };
+	char *vtext = NULL, *text = NULL;
+	struct rep_profile *p = NULL;
+	struct rep_opts o;
+	size_t vlen;
+	FILE *vf;
+
+	snprintf(session, sizeof(session), "%s/wsession", tmpdir);
+	write_sample(session, &n, k, 1);
+	write_sample(session, &h, kh, 1);
+
+	/* --version: "opreport (PACKAGE) VERSION", exit 0 */
+	vf = open_memstream(&vtext, &vlen);
+	CU_ASSERT_EQUAL(rep_opts_parse(&o, 2, version, vf, stderr), 1);
+	rep_opts_release(&o);
+	fclose(vf);
+	CU_ASSERT_STRING_EQUAL(vtext, "opreport (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
+	free(vtext);
+
+	/* without -w the image column stops at 40 and a longer name pushes the
+	 * symbol out of its column; with -w it lines up with its header */
+	CU_ASSERT_EQUAL_FATAL(collect(session, narrow, &p, &text), 0);
+	CU_ASSERT_NOT_EQUAL(col_of(text, "symbol name", "symbol name"),
+			    col_of(text, LONG_BIN, "(no symbols)"));
+	rep_profile_free(p);
+	free(text);
+	CU_ASSERT_EQUAL_FATAL(collect(session, wide, &p, &text), 0);
+	CU_ASSERT(col_of(text, "symbol name", "symbol name") > 40);
+	CU_ASSERT_EQUAL(col_of(text, "symbol name", "symbol name"),
+			col_of(text, LONG_BIN, "(no symbols)"));
+	CU_ASSERT_EQUAL(col_of(text, "symbol name", "image name"),
+			col_of(text, LONG_BIN, LONG_BIN));
+	CU_ASSERT_EQUAL(col_of(text, "symbol name", "image name"),
+			col_of(text, "10.0000  host", "sh "));
+	rep_profile_free(p);
+	free(text);
+	/* the domain columns grow too: summary and image listing */
+	CU_ASSERT_EQUAL_FATAL(collect(session, dom_wide, &p, &text), 0);
+	/* right-aligned numbers: the last digit under the header's last letter */
+	CU_ASSERT_EQUAL(col_of(text, "guest-kernel", "samples") + 6, col_of(text, "\nhost ", "1 "));
+	CU_ASSERT_EQUAL(col_of(text, "guest-kernel", "samples") + 6,
+			col_of(text, "\n" LONG_DOM, "9 "));
+	CU_ASSERT_EQUAL(col_of(text, "\n        1 ", "sh"), col_of(text, "\n        9 ", LONG_BIN));
+	rep_profile_free(p);
+	free(text);
+	text = NULL;
+
+	/* -o FILE: the report goes there, nothing is created when it cannot be */
+	snprintf(sd, sizeof(sd), "--session-dir=%s", session);
+	snprintf(out, sizeof(out), "%s/report.txt", tmpdir);
+	{
+		char *argv[] = { "opreport", sd, "-o", out, NULL };
+		char *bad[] = { "opreport", sd, "--output-file", tpath("no/such/dir/r.txt"), NULL };
+		char *nomatch[] = { "opreport", sd, "-o", out, "image:nothing-matches", NULL };
+		FILE *saved = stdout;
+
+		CU_ASSERT_EQUAL(rep_main(4, argv), 0);
+		text = read_all(out);
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, "DOMAIN SUMMARY"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, LONG_BIN));
+		free(text);
+		CU_ASSERT_EQUAL(rep_main(4, bad), 1);
+		/* a failed collection leaves the earlier report alone */
+		CU_ASSERT_EQUAL(rep_main(5, nomatch), 1);
+		text = read_all(out);
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, "DOMAIN SUMMARY"));
+		free(text);
+		CU_ASSERT_PTR_EQUAL(stdout, saved);
+	}
+	collect_end();
+#undef LONG_DOM
+#undef LONG_BIN
+}
+
+/* ---- --json ---------------------------------------------------------------------------- */
+
+/*
+ * The JSON report must parse (python3's json module, strict) and say what
+ * the schema in opreport(1) promises.  Names with a quote, a control byte
+ * and a byte that is not UTF-8 check the escaping.
+ */
+static const char json_check_py[] =
+	"import json, sys\n"
+	"d = json.load(open(sys.argv[1], encoding='utf-8'), strict=True)\n"
+	"sym = sys.argv[2] == 'symbols'\n"
+	"assert d['schema'] == 'domprof-opreport/1', d['schema']\n"
+	"assert d['collector'] == 'file'\n"
+	"assert d['listing'] == sys.argv[2]\n"
+	"assert d['events'] == [{'event': 'TIMER', 'count': 10000, 'unit_mask': 0, 'total': 59}], d['events']\n"
+	"doms = {x['domain']: x for x in d['domains']}\n"
+	"assert list(doms) == [None, 'web'], list(doms)\n"
+	"assert doms[None] == {'domain': None, 'samples': [14], 'guest_kernel': [0], 'guest_user': [0], 'vmm': [0]}\n"
+	"assert doms['web'] == {'domain': 'web', 'samples': [45], 'guest_kernel': [40], 'guest_user': [0], 'vmm': [5]}\n"
+	"rows = d['rows']\n"
+	"assert sum(r['samples'][0] for r in rows) == 59\n"
+	"assert [r['samples'][0] for r in rows] == sorted((r['samples'][0] for r in rows), reverse=True)\n"
+	"keys = ['domain', 'vmm', 'app', 'image', 'tgid', 'tid', 'cpu'] + (['symbol', 'vma'] if sym else []) + ['samples']\n"
+	"assert all(list(r) == keys for r in rows), [list(r) for r in rows]\n"
+	"odd = [r for r in rows if r['tgid'] is not None]\n"
+	"assert len(odd) == 1, odd\n"
+	"assert odd[0]['app'] == {'kind': 'root', 'name': '/bin/we\"ird\\x01\\xff'}, odd[0]['app']\n"
+	"assert odd[0]['domain'] is None and odd[0]['vmm'] is False\n"
+	"assert (odd[0]['tgid'], odd[0]['tid'], odd[0]['cpu']) == (12, 13, None)\n"
+	"assert odd[0]['samples'] == [7]\n"
+	"u = [r for r in rows if r['app']['name'].startswith('/bin/caf')][0]\n"
+	"assert u['app']['name'] == '/bin/caf\\u00e9', u['app']\n"
+	"v = [r for r in rows if r['vmm']]\n"
+	"assert len(v) == 1 and v[0]['domain'] == 'web' and v[0]['image'] == {'kind': 'kern', 'name': 'vmlinux'}\n"
+	"g = [r for r in rows if r['image']['kind'] == 'anon']\n"
+	"assert g[0]['image']['name'] == 'guest-kernel' and g[0]['samples'] == [40]\n"
+	"if sym:\n"
+	"    assert all(r['symbol'] is None and r['vma'] is None for r in rows)\n"
+	"print('json ok', len(rows), 'rows')\n";
+
+static void test_json(void)
+{
+	char session[600], cmd[2048];
+	struct sfn_name gk = mkname("web", false, SFN_ANON, "guest-kernel", SFN_ANON, "guest-kernel",
+				    "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name vmm = mkname("web", true, SFN_KERN, "vmlinux", SFN_KERN, "vmlinux",
+				     "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name odd = mkname(NULL, false, SFN_ROOT, "/bin/we\"ird\x01\xff", SFN_ROOT,
+				     "/bin/we\"ird\x01\xff", "TIMER", 10000, 0, 12, 13, SFN_ALL);
+	struct sfn_name utf = mkname(NULL, false, SFN_ROOT, "/bin/caf\xc3\xa9", SFN_ROOT,
+				     "/bin/caf\xc3\xa9", "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct kv kgk[] = { { 0x10, 30 }, { 0x20, 10 } }, kvmm[] = { { 0x10, 5 } };
+	struct kv kodd[] = { { 0x10, 7 } }, kutf[] = { { 0x10, 7 } };
+	const char *images[] = { "--json", NULL }, *symbols[] = { "--json", "-l", NULL };
+	const char *const *args[] = { images, symbols };
+	const char *listing[] = { "images", "symbols" };
+	struct rep_profile *p = NULL;
+	char *text = NULL;
+
+	snprintf(session, sizeof(session), "%s/jsession", tmpdir);
+	write_sample(session, &gk, kgk, 2);
+	write_sample(session, &vmm, kvmm, 1);
+	write_sample(session, &odd, kodd, 1);
+	write_sample(session, &utf, kutf, 1);
+	write_file(tpath("json_check.py"), json_check_py);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL_FATAL(collect(session, args[i], &p, &text), 0);
+		write_file(tpath("report.json"), text);
+		snprintf(cmd, sizeof(cmd), "python3 %s %s %s", tpath("json_check.py"),
+			 tpath("report.json"), listing[i]);
+		CU_ASSERT_EQUAL(run(cmd), 0);
+		rep_profile_free(p);
+		free(text);
+		text = NULL;
+	}
+	collect_end();
 }
 
 int main(void)
@@ -801,6 +996,8 @@ int main(void)
 	CU_add_test(s, "aggregation over a session", test_aggregate);
 	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
 	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
+	CU_add_test(s, "-o, -w, --version", test_output_options);
+	CU_add_test(s, "--json parses and holds the profile", test_json);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

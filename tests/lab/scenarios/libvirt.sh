@@ -1,4 +1,5 @@
-# libvirt inside the lab host: libvirtd runs, a domain defined from
+# Lab self-check (tests the lab, not domprof; scripts/test.sh counts it
+# apart): libvirt inside the lab host: libvirtd runs, a domain defined from
 # lab_guest_xml boots under KVM with its agent channel, metadata can be set
 # and read back, and the domain stops.
 lab_require_kvm

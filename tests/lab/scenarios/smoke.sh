@@ -1,5 +1,6 @@
-# Smoke test of the lab: real KVM guests inside L1, and perf in L1 seeing
-# their samples as guest samples of the right QEMU process.
+# Lab self-check (tests the lab, not domprof; scripts/test.sh counts it
+# apart): real KVM guests inside L1, and perf in L1 seeing their samples as
+# guest samples of the right QEMU process.
 lab_require_kvm
 lab_check_domprof_libs
 lab_log "kvm_amd: nested=$(cat /sys/module/kvm_amd/parameters/nested 2>/dev/null)" \

@@ -6,22 +6,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "util/du_kv.h"
 
 /*
  * Bounds: the daemon writes a few dozen lines; anything far beyond is not
  * a stats file, and we stop rather than grow without limit.
  */
-#define KV_MAX_ENTRIES	1024
-#define KV_MAX_FILE	(1 << 20)
-#define KV_MAX_KEY	64
+#define DU_KV_MAX_ENTRIES	1024
+#define DU_KV_MAX_FILE	(1 << 20)
+#define DU_KV_MAX_KEY	64
 
 struct kv_entry {
 	char *key;
 	char *value;
 };
 
-struct ctl_kv {
+struct du_kv {
 	struct kv_entry *e;
 	size_t n;
 	size_t garbage;
@@ -33,15 +33,15 @@ static bool key_char(char c)
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-struct ctl_kv *ctl_kv_parse(const char *text, size_t len)
+struct du_kv *du_kv_parse(const char *text, size_t len)
 {
-	struct ctl_kv *kv = calloc(1, sizeof(*kv));
+	struct du_kv *kv = calloc(1, sizeof(*kv));
 	char *p, *end;
 
 	if (!kv)
 		return NULL;
 	kv->text = malloc(len + 1);
-	kv->e = calloc(KV_MAX_ENTRIES, sizeof(*kv->e));
+	kv->e = calloc(DU_KV_MAX_ENTRIES, sizeof(*kv->e));
 	if (!kv->text || !kv->e)
 		goto out_free_kv;
 	memcpy(kv->text, text, len);
@@ -68,8 +68,8 @@ struct ctl_kv *ctl_kv_parse(const char *text, size_t len)
 		for (k = line; key_char(*k); k++)
 			;
 		klen = (size_t)(k - line);
-		if (!klen || klen > KV_MAX_KEY || (*k != ' ' && *k != '\t') ||
-		    kv->n == KV_MAX_ENTRIES) {
+		if (!klen || klen > DU_KV_MAX_KEY || (*k != ' ' && *k != '\t') ||
+		    kv->n == DU_KV_MAX_ENTRIES) {
 			kv->garbage++;
 			continue;
 		}
@@ -81,14 +81,14 @@ struct ctl_kv *ctl_kv_parse(const char *text, size_t len)
 	return kv;
 
 out_free_kv:
-	ctl_kv_free(kv);
+	du_kv_free(kv);
 	errno = ENOMEM;
 	return NULL;
 }
 
-struct ctl_kv *ctl_kv_load(const char *path)
+struct du_kv *du_kv_load(const char *path)
 {
-	struct ctl_kv *kv = NULL;
+	struct du_kv *kv = NULL;
 	size_t len = 0;
 	char *buf;
 	int fd, saved;
@@ -96,11 +96,11 @@ struct ctl_kv *ctl_kv_load(const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	buf = malloc(KV_MAX_FILE);
+	buf = malloc(DU_KV_MAX_FILE);
 	if (!buf)
 		goto out_close;
-	while (len < KV_MAX_FILE) {
-		ssize_t n = read(fd, buf + len, KV_MAX_FILE - len);
+	while (len < DU_KV_MAX_FILE) {
+		ssize_t n = read(fd, buf + len, DU_KV_MAX_FILE - len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -110,7 +110,7 @@ struct ctl_kv *ctl_kv_load(const char *path)
 			break;
 		len += (size_t)n;
 	}
-	kv = ctl_kv_parse(buf, len);
+	kv = du_kv_parse(buf, len);
 out_free_buf:
 	saved = errno;
 	free(buf);
@@ -122,7 +122,7 @@ out_close:
 	return kv;
 }
 
-void ctl_kv_free(struct ctl_kv *kv)
+void du_kv_free(struct du_kv *kv)
 {
 	if (!kv)
 		return;
@@ -131,7 +131,7 @@ void ctl_kv_free(struct ctl_kv *kv)
 	free(kv);
 }
 
-const char *ctl_kv_get(const struct ctl_kv *kv, const char *key)
+const char *du_kv_get(const struct du_kv *kv, const char *key)
 {
 	if (!kv)
 		return NULL;
@@ -141,9 +141,9 @@ const char *ctl_kv_get(const struct ctl_kv *kv, const char *key)
 	return NULL;
 }
 
-bool ctl_kv_get_u64(const struct ctl_kv *kv, const char *key, uint64_t *v)
+bool du_kv_get_u64(const struct du_kv *kv, const char *key, uint64_t *v)
 {
-	const char *s = ctl_kv_get(kv, key);
+	const char *s = du_kv_get(kv, key);
 	char *end;
 	unsigned long long x;
 
@@ -157,7 +157,7 @@ bool ctl_kv_get_u64(const struct ctl_kv *kv, const char *key, uint64_t *v)
 	return true;
 }
 
-bool ctl_kv_entry(const struct ctl_kv *kv, size_t i, const char **key, const char **value)
+bool du_kv_entry(const struct du_kv *kv, size_t i, const char **key, const char **value)
 {
 	if (!kv || i >= kv->n)
 		return false;
@@ -166,12 +166,12 @@ bool ctl_kv_entry(const struct ctl_kv *kv, size_t i, const char **key, const cha
 	return true;
 }
 
-size_t ctl_kv_count(const struct ctl_kv *kv)
+size_t du_kv_count(const struct du_kv *kv)
 {
 	return kv ? kv->n : 0;
 }
 
-size_t ctl_kv_garbage(const struct ctl_kv *kv)
+size_t du_kv_garbage(const struct du_kv *kv)
 {
 	return kv ? kv->garbage : 0;
 }

@@ -1,0 +1,126 @@
+/*
+ * The daemon's hot path, timed (not a test; `make check` does not run it):
+ * an in-memory raw stream of host user samples in two images, four threads,
+ * decoded and filed into a temporary session.  Prints samples per second.
+ *   daemon/bench_opd [SAMPLES]      (default 20 million)
+ * The whole ingest, replay from a file and opreport included, is
+ * tests/bench/run-bench.sh.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "opd_daemon.h"
+#include "raw/raw_stream.h"
+
+#define APP "/usr/bin/app"
+#define LIBC "/usr/lib/libc.so.6"
+
+static struct {
+	uint8_t *buf;
+	size_t len, cap;
+} mem;
+
+static int mem_sink(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	if (mem.len + len > mem.cap) {
+		uint8_t *nb = realloc(mem.buf, (mem.len + len) * 2);
+
+		if (!nb)
+			return -ENOMEM;
+		mem.buf = nb;
+		mem.cap = (mem.len + len) * 2;
+	}
+	memcpy(mem.buf + mem.len, buf, len);
+	mem.len += len;
+	return 0;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* The stream's body (after the header): what a busy process looks like. */
+static int make_stream(long n)
+{
+	struct dp_raw_mmap m = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x100000 };
+	struct raw_writer *w = raw_writer_new(mem_sink, NULL, 1 << 20);
+
+	if (!w)
+		return -ENOMEM;
+	raw_put_comm(w, 100, 100, DP_RAW_COMM_EXEC, "app");
+	raw_put_mmap(w, &m, APP, strlen(APP));
+	m.start = 0x7f0000000000ULL;
+	raw_put_mmap(w, &m, LIBC, strlen(LIBC));
+	raw_put_mode(w, DP_MODE_HOST_USER);
+	for (long i = 0; i < n; i++) {
+		if (i % 64 == 0)
+			raw_put_task(w, 100, 100 + (uint32_t)(i / 64) % 4);
+		raw_put_sample(w, (i & 256 ? 0x400000 : 0x7f0000000000ULL) +
+				  ((uint64_t)i * 2654435761u % 4096), 0);
+	}
+	return raw_writer_close(w);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 20000000;
+	char dir[] = "/tmp/bench_opd.XXXXXX";
+	struct dp_raw_event ev = { .name = "CPU_CLK_UNHALTED", .count = 100000,
+				   .flags = DP_RAW_EV_USER };
+	struct raw_writer *hdr = NULL;
+	struct opd_daemon d;
+	struct opd_conf conf;
+	struct timespec a, b;
+	size_t used = 0;
+	int status = 1;
+	double secs;
+
+	if (n <= 0 || !mkdtemp(dir)) {
+		fprintf(stderr, "usage: bench_opd [SAMPLES > 0]\n");
+		return 1;
+	}
+	opd_conf_defaults(&conf);
+	conf.session_dir = dir;
+	conf.collector = "file";
+	if (opd_daemon_init(&d, &conf, "bench"))
+		goto out_rm;
+	hdr = raw_writer_new(opd_daemon_sink, &d, 4096);
+	if (!hdr || raw_put_header(hdr, 0, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) ||
+	    raw_writer_flush(hdr) || make_stream(n))
+		goto out_fini;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (opd_stream_decode(d.stream, mem.buf, mem.len, &used) || used != mem.len)
+		goto out_fini;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	printf("ingest: %ld samples in %.3f s = %.1f M samples/s\n", n, secs, (double)n / secs / 1e6);
+	if (raw_writer_close(hdr) || opd_stream_finish(d.stream) || opd_daemon_stop(&d))
+		goto out_fini_closed;
+	/* a wrong figure is worse than none */
+	status = d.st.samples_filed == (uint64_t)n ? 0 : 1;
+	if (status)
+		fprintf(stderr, "bench_opd: %llu of %ld samples filed\n",
+			(unsigned long long)d.st.samples_filed, n);
+	goto out_fini_closed;
+out_fini:
+	raw_writer_close(hdr);
+out_fini_closed:
+	opd_daemon_fini(&d);
+out_rm:
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(mem.buf);
+	if (status)
+		fprintf(stderr, "bench_opd: failed\n");
+	return status;
+}

@@ -1,0 +1,273 @@
+/*
+ * The shared parsers of lib/util: key/value files, --separate lists, and
+ * mkdir -p.  Table-driven: each row is an input and what every reader must
+ * make of it.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/du_fs.h"
+#include "util/du_kv.h"
+#include "util/du_separate.h"
+
+/* ---- key/value files ---------------------------------------------------- */
+
+static const char kv_text[] =
+	"dumps 3\n"
+	"running 1\n"
+	"collector perf\n"
+	"events CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1\n"
+	"\n"
+	"garbage-line with dash\n"
+	"novalue\n"
+	" leading 5\n"
+	"UPPER 5\n"
+	"samples_received 1000\r\n"
+	"samples_lost notanumber\n"
+	"huge 99999999999999999999999\n"
+	"neg -1\n"
+	"empty \n"
+	"tabbed\t42\n"
+	"collector file\n"
+	"dumps 4\n"
+	"last_no_newline 7";
+
+static const struct {
+	const char *key;
+	const char *str;	/* du_kv_get; NULL: absent */
+	bool is_u64;		/* du_kv_get_u64 succeeds... */
+	uint64_t u64;		/* ...with this */
+} kv_rows[] = {
+	{ "dumps", "4", true, 4 },		/* the last line of a key wins */
+	{ "collector", "file", false, 0 },	/* for strings too */
+	{ "running", "1", true, 1 },
+	{ "events", "CPU_CLK_UNHALTED:100000:0:1:1,TIMER:10000:0:1:1", false, 0 },
+	{ "samples_received", "1000", true, 1000 },	/* CR dropped */
+	{ "samples_lost", "notanumber", false, 0 },
+	{ "huge", "99999999999999999999999", false, 0 },	/* over 64 bits */
+	{ "neg", "-1", false, 0 },
+	{ "empty", "", false, 0 },
+	{ "tabbed", "42", true, 42 },
+	{ "last_no_newline", "7", true, 7 },
+	{ "novalue", NULL, false, 0 },		/* no separator: not an entry */
+	{ "leading", NULL, false, 0 },
+	{ "UPPER", NULL, false, 0 },
+	{ "garbage", NULL, false, 0 },
+	{ "absent", NULL, false, 0 },
+};
+
+static void test_kv_table(void)
+{
+	struct du_kv *kv = du_kv_parse(kv_text, sizeof(kv_text) - 1);
+	const char *k, *v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	for (size_t i = 0; i < sizeof(kv_rows) / sizeof(kv_rows[0]); i++) {
+		const char *s = du_kv_get(kv, kv_rows[i].key);
+		uint64_t x = 12345;
+		bool ok = du_kv_get_u64(kv, kv_rows[i].key, &x);
+
+		if (kv_rows[i].str) {
+			CU_ASSERT_PTR_NOT_NULL(s);
+			if (s && strcmp(s, kv_rows[i].str))
+				fprintf(stderr, "\nkv %s: '%s', want '%s'\n", kv_rows[i].key, s,
+					kv_rows[i].str);
+			CU_ASSERT(s && !strcmp(s, kv_rows[i].str));
+		} else {
+			CU_ASSERT_PTR_NULL(s);
+		}
+		CU_ASSERT_EQUAL(ok, kv_rows[i].is_u64);
+		CU_ASSERT_EQUAL(x, ok ? kv_rows[i].u64 : 12345);	/* untouched on failure */
+	}
+	/* garbage-line, novalue, " leading", UPPER */
+	CU_ASSERT_EQUAL(du_kv_garbage(kv), 4);
+	CU_ASSERT_EQUAL(du_kv_count(kv), 13);
+	/* every line stays listed, in file order, duplicates included */
+	CU_ASSERT_TRUE(du_kv_entry(kv, 0, &k, &v));
+	CU_ASSERT_STRING_EQUAL(k, "dumps");
+	CU_ASSERT_STRING_EQUAL(v, "3");
+	CU_ASSERT_TRUE(du_kv_entry(kv, 11, &k, &v));
+	CU_ASSERT_STRING_EQUAL(k, "dumps");
+	CU_ASSERT_STRING_EQUAL(v, "4");
+	CU_ASSERT_FALSE(du_kv_entry(kv, du_kv_count(kv), &k, &v));
+	du_kv_free(kv);
+}
+
+static void test_kv_edges(void)
+{
+	/* a NUL byte inside a line makes it garbage, not a shorter line */
+	static const char nul[] = "dumps 1\0junk\nrunning 0\n";
+	char key[80], path[] = "/tmp/test_util_kv.XXXXXX";
+	struct du_kv *kv;
+	int fd;
+
+	kv = du_kv_parse(nul, sizeof(nul) - 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_PTR_NULL(du_kv_get(kv, "dumps"));
+	CU_ASSERT_STRING_EQUAL(du_kv_get(kv, "running"), "0");
+	CU_ASSERT_EQUAL(du_kv_garbage(kv), 1);
+	du_kv_free(kv);
+
+	/* keys longer than 64 bytes are not keys */
+	memset(key, 'k', 65);
+	strcpy(key + 65, " 1\n");
+	kv = du_kv_parse(key, strlen(key));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_EQUAL(du_kv_count(kv), 0);
+	CU_ASSERT_EQUAL(du_kv_garbage(kv), 1);
+	du_kv_free(kv);
+
+	kv = du_kv_parse("", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(kv);
+	CU_ASSERT_EQUAL(du_kv_count(kv), 0);
+	du_kv_free(kv);
+
+	/* NULL is an empty file to every getter */
+	CU_ASSERT_PTR_NULL(du_kv_get(NULL, "dumps"));
+	CU_ASSERT_EQUAL(du_kv_count(NULL), 0);
+	du_kv_free(NULL);
+
+	errno = 0;
+	CU_ASSERT_PTR_NULL(du_kv_load("/nonexistent/stats"));
+	CU_ASSERT_EQUAL(errno, ENOENT);
+
+	fd = mkstemp(path);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, kv_text, sizeof(kv_text) - 1), (ssize_t)sizeof(kv_text) - 1);
+	close(fd);
+	kv = du_kv_load(path);
+	CU_ASSERT_PTR_NOT_NULL(kv);
+	CU_ASSERT_STRING_EQUAL(du_kv_get(kv, "collector"), "file");
+	du_kv_free(kv);
+	unlink(path);
+}
+
+/* ---- --separate ------------------------------------------------------------ */
+
+static const struct {
+	const char *list;
+	int ret;
+	unsigned int bits;
+	const char *msg;	/* error: a part of the message */
+} sep_rows[] = {
+	{ "none", 0, 0, NULL },
+	{ "lib", 0, DU_SEP_LIB, NULL },
+	{ "library", 0, DU_SEP_LIB, NULL },	/* OProfile's spelling */
+	{ "kernel", 0, DU_SEP_KERNEL | DU_SEP_LIB, NULL },
+	{ "thread", 0, DU_SEP_THREAD, NULL },
+	{ "cpu", 0, DU_SEP_CPU, NULL },
+	{ "all", 0, DU_SEP_ALL, NULL },
+	{ "library,thread,cpu", 0, DU_SEP_LIB | DU_SEP_THREAD | DU_SEP_CPU, NULL },
+	{ "none,cpu", 0, DU_SEP_CPU, NULL },
+	{ "cpu,cpu", 0, DU_SEP_CPU, NULL },
+	{ "", -EINVAL, 0, "--separate needs a value" },
+	{ "lib,", -EINVAL, 0, "bad --separate value ''" },
+	{ ",lib", -EINVAL, 0, "bad --separate value ''" },
+	{ "lib,,cpu", -EINVAL, 0, "bad --separate value ''" },
+	{ "libs", -EINVAL, 0, "bad --separate value 'libs'" },
+	{ "li", -EINVAL, 0, "bad --separate value 'li'" },
+	{ "LIB", -EINVAL, 0, "bad --separate value 'LIB'" },
+	{ "lib, cpu", -EINVAL, 0, "bad --separate value ' cpu'" },
+	{ "thread,bogus", -EINVAL, 0, "allowed: none,lib,library,kernel,thread,cpu,all" },
+};
+
+static void test_separate_table(void)
+{
+	for (size_t i = 0; i < sizeof(sep_rows) / sizeof(sep_rows[0]); i++) {
+		unsigned int bits = 0xdead;
+		char err[256] = "";
+		int ret = du_separate_parse(sep_rows[i].list, &bits, err, sizeof(err));
+
+		if (ret != sep_rows[i].ret)
+			fprintf(stderr, "\nseparate '%s': %d, want %d\n", sep_rows[i].list, ret,
+				sep_rows[i].ret);
+		CU_ASSERT_EQUAL(ret, sep_rows[i].ret);
+		if (!sep_rows[i].ret) {
+			CU_ASSERT_EQUAL(bits, sep_rows[i].bits);
+			continue;
+		}
+		CU_ASSERT_EQUAL(bits, 0xdead);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, sep_rows[i].msg));
+		/* no message buffer: same answer */
+		CU_ASSERT_EQUAL(du_separate_parse(sep_rows[i].list, &bits, NULL, 0), sep_rows[i].ret);
+	}
+}
+
+/* ---- mkdir -p ------------------------------------------------------------- */
+
+static void test_mkdir_p(void)
+{
+	static const struct {
+		const char *rel;	/* under a fresh directory; "" is the directory */
+		int ret;
+	} rows[] = {
+		{ "a", 0 },
+		{ "a", 0 },		/* exists: fine */
+		{ "b/c/d", 0 },
+		{ "b/c/d/", 0 },	/* trailing slash */
+		{ "b//c2", 0 },		/* doubled slash */
+		{ "file/x", -ENOTDIR },	/* a file in the way */
+		{ "", 0 },
+	};
+	char base[] = "/tmp/test_util_mkdir.XXXXXX", path[PATH_MAX];
+	struct stat st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(base));
+	snprintf(path, sizeof(path), "%s/file", base);
+	CU_ASSERT_EQUAL(close(creat(path, 0644)), 0);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", base, rows[i].rel);
+		CU_ASSERT_EQUAL(du_mkdir_p(path), rows[i].ret);
+		if (!rows[i].ret)
+			CU_ASSERT(!stat(path, &st) && S_ISDIR(st.st_mode));
+	}
+	/* relative paths work from the current directory */
+	CU_ASSERT_EQUAL_FATAL(chdir(base), 0);
+	CU_ASSERT_EQUAL(du_mkdir_p("rel/x"), 0);
+	CU_ASSERT(!stat("rel/x", &st) && S_ISDIR(st.st_mode));
+	/* parents only: the last component is left alone */
+	snprintf(path, sizeof(path), "%s/p/q/leaf", base);
+	CU_ASSERT_EQUAL(du_mkdir_parents(path, strlen(base)), 0);
+	CU_ASSERT_STRING_EQUAL(path + strlen(base), "/p/q/leaf");	/* restored */
+	snprintf(path, sizeof(path), "%s/p/q", base);
+	CU_ASSERT(!stat(path, &st) && S_ISDIR(st.st_mode));
+	snprintf(path, sizeof(path), "%s/p/q/leaf", base);
+	CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	CU_ASSERT_EQUAL(du_mkdir_p(path), -ENAMETOOLONG);
+	CU_ASSERT_EQUAL(chdir("/"), 0);
+	snprintf(path, sizeof(path), "rm -rf '%s'", base);
+	CU_ASSERT_EQUAL(system(path), 0);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("util", NULL, NULL);
+	if (!s || !CU_add_test(s, "key/value table", test_kv_table) ||
+	    !CU_add_test(s, "key/value edges", test_kv_edges) ||
+	    !CU_add_test(s, "separate table", test_separate_table) ||
+	    !CU_add_test(s, "mkdir -p", test_mkdir_p)) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
