@@ -77,18 +77,13 @@ static void print_events(FILE *out, const struct ctl_status *st)
 	fprintf(out, "Events:       %s\n", v && *v ? v : "(not known yet)");
 }
 
-void ctl_status_format(FILE *out, const struct ctl_status *st)
+static void print_daemon(FILE *out, const struct ctl_status *st)
 {
 	const struct du_kv *s = st->stats;
-	uint64_t start = 0, recv = 0, lost = 0, dumps = 0, v, unres = 0;
-	bool have_start, have_unres = false;
-	const char *collector, *val, *k;
+	uint64_t start = 0, v;
+	bool have_start = du_kv_get_u64(s, "start_time", &start);
 	char dur[64], when[64];
-	size_t other = 0;
 
-	fprintf(out, "Session:      %s\n", st->session_dir);
-
-	have_start = du_kv_get_u64(s, "start_time", &start);
 	switch (st->pid.state) {
 	case CTL_PID_RUNNING:
 		if (have_start && (uint64_t)st->now >= start) {
@@ -115,10 +110,15 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		if (localtime_r(&t, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
 			fprintf(out, "Started:      %s\n", when);
 	}
+}
+
+static void print_setup(FILE *out, const struct ctl_status *st)
+{
+	const char *collector, *val;
 
 	collector = du_kv_get(st->conf, "collector");
 	if (!collector)
-		collector = du_kv_get(s, "collector");
+		collector = du_kv_get(st->stats, "collector");
 	fprintf(out, "Collector:    %s\n", collector ? collector : "(unknown)");
 	print_events(out, st);
 	/* the daemon writes session.conf once its collector runs: it may lag */
@@ -126,7 +126,87 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	fprintf(out, "Separate:     %s\n", val && *val ? val : st->conf ? "none" : "(not known yet)");
 	val = du_kv_get(st->conf, "domains");
 	fprintf(out, "Domains:      %s\n", val && *val ? val : st->conf ? "all" : "(not known yet)");
+}
 
+static void print_unresolved(FILE *out, const struct du_kv *s, uint64_t recv)
+{
+	static const char *const unres_keys[] = {
+		"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task",
+		"unresolved_bad_event", "unresolved_no_domain",
+	};
+	uint64_t unres = 0, v;
+	bool have_unres = false;
+
+	for (size_t i = 0; i < sizeof(unres_keys) / sizeof(unres_keys[0]); i++) {
+		if (du_kv_get_u64(s, unres_keys[i], &v)) {
+			unres += v;
+			have_unres = true;
+		}
+	}
+	if (!have_unres)
+		return;
+	fprintf(out, "    %-24s %12" PRIu64, "unresolved", unres);
+	if (recv)
+		fprintf(out, "  %5.1f%% of received", 100.0 * (double)unres / (double)recv);
+	fputc('\n', out);
+	stat_line(out, s, "unresolved_no_mapping", "no mapping", 6, recv, "received");
+	stat_line(out, s, "unresolved_kernel", "kernel", 6, recv, "received");
+	stat_line(out, s, "unresolved_no_task", "no task", 6, recv, "received");
+	stat_line(out, s, "unresolved_bad_event", "bad event", 6, recv, "received");
+	stat_line(out, s, "unresolved_no_domain", "guest of no domain", 6, recv, "received");
+}
+
+/* guest attribution through the agents (resolved + unresolved_*) */
+static void print_guest_user(FILE *out, const struct du_kv *s)
+{
+	static const char *const gu[] = {
+		"guest_user_unresolved_no_agent", "guest_user_unresolved_no_clock",
+		"guest_user_unresolved_no_switch", "guest_user_unresolved_no_task",
+		"guest_user_unresolved_no_mapping", "guest_user_unresolved_anon",
+		"guest_user_unresolved_capped",
+	};
+	uint64_t all, u, v;
+
+	if (!du_kv_get_u64(s, "guest_user_resolved", &v))
+		return;
+	/* the guest's [vdso] is a binary too (the kernel's) */
+	if (du_kv_get_u64(s, "guest_user_resolved_vdso", &u))
+		v += u;
+	all = v;
+	for (size_t i = 0; i < sizeof(gu) / sizeof(gu[0]); i++)
+		if (du_kv_get_u64(s, gu[i], &u))
+			all += u;
+	if (all)
+		fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
+			" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
+}
+
+static void print_other(FILE *out, const struct ctl_status *st)
+{
+	const struct du_kv *s = st->stats;
+	const char *val, *k;
+	size_t other = 0;
+
+	for (size_t i = 0; du_kv_entry(s, i, &k, &val); i++) {
+		if (is_known(k) || du_kv_get(s, k) != val)
+			continue;	/* shown above, or a repeated key's older value */
+		if (!other++)
+			fprintf(out, "  other:\n");
+		fprintf(out, "    %-24s %12s\n", k, val);
+	}
+	if (du_kv_garbage(s))
+		fprintf(out, "  (%zu unreadable line%s in %s/stats ignored)\n", du_kv_garbage(s),
+			du_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
+}
+
+void ctl_status_format(FILE *out, const struct ctl_status *st)
+{
+	const struct du_kv *s = st->stats;
+	uint64_t recv = 0, lost = 0, dumps = 0, v;
+
+	fprintf(out, "Session:      %s\n", st->session_dir);
+	print_daemon(out, st);
+	print_setup(out, st);
 	if (!s) {
 		fprintf(out, "\nNo statistics yet (%s/stats is absent).\n", st->session_dir);
 		return;
@@ -142,50 +222,8 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	stat_line(out, s, "samples_host_user", "host user", 4, recv, "received");
 	stat_line(out, s, "samples_guest_kernel", "guest kernel", 4, recv, "received");
 	stat_line(out, s, "samples_guest_user", "guest user", 4, recv, "received");
-
-	static const char *const unres_keys[] = {
-		"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task",
-		"unresolved_bad_event", "unresolved_no_domain",
-	};
-	for (size_t i = 0; i < sizeof(unres_keys) / sizeof(unres_keys[0]); i++) {
-		if (du_kv_get_u64(s, unres_keys[i], &v)) {
-			unres += v;
-			have_unres = true;
-		}
-	}
-	if (have_unres) {
-		fprintf(out, "    %-24s %12" PRIu64, "unresolved", unres);
-		if (recv)
-			fprintf(out, "  %5.1f%% of received", 100.0 * (double)unres / (double)recv);
-		fputc('\n', out);
-		stat_line(out, s, "unresolved_no_mapping", "no mapping", 6, recv, "received");
-		stat_line(out, s, "unresolved_kernel", "kernel", 6, recv, "received");
-		stat_line(out, s, "unresolved_no_task", "no task", 6, recv, "received");
-		stat_line(out, s, "unresolved_bad_event", "bad event", 6, recv, "received");
-		stat_line(out, s, "unresolved_no_domain", "guest of no domain", 6, recv, "received");
-	}
-	/* guest attribution through the agents (resolved + unresolved_*) */
-	if (du_kv_get_u64(s, "guest_user_resolved", &v)) {
-		static const char *const gu[] = {
-			"guest_user_unresolved_no_agent", "guest_user_unresolved_no_clock",
-			"guest_user_unresolved_no_switch", "guest_user_unresolved_no_task",
-			"guest_user_unresolved_no_mapping", "guest_user_unresolved_anon",
-			"guest_user_unresolved_capped",
-		};
-		uint64_t all, u;
-
-		/* the guest's [vdso] is a binary too (the kernel's) */
-		if (du_kv_get_u64(s, "guest_user_resolved_vdso", &u))
-			v += u;
-		all = v;
-
-		for (size_t i = 0; i < sizeof(gu) / sizeof(gu[0]); i++)
-			if (du_kv_get_u64(s, gu[i], &u))
-				all += u;
-		if (all)
-			fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
-				" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
-	}
+	print_unresolved(out, s, recv);
+	print_guest_user(out, s);
 	/* the daemon follows domains only on a live host (not in replay) */
 	if (du_kv_get_u64(s, "domains_seen", &v) && v) {
 		fprintf(out, "  domains:\n");
@@ -200,17 +238,7 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	stat_line(out, s, "stream_bad_records", "stream: bad records", 2, 0, NULL);
 	stat_line(out, s, "processes_seen", "processes seen", 2, 0, NULL);
 	stat_line(out, s, "sample_files", "sample files", 2, 0, NULL);
-
-	for (size_t i = 0; du_kv_entry(s, i, &k, &val); i++) {
-		if (is_known(k) || du_kv_get(s, k) != val)
-			continue;	/* shown above, or a repeated key's older value */
-		if (!other++)
-			fprintf(out, "  other:\n");
-		fprintf(out, "    %-24s %12s\n", k, val);
-	}
-	if (du_kv_garbage(s))
-		fprintf(out, "  (%zu unreadable line%s in %s/stats ignored)\n", du_kv_garbage(s),
-			du_kv_garbage(s) == 1 ? "" : "s", st->session_dir);
+	print_other(out, st);
 }
 
 /* One line per domain from SESSION/domains/<esc>/stats (written by the

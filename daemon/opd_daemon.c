@@ -86,9 +86,11 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 			goto out_fini;
 		}
 	}
-	ret = opd_trans_init(&d->trans, conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
-	if (ret)
+	d->trans = opd_trans_new(conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
+	if (!d->trans) {
+		ret = -errno;
 		goto out_fini;
+	}
 	if (d->domains) {
 		d->agents = opd_agents_new(conf->session_dir, NULL, d->images, &d->st);
 		if (!d->agents) {
@@ -96,11 +98,11 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 			du_err("cannot set up agent channels: %s", strerror(errno));
 			goto out_fini;
 		}
-		d->trans.agents = d->agents;
+		opd_trans_set_agents(d->trans, d->agents);
 	}
-	d->trans.domains = d->domains;
-	d->trans.batch = d->batch;
-	d->stream = opd_stream_new(&d->trans, stream_name, header_hook, d);
+	opd_trans_set_domains(d->trans, d->domains);
+	opd_trans_set_batch(d->trans, d->batch);
+	d->stream = opd_stream_new(d->trans, stream_name, header_hook, d);
 	if (!d->stream) {
 		ret = -ENOMEM;
 		goto out_fini;
@@ -123,6 +125,8 @@ out_fini:
 void opd_daemon_fini(struct opd_daemon *d)
 {
 	opd_stream_free(d->stream);
+	opd_trans_free(d->trans);
+	d->trans = NULL;
 	opd_agents_free(d->agents);
 	d->agents = NULL;
 	opd_domains_free(d->domains);
@@ -217,7 +221,7 @@ int opd_daemon_dump(struct opd_daemon *d)
 	int ret = 0;
 
 	/* a dump covers every guest sample so far, with what is known */
-	opd_trans_drain_guests(&d->trans, mono_ns(), true);
+	opd_trans_drain_guests(d->trans, mono_ns(), true);
 	/* No msync: the sample files are shared mappings of the page cache,
 	 * so opreport sees every count as soon as the batch is applied, and a
 	 * killed daemon loses none of them.  Durability is the stop's job. */
@@ -234,7 +238,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 {
 	int ret;
 
-	opd_trans_drain_guests(&d->trans, mono_ns(), true);
+	opd_trans_drain_guests(d->trans, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	/* One syncfs writes every sample file out in a single pass; an msync
 	 * per file made the kernel dispatch each file's few pages on its own
@@ -270,7 +274,7 @@ int opd_daemon_scan_domains(struct opd_daemon *d)
 		return ret;
 	}
 	if (ret > 0)
-		opd_trans_invalidate(&d->trans);
+		opd_trans_invalidate(d->trans);
 	if (d->agents)
 		opd_agents_sync(d->agents, d->domains);
 	return 0;
@@ -288,7 +292,7 @@ void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n)
 	if (!d->agents)
 		return;
 	opd_agents_io(d->agents, pfd, n, now);
-	opd_trans_drain_guests(&d->trans, now, false);
+	opd_trans_drain_guests(d->trans, now, false);
 }
 
 bool opd_daemon_service(struct opd_daemon *d)

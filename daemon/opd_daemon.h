@@ -42,7 +42,7 @@ struct opd_daemon {
 	struct opd_batch *batch;	/* samples queued for sfiles */
 	struct opd_domains *domains;	/* NULL unless conf->track_domains */
 	struct opd_agents *agents;	/* agent channels, with domains */
-	struct opd_trans trans;
+	struct opd_trans *trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
 	struct opd_raw_sink sink;	/* what collectors write into: this daemon */

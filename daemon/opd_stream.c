@@ -104,9 +104,9 @@ int opd_stream_decode(struct opd_stream *s, const void *buf, size_t len, size_t 
 	}
 	len &= ~(size_t)(DP_RAW_WORD - 1);
 	ret = raw_decode(&opd_trans_ops, s->t, buf, len, &used, &st);
-	s->t->st->stream_records += st.records;
-	s->t->st->stream_unknown_records += st.unknown_type;
-	s->t->st->stream_bad_records += st.bad_payload;
+	opd_trans_stats(s->t)->stream_records += st.records;
+	opd_trans_stats(s->t)->stream_unknown_records += st.unknown_type;
+	opd_trans_stats(s->t)->stream_bad_records += st.bad_payload;
 	if (ret == -EBADMSG) {
 		size_t bad = bad_record_offset(buf, len);
 
@@ -117,7 +117,7 @@ int opd_stream_decode(struct opd_stream *s, const void *buf, size_t len, size_t 
 	if (used > len)
 		used = len;
 	s->offset += used;
-	s->t->st->stream_bytes += used + hlen;
+	opd_trans_stats(s->t)->stream_bytes += used + hlen;
 	*consumed = hlen + used;
 	if (ret)
 		du_err("%s: decoding stopped at byte offset %" PRIu64 ": %s", s->name, s->offset,

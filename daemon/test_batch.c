@@ -127,7 +127,7 @@ static void run_init(struct run *r, unsigned int max_open, size_t batch)
 	/* batch 0: file each sample at once (the reference) */
 	opd_batch_free(r->d.batch);
 	r->d.batch = batch ? opd_batch_new(r->d.sfiles, &r->d.st, batch) : NULL;
-	r->d.trans.batch = r->d.batch;
+	opd_trans_set_batch(r->d.trans, r->d.batch);
 	CU_ASSERT_FATAL(!batch || r->d.batch);
 }
 

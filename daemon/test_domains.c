@@ -425,7 +425,7 @@ static void test_uuid_change(void)
 static void test_replay_keeps_pid_names(void)
 {
 	setup(NULL);
-	fx.d.trans.domains = NULL;	/* as in replay */
+	opd_trans_set_domains(fx.d.trans, NULL);	/* as in replay */
 	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
 	finish();

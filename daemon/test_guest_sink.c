@@ -1,0 +1,258 @@
+/*
+ * The daemon's one sample sink for guest samples: a live domain with an
+ * agent channel (a fake proc tree holds its QEMU, a unix socket stands in
+ * for the virtio-serial port), guest kernel samples fed in memory, held
+ * until the agent's kallsyms explains them, then queued in the same batch
+ * as host samples (not written to their file on the side) and in their
+ * sample file once the batch is applied; a dump writes the domain's
+ * statistics (SESSION/domains/web/stats).
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "dom_testproc.h"
+#include "odb/odb.h"
+#include "opd_daemon.h"
+#include "raw/raw_stream.h"
+#include "util/du_log.h"
+
+#define QEMU "/usr/bin/qemu-system-x86_64"
+#define KTEXT 0xffffffff81000000ULL
+#define GUEST_VMLINUX "{domain}/web/{kern}/vmlinux/{dep}/{kern}/vmlinux"
+
+static struct {
+	char dir[64], session[96], proc[96], sock[128];
+	struct opd_conf conf;
+	struct opd_daemon d;
+	struct raw_writer *w;
+	int lfd;
+} fx;
+static uint8_t buf[65600];
+
+static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* QEMU @pid "web" with one vCPU thread and the agent port on @sock. */
+static void fake_qemu(int pid)
+{
+	char p[256], cmd[1024], stat[256], chr[256];
+	const char *argv[] = { QEMU, "-enable-kvm", "-name", "web,debug-threads=on",
+			       "-chardev", chr, "-device",
+			       "virtserialport,chardev=c1,name=" DP_AG_PORT_NAME, NULL };
+	size_t n = 0;
+
+	tp_pathf(chr, sizeof(chr), "socket,id=c1,path=%s,server=on,wait=off", fx.sock);
+	for (const char **a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+
+		memcpy(cmd + n, *a, l);
+		n += l;
+	}
+	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
+	CU_ASSERT_FATAL(symlink(QEMU, p) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
+	tp_write_file(p, cmd, n);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
+	tp_write_file(p, "qemu-system-x86\n", 16);
+	tp_pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
+	tp_pathf(stat, sizeof(stat),
+		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid,
+		 1000 + pid);
+	tp_write_file(p, stat, strlen(stat));
+	tp_thread(fx.proc, pid, pid, "qemu-system-x86");
+	tp_thread(fx.proc, pid, pid + 1, "CPU 0/KVM");
+}
+
+static void setup(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct dp_raw_event ev;
+
+	memset(&fx, 0, sizeof(fx));
+	strcpy(fx.dir, "/tmp/test_guest_sink.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
+	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
+	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
+	tp_pathf(fx.sock, sizeof(fx.sock), "%s/web.agent", fx.dir);
+	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
+	CU_ASSERT_FATAL(mkdir(fx.session, 0755) == 0);
+	fx.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(fx.lfd >= 0);
+	strcpy(sa.sun_path, fx.sock);
+	CU_ASSERT_FATAL(bind(fx.lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(fx.lfd, 4) == 0);
+	fake_qemu(4000);
+	opd_conf_defaults(&fx.conf);
+	fx.conf.session_dir = fx.session;
+	fx.conf.collector = "file";
+	fx.conf.track_domains = true;
+	fx.conf.domains_proc_root = fx.proc;
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
+	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
+	CU_ASSERT_FATAL(fx.w != NULL);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.name, "CPU_CLK_UNHALTED");
+	ev.count = 100000;
+	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev,
+				       1) == 0);
+}
+
+static void teardown(void)
+{
+	raw_writer_close(fx.w);
+	opd_daemon_fini(&fx.d);
+	close(fx.lfd);
+	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The agent's side: HELLO and a kallsyms table naming _text. */
+static void agent_says_hello(int fd)
+{
+	static const char ks[] = "ffffffff81000000 T _text\nffffffff81000100 T do_work\n";
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 1, .clock_id = 1,
+				 .flags = DP_AG_HELLO_F_PERF, .now_ns = 1, .instance = 1 };
+	struct dp_ag_table_end e = { .total_bytes = sizeof(ks) - 1, .chunks = 1 };
+	ssize_t n;
+
+	n = ap_put_hello(buf, sizeof(buf), &h, "6.1", 3);
+	CU_ASSERT(n > 0 && send(fd, buf, (size_t)n, 0) == n);
+	n = ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, ks, sizeof(ks) - 1);
+	CU_ASSERT(n > 0 && send(fd, buf, (size_t)n, 0) == n);
+	n = ap_put_table_end(buf, sizeof(buf), DP_AG_KALLSYMS_END, &e);
+	CU_ASSERT(n > 0 && send(fd, buf, (size_t)n, 0) == n);
+}
+
+struct keycount {
+	uint64_t key, count;
+};
+
+static int key_cb(void *ctx, uint64_t key, uint64_t count)
+{
+	struct keycount *kc = ctx;
+
+	if (key == kc->key)
+		kc->count += count;
+	return 0;
+}
+
+/* Count of @key in the sample file @rel; -1 if it cannot be opened. */
+static int64_t count_in(const char *rel, uint64_t key)
+{
+	char path[512];
+	struct odb *db;
+	struct keycount kc = { key, 0 };
+
+	tp_pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
+		 fx.session, rel);
+	if (odb_open(&db, path, ODB_RDONLY, NULL))
+		return -1;
+	odb_foreach(db, key_cb, &kc);
+	odb_close(db);
+	return (int64_t)kc.count;
+}
+
+/* Value of @key in SESSION/domains/web/stats, or "". */
+static const char *dom_stat(const char *key)
+{
+	static char val[256];
+	char path[256], line[512];
+	size_t kl = strlen(key);
+	FILE *f;
+
+	val[0] = '\0';
+	tp_pathf(path, sizeof(path), "%s/domains/web/stats", fx.session);
+	f = fopen(path, "r");
+	if (!f)
+		return val;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			snprintf(val, sizeof(val), "%s", line + kl + 1);
+	}
+	fclose(f);
+	return val;
+}
+
+/* Held guest kernel samples, once explained, go through the batch. */
+static void test_guest_samples_batched(void)
+{
+	int fd;
+
+	setup();
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT_FATAL(opd_daemon_scan_domains(&fx.d) == 0);
+	opd_daemon_polled(&fx.d, NULL, 0);	/* connects */
+	fd = accept(fx.lfd, NULL, NULL);
+	CU_ASSERT_FATAL(fd >= 0);
+	agent_says_hello(fd);
+	opd_daemon_polled(&fx.d, NULL, 0);	/* reads HELLO and kallsyms */
+	/* five guest kernel samples on the vCPU thread of QEMU 4000 */
+	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
+	CU_ASSERT(raw_put_task(fx.w, 4000, 4001) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
+	CU_ASSERT(raw_put_domain(fx.w, 4000, 0) == 0);
+	for (int i = 0; i < 5; i++)
+		CU_ASSERT(raw_put_sample(fx.w, KTEXT + 0x123, 0) == 0);
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT(opd_batch_pending(fx.d.batch) == 0);	/* held, not filed */
+	opd_daemon_polled(&fx.d, NULL, 0);	/* drains: _text is known */
+	/* in the batch, like host samples, and not in the file yet */
+	CU_ASSERT(opd_batch_pending(fx.d.batch) == 5);
+	CU_ASSERT(count_in(GUEST_VMLINUX, 0x123) <= 0);
+	CU_ASSERT(opd_batch_flush(fx.d.batch) == 0);
+	CU_ASSERT(count_in(GUEST_VMLINUX, 0x123) == 5);
+	/* a dump writes the domain's own statistics beside the daemon's */
+	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
+	CU_ASSERT_STRING_EQUAL(dom_stat("samples_received"), "5");
+	CU_ASSERT_STRING_EQUAL(dom_stat("samples_resolved"), "5");
+	CU_ASSERT_STRING_EQUAL(dom_stat("agent_connected"), "1");
+	CU_ASSERT_STRING_EQUAL(dom_stat("clock_method"), "hello");
+	close(fd);
+	teardown();
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	du_log_set(quiet_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("guest sample sink", NULL, NULL);
+	CU_add_test(s, "guest samples go through the batch", test_guest_samples_batched);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
