@@ -32,6 +32,7 @@ struct collector {
 	size_t nseen;		/* regular files under samples/current */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
+	const struct rep_key_sink *sink;	/* NULL: symbols only */
 	/* the file being read (odb_foreach callback state) */
 	size_t cur_group, cur_cls;
 	const struct rep_bin *cur_bin;
@@ -327,6 +328,9 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 		p->nrows++;
 	}
 	rep_counts(p, p->rows[row].counts)[c->cur_cls] += count;
+	if (c->sink)
+		return c->sink->key(c->sink->ctx, p, c->cur_group, c->cur_cls, c->cur_bin, sym, key,
+				    count);
 	return 0;
 }
 
@@ -377,7 +381,13 @@ out_close:
 
 int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_profile **out)
 {
-	struct collector c = { .o = o, .images = images };
+	return rep_collect_keys(o, images, NULL, out);
+}
+
+int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
+		     const struct rep_key_sink *sink, struct rep_profile **out)
+{
+	struct collector c = { .o = o, .images = images, .sink = sink };
 	char *dir = NULL;
 	struct stat st;
 	int rc = -ENOMEM;
@@ -423,8 +433,10 @@ int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_
 		goto out_oom;
 	for (size_t i = 0; i < c.nfiles; i++) {
 		rc = read_file(&c, &c.files[i]);
-		if (rc)
+		if (rc == -ENOMEM)
 			goto out_oom;
+		if (rc)
+			goto out_free;	/* a key sink's error, reported by it */
 	}
 	if (!c.p->nfiles) {
 		du_err("no readable sample files in %s", dir);

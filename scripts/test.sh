@@ -41,6 +41,7 @@ unit_tests() {
 step "unit tests" unit_tests
 step "fuzz (short)" make -C "$build" fuzz-short
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
+step "host end-to-end: opannotate, flame graph, pprof, oparchive vs opreport" tests/e2e/host-views.sh
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
 lab_tests="agent domains libvirt smoke"
