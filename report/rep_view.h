@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct rep_opts;
 
@@ -54,3 +55,35 @@ char *rep_view_debug_file(const char *path, const char *dir);
 #define REP_ARCHIVE_DIR "archive"
 
 #endif
+
+/*
+ * The command line of a view program: the options every view shares
+ * (--session-dir, -p/--image-path, --root, --domain, -h/--help and profile
+ * specifications, as opreport takes them) plus @extra (getopt_long entries,
+ * ended by a zeroed one; @extra_short their short letters with ':' as
+ * getopt wants), which go to @cb.  @cb returns 0, or -EINVAL with a message
+ * in @err.  @o is filled with opreport's defaults and -l.  0: run; 1: help
+ * printed, exit 0; -EINVAL: message and usage printed, exit 1; -ENOMEM.
+ * Release @o with rep_opts_release after any return.
+ */
+struct option;
+int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
+		   const struct option *extra, const char *extra_short,
+		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
+		   void *ctx, void (*usage)(FILE *f));
+
+/* The usage lines of the shared options, for a view's usage(). */
+extern const char rep_view_common_usage[];
+
+/* Labels as opreport prints them (malloc'd, NULL when out of memory): an
+ * image's basename, "{anon:NAME}" or the kernel image name; an
+ * application with " (tgid:N tid:N cpu:N)" where the session separated
+ * them. */
+struct sfn_image;
+struct rep_group;
+char *rep_view_image_label(const struct sfn_image *img);
+char *rep_view_app_label(const struct rep_group *g);
+
+/* A domain's own sample is guest kernel work when it fell in a guest
+ * kernel image or the {anon:guest-kernel} bucket (as opreport counts). */
+bool rep_view_is_guest_kernel(const struct sfn_image *dep);

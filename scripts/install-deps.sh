@@ -10,6 +10,9 @@ pkgs=(
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db
+	# views: opflame is checked in a headless browser, the pprof export is
+	# built with protobuf-c and read back with go tool pprof
+	chromium golang-go libprotobuf-c-dev protobuf-c-compiler
 )
 lab_pkgs=(
 	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs

@@ -3,6 +3,9 @@
 # host-ratio.sh does) and check the views built on opreport's library
 # against opreport itself:
 #   opannotate   the samples of burn_a land on burn_a's inner loop
+#   opflame      rendered in headless Chromium: the frames host/ratio/ratio/
+#                burn_a exist, the top symbols' counts equal opreport's, and
+#                a search marks exactly the matching frames
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
@@ -30,9 +33,21 @@ cp "$ratio" "$work/ratio"
 "$bin/opcontrol" --stop --session-dir="$session" >/dev/null
 "$bin/opreport" -l --session-dir="$session" >"$work/report.out"
 sed -n '1,12p' "$work/report.out"
-# samples of SYMBOL in IMAGE (basename) from an opreport -l listing
-rep_count() { awk -v s="$2" -v i="$3" '$NF == s && $3 == i { n += $1 } END { print n + 0 }' "$1"; }
-burn_a=$(rep_count "$work/report.out" burn_a ratio)
+# The rows of an opreport -l listing as "stack<TAB>samples", the stack as
+# the flame graph and pprof build it: host;app;image;symbol,
+# DOMAIN;{vmm};image;symbol or DOMAIN;app;image;symbol.  The domain and
+# app columns are there only when the session has domains or --separate=lib.
+rows() {
+	awk '/^samples +%/ { dom = / domain /; app = / app name /; on = 1; next }
+	on && $1 ~ /^[0-9]+$/ {
+		i = 3; d = "host"; if (dom) d = $(i++)
+		img = $(i++); a = img; if (app) a = $(i++)
+		s = $i; for (i++; i <= NF; i++) s = s " " $i
+		if (d ~ /\/vmm$/) { sub(/\/vmm$/, "", d); a = "{vmm}" }
+		printf "%s;%s;%s;%s\t%s\n", d, a, img, s, $1 }' "$1"
+}
+rows "$work/report.out" >"$work/report.rows"
+burn_a=$(awk -F'\t' '$1 == "host;ratio;ratio;burn_a" { n += $2 } END { print n + 0 }' "$work/report.rows")
 [ "$burn_a" -gt 0 ] || { fail "opreport shows no samples in burn_a"; exit 1; }
 
 # --- opannotate -----------------------------------------------------------
@@ -82,6 +97,50 @@ if [[ "$line" =~ ^\ *([0-9]+)\ +[0-9.]+\ +\*\  ]] && [ $((BASH_REMATCH[1] * 100)
 	ok "opannotate --source marks burn_a's loop line hot"
 else
 	fail "opannotate --source: burn_a's loop line is not the hot one"
+fi
+
+# --- opflame --------------------------------------------------------------
+browser=$(command -v chromium || command -v chromium-browser || true)
+"$bin/opflame" --session-dir="$session" -o "$work/fg.svg"
+if [ -z "$browser" ]; then
+	fail "no chromium to render the flame graph (scripts/install-deps.sh installs it)"
+else
+	profile=$(mktemp -d "$work/chromium.XXXXXX")
+	# The page runs its search from the URL fragment, as a user's click would.
+	timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$profile" --dump-dom "file://$work/fg.svg#search=%5Eburn_a%24" \
+		>"$work/fg.dom" 2>"$work/chromium.err" || true
+	# Every frame as "stack<TAB>samples<TAB>matched", stacks joined with ';'.
+	awk '/<g class="f/ {
+		d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d)
+		n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
+		nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
+		path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
+		if (d > 0) printf "%s\t%s\t%d\n", s, n, /class="f[^"]* match/ }' "$work/fg.dom" >"$work/fg.frames"
+	if [ ! -s "$work/fg.frames" ]; then
+		fail "opflame: Chromium rendered no frames"; tail -5 "$work/chromium.err"
+	else
+		fg_a=$(awk -F'\t' '$1 == "host;ratio;ratio;burn_a" { print $2 }' "$work/fg.frames")
+		echo "opflame: $(wc -l <"$work/fg.frames") frames, host;ratio;ratio;burn_a = ${fg_a:-none} (opreport $burn_a)"
+		head -10 "$work/report.rows" >"$work/top.rows"	# the top symbols
+		bad=$(awk -F'\t' 'NR == FNR { fg[$1] = $2; next } { want[$1] += $2 }
+			END { for (k in want) if (fg[k] != want[k]) printf "%s: flame %s, opreport %s; ", k, fg[k], want[k] }' \
+			"$work/fg.frames" "$work/top.rows")
+		marked=$(awk -F'\t' '$3 == 1 { split($1, p, ";"); print p[length(p)] }' "$work/fg.frames" | sort -u | tr '\n' ' ')
+		nmarked=$(awk -F'\t' '$3 == 1' "$work/fg.frames" | wc -l)
+		matched=$(sed -n 's/.*data-matched="\([0-9]*\)".*/\1/p' "$work/fg.dom")
+		echo "opflame: search ^burn_a\$ marked $nmarked frame(s): $marked, matched ${matched:-none} samples"
+		if [ -n "$bad" ]; then
+			fail "opflame's counts differ from opreport's: $bad"
+		elif [ "$marked" != "burn_a " ] || [ "${matched:-0}" -lt "$burn_a" ]; then
+			fail "opflame: the search did not mark exactly the burn_a frames"
+		elif ! grep -q "<title>burn_a ($fg_a samples, [0-9.]*%)</title>" "$work/fg.dom"; then
+			fail "opflame: burn_a's frame has no hover text with its count and percentage"
+		else
+			ok "opflame: frames, counts of the top symbols and search agree with opreport"
+		fi
+	fi
 fi
 
 [ $fails -eq 0 ] || { echo "host-views: $fails check(s) failed"; exit 1; }
