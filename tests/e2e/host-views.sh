@@ -6,6 +6,8 @@
 #   opflame      rendered in headless Chromium: the frames host/ratio/ratio/
 #                burn_a exist, the top symbols' counts equal opreport's, and
 #                a search marks exactly the matching frames
+#   oppprof      read back with go tool pprof -top and -traces: totals,
+#                top symbols and burn_a's labelled sample equal opreport's
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
@@ -140,6 +142,44 @@ else
 		else
 			ok "opflame: frames, counts of the top symbols and search agree with opreport"
 		fi
+	fi
+fi
+
+# --- oppprof --------------------------------------------------------------
+if [ ! -x "$bin/oppprof" ]; then
+	fail "oppprof was not built (configure found no protobuf-c)"
+elif ! command -v go >/dev/null; then
+	fail "no go tool to read the pprof file back (scripts/install-deps.sh installs golang-go)"
+else
+	"$bin/oppprof" --session-dir="$session" -o "$work/prof.pb.gz"
+	pp() { HOME=$work GOTOOLCHAIN=local go tool pprof -symbolize=none "$@" "$work/prof.pb.gz" 2>"$work/pprof.err"; }
+	pp -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 >"$work/pprof.top" || true
+	pp -traces >"$work/pprof.traces" || true
+	rep_total=$(awk -F'\t' '{ n += $2 } END { print n + 0 }' "$work/report.rows")
+	pp_total=$(sed -n 's/.*accounting for \([0-9]*\), .* of \([0-9]*\) total.*/\2/p' "$work/pprof.top")
+	# flat samples per function name in -top; opreport's per symbol name
+	awk '/^ *flat +flat%/ { on = 1; next } on && NF >= 6 { s = $6; for (i = 7; i <= NF; i++) s = s " " $i; n[s] += $1 }
+		END { for (k in n) printf "%s\t%s\n", k, n[k] }' "$work/pprof.top" >"$work/pprof.flat"
+	bad=$(awk -F'\t' 'FILENAME == ARGV[1] { pp[$1] = $2; next }
+		FILENAME == ARGV[2] { split($1, p, ";"); all[p[4]] += $2; next }
+		{ split($1, p, ";"); if (!(p[4] in seen)) { seen[p[4]] = 1
+			if (pp[p[4]] != all[p[4]]) printf "%s: pprof %s, opreport %s; ", p[4], pp[p[4]], all[p[4]] } }' \
+		"$work/pprof.flat" "$work/report.rows" "$work/top.rows")
+	# burn_a's sample in -traces, with its labels
+	tr_a=$(awk '/^-+\+/ { if (leaf == "burn_a" && dom == "host" && comm == "ratio") n += v; dom = comm = leaf = ""; first = 1; next }
+		$1 == "domain:" { dom = $2 } $1 == "comm:" { comm = $2 }
+		first && $1 ~ /^[0-9]+$/ && $1 != "" && $2 != "" { v = $1; leaf = $2; first = 0 }
+		END { if (leaf == "burn_a" && dom == "host" && comm == "ratio") n += v; print n + 0 }' "$work/pprof.traces")
+	echo "oppprof: total ${pp_total:-none} (opreport $rep_total), burn_a traced as domain:host comm:ratio $tr_a (opreport $burn_a)"
+	grep -A3 -B1 -m1 'burn_a' "$work/pprof.traces" || true
+	if [ "$pp_total" != "$rep_total" ]; then
+		fail "oppprof: go tool pprof's total differs from opreport's"; tail -3 "$work/pprof.err"
+	elif [ -n "$bad" ]; then
+		fail "oppprof: top symbols differ: $bad"
+	elif [ "$tr_a" != "$burn_a" ]; then
+		fail "oppprof: burn_a's labelled sample in -traces differs from opreport"
+	else
+		ok "oppprof: go tool pprof -top and -traces agree with opreport"
 	fi
 fi
 

@@ -1,0 +1,20 @@
+/*
+ * oppprof: a session, or part of it, as a gzipped pprof profile
+ * (report/pprof.proto) for go tool pprof, Pyroscope, Parca and the like.
+ *
+ * One sample per opreport -l row (domain, process, binary, symbol), its
+ * stack the symbol's location (recorded call stacks will go above it).
+ * Values: per event class, the samples and the events they stand for
+ * (samples x period).  Labels: domain ("host" for the host's own work),
+ * vmm ("true" for host work done for a guest), comm, and pid/tid/cpu
+ * where the session separated them.  Mappings name host binaries by
+ * their path and guest binaries by their path in the session's image
+ * cache, with build ids.
+ */
+#ifndef REP_PPROF_H
+#define REP_PPROF_H
+
+/* Run oppprof with @argv; returns the exit status. */
+int rep_pprof_main(int argc, char **argv);
+
+#endif
