@@ -8,6 +8,8 @@
 #                a search marks exactly the matching frames
 #   oppprof      read back with go tool pprof -top and -traces: totals,
 #                top symbols and burn_a's labelled sample equal opreport's
+#   oparchive    archive (directory and tarball), move it elsewhere, delete
+#                the profiled binary: opreport -l and opannotate unchanged
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
@@ -182,6 +184,32 @@ else
 		ok "oppprof: go tool pprof -top and -traces agree with opreport"
 	fi
 fi
+
+# --- oparchive (last: it deletes the profiled binary) ---------------------
+spec="image:$work/ratio"
+"$bin/opreport" -l --session-dir="$session" "$spec" >"$work/arch-before.rep" 2>/dev/null
+"$bin/opannotate" -a -s --session-dir="$session" "$spec" 2>/dev/null | grep -v '^  file ' >"$work/arch-before.ann"
+"$bin/oparchive" --session-dir="$session" -o "$work/archive" "$spec"
+"$bin/oparchive" --session-dir="$session" --tar="$work/archive.tar.gz" "$spec"
+mkdir -p "$work/elsewhere/tree" "$work/elsewhere/untar"
+mv "$work/archive" "$work/elsewhere/tree/moved"
+tar -C "$work/elsewhere/untar" -xzf "$work/archive.tar.gz"
+rm -f "$work/ratio"
+echo "oparchive: $(find "$work/elsewhere/tree/moved/archive" -type f | wc -l) binaries and debug files archived:"
+find "$work/elsewhere/tree/moved/archive" -type f | sed "s|$work/elsewhere/tree/moved/archive|  |"
+for a in tree/moved untar; do
+	"$bin/opreport" -l --session-dir="$work/elsewhere/$a" "$spec" >"$work/arch-after.rep" 2>"$work/arch.err"
+	"$bin/opannotate" -a -s --session-dir="$work/elsewhere/$a" "$spec" 2>>"$work/arch.err" |
+		grep -v '^  file ' >"$work/arch-after.ann"
+	if ! grep -q burn_a "$work/arch-after.rep"; then
+		fail "oparchive ($a): the moved archive reports no burn_a"; cat "$work/arch.err"
+	elif ! diff -u "$work/arch-before.rep" "$work/arch-after.rep" >"$work/arch.diff" ||
+	     ! diff -u "$work/arch-before.ann" "$work/arch-after.ann" >>"$work/arch.diff"; then
+		fail "oparchive ($a): the moved archive reports differently"; head -20 "$work/arch.diff"
+	else
+		ok "oparchive ($a): opreport -l and opannotate identical after moving and deleting the binary"
+	fi
+done
 
 [ $fails -eq 0 ] || { echo "host-views: $fails check(s) failed"; exit 1; }
 echo "host-views: all checks passed"
