@@ -14,6 +14,7 @@
 #include "rep_opts.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
+#include "rep_view.h"
 #include "util/du_log.h"
 
 /* A matching sample file, before it is read. */
@@ -388,6 +389,7 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		     const struct rep_key_sink *sink, struct rep_profile **out)
 {
 	struct collector c = { .o = o, .images = images, .sink = sink };
+	struct rep_progress progress = { 0 };	/* silent until begun */
 	char *dir = NULL;
 	struct stat st;
 	int rc = -ENOMEM;
@@ -431,7 +433,9 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 	c.p->totals = calloc(c.p->nclasses, sizeof(*c.p->totals));
 	if (!c.p->totals)
 		goto out_oom;
+	rep_progress_begin(&progress, "reading sample files", c.nfiles);
 	for (size_t i = 0; i < c.nfiles; i++) {
+		rep_progress_step(&progress, i);
 		rc = read_file(&c, &c.files[i]);
 		if (rc == -ENOMEM)
 			goto out_oom;
@@ -451,6 +455,7 @@ out_oom:
 	du_err("out of memory while reading samples");
 	rc = -ENOMEM;
 out_free:
+	rep_progress_end(&progress);
 	free_files(&c);
 	rep_strmap_free(c.groups);
 	rep_u64map_free(c.rowmap);
