@@ -414,27 +414,46 @@ static int build(struct builder *b, Profile *prof)
 	return 0;
 }
 
-static int write_gz(const char *path, const Profile *prof)
+int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
+		   const struct rep_profile *p, uint8_t **buf, size_t *len)
 {
-	size_t len = domprof__pprof__profile__get_packed_size(prof);
-	uint8_t *buf = malloc(len ? len : 1);
+	Profile prof = DOMPROF__PPROF__PROFILE__INIT;
+	struct builder b = { .o = o, .images = images, .p = p };
+	int rc = build(&b, &prof);
+
+	*buf = NULL;
+	*len = 0;
+	if (!rc) {
+		*len = domprof__pprof__profile__get_packed_size(&prof);
+		*buf = malloc(*len ? *len : 1);
+		if (*buf)
+			domprof__pprof__profile__pack(&prof, *buf);
+		else
+			rc = -ENOMEM;
+	}
+	free_builder(&b);
+	return rc;
+}
+
+static int write_gz(const char *path, const uint8_t *buf, size_t len)
+{
 	gzFile gz;
 	int rc = 0;
 
-	if (!buf)
-		return -ENOMEM;
-	domprof__pprof__profile__pack(prof, buf);
 	gz = strcmp(path, "-") ? gzopen(path, "wb") : gzdopen(dup(STDOUT_FILENO), "wb");
-	if (!gz) {
-		rc = errno ? -errno : -ENOMEM;
-		goto out;
+	if (!gz)
+		return errno ? -errno : -ENOMEM;
+	/* gzwrite takes an unsigned int: big profiles go in chunks. */
+	while (len && !rc) {
+		unsigned int n = len > (1u << 30) ? (1u << 30) : (unsigned int)len;
+
+		if (gzwrite(gz, buf, n) != (int)n)
+			rc = -EIO;
+		buf += n;
+		len -= n;
 	}
-	if (len && gzwrite(gz, buf, (unsigned int)len) != (int)len)
-		rc = -EIO;
 	if (gzclose(gz) != Z_OK && !rc)
 		rc = -EIO;
-out:
-	free(buf);
 	return rc;
 }
 
@@ -475,9 +494,10 @@ int rep_pprof_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pprof_args args = { 0 };
-	Profile prof = DOMPROF__PPROF__PROFILE__INIT;
-	struct builder b = { 0 };
+	struct rep_images *images = NULL;
 	struct rep_profile *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
 	struct rep_opts o;
 	int rc, status = 1;
 
@@ -487,27 +507,25 @@ int rep_pprof_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out;
 	}
-	b.o = &o;
-	b.images = rep_images_new(&o);
-	if (!b.images) {
+	images = rep_images_new(&o);
+	if (!images) {
 		du_err("out of memory");
 		goto out;
 	}
-	if (rep_collect(&o, b.images, &p))
+	if (rep_collect(&o, images, &p))
 		goto out;
-	b.p = p;
-	rc = build(&b, &prof);
+	rc = rep_pprof_pack(&o, images, p, &buf, &len);
 	if (!rc)
-		rc = write_gz(args.output, &prof);
+		rc = write_gz(args.output, buf, len);
 	if (rc) {
 		du_err("cannot write %s: %s", args.output, strerror(-rc));
 		goto out;
 	}
 	status = 0;
 out:
-	free_builder(&b);
+	free(buf);
 	rep_profile_free(p);
-	rep_images_free(b.images);
+	rep_images_free(images);
 	rep_opts_release(&o);
 	return status;
 }

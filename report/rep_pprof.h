@@ -14,6 +14,21 @@
 #ifndef REP_PPROF_H
 #define REP_PPROF_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+struct rep_images;
+struct rep_opts;
+struct rep_profile;
+
+/*
+ * @p as an uncompressed profile.proto message in *@buf (malloc'd, *@len
+ * bytes); binaries are located through @images for their file names and
+ * build ids.  0 or -ENOMEM.
+ */
+int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
+		   const struct rep_profile *p, uint8_t **buf, size_t *len);
+
 /* Run oppprof with @argv; returns the exit status. */
 int rep_pprof_main(int argc, char **argv);
 
