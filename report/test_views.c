@@ -6,13 +6,17 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <bfd.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "odb/odb.h"
+#include "rep_annotate.h"
 #include "rep_collect.h"
 #include "rep_flame.h"
 #include "rep_opts.h"
@@ -260,6 +264,120 @@ static void test_progress_quiet(void)
 	rep_progress_end(&pr);
 }
 
+/* The file offset of function @fn's first instruction in ELF file @path. */
+static uint64_t func_key(const char *path, const char *fn)
+{
+	asymbol **tab;
+	uint64_t key = 0;
+	long n;
+	bfd *abfd;
+
+	bfd_init();
+	abfd = bfd_openr(path, NULL);
+	CU_ASSERT_FATAL(abfd && bfd_check_format(abfd, bfd_object));
+	tab = malloc(bfd_get_symtab_upper_bound(abfd));
+	n = bfd_canonicalize_symtab(abfd, tab);
+	for (long i = 0; i < n; i++) {
+		asection *sec = tab[i]->section;
+
+		if (strcmp(tab[i]->name, fn) || !sec)
+			continue;
+		key = (uint64_t)sec->filepos + (bfd_asymbol_value(tab[i]) - bfd_section_vma(sec));
+	}
+	free(tab);
+	bfd_close(abfd);
+	CU_ASSERT(key != 0);
+	return key;
+}
+
+/* Run opannotate with @argv, its standard output into a malloc'd string. */
+static char *annotate(int argc, char **argv, int *status)
+{
+	char path[] = "/tmp/test_views_out.XXXXXX", *text = NULL;
+	int fd = mkstemp(path), saved;
+	FILE *f;
+	long len;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	*status = rep_annotate_main(argc, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	f = fopen(path, "r");
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)len + 1);
+	if (fread(text, 1, (size_t)len, f) != (size_t)len)
+		text[0] = '\0';
+	fclose(f);
+	unlink(path);
+	return text;
+}
+
+/*
+ * A guest binary found only through the session's image cache: opannotate
+ * disassembles it and puts the samples on the sampled instruction.
+ */
+static void test_annotate_guest(void)
+{
+	char dir[] = "/tmp/test_views.XXXXXX", cmd[10000], p[8192], rel[SFN_MAX_PATH + 1];
+	char sd[1100], *text;
+	struct sfn_name n = { .domain = (char *)"web1", .image = { SFN_ROOT, (char *)"/usr/bin/gprog" },
+			      .dep = { SFN_ROOT, (char *)"/usr/bin/gprog" }, .event = (char *)"TIMER",
+			      .count = 1000, .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct odb_desc d = { .count = 1000 };
+	char *argv[] = { "opannotate", "--assembly", sd, "--domain=web1", NULL };
+	uint64_t key;
+	struct odb *db;
+	int status;
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/g.c", dir);
+	f = fopen(p, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("volatile int s;\n"
+	      "__attribute__((noinline)) void guest_spin(int n) { for (int i = 0; i < n; i++) s += i; }\n"
+	      "int main(void) { guest_spin(3); return 0; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/session/images/7 %s/session/domains/web1 && "
+		 "%s -O1 -o %s/session/images/7/gprog %s && "
+		 "printf 'images/7/gprog\\t/usr/bin/gprog\\n' >%s/session/domains/web1/images",
+		 dir, dir, REP_TEST_CC, dir, p, dir);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(p, sizeof(p), "%s/session/images/7/gprog", dir);
+	key = func_key(p, "guest_spin");
+	CU_ASSERT_FATAL(sfn_mangle(&n, rel, sizeof(rel)) > 0);
+	snprintf(p, sizeof(p), "%s/session/samples/current/%s", dir, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", p);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(d.event, sizeof(d.event), "TIMER");
+	CU_ASSERT_FATAL(odb_open(&db, p, ODB_RDWR, &d) == 0);
+	CU_ASSERT(odb_add(db, key, 77) == 0);
+	odb_close(db);
+
+	snprintf(sd, sizeof(sd), "--session-dir=%s/session", dir);
+	text = annotate(4, argv, &status);
+	CU_ASSERT(status == 0);
+	CU_ASSERT(strstr(text, "image /usr/bin/gprog (domain web1)") != NULL);
+	CU_ASSERT(strstr(text, "/session/images/7/gprog") != NULL);
+	CU_ASSERT(strstr(text, "<guest_spin>: /* total */") != NULL);
+	/* The sample is on guest_spin's first instruction, marked hot. */
+	{
+		const char *hot = strstr(text, "        77 100.000  *");
+
+		CU_ASSERT(hot != NULL && hot > strstr(text, "<guest_spin>"));
+	}
+	free(text);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT(system(cmd) == 0);
+}
+
 static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 {
 	(void)level;
@@ -282,6 +400,7 @@ int main(void)
 	CU_add_test(s, "labels", test_labels);
 	CU_add_test(s, "build ids", test_build_id);
 	CU_add_test(s, "progress off a terminal", test_progress_quiet);
+	CU_add_test(s, "opannotate: a guest binary from the image cache", test_annotate_guest);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
