@@ -72,14 +72,23 @@ static void free_imgs(struct annot *a)
 	free(a->imgs);
 }
 
+/* Host and vmm work share binaries (and rep_bins); they are still
+ * annotated apart, per domain, as opreport lists them. */
+static bool same_owner(const struct img *m, const struct rep_group *g, const struct rep_bin *bin)
+{
+	if (m->bin != bin || m->vmm != g->vmm || !m->domain != !g->domain)
+		return false;
+	return !m->domain || !strcmp(m->domain, g->domain);
+}
+
 static long find_img(struct annot *a, const struct rep_group *g, const struct rep_bin *bin)
 {
 	struct img *m;
 
-	if (a->last >= 0 && a->imgs[a->last].bin == bin)
+	if (a->last >= 0 && same_owner(&a->imgs[a->last], g, bin))
 		return a->last;
 	for (size_t i = 0; i < a->nimgs; i++)
-		if (a->imgs[i].bin == bin)
+		if (same_owner(&a->imgs[i], g, bin))
 			return a->last = (long)i;
 	m = realloc(a->imgs, (a->nimgs + 1) * sizeof(*m));
 	if (!m)
