@@ -8,6 +8,7 @@
 #                a search marks exactly the matching frames
 #   oppprof      read back with go tool pprof -top and -traces: totals,
 #                top symbols and burn_a's labelled sample equal opreport's
+#   --domain     opflame and oppprof of --domain=host hold opreport's host total
 #   oparchive    archive (directory and tarball), move it elsewhere, delete
 #                the profiled binary: opreport -l and opannotate unchanged
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
@@ -128,9 +129,13 @@ else
 		fg_a=$(awk -F'\t' '$1 == "host;ratio;ratio;burn_a" { print $2 }' "$work/fg.frames")
 		echo "opflame: $(wc -l <"$work/fg.frames") frames, host;ratio;ratio;burn_a = ${fg_a:-none} (opreport $burn_a)"
 		head -10 "$work/report.rows" >"$work/top.rows"	# the top symbols
-		bad=$(awk -F'\t' 'NR == FNR { fg[$1] = $2; next } { want[$1] += $2 }
-			END { for (k in want) if (fg[k] != want[k]) printf "%s: flame %s, opreport %s; ", k, fg[k], want[k] }' \
-			"$work/fg.frames" "$work/top.rows")
+		# Rows of different binaries with one basename share a label, in
+		# opreport as in the flame graph: compare sums over all rows.
+		bad=$(awk -F'\t' 'FILENAME == ARGV[1] { fg[$1] = $2; next }
+			FILENAME == ARGV[2] { all[$1] += $2; next }
+			{ top[$1] = 1 }
+			END { for (k in top) if (fg[k] != all[k]) printf "%s: flame %s, opreport %s; ", k, fg[k], all[k] }' \
+			"$work/fg.frames" "$work/report.rows" "$work/top.rows")
 		marked=$(awk -F'\t' '$3 == 1 { split($1, p, ";"); print p[length(p)] }' "$work/fg.frames" | sort -u | tr '\n' ' ')
 		nmarked=$(awk -F'\t' '$3 == 1' "$work/fg.frames" | wc -l)
 		matched=$(sed -n 's/.*data-matched="\([0-9]*\)".*/\1/p' "$work/fg.dom")
@@ -183,6 +188,25 @@ else
 	else
 		ok "oppprof: go tool pprof -top and -traces agree with opreport"
 	fi
+fi
+
+# --- one domain: --domain=host in all three --------------------------------
+"$bin/opreport" -l --domain=host --session-dir="$session" >"$work/host.out" 2>/dev/null
+host_total=$(rows "$work/host.out" | awk -F'\t' '{ n += $2 } END { print n + 0 }')
+"$bin/opflame" --domain=host --session-dir="$session" -o "$work/host.svg" 2>/dev/null
+fg_total=$(sed -n 's/.*data-n="\([0-9]*\)" data-x="0" data-d="0" data-name="all".*/\1/p' "$work/host.svg")
+fg_other=$(grep -c 'data-d="1" data-name="[^"]*"' "$work/host.svg" || true)
+pp_host=none
+if [ -x "$bin/oppprof" ] && command -v go >/dev/null; then
+	"$bin/oppprof" --domain=host --session-dir="$session" -o "$work/host.pb.gz" 2>/dev/null
+	pp_host=$(HOME=$work GOTOOLCHAIN=local go tool pprof -symbolize=none -top -nodecount=1 "$work/host.pb.gz" 2>/dev/null |
+		sed -n 's/.*accounting for [0-9]*, .* of \([0-9]*\) total.*/\1/p')
+fi
+echo "--domain=host: opreport $host_total, opflame ${fg_total:-none} ($fg_other domain frame(s)), oppprof ${pp_host:-none}"
+if [ "$fg_total" = "$host_total" ] && [ "$fg_other" = 1 ] && [ "$pp_host" = "$host_total" ]; then
+	ok "--domain=host: opflame and oppprof hold exactly opreport's host samples"
+else
+	fail "--domain=host: opflame or oppprof differ from opreport"
 fi
 
 # --- oparchive (last: it deletes the profiled binary) ---------------------
