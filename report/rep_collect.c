@@ -14,6 +14,7 @@
 #include "rep_opts.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
+#include "rep_view.h"
 #include "util/du_log.h"
 
 /* A matching sample file, before it is read. */
@@ -32,6 +33,7 @@ struct collector {
 	size_t nseen;		/* regular files under samples/current */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
+	const struct rep_key_sink *sink;	/* NULL: symbols only */
 	/* the file being read (odb_foreach callback state) */
 	size_t cur_group, cur_cls;
 	const struct rep_bin *cur_bin;
@@ -327,6 +329,9 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 		p->nrows++;
 	}
 	rep_counts(p, p->rows[row].counts)[c->cur_cls] += count;
+	if (c->sink)
+		return c->sink->key(c->sink->ctx, p, c->cur_group, c->cur_cls, c->cur_bin, sym, key,
+				    count);
 	return 0;
 }
 
@@ -377,7 +382,14 @@ out_close:
 
 int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_profile **out)
 {
-	struct collector c = { .o = o, .images = images };
+	return rep_collect_keys(o, images, NULL, out);
+}
+
+int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
+		     const struct rep_key_sink *sink, struct rep_profile **out)
+{
+	struct collector c = { .o = o, .images = images, .sink = sink };
+	struct rep_progress progress = { 0 };	/* silent until begun */
 	char *dir = NULL;
 	struct stat st;
 	int rc = -ENOMEM;
@@ -421,10 +433,14 @@ int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_
 	c.p->totals = calloc(c.p->nclasses, sizeof(*c.p->totals));
 	if (!c.p->totals)
 		goto out_oom;
+	rep_progress_begin(&progress, "reading sample files", c.nfiles);
 	for (size_t i = 0; i < c.nfiles; i++) {
+		rep_progress_step(&progress, i);
 		rc = read_file(&c, &c.files[i]);
-		if (rc)
+		if (rc == -ENOMEM)
 			goto out_oom;
+		if (rc)
+			goto out_free;	/* a key sink's error, reported by it */
 	}
 	if (!c.p->nfiles) {
 		du_err("no readable sample files in %s", dir);
@@ -439,6 +455,7 @@ out_oom:
 	du_err("out of memory while reading samples");
 	rc = -ENOMEM;
 out_free:
+	rep_progress_end(&progress);
 	free_files(&c);
 	rep_strmap_free(c.groups);
 	rep_u64map_free(c.rowmap);

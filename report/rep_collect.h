@@ -69,6 +69,22 @@ static inline uint64_t *rep_counts(const struct rep_profile *p, size_t off)
 }
 
 int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_profile **out);
+
+/*
+ * For views finer than a symbol (opannotate): rep_collect that also hands
+ * every sample key of every file read to @sink->key, with the group and
+ * class it was counted in, its binary (NULL: no symbols) and symbol (-1:
+ * none).  Needs @o->symbols.  A non-zero return of the callback stops the
+ * collection with that error.  @p is the profile being built: its groups
+ * and classes are valid, its totals are not yet complete.
+ */
+struct rep_key_sink {
+	int (*key)(void *ctx, const struct rep_profile *p, size_t group, size_t cls,
+		   const struct rep_bin *bin, long sym, uint64_t key, uint64_t count);
+	void *ctx;
+};
+int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
+		     const struct rep_key_sink *sink, struct rep_profile **out);
 void rep_profile_free(struct rep_profile *p);	/* NULL accepted */
 
 #endif

@@ -193,6 +193,14 @@ char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, cons
 			return p;
 		free(p);
 	}
+	/* A session made by oparchive carries its host binaries with it. */
+	if ((!domain || vmm) && path[0] == '/') {
+		if (asprintf(&p, "%s/archive%s", c->o->session_dir, path) < 0)
+			return NULL;
+		if (is_file(p))
+			return p;
+		free(p);
+	}
 	if ((!domain || vmm) && is_file(path))
 		return strdup(path);
 	if (domain && !vmm)

@@ -21,7 +21,8 @@ void rep_images_free(struct rep_images *c);	/* NULL accepted */
 /*
  * Where the binary at @path lives for a sample file of @domain (NULL: host)
  * and @vmm: the -p directories by basename first, then --root as a prefix,
- * then @path itself (host and vmm work only: a guest's path names a file
+ * then SESSION/archive/@path (oparchive's copy), then @path itself (host
+ * and vmm work only: a guest's path names a file
  * inside the guest), then for a guest the session's image cache through
  * SESSION/domains/<escaped domain>/images (lines "images/<id>/<name>\t
  * <guest path, \xHH escaped>").  malloc'd path of an existing regular

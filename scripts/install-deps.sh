@@ -11,6 +11,9 @@ pkgs=(
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db
 	python3
+	# views: opflame is checked in a headless browser, the pprof export is
+	# built with protobuf-c and read back with go tool pprof
+	chromium golang-go libprotobuf-c-dev protobuf-c-compiler
 )
 lab_pkgs=(
 	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs

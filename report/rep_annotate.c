@@ -1,0 +1,887 @@
+#include "config.h"
+
+#include <bfd.h>
+#include <dis-asm.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rep_annotate.h"
+#include "rep_collect.h"
+#include "rep_hash.h"
+#include "rep_image.h"
+#include "rep_opts.h"
+#include "rep_output.h"
+#include "rep_spec.h"
+#include "rep_sym.h"
+#include "rep_view.h"
+#include "util/du_log.h"
+
+/* An instruction or a line gets the hot mark at this share of its block. */
+#define HOT_PCT 10.0
+
+/* One sampled address of an image, with a count per class. */
+struct addr {
+	uint64_t vma;
+	long sym;
+	uint64_t *counts;
+};
+
+/* One binary as seen from one owner (host and vmm share binaries). */
+struct img {
+	const struct rep_bin *bin;
+	char *domain;		/* NULL: host */
+	bool vmm;
+	struct sfn_image dep;
+	struct rep_u64map *byvma;
+	struct addr *a;
+	size_t na;
+	uint64_t *total;
+};
+
+struct annot {
+	struct rep_opts o;
+	bool assembly, source;
+	struct rep_images *images;
+	const struct rep_profile *p;
+	size_t nclasses;
+	struct img *imgs;
+	size_t nimgs;
+	long last;		/* the image of the previous key */
+	uint64_t *zero;		/* [nclasses] zeros */
+	FILE *out;
+};
+
+static void free_imgs(struct annot *a)
+{
+	for (size_t i = 0; i < a->nimgs; i++) {
+		struct img *m = &a->imgs[i];
+
+		for (size_t k = 0; k < m->na; k++)
+			free(m->a[k].counts);
+		free(m->a);
+		free(m->total);
+		free(m->domain);
+		free(m->dep.name);
+		rep_u64map_free(m->byvma);
+	}
+	free(a->imgs);
+}
+
+/* Host and vmm work share binaries (and rep_bins); they are still
+ * annotated apart, per domain, as opreport lists them. */
+static bool same_owner(const struct img *m, const struct rep_group *g, const struct rep_bin *bin)
+{
+	if (m->bin != bin || m->vmm != g->vmm || !m->domain != !g->domain)
+		return false;
+	return !m->domain || !strcmp(m->domain, g->domain);
+}
+
+static long find_img(struct annot *a, const struct rep_group *g, const struct rep_bin *bin)
+{
+	struct img *m;
+
+	if (a->last >= 0 && same_owner(&a->imgs[a->last], g, bin))
+		return a->last;
+	for (size_t i = 0; i < a->nimgs; i++)
+		if (same_owner(&a->imgs[i], g, bin))
+			return a->last = (long)i;
+	m = realloc(a->imgs, (a->nimgs + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	a->imgs = m;
+	m = &a->imgs[a->nimgs];
+	memset(m, 0, sizeof(*m));
+	m->bin = bin;
+	m->vmm = g->vmm;
+	m->dep.kind = g->dep.kind;
+	m->dep.name = strdup(g->dep.name);
+	m->domain = g->domain ? strdup(g->domain) : NULL;
+	m->byvma = rep_u64map_new();
+	m->total = calloc(a->nclasses, sizeof(*m->total));
+	a->nimgs++;
+	if (!m->dep.name || (g->domain && !m->domain) || !m->byvma || !m->total)
+		return -ENOMEM;
+	return a->last = (long)(a->nimgs - 1);
+}
+
+static int on_key(void *ctx, const struct rep_profile *p, size_t group, size_t cls,
+		  const struct rep_bin *bin, long sym, uint64_t key, uint64_t count)
+{
+	struct annot *a = ctx;
+	struct img *m;
+	uint64_t vma;
+	long i, k;
+	int created;
+
+	if (!bin || !rep_bin_key_to_vma(bin, key, &vma))
+		return 0;
+	a->nclasses = p->nclasses;
+	i = find_img(a, &p->groups[group], bin);
+	if (i < 0)
+		return (int)i;
+	m = &a->imgs[i];
+	k = rep_u64map_get_or_put(m->byvma, vma, m->na, &created);
+	if (k < 0)
+		return -ENOMEM;
+	if (created) {
+		struct addr *na = realloc(m->a, (m->na + 1) * sizeof(*na));
+
+		if (!na)
+			return -ENOMEM;
+		m->a = na;
+		na[m->na].vma = vma;
+		na[m->na].sym = sym;
+		na[m->na].counts = calloc(p->nclasses, sizeof(uint64_t));
+		if (!na[m->na].counts)
+			return -ENOMEM;
+		m->na++;
+	}
+	m->a[k].counts[cls] += count;
+	m->total[cls] += count;
+	return 0;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+	const struct addr *a = x, *b = y;
+
+	return a->vma < b->vma ? -1 : a->vma > b->vma;
+}
+
+static int cmp_img(const void *x, const void *y)
+{
+	const struct img *a = x, *b = y;
+
+	if (a->total[0] != b->total[0])
+		return a->total[0] > b->total[0] ? -1 : 1;
+	return strcmp(a->dep.name, b->dep.name);
+}
+
+static const char *owner_label(const struct img *m, char *buf, size_t size)
+{
+	if (!m->domain)
+		return "host";
+	snprintf(buf, size, "domain %s%s", m->domain, m->vmm ? " {vmm}" : "");
+	return buf;
+}
+
+static double pct_of(uint64_t x, uint64_t total)
+{
+	return total ? 100.0 * (double)x / (double)total : 0.0;
+}
+
+/* "  samples %" columns for @c (blank when all zero); true when hot in @block. */
+static bool put_counts(FILE *f, const struct annot *a, const uint64_t *c, const uint64_t *block)
+{
+	bool any = false, hot = false;
+	char pct[16];
+
+	for (size_t k = 0; k < a->nclasses; k++)
+		any |= c[k] != 0;
+	for (size_t k = 0; k < a->nclasses; k++) {
+		if (!any) {
+			fprintf(f, "%10s %-8s ", "", "");
+			continue;
+		}
+		rep_format_pct(pct, sizeof(pct), pct_of(c[k], a->p->totals[k]));
+		fprintf(f, "%10" PRIu64 " %-8s ", c[k], pct);
+		if (block && pct_of(c[k], block[k]) >= HOT_PCT)
+			hot = true;
+	}
+	return hot;
+}
+
+/* --- assembly ---------------------------------------------------------- */
+
+struct insn_buf {
+	char text[512];
+	size_t len;
+	const struct rep_bin *bin;
+};
+
+static int buf_vprintf(struct insn_buf *b, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (b->len >= sizeof(b->text) - 1)
+		return 0;
+	n = vsnprintf(b->text + b->len, sizeof(b->text) - b->len, fmt, ap);
+	if (n > 0)
+		b->len += (size_t)n < sizeof(b->text) - b->len ? (size_t)n : sizeof(b->text) - 1 - b->len;
+	return n;
+}
+
+static int dis_printf(void *stream, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = buf_vprintf(stream, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+static int dis_styled(void *stream, enum disassembler_style style, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	(void)style;
+	va_start(ap, fmt);
+	n = buf_vprintf(stream, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* Branch and call targets with their symbol, as objdump shows them. */
+static void dis_address(bfd_vma vma, struct disassemble_info *info)
+{
+	struct insn_buf *b = info->stream;
+	long s = b->bin ? rep_bin_find_vma(b->bin, vma) : -1;
+
+	if (s >= 0) {
+		const struct rep_sym *sym = rep_bin_sym(b->bin, (size_t)s);
+
+		if (vma == sym->start)
+			dis_printf(b, "0x%" PRIx64 " <%s>", (uint64_t)vma, sym->name);
+		else
+			dis_printf(b, "0x%" PRIx64 " <%s+0x%" PRIx64 ">", (uint64_t)vma,
+				   sym->name, (uint64_t)(vma - sym->start));
+	} else {
+		dis_printf(b, "0x%" PRIx64, (uint64_t)vma);
+	}
+}
+
+/* The code section of @abfd holding @vma, its contents read once. */
+struct sect_cache {
+	asection *sec;
+	bfd_byte *data;
+};
+
+static asection *code_section(bfd *abfd, uint64_t vma)
+{
+	for (asection *s = abfd->sections; s; s = s->next) {
+		flagword fl = bfd_section_flags(s);
+
+		if ((fl & SEC_CODE) && (fl & SEC_HAS_CONTENTS) && vma >= bfd_section_vma(s) &&
+		    vma - bfd_section_vma(s) < bfd_section_size(s))
+			return s;
+	}
+	return NULL;
+}
+
+static int print_symbol_asm(FILE *f, struct annot *a, struct img *m, bfd *abfd,
+			    disassembler_ftype dis, struct disassemble_info *info,
+			    struct sect_cache *sc, const struct rep_sym *sym, size_t first,
+			    size_t last, const uint64_t *symtot)
+{
+	struct insn_buf *b = info->stream;
+	asection *sec = code_section(abfd, sym->start);
+	uint64_t pc, end, secend;
+	size_t k = first;
+	uint64_t *c = calloc(a->nclasses, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	if (!sec) {
+		fprintf(f, "  (no code section holds %s in this file)\n", sym->name);
+		goto out;
+	}
+	if (sc->sec != sec) {
+		free(sc->data);
+		sc->data = NULL;
+		sc->sec = NULL;
+		if (!bfd_malloc_and_get_section(abfd, sec, &sc->data)) {
+			fprintf(f, "  (cannot read section %s)\n", bfd_section_name(sec));
+			goto out;
+		}
+		sc->sec = sec;
+	}
+	info->buffer = sc->data;
+	info->buffer_vma = bfd_section_vma(sec);
+	info->buffer_length = bfd_section_size(sec);
+	info->section = sec;
+	secend = bfd_section_vma(sec) + bfd_section_size(sec);
+	end = sym->end < secend ? sym->end : secend;
+	for (pc = sym->start; pc < end;) {
+		int len;
+		bool hot;
+
+		b->len = 0;
+		b->text[0] = '\0';
+		len = dis(pc, info);
+		if (len <= 0)
+			len = 1;
+		memset(c, 0, a->nclasses * sizeof(*c));
+		while (k < last && m->a[k].vma < pc + (uint64_t)len) {
+			for (size_t j = 0; j < a->nclasses; j++)
+				c[j] += m->a[k].counts[j];
+			k++;
+		}
+		fputs("  ", f);
+		hot = put_counts(f, a, c, symtot);
+		fprintf(f, "%s %8" PRIx64 ":\t%s\n", hot ? "*" : ":", pc, b->text);
+		pc += (uint64_t)len;
+	}
+out:
+	free(c);
+	return 0;
+}
+
+/* Sampled addresses of @m sorted; [first,last) ranges per symbol. */
+struct symblock {
+	long sym;
+	size_t first, last;
+	uint64_t *tot;
+};
+
+static int cmp_block(const void *x, const void *y)
+{
+	const struct symblock *a = x, *b = y;
+
+	if (a->tot[0] != b->tot[0])
+		return a->tot[0] > b->tot[0] ? -1 : 1;
+	return a->first < b->first ? -1 : 1;
+}
+
+static struct symblock *make_blocks(struct annot *a, struct img *m, size_t *nb)
+{
+	struct symblock *bl = calloc(m->na ? m->na : 1, sizeof(*bl));
+	size_t n = 0;
+
+	if (!bl)
+		return NULL;
+	qsort(m->a, m->na, sizeof(*m->a), cmp_addr);
+	for (size_t i = 0; i < m->na; i++) {
+		long s = rep_bin_find_vma(m->bin, m->a[i].vma);
+
+		if (!n || bl[n - 1].sym != s || s < 0) {
+			bl[n].sym = s;
+			bl[n].first = i;
+			bl[n].tot = calloc(a->nclasses, sizeof(uint64_t));
+			if (!bl[n].tot) {
+				*nb = n;
+				return bl;
+			}
+			n++;
+		}
+		bl[n - 1].last = i + 1;
+		for (size_t j = 0; j < a->nclasses; j++)
+			bl[n - 1].tot[j] += m->a[i].counts[j];
+	}
+	qsort(bl, n, sizeof(*bl), cmp_block);
+	*nb = n;
+	return bl;
+}
+
+static void free_blocks(struct symblock *bl, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(bl[i].tot);
+	free(bl);
+}
+
+static bool above(const struct annot *a, const uint64_t *c)
+{
+	if (a->o.threshold <= 0)
+		return true;
+	for (size_t k = 0; k < a->nclasses; k++)
+		if (pct_of(c[k], a->p->totals[k]) >= a->o.threshold)
+			return true;
+	return false;
+}
+
+static int annotate_asm(struct annot *a, struct img *m, const char *file)
+{
+	FILE *f = a->out;
+	struct insn_buf ib = { .bin = m->bin };
+	struct disassemble_info info;
+	struct sect_cache sc = { 0 };
+	disassembler_ftype dis;
+	struct symblock *bl;
+	size_t nb = 0;
+	bfd *abfd;
+	int rc = 0;
+
+	abfd = bfd_openr(file, NULL);
+	if (!abfd || !bfd_check_format(abfd, bfd_object)) {
+		fprintf(f, "(cannot read %s: %s)\n\n", file, bfd_errmsg(bfd_get_error()));
+		if (abfd)
+			bfd_close(abfd);
+		return 0;
+	}
+	init_disassemble_info(&info, &ib, dis_printf, dis_styled);
+	info.arch = bfd_get_arch(abfd);
+	info.mach = bfd_get_mach(abfd);
+	info.endian = bfd_big_endian(abfd) ? BFD_ENDIAN_BIG : BFD_ENDIAN_LITTLE;
+	info.print_address_func = dis_address;
+	disassemble_init_for_target(&info);
+	dis = disassembler(info.arch, bfd_big_endian(abfd), info.mach, abfd);
+	if (!dis) {
+		fprintf(f, "(no disassembler for the architecture of %s)\n\n", file);
+		goto out_close;
+	}
+	bl = make_blocks(a, m, &nb);
+	if (!bl) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	for (size_t i = 0; i < nb && !rc; i++) {
+		const struct rep_sym *sym = bl[i].sym >= 0 ? rep_bin_sym(m->bin, (size_t)bl[i].sym) : NULL;
+
+		if (!above(a, bl[i].tot))
+			continue;
+		if (!sym) {
+			fputs("  ", f);
+			put_counts(f, a, bl[i].tot, NULL);
+			fputs(": (no symbol)\n\n", f);
+			continue;
+		}
+		fputs("  ", f);
+		put_counts(f, a, bl[i].tot, NULL);
+		fprintf(f, ": %016" PRIx64 " <%s>: /* total */\n", sym->start, sym->name);
+		rc = print_symbol_asm(f, a, m, abfd, dis, &info, &sc, sym, bl[i].first, bl[i].last,
+				      bl[i].tot);
+		fputc('\n', f);
+	}
+	free_blocks(bl, nb);
+	free(sc.data);
+out_close:
+	bfd_close(abfd);
+	return rc;
+}
+
+/* --- source ------------------------------------------------------------ */
+
+struct srcline {
+	size_t file;
+	unsigned int line;
+	uint64_t *counts;
+};
+
+struct srcfile {
+	char *name;
+	uint64_t *tot;
+};
+
+struct srcmap {
+	struct rep_strmap *files, *lines;
+	struct srcfile *f;
+	size_t nf;
+	struct srcline *l;
+	size_t nl;
+};
+
+static bool has_lines(bfd *abfd)
+{
+	return bfd_get_section_by_name(abfd, ".debug_line") != NULL;
+}
+
+/* A bfd with the line table of @file: itself, or its separate debug file
+ * (the archive's copy first). */
+static bfd *open_lines(struct annot *a, const char *file, bool *separate)
+{
+	char *dir = NULL, *dbg = NULL;
+	bfd *abfd = bfd_openr(file, NULL);
+
+	*separate = false;
+	if (!abfd)
+		return NULL;
+	if (!bfd_check_format(abfd, bfd_object)) {
+		bfd_close(abfd);
+		return NULL;
+	}
+	if (has_lines(abfd))
+		return abfd;
+	if (asprintf(&dir, "%s/" REP_ARCHIVE_DIR "/usr/lib/debug", a->o.session_dir) >= 0) {
+		dbg = rep_view_debug_file(file, dir);
+		free(dir);
+	}
+	if (!dbg)
+		dbg = rep_view_debug_file(file, NULL);
+	if (dbg) {
+		bfd *d = bfd_openr(dbg, NULL);
+
+		free(dbg);
+		if (d && bfd_check_format(d, bfd_object) && has_lines(d)) {
+			bfd_close(abfd);
+			*separate = true;
+			return d;
+		}
+		if (d)
+			bfd_close(d);
+	}
+	return abfd;
+}
+
+static void free_srcmap(struct srcmap *s)
+{
+	for (size_t i = 0; i < s->nf; i++) {
+		free(s->f[i].name);
+		free(s->f[i].tot);
+	}
+	for (size_t i = 0; i < s->nl; i++)
+		free(s->l[i].counts);
+	free(s->f);
+	free(s->l);
+	rep_strmap_free(s->files);
+	rep_strmap_free(s->lines);
+}
+
+static int add_line(struct annot *a, struct srcmap *s, const char *file, unsigned int line,
+		    const uint64_t *counts)
+{
+	char key[32];
+	long fi = rep_strmap_get(s->files, file), li;
+
+	if (fi < 0) {
+		struct srcfile *nf = realloc(s->f, (s->nf + 1) * sizeof(*nf));
+
+		if (!nf)
+			return -ENOMEM;
+		s->f = nf;
+		nf[s->nf].name = strdup(file);
+		nf[s->nf].tot = calloc(a->nclasses, sizeof(uint64_t));
+		if (!nf[s->nf].name || !nf[s->nf].tot || rep_strmap_put(s->files, file, s->nf))
+			return -ENOMEM;
+		fi = (long)s->nf++;
+	}
+	snprintf(key, sizeof(key), "%ld:%u", fi, line);
+	li = rep_strmap_get(s->lines, key);
+	if (li < 0) {
+		struct srcline *nl = realloc(s->l, (s->nl + 1) * sizeof(*nl));
+
+		if (!nl)
+			return -ENOMEM;
+		s->l = nl;
+		nl[s->nl].file = (size_t)fi;
+		nl[s->nl].line = line;
+		nl[s->nl].counts = calloc(a->nclasses, sizeof(uint64_t));
+		if (!nl[s->nl].counts || rep_strmap_put(s->lines, key, s->nl))
+			return -ENOMEM;
+		li = (long)s->nl++;
+	}
+	for (size_t k = 0; k < a->nclasses; k++) {
+		s->l[li].counts[k] += counts[k];
+		s->f[fi].tot[k] += counts[k];
+	}
+	return 0;
+}
+
+static void print_source_file(struct annot *a, struct srcmap *s, size_t fi)
+{
+	FILE *f = a->out, *src = NULL;
+	char *path = NULL, *line = NULL;
+	unsigned int maxline = 0, n = 0;
+	size_t cap = 0;
+
+	for (size_t i = 0; i < s->nl; i++)
+		if (s->l[i].file == fi && s->l[i].line > maxline)
+			maxline = s->l[i].line;
+	uint64_t **byline = calloc(maxline + 1, sizeof(*byline));
+
+	if (!byline)
+		return;
+	for (size_t i = 0; i < s->nl; i++)
+		if (s->l[i].file == fi)
+			byline[s->l[i].line] = s->l[i].counts;
+	path = rep_images_locate(a->images, NULL, false, s->f[fi].name);
+	if (path)
+		src = fopen(path, "r");
+	fputs("  ", f);
+	put_counts(f, a, s->f[fi].tot, NULL);
+	fprintf(f, ": source file %s%s\n", s->f[fi].name, src ? "" : " (not found: sampled lines only)");
+	if (src) {
+		while (getline(&line, &cap, src) > 0) {
+			bool hot;
+
+			n++;
+			line[strcspn(line, "\n")] = '\0';
+			fputs("  ", f);
+			if (n <= maxline && byline[n]) {
+				hot = put_counts(f, a, byline[n], s->f[fi].tot);
+			} else {
+				put_counts(f, a, a->zero, NULL);
+				hot = false;
+			}
+			fprintf(f, "%s %5u: %s\n", hot ? "*" : ":", n, line);
+		}
+		fclose(src);
+	} else {
+		for (unsigned int l = 0; l <= maxline; l++) {
+			bool hot;
+
+			if (!byline[l])
+				continue;
+			fputs("  ", f);
+			hot = put_counts(f, a, byline[l], s->f[fi].tot);
+			fprintf(f, "%s %5u:\n", hot ? "*" : ":", l);
+		}
+	}
+	fputc('\n', f);
+	free(line);
+	free(path);
+	free(byline);
+}
+
+static int annotate_source(struct annot *a, struct img *m, const char *file)
+{
+	struct srcmap s = { 0 };
+	asymbol **syms = NULL;
+	uint64_t *nolines;
+	bool separate;
+	long size;
+	bfd *abfd;
+	int rc = -ENOMEM;
+
+	abfd = open_lines(a, file, &separate);
+	if (!abfd) {
+		fprintf(a->out, "(cannot read %s)\n\n", file);
+		return 0;
+	}
+	if (!has_lines(abfd)) {
+		fprintf(a->out, "(no debug line information for %s: build with -g or install its debug file)\n\n",
+			file);
+		bfd_close(abfd);
+		return 0;
+	}
+	nolines = calloc(a->nclasses, sizeof(*nolines));
+	s.files = rep_strmap_new();
+	s.lines = rep_strmap_new();
+	if (!nolines || !s.files || !s.lines)
+		goto out;
+	size = bfd_get_symtab_upper_bound(abfd);
+	if (size > 0 && (syms = malloc(size)) && bfd_canonicalize_symtab(abfd, syms) < 0) {
+		free(syms);
+		syms = NULL;
+	}
+	for (size_t i = 0; i < m->na; i++) {
+		const char *srcfile = NULL, *func = NULL;
+		unsigned int line = 0;
+		asection *sec = NULL;
+
+		for (asection *x = abfd->sections; x && !sec; x = x->next)
+			if ((bfd_section_flags(x) & SEC_CODE) && m->a[i].vma >= bfd_section_vma(x) &&
+			    m->a[i].vma - bfd_section_vma(x) < bfd_section_size(x))
+				sec = x;
+		if (sec && bfd_find_nearest_line(abfd, sec, syms, m->a[i].vma - bfd_section_vma(sec),
+						 &srcfile, &func, &line) &&
+		    srcfile && line) {
+			if (add_line(a, &s, srcfile, line, m->a[i].counts))
+				goto out;
+		} else {
+			for (size_t k = 0; k < a->nclasses; k++)
+				nolines[k] += m->a[i].counts[k];
+		}
+	}
+	for (size_t fi = 0; fi < s.nf; fi++) {
+		if (above(a, s.f[fi].tot))
+			print_source_file(a, &s, fi);
+	}
+	if (nolines[0]) {
+		fputs("  ", a->out);
+		put_counts(a->out, a, nolines, NULL);
+		fputs(": (no line information)\n\n", a->out);
+	}
+	rc = 0;
+out:
+	free(nolines);
+	free(syms);
+	free_srcmap(&s);
+	bfd_close(abfd);
+	return rc;
+}
+
+/* --- the program ------------------------------------------------------- */
+
+static int annotate(struct annot *a)
+{
+	FILE *f = a->out;
+	char own[600];
+	struct rep_progress pr;
+	int rc = 0;
+
+	qsort(a->imgs, a->nimgs, sizeof(*a->imgs), cmp_img);
+	for (size_t c = 0; c < a->nclasses; c++)
+		fprintf(f, "Counted %s events with a unit mask of 0x%02x count %" PRIu64 "\n",
+			a->p->classes[c].event, a->p->classes[c].unit_mask, a->p->classes[c].count);
+	fputs("Columns: samples and % of all samples reported, per event; '*' marks\n"
+	      "an instruction or line with at least 10% of its symbol's or file's samples.\n\n",
+	      f);
+	rep_progress_begin(&pr, "opannotate", a->nimgs);
+	for (size_t i = 0; i < a->nimgs && !rc; i++) {
+		struct img *m = &a->imgs[i];
+		char *file = NULL;
+
+		rep_progress_step(&pr, i);
+		if (!above(a, m->total))
+			continue;
+		fputs("  ", f);
+		put_counts(f, a, m->total, NULL);
+		fprintf(f, ": image %s%s (%s)\n", m->dep.kind == SFN_KERN ? "kernel " : "",
+			m->dep.name, owner_label(m, own, sizeof(own)));
+		if (m->dep.kind != SFN_ROOT) {
+			fputs("(no binary to annotate: kernel symbols come from kallsyms; use opreport -l)\n\n", f);
+			continue;
+		}
+		file = rep_images_locate(a->images, m->domain, m->vmm, m->dep.name);
+		if (!file) {
+			fputs("(binary not found)\n\n", f);
+			continue;
+		}
+		fprintf(f, "  file %s\n\n", file);
+		if (a->assembly)
+			rc = annotate_asm(a, m, file);
+		if (!rc && a->source)
+			rc = annotate_source(a, m, file);
+		free(file);
+	}
+	rep_progress_end(&pr);
+	if (!rc && (fflush(f) || ferror(f)))
+		rc = -EIO;
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: opannotate --assembly|--source [OPTION]... [PROFILE SPECIFICATION]...\n"
+	      "Show the samples of a domprof session on the instructions or source lines\n"
+	      "of the binaries they fell in (host and guest binaries alike).\n"
+	      "\n"
+	      "Options:\n"
+	      "  -a, --assembly          disassembly, samples per instruction\n"
+	      "  -s, --source            source lines, samples per line (needs debug info)\n"
+	      "      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
+	      "  -t, --threshold=PERCENT hide images and symbols below PERCENT of the total\n"
+	      "  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
+	      "      --root=DIR          prefix for binary paths\n"
+	      "      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
+	      "  -h, --help              show this help and exit\n"
+	      "\n"
+	      "Profile specifications are opreport's (see opreport --help).\n", f);
+}
+
+enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN };
+
+static int parse(struct annot *a, int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "assembly", no_argument, NULL, 'a' },
+		{ "source", no_argument, NULL, 's' },
+		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "image-path", required_argument, NULL, 'p' },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rep_opts *o = &a->o;
+	char msg[512];
+	int c;
+
+	o->session_dir = DP_DEFAULT_SESSION_DIR;
+	o->symbols = true;
+	o->sort[0] = REP_SORT_SAMPLE;
+	o->nsort = 1;
+	o->spec = rep_spec_new();
+	if (!o->spec)
+		return -ENOMEM;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ast:p:h", lopts, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'a':
+			a->assembly = true;
+			break;
+		case 's':
+			a->source = true;
+			break;
+		case OPT_SESSION_DIR:
+			o->session_dir = optarg;
+			break;
+		case 't':
+			o->threshold = strtod(optarg, &end);
+			if (end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
+				snprintf(msg, sizeof(msg), "bad --threshold \"%s\"", optarg);
+				goto bad;
+			}
+			break;
+		case 'p':
+			if (rep_view_add_image_path(o, optarg))
+				return -ENOMEM;
+			break;
+		case OPT_ROOT:
+			o->root = optarg;
+			break;
+		case OPT_DOMAIN:
+			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
+				goto bad;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			goto bad;
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
+			goto bad;
+	if (!a->assembly && !a->source) {
+		snprintf(msg, sizeof(msg), "give --assembly or --source (or both)");
+		goto bad;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "opannotate: %s\n", msg);
+	usage(stderr);
+	return -EINVAL;
+}
+
+int rep_annotate_main(int argc, char **argv)
+{
+	struct annot a = { .last = -1, .out = stdout };
+	struct rep_key_sink sink = { .key = on_key, .ctx = &a };
+	struct rep_profile *p = NULL;
+	int rc, status = 1;
+
+	du_log_set_prog("opannotate");
+	rc = parse(&a, argc, argv);
+	if (rc) {
+		status = rc == 1 ? 0 : 1;
+		goto out;
+	}
+	a.images = rep_images_new(&a.o);
+	if (!a.images) {
+		du_err("out of memory");
+		goto out;
+	}
+	if (rep_collect_keys(&a.o, a.images, &sink, &p))
+		goto out;
+	a.p = p;
+	a.nclasses = p->nclasses;
+	a.zero = calloc(a.nclasses, sizeof(*a.zero));
+	rc = a.zero ? annotate(&a) : -ENOMEM;
+	if (rc) {
+		du_err("%s", rc == -ENOMEM ? "out of memory" : "cannot write the annotation");
+		goto out;
+	}
+	status = 0;
+out:
+	free_imgs(&a);
+	free(a.zero);
+	rep_profile_free(p);
+	rep_images_free(a.images);
+	rep_opts_release(&a.o);
+	return status;
+}

@@ -1,0 +1,328 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rep_archive.h"
+#include "rep_collect.h"
+#include "rep_image.h"
+#include "rep_opts.h"
+#include "rep_view.h"
+#include "util/du_fs.h"
+#include "util/du_io.h"
+#include "util/du_log.h"
+
+extern char **environ;
+
+struct archive_args {
+	const char *output;	/* -o DIR */
+	const char *tarball;	/* --tar FILE */
+};
+
+/* Copy regular file @src to @dst (parents created), keeping its mode. */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536], *tmp = NULL;
+	struct stat st;
+	int in, out = -1, rc = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st)) {
+		rc = -errno;
+		goto out;
+	}
+	tmp = strdup(dst);
+	if (!tmp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = du_mkdir_parents(tmp, 0);
+	if (rc)
+		goto out;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
+	if (out < 0) {
+		rc = -errno;
+		goto out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		rc = du_write_all(out, buf, (size_t)n);
+		if (rc)
+			goto out;
+	}
+	if (n < 0)
+		rc = -errno;
+out:
+	if (out >= 0 && close(out) && !rc)
+		rc = -errno;
+	close(in);
+	free(tmp);
+	return rc;
+}
+
+/* nftw has no context argument; an archive is made by one thread. */
+static struct copy_ctx {
+	const char *from, *to;
+	size_t fromlen, nfiles;
+	int rc;
+	struct rep_progress pr;
+} *copy_target;
+
+static int copy_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	struct copy_ctx *c = copy_target;
+	char *dst = NULL;
+	int rc;
+
+	(void)ftw;
+	/* Only files and directories: sockets, fifos and the daemon's lock are
+	 * the live session's, not the profile's. */
+	if (type != FTW_F || !S_ISREG(st->st_mode))
+		return 0;
+	if (asprintf(&dst, "%s%s", c->to, path + c->fromlen) < 0)
+		return c->rc = -ENOMEM, -1;
+	rc = copy_file(path, dst);
+	if (rc) {
+		du_err("cannot copy %s to %s: %s", path, dst, strerror(-rc));
+		c->rc = rc;
+	}
+	free(dst);
+	rep_progress_step(&c->pr, ++c->nfiles);
+	return rc ? -1 : 0;
+}
+
+/* The session's own files: samples, kallsyms, domains, the guest image cache. */
+static int copy_session(const char *from, const char *to)
+{
+	struct copy_ctx c = { .from = from, .to = to, .fromlen = strlen(from) };
+
+	rep_progress_begin(&c.pr, "oparchive: copying the session", 0);
+	copy_target = &c;
+	if (nftw(from, copy_one, 32, FTW_PHYS) < 0 && !c.rc)
+		c.rc = -errno;
+	copy_target = NULL;
+	rep_progress_end(&c.pr);
+	return c.rc;
+}
+
+/* A host binary the samples need, and its separate debug file, into
+ * DIR/archive/<its path>, where opreport and opannotate look first. */
+static int copy_binary(struct rep_images *images, const char *dir, const struct rep_group *g,
+		       size_t *ncopied)
+{
+	char *src = rep_images_locate(images, g->domain, g->vmm, g->dep.name);
+	char *dst = NULL, *dbg = NULL, *dbgdst = NULL;
+	struct stat st;
+	int rc = 0;
+
+	if (!src) {
+		du_warn("binary %s not found: archived without it", g->dep.name);
+		return 0;
+	}
+	if (asprintf(&dst, "%s/" REP_ARCHIVE_DIR "%s", dir, g->dep.name) < 0) {
+		dst = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (!stat(dst, &st))
+		goto out;	/* another group needed it too */
+	rc = copy_file(src, dst);
+	if (rc) {
+		du_err("cannot copy %s to %s: %s", src, dst, strerror(-rc));
+		goto out;
+	}
+	(*ncopied)++;
+	dbg = rep_view_debug_file(src, NULL);
+	if (dbg && dbg[0] == '/') {
+		if (asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR "%s", dir, dbg) < 0) {
+			dbgdst = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = copy_file(dbg, dbgdst);
+		if (rc)
+			du_err("cannot copy %s to %s: %s", dbg, dbgdst, strerror(-rc));
+		else
+			(*ncopied)++;
+	}
+out:
+	free(src);
+	free(dst);
+	free(dbg);
+	free(dbgdst);
+	return rc;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
+}
+
+static int run_tar(const char *dir, const char *tarball)
+{
+	char *const argv[] = { (char *)"tar", (char *)"-C", (char *)dir, (char *)"-czf",
+			       (char *)tarball, (char *)".", NULL };
+	pid_t pid;
+	int st, rc;
+
+	rc = posix_spawnp(&pid, "tar", NULL, NULL, argv, environ);
+	if (rc)
+		return -rc;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: oparchive -o DIR | --tar=FILE.tar.gz [OPTION]... [PROFILE SPECIFICATION]...\n"
+	      "Copy a domprof session with every binary its samples need (host binaries\n"
+	      "and their separate debug files, the guest image cache, guest kallsyms), so\n"
+	      "that opreport --session-dir=DIR and opannotate report the same elsewhere.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -o, --output=DIR        the archive directory to create (must not exist)\n"
+	      "      --tar=FILE          write a gzipped tarball of the archive instead\n", f);
+	fputs(rep_view_common_usage, f);
+}
+
+enum { OPT_TAR = 0x2000 };
+
+static int archive_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
+{
+	struct archive_args *a = ctx;
+
+	switch (c) {
+	case 'o':
+		a->output = arg;
+		return 0;
+	case OPT_TAR:
+		a->tarball = arg;
+		return 0;
+	case 0:
+		if (!a->output == !a->tarball) {
+			snprintf(err, errlen, "give either -o DIR or --tar=FILE");
+			return -EINVAL;
+		}
+		return 0;
+	default:
+		snprintf(err, errlen, "unknown option");
+		return -EINVAL;
+	}
+}
+
+int rep_archive_main(int argc, char **argv)
+{
+	static const struct option extra[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "tar", required_argument, NULL, OPT_TAR },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct archive_args args = { 0 };
+	struct rep_images *images = NULL;
+	struct rep_profile *p = NULL;
+	struct rep_progress pr;
+	struct rep_opts o;
+	char *dir = NULL, *session = NULL;
+	size_t ncopied = 0;
+	bool made = false;
+	int rc, status = 1;
+
+	du_log_set_prog("oparchive");
+	rc = rep_view_parse("oparchive", &o, argc, argv, extra, "o:", archive_opt, &args, usage);
+	if (rc) {
+		status = rc == 1 ? 0 : 1;
+		goto out;
+	}
+	/* Which binaries: the groups are enough, no need to symbolize. */
+	o.symbols = false;
+	images = rep_images_new(&o);
+	if (!images) {
+		du_err("out of memory");
+		goto out;
+	}
+	if (rep_collect(&o, images, &p))
+		goto out;
+	if (args.tarball) {
+		if (asprintf(&dir, "%s.tmpXXXXXX", args.tarball) < 0 || !mkdtemp(dir)) {
+			du_err("cannot make a directory next to %s: %s", args.tarball, strerror(errno));
+			goto out;
+		}
+	} else {
+		dir = strdup(args.output);
+		if (!dir || mkdir(dir, 0755)) {
+			du_err("cannot create %s: %s", args.output, dir ? strerror(errno) : "out of memory");
+			goto out;
+		}
+	}
+	made = true;
+	/* An absolute source, so that nftw paths map onto the copy. */
+	session = realpath(o.session_dir, NULL);
+	if (!session) {
+		du_err("%s: %s", o.session_dir, strerror(errno));
+		goto out;
+	}
+	{
+		char *real = realpath(dir, NULL);
+		size_t n = strlen(session);
+		bool inside = !real || (!strncmp(real, session, n) && real[n] == '/');
+
+		free(real);
+		if (inside) {
+			du_err("the archive cannot be inside the session %s", session);
+			goto out;
+		}
+	}
+	rc = copy_session(session, dir);
+	if (rc)
+		goto out;
+	rep_progress_begin(&pr, "oparchive: copying binaries", p->ngroups);
+	for (size_t i = 0; i < p->ngroups && !rc; i++) {
+		const struct rep_group *g = &p->groups[i];
+
+		rep_progress_step(&pr, i);
+		/* Guest binaries are in the image cache, copied with the session. */
+		if (g->dep.kind != SFN_ROOT || (g->domain && !g->vmm))
+			continue;
+		rc = copy_binary(images, dir, g, &ncopied);
+	}
+	rep_progress_end(&pr);
+	if (rc)
+		goto out;
+	if (args.tarball) {
+		rc = run_tar(dir, args.tarball);
+		if (rc) {
+			du_err("tar could not write %s", args.tarball);
+			goto out;
+		}
+	}
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "oparchive: %s: the session and %zu host file%s\n",
+			args.tarball ? args.tarball : dir, ncopied, ncopied == 1 ? "" : "s");
+	status = 0;
+out:
+	/* A tarball's staging directory goes whatever happened; a failed -o
+	 * directory stays for the user to look at. */
+	if (made && args.tarball)
+		nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+	free(session);
+	rep_profile_free(p);
+	rep_images_free(images);
+	rep_opts_release(&o);
+	return status;
+}

@@ -1,0 +1,46 @@
+/*
+ * Flame graphs of a collected profile: a tree of frames (domain, then
+ * {vmm} or the guest process, binary, symbol; for the host: host, process,
+ * binary, symbol) written as one self-contained interactive SVG.  Recorded
+ * call stacks will hang below the symbol frame: the tree takes a path of
+ * any length (rep_flame_add).
+ */
+#ifndef REP_FLAME_H
+#define REP_FLAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct rep_profile;
+
+/* What a frame belongs to; it picks the colour. */
+enum rep_frame_kind {
+	REP_FRAME_ROOT,
+	REP_FRAME_DOMAIN,	/* a domain's own frame (or "host") */
+	REP_FRAME_HOST,
+	REP_FRAME_GUEST_KERNEL,
+	REP_FRAME_GUEST_USER,
+	REP_FRAME_VMM,
+};
+
+struct rep_flame;
+
+struct rep_flame *rep_flame_new(void);		/* NULL, errno set */
+void rep_flame_free(struct rep_flame *f);	/* NULL accepted */
+
+/* Add @count samples along the path @names[0..n) (root excluded), each
+ * frame of kind @kinds[i].  0 or -ENOMEM. */
+int rep_flame_add(struct rep_flame *f, const char *const *names,
+		  const enum rep_frame_kind *kinds, size_t n, uint64_t count);
+
+/* The frames of @p's class @cls, as described above.  0 or -ENOMEM. */
+int rep_flame_from_profile(struct rep_flame *f, const struct rep_profile *p, size_t cls);
+
+/* Write the SVG, titled @title (escaped here).  0 or -errno. */
+int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title);
+
+/* Run opflame with @argv; returns the exit status. */
+int rep_flame_main(int argc, char **argv);
+
+#endif

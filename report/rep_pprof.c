@@ -1,0 +1,531 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof.pb-c.h"
+#include "rep_collect.h"
+#include "rep_hash.h"
+#include "rep_image.h"
+#include "rep_opts.h"
+#include "rep_pprof.h"
+#include "rep_sym.h"
+#include "rep_view.h"
+#include "util/du_log.h"
+
+typedef Domprof__Pprof__Profile Profile;
+typedef Domprof__Pprof__ValueType ValueType;
+typedef Domprof__Pprof__Sample Sample;
+typedef Domprof__Pprof__Label Label;
+typedef Domprof__Pprof__Mapping Mapping;
+typedef Domprof__Pprof__Location Location;
+typedef Domprof__Pprof__Line Line;
+typedef Domprof__Pprof__Function Function;
+
+/* Pointer arrays that grow; every element is malloc'd on its own. */
+struct vec {
+	void **v;
+	size_t n, cap;
+};
+
+static int vec_push(struct vec *v, void *x)
+{
+	if (!x)
+		return -ENOMEM;
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 64;
+		void **nv = realloc(v->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			free(x);
+			return -ENOMEM;
+		}
+		v->v = nv;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	return 0;
+}
+
+struct builder {
+	const struct rep_opts *o;
+	struct rep_images *images;
+	const struct rep_profile *p;
+	struct rep_strmap *strs, *maps, *locs, *funcs;
+	struct vec str, vt, sample, mapping, location, function;
+};
+
+/* Index of @s in the string table, added on first use; -1: no memory. */
+static int64_t str_id(struct builder *b, const char *s)
+{
+	long i = rep_strmap_get(b->strs, s);
+	char *copy;
+
+	if (i >= 0)
+		return i;
+	copy = strdup(s);
+	if (vec_push(&b->str, copy) || rep_strmap_put(b->strs, s, b->str.n - 1))
+		return -1;
+	return (int64_t)(b->str.n - 1);
+}
+
+static int add_value_type(struct builder *b, const char *type, const char *unit)
+{
+	ValueType *vt = malloc(sizeof(*vt));
+	int64_t t = str_id(b, type), u = str_id(b, unit);
+
+	if (!vt || t < 0 || u < 0) {
+		free(vt);
+		return -ENOMEM;
+	}
+	domprof__pprof__value_type__init(vt);
+	vt->type = t;
+	vt->unit = u;
+	return vec_push(&b->vt, vt);
+}
+
+/* The file name a mapping shows: host binaries by path, guest binaries by
+ * their copy in the image cache, kernels and anonymous code by a tag. */
+static char *mapping_file(struct builder *b, const struct rep_group *g, char **located)
+{
+	const struct sfn_image *img = &g->dep;
+	bool guest = g->domain && !g->vmm;
+	char *s = NULL;
+
+	*located = NULL;
+	switch (img->kind) {
+	case SFN_KERN:
+		if (asprintf(&s, "[%skernel] %s", guest ? "guest " : "", img->name) < 0)
+			s = NULL;
+		return s;
+	case SFN_ANON:
+		if (asprintf(&s, "{anon:%s}", img->name) < 0)
+			s = NULL;
+		return s;
+	default:
+		*located = rep_images_locate(b->images, g->domain, g->vmm, img->name);
+		return strdup(guest && *located ? *located : img->name);
+	}
+}
+
+/* The mapping id (1-based) of group @g's binary. */
+static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has_syms)
+{
+	char *key = NULL, *file = NULL, *located = NULL;
+	char bid[160];
+	Mapping *m = NULL;
+	long i;
+
+	if (asprintf(&key, "%s\x01%d\x01%d\x01%s", g->domain && !g->vmm ? g->domain : "",
+		     g->vmm, (int)g->dep.kind, g->dep.name) < 0)
+		return -ENOMEM;
+	i = rep_strmap_get(b->maps, key);
+	if (i >= 0) {
+		free(key);
+		return i + 1;
+	}
+	file = mapping_file(b, g, &located);
+	m = malloc(sizeof(*m));
+	if (!file || !m)
+		goto out_oom;
+	domprof__pprof__mapping__init(m);
+	m->id = b->mapping.n + 1;
+	m->filename = str_id(b, file);
+	m->build_id = str_id(b, located ? rep_view_build_id(located, bid, sizeof(bid)) : "");
+	/* Every location carries its function (or "(no symbols)"): nothing
+	 * is left for pprof to symbolize, whether the binary had symbols or not. */
+	m->has_functions = true;
+	(void)has_syms;
+	if (m->filename < 0 || m->build_id < 0 || vec_push(&b->mapping, m))
+		goto out_oom_pushed;
+	if (rep_strmap_put(b->maps, key, b->mapping.n - 1))
+		goto out_oom_pushed;
+	free(key);
+	free(file);
+	free(located);
+	return (int64_t)b->mapping.n;
+out_oom:
+	free(m);
+out_oom_pushed:
+	free(key);
+	free(file);
+	free(located);
+	return -ENOMEM;
+}
+
+static int64_t function_id(struct builder *b, const char *name, int64_t filename)
+{
+	char *key = NULL;
+	Function *f;
+	long i;
+
+	if (asprintf(&key, "%s\x01%" PRId64, name, filename) < 0)
+		return -ENOMEM;
+	i = rep_strmap_get(b->funcs, key);
+	if (i >= 0) {
+		free(key);
+		return i + 1;
+	}
+	f = malloc(sizeof(*f));
+	if (!f) {
+		free(key);
+		return -ENOMEM;
+	}
+	domprof__pprof__function__init(f);
+	f->id = b->function.n + 1;
+	f->name = f->system_name = str_id(b, name);
+	f->filename = filename;
+	if (f->name < 0 || vec_push(&b->function, f) || rep_strmap_put(b->funcs, key, b->function.n - 1)) {
+		free(key);
+		return -ENOMEM;
+	}
+	free(key);
+	return (int64_t)b->function.n;
+}
+
+/* The location of symbol @sym (-1: none) of @bin in mapping @mid. */
+static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin *bin, long sym)
+{
+	const struct rep_sym *s = sym >= 0 ? rep_bin_sym(bin, (size_t)sym) : NULL;
+	const Mapping *m = b->mapping.v[mid - 1];
+	char key[64];
+	Location *loc;
+	Line *line, **lines;
+	int64_t fid;
+	long i;
+
+	snprintf(key, sizeof(key), "%" PRId64 ":%ld", mid, sym);
+	i = rep_strmap_get(b->locs, key);
+	if (i >= 0)
+		return i + 1;
+	fid = function_id(b, s ? s->name : "(no symbols)", m->filename);
+	if (fid < 0)
+		return fid;
+	loc = malloc(sizeof(*loc));
+	line = malloc(sizeof(*line));
+	lines = malloc(sizeof(*lines));
+	if (!loc || !line || !lines) {
+		free(loc);
+		free(line);
+		free(lines);
+		return -ENOMEM;
+	}
+	domprof__pprof__location__init(loc);
+	domprof__pprof__line__init(line);
+	line->function_id = (uint64_t)fid;
+	loc->line = lines;
+	loc->line[0] = line;
+	loc->n_line = 1;
+	loc->id = b->location.n + 1;
+	loc->mapping_id = (uint64_t)mid;
+	loc->address = s ? s->start : 0;
+	if (vec_push(&b->location, loc) || rep_strmap_put(b->locs, key, b->location.n - 1))
+		return -ENOMEM;
+	return (int64_t)b->location.n;
+}
+
+static int add_label(struct builder *b, Sample *s, const char *key, const char *str, int64_t num)
+{
+	Label *l = malloc(sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	domprof__pprof__label__init(l);
+	s->label[s->n_label++] = l;
+	l->key = str_id(b, key);
+	if (str)
+		l->str = str_id(b, str);
+	else
+		l->num = num;
+	return l->key < 0 || l->str < 0 ? -ENOMEM : 0;
+}
+
+static int add_row(struct builder *b, const struct rep_symrow *r)
+{
+	const struct rep_profile *p = b->p;
+	const struct rep_group *g = &p->groups[r->group];
+	const uint64_t *c = rep_counts(p, r->counts);
+	char *comm = NULL;
+	int64_t mid, lid;
+	Sample *s;
+	bool any = false;
+	int rc = -ENOMEM;
+
+	for (size_t k = 0; k < p->nclasses; k++)
+		any |= c[k] != 0;
+	if (!any)
+		return 0;
+	mid = mapping_id(b, g, r->bin != NULL);
+	if (mid < 0)
+		return (int)mid;
+	lid = location_id(b, mid, r->bin, r->sym);
+	if (lid < 0)
+		return (int)lid;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	domprof__pprof__sample__init(s);
+	s->location_id = malloc(sizeof(*s->location_id));
+	s->value = calloc(2 * p->nclasses, sizeof(*s->value));
+	s->label = calloc(6, sizeof(*s->label));
+	if (!s->location_id || !s->value || !s->label)
+		goto out;
+	/* Pushed first, so that the sample is freed with the others from now on. */
+	if (vec_push(&b->sample, s))
+		return -ENOMEM;
+	s->location_id[0] = (uint64_t)lid;
+	s->n_location_id = 1;
+	for (size_t k = 0; k < p->nclasses; k++) {
+		s->value[2 * k] = (int64_t)c[k];
+		s->value[2 * k + 1] = (int64_t)(c[k] * p->classes[k].count);
+	}
+	s->n_value = 2 * p->nclasses;
+	comm = rep_view_image_label(&g->app);
+	if (!comm || add_label(b, s, "domain", g->domain ? g->domain : "host", 0) ||
+	    add_label(b, s, "vmm", g->vmm ? "true" : "false", 0) ||
+	    add_label(b, s, "comm", g->vmm ? "{vmm}" : comm, 0) ||
+	    (g->tgid != SFN_ALL && add_label(b, s, "pid", NULL, g->tgid)) ||
+	    (g->tid != SFN_ALL && add_label(b, s, "tid", NULL, g->tid)) ||
+	    (g->cpu != SFN_ALL && add_label(b, s, "cpu", NULL, g->cpu))) {
+		free(comm);
+		return -ENOMEM;
+	}
+	free(comm);
+	return 0;
+out:
+	free(s->location_id);
+	free(s->value);
+	free(s->label);
+	free(s);
+	return rc;
+}
+
+static void free_builder(struct builder *b)
+{
+	for (size_t i = 0; i < b->sample.n; i++) {
+		Sample *s = b->sample.v[i];
+
+		for (size_t k = 0; k < s->n_label; k++)
+			free(s->label[k]);
+		free(s->label);
+		free(s->location_id);
+		free(s->value);
+		free(s);
+	}
+	for (size_t i = 0; i < b->location.n; i++) {
+		Location *l = b->location.v[i];
+
+		free(l->line[0]);
+		free(l->line);
+		free(l);
+	}
+	for (size_t i = 0; i < b->str.n; i++)
+		free(b->str.v[i]);
+	for (size_t i = 0; i < b->vt.n; i++)
+		free(b->vt.v[i]);
+	for (size_t i = 0; i < b->mapping.n; i++)
+		free(b->mapping.v[i]);
+	for (size_t i = 0; i < b->function.n; i++)
+		free(b->function.v[i]);
+	free(b->sample.v);
+	free(b->location.v);
+	free(b->str.v);
+	free(b->vt.v);
+	free(b->mapping.v);
+	free(b->function.v);
+	rep_strmap_free(b->strs);
+	rep_strmap_free(b->maps);
+	rep_strmap_free(b->locs);
+	rep_strmap_free(b->funcs);
+}
+
+/* When the session started and how long it ran, as far as its files say. */
+static void session_times(const char *dir, int64_t *start, int64_t *duration)
+{
+	char *conf = NULL, *samples = NULL;
+	struct stat a, z;
+
+	*start = *duration = 0;
+	if (asprintf(&conf, "%s/session.conf", dir) < 0)
+		return;
+	if (asprintf(&samples, "%s/samples/current", dir) >= 0 && !stat(conf, &a) &&
+	    !stat(samples, &z)) {
+		*start = (int64_t)a.st_mtim.tv_sec * 1000000000 + a.st_mtim.tv_nsec;
+		if (z.st_mtim.tv_sec >= a.st_mtim.tv_sec)
+			*duration = ((int64_t)z.st_mtim.tv_sec - a.st_mtim.tv_sec) * 1000000000;
+	}
+	free(conf);
+	free(samples);
+}
+
+static int build(struct builder *b, Profile *prof)
+{
+	const struct rep_profile *p = b->p;
+	struct rep_progress pr;
+	char name[160];
+	int rc = 0;
+
+	b->strs = rep_strmap_new();
+	b->maps = rep_strmap_new();
+	b->locs = rep_strmap_new();
+	b->funcs = rep_strmap_new();
+	if (!b->strs || !b->maps || !b->locs || !b->funcs || str_id(b, "") != 0)
+		return -ENOMEM;
+	for (size_t k = 0; k < p->nclasses && !rc; k++) {
+		if (p->nclasses == 1)
+			snprintf(name, sizeof(name), "samples");
+		else
+			snprintf(name, sizeof(name), "samples_%s", p->classes[k].event);
+		rc = add_value_type(b, name, "count");
+		if (!rc)
+			rc = add_value_type(b, p->classes[k].event, "events");
+	}
+	rep_progress_begin(&pr, "oppprof", p->nrows);
+	for (size_t i = 0; i < p->nrows && !rc; i++) {
+		rep_progress_step(&pr, i);
+		rc = add_row(b, &p->rows[i]);
+	}
+	rep_progress_end(&pr);
+	if (rc)
+		return rc;
+	prof->n_sample_type = b->vt.n;
+	prof->sample_type = (ValueType **)b->vt.v;
+	prof->n_sample = b->sample.n;
+	prof->sample = (Sample **)b->sample.v;
+	prof->n_mapping = b->mapping.n;
+	prof->mapping = (Mapping **)b->mapping.v;
+	prof->n_location = b->location.n;
+	prof->location = (Location **)b->location.v;
+	prof->n_function = b->function.n;
+	prof->function = (Function **)b->function.v;
+	prof->period_type = b->vt.v[1];
+	prof->period = (int64_t)p->classes[0].count;
+	prof->default_sample_type = ((ValueType *)b->vt.v[0])->type;
+	session_times(b->o->session_dir, &prof->time_nanos, &prof->duration_nanos);
+	prof->n_string_table = b->str.n;
+	prof->string_table = (char **)b->str.v;
+	return 0;
+}
+
+int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
+		   const struct rep_profile *p, uint8_t **buf, size_t *len)
+{
+	Profile prof = DOMPROF__PPROF__PROFILE__INIT;
+	struct builder b = { .o = o, .images = images, .p = p };
+	int rc = build(&b, &prof);
+
+	*buf = NULL;
+	*len = 0;
+	if (!rc) {
+		*len = domprof__pprof__profile__get_packed_size(&prof);
+		*buf = malloc(*len ? *len : 1);
+		if (*buf)
+			domprof__pprof__profile__pack(&prof, *buf);
+		else
+			rc = -ENOMEM;
+	}
+	free_builder(&b);
+	return rc;
+}
+
+static int write_gz(const char *path, const uint8_t *buf, size_t len)
+{
+	gzFile gz;
+	int rc = 0;
+
+	gz = strcmp(path, "-") ? gzopen(path, "wb") : gzdopen(dup(STDOUT_FILENO), "wb");
+	if (!gz)
+		return errno ? -errno : -ENOMEM;
+	/* gzwrite takes an unsigned int: big profiles go in chunks. */
+	while (len && !rc) {
+		unsigned int n = len > (1u << 30) ? (1u << 30) : (unsigned int)len;
+
+		if (gzwrite(gz, buf, n) != (int)n)
+			rc = -EIO;
+		buf += n;
+		len -= n;
+	}
+	if (gzclose(gz) != Z_OK && !rc)
+		rc = -EIO;
+	return rc;
+}
+
+struct pprof_args {
+	const char *output;
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: oppprof -o FILE.pb.gz [OPTION]... [PROFILE SPECIFICATION]...\n"
+	      "Write the samples of a domprof session as a gzipped pprof profile, for\n"
+	      "go tool pprof, Pyroscope, Parca.  Labels: domain, vmm, comm, and pid, tid,\n"
+	      "cpu where the session separated them.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -o, --output=FILE       the file to write (\"-\": standard output)\n", f);
+	fputs(rep_view_common_usage, f);
+}
+
+static int pprof_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
+{
+	struct pprof_args *a = ctx;
+
+	if (c == 'o') {
+		a->output = arg;
+		return 0;
+	}
+	if (c == 0 && a->output)
+		return 0;
+	snprintf(err, errlen, c ? "unknown option" : "give the output file with -o FILE.pb.gz");
+	return -EINVAL;
+}
+
+int rep_pprof_main(int argc, char **argv)
+{
+	static const struct option extra[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pprof_args args = { 0 };
+	struct rep_images *images = NULL;
+	struct rep_profile *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	struct rep_opts o;
+	int rc, status = 1;
+
+	du_log_set_prog("oppprof");
+	rc = rep_view_parse("oppprof", &o, argc, argv, extra, "o:", pprof_opt, &args, usage);
+	if (rc) {
+		status = rc == 1 ? 0 : 1;
+		goto out;
+	}
+	images = rep_images_new(&o);
+	if (!images) {
+		du_err("out of memory");
+		goto out;
+	}
+	if (rep_collect(&o, images, &p))
+		goto out;
+	rc = rep_pprof_pack(&o, images, p, &buf, &len);
+	if (!rc)
+		rc = write_gz(args.output, buf, len);
+	if (rc) {
+		du_err("cannot write %s: %s", args.output, strerror(-rc));
+		goto out;
+	}
+	status = 0;
+out:
+	free(buf);
+	rep_profile_free(p);
+	rep_images_free(images);
+	rep_opts_release(&o);
+	return status;
+}

@@ -1,0 +1,288 @@
+#include "config.h"
+
+#include <bfd.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rep_collect.h"
+#include "rep_opts.h"
+#include "rep_spec.h"
+#include "rep_view.h"
+
+int rep_view_add_image_path(struct rep_opts *o, const char *list)
+{
+	const char *p = list;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char **nv;
+
+		if (len) {
+			nv = realloc(o->image_path, (o->nimage_path + 1) * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			o->image_path = nv;
+			nv[o->nimage_path] = strndup(p, len);
+			if (!nv[o->nimage_path])
+				return -ENOMEM;
+			o->nimage_path++;
+		}
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void rep_progress_begin(struct rep_progress *pr, const char *what, size_t total)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->what = what;
+	pr->total = total;
+	pr->tty = isatty(STDERR_FILENO) && !getenv("DP_NO_PROGRESS");
+	pr->last_ns = now_ns();
+}
+
+void rep_progress_step(struct rep_progress *pr, size_t done)
+{
+	uint64_t t;
+
+	if (!pr->tty)
+		return;
+	t = now_ns();
+	/* Short work stays silent: the first line comes after half a second. */
+	if (t - pr->last_ns < 200000000ull || (!pr->shown && t - pr->last_ns < 500000000ull))
+		return;
+	pr->last_ns = t;
+	pr->shown = true;
+	if (pr->total)
+		fprintf(stderr, "\r%s: %zu/%zu (%zu%%)\033[K", pr->what, done, pr->total,
+			done * 100 / pr->total);
+	else
+		fprintf(stderr, "\r%s: %zu\033[K", pr->what, done);
+	fflush(stderr);
+}
+
+void rep_progress_end(struct rep_progress *pr)
+{
+	if (pr->tty && pr->shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
+	pr->shown = false;
+}
+
+static bfd *open_elf(const char *path)
+{
+	static bool ready;
+	bfd *abfd;
+
+	if (!ready) {
+		bfd_init();
+		ready = true;
+	}
+	abfd = bfd_openr(path, NULL);
+	if (!abfd)
+		return NULL;
+	if (!bfd_check_format(abfd, bfd_object)) {
+		bfd_close(abfd);
+		return NULL;
+	}
+	return abfd;
+}
+
+char *rep_view_build_id(const char *path, char *buf, size_t size)
+{
+	bfd *abfd = open_elf(path);
+	asection *sec;
+	bfd_byte *data = NULL;
+
+	buf[0] = '\0';
+	if (!abfd)
+		return buf;
+	sec = bfd_get_section_by_name(abfd, ".note.gnu.build-id");
+	if (sec && bfd_malloc_and_get_section(abfd, sec, &data)) {
+		bfd_size_type len = bfd_section_size(sec);
+
+		/* One note: namesz, descsz, type, "GNU\0", then the id. */
+		if (len >= 16) {
+			uint32_t namesz = bfd_get_32(abfd, data);
+			uint32_t descsz = bfd_get_32(abfd, data + 4);
+			uint64_t off = 12 + (((uint64_t)namesz + 3) & ~3ull);
+
+			if (off <= len && descsz <= len - off && 2 * (size_t)descsz < size)
+				for (uint32_t i = 0; i < descsz; i++)
+					snprintf(buf + 2 * i, 3, "%02x", data[off + i]);
+		}
+	}
+	free(data);
+	bfd_close(abfd);
+	return buf;
+}
+
+char *rep_view_debug_file(const char *path, const char *dir)
+{
+	bfd *abfd = open_elf(path);
+	char *found;
+
+	if (!abfd)
+		return NULL;
+	found = bfd_follow_build_id_debuglink(abfd, dir);
+	if (!found)
+		found = bfd_follow_gnu_debuglink(abfd, dir);
+	bfd_close(abfd);
+	return found;
+}
+
+const char rep_view_common_usage[] =
+	"      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
+	"  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
+	"      --root=DIR          prefix for binary paths\n"
+	"      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
+	"  -h, --help              show this help and exit\n"
+	"\n"
+	"Profile specifications are opreport's (see opreport --help).\n";
+
+enum { OPT_SESSION_DIR = 0x1000, OPT_ROOT, OPT_DOMAIN };
+
+int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
+		   const struct option *extra, const char *extra_short,
+		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
+		   void *ctx, void (*usage)(FILE *f))
+{
+	static const struct option common[] = {
+		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "image-path", required_argument, NULL, 'p' },
+		{ "root", required_argument, NULL, OPT_ROOT },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "help", no_argument, NULL, 'h' },
+	};
+	size_t ncommon = sizeof(common) / sizeof(common[0]), nextra = 0;
+	struct option *lopts;
+	char shorts[64], msg[512];
+	int c, rc = -EINVAL;
+
+	memset(o, 0, sizeof(*o));
+	o->session_dir = DP_DEFAULT_SESSION_DIR;
+	o->symbols = true;
+	o->sort[0] = REP_SORT_SAMPLE;
+	o->nsort = 1;
+	o->spec = rep_spec_new();
+	while (extra && extra[nextra].name)
+		nextra++;
+	lopts = calloc(ncommon + nextra + 1, sizeof(*lopts));
+	if (!o->spec || !lopts) {
+		free(lopts);
+		return -ENOMEM;
+	}
+	memcpy(lopts, common, sizeof(common));
+	if (nextra)
+		memcpy(lopts + ncommon, extra, nextra * sizeof(*extra));
+	snprintf(shorts, sizeof(shorts), "p:h%s", extra_short ? extra_short : "");
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SESSION_DIR:
+			o->session_dir = optarg;
+			break;
+		case 'p':
+			if (rep_view_add_image_path(o, optarg)) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			break;
+		case OPT_ROOT:
+			o->root = optarg;
+			break;
+		case OPT_DOMAIN:
+			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
+				goto bad;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = 1;
+			goto out;
+		case '?':
+		case ':':
+			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			goto bad;
+		default:
+			msg[0] = '\0';
+			if (cb(ctx, c, optarg, msg, sizeof(msg)))
+				goto bad;
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
+			goto bad;
+	rc = cb(ctx, 0, NULL, msg, sizeof(msg));	/* 0: the end, check what is missing */
+	if (rc)
+		goto bad;
+	goto out;
+bad:
+	fprintf(stderr, "%s: %s\n", prog, msg);
+	usage(stderr);
+	rc = -EINVAL;
+out:
+	free(lopts);
+	return rc;
+}
+
+char *rep_view_image_label(const struct sfn_image *img)
+{
+	const char *base;
+	char *s = NULL;
+
+	switch (img->kind) {
+	case SFN_ROOT:
+		base = strrchr(img->name, '/');
+		return strdup(base && base[1] ? base + 1 : img->name);
+	case SFN_KERN:
+		return strdup(img->name);
+	default:
+		if (asprintf(&s, "{anon:%s}", img->name) < 0)
+			return NULL;
+		return s;
+	}
+}
+
+char *rep_view_app_label(const struct rep_group *g)
+{
+	char *base = rep_view_image_label(&g->app), *s = NULL;
+	char extra[96] = "";
+	size_t n = 0;
+
+	if (!base)
+		return NULL;
+	if (g->tgid != SFN_ALL)
+		n += snprintf(extra + n, sizeof(extra) - n, " tgid:%" PRId64, g->tgid);
+	if (g->tid != SFN_ALL)
+		n += snprintf(extra + n, sizeof(extra) - n, " tid:%" PRId64, g->tid);
+	if (g->cpu != SFN_ALL)
+		n += snprintf(extra + n, sizeof(extra) - n, " cpu:%" PRId64, g->cpu);
+	if (!n)
+		return base;
+	if (asprintf(&s, "%s (%s)", base, extra + 1) < 0)
+		s = NULL;
+	free(base);
+	return s;
+}
+
+bool rep_view_is_guest_kernel(const struct sfn_image *dep)
+{
+	return dep->kind == SFN_KERN || (dep->kind == SFN_ANON && !strcmp(dep->name, "guest-kernel"));
+}

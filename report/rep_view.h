@@ -1,0 +1,89 @@
+/*
+ * Helpers shared by the views built on opreport's library (opannotate,
+ * oparchive, the flame graph and pprof exports): command-line pieces,
+ * progress on a terminal, and facts about ELF files that the symbol table
+ * does not keep (build ids, separate debug files).
+ */
+#ifndef REP_VIEW_H
+#define REP_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct rep_opts;
+
+/* Add the comma-separated directories of @list to @o->image_path (-p). */
+int rep_view_add_image_path(struct rep_opts *o, const char *list);
+
+/*
+ * Progress for long work: printed on stderr, overwriting one line, only
+ * when stderr is a terminal; nothing at all otherwise.  @what is borrowed
+ * until rep_progress_end.  Updates are rate-limited, so calling
+ * rep_progress_step for every item is cheap.
+ */
+struct rep_progress {
+	const char *what;
+	size_t total;
+	bool tty;
+	uint64_t last_ns;
+	bool shown;
+};
+void rep_progress_begin(struct rep_progress *pr, const char *what, size_t total);
+void rep_progress_step(struct rep_progress *pr, size_t done);
+void rep_progress_end(struct rep_progress *pr);
+
+/*
+ * The GNU build id of the ELF file @path as lowercase hex in @buf, or
+ * "" when it has none or cannot be read.  Returns @buf.
+ */
+char *rep_view_build_id(const char *path, char *buf, size_t size);
+
+/*
+ * The separate debug file of the ELF file @path, looked for below @dir
+ * (NULL: the system's /usr/lib/debug) by build id, then by debug link.
+ * malloc'd path, or NULL when there is none.
+ */
+char *rep_view_debug_file(const char *path, const char *dir);
+
+/*
+ * Where binaries that oparchive copied into a session live: SESSION/archive
+ * followed by the binary's absolute path.  opreport's image lookup tries
+ * it before the path itself.
+ */
+#define REP_ARCHIVE_DIR "archive"
+
+#endif
+
+/*
+ * The command line of a view program: the options every view shares
+ * (--session-dir, -p/--image-path, --root, --domain, -h/--help and profile
+ * specifications, as opreport takes them) plus @extra (getopt_long entries,
+ * ended by a zeroed one; @extra_short their short letters with ':' as
+ * getopt wants), which go to @cb.  @cb returns 0, or -EINVAL with a message
+ * in @err.  @o is filled with opreport's defaults and -l.  0: run; 1: help
+ * printed, exit 0; -EINVAL: message and usage printed, exit 1; -ENOMEM.
+ * Release @o with rep_opts_release after any return.
+ */
+struct option;
+int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
+		   const struct option *extra, const char *extra_short,
+		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
+		   void *ctx, void (*usage)(FILE *f));
+
+/* The usage lines of the shared options, for a view's usage(). */
+extern const char rep_view_common_usage[];
+
+/* Labels as opreport prints them (malloc'd, NULL when out of memory): an
+ * image's basename, "{anon:NAME}" or the kernel image name; an
+ * application with " (tgid:N tid:N cpu:N)" where the session separated
+ * them. */
+struct sfn_image;
+struct rep_group;
+char *rep_view_image_label(const struct sfn_image *img);
+char *rep_view_app_label(const struct rep_group *g);
+
+/* A domain's own sample is guest kernel work when it fell in a guest
+ * kernel image or the {anon:guest-kernel} bucket (as opreport counts). */
+bool rep_view_is_guest_kernel(const struct sfn_image *dep);

@@ -1,0 +1,409 @@
+/*
+ * Unit tests for the views on librep: the flame graph's frame tree and
+ * SVG, the frames built from a profile (domains, {vmm}, guest kernel and
+ * user), the shared command line, labels, and build ids.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <bfd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "odb/odb.h"
+#include "rep_annotate.h"
+#include "rep_collect.h"
+#include "rep_flame.h"
+#include "rep_opts.h"
+#include "rep_spec.h"
+#include "rep_view.h"
+#include "util/du_log.h"
+
+static char *svg_of(struct rep_flame *f)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	CU_ASSERT_FATAL(m != NULL);
+	CU_ASSERT(rep_flame_write_svg(f, m, "t<&>") == 0);
+	fclose(m);
+	return buf;
+}
+
+/* The frame line of @name in @svg, or NULL. */
+static const char *frame(const char *svg, const char *name)
+{
+	char key[256];
+
+	snprintf(key, sizeof(key), "data-name=\"%s\"", name);
+	return strstr(svg, key);
+}
+
+static long attr(const char *svg, const char *name, const char *a)
+{
+	const char *f = frame(svg, name), *line, *p;
+	char key[64];
+
+	if (!f)
+		return -1;
+	for (line = f; line > svg && line[-1] != '\n'; line--)
+		;
+	snprintf(key, sizeof(key), "%s=\"", a);
+	p = strstr(line, key);
+	if (!p || p > f)
+		return -1;
+	return strtol(p + strlen(key), NULL, 10);
+}
+
+static void test_flame_tree(void)
+{
+	static const enum rep_frame_kind k[] = { REP_FRAME_HOST, REP_FRAME_HOST, REP_FRAME_HOST };
+	const char *a[] = { "host", "app", "small" };
+	const char *b[] = { "host", "app", "big<&>" };
+	const char *c[] = { "host", "other" };
+	struct rep_flame *f = rep_flame_new();
+	char *svg;
+
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(rep_flame_add(f, a, k, 3, 10) == 0);
+	CU_ASSERT(rep_flame_add(f, b, k, 3, 30) == 0);
+	CU_ASSERT(rep_flame_add(f, b, k, 3, 5) == 0);
+	CU_ASSERT(rep_flame_add(f, c, k, 2, 7) == 0);
+	svg = svg_of(f);
+	CU_ASSERT_FATAL(svg != NULL);
+	CU_ASSERT(attr(svg, "all", "data-n") == 52);
+	CU_ASSERT(attr(svg, "host", "data-n") == 52);
+	CU_ASSERT(attr(svg, "app", "data-n") == 45);
+	CU_ASSERT(attr(svg, "other", "data-n") == 7);
+	/* Largest child first (leftmost), escaped names. */
+	CU_ASSERT(attr(svg, "big&lt;&amp;&gt;", "data-n") == 35);
+	CU_ASSERT(attr(svg, "big&lt;&amp;&gt;", "data-x") == 0);
+	CU_ASSERT(attr(svg, "small", "data-x") == 35);
+	CU_ASSERT(attr(svg, "other", "data-x") == 45);
+	CU_ASSERT(attr(svg, "small", "data-d") == 3);
+	/* Pre-order: a parent before its children. */
+	CU_ASSERT(frame(svg, "app") < frame(svg, "small"));
+	CU_ASSERT(strstr(svg, "<title>small (10 samples, 19.23%)</title>") != NULL);
+	CU_ASSERT(strstr(svg, "t&lt;&amp;&gt;") != NULL);
+	CU_ASSERT(strstr(svg, "<script") != NULL);
+	free(svg);
+	rep_flame_free(f);
+	rep_flame_free(NULL);
+}
+
+/* A hand-made profile: host work, a guest's vmm work, guest kernel and user. */
+static void test_flame_profile(void)
+{
+	struct rep_class cls = { .event = (char *)"TIMER", .count = 1000 };
+	struct rep_group g[] = {
+		{ .app = { SFN_ROOT, (char *)"/usr/bin/ratio" }, .dep = { SFN_ROOT, (char *)"/usr/bin/ratio" },
+		  .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL, .counts = 0 },
+		{ .domain = (char *)"web1", .vmm = true,
+		  .app = { SFN_ROOT, (char *)"/usr/bin/qemu" }, .dep = { SFN_KERN, (char *)"vmlinux" },
+		  .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL, .counts = 1 },
+		{ .domain = (char *)"web1", .app = { SFN_ROOT, (char *)"/bin/bash" },
+		  .dep = { SFN_KERN, (char *)"vmlinux" }, .tgid = 42, .tid = SFN_ALL, .cpu = SFN_ALL,
+		  .counts = 2 },
+		{ .domain = (char *)"web1", .app = { SFN_ROOT, (char *)"/bin/bash" },
+		  .dep = { SFN_ROOT, (char *)"/bin/bash" }, .tgid = 42, .tid = SFN_ALL, .cpu = SFN_ALL,
+		  .counts = 3 },
+	};
+	uint64_t arena[] = { 0, 0, 0, 0, 11, 22, 33, 44 };
+	struct rep_symrow rows[] = {
+		{ .group = 0, .sym = -1, .counts = 4 }, { .group = 1, .sym = -1, .counts = 5 },
+		{ .group = 2, .sym = -1, .counts = 6 }, { .group = 3, .sym = -1, .counts = 7 },
+	};
+	uint64_t totals[] = { 110 };
+	struct rep_profile p = {
+		.classes = &cls, .nclasses = 1, .groups = g, .ngroups = 4, .rows = rows, .nrows = 4,
+		.totals = totals, .arena = arena,
+	};
+	struct rep_flame *f = rep_flame_new();
+	char *svg;
+
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(rep_flame_from_profile(f, &p, 0) == 0);
+	svg = svg_of(f);
+	CU_ASSERT_FATAL(svg != NULL);
+	CU_ASSERT(attr(svg, "host", "data-n") == 11);
+	CU_ASSERT(attr(svg, "web1", "data-n") == 99);
+	CU_ASSERT(attr(svg, "{vmm}", "data-n") == 22);
+	CU_ASSERT(attr(svg, "bash (tgid:42)", "data-n") == 77);
+	CU_ASSERT(strstr(svg, "class=\"f k-vmm\" data-n=\"22\"") != NULL);
+	CU_ASSERT(strstr(svg, "class=\"f k-gkern\" data-n=\"33\"") != NULL);
+	CU_ASSERT(strstr(svg, "class=\"f k-guser\" data-n=\"44\"") != NULL);
+	CU_ASSERT(strstr(svg, "class=\"f k-domain\" data-n=\"99\"") != NULL);
+	CU_ASSERT(strstr(svg, "class=\"f k-host\" data-n=\"11\"") != NULL);
+	free(svg);
+	rep_flame_free(f);
+}
+
+struct extra_seen {
+	const char *out;
+	int ends;
+};
+
+static int extra_cb(void *ctx, int c, const char *arg, char *err, size_t errlen)
+{
+	struct extra_seen *s = ctx;
+
+	if (c == 'o') {
+		s->out = arg;
+		return 0;
+	}
+	if (c == 0) {
+		s->ends++;
+		if (s->out)
+			return 0;
+		snprintf(err, errlen, "need -o");
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+static void no_usage(FILE *f)
+{
+	(void)f;
+}
+
+static void test_parse(void)
+{
+	static const struct option extra[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *good[] = { "x", "--session-dir=/s", "-o", "f.svg", "--domain=web1", "-p", "/a,/b",
+			 "--root=/r", "event:TIMER", NULL };
+	char *bad[] = { "x", "--session-dir=/s", NULL };
+	char *unknown[] = { "x", "--nope", NULL };
+	struct extra_seen s = { 0 };
+	struct rep_opts o;
+	FILE *saved = stderr;
+
+	CU_ASSERT(rep_view_parse("x", &o, 9, good, extra, "o:", extra_cb, &s, no_usage) == 0);
+	CU_ASSERT_STRING_EQUAL(o.session_dir, "/s");
+	CU_ASSERT_STRING_EQUAL(s.out, "f.svg");
+	CU_ASSERT(s.ends == 1);
+	CU_ASSERT(o.symbols);
+	CU_ASSERT(o.nimage_path == 2);
+	CU_ASSERT_STRING_EQUAL(o.root, "/r");
+	CU_ASSERT(rep_spec_domain_ok(o.spec, "web1"));
+	CU_ASSERT(!rep_spec_domain_ok(o.spec, NULL));
+	rep_opts_release(&o);
+
+	stderr = fopen("/dev/null", "w");
+	s = (struct extra_seen){ 0 };
+	CU_ASSERT(rep_view_parse("x", &o, 2, bad, extra, "o:", extra_cb, &s, no_usage) == -EINVAL);
+	rep_opts_release(&o);
+	CU_ASSERT(rep_view_parse("x", &o, 2, unknown, extra, "o:", extra_cb, &s, no_usage) == -EINVAL);
+	rep_opts_release(&o);
+	fclose(stderr);
+	stderr = saved;
+}
+
+static void test_labels(void)
+{
+	struct rep_group g = { .app = { SFN_ROOT, (char *)"/usr/bin/qemu" },
+			       .tgid = 7, .tid = SFN_ALL, .cpu = 2 };
+	struct sfn_image anon = { SFN_ANON, (char *)"guest-kernel" };
+	struct sfn_image kern = { SFN_KERN, (char *)"ext4" };
+	char *s;
+
+	s = rep_view_app_label(&g);
+	CU_ASSERT_STRING_EQUAL(s, "qemu (tgid:7 cpu:2)");
+	free(s);
+	s = rep_view_image_label(&anon);
+	CU_ASSERT_STRING_EQUAL(s, "{anon:guest-kernel}");
+	free(s);
+	s = rep_view_image_label(&kern);
+	CU_ASSERT_STRING_EQUAL(s, "ext4");
+	free(s);
+	CU_ASSERT(rep_view_is_guest_kernel(&anon));
+	CU_ASSERT(rep_view_is_guest_kernel(&kern));
+	CU_ASSERT(!rep_view_is_guest_kernel(&g.app));
+}
+
+static void test_build_id(void)
+{
+	char dir[] = "/tmp/test_views.XXXXXX", cmd[1024], path[512], id[128];
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/t.c", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("int main(void) { return 0; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s -o %s/t %s -Wl,--build-id=0x0123456789abcdef00ff", REP_TEST_CC,
+		 dir, path);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(path, sizeof(path), "%s/t", dir);
+	CU_ASSERT_STRING_EQUAL(rep_view_build_id(path, id, sizeof(id)), "0123456789abcdef00ff");
+	CU_ASSERT_STRING_EQUAL(rep_view_build_id("/nonexistent", id, sizeof(id)), "");
+	/* Too small a buffer: no id rather than a cut one. */
+	CU_ASSERT_STRING_EQUAL(rep_view_build_id(path, id, 8), "");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT(system(cmd) == 0);
+}
+
+static void test_progress_quiet(void)
+{
+	struct rep_progress pr;
+
+	/* Not a terminal under make check: nothing is printed, nothing breaks. */
+	rep_progress_begin(&pr, "x", 10);
+	CU_ASSERT(!pr.tty || isatty(STDERR_FILENO));
+	for (size_t i = 0; i < 10; i++)
+		rep_progress_step(&pr, i);
+	rep_progress_end(&pr);
+}
+
+/* The file offset of function @fn's first instruction in ELF file @path. */
+static uint64_t func_key(const char *path, const char *fn)
+{
+	asymbol **tab;
+	uint64_t key = 0;
+	long n;
+	bfd *abfd;
+
+	bfd_init();
+	abfd = bfd_openr(path, NULL);
+	CU_ASSERT_FATAL(abfd && bfd_check_format(abfd, bfd_object));
+	tab = malloc(bfd_get_symtab_upper_bound(abfd));
+	n = bfd_canonicalize_symtab(abfd, tab);
+	for (long i = 0; i < n; i++) {
+		asection *sec = tab[i]->section;
+
+		if (strcmp(tab[i]->name, fn) || !sec)
+			continue;
+		key = (uint64_t)sec->filepos + (bfd_asymbol_value(tab[i]) - bfd_section_vma(sec));
+	}
+	free(tab);
+	bfd_close(abfd);
+	CU_ASSERT(key != 0);
+	return key;
+}
+
+/* Run opannotate with @argv, its standard output into a malloc'd string. */
+static char *annotate(int argc, char **argv, int *status)
+{
+	char path[] = "/tmp/test_views_out.XXXXXX", *text = NULL;
+	int fd = mkstemp(path), saved;
+	FILE *f;
+	long len;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	*status = rep_annotate_main(argc, argv);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	f = fopen(path, "r");
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	text = calloc(1, (size_t)len + 1);
+	if (fread(text, 1, (size_t)len, f) != (size_t)len)
+		text[0] = '\0';
+	fclose(f);
+	unlink(path);
+	return text;
+}
+
+/*
+ * A guest binary found only through the session's image cache: opannotate
+ * disassembles it and puts the samples on the sampled instruction.
+ */
+static void test_annotate_guest(void)
+{
+	char dir[] = "/tmp/test_views.XXXXXX", cmd[10000], p[8192], rel[SFN_MAX_PATH + 1];
+	char sd[1100], *text;
+	struct sfn_name n = { .domain = (char *)"web1", .image = { SFN_ROOT, (char *)"/usr/bin/gprog" },
+			      .dep = { SFN_ROOT, (char *)"/usr/bin/gprog" }, .event = (char *)"TIMER",
+			      .count = 1000, .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct odb_desc d = { .count = 1000 };
+	char *argv[] = { "opannotate", "--assembly", sd, "--domain=web1", NULL };
+	uint64_t key;
+	struct odb *db;
+	int status;
+	FILE *f;
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(p, sizeof(p), "%s/g.c", dir);
+	f = fopen(p, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("volatile int s;\n"
+	      "__attribute__((noinline)) void guest_spin(int n) { for (int i = 0; i < n; i++) s += i; }\n"
+	      "int main(void) { guest_spin(3); return 0; }\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/session/images/7 %s/session/domains/web1 && "
+		 "%s -O1 -o %s/session/images/7/gprog %s && "
+		 "printf 'images/7/gprog\\t/usr/bin/gprog\\n' >%s/session/domains/web1/images",
+		 dir, dir, REP_TEST_CC, dir, p, dir);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(p, sizeof(p), "%s/session/images/7/gprog", dir);
+	key = func_key(p, "guest_spin");
+	CU_ASSERT_FATAL(sfn_mangle(&n, rel, sizeof(rel)) > 0);
+	snprintf(p, sizeof(p), "%s/session/samples/current/%s", dir, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", p);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(d.event, sizeof(d.event), "TIMER");
+	CU_ASSERT_FATAL(odb_open(&db, p, ODB_RDWR, &d) == 0);
+	CU_ASSERT(odb_add(db, key, 77) == 0);
+	odb_close(db);
+
+	snprintf(sd, sizeof(sd), "--session-dir=%s/session", dir);
+	text = annotate(4, argv, &status);
+	CU_ASSERT(status == 0);
+	CU_ASSERT(strstr(text, "image /usr/bin/gprog (domain web1)") != NULL);
+	CU_ASSERT(strstr(text, "/session/images/7/gprog") != NULL);
+	CU_ASSERT(strstr(text, "<guest_spin>: /* total */") != NULL);
+	/* The sample is on guest_spin's first instruction, marked hot. */
+	{
+		const char *hot = strstr(text, "        77 100.000  *");
+
+		CU_ASSERT(hot != NULL && hot > strstr(text, "<guest_spin>"));
+	}
+	free(text);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CU_ASSERT(system(cmd) == 0);
+}
+
+static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failed;
+
+	du_log_set(quiet_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("views", NULL, NULL);
+	CU_add_test(s, "flame: tree, layout, SVG", test_flame_tree);
+	CU_add_test(s, "flame: frames of a profile", test_flame_profile);
+	CU_add_test(s, "command line", test_parse);
+	CU_add_test(s, "labels", test_labels);
+	CU_add_test(s, "build ids", test_build_id);
+	CU_add_test(s, "progress off a terminal", test_progress_quiet);
+	CU_add_test(s, "opannotate: a guest binary from the image cache", test_annotate_guest);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}
