@@ -10,6 +10,7 @@ pkgs=(
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db
+	linux-source-6.1	# checkpatch.pl: host-kmod's kernel style check
 )
 lab_pkgs=(
 	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs
