@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dom.h"
+#include "dom_procfs.h"
 #include "opd_domain.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"

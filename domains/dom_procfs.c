@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dom.h"
+#include "dom_procfs.h"
 #include "dom_cmdline.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
