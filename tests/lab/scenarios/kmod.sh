@@ -62,7 +62,8 @@ modprobe kvm_amd || lab_fail "kvm_amd did not come back"
 [ -c /dev/kvm ] || lab_fail "no /dev/kvm after reloading kvm_amd"
 check_kernel "phase 0"
 kvm_ref=$(modref kvm)
-lab_log "kvm used by $kvm_ref"
+# modprobe takes kvm_amd.npt=0 from the kernel command line again
+lab_log "kvm used by $kvm_ref, kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/npt)"
 
 # ---- phase 1: a busy guest ----
 start_guest web "$UUID_WEB" busy
