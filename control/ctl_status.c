@@ -238,6 +238,7 @@ int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 	st.stats = stats;
 	st.conf = conf;
 	ctl_status_format(out, &st);
+	ctl_kmod_status(out);
 out_free:
 	ctl_kv_free(conf);
 	ctl_kv_free(stats);
