@@ -107,7 +107,8 @@ for i in $(seq 1 "$CYCLES"); do
 			lab_fail "cycle $i: dp-kmod-read --keep failed"
 		kept=$((kept + 1)) ;;
 	2)	# a reader killed while it reads, sampling still on
-		timeout 60 "$READ" --seconds 30 >/dev/null 2>&1 &
+		# (no timeout(1) wrapper: the kill must hit the reader itself)
+		"$READ" --seconds 30 >/dev/null 2>&1 &
 		rpid=$!
 		sleep 1
 		kill -9 "$rpid" 2>/dev/null
