@@ -67,7 +67,8 @@ lab_log "kvm used by $kvm_ref, kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/
 
 # ---- phase 1: a busy guest ----
 start_guest web "$UUID_WEB" busy
-wait_guest_booted web
+# a loaded build machine makes TCG slow: give the boot more than the default
+wait_guest_booted web 300
 web=$(guest_pid web)
 lab_log "web pid $web, vCPU threads $(guest_vcpu_tids web | tr '\n' ' ')"
 modprobe domprof || lab_fail "modprobe domprof failed"
