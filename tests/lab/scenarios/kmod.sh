@@ -3,12 +3,12 @@
 # with the install tree (/lib/modules/VER/extra/domprof.ko); dp-kmod-read
 # drives /dev/domprof and counts the decoded stream.
 #
-# Phase 0: with KVM unloaded the module loads, samples the host, unloads.
 # Phase 1: with web (busy) running, 15 s of sampling give guest samples
 #   that carry web's QEMU pid as domain, a vCPU index and a guest CR3.
 # Phase 2: KMOD_CYCLES (50) cycles of load / sample under load / unload,
 #   unloading while sampling in two cycles of three, and CPU 1 taken
 #   offline and back while sampling in one cycle of five.
+# Phase 3: with KVM unloaded the module loads, samples the host, unloads.
 # Must hold throughout: no oops, WARNING or BUG in L1's kernel log, the
 # module unloads every time, and kvm's reference count ends where it began.
 lab_require_kvm
@@ -49,21 +49,8 @@ unload() {
 }
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 
-# ---- phase 0: no KVM ----
-lab_log "phase 0: KVM unloaded"
-rmmod kvm_amd && rmmod kvm || lab_fail "could not unload kvm"
-modprobe domprof || lab_fail "modprobe domprof without kvm failed"
-timeout 60 "$READ" --seconds 3 >"$RESULTS/kmod-phase0.txt" 2>&1 ||
-	lab_fail "dp-kmod-read without kvm: $(tail -n 3 "$RESULTS/kmod-phase0.txt")"
-cat "$RESULTS/kmod-phase0.txt"
-[ "$(kv samples "$RESULTS/kmod-phase0.txt")" -gt 0 ] || lab_fail "no samples without kvm"
-unload "phase 0"
-modprobe kvm_amd || lab_fail "kvm_amd did not come back"
-[ -c /dev/kvm ] || lab_fail "no /dev/kvm after reloading kvm_amd"
-check_kernel "phase 0"
 kvm_ref=$(modref kvm)
-# modprobe takes kvm_amd.npt=0 from the kernel command line again
-lab_log "kvm used by $kvm_ref, kvm_amd npt=$(cat /sys/module/kvm_amd/parameters/npt)"
+lab_log "kvm used by $kvm_ref"
 
 # ---- phase 1: a busy guest ----
 start_guest web "$UUID_WEB" busy
@@ -142,6 +129,21 @@ lab_summary phase2_drained "$clean"
 lab_summary phase2_unloaded_sampling "$((kept + killed))"
 lab_summary phase2_cpu_offlined "$offlined"
 stop_guest web
+# ---- phase 3: no KVM (last: no guest boots on a reloaded KVM) ----
+lab_log "phase 3: KVM unloaded"
+rmmod kvm_amd && rmmod kvm || lab_fail "could not unload kvm"
+modprobe domprof || lab_fail "modprobe domprof without kvm failed"
+timeout 60 "$READ" --seconds 3 >"$RESULTS/kmod-phase3.txt" 2>&1 ||
+	lab_fail "dp-kmod-read without kvm: $(tail -n 3 "$RESULTS/kmod-phase3.txt")"
+cat "$RESULTS/kmod-phase3.txt"
+[ "$(kv samples "$RESULTS/kmod-phase3.txt")" -gt 0 ] || lab_fail "no samples without kvm"
+unload "phase 3"
+modprobe kvm_amd || lab_fail "kvm_amd did not come back"
+[ -c /dev/kvm ] || lab_fail "no /dev/kvm after reloading kvm_amd"
+check_kernel "phase 3"
+# modprobe takes kvm_amd.npt=0 from the kernel command line again
+lab_log "kvm_amd back, npt=$(cat /sys/module/kvm_amd/parameters/npt)"
+
 check_kernel "the end"
 dmesg >"$RESULTS/l1-dmesg-kmod.txt"
 lab_summary scenario_s "$(lab_since "$t0")"
