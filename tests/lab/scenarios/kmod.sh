@@ -26,8 +26,21 @@ modinfo "$KO" | grep -E '^(vermagic|depends)' | sed 's/^/lab: /'
 depmod -a || lab_fail "depmod failed"
 
 # "used by" count of module $1 in /proc/modules, empty if not loaded.
-modref() { awk -v m="$1" '$1 == m { print $3 }' /proc/modules; }
-loaded() { grep -q "^domprof " /proc/modules; }
+# Shell builtins only: under TCG every exec costs, and phase 2 loops.
+modref() {
+	local m s r rest
+	while read -r m s r rest; do
+		[ "$m" = "$1" ] && { echo "$r"; return; }
+	done </proc/modules
+}
+loaded() { [ -n "$(modref domprof)" ]; }
+# Is CPU $1 counting (1) or not (0) per the module's stats?
+counting() {
+	local l
+	while read -r l; do
+		case $l in "cpu $1 "*) echo "${l##* }"; return ;; esac
+	done </sys/class/misc/domprof/stats
+}
 # New kernel log lines that mean the kernel went wrong.
 kernel_trouble() {
 	dmesg | tail -n +$((dmesg_base + 1)) |
@@ -42,7 +55,7 @@ unload() {
 	local i
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		rmmod domprof 2>/dev/null && break
-		sleep 0.3
+		sleep 0.5
 	done
 	loaded && lab_fail "domprof still loaded after $1 (refs $(modref domprof))"
 	return 0
@@ -83,19 +96,18 @@ lab_log "phase 1 PASS"
 lab_log "phase 2: $CYCLES cycles"
 t=$(lab_now)
 offlined=0 kept=0 killed=0 clean=0
-for i in $(seq 1 "$CYCLES"); do
+for ((i = 1; i <= CYCLES; i++)); do
 	insmod "$KO" || lab_fail "cycle $i: insmod failed"
 	case $((i % 3)) in
 	0)	# sample, disable, drain, unload
-		timeout 60 "$READ" --seconds 1.5 >"$RESULTS/kmod-cycle.txt" 2>&1 ||
+		"$READ" --seconds 1 >"$RESULTS/kmod-cycle.txt" 2>&1 ||
 			lab_fail "cycle $i: dp-kmod-read: $(tail -n 3 "$RESULTS/kmod-cycle.txt")"
 		clean=$((clean + 1)) ;;
 	1)	# leave it sampling and unload under it
-		timeout 60 "$READ" --seconds 1 --keep >/dev/null 2>&1 ||
+		"$READ" --seconds 0.5 --keep >/dev/null 2>&1 ||
 			lab_fail "cycle $i: dp-kmod-read --keep failed"
 		kept=$((kept + 1)) ;;
 	2)	# a reader killed while it reads, sampling still on
-		# (no timeout(1) wrapper: the kill must hit the reader itself)
 		"$READ" --seconds 30 >/dev/null 2>&1 &
 		rpid=$!
 		sleep 1
@@ -105,23 +117,25 @@ for i in $(seq 1 "$CYCLES"); do
 	esac
 	if [ $((i % 5)) = 0 ]; then
 		# CPU 1 goes away and comes back while the module samples
-		grep -q '^cpu 0 .* counting 1$' /sys/class/misc/domprof/stats ||
-			timeout 60 "$READ" --seconds 1 --keep >/dev/null 2>&1 ||
+		[ "$(counting 0)" = 1 ] || "$READ" --seconds 0.2 --keep >/dev/null 2>&1 ||
 			lab_fail "cycle $i: enable before offline failed"
 		echo 0 >/sys/devices/system/cpu/cpu1/online || lab_fail "cycle $i: cpu1 offline failed"
 		sleep 0.5
-		grep -q '^cpu 1 .* counting 0$' /sys/class/misc/domprof/stats ||
+		[ "$(counting 1)" = 0 ] ||
 			lab_fail "cycle $i: cpu 1 still counting while offline: $(cat /sys/class/misc/domprof/stats)"
 		echo 1 >/sys/devices/system/cpu/cpu1/online || lab_fail "cycle $i: cpu1 online failed"
 		sleep 0.5
-		grep -q '^cpu 1 .* counting 1$' /sys/class/misc/domprof/stats ||
+		[ "$(counting 1)" = 1 ] ||
 			lab_fail "cycle $i: cpu 1 not counting after online: $(cat /sys/class/misc/domprof/stats)"
 		offlined=$((offlined + 1))
 	fi
 	unload "cycle $i"
-	check_kernel "cycle $i"
 	[ "$(modref kvm)" = "$kvm_ref" ] || lab_fail "cycle $i: kvm used by $(modref kvm), $kvm_ref before"
-	guest_alive web || lab_fail "web died in cycle $i"
+	if [ $((i % 10)) = 0 ]; then
+		check_kernel "cycle $i"
+		guest_alive web || lab_fail "web died by cycle $i"
+		lab_log "cycle $i done"
+	fi
 done
 lab_summary phase2_cycles "$CYCLES"
 lab_summary phase2_s "$(lab_since "$t")"
