@@ -111,6 +111,16 @@ void ctl_status_format(FILE *out, const struct ctl_status *st);
 int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen);
 
 /*
+ * The kernel collector (ctl_kmod.c).  ctl_kmod_load: make sure the device
+ * is there, loading the installed module with modprobe if not (never
+ * builds it); 0 or -ENODEV with the reason in @err.  ctl_kmod_status: the
+ * module's per-CPU samples and lost counters, nothing when not loaded.
+ * $DOMPROF_KMOD_DEVICE, $DOMPROF_MODPROBE, $DOMPROF_KMOD_STATS: tests.
+ */
+int ctl_kmod_load(char *err, size_t errlen);
+void ctl_kmod_status(FILE *out);
+
+/*
  * Path of the oprofiled to run: $DOMPROF_OPROFILED if set (tests), else
  * next to this executable, else the build tree's ../daemon/oprofiled, else
  * $(bindir)/oprofiled, else plain "oprofiled" (looked up in $PATH).

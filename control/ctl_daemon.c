@@ -215,9 +215,10 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 	int ret, status = 0;
 
 	if (!strcmp(o->collector, "kmod")) {
-		snprintf(err, errlen, "kmod collector not available: the host-kmod collector "
-			 "is not built in this version; use --collector=perf");
-		return -ENOTSUP;
+		/* the installed module, loaded now; the daemon opens its device */
+		ret = ctl_kmod_load(err, errlen);
+		if (ret)
+			return ret;
 	}
 	ret = ctl_abs_path(o->session_dir, session, sizeof(session));
 	if (!ret)

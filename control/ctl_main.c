@@ -25,7 +25,7 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 		fprintf(out, "opcontrol (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 		return 0;
 	case CTL_START:
-		/* kmod is refused before the events, whose table it would not use */
+		/* kmod samples with what the module picks: no event table */
 		if (o.collector[0] != 'k')
 			ret = ctl_events_resolve(&o, specs, CTL_MAX_EVENTS, &n_specs, err, sizeof(err));
 		if (!ret)

@@ -333,6 +333,7 @@ int ctl_status(const char *session_dir, FILE *out, char *err, size_t errlen)
 	st.conf = conf;
 	ctl_status_format(out, &st);
 	print_domains(out, session_dir);
+	ctl_kmod_status(out);
 out_free:
 	du_kv_free(conf);
 	du_kv_free(stats);

@@ -464,16 +464,27 @@ static void test_start_stop_dump(void)
 	CU_ASSERT_EQUAL(ctl_dump(tmp_session, 5000, devnull, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(stats_u64("dumps"), 2);
 
-	/* status while running */
-	char *sbuf = NULL;
+	/* status while running, with the kernel module's per-CPU counters */
+	char *sbuf = NULL, kstats[PATH_MAX + 16];
 	size_t slen = 0;
-	FILE *sf = open_memstream(&sbuf, &slen);
+	FILE *sf = open_memstream(&sbuf, &slen), *kf;
 
+	snprintf(kstats, sizeof(kstats), "%s/kmod-stats", tmp_session);
+	kf = fopen(kstats, "w");
+	CU_ASSERT_FATAL(kf != NULL);
+	fputs("cpu 0 samples 100 lost 7 guest 40 counting 1\n"
+	      "cpu 1 samples 50 lost 0 guest 0 counting 0\n", kf);
+	fclose(kf);
+	setenv("DOMPROF_KMOD_STATS", kstats, 1);
 	CU_ASSERT_EQUAL(ctl_status(tmp_session, sf, err, sizeof(err)), 0);
+	unsetenv("DOMPROF_KMOD_STATS");
+	unlink(kstats);
 	fclose(sf);
 	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, buf));
 	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "Separate:     lib\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "TIMER:5000:0:1:0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "lost          7"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "all 2 CPUs: samples 150, lost 7\n"));
 	free(sbuf);
 
 	/* reset refuses while running */
@@ -545,9 +556,16 @@ static void test_start_failures(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot run /nonexistent/oprofiled"));
 	set_fake_daemon();
 
-	/* kmod is refused */
-	CU_ASSERT_EQUAL(start_fake("--collector=kmod", out, sizeof(out), err, sizeof(err)), -ENOTSUP);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "kmod collector not available:"));
+	/* kmod: the installed module is loaded with modprobe, never built */
+	setenv("DOMPROF_KMOD_DEVICE", "/nonexistent/domprof", 1);
+	setenv("DOMPROF_MODPROBE", "false", 1);
+	CU_ASSERT_EQUAL(start_fake("--collector=kmod", out, sizeof(out), err, sizeof(err)), -ENODEV);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "false domprof failed"));
+	setenv("DOMPROF_MODPROBE", "true", 1);
+	CU_ASSERT_EQUAL(start_fake("--collector=kmod", out, sizeof(out), err, sizeof(err)), -ENODEV);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "did not appear"));
+	unsetenv("DOMPROF_MODPROBE");
+	unsetenv("DOMPROF_KMOD_DEVICE");
 
 	/* the command line per the contract; relative --record made absolute */
 	snprintf(argsf, sizeof(argsf), "%s/args", tmp_session);

@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collect_kmod.h"
 #include "opd_collector.h"
 
 /* --collector=NAME.  A new collector is one file and one line here. */
 static const struct opd_collector_ops *const collectors[] = {
 	&opd_collector_perf,
 	&opd_collector_file,
+	&opd_collector_kmod,
 };
 
 const struct opd_collector_ops *opd_collector_find(const char *name)

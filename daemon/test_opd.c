@@ -660,7 +660,7 @@ static void test_collector_table(void)
 	CU_ASSERT(opd_collector_find("kmod ") == NULL);
 	CU_ASSERT(opd_collector_find("") == NULL);
 	opd_collector_names(names, sizeof(names));
-	CU_ASSERT_STRING_EQUAL(names, "perf|file");
+	CU_ASSERT_STRING_EQUAL(names, "perf|file|kmod");
 	opd_collector_names(names, 6);
 	CU_ASSERT_STRING_EQUAL(names, "perf|");
 }

@@ -14,6 +14,7 @@ pkgs=(
 	# views: opflame is checked in a headless browser, the pprof export is
 	# built with protobuf-c and read back with go tool pprof
 	chromium golang-go libprotobuf-c-dev protobuf-c-compiler
+	linux-source-6.1	# checkpatch.pl: host-kmod's kernel style check
 )
 lab_pkgs=(
 	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs

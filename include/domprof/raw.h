@@ -90,6 +90,7 @@ enum dp_raw_type {
 	DP_RAW_EXIT = 10,	/* struct dp_raw_task_ev */
 	DP_RAW_SAMPLE = 11,	/* struct dp_raw_sample: a pc equal to ESCAPE */
 	DP_RAW_KMOD = 12,	/* struct dp_raw_kmod + name: kernel image range */
+	DP_RAW_ASID = 13,	/* struct dp_raw_asid: guest address space */
 	DP_RAW_NR_TYPES
 };
 
@@ -196,6 +197,17 @@ struct dp_raw_kmod {
 	/* char name[name_len] follows: "vmlinux" or the module name */
 };
 
+/*
+ * The guest address space of the guest samples that follow: the guest's
+ * page-table root (x86: CR3 with the PCID and PTI bits masked), as the
+ * hypervisor saw it at the sample.  0: not known.  Like DOMAIN it is
+ * context, re-stated only when it changes.
+ */
+struct dp_raw_asid {
+	dp_u64 asid;
+};
+#define DP_RAW_ASID_UNKNOWN	0
+
 _Static_assert(sizeof(struct dp_raw_event) == 64, "dp_raw_event layout");
 _Static_assert(sizeof(struct dp_raw_header) == 40, "dp_raw_header layout");
 _Static_assert(sizeof(struct dp_raw_cpu) == 8, "dp_raw_cpu layout");
@@ -207,5 +219,6 @@ _Static_assert(sizeof(struct dp_raw_comm) == 32, "dp_raw_comm layout");
 _Static_assert(sizeof(struct dp_raw_task_ev) == 16, "dp_raw_task_ev layout");
 _Static_assert(sizeof(struct dp_raw_sample) == 16, "dp_raw_sample layout");
 _Static_assert(sizeof(struct dp_raw_kmod) == 24, "dp_raw_kmod layout");
+_Static_assert(sizeof(struct dp_raw_asid) == 8, "dp_raw_asid layout");
 
 #endif /* DOMPROF_RAW_H */

@@ -197,6 +197,15 @@ static int dec_kmod(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
 	return ops->kmod ? ops->kmod(ctx, k.start, k.size, (const char *)name, k.name_len) : 0;
 }
 
+static int dec_asid(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
+{
+	struct dp_raw_asid a;
+
+	if (!du_cur_get(c, &a, sizeof(a)) || !du_cur_end(c))
+		return RAW_BAD_PAYLOAD;
+	return ops->asid ? ops->asid(ctx, a.asid) : 0;
+}
+
 static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CPU] = dec_cpu,
 	[DP_RAW_TASK] = dec_task,
@@ -210,6 +219,7 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_EXIT] = dec_exit,
 	[DP_RAW_SAMPLE] = dec_sample,
 	[DP_RAW_KMOD] = dec_kmod,
+	[DP_RAW_ASID] = dec_asid,
 };
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)

@@ -57,6 +57,7 @@ struct raw_ops {
 	int (*fork)(void *ctx, const struct dp_raw_task_ev *t);
 	int (*exit)(void *ctx, const struct dp_raw_task_ev *t);
 	int (*kmod)(void *ctx, uint64_t start, uint64_t size, const char *name, size_t name_len);
+	int (*asid)(void *ctx, uint64_t asid);	/* guest address space, 0: unknown */
 };
 
 /* What the decoder saw that was not a well-formed known record. */

@@ -173,10 +173,17 @@ static int r_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, si
 	return 0;
 }
 
+static int r_asid(void *ctx, uint64_t asid)
+{
+	log_add(ctx, "asid %llx\n", (unsigned long long)asid);
+	return 0;
+}
+
 static const struct raw_ops rec_ops = {
 	.sample = r_sample, .cpu = r_cpu, .task = r_task, .mode = r_mode,
 	.domain = r_domain, .lost = r_lost, .time = r_time, .mmap = r_mmap,
 	.comm = r_comm, .fork = r_fork, .exit = r_exit, .kmod = r_kmod,
+	.asid = r_asid,
 };
 
 static const struct dp_raw_event test_events[2] = {
@@ -528,6 +535,30 @@ static void test_unknown_types(void)
 	free(m.p);
 }
 
+/* DP_RAW_ASID (the kernel module's guest CR3): decoded, checked for size. */
+static void test_asid(void)
+{
+	struct membuf m = { 0 };
+	struct raw_writer *w = raw_writer_new(mem_sink, &m, 0);
+	struct rec_log l = { 0 };
+	struct raw_decode_stats st = { 0 };
+	struct dp_raw_asid a = { .asid = 0x1234000 };
+	size_t consumed;
+
+	CU_ASSERT_FATAL(w != NULL);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_ASID, &a, sizeof(a)), 0);
+	CU_ASSERT_EQUAL(raw_put_sample(w, 7, 0), 0);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_ASID, &a, 4), 0);	/* short */
+	CU_ASSERT_EQUAL(raw_writer_close(w), 0);
+	CU_ASSERT_EQUAL(raw_decode(&rec_ops, &l, m.p, m.len, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, m.len);
+	CU_ASSERT_STRING_EQUAL(log_str(&l), "asid 1234000\nsample 7 0\n");
+	CU_ASSERT_EQUAL(st.unknown_type, 0);
+	CU_ASSERT_EQUAL(st.bad_payload, 1);
+	log_free(&l);
+	free(m.p);
+}
+
 static void test_bad_payloads(void)
 {
 	struct membuf m = { 0 };
@@ -824,6 +855,7 @@ int main(void)
 		{ "writer limits", test_writer_limits },
 		{ "unknown types skipped", test_unknown_types },
 		{ "bad payloads skipped", test_bad_payloads },
+		{ "ASID records", test_asid },
 		{ "path/name over DP_RAW_MAX_PATH", test_path_over_max },
 		{ "oversize payload rejected", test_oversize_payload },
 		{ "handler error stops decoding", test_handler_error },

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * domprof kernel collector: what the sampling side (dp_sample.c), the
+ * stream encoder (dp_stream.c) and the device (dp_main.c) share.
+ */
+#ifndef DOMPROF_KMOD_INTERNAL_H
+#define DOMPROF_KMOD_INTERNAL_H
+
+#include <linux/cache.h>
+#include <linux/percpu.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+
+#include "domprof/raw.h"
+#include "domprof/kmod.h"
+
+/*
+ * One sample as the overflow handler stores it.  The handler only fills
+ * fixed fields; turning them into raw-stream records (context changes,
+ * escapes) is left to the reader, outside interrupt context.
+ */
+struct dp_entry {
+	u64 pc;
+	u64 time;	/* CLOCK_MONOTONIC ns */
+	u64 domain;	/* hypervisor tgid for guest samples, else 0 */
+	u64 asid;	/* guest CR3 root, DP_RAW_ASID_UNKNOWN if none */
+	u32 pid;
+	u32 tid;
+	u32 mode;	/* enum dp_raw_mode_val */
+	u32 vcpu;	/* vCPU index or DP_RAW_VCPU_UNKNOWN */
+};
+
+/*
+ * Per-CPU state.  The ring is single producer (the overflow handler of
+ * this CPU's counter, which cannot nest with itself) and single consumer
+ * (the reader, serialized by the device mutex); head and tail are free
+ * running and published with release/acquire, so neither side locks.
+ */
+struct dp_cpu {
+	/* producer side */
+	unsigned long head;
+	u64 samples;
+	u64 guest;
+	u64 lost;
+	struct dp_entry *ring;
+	unsigned long mask;
+	/* consumer side, on its own cache line */
+	unsigned long tail ____cacheline_aligned;
+	u64 lost_reported;
+	/* control side: the counter, under the CPU hotplug lock */
+	struct perf_event *event;
+	unsigned int ring_entries;
+};
+
+DECLARE_PER_CPU(struct dp_cpu, dp_cpus);
+
+/* dp_sample.c */
+void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
+		 struct pt_regs *regs);
+int dp_kvm_get(void);
+void dp_kvm_put(void);
+bool dp_kvm_present(void);
+
+/* dp_stream.c: the reader's encoder state, one per open file */
+struct dp_stream {
+	bool header_done;
+	u32 cpu;
+	u32 pid;
+	u32 tid;
+	u32 mode;
+	u64 domain;
+	u32 vcpu;
+	u64 asid;
+	bool have_ctx;
+	bool have_guest;	/* domain, vcpu and asid stated */
+};
+
+#define DP_REC_MAX	256	/* bytes: the longest encoding of one entry */
+
+size_t dp_stream_header(void *buf, size_t len, u32 event, u64 period,
+			u32 cf_flags, u64 start_ns);
+size_t dp_stream_lost(void *buf, u64 count);
+size_t dp_stream_entry(struct dp_stream *s, void *buf, u32 cpu,
+		       const struct dp_entry *e);
+
+#endif /* DOMPROF_KMOD_INTERNAL_H */

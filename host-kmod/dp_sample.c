@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * domprof kernel collector: the counter overflow handler.
+ *
+ * It runs in NMI context (hardware counters on x86) or hard-IRQ context
+ * (the cpu-clock hrtimer) on the CPU whose counter overflowed.  It takes
+ * no lock, allocates nothing and prints nothing: it fills one slot of
+ * this CPU's ring or, when the ring is full, counts a lost sample.
+ *
+ * Guest samples.  When a timer interrupt or PMI hits while a KVM vCPU
+ * runs, the CPU leaves the guest and KVM handles the interrupt on the
+ * host right after the VM exit, with the vCPU's thread as current and
+ * vcpu->arch.handling_intr_from_guest set for exactly that window
+ * (kvm_before_interrupt()/kvm_after_interrupt() in KVM's x86.c, svm.c and
+ * vmx.c).  That flag, with kvm_get_running_vcpu(), is what perf's own
+ * guest callbacks use to tell a guest sample; we read them the same way,
+ * without going through perf's callbacks, which are not exported.
+ */
+#include <linux/bits.h>
+#include <linux/module.h>
+#include <linux/perf_event.h>
+#include <linux/ptrace.h>
+#include <linux/sched.h>
+#include <linux/timekeeping.h>
+
+#if IS_ENABLED(CONFIG_KVM) && defined(CONFIG_X86_64)
+#include <linux/kvm_host.h>
+#define DP_HAVE_KVM 1
+#endif
+
+#include "domprof.h"
+
+#ifdef DP_HAVE_KVM
+/*
+ * kvm_get_running_vcpu() lives in kvm.ko, which may not be loaded: take
+ * it with symbol_get() when sampling starts (this also pins kvm.ko while
+ * we sample) and drop it when sampling stops.  The handler reads the
+ * pointer once; it is only cleared after every counter is gone.
+ */
+static struct kvm_vcpu *(*dp_running_vcpu)(void);
+
+int dp_kvm_get(void)
+{
+	WRITE_ONCE(dp_running_vcpu, symbol_get(kvm_get_running_vcpu));
+	return 0;
+}
+
+void dp_kvm_put(void)
+{
+	if (!dp_running_vcpu)
+		return;
+	WRITE_ONCE(dp_running_vcpu, NULL);
+	symbol_put(kvm_get_running_vcpu);
+}
+
+bool dp_kvm_present(void)
+{
+	return READ_ONCE(dp_running_vcpu);
+}
+
+/*
+ * Guest page-table root: bits 12..51 of CR3.  Bits 0..11 are flags or the
+ * PCID, bit 12 is the kernel/user half of a PTI pair (the user copy sits
+ * one page above the kernel's), bit 63 is the no-flush hint and the bits
+ * above 51 are not address bits.
+ */
+#define DP_CR3_ROOT_MASK	GENMASK_ULL(51, 13)
+
+static bool dp_guest_fill(struct dp_entry *e)
+{
+	typeof(&kvm_get_running_vcpu) running = READ_ONCE(dp_running_vcpu);
+	struct kvm_vcpu *vcpu;
+	u32 avail;
+
+	if (!running)
+		return false;
+	vcpu = running();
+	if (!vcpu || !READ_ONCE(vcpu->arch.handling_intr_from_guest))
+		return false;
+
+	e->domain = current->tgid;
+	e->vcpu = vcpu->vcpu_idx;
+	e->pc = 0;
+	e->asid = DP_RAW_ASID_UNKNOWN;
+	avail = READ_ONCE(vcpu->arch.regs_avail);
+	if (!vcpu->arch.guest_state_protected) {
+		/*
+		 * SVM copies RIP from the VMCB right after the exit, before
+		 * the interrupt window; VMX reads it lazily, so it may not be
+		 * cached yet: then the pc stays unknown (0).
+		 */
+		if (avail & BIT(VCPU_REGS_RIP))
+			e->pc = vcpu->arch.regs[VCPU_REGS_RIP];
+		/*
+		 * With shadow paging KVM intercepts every CR3 load, so
+		 * arch.cr3 is the guest's current root.  With NPT/EPT it is
+		 * refreshed only when the exit is handled, after this window,
+		 * and may belong to an earlier process: leave it unknown.
+		 */
+		if ((avail & BIT(VCPU_EXREG_CR3)) &&
+		    !vcpu->arch.mmu->root_role.direct)
+			e->asid = vcpu->arch.cr3 & DP_CR3_ROOT_MASK;
+	}
+	/* A 64-bit guest's kernel runs in the upper half. */
+	e->mode = (e->pc & BIT_ULL(63)) || !e->pc ?
+		DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+	return true;
+}
+#else
+int dp_kvm_get(void)
+{
+	return 0;
+}
+
+void dp_kvm_put(void)
+{
+}
+
+bool dp_kvm_present(void)
+{
+	return false;
+}
+
+static bool dp_guest_fill(struct dp_entry *e)
+{
+	return false;
+}
+#endif
+
+void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
+		 struct pt_regs *regs)
+{
+	struct dp_cpu *c = event->overflow_handler_context;
+	struct dp_entry *ring = READ_ONCE(c->ring);
+	unsigned long head, tail;
+	struct dp_entry *e;
+
+	if (unlikely(!ring || !regs))
+		return;
+	head = c->head;
+	/* the reader's release of tail: slots below it are free again */
+	tail = smp_load_acquire(&c->tail);
+	if (head - tail > c->mask) {
+		WRITE_ONCE(c->lost, c->lost + 1);
+		return;
+	}
+	e = &ring[head & c->mask];
+	e->time = ktime_get_mono_fast_ns();
+	e->pid = current->tgid;
+	e->tid = current->pid;
+	if (dp_guest_fill(e)) {
+		WRITE_ONCE(c->guest, c->guest + 1);
+	} else {
+		e->pc = instruction_pointer(regs);
+		e->mode = user_mode(regs) ? DP_MODE_HOST_USER :
+			DP_MODE_HOST_KERNEL;
+		e->domain = 0;
+		e->vcpu = DP_RAW_VCPU_UNKNOWN;
+		e->asid = DP_RAW_ASID_UNKNOWN;
+	}
+	WRITE_ONCE(c->samples, c->samples + 1);
+	/* publish the slot: the reader acquires head before reading it */
+	smp_store_release(&c->head, head + 1);
+}

@@ -1,0 +1,246 @@
+/*
+ * Unit test of the module's stream encoder (host-kmod/dp_stream.c), built
+ * in user space against small stand-ins for the kernel headers it uses
+ * (tests/ushim): what the module writes must decode with lib/raw, the
+ * daemon's decoder, to exactly the samples and context it encoded.
+ */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domprof.h"
+#include "raw/raw_stream.h"
+
+#define NR_ENTRIES	20000
+#define NR_CPUS		4
+
+/* What the decoder says, one struct per sample. */
+struct got {
+	u32 cpu, pid, tid, mode, vcpu;
+	u64 domain, asid, time, pc;
+};
+
+struct dec {
+	struct got cur;
+	struct got *out;
+	size_t n, cap;
+	u64 lost;
+};
+
+static int d_sample(void *ctx, uint64_t pc, uint32_t event)
+{
+	struct dec *d = ctx;
+
+	if (event != 0 || d->n == d->cap)
+		return -EINVAL;
+	d->cur.pc = pc;
+	d->out[d->n++] = d->cur;
+	return 0;
+}
+
+static int d_cpu(void *ctx, uint32_t cpu)
+{
+	((struct dec *)ctx)->cur.cpu = cpu;
+	return 0;
+}
+
+static int d_task(void *ctx, uint32_t pid, uint32_t tid)
+{
+	struct dec *d = ctx;
+
+	d->cur.pid = pid;
+	d->cur.tid = tid;
+	return 0;
+}
+
+static int d_mode(void *ctx, uint32_t mode)
+{
+	((struct dec *)ctx)->cur.mode = mode;
+	return 0;
+}
+
+static int d_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
+{
+	struct dec *d = ctx;
+
+	/* the module's domain keys are host pids of hypervisor processes */
+	if (key_ns != DP_DOMKEY_HOST_PID)
+		return -EINVAL;
+	d->cur.domain = key;
+	d->cur.vcpu = vcpu;
+	return 0;
+}
+
+static int d_asid(void *ctx, uint64_t asid)
+{
+	((struct dec *)ctx)->cur.asid = asid;
+	return 0;
+}
+
+static int d_time(void *ctx, uint64_t ns)
+{
+	((struct dec *)ctx)->cur.time = ns;
+	return 0;
+}
+
+static int d_lost(void *ctx, uint64_t n)
+{
+	((struct dec *)ctx)->lost += n;
+	return 0;
+}
+
+static const struct raw_ops dec_ops = {
+	.sample = d_sample, .cpu = d_cpu, .task = d_task, .mode = d_mode,
+	.domain = d_domain, .asid = d_asid, .time = d_time, .lost = d_lost,
+};
+
+static bool is_guest(u32 mode)
+{
+	return mode == DP_MODE_GUEST_KERNEL || mode == DP_MODE_GUEST_USER;
+}
+
+/* Random entries over few values, so that context repeats and changes. */
+static void make_entry(struct dp_entry *e, u32 *cpu, unsigned int i)
+{
+	unsigned int r = (unsigned int)rand();
+
+	*cpu = r % NR_CPUS;
+	memset(e, 0, sizeof(*e));
+	e->time = 1000 + i;
+	e->pid = 100 + (r >> 4) % 3;
+	e->tid = e->pid + (r >> 6) % 2;
+	e->mode = (r >> 8) % DP_MODE_NR;
+	e->pc = (r >> 10) % 50 == 0 ? DP_RAW_ESCAPE : 0x400000 + (r >> 12) % 4096;
+	if (is_guest(e->mode)) {
+		e->domain = e->pid;
+		e->vcpu = (r >> 14) % 2;
+		e->asid = (r >> 16) % 4 == 0 ? DP_RAW_ASID_UNKNOWN :
+			  0x10000ULL << ((r >> 18) % 3);
+	} else {
+		e->vcpu = DP_RAW_VCPU_UNKNOWN;
+	}
+}
+
+static void test_round_trip(void)
+{
+	static struct dp_entry in[NR_ENTRIES];
+	static u32 in_cpu[NR_ENTRIES];
+	struct dp_stream s;
+	struct dec d = { 0 };
+	struct raw_header h;
+	struct raw_decode_stats st = { 0 };
+	size_t cap = 128 + (size_t)NR_ENTRIES * DP_REC_MAX, len, consumed, i;
+	unsigned char *buf = malloc(cap);
+	int hs;
+
+	CU_ASSERT_FATAL(buf != NULL);
+	srand(7);
+	memset(&s, 0, sizeof(s));
+	len = dp_stream_header(buf, cap, DP_KMOD_EV_CPU_CLOCK, 250000,
+			       DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER, 42);
+	CU_ASSERT_EQUAL_FATAL(len, sizeof(struct dp_raw_header) + sizeof(struct dp_raw_event));
+	for (i = 0; i < NR_ENTRIES; i++) {
+		size_t n;
+
+		make_entry(&in[i], &in_cpu[i], (unsigned int)i);
+		n = dp_stream_entry(&s, buf + len, in_cpu[i], &in[i]);
+		CU_ASSERT_FATAL(n > 0 && n <= DP_REC_MAX && n % DP_RAW_WORD == 0);
+		len += n;
+		if (i == NR_ENTRIES / 2)
+			len += dp_stream_lost(buf + len, 5);
+	}
+
+	hs = raw_header_parse(buf, len, &h);
+	CU_ASSERT_EQUAL_FATAL(hs, (int)(sizeof(struct dp_raw_header) + sizeof(struct dp_raw_event)));
+	CU_ASSERT_EQUAL(h.collector, DP_RAW_COLLECTOR_KMOD);
+	CU_ASSERT_EQUAL(h.flags, DP_RAW_F_TIMESTAMPS);
+	CU_ASSERT_EQUAL(h.nr_events, 1);
+	CU_ASSERT_STRING_EQUAL(h.events[0].name, "TIMER");
+	CU_ASSERT_EQUAL(h.events[0].count, 250000);
+	CU_ASSERT_EQUAL(h.start_ns, 42);
+
+	d.cap = NR_ENTRIES;
+	d.out = calloc(d.cap, sizeof(*d.out));
+	CU_ASSERT_FATAL(d.out != NULL);
+	CU_ASSERT_EQUAL(raw_decode(&dec_ops, &d, buf + hs, len - (size_t)hs, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, len - (size_t)hs);
+	CU_ASSERT_EQUAL(st.unknown_type, 0);
+	CU_ASSERT_EQUAL(st.bad_payload, 0);
+	CU_ASSERT_EQUAL(d.lost, 5);
+	CU_ASSERT_EQUAL_FATAL(d.n, NR_ENTRIES);
+	for (i = 0; i < NR_ENTRIES; i++) {
+		const struct got *g = &d.out[i];
+		const struct dp_entry *e = &in[i];
+		bool ok = g->cpu == in_cpu[i] && g->pid == e->pid && g->tid == e->tid &&
+			  g->mode == e->mode && g->pc == e->pc && g->time == e->time;
+
+		/* domain and address space are context of guest samples only */
+		if (is_guest(e->mode))
+			ok = ok && g->domain == e->domain && g->vcpu == e->vcpu &&
+			     g->asid == e->asid;
+		if (!ok) {
+			fprintf(stderr, "entry %zu: cpu %u/%u pid %u/%u mode %u/%u dom %llu/%llu asid %llx/%llx\n",
+				i, g->cpu, in_cpu[i], g->pid, e->pid, g->mode, e->mode,
+				(unsigned long long)g->domain, (unsigned long long)e->domain,
+				(unsigned long long)g->asid, (unsigned long long)e->asid);
+			CU_FAIL("decoded sample differs from the entry");
+			break;
+		}
+	}
+	free(d.out);
+	free(buf);
+}
+
+/* A run of samples of one task on one CPU costs TIME + sample only. */
+static void test_compact(void)
+{
+	struct dp_stream s;
+	struct dp_entry e = { .pc = 0x1000, .time = 1, .pid = 5, .tid = 6,
+			      .mode = DP_MODE_GUEST_USER, .domain = 5, .vcpu = 0,
+			      .asid = 0x2000 };
+	unsigned char buf[DP_REC_MAX];
+	size_t first, next;
+
+	memset(&s, 0, sizeof(s));
+	first = dp_stream_entry(&s, buf, 0, &e);
+	/* CPU, TASK, MODE, DOMAIN, ASID, TIME and a sample */
+	CU_ASSERT_EQUAL(first, 24 + 24 + 24 + 32 + 24 + 24 + 16);
+	e.time++;
+	next = dp_stream_entry(&s, buf, 0, &e);
+	CU_ASSERT_EQUAL(next, 24 + 16);
+	e.asid = 0x4000;
+	next = dp_stream_entry(&s, buf, 0, &e);
+	CU_ASSERT_EQUAL(next, 24 + 24 + 16);
+}
+
+static void test_header_refuses(void)
+{
+	unsigned char buf[256];
+
+	CU_ASSERT_EQUAL(dp_stream_header(buf, 64, DP_KMOD_EV_CYCLES, 1, 0, 0), 0);
+	CU_ASSERT_EQUAL(dp_stream_header(buf, sizeof(buf), DP_KMOD_EV_AUTO, 1, 0, 0), 0);
+	CU_ASSERT_EQUAL(dp_stream_header(buf, sizeof(buf), 99, 1, 0, 0), 0);
+}
+
+int main(void)
+{
+	CU_pSuite suite;
+	unsigned int failures;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	suite = CU_add_suite("kmod_stream", NULL, NULL);
+	if (!suite ||
+	    !CU_add_test(suite, "module stream decodes to what was encoded", test_round_trip) ||
+	    !CU_add_test(suite, "context is stated only when it changes", test_compact) ||
+	    !CU_add_test(suite, "header needs room and a real event", test_header_refuses)) {
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}
