@@ -23,6 +23,7 @@
 #include "sfname/sfname.h"
 #include "util/du_log.h"
 #include "dom_testproc.h"
+#include "dom_backend.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
 #define UUID_A "6b1b1d6e-0000-4000-8000-00000000000a"
@@ -90,6 +91,9 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 
 /* ---- daemon fixture ---- */
 
+/* The backend the next setup() gives the daemon; NULL: procfs by name. */
+static const struct dom_backend_ops *setup_backend;
+
 static void setup(const char *domains)
 {
 	struct dp_raw_event ev;
@@ -106,6 +110,7 @@ static void setup(const char *domains)
 	fx.conf.track_domains = true;
 	fx.conf.domains_proc_root = fx.proc;
 	fx.conf.domains = domains;
+	fx.conf.domain_backend_ops = setup_backend;
 	CU_ASSERT_FATAL(mkdir(fx.session, 0755) == 0);
 	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
 	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
@@ -433,6 +438,132 @@ static void test_replay_keeps_pid_names(void)
 	teardown();
 }
 
+/* ---- a fake backend: the daemon reaches domains only through the ops ---- */
+
+#define XEN_DOMID 7
+
+static struct {
+	struct dom_domain *dom;
+	bool reported;
+	unsigned int lookups;
+	uint32_t ns, vcpu;
+	uint64_t key;
+	pid_t tid;
+} fb;
+
+static int fb_open(const struct dom_config *cfg, void **state)
+{
+	(void)cfg;
+	*state = &fb;
+	return 0;
+}
+
+static int fb_fd(void *state)
+{
+	(void)state;
+	return -1;
+}
+
+static int fb_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	(void)state;
+	if (!fb.reported && ops && ops->added)
+		ops->added(ctx, fb.dom);
+	fb.reported = true;
+	return 0;
+}
+
+/* Knows one Xen domain; maps a vCPU as recorded, else by host thread. */
+static int fb_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
+		     const struct dom_domain **d, int *vcpu_out)
+{
+	(void)state;
+	fb.lookups++;
+	fb.ns = key_ns;
+	fb.key = key;
+	fb.vcpu = vcpu;
+	fb.tid = tid;
+	*d = NULL;
+	*vcpu_out = -1;
+	if (key_ns != DP_DOMKEY_XEN_DOMID || key != XEN_DOMID)
+		return -ENOENT;
+	*d = fb.dom;
+	*vcpu_out = vcpu != DP_RAW_VCPU_UNKNOWN ? (int)vcpu : dom_domain_vcpu_of_tid(fb.dom, tid);
+	return 0;
+}
+
+static int fb_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
+			 int *vcpu_out)
+{
+	(void)state;
+	(void)pid;
+	(void)tid;
+	*d = NULL;
+	*vcpu_out = -1;
+	return -ENOENT;
+}
+
+static const struct dom_domain *fb_next(void *state, const struct dom_domain *prev)
+{
+	(void)state;
+	return prev || !fb.reported ? NULL : fb.dom;
+}
+
+static void fb_close(void *state)
+{
+	(void)state;
+}
+
+static const struct dom_backend_ops fake_backend = {
+	.name = "fake", .open = fb_open, .fd = fb_fd, .refresh = fb_refresh,
+	.lookup = fb_lookup, .lookup_pid = fb_lookup_pid, .next = fb_next, .close = fb_close,
+};
+
+#define XG_KERN "{domain}/xg/{anon:guest-kernel}/{dep}/{anon:guest-kernel}"
+
+static void test_fake_backend(void)
+{
+	const pid_t tids[2] = { 900, 901 };
+
+	memset(&fb, 0, sizeof(fb));
+	fb.dom = dom_domain_new("xg");
+	CU_ASSERT_FATAL(fb.dom != NULL);
+	dom_domain_set_hypervisor(fb.dom, "xen");
+	dom_domain_set_id(fb.dom, XEN_DOMID);
+	CU_ASSERT(dom_domain_set_uuid(fb.dom, UUID_B) == 0);
+	CU_ASSERT(dom_domain_set_vcpus(fb.dom, tids, 2) == 0);
+	setup_backend = &fake_backend;
+	setup(NULL);
+	setup_backend = NULL;
+	scan();
+	CU_ASSERT_STRING_EQUAL(info_key("xg", "hypervisor"), "xen");
+	CU_ASSERT_STRING_EQUAL(info_key("xg", "uuid"), UUID_B);
+	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "running");
+	/* a Xen domid with its vCPU recorded */
+	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
+	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 1) == 0);
+	samples(0xffffffff81000100ULL, 3);
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT(fb.ns == DP_DOMKEY_XEN_DOMID && fb.key == XEN_DOMID && fb.vcpu == 1);
+	/* vCPU unknown: the lookup gets the host thread */
+	CU_ASSERT(raw_put_task(fx.w, 100, 901) == 0);
+	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, DP_RAW_VCPU_UNKNOWN) == 0);
+	samples(0xffffffff81200000ULL, 2);	/* another page: not the cached resolution */
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT(fb.vcpu == DP_RAW_VCPU_UNKNOWN && fb.tid == 901);
+	/* the same number as a host pid is another domain: none here */
+	CU_ASSERT(raw_put_domain(fx.w, XEN_DOMID, 0) == 0);
+	samples(0xffffffff81000300ULL, 4);
+	finish();
+	CU_ASSERT(fb.ns == DP_DOMKEY_HOST_PID && fb.key == XEN_DOMID);
+	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000100ULL) == 3);
+	CU_ASSERT(count_in(XG_KERN, 0xffffffff81200000ULL) == 2);
+	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000300ULL) == 0);
+	CU_ASSERT(stat_key("unresolved_no_domain") == 4);
+	teardown();
+	dom_domain_free(fb.dom);
+}
+
 int main(void)
 {
 	static const struct {
@@ -445,6 +576,7 @@ int main(void)
 		{ "removal closes files; info file", test_removal_and_info },
 		{ "restart with another uuid", test_uuid_change },
 		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
+		{ "a fake backend: key_ns and vcpu through the ops", test_fake_backend },
 	};
 	CU_pSuite s;
 	unsigned int fails;

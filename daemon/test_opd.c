@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "opd_collector.h"
+#include "opd_main.h"
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "opd_proc.h"
@@ -643,6 +644,42 @@ static void test_file_collector(void)
 	teardown();
 }
 
+/* Options that must be refused before anything starts. */
+static void test_bad_options(void)
+{
+	static const char *const bad[][3] = {
+		{ "oprofiled", "--max-open-files=10x", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--max-open-files=0", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--max-open-files=-5", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--max-open-files=", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--max-open-files=99999999999", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--collector=nope", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--collector=file", "--session-dir=/nonexistent/s" },	/* no --input */
+		{ "oprofiled", "--input=x.raw", "--session-dir=/nonexistent/s" },	/* perf */
+		{ "oprofiled", "--domain-backend=nope", "--session-dir=/nonexistent/s" },
+	};
+	FILE *saved = stderr;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[4] = { (char *)bad[i][0], (char *)bad[i][1], (char *)bad[i][2], NULL };
+		char out[4096];
+		size_t n;
+
+		/* refused by the parser: the usage text follows the message */
+		stderr = tmpfile();
+		CU_ASSERT_FATAL(stderr != NULL);
+		CU_ASSERT_EQUAL(opd_main(3, argv), 1);
+		rewind(stderr);
+		n = fread(out, 1, sizeof(out) - 1, stderr);
+		out[n] = '\0';
+		fclose(stderr);
+		stderr = saved;
+		if (!strstr(out, "usage: oprofiled"))
+			printf("\n  not refused: %s\n", argv[1]);
+		CU_ASSERT(strstr(out, "usage: oprofiled") != NULL);
+	}
+}
+
 /* --collector=NAME goes through one table; each entry says what it needs. */
 static void test_collector_table(void)
 {
@@ -735,6 +772,7 @@ int main(void)
 		{ "overlapping mappings", test_map_overlap },
 		{ "file collector", test_file_collector },
 		{ "collector table", test_collector_table },
+		{ "bad options refused", test_bad_options },
 		{ "--record written by the daemon", test_record_by_daemon },
 	};
 	CU_pSuite s;

@@ -16,7 +16,9 @@
 
 #include <CUnit/Basic.h>
 
+#include "dom_backend.h"
 #include "dom_procfs.h"
+#include "domprof/raw.h"
 #include "dom_testproc.h"
 #include "dom_cmdline.h"
 
@@ -447,6 +449,108 @@ static void test_libvirt_domain(void)
 	dom_table_free(t);
 }
 
+/* The procfs backend through its ops, as the daemon uses it: host-pid
+ * keys only; the recorded vCPU wins over the thread's. */
+static void test_procfs_ops(void)
+{
+	const struct dom_backend_ops *ops = NULL;
+	struct dom_config cfg = { .proc_root = root };
+	struct recorder r = { .n = 0 };
+	const struct dom_domain *d;
+	void *st = NULL;
+	char names[64];
+	int vcpu;
+
+	reset_root();
+	fake_qemu(1000, libvirt_argv);
+	tp_thread(root, 1000, 1003, "CPU 0/KVM");
+	tp_thread(root, 1000, 1004, "CPU 1/KVM");
+	CU_ASSERT_EQUAL(dom_backend_open("nope", &cfg, &ops, &st), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(dom_backend_open("auto", &cfg, &ops, &st), 0);
+	CU_ASSERT_PTR_EQUAL(ops, &dom_backend_procfs);
+	CU_ASSERT_PTR_EQUAL(dom_backend_find("procfs"), &dom_backend_procfs);
+	CU_ASSERT_PTR_NULL(dom_backend_find("auto"));
+	dom_backend_names(names, sizeof(names));
+	CU_ASSERT_STRING_EQUAL(names, "procfs");
+	CU_ASSERT_EQUAL(ops->fd(st), -1);
+	CU_ASSERT_EQUAL(ops->refresh(st, &rec_ops, &r), 0);
+	CU_ASSERT_EQUAL(r.n, 1);
+	d = ops->next(st, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_PTR_NULL(ops->next(st, d));
+	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(d), "qemu");
+	CU_ASSERT_EQUAL(dom_domain_state(d), DOM_STATE_RUNNING);
+
+	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_HOST_PID, 1000, DP_RAW_VCPU_UNKNOWN, 1004, &d,
+				    &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, 1);
+	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_HOST_PID, 1000, 5, 1004, &d, &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, 5);
+	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_XEN_DOMID, 1000, 0, 1004, &d, &vcpu), -ENOENT);
+	CU_ASSERT_PTR_NULL(d);
+	CU_ASSERT_EQUAL(vcpu, -1);
+	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_HOST_PID, 1000 + (1ULL << 32), 0, 1004, &d,
+				    &vcpu), -ENOENT);
+	CU_ASSERT_EQUAL(ops->lookup_pid(st, 1000, 1003, &d, &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, 0);
+	CU_ASSERT_EQUAL(ops->lookup_pid(st, 1003, 1003, &d, &vcpu), -ENOENT);
+	ops->close(st);
+	ops->close(NULL);
+}
+
+/* The neutral domain: constructor defaults, setters, selection, vCPUs. */
+static void test_neutral_domain(void)
+{
+	const pid_t tids[3] = { 50, -1, 52 };
+	const char *sel_uuid[] = { "6E0D3AC2-5F1B-4C9E-9A7D-0B1C2D3E4F50", NULL };
+	const char *sel_other[] = { "web2", NULL };
+	char derived[DOM_UUID_STRLEN + 1];
+	struct dom_domain *d = dom_domain_new("web");
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	dom_uuid_from_name("web", derived);
+	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), derived);
+	CU_ASSERT_FALSE(dom_domain_has_uuid(d));
+	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(d), "qemu");
+	CU_ASSERT_EQUAL(dom_domain_pid(d), 0);
+	CU_ASSERT_EQUAL(dom_domain_id(d), 0);
+	CU_ASSERT_TRUE(dom_domain_selected(d));
+	CU_ASSERT_EQUAL(dom_domain_set_uuid(d, "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f5"), -EINVAL);
+	CU_ASSERT_EQUAL(dom_domain_set_uuid(d, "6e0d3ac2x5f1b-4c9e-9a7d-0b1c2d3e4f50"), -EINVAL);
+	CU_ASSERT_FALSE(dom_domain_has_uuid(d));
+	CU_ASSERT_EQUAL(dom_domain_set_uuid(d, "6E0D3AC2-5F1B-4C9E-9A7D-0B1C2D3E4F50"), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), UUID_WEB);
+	CU_ASSERT_TRUE(dom_domain_has_uuid(d));
+	dom_domain_set_hypervisor(d, "xen");
+	dom_domain_set_id(d, 12);
+	dom_domain_set_state(d, DOM_STATE_PAUSED);
+	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(d), "xen");
+	CU_ASSERT_EQUAL(dom_domain_id(d), 12);
+	CU_ASSERT_STRING_EQUAL(dom_state_name(dom_domain_state(d)), "paused");
+	dom_domain_select(d, sel_other);
+	CU_ASSERT_FALSE(dom_domain_selected(d));
+	dom_domain_select(d, sel_uuid);
+	CU_ASSERT_TRUE(dom_domain_selected(d));
+	CU_ASSERT_EQUAL(dom_domain_set_agent_path(d, "/run/a.sock"), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/a.sock");
+	CU_ASSERT_EQUAL(dom_domain_set_agent_path(d, NULL), 0);
+	CU_ASSERT_PTR_NULL(dom_domain_agent_path(d));
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 50), -1);
+	CU_ASSERT_EQUAL(dom_domain_set_vcpus(d, tids, 3), 0);
+	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 3);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 1), -1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 52), 2);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 50), 0);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 51), -1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, -1), -1);
+	CU_ASSERT_EQUAL(dom_domain_set_vcpus(d, tids, DOM_VCPU_MAX + 1), -EINVAL);
+	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 3);
+	CU_ASSERT_EQUAL(dom_domain_set_vcpus(d, NULL, 0), 0);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 52), -1);
+	dom_domain_free(d);
+	dom_domain_free(NULL);
+}
+
 static void test_plain_and_unnamed(void)
 {
 	static const char *const plain[] = { "qemu-system-x86_64", "-enable-kvm",
@@ -853,6 +957,8 @@ int main(void)
 		{ "selection", test_selection },
 		{ "many domains", test_many },
 		{ "bad root", test_bad_root },
+		{ "procfs through the backend ops", test_procfs_ops },
+		{ "neutral domain", test_neutral_domain },
 	};
 	CU_pSuite s;
 	unsigned int fails;

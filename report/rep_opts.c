@@ -48,34 +48,58 @@ void rep_usage(FILE *f)
 	      "that application's samples.\n", f);
 }
 
+/*
+ * Walk the comma list @s, each item one of @names (@n of them): @take(ctx,
+ * index) for each, in order.  -EINVAL on an unknown or empty item, or what
+ * @take returns when not 0.
+ */
+static int parse_words(const char *s, const char *const *names, size_t n,
+		       int (*take)(void *ctx, size_t i), void *ctx)
+{
+	for (const char *p = s;; p++) {
+		size_t len = strcspn(p, ","), i;
+		int ret;
+
+		for (i = 0; i < n; i++)
+			if (strlen(names[i]) == len && !strncmp(names[i], p, len))
+				break;
+		if (i == n)
+			return -EINVAL;
+		ret = take(ctx, i);
+		if (ret)
+			return ret;
+		p += len;
+		if (!*p)
+			return 0;
+	}
+}
+
+static const char *const merge_names[] = { "lib", "cpu", "tid", "tgid", "unitmask", "all" };
+static const unsigned merge_bits[] = { REP_MERGE_LIB, REP_MERGE_CPU, REP_MERGE_TID,
+				       REP_MERGE_TGID, REP_MERGE_UNITMASK, REP_MERGE_ALL };
+_Static_assert(sizeof(merge_names) / sizeof(merge_names[0]) ==
+	       sizeof(merge_bits) / sizeof(merge_bits[0]), "one bit per --merge word");
+
+static int take_merge(void *ctx, size_t i)
+{
+	*(unsigned *)ctx |= merge_bits[i];
+	return 0;
+}
+
 int rep_parse_merge(const char *s, unsigned *out)
 {
-	static const struct {
-		const char *name;
-		unsigned bit;
-	} names[] = {
-		{ "lib", REP_MERGE_LIB }, { "cpu", REP_MERGE_CPU }, { "tid", REP_MERGE_TID },
-		{ "tgid", REP_MERGE_TGID }, { "unitmask", REP_MERGE_UNITMASK },
-		{ "all", REP_MERGE_ALL },
-	};
-	const char *p = s;
+	return parse_words(s, merge_names, sizeof(merge_names) / sizeof(merge_names[0]),
+			   take_merge, out);
+}
 
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		bool found = false;
+static int take_sort(void *ctx, size_t i)
+{
+	struct rep_opts *o = ctx;
 
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-			if (strlen(names[i].name) == len && !strncmp(names[i].name, p, len)) {
-				*out |= names[i].bit;
-				found = true;
-			}
-		}
-		if (!found)
-			return -EINVAL;
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
+	if (o->nsort == REP_MAX_SORT)
+		return -EINVAL;
+	o->sort[o->nsort++] = (enum rep_sort_key)i;
+	return 0;
 }
 
 int rep_parse_sort(const char *s, struct rep_opts *o)
@@ -84,27 +108,9 @@ int rep_parse_sort(const char *s, struct rep_opts *o)
 		[REP_SORT_SAMPLE] = "sample", [REP_SORT_IMAGE] = "image",
 		[REP_SORT_APP] = "app-name", [REP_SORT_SYMBOL] = "symbol", [REP_SORT_VMA] = "vma",
 	};
-	const char *p = s;
 
 	o->nsort = 0;
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		bool found = false;
-
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-			if (strlen(names[i]) != len || strncmp(names[i], p, len))
-				continue;
-			if (o->nsort == REP_MAX_SORT)
-				return -EINVAL;
-			o->sort[o->nsort++] = (enum rep_sort_key)i;
-			found = true;
-		}
-		if (!found)
-			return -EINVAL;
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
+	return parse_words(s, names, sizeof(names) / sizeof(names[0]), take_sort, o);
 }
 
 static int add_image_path(struct rep_opts *o, const char *list)
