@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_libvirt.h"
 
 enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
@@ -85,6 +86,7 @@ void ctl_usage(FILE *f)
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
+	ctl_lv_usage(f);
 }
 
 int ctl_separate_check(const char *list, char *err, size_t errlen)

@@ -179,7 +179,9 @@ int dom_lvxml_profile_parse(const char *xml, size_t len, enum dom_lv_profile *p)
 	if (!doc)
 		return -EINVAL;
 	root = xmlDocGetRootElement(doc);
-	if (root && is_profile(root)) {
+	/* libvirt hands the element back without its namespace (the caller
+	 * named it); one in any other namespace is not ours */
+	if (root && (is_profile(root) || (is_elem(root, DOM_LV_PROFILE_ELEM) && !root->ns))) {
 		*p = profile_of(root);
 		ret = 0;
 	}

@@ -58,9 +58,10 @@ int dom_lvxml_parse(const char *xml, size_t len, struct dom_lvxml *out);
 void dom_lvxml_release(struct dom_lvxml *x);
 
 /*
- * Parse the metadata element alone, as virDomainGetMetadata returns it
- * (<profile xmlns='DOM_LV_NS_URI' enabled='yes'/>).  The element must be
- * in domprof's namespace.  Returns 0 with *@p set, or -EINVAL.
+ * Parse the metadata element alone, as virDomainGetMetadata returns it:
+ * <profile enabled='yes'/>, without a namespace (libvirt strips the one
+ * the caller asked for); in domprof's namespace is accepted too, in any
+ * other not.  Returns 0 with *@p set, or -EINVAL.
  */
 int dom_lvxml_profile_parse(const char *xml, size_t len, enum dom_lv_profile *p);
 

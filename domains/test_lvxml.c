@@ -133,7 +133,9 @@ static void test_profile_element(void)
 		{ "<profile xmlns='" DOM_LV_NS_URI "' enabled='no'/>", 0, DOM_LV_PROFILE_OFF },
 		{ "<profile xmlns='" DOM_LV_NS_URI "' enabled='YES'/>", 0, DOM_LV_PROFILE_OFF },
 		{ "<profile xmlns='" DOM_LV_NS_URI "'/>", 0, DOM_LV_PROFILE_OFF },
-		{ "<profile enabled='yes'/>", -EINVAL, DOM_LV_PROFILE_ABSENT },
+		/* what virDomainGetMetadata returns */
+		{ "<profile enabled=\"yes\"/>", 0, DOM_LV_PROFILE_ON },
+		{ "<x:profile xmlns:x='urn:other' enabled='yes'/>", -EINVAL, DOM_LV_PROFILE_ABSENT },
 		{ "<profile xmlns='https://domprof.org/xmlns/libvirt/10' enabled='yes'/>", -EINVAL,
 		  DOM_LV_PROFILE_ABSENT },
 		{ "<other xmlns='" DOM_LV_NS_URI "' enabled='yes'/>", -EINVAL,
