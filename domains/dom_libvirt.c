@@ -54,9 +54,11 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include "dom_backend.h"
 #include "dom_cmdline.h"
 #include "dom_libvirt.h"
 #include "dom_lvxml.h"
+#include "domprof/raw.h"
 #include "util/du_log.h"
 
 #define DLV_RETRY_MS 2000
@@ -221,6 +223,7 @@ struct lvdom {
 	enum dom_lv_profile profile;
 	bool selected;
 	bool seen;			/* in the last listing (resync) */
+	struct dom_domain *dd;		/* what the daemon sees (dom.h) */
 	struct lvdom *next;
 };
 
@@ -247,7 +250,36 @@ static void lvdom_free(struct lvdom *d)
 	free(d->name);
 	free(d->vcpu_tid);
 	free(d->agent_path);
+	dom_domain_free(d->dd);
 	free(d);
+}
+
+/* Bring the backend-neutral domain up to date with @d. */
+static int lvdom_sync(struct lvdom *d)
+{
+	static const char *const none[] = { NULL };
+
+	if (!d->dd) {
+		d->dd = dom_domain_new(d->name);
+		if (!d->dd)
+			return -errno;
+		/* libvirt's UUID is the domain's, not a claim read off a
+		 * command line; has_uuid says so */
+		dom_domain_set_uuid(d->dd, d->uuid);
+		dom_domain_set_hypervisor(d->dd, "qemu");
+		dom_domain_set_priv(d->dd, d);
+	}
+	dom_domain_set_id(d->dd, d->id < 0 ? 0 : (uint64_t)d->id);
+	dom_domain_set_pid(d->dd, d->pid);
+	dom_domain_set_state(d->dd, d->state == VIR_DOMAIN_PAUSED ||
+				    d->state == VIR_DOMAIN_PMSUSPENDED ? DOM_STATE_PAUSED
+								       : DOM_STATE_RUNNING);
+	if (dom_domain_set_agent_path(d->dd, d->agent_path) ||
+	    dom_domain_set_vcpus(d->dd, d->vcpu_tid, d->nr_vcpus))
+		return -ENOMEM;
+	/* NULL selects, an empty list does not: the choice is made here */
+	dom_domain_select(d->dd, d->selected ? NULL : none);
+	return 0;
 }
 
 static ssize_t read_small(const char *path, char *buf, size_t cap)
@@ -464,7 +496,7 @@ static int lvdom_read(struct dom_lv *lv, virDomainPtr dom, struct lvdom *d, unsi
 	}
 	if (read_vcpus(lv, d))
 		*changes |= DOM_LV_CHANGED_VCPUS;
-	return 0;
+	return lvdom_sync(d);
 }
 
 /* ---- connection --------------------------------------------------------------- */
@@ -859,9 +891,8 @@ const struct lvdom *dom_lv_lookup_pid(const struct dom_lv *lv, pid_t pid, pid_t 
 	for (const struct lvdom *d = lv->list; d; d = d->next) {
 		if (d->pid != pid || pid <= 0)
 			continue;
-		for (unsigned int i = 0; vcpu && i < d->nr_vcpus; i++)
-			if (d->vcpu_tid[i] == tid)
-				*vcpu = (int)i;
+		if (vcpu)
+			*vcpu = dom_domain_vcpu_of_tid(d->dd, tid);
 		return d;
 	}
 	return NULL;
@@ -909,3 +940,153 @@ const char *dom_lv_dom_state(const struct lvdom *d)
 		return "unknown";
 	}
 }
+
+/* ---- the domain-backend ops (dom_backend.h) -------------------------------------------- */
+
+struct lv_backend {
+	struct dom_lv *lv;
+	/* the refresh in progress */
+	const struct dom_ops *ops;
+	void *ctx;
+};
+
+static void be_added(void *ctx, const struct lvdom *d)
+{
+	struct lv_backend *b = ctx;
+
+	if (d->dd && b->ops && b->ops->added)
+		b->ops->added(b->ctx, d->dd);
+}
+
+static void be_removed(void *ctx, const struct lvdom *d)
+{
+	struct lv_backend *b = ctx;
+
+	if (d->dd && b->ops && b->ops->removed)
+		b->ops->removed(b->ctx, d->dd);
+}
+
+static void be_changed(void *ctx, const struct lvdom *d, unsigned int what)
+{
+	struct lv_backend *b = ctx;
+
+	if (!d->dd || !b->ops)
+		return;
+	if ((what & DOM_LV_CHANGED_VCPUS) && b->ops->vcpus_changed)
+		b->ops->vcpus_changed(b->ctx, d->dd);
+	if ((what & ~DOM_LV_CHANGED_VCPUS) && b->ops->changed)
+		b->ops->changed(b->ctx, d->dd);
+}
+
+static const struct dom_lv_ops be_lv_ops = {
+	.added = be_added, .removed = be_removed, .changed = be_changed,
+};
+
+static int be_open(const struct dom_config *cfg, void **state)
+{
+	struct dom_lv_config lc;
+	struct lv_backend *b;
+	int ret;
+
+	*state = NULL;
+	memset(&lc, 0, sizeof(lc));
+	if (cfg) {
+		lc.uri = cfg->libvirt_uri;
+		lc.proc_root = cfg->proc_root;
+		lc.names = cfg->names;
+		lc.select_all = cfg->names_all;
+	}
+	if (!lc.uri)
+		lc.uri = getenv("LIBVIRT_DEFAULT_URI");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	ret = dom_lv_open(&lc, &b->lv);
+	if (ret) {
+		/* said once, at start: the daemon then tries the next backend */
+		du_info("libvirt: no libvirtd at %s (%s)", lc.uri ? lc.uri : DOM_LV_DEFAULT_URI,
+			lv_errmsg());
+		free(b);
+		return ret;
+	}
+	*state = b;
+	return 0;
+}
+
+static int be_fd(void *state)
+{
+	return dom_lv_fd(((struct lv_backend *)state)->lv);
+}
+
+static int be_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	struct lv_backend *b = state;
+	int ret;
+
+	b->ops = ops;
+	b->ctx = ctx;
+	ret = dom_lv_refresh(b->lv, &be_lv_ops, b);
+	b->ops = NULL;
+	b->ctx = NULL;
+	return ret < 0 ? ret : 0;
+}
+
+static int be_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
+			 int *vcpu_out)
+{
+	const struct lvdom *ld = dom_lv_lookup_pid(((struct lv_backend *)state)->lv, pid, tid,
+						   vcpu_out);
+
+	*d = ld ? ld->dd : NULL;
+	if (!*d) {
+		*vcpu_out = -1;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int be_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
+		     const struct dom_domain **d, int *vcpu_out)
+{
+	int ret;
+
+	*d = NULL;
+	*vcpu_out = -1;
+	if (key_ns != DP_DOMKEY_HOST_PID || key == 0 || key > INT_MAX)
+		return -ENOENT;
+	ret = be_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
+	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN && vcpu < DOM_VCPU_MAX)
+		*vcpu_out = (int)vcpu;
+	return ret;
+}
+
+static const struct dom_domain *be_next(void *state, const struct dom_domain *prev)
+{
+	const struct dom_lv *lv = ((struct lv_backend *)state)->lv;
+	const struct lvdom *ld = prev ? dom_domain_priv(prev) : NULL;
+
+	for (ld = dom_lv_next(lv, ld); ld && !ld->dd; ld = dom_lv_next(lv, ld))
+		;
+	return ld ? ld->dd : NULL;
+}
+
+static void be_close(void *state)
+{
+	struct lv_backend *b = state;
+
+	if (!b)
+		return;
+	dom_lv_close(b->lv);
+	free(b);
+}
+
+const struct dom_backend_ops dom_backend_libvirt = {
+	.name = "libvirt",
+	.open = be_open,
+	.fd = be_fd,
+	.refresh = be_refresh,
+	.lookup = be_lookup,
+	.lookup_pid = be_lookup_pid,
+	.next = be_next,
+	.close = be_close,
+};

@@ -18,7 +18,9 @@
 #include <CUnit/Basic.h>
 #include <libvirt/libvirt.h>
 
+#include "dom_backend.h"
 #include "dom_libvirt.h"
+#include "domprof/raw.h"
 #include "dom_lvxml.h"
 #include "dom_testproc.h"
 
@@ -234,6 +236,117 @@ static void test_selection_and_pid(void)
 	dom_lv_close(lv);
 }
 
+/* What the daemon sees: the domain-backend ops and dom_ops. */
+struct bseen {
+	int added, removed, vcpus, changed;
+	bool selected;
+	const struct dom_domain *d;
+};
+
+static void b_added(void *ctx, const struct dom_domain *d)
+{
+	struct bseen *s = ctx;
+
+	s->added++;
+	s->d = d;
+	s->selected = dom_domain_selected(d);
+}
+
+static void b_removed(void *ctx, const struct dom_domain *d)
+{
+	struct bseen *s = ctx;
+
+	(void)d;
+	s->removed++;
+	s->d = NULL;
+}
+
+static void b_vcpus(void *ctx, const struct dom_domain *d)
+{
+	(void)d;
+	((struct bseen *)ctx)->vcpus++;
+}
+
+static void b_changed(void *ctx, const struct dom_domain *d)
+{
+	struct bseen *s = ctx;
+
+	s->changed++;
+	s->selected = dom_domain_selected(d);
+}
+
+static const struct dom_ops bops = {
+	.added = b_added, .removed = b_removed, .vcpus_changed = b_vcpus, .changed = b_changed,
+};
+
+static void test_backend_ops(void)
+{
+	struct dom_config cfg = { .proc_root = NULL, .libvirt_uri = TEST_URI };
+	const struct dom_backend_ops *be = dom_backend_find("libvirt");
+	const struct dom_domain *d;
+	struct bseen s = { 0 };
+	struct pollfd pfd;
+	virConnectPtr c;
+	virDomainPtr dom;
+	void *st;
+	int vcpu;
+
+	make_tree();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(be);
+	cfg.proc_root = proc;
+	CU_ASSERT_EQUAL_FATAL(be->open(&cfg, &st), 0);
+	CU_ASSERT(be->fd(st) >= 0);
+	CU_ASSERT_EQUAL(be->refresh(st, &bops, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(s.added, 1);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(s.d), "test");
+	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(s.d), TEST_UUID);
+	CU_ASSERT(dom_domain_has_uuid(s.d));
+	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(s.d), "qemu");
+	CU_ASSERT(dom_domain_id(s.d) > 0);
+	CU_ASSERT_PTR_EQUAL(be->next(st, NULL), s.d);
+	CU_ASSERT_PTR_NULL(be->next(st, s.d));
+	/* the test driver has no pid file under /run: /proc gives the pid */
+	CU_ASSERT_EQUAL(dom_domain_pid(s.d), TEST_PID);
+	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, DP_RAW_VCPU_UNKNOWN,
+				   TEST_PID + 2, &d, &vcpu), 0);
+	CU_ASSERT_PTR_EQUAL(d, s.d);
+	CU_ASSERT_EQUAL(vcpu, 1);
+	/* a recorded vCPU wins over the thread's */
+	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, 0, TEST_PID + 2, &d, &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, 0);
+	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &vcpu), -ENOENT);
+	CU_ASSERT_PTR_NULL(d);
+	CU_ASSERT_EQUAL(be->lookup_pid(st, TEST_PID, TEST_PID, &d, &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, -1);
+	CU_ASSERT_EQUAL(be->lookup_pid(st, 1, 1, &d, &vcpu), -ENOENT);
+	/* whatever metadata the last test left: set it on, then off */
+	c = virConnectOpen(TEST_URI);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	dom = virDomainLookupByName(c, "test");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
+	for (int on = 1; on >= 0; on--) {
+		int before = s.changed;
+
+		CU_ASSERT_EQUAL(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+						     dom_lvxml_profile_element(on), DOM_LV_NS_PREFIX,
+						     DOM_LV_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
+		for (int i = 0; i < 20 && s.changed == before; i++) {
+			pfd.fd = be->fd(st);
+			pfd.events = POLLIN;
+			poll(&pfd, 1, 100);
+			be->refresh(st, &bops, &s);
+		}
+		CU_ASSERT_EQUAL(s.changed, before + 1);
+		CU_ASSERT_EQUAL(s.selected, on);
+		CU_ASSERT_EQUAL(dom_domain_selected(s.d), on);
+	}
+	CU_ASSERT_EQUAL(s.removed, 0);
+	virDomainFree(dom);
+	virConnectClose(c);
+	be->close(st);
+	be->close(NULL);
+}
+
 static void test_no_libvirtd(void)
 {
 	struct dom_lv_config cfg = { .uri = "qemu+unix:///system?socket=/nonexistent/sock" };
@@ -249,6 +362,7 @@ int main(void)
 	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
 		{ "lifecycle and metadata events", test_lifecycle },
 		{ "selection, pid file checked", test_selection_and_pid },
+		{ "backend ops", test_backend_ops },
 		{ "no libvirtd", test_no_libvirtd },
 	};
 	CU_pSuite s;
