@@ -129,6 +129,7 @@ lab_summary a_web_first_samples_s "$dt"
 check_profiled web yes
 sleep 3
 [ -z "$(guest_files db)" ] || lab_fail "db (no metadata element) is profiled per domain"
+timeout 30 opcontrol --dump --session-dir="$S" >/dev/null || lab_fail "opcontrol --dump failed"
 [ "$(stat_of samples_domain_unselected)" -gt 0 ] || lab_fail "no samples counted as unselected (db)"
 lab_log "A PASS: web's samples after ${dt}s; db not profiled"
 
