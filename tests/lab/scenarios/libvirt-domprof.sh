@@ -30,7 +30,7 @@ UUID_DB=6b1b1d6e-0000-4000-8000-000000000022
 # and the time is in the summary (a_web_first_samples_s, c_db_first_samples_s).
 LIMIT_S=${LIBVIRT_TOGGLE_LIMIT_S:-5}
 
-stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$S/stats"; }
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$S/stats"; }
 info_of() { awk -v k="$2" '$1 == k { print $2 }' "$S/domains/$1/info" 2>/dev/null; }
 dlog() { cat "$S/oprofiled.log" 2>/dev/null; }
 # opcontrol's libvirt commands; their output is kept in opcontrol-libvirt.txt.
