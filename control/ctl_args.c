@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_libvirt.h"
 #include "util/du_separate.h"
 
 enum opt_id {
@@ -86,6 +87,7 @@ void ctl_usage(FILE *f)
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
+	ctl_lv_usage(f);
 }
 
 static const struct opt_def *find_long(const char *name, size_t n)

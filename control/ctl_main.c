@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "ctl.h"
+#include "ctl_libvirt.h"
 
 int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 {
@@ -11,6 +12,8 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 	size_t n_specs = 0;
 	int ret;
 
+	if (ctl_lv_wanted(argc, argv))
+		return ctl_lv_main(argc, argv, out, errf);
 	ret = ctl_parse_args(argc, argv, &o, err, sizeof(err));
 	if (ret) {
 		fprintf(errf, "opcontrol: %s\n\n", err);

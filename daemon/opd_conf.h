@@ -32,6 +32,7 @@ struct opd_conf {
 	 * Off in replay, whose pids are another time's. */
 	bool track_domains;
 	const char *domain_backend;	/* --domain-backend NAME; NULL: auto */
+	const char *libvirt_uri;	/* --libvirt-uri; NULL: the backend's default */
 	/* Tests: this backend instead of the one named (a fake). */
 	const struct dom_backend_ops *domain_backend_ops;
 	const char *domains_proc_root;	/* NULL: "/proc" (tests: a fake tree) */

@@ -280,15 +280,36 @@ int opd_daemon_scan_domains(struct opd_daemon *d)
 	return 0;
 }
 
+/* A domain backend with lifecycle events (libvirt) wakes the loop
+ * through its fd, first in the array; the agents' fds follow. */
+static bool domains_polled(const struct opd_daemon *d, const struct pollfd *pfd, size_t n)
+{
+	return d->domains && n && pfd[0].fd >= 0 && pfd[0].fd == opd_domains_fd(d->domains);
+}
+
 size_t opd_daemon_pollfds(struct opd_daemon *d, struct pollfd *pfd, size_t max)
 {
-	return d->agents ? opd_agents_pollfds(d->agents, pfd, max) : 0;
+	size_t k = 0;
+
+	if (d->domains && max && opd_domains_fd(d->domains) >= 0) {
+		pfd[0].fd = opd_domains_fd(d->domains);
+		pfd[0].events = POLLIN;
+		pfd[0].revents = 0;
+		k = 1;
+	}
+	return k + (d->agents ? opd_agents_pollfds(d->agents, pfd + k, max - k) : 0);
 }
 
 void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n)
 {
 	uint64_t now = mono_ns();
 
+	if (domains_polled(d, pfd, n)) {
+		if (pfd[0].revents)
+			opd_daemon_scan_domains(d);
+		pfd++;
+		n--;
+	}
 	if (!d->agents)
 		return;
 	opd_agents_io(d->agents, pfd, n, now);

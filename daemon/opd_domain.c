@@ -122,6 +122,8 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 	memset(&dc, 0, sizeof(dc));
 	dc.proc_root = conf->domains_proc_root;
 	dc.names = (const char *const *)ds->names;
+	dc.libvirt_uri = conf->libvirt_uri;
+	dc.names_all = conf->domains && !ds->names;	/* --domains=all given */
 	if (conf->domain_backend_ops) {
 		ds->be = conf->domain_backend_ops;
 		ret = ds->be->open(&dc, &ds->bstate);
@@ -209,6 +211,7 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	fprintf(f, "first_seen %lld\n", (long long)e->first_seen);
 	fprintf(f, "last_seen %lld\n", (long long)e->last_seen);
 	fprintf(f, "state %s\n", dom_state_name(e->pub.running ? e->state : DOM_STATE_STOPPED));
+	fprintf(f, "selected %s\n", e->pub.selected ? "yes" : "no");
 	if (fclose(f)) {
 		ret = -errno;
 		unlink(tmp);
@@ -469,11 +472,55 @@ static void on_vcpus(void *ctx, const struct dom_domain *d)
 	du_debug("domain %s: %u vcpus", e->pub.name->name, e->vcpus);
 }
 
+/* Selection (libvirt metadata), agent channel or state of a running
+ * domain changed: samples from now on follow the new selection, and the
+ * agents are synced after the scan. */
+static void on_changed(void *ctx, const struct dom_domain *d)
+{
+	struct opd_domains *ds = ctx;
+	struct dentry *e = find_live(ds, d);
+	const char *agent = dom_domain_agent_path(d);
+	bool sel = dom_domain_selected(d);
+
+	if (!e)
+		return;
+	if ((agent == NULL) != (e->agent_path == NULL) ||
+	    (agent && strcmp(agent, e->agent_path))) {
+		char *copy = agent ? strdup(agent) : NULL;
+
+		if (agent && !copy) {
+			du_err("domain %s: out of memory for its agent path", e->pub.name->name);
+			return;
+		}
+		free(e->agent_path);
+		e->agent_path = copy;
+		e->pub.agent_path = copy;
+		du_info("domain %s: agent channel %s", e->pub.name->name, agent ? agent : "removed");
+	}
+	if (sel != e->pub.selected) {
+		e->pub.selected = sel;
+		du_info("domain %s: profiling %s", e->pub.name->name, sel ? "on" : "off");
+		/* the files of a domain no longer profiled are complete */
+		if (!sel)
+			opd_sfiles_close_domain(ds->sfiles, e->pub.name);
+	}
+	e->state = dom_domain_state(d);
+	e->last_seen = ds->wall;
+	ds->changes++;
+	write_info(ds, e);
+}
+
 static const struct dom_ops ops = {
 	.added = on_added,
 	.removed = on_removed,
 	.vcpus_changed = on_vcpus,
+	.changed = on_changed,
 };
+
+int opd_domains_fd(const struct opd_domains *ds)
+{
+	return ds->be->fd ? ds->be->fd(ds->bstate) : -1;
+}
 
 int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
 {

@@ -19,7 +19,9 @@
  * The info file holds "key value" lines: name (bytes outside printable
  * ASCII and '\' written as \xHH), uuid, uuid_source (cmdline|derived),
  * hypervisor (qemu|xen, from the backend), pid, vcpus, agent_path ("-" if none), first_seen,
- * last_seen (unix seconds), state (running|paused|stopped).
+ * last_seen (unix seconds), state (running|paused|stopped), selected (yes|no:
+ * profiled per domain, by --domains or libvirt metadata; it may change
+ * while the domain runs).
  *
  * A domain is known by its UUID: a stopped domain's entry goes when a
  * domain with its UUID (a restart) or its key (a reused pid) appears.
@@ -43,7 +45,7 @@
 struct opd_dom {
 	struct opd_image *name;	/* interned raw name: opd_sfile_key.domain */
 	pid_t pid;		/* its QEMU process */
-	bool selected;		/* by --domains */
+	bool selected;		/* by --domains or libvirt metadata (may change) */
 	bool running;		/* false during the grace period after it stopped */
 	const char *esc;	/* escaped name: SESSION/domains/<esc> */
 	const char *agent_path;	/* agent channel socket, NULL if none */
@@ -98,6 +100,10 @@ void opd_domains_want_scan(struct opd_domains *ds);
 /* True when a scan is due: a second since the last one, or 200 ms when a
  * scan was wanted. */
 bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns);
+
+/* The domain backend's fd (readable when it has lifecycle news: then
+ * call opd_domains_scan), or -1 if it has none. */
+int opd_domains_fd(const struct opd_domains *ds);
 
 /* Rewrite the running domains' info files with last_seen = @wall (the
  * daemon stops). */

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 		"  --events-dir=DIR       event tables (default: the installed ones)\n"
 		"  --domains=LIST         domains to profile: all, or comma list of names or UUIDs\n"
 		"  --domain-backend=NAME  how domains are found: auto|%s (default auto)\n"
+		"  --libvirt-uri=URI      libvirt backend's connection (default qemu:///system)\n"
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
@@ -51,7 +52,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
-	OPT_DOMAIN_BACKEND,
+	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI,
 };
 
 static const struct option long_opts[] = {
@@ -64,6 +65,7 @@ static const struct option long_opts[] = {
 	{ "events-dir", required_argument, NULL, OPT_EVENTS_DIR },
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
 	{ "domain-backend", required_argument, NULL, OPT_DOMAIN_BACKEND },
+	{ "libvirt-uri", required_argument, NULL, OPT_LIBVIRT_URI },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -140,6 +142,9 @@ static int parse_one(int opt, struct opts *o)
 		break;
 	case OPT_DOMAINS:
 		c->domains = optarg;
+		break;
+	case OPT_LIBVIRT_URI:
+		c->libvirt_uri = optarg;
 		break;
 	case OPT_DOMAIN_BACKEND:
 		if (strcmp(optarg, "auto") && !dom_backend_find(optarg)) {

@@ -48,6 +48,14 @@ struct dom_config {
 	 * against a domain's name or (case-insensitively) its UUID.  NULL
 	 * selects every domain.  Copied by the backend's open. */
 	const char *const *names;
+	/* libvirt: the connection URI; NULL: $LIBVIRT_DEFAULT_URI, else
+	 * qemu:///system.  Borrowed for the duration of open only. */
+	const char *libvirt_uri;
+	/* libvirt selects the domains whose metadata asks for profiling
+	 * (doc/libvirt.md) plus those @names lists; @names NULL then means
+	 * "none more" unless this says every domain was asked for
+	 * (--domains=all).  Other backends ignore it. */
+	bool names_all;
 };
 
 /*
@@ -66,6 +74,10 @@ struct dom_ops {
 	/* The vCPU-to-thread map of a known domain changed (threads still
 	 * starting, or vCPU hotplug). */
 	void (*vcpus_changed)(void *ctx, const struct dom_domain *d);
+	/* Something else of a known domain changed: whether it is selected
+	 * (libvirt metadata), its agent path (a channel hot-plugged), its
+	 * state (paused, resumed). */
+	void (*changed)(void *ctx, const struct dom_domain *d);
 };
 
 enum dom_state {

@@ -10,6 +10,11 @@
 /* --domain-backend=NAME, and the order "auto" tries them in: the first
  * that opens wins.  A new backend is one file and one line here. */
 static const struct dom_backend_ops *const backends[] = {
+#ifdef HAVE_LIBVIRT
+	/* preferred where libvirtd answers: names, lifecycle and selection
+	 * come from the management layer, not from command lines */
+	&dom_backend_libvirt,
+#endif
 	&dom_backend_procfs,
 };
 

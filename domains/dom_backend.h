@@ -67,6 +67,7 @@ struct dom_backend_ops {
 };
 
 extern const struct dom_backend_ops dom_backend_procfs;
+extern const struct dom_backend_ops dom_backend_libvirt;	/* HAVE_LIBVIRT */
 
 /* The backend called @name, NULL if none. */
 const struct dom_backend_ops *dom_backend_find(const char *name);

@@ -59,7 +59,7 @@ step "host end-to-end: opannotate, flame graph, pprof, oparchive vs opreport" te
 lab_checks="smoke libvirt"
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
-lab_tests="agent domains kmod"
+lab_tests="agent domains kmod libvirt-domprof"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"

@@ -1,0 +1,242 @@
+/*
+ * The daemon on the libvirt domain backend (doc/libvirt.md), against
+ * libvirt's in-process test driver (test:///default: one running domain
+ * "test") and a fake proc tree holding its QEMU: profiling follows the
+ * domain's metadata live, and the info file says which.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <ftw.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+
+#include "dom_lvxml.h"
+#include "dom_testproc.h"
+#include "odb/odb.h"
+#include "opd_daemon.h"
+#include "raw/raw_stream.h"
+
+#define TEST_URI "test:///default"
+#define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
+#define PID 4242
+#define GUEST_USER "{domain}/test/{anon:guest-user}/{dep}/{anon:guest-user}"
+
+static struct {
+	char dir[64], session[96], proc[96];
+	struct opd_conf conf;
+	struct opd_daemon d;
+	struct raw_writer *w;
+} fx;
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void fake_qemu(void)
+{
+	static const char cmd[] = "/usr/bin/qemu-system-x86_64\0-name\0guest=test,debug-threads=on\0"
+				  "-uuid\0" TEST_UUID;
+	char p[256];
+
+	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, PID);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, PID);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, PID);
+	tp_write_file(p, cmd, sizeof(cmd));
+	tp_thread(fx.proc, PID, PID, "qemu-system-x86");
+	tp_thread(fx.proc, PID, PID + 1, "CPU 0/KVM");
+}
+
+static void setup(void)
+{
+	struct dp_raw_event ev;
+
+	memset(&fx, 0, sizeof(fx));
+	strcpy(fx.dir, "/tmp/test_dom_libvirt.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
+	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
+	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
+	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0 && mkdir(fx.session, 0755) == 0);
+	fake_qemu();
+	opd_conf_defaults(&fx.conf);
+	fx.conf.session_dir = fx.session;
+	fx.conf.collector = "file";
+	fx.conf.track_domains = true;
+	fx.conf.domains_proc_root = fx.proc;
+	fx.conf.domain_backend = "libvirt";
+	fx.conf.libvirt_uri = TEST_URI;
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
+	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
+	CU_ASSERT_FATAL(fx.w != NULL);
+	memset(&ev, 0, sizeof(ev));
+	strcpy(ev.name, "CPU_CLK_UNHALTED");
+	ev.count = 100000;
+	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) == 0);
+}
+
+static void teardown(void)
+{
+	raw_writer_close(fx.w);
+	opd_daemon_fini(&fx.d);
+	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static const char *info_key(const char *key)
+{
+	static char val[256];
+	char path[256], line[512];
+	size_t kl = strlen(key);
+	FILE *f;
+
+	val[0] = '\0';
+	tp_pathf(path, sizeof(path), "%s/domains/test/info", fx.session);
+	f = fopen(path, "r");
+	if (!f)
+		return val;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			snprintf(val, sizeof(val), "%s", line + kl + 1);
+	}
+	fclose(f);
+	return val;
+}
+
+/* What the main loop does: poll (the backend's fd among them), then act. */
+static void loop_once(void)
+{
+	struct pollfd pfd[8];
+	size_t n;
+
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	n = opd_daemon_pollfds(&fx.d, pfd, 8);
+	CU_ASSERT_FATAL(n >= 1);	/* the libvirt backend's fd */
+	poll(pfd, n, 100);
+	opd_daemon_polled(&fx.d, pfd, n);
+}
+
+static void guest_samples(int n)
+{
+	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
+	CU_ASSERT(raw_put_task(fx.w, PID, PID + 1) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(raw_put_sample(fx.w, 0x401000, 0) == 0);
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	/* batched samples reach their files */
+	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
+}
+
+static int key_cb(void *ctx, uint64_t key, uint64_t count)
+{
+	if (key == 0x401000)
+		*(uint64_t *)ctx += count;
+	return 0;
+}
+
+static int64_t guest_count(void)
+{
+	char path[512];
+	struct odb *db;
+	uint64_t n = 0;
+
+	tp_pathf(path, sizeof(path), "%s/samples/current/" GUEST_USER
+		 "/CPU_CLK_UNHALTED.100000.0.all.all.all", fx.session);
+	if (odb_open(&db, path, ODB_RDONLY, NULL))
+		return -1;
+	odb_foreach(db, key_cb, &n);
+	odb_close(db);
+	return (int64_t)n;
+}
+
+static void set_profile(virDomainPtr dom, bool on)
+{
+	CU_ASSERT_EQUAL_FATAL(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+						   dom_lvxml_profile_element(on), DOM_LV_NS_PREFIX,
+						   DOM_LV_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
+	for (int i = 0; i < 30 && strcmp(info_key("selected"), on ? "yes" : "no"); i++)
+		loop_once();
+	CU_ASSERT_STRING_EQUAL(info_key("selected"), on ? "yes" : "no");
+}
+
+static void test_metadata_toggles(void)
+{
+	virConnectPtr c;
+	virDomainPtr dom;
+	int64_t n;
+
+	setup();
+	c = virConnectOpen(TEST_URI);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	dom = virDomainLookupByName(c, "test");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
+	/* no element: the domain is known, not profiled */
+	virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL, DOM_LV_NS_URI,
+			     VIR_DOMAIN_AFFECT_LIVE);
+	CU_ASSERT(opd_daemon_scan_domains(&fx.d) == 0);
+	CU_ASSERT_STRING_EQUAL(info_key("uuid"), TEST_UUID);
+	CU_ASSERT_STRING_EQUAL(info_key("pid"), "4242");
+	CU_ASSERT_STRING_EQUAL(info_key("selected"), "no");
+	guest_samples(2);
+	CU_ASSERT_EQUAL(guest_count(), -1);
+	CU_ASSERT_EQUAL(fx.d.st.samples_domain_unselected, 2);
+
+	/* on: filed from the next sample */
+	set_profile(dom, true);
+	guest_samples(3);
+	CU_ASSERT_EQUAL(guest_count(), 3);
+	/* off: counts stay */
+	set_profile(dom, false);
+	guest_samples(4);
+	n = guest_count();
+	CU_ASSERT(n == 3);
+	CU_ASSERT_EQUAL(fx.d.st.samples_domain_unselected, 6);
+	CU_ASSERT_STRING_EQUAL(info_key("state"), "running");
+
+	/* destroyed: stopped in the info file; started: running again */
+	CU_ASSERT_EQUAL(virDomainDestroy(dom), 0);
+	for (int i = 0; i < 30 && strcmp(info_key("state"), "stopped"); i++)
+		loop_once();
+	CU_ASSERT_STRING_EQUAL(info_key("state"), "stopped");
+	CU_ASSERT_EQUAL(virDomainCreate(dom), 0);
+	for (int i = 0; i < 30 && strcmp(info_key("state"), "running"); i++)
+		loop_once();
+	CU_ASSERT_STRING_EQUAL(info_key("state"), "running");
+
+	virDomainFree(dom);
+	virConnectClose(c);
+	teardown();
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("daemon on libvirt", NULL, NULL);
+	if (!s || !CU_add_test(s, "metadata toggles profiling", test_metadata_toggles))
+		goto out_cleanup;
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+out_cleanup:
+	CU_cleanup_registry();
+	return 1;
+}

@@ -1,0 +1,1092 @@
+/*
+ * The libvirt domain backend (doc/libvirt.md, DESIGN.md sections 1 and 6).
+ *
+ * What comes from where, and why:
+ * - Identity, state, lifecycle: libvirt's API and its event API.  A
+ *   domain here is an *active* libvirt domain (one with a QEMU process);
+ *   inactive definitions are not domains the daemon can see samples of.
+ * - Agent channel path and domprof's metadata element: the live XML
+ *   (virDomainGetXMLDesc), re-read on lifecycle, metadata-change and
+ *   device-added/removed events.
+ * - QEMU pid: libvirt's pid file STATE_DIR/NAME.pid (root may read it; the
+ *   daemon runs as root), checked against /proc/PID/cmdline's -uuid, which
+ *   libvirt always passes.  If the file is missing or names another
+ *   process, /proc is searched for the QEMU whose -uuid is the domain's.
+ * - vCPU threads: the QEMU process's thread names "CPU N/KVM" (libvirt
+ *   always starts QEMU with debug-threads=on).  Not QMP query-cpus-fast
+ *   through virDomainQemuMonitorCommand: libvirt marks every domain that
+ *   command touches as tainted ("custom-monitor") and logs a warning, and
+ *   the names give the same map with nothing but /proc.
+ *
+ * Threads: libvirt delivers events only from a running event loop.  One
+ * thread per process runs virEventRunDefaultImpl(); the callbacks it calls
+ * do nothing but queue the domain's UUID (or "everything") under a mutex
+ * and wake the daemon through an eventfd.  All calls into libvirt that
+ * change the daemon's view are made by the daemon's own thread in
+ * dom_lv_refresh(), so the table is single-threaded like procfs's.  The
+ * queue lives in a reference-counted struct, since libvirt may still run a
+ * callback while the daemon is deregistering it.
+ *
+ * libvirtd going away: the close callback marks the connection lost; the
+ * next refresh drops it (the domains stay: their QEMUs keep running), and
+ * a timerfd wakes the daemon every DLV_RETRY_MS to reconnect, after which
+ * everything is listed again and compared with what is known.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "dom_backend.h"
+#include "dom_cmdline.h"
+#include "dom_libvirt.h"
+#include "dom_lvxml.h"
+#include "domprof/raw.h"
+#include "util/du_log.h"
+
+#define DLV_RETRY_MS 2000
+#define DLV_PIDFILE_MAX 32
+/* Domains whose change is queued before "list everything" is cheaper. */
+#define DLV_QUEUE_MAX 64
+
+/* ---- the part the event thread shares ------------------------------------ */
+
+struct dlv_shared {
+	atomic_int refs;
+	pthread_mutex_t lock;
+	int efd;			/* eventfd: the event thread wakes the daemon */
+	/* under lock */
+	bool lost;			/* the connection closed */
+	bool resync;			/* list every domain again */
+	size_t n_queued;
+	char queued[DLV_QUEUE_MAX][VIR_UUID_STRING_BUFLEN];
+};
+
+static struct dlv_shared *shared_get(struct dlv_shared *s)
+{
+	atomic_fetch_add(&s->refs, 1);
+	return s;
+}
+
+static void shared_put(void *p)
+{
+	struct dlv_shared *s = p;
+
+	if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+		return;
+	pthread_mutex_destroy(&s->lock);
+	if (s->efd >= 0)
+		close(s->efd);
+	free(s);
+}
+
+static void shared_wake(struct dlv_shared *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->efd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the counter is already non-zero, the daemon will wake */
+	}
+}
+
+static void queue_domain(struct dlv_shared *s, virDomainPtr dom)
+{
+	char uuid[VIR_UUID_STRING_BUFLEN];
+
+	if (virDomainGetUUIDString(dom, uuid) < 0) {
+		uuid[0] = '\0';
+	}
+	pthread_mutex_lock(&s->lock);
+	if (!uuid[0] || s->n_queued == DLV_QUEUE_MAX) {
+		s->resync = true;
+	} else {
+		bool dup = false;
+
+		for (size_t i = 0; i < s->n_queued; i++)
+			dup |= !strcmp(s->queued[i], uuid);
+		if (!dup)
+			memcpy(s->queued[s->n_queued++], uuid, sizeof(uuid));
+	}
+	pthread_mutex_unlock(&s->lock);
+	shared_wake(s);
+}
+
+/* ---- event callbacks (event thread: no logging, no table access) --------- */
+
+static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
+			void *opaque)
+{
+	(void)conn;
+	(void)event;
+	(void)detail;
+	queue_domain(opaque, dom);
+	return 0;
+}
+
+static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri,
+			void *opaque)
+{
+	(void)conn;
+	if (type == VIR_DOMAIN_METADATA_ELEMENT && nsuri && strcmp(nsuri, DOM_LV_NS_URI))
+		return;		/* another tool's element */
+	queue_domain(opaque, dom);
+}
+
+static void on_device(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque)
+{
+	(void)conn;
+	(void)alias;
+	queue_domain(opaque, dom);
+}
+
+static void on_close(virConnectPtr conn, int reason, void *opaque)
+{
+	struct dlv_shared *s = opaque;
+
+	(void)conn;
+	(void)reason;
+	pthread_mutex_lock(&s->lock);
+	s->lost = true;
+	pthread_mutex_unlock(&s->lock);
+	shared_wake(s);
+}
+
+/* ---- process-wide libvirt setup ------------------------------------------- */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_err;
+
+/* libvirt prints every error on stderr unless told otherwise; the backend
+ * reports what matters itself. */
+static void quiet_errors(void *opaque, virErrorPtr err)
+{
+	(void)opaque;
+	(void)err;
+}
+
+static void *event_loop(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		if (virEventRunDefaultImpl() < 0)
+			usleep(100 * 1000);	/* never spin */
+	}
+	return NULL;
+}
+
+static void global_init(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+
+	virSetErrorFunc(NULL, quiet_errors);
+	if (virInitialize() < 0 || virEventRegisterDefaultImpl() < 0) {
+		global_err = -EIO;
+		return;
+	}
+	/* Detached and never stopped: libvirt's default loop has no way to
+	 * end it, and it sleeps in poll() when there is nothing to do. */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	global_err = -pthread_create(&tid, &attr, event_loop, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- domains ---------------------------------------------------------------- */
+
+struct lvdom {
+	char uuid[DOM_UUID_STRLEN + 1];
+	char *name;
+	int id;				/* libvirt id: a new one for every start */
+	int state;			/* VIR_DOMAIN_RUNNING, _PAUSED, ... */
+	pid_t pid;			/* QEMU, 0 if not found */
+	unsigned int nr_vcpus;
+	pid_t *vcpu_tid;		/* nr_vcpus entries, -1 for gaps */
+	char *agent_path;
+	enum dom_lv_profile profile;
+	bool selected;
+	bool seen;			/* in the last listing (resync) */
+	struct dom_domain *dd;		/* what the daemon sees (dom.h) */
+	struct lvdom *next;
+};
+
+struct dom_lv {
+	char *uri;
+	char *proc_root;
+	char *pid_dir;
+	char **names;			/* --domains, NULL-terminated; NULL: none */
+	bool select_all;
+	struct dlv_shared *sh;
+	int epfd, tfd;
+	virConnectPtr conn;
+	int cb_ids[4];
+	bool cb_close;
+	bool retrying;			/* tfd armed */
+	bool said_lost;
+	struct lvdom *list;
+};
+
+static void lvdom_free(struct lvdom *d)
+{
+	if (!d)
+		return;
+	free(d->name);
+	free(d->vcpu_tid);
+	free(d->agent_path);
+	dom_domain_free(d->dd);
+	free(d);
+}
+
+/* Bring the backend-neutral domain up to date with @d. */
+static int lvdom_sync(struct lvdom *d)
+{
+	static const char *const none[] = { NULL };
+
+	if (!d->dd) {
+		d->dd = dom_domain_new(d->name);
+		if (!d->dd)
+			return -errno;
+		/* libvirt's UUID is the domain's, not a claim read off a
+		 * command line; has_uuid says so */
+		dom_domain_set_uuid(d->dd, d->uuid);
+		dom_domain_set_hypervisor(d->dd, "qemu");
+		dom_domain_set_priv(d->dd, d);
+	}
+	dom_domain_set_id(d->dd, d->id < 0 ? 0 : (uint64_t)d->id);
+	dom_domain_set_pid(d->dd, d->pid);
+	dom_domain_set_state(d->dd, d->state == VIR_DOMAIN_PAUSED ||
+				    d->state == VIR_DOMAIN_PMSUSPENDED ? DOM_STATE_PAUSED
+								       : DOM_STATE_RUNNING);
+	if (dom_domain_set_agent_path(d->dd, d->agent_path) ||
+	    dom_domain_set_vcpus(d->dd, d->vcpu_tid, d->nr_vcpus))
+		return -ENOMEM;
+	/* NULL selects, an empty list does not: the choice is made here */
+	dom_domain_select(d->dd, d->selected ? NULL : none);
+	return 0;
+}
+
+static ssize_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
+/* True when /proc/PID/cmdline is a QEMU with -uuid @uuid. */
+static bool pid_has_uuid(const struct dom_lv *lv, pid_t pid, const char *uuid)
+{
+	char path[PATH_MAX];
+	struct dom_cmdline cl;
+	char *buf;
+	ssize_t n;
+	bool ok = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/cmdline", lv->proc_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	buf = malloc(DOM_CMDLINE_MAX);
+	if (!buf) {
+		close(fd);
+		return false;
+	}
+	n = read(fd, buf, DOM_CMDLINE_MAX);
+	close(fd);
+	if (n > 0 && !dom_cmdline_parse(buf, (size_t)n, n == DOM_CMDLINE_MAX, &cl)) {
+		ok = !strcasecmp(cl.uuid, uuid);
+		dom_cmdline_release(&cl);
+	}
+	free(buf);
+	return ok;
+}
+
+static pid_t find_qemu_pid(const struct dom_lv *lv, const char *name, const char *uuid)
+{
+	char path[PATH_MAX], buf[DLV_PIDFILE_MAX];
+	struct dirent *de;
+	pid_t pid = 0;
+	long v;
+	char *end;
+	DIR *dir;
+
+	if (snprintf(path, sizeof(path), "%s/%s.pid", lv->pid_dir, name) < (int)sizeof(path) &&
+	    !strchr(name, '/') && read_small(path, buf, sizeof(buf)) > 0) {
+		errno = 0;
+		v = strtol(buf, &end, 10);
+		if (!errno && v > 1 && v <= INT_MAX && (*end == '\0' || *end == '\n') &&
+		    pid_has_uuid(lv, (pid_t)v, uuid))
+			return (pid_t)v;
+	}
+	/* another state directory (session URIs), or an odd name */
+	dir = opendir(lv->proc_root);
+	if (!dir)
+		return 0;
+	while (!pid && (de = readdir(dir))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		errno = 0;
+		v = strtol(de->d_name, &end, 10);
+		if (*end || errno || v <= 1 || v > INT_MAX)
+			continue;
+		if (pid_has_uuid(lv, (pid_t)v, uuid))
+			pid = (pid_t)v;
+	}
+	closedir(dir);
+	return pid;
+}
+
+/* Read the vCPU map of @d->pid from its thread names.  True if it changed. */
+static bool read_vcpus(const struct dom_lv *lv, struct lvdom *d)
+{
+	char path[PATH_MAX], comm[32];
+	pid_t *map = NULL;
+	unsigned int nr = 0, cap = 0, v;
+	struct dirent *de;
+	bool changed = false;
+	DIR *dir;
+
+	if (d->pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/%d/task", lv->proc_root, (int)d->pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while ((de = readdir(dir))) {
+		char *end;
+		long tid;
+		ssize_t n;
+
+		errno = 0;
+		tid = strtol(de->d_name, &end, 10);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || errno ||
+		    tid > INT_MAX)
+			continue;
+		snprintf(path, sizeof(path), "%s/%d/task/%ld/comm", lv->proc_root, (int)d->pid,
+			 tid);
+		n = read_small(path, comm, sizeof(comm));
+		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
+			continue;
+		if (v >= cap) {
+			unsigned int ncap = cap ? cap : 8;
+			pid_t *nm;
+
+			while (ncap <= v)
+				ncap *= 2;
+			nm = realloc(map, ncap * sizeof(*map));
+			if (!nm)
+				goto out;
+			for (unsigned int i = cap; i < ncap; i++)
+				nm[i] = -1;
+			map = nm;
+			cap = ncap;
+		}
+		if (map[v] < 0 || (pid_t)tid < map[v])
+			map[v] = (pid_t)tid;
+		if (v + 1 > nr)
+			nr = v + 1;
+	}
+	if (nr != d->nr_vcpus || (nr && memcmp(map, d->vcpu_tid, nr * sizeof(*map)))) {
+		free(d->vcpu_tid);
+		d->vcpu_tid = map;
+		d->nr_vcpus = nr;
+		map = NULL;
+		changed = true;
+	}
+out:
+	free(map);
+	closedir(dir);
+	return changed;
+}
+
+static bool name_selected(const struct dom_lv *lv, const char *name, const char *uuid)
+{
+	if (lv->select_all)
+		return true;
+	for (char **p = lv->names; p && *p; p++)
+		if (!strcmp(*p, name) || !strcasecmp(*p, uuid))
+			return true;
+	return false;
+}
+
+/*
+ * Read what libvirt and /proc say of active domain @dom into @d (new or
+ * known: then the bits of what changed are returned in *@changes).
+ * -ENOENT when it is not active (any more).
+ */
+static int lvdom_read(struct dom_lv *lv, virDomainPtr dom, struct lvdom *d, unsigned int *changes)
+{
+	struct dom_lvxml x;
+	char *xml;
+	int state = 0, reason, ret;
+	bool sel;
+
+	*changes = 0;
+	if (virDomainGetState(dom, &state, &reason, 0) < 0)
+		return -ENOENT;
+	if (state == VIR_DOMAIN_SHUTOFF || state == VIR_DOMAIN_NOSTATE)
+		return -ENOENT;
+	if (state != d->state && d->name)
+		*changes |= DOM_LV_CHANGED_STATE;
+	d->state = state;
+	xml = virDomainGetXMLDesc(dom, 0);
+	if (!xml)
+		return -ENOENT;
+	ret = dom_lvxml_parse(xml, strlen(xml), &x);
+	free(xml);
+	if (ret)
+		return ret;
+	if (!d->name) {
+		const char *n = virDomainGetName(dom);
+
+		d->name = strdup(n ? n : x.name ? x.name : "");
+		if (virDomainGetUUIDString(dom, d->uuid) < 0 || !dom_uuid_parse(d->uuid,
+		    strlen(d->uuid), d->uuid))
+			snprintf(d->uuid, sizeof(d->uuid), "%s", x.uuid);
+		d->id = virDomainGetID(dom) == (unsigned int)-1 ? -1 : (int)virDomainGetID(dom);
+		if (!d->name) {
+			dom_lvxml_release(&x);
+			return -ENOMEM;
+		}
+	}
+	if ((x.agent_path == NULL) != (d->agent_path == NULL) ||
+	    (x.agent_path && strcmp(x.agent_path, d->agent_path))) {
+		free(d->agent_path);
+		d->agent_path = x.agent_path;
+		x.agent_path = NULL;
+		*changes |= DOM_LV_CHANGED_AGENT;
+	}
+	d->profile = x.profile;
+	dom_lvxml_release(&x);
+	sel = d->profile == DOM_LV_PROFILE_ON || name_selected(lv, d->name, d->uuid);
+	if (sel != d->selected)
+		*changes |= DOM_LV_CHANGED_SELECTED;
+	d->selected = sel;
+	if (d->pid <= 0 || !pid_has_uuid(lv, d->pid, d->uuid)) {
+		d->pid = find_qemu_pid(lv, d->name, d->uuid);
+		free(d->vcpu_tid);
+		d->vcpu_tid = NULL;
+		d->nr_vcpus = 0;
+	}
+	if (read_vcpus(lv, d))
+		*changes |= DOM_LV_CHANGED_VCPUS;
+	return lvdom_sync(d);
+}
+
+/* ---- connection --------------------------------------------------------------- */
+
+static void lv_disconnect(struct dom_lv *lv)
+{
+	if (!lv->conn)
+		return;
+	for (size_t i = 0; i < sizeof(lv->cb_ids) / sizeof(lv->cb_ids[0]); i++) {
+		if (lv->cb_ids[i] >= 0)
+			virConnectDomainEventDeregisterAny(lv->conn, lv->cb_ids[i]);
+		lv->cb_ids[i] = -1;
+	}
+	if (lv->cb_close)
+		virConnectUnregisterCloseCallback(lv->conn, on_close);
+	lv->cb_close = false;
+	virConnectClose(lv->conn);
+	lv->conn = NULL;
+}
+
+static void arm_retry(struct dom_lv *lv, bool on)
+{
+	struct itimerspec its;
+
+	if (lv->retrying == on)
+		return;
+	memset(&its, 0, sizeof(its));
+	if (on) {
+		its.it_value.tv_sec = DLV_RETRY_MS / 1000;
+		its.it_value.tv_nsec = (DLV_RETRY_MS % 1000) * 1000000L;
+		its.it_interval = its.it_value;
+	}
+	timerfd_settime(lv->tfd, 0, &its, NULL);
+	lv->retrying = on;
+}
+
+static const char *lv_errmsg(void)
+{
+	const char *m = virGetLastErrorMessage();
+
+	return m ? m : "unknown error";
+}
+
+/* Open the connection and subscribe; 0 or -errno (ECONNREFUSED: no
+ * libvirtd answers there). */
+static int lv_connect(struct dom_lv *lv)
+{
+	static const struct {
+		int id;
+		virConnectDomainEventGenericCallback cb;
+	} evs[] = {
+		{ VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle) },
+		{ VIR_DOMAIN_EVENT_ID_METADATA_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_metadata) },
+		{ VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(on_device) },
+		{ VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(on_device) },
+	};
+
+	_Static_assert(sizeof(evs) / sizeof(evs[0]) == sizeof(lv->cb_ids) / sizeof(lv->cb_ids[0]),
+		       "one id per event");
+	lv->conn = virConnectOpen(lv->uri);
+	if (!lv->conn)
+		return -ECONNREFUSED;
+	if (virConnectRegisterCloseCallback(lv->conn, on_close, shared_get(lv->sh),
+					    shared_put) < 0) {
+		shared_put(lv->sh);
+		du_warn("libvirt %s: no close callback (%s); a libvirtd restart will go unnoticed "
+			"until a call fails", lv->uri, lv_errmsg());
+	} else {
+		lv->cb_close = true;
+	}
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+		lv->cb_ids[i] = virConnectDomainEventRegisterAny(lv->conn, NULL, evs[i].id, evs[i].cb,
+								 shared_get(lv->sh), shared_put);
+		if (lv->cb_ids[i] < 0) {
+			shared_put(lv->sh);
+			if (evs[i].id == VIR_DOMAIN_EVENT_ID_LIFECYCLE) {
+				du_warn("libvirt %s: cannot subscribe to lifecycle events: %s",
+					lv->uri, lv_errmsg());
+				lv_disconnect(lv);
+				return -EIO;
+			}
+			du_warn("libvirt %s: no event %d: %s", lv->uri, evs[i].id, lv_errmsg());
+		}
+	}
+	/* keepalive notices a libvirtd that hangs rather than exits */
+	virConnectSetKeepAlive(lv->conn, 5, 3);
+	pthread_mutex_lock(&lv->sh->lock);
+	lv->sh->lost = false;
+	lv->sh->resync = true;
+	lv->sh->n_queued = 0;
+	pthread_mutex_unlock(&lv->sh->lock);
+	return 0;
+}
+
+static void free_names(char **names)
+{
+	for (char **p = names; p && *p; p++)
+		free(*p);
+	free(names);
+}
+
+void dom_lv_close(struct dom_lv *lv)
+{
+	struct lvdom *d, *next;
+
+	if (!lv)
+		return;
+	lv_disconnect(lv);
+	for (d = lv->list; d; d = next) {
+		next = d->next;
+		lvdom_free(d);
+	}
+	if (lv->epfd >= 0)
+		close(lv->epfd);
+	if (lv->tfd >= 0)
+		close(lv->tfd);
+	shared_put(lv->sh);
+	free_names(lv->names);
+	free(lv->uri);
+	free(lv->proc_root);
+	free(lv->pid_dir);
+	free(lv);
+}
+
+int dom_lv_open(const struct dom_lv_config *cfg, struct dom_lv **out)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct dom_lv *lv;
+	size_t n = 0;
+	int ret;
+
+	*out = NULL;
+	pthread_once(&global_once, global_init);
+	if (global_err)
+		return global_err;
+	lv = calloc(1, sizeof(*lv));
+	if (!lv)
+		return -ENOMEM;
+	lv->epfd = lv->tfd = -1;
+	for (size_t i = 0; i < sizeof(lv->cb_ids) / sizeof(lv->cb_ids[0]); i++)
+		lv->cb_ids[i] = -1;
+	lv->sh = calloc(1, sizeof(*lv->sh));
+	if (!lv->sh) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	atomic_init(&lv->sh->refs, 1);
+	pthread_mutex_init(&lv->sh->lock, NULL);
+	lv->sh->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	lv->uri = strdup(cfg && cfg->uri ? cfg->uri : DOM_LV_DEFAULT_URI);
+	lv->proc_root = strdup(cfg && cfg->proc_root ? cfg->proc_root : "/proc");
+	lv->pid_dir = strdup(cfg && cfg->pid_dir ? cfg->pid_dir : DOM_LV_DEFAULT_PID_DIR);
+	lv->select_all = cfg && cfg->select_all;
+	for (; cfg && cfg->names && cfg->names[n]; n++)
+		;
+	if (n) {
+		lv->names = calloc(n + 1, sizeof(*lv->names));
+		for (size_t i = 0; lv->names && i < n; i++)
+			if (!(lv->names[i] = strdup(cfg->names[i])))
+				goto out_nomem;
+		if (!lv->names)
+			goto out_nomem;
+	}
+	if (!lv->uri || !lv->proc_root || !lv->pid_dir)
+		goto out_nomem;
+	lv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	lv->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (lv->sh->efd < 0 || lv->epfd < 0 || lv->tfd < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	ev.data.fd = lv->sh->efd;
+	if (epoll_ctl(lv->epfd, EPOLL_CTL_ADD, lv->sh->efd, &ev) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	ev.data.fd = lv->tfd;
+	if (epoll_ctl(lv->epfd, EPOLL_CTL_ADD, lv->tfd, &ev) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	ret = lv_connect(lv);
+	if (ret)
+		goto out_close;
+	du_info("libvirt: connected to %s", lv->uri);
+	*out = lv;
+	return 0;
+
+out_nomem:
+	ret = -ENOMEM;
+out_close:
+	dom_lv_close(lv);
+	return ret;
+}
+
+int dom_lv_fd(const struct dom_lv *lv)
+{
+	return lv->epfd;
+}
+
+/* ---- bringing the table up to date ----------------------------------------------- */
+
+static struct lvdom *find_uuid(struct dom_lv *lv, const char *uuid)
+{
+	for (struct lvdom *d = lv->list; d; d = d->next)
+		if (!strcasecmp(d->uuid, uuid))
+			return d;
+	return NULL;
+}
+
+static void unlink_dom(struct dom_lv *lv, struct lvdom *d)
+{
+	for (struct lvdom **pp = &lv->list; *pp; pp = &(*pp)->next) {
+		if (*pp == d) {
+			*pp = d->next;
+			return;
+		}
+	}
+}
+
+static void remove_dom(struct dom_lv *lv, struct lvdom *d, const struct dom_lv_ops *ops, void *ctx)
+{
+	unlink_dom(lv, d);
+	if (ops && ops->removed)
+		ops->removed(ctx, d);
+	lvdom_free(d);
+}
+
+/*
+ * Bring what is known of @dom (a libvirt domain, active or not) up to
+ * date.  @uuid is its UUID.  Returns the number of changes reported.
+ */
+static int update_one(struct dom_lv *lv, virDomainPtr dom, const char *uuid,
+		      const struct dom_lv_ops *ops, void *ctx)
+{
+	struct lvdom *d = find_uuid(lv, uuid);
+	unsigned int id = dom ? virDomainGetID(dom) : (unsigned int)-1;
+	unsigned int changes;
+	int ret;
+
+	/* stopped, or stopped and started again since we looked */
+	if (d && (!dom || id == (unsigned int)-1 || (int)id != d->id)) {
+		remove_dom(lv, d, ops, ctx);
+		d = NULL;
+		if (!dom || id == (unsigned int)-1)
+			return 1;
+	}
+	if (!dom || id == (unsigned int)-1)
+		return 0;
+	if (d) {
+		d->seen = true;
+		ret = lvdom_read(lv, dom, d, &changes);
+		if (ret == -ENOENT) {
+			remove_dom(lv, d, ops, ctx);
+			return 1;
+		}
+		if (ret || !changes)
+			return 0;
+		if (ops && ops->changed)
+			ops->changed(ctx, d, changes);
+		return 1;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	ret = lvdom_read(lv, dom, d, &changes);
+	if (ret) {
+		lvdom_free(d);
+		return ret == -ENOENT ? 0 : ret;
+	}
+	d->seen = true;
+	d->next = lv->list;
+	lv->list = d;
+	if (ops && ops->added)
+		ops->added(ctx, d);
+	return 1;
+}
+
+static int resync(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
+{
+	virDomainPtr *doms = NULL;
+	struct lvdom *d, *next;
+	int n, changes = 0;
+
+	n = virConnectListAllDomains(lv->conn, &doms, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+	if (n < 0)
+		return -EIO;
+	for (d = lv->list; d; d = d->next)
+		d->seen = false;
+	for (int i = 0; i < n; i++) {
+		char uuid[VIR_UUID_STRING_BUFLEN];
+
+		if (virDomainGetUUIDString(doms[i], uuid) == 0) {
+			int r = update_one(lv, doms[i], uuid, ops, ctx);
+
+			if (r > 0)
+				changes += r;
+		}
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	for (d = lv->list; d; d = next) {
+		next = d->next;
+		if (!d->seen) {
+			remove_dom(lv, d, ops, ctx);
+			changes++;
+		}
+	}
+	return changes;
+}
+
+int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
+{
+	char queued[DLV_QUEUE_MAX][VIR_UUID_STRING_BUFLEN];
+	size_t n_queued;
+	bool lost, want_all;
+	uint64_t v;
+	int changes = 0, ret;
+
+	/* drain both wake-ups; they only say "look" */
+	if (read(lv->sh->efd, &v, sizeof(v)) < 0) {
+		/* EAGAIN: nothing queued */
+	}
+	if (read(lv->tfd, &v, sizeof(v)) < 0) {
+		/* EAGAIN */
+	}
+	pthread_mutex_lock(&lv->sh->lock);
+	lost = lv->sh->lost;
+	lv->sh->lost = false;
+	pthread_mutex_unlock(&lv->sh->lock);
+	if (lost || (lv->conn && virConnectIsAlive(lv->conn) != 1)) {
+		if (!lv->said_lost)
+			du_warn("libvirt: lost the connection to %s; domains are kept, "
+				"reconnecting every %d ms", lv->uri, DLV_RETRY_MS);
+		lv->said_lost = true;
+		lv_disconnect(lv);
+	}
+	if (!lv->conn) {
+		if (lv_connect(lv)) {
+			arm_retry(lv, true);
+			return 0;
+		}
+		arm_retry(lv, false);
+		du_info("libvirt: connected to %s again", lv->uri);
+		lv->said_lost = false;
+	}
+	pthread_mutex_lock(&lv->sh->lock);
+	want_all = lv->sh->resync;
+	n_queued = lv->sh->n_queued;
+	memcpy(queued, lv->sh->queued, n_queued * sizeof(queued[0]));
+	lv->sh->resync = false;
+	lv->sh->n_queued = 0;
+	pthread_mutex_unlock(&lv->sh->lock);
+	if (want_all) {
+		ret = resync(lv, ops, ctx);
+		if (ret < 0) {
+			/* most likely the connection just went; retry soon */
+			pthread_mutex_lock(&lv->sh->lock);
+			lv->sh->resync = true;
+			pthread_mutex_unlock(&lv->sh->lock);
+			arm_retry(lv, true);
+			return 0;
+		}
+		return ret;
+	}
+	for (size_t i = 0; i < n_queued; i++) {
+		virDomainPtr dom = virDomainLookupByUUIDString(lv->conn, queued[i]);
+
+		if (!dom && virGetLastErrorCode() != VIR_ERR_NO_DOMAIN) {
+			/* not an answer about the domain: ask again, all of them */
+			pthread_mutex_lock(&lv->sh->lock);
+			lv->sh->resync = true;
+			pthread_mutex_unlock(&lv->sh->lock);
+			shared_wake(lv->sh);
+			break;
+		}
+		ret = update_one(lv, dom, queued[i], ops, ctx);
+		if (ret > 0)
+			changes += ret;
+		if (dom)
+			virDomainFree(dom);
+	}
+	return changes;
+}
+
+/* ---- lookups and accessors --------------------------------------------------------- */
+
+const struct lvdom *dom_lv_lookup_pid(const struct dom_lv *lv, pid_t pid, pid_t tid, int *vcpu)
+{
+	if (vcpu)
+		*vcpu = -1;
+	for (const struct lvdom *d = lv->list; d; d = d->next) {
+		if (d->pid != pid || pid <= 0)
+			continue;
+		if (vcpu)
+			*vcpu = dom_domain_vcpu_of_tid(d->dd, tid);
+		return d;
+	}
+	return NULL;
+}
+
+const struct lvdom *dom_lv_next(const struct dom_lv *lv, const struct lvdom *prev)
+{
+	return prev ? prev->next : lv->list;
+}
+
+bool dom_lv_connected(const struct dom_lv *lv)
+{
+	return lv->conn != NULL;
+}
+
+const char *dom_lv_dom_name(const struct lvdom *d) { return d->name; }
+const char *dom_lv_dom_uuid(const struct lvdom *d) { return d->uuid; }
+int dom_lv_dom_id(const struct lvdom *d) { return d->id; }
+pid_t dom_lv_dom_pid(const struct lvdom *d) { return d->pid; }
+unsigned int dom_lv_dom_nr_vcpus(const struct lvdom *d) { return d->nr_vcpus; }
+const char *dom_lv_dom_agent_path(const struct lvdom *d) { return d->agent_path; }
+bool dom_lv_dom_selected(const struct lvdom *d) { return d->selected; }
+
+pid_t dom_lv_dom_vcpu_tid(const struct lvdom *d, unsigned int idx)
+{
+	return idx < d->nr_vcpus ? d->vcpu_tid[idx] : -1;
+}
+
+const char *dom_lv_dom_state(const struct lvdom *d)
+{
+	switch (d->state) {
+	case VIR_DOMAIN_RUNNING:
+		return "running";
+	case VIR_DOMAIN_BLOCKED:
+		return "blocked";
+	case VIR_DOMAIN_PAUSED:
+		return "paused";
+	case VIR_DOMAIN_SHUTDOWN:
+		return "shutting-down";
+	case VIR_DOMAIN_CRASHED:
+		return "crashed";
+	case VIR_DOMAIN_PMSUSPENDED:
+		return "pmsuspended";
+	default:
+		return "unknown";
+	}
+}
+
+/* ---- the domain-backend ops (dom_backend.h) -------------------------------------------- */
+
+struct lv_backend {
+	struct dom_lv *lv;
+	/* the refresh in progress */
+	const struct dom_ops *ops;
+	void *ctx;
+};
+
+static void be_added(void *ctx, const struct lvdom *d)
+{
+	struct lv_backend *b = ctx;
+
+	if (d->dd && b->ops && b->ops->added)
+		b->ops->added(b->ctx, d->dd);
+}
+
+static void be_removed(void *ctx, const struct lvdom *d)
+{
+	struct lv_backend *b = ctx;
+
+	if (d->dd && b->ops && b->ops->removed)
+		b->ops->removed(b->ctx, d->dd);
+}
+
+static void be_changed(void *ctx, const struct lvdom *d, unsigned int what)
+{
+	struct lv_backend *b = ctx;
+
+	if (!d->dd || !b->ops)
+		return;
+	if ((what & DOM_LV_CHANGED_VCPUS) && b->ops->vcpus_changed)
+		b->ops->vcpus_changed(b->ctx, d->dd);
+	if ((what & ~DOM_LV_CHANGED_VCPUS) && b->ops->changed)
+		b->ops->changed(b->ctx, d->dd);
+}
+
+static const struct dom_lv_ops be_lv_ops = {
+	.added = be_added, .removed = be_removed, .changed = be_changed,
+};
+
+static int be_open(const struct dom_config *cfg, void **state)
+{
+	struct dom_lv_config lc;
+	struct lv_backend *b;
+	int ret;
+
+	*state = NULL;
+	memset(&lc, 0, sizeof(lc));
+	if (cfg) {
+		lc.uri = cfg->libvirt_uri;
+		lc.proc_root = cfg->proc_root;
+		lc.names = cfg->names;
+		lc.select_all = cfg->names_all;
+	}
+	if (!lc.uri)
+		lc.uri = getenv("LIBVIRT_DEFAULT_URI");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	ret = dom_lv_open(&lc, &b->lv);
+	if (ret) {
+		/* said once, at start: the daemon then tries the next backend */
+		du_info("libvirt: no libvirtd at %s (%s)", lc.uri ? lc.uri : DOM_LV_DEFAULT_URI,
+			lv_errmsg());
+		free(b);
+		return ret;
+	}
+	*state = b;
+	return 0;
+}
+
+static int be_fd(void *state)
+{
+	return dom_lv_fd(((struct lv_backend *)state)->lv);
+}
+
+static int be_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	struct lv_backend *b = state;
+	int ret;
+
+	b->ops = ops;
+	b->ctx = ctx;
+	ret = dom_lv_refresh(b->lv, &be_lv_ops, b);
+	b->ops = NULL;
+	b->ctx = NULL;
+	return ret < 0 ? ret : 0;
+}
+
+static int be_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
+			 int *vcpu_out)
+{
+	const struct lvdom *ld = dom_lv_lookup_pid(((struct lv_backend *)state)->lv, pid, tid,
+						   vcpu_out);
+
+	*d = ld ? ld->dd : NULL;
+	if (!*d) {
+		*vcpu_out = -1;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int be_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
+		     const struct dom_domain **d, int *vcpu_out)
+{
+	int ret;
+
+	*d = NULL;
+	*vcpu_out = -1;
+	if (key_ns != DP_DOMKEY_HOST_PID || key == 0 || key > INT_MAX)
+		return -ENOENT;
+	ret = be_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
+	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN && vcpu < DOM_VCPU_MAX)
+		*vcpu_out = (int)vcpu;
+	return ret;
+}
+
+static const struct dom_domain *be_next(void *state, const struct dom_domain *prev)
+{
+	const struct dom_lv *lv = ((struct lv_backend *)state)->lv;
+	const struct lvdom *ld = prev ? dom_domain_priv(prev) : NULL;
+
+	for (ld = dom_lv_next(lv, ld); ld && !ld->dd; ld = dom_lv_next(lv, ld))
+		;
+	return ld ? ld->dd : NULL;
+}
+
+static void be_close(void *state)
+{
+	struct lv_backend *b = state;
+
+	if (!b)
+		return;
+	dom_lv_close(b->lv);
+	free(b);
+}
+
+const struct dom_backend_ops dom_backend_libvirt = {
+	.name = "libvirt",
+	.open = be_open,
+	.fd = be_fd,
+	.refresh = be_refresh,
+	.lookup = be_lookup,
+	.lookup_pid = be_lookup_pid,
+	.next = be_next,
+	.close = be_close,
+};

