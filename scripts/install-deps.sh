@@ -13,7 +13,7 @@ pkgs=(
 	linux-perf procps time groff-base man-db
 )
 lab_pkgs=(
-	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs
+	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs xz-utils
 	linux-image-amd64 linux-headers-amd64 debootstrap
 )
 [ "${1:-}" = --lab ] && pkgs+=("${lab_pkgs[@]}")
