@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,15 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect_perf.h"
+#include "opd_collector.h"
 #include "opd_procfs.h"
+#include "opd_snapshot.h"
 #include "raw/raw_stream.h"
 #include "util/du_log.h"
 
 #define MAX_CPUS	4096
 #define POLL_MS		200
-/* agent channels polled with the rings */
-#define MAX_AGENT_FDS	256
 /* Context TIME records are emitted when time moved by this much: enough
  * for the daemon's exit lingering, without a TIME before every sample. */
 #define TIME_GRAIN_NS	1000000ULL
@@ -67,7 +65,6 @@ struct id_ev {
 };
 
 struct collect_perf {
-	struct opd_daemon *d;
 	const struct opd_conf *conf;
 	struct raw_writer *w;
 	struct pcpu *cpus;
@@ -97,41 +94,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int copy_file(const char *from, const char *session, const char *name)
-{
-	char path[PATH_MAX], tmp[PATH_MAX], buf[65536];
-	int in, out, ret = 0;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", session, name);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", session, name);
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0) {
-		ret = -errno;
-		goto out_in;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0) {
-		if (write(out, buf, (size_t)n) != n) {
-			ret = -EIO;
-			break;
-		}
-	}
-	if (n < 0)
-		ret = -errno;
-	if (close(out) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-out_in:
-	close(in);
-	return ret;
-}
-
 static int cmp_id(const void *a, const void *b)
 {
 	const struct id_ev *x = a, *y = b;
@@ -156,8 +118,10 @@ static uint32_t id_to_event(const struct collect_perf *p, uint64_t id)
 	return p->conf->nr_events;	/* the daemon counts it as a bad event */
 }
 
-void collect_perf_close(struct collect_perf *p)
+static void perf_close(void *state)
 {
+	struct collect_perf *p = state;
+
 	if (!p)
 		return;
 	for (int i = 0; i < p->nr_cpus; i++) {
@@ -175,142 +139,157 @@ void collect_perf_close(struct collect_perf *p)
 	free(p);
 }
 
-struct collect_perf *collect_perf_open(struct opd_daemon *d, const struct ev_table *t,
-				       char *err, size_t errlen)
+static int map_ring(struct collect_perf *p, struct pcpu *pc, long pagesz)
 {
-	const struct opd_conf *conf = d->conf;
-	struct collect_perf *p;
-	long pagesz = sysconf(_SC_PAGESIZE);
-	int cpus[MAX_CPUS];
-	int n, ret;
-
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
+	pc->base = mmap(NULL, p->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, pc->fd, 0);
+	if (pc->base == MAP_FAILED) {
+		pc->base = NULL;
+		du_err("mmap of the cpu %d ring buffer: %s", pc->cpu, strerror(errno));
+		return -errno;
 	}
-	p->d = d;
-	p->conf = conf;
-	n = opd_procfs_cpu_list("/sys/devices/system/cpu/online", cpus, MAX_CPUS);
+	pc->meta = pc->base;
+	pc->data = (uint8_t *)pc->base + pagesz;
+	pc->size = (uint64_t)p->conf->perf_pages * (uint64_t)pagesz;
+	if (pc->meta->data_size) {
+		pc->data = (uint8_t *)pc->base + pc->meta->data_offset;
+		pc->size = pc->meta->data_size;
+	}
+	return 0;
+}
+
+static void fill_attr(const struct opd_conf *conf, unsigned int e, long pagesz,
+		      struct perf_event_attr *attr)
+{
+	attr->size = sizeof(*attr);
+	attr->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			    PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	attr->disabled = 1;
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC;
+	attr->sample_id_all = 1;
+	attr->watermark = 1;
+	attr->wakeup_watermark = (uint32_t)(conf->perf_pages * (size_t)pagesz / 4);
+	if (e == 0) {
+		attr->mmap = 1;	/* the kernel matches exec mmaps on it */
+		attr->mmap2 = 1;
+		attr->comm = 1;
+		attr->comm_exec = 1;
+		attr->task = 1;
+	}
+}
+
+/* Open every event on one CPU; the first owns the ring, the others
+ * write into it. */
+static int open_cpu(struct collect_perf *p, const struct ev_table *t, struct pcpu *pc,
+		    long pagesz)
+{
+	const struct opd_conf *conf = p->conf;
+
+	for (unsigned int e = 0; e < conf->nr_events; e++) {
+		struct perf_event_attr attr;
+		long fd;
+		int ret;
+
+		memset(&attr, 0, sizeof(attr));
+		ret = ev_spec_to_perf(t, &conf->events[e], &attr);
+		if (ret) {
+			du_err("event %s: cannot program it: %s", conf->events[e].name, strerror(-ret));
+			return ret;
+		}
+		fill_attr(conf, e, pagesz, &attr);
+		fd = perf_open(&attr, pc->cpu);
+		if (fd < 0) {
+			int e2 = errno;
+
+			du_err("perf_event_open(%s, cpu %d): %s%s", conf->events[e].name, pc->cpu,
+			       strerror(e2),
+			       e2 == EACCES || e2 == EPERM ?
+			       " (run as root or lower /proc/sys/kernel/perf_event_paranoid)" :
+			       e2 == ENOENT || e2 == EOPNOTSUPP ? " (event not supported here)" : "");
+			return -e2;
+		}
+		p->fds[p->nr_fds++] = (int)fd;
+		if (ioctl((int)fd, PERF_EVENT_IOC_ID, &p->ids[p->nr_ids].id)) {
+			du_err("PERF_EVENT_IOC_ID: %s", strerror(errno));
+			return -errno;
+		}
+		p->ids[p->nr_ids++].event = e;
+		if (e == 0) {
+			pc->fd = (int)fd;
+			ret = map_ring(p, pc, pagesz);
+			if (ret)
+				return ret;
+		} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, pc->fd)) {
+			du_err("PERF_EVENT_IOC_SET_OUTPUT: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int perf_alloc(struct collect_perf *p)
+{
+	int cpus[MAX_CPUS];
+	int n = opd_procfs_cpu_list("/sys/devices/system/cpu/online", cpus, MAX_CPUS);
+
 	if (n < 0) {
-		snprintf(err, errlen, "cannot read /sys/devices/system/cpu/online: %s", strerror(-n));
-		errno = -n;
-		goto out_close;
+		du_err("cannot read /sys/devices/system/cpu/online: %s", strerror(-n));
+		return n;
 	}
 	p->nr_cpus = n;
 	p->cpus = calloc((size_t)n, sizeof(*p->cpus));
-	p->fds = calloc((size_t)n * conf->nr_events, sizeof(*p->fds));
-	p->ids = calloc((size_t)n * conf->nr_events, sizeof(*p->ids));
+	p->fds = calloc((size_t)n * p->conf->nr_events, sizeof(*p->fds));
+	p->ids = calloc((size_t)n * p->conf->nr_events, sizeof(*p->ids));
 	if (!p->cpus || !p->fds || !p->ids) {
-		snprintf(err, errlen, "out of memory");
-		errno = ENOMEM;
-		goto out_close;
+		du_err("out of memory");
+		return -ENOMEM;
 	}
-	p->mmap_len = (size_t)(conf->perf_pages + 1) * (size_t)pagesz;
 	for (int i = 0; i < n; i++) {
-		struct pcpu *pc = &p->cpus[i];
+		p->cpus[i].cpu = cpus[i];
+		p->cpus[i].fd = -1;
+	}
+	return 0;
+}
 
-		pc->cpu = cpus[i];
-		pc->fd = -1;
-		for (unsigned int e = 0; e < conf->nr_events; e++) {
-			struct perf_event_attr attr;
-			long fd;
+/* Open the counters (disabled) and their ring buffers, copy kallsyms and
+ * modules into the session. */
+static int perf_open_ops(const struct opd_collector_args *a, void **state)
+{
+	struct collect_perf *p;
+	long pagesz = sysconf(_SC_PAGESIZE);
+	int ret;
 
-			memset(&attr, 0, sizeof(attr));
-			ret = ev_spec_to_perf(t, &conf->events[e], &attr);
-			if (ret) {
-				snprintf(err, errlen, "event %s: cannot program it: %s",
-					 conf->events[e].name, strerror(-ret));
-				errno = -ret;
-				goto out_close;
-			}
-			attr.size = sizeof(attr);
-			attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
-					   PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-			attr.disabled = 1;
-			attr.use_clockid = 1;
-			attr.clockid = CLOCK_MONOTONIC;
-			attr.sample_id_all = 1;
-			attr.watermark = 1;
-			attr.wakeup_watermark = (uint32_t)(conf->perf_pages * (size_t)pagesz / 4);
-			if (e == 0) {
-				attr.mmap = 1;	/* the kernel matches exec mmaps on it */
-				attr.mmap2 = 1;
-				attr.comm = 1;
-				attr.comm_exec = 1;
-				attr.task = 1;
-			}
-			fd = perf_open(&attr, pc->cpu);
-			if (fd < 0) {
-				int e2 = errno;
-
-				snprintf(err, errlen, "perf_event_open(%s, cpu %d): %s%s", conf->events[e].name,
-					 pc->cpu, strerror(e2),
-					 e2 == EACCES || e2 == EPERM ?
-					 " (run as root or lower /proc/sys/kernel/perf_event_paranoid)" :
-					 e2 == ENOENT || e2 == EOPNOTSUPP ? " (event not supported here)" : "");
-				errno = e2;
-				goto out_close;
-			}
-			p->fds[p->nr_fds++] = (int)fd;
-			if (ioctl((int)fd, PERF_EVENT_IOC_ID, &p->ids[p->nr_ids].id)) {
-				snprintf(err, errlen, "PERF_EVENT_IOC_ID: %s", strerror(errno));
-				goto out_close;
-			}
-			p->ids[p->nr_ids++].event = e;
-			if (e == 0) {
-				pc->fd = (int)fd;
-				pc->base = mmap(NULL, p->mmap_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-				if (pc->base == MAP_FAILED) {
-					pc->base = NULL;
-					snprintf(err, errlen, "mmap of the cpu %d ring buffer: %s", pc->cpu,
-						 strerror(errno));
-					goto out_close;
-				}
-				pc->meta = pc->base;
-				pc->data = (uint8_t *)pc->base + pagesz;
-				pc->size = (uint64_t)conf->perf_pages * (uint64_t)pagesz;
-				if (pc->meta->data_size) {
-					pc->data = (uint8_t *)pc->base + pc->meta->data_offset;
-					pc->size = pc->meta->data_size;
-				}
-			} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, pc->fd)) {
-				snprintf(err, errlen, "PERF_EVENT_IOC_SET_OUTPUT: %s", strerror(errno));
-				goto out_close;
-			}
-		}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		du_err("out of memory");
+		return -ENOMEM;
+	}
+	p->conf = a->conf;
+	ret = perf_alloc(p);
+	if (ret)
+		goto out_close;
+	p->mmap_len = (size_t)(p->conf->perf_pages + 1) * (size_t)pagesz;
+	for (int i = 0; i < p->nr_cpus; i++) {
+		ret = open_cpu(p, a->events, &p->cpus[i], pagesz);
+		if (ret)
+			goto out_close;
 	}
 	qsort(p->ids, (size_t)p->nr_ids, sizeof(*p->ids), cmp_id);
-	p->w = raw_writer_new(opd_daemon_sink, d, 256 * 1024);
+	p->w = raw_writer_new(a->sink->feed, a->sink->ctx, 256 * 1024);
 	if (!p->w) {
-		snprintf(err, errlen, "raw writer: %s", strerror(errno));
+		ret = -errno;
+		du_err("raw writer: %s", strerror(errno));
 		goto out_close;
 	}
-	ret = copy_file("/proc/kallsyms", conf->session_dir, "kallsyms");
-	if (ret)
-		du_warn("cannot copy /proc/kallsyms to the session: %s", strerror(-ret));
-	ret = copy_file("/proc/modules", conf->session_dir, "modules");
-	if (ret == -ENOENT) {
-		/* a kernel without modules: an empty list, not a missing file */
-		char path[PATH_MAX];
-		int fd;
-
-		snprintf(path, sizeof(path), "%s/modules", conf->session_dir);
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			close(fd);
-	} else if (ret) {
-		du_warn("cannot copy /proc/modules to the session: %s", strerror(-ret));
-	}
-	du_info("perf collector: %d cpus, %u events, %u pages per ring", p->nr_cpus, conf->nr_events,
-		conf->perf_pages);
-	return p;
+	opd_snapshot_copy_kernel(NULL, p->conf->session_dir);
+	du_info("perf collector: %d cpus, %u events, %u pages per ring", p->nr_cpus,
+		p->conf->nr_events, p->conf->perf_pages);
+	*state = p;
+	return 0;
 
 out_close:
-	ret = errno;
-	collect_perf_close(p);
-	errno = ret ? ret : EINVAL;
-	return NULL;
+	perf_close(p);
+	return ret ? ret : -EINVAL;
 }
 
 /* ---- context tracking on the writer side ---- */
@@ -638,77 +617,6 @@ static int collect_round(struct collect_perf *p)
 	return 0;
 }
 
-/* ---- the present at start ---- */
-
-struct synth {
-	struct collect_perf *p;
-	int n;
-};
-
-static int synth_map(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t len)
-{
-	struct synth *s = ctx;
-
-	s->n++;
-	return raw_put_mmap(s->p->w, m, path, len);
-}
-
-static int synth_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, size_t len)
-{
-	struct synth *s = ctx;
-
-	s->n++;
-	return raw_put_kmod(s->p->w, start, size, name, len);
-}
-
-static int synthesize(struct collect_perf *p)
-{
-	struct synth s = { p, 0 };
-	uint64_t kstart, kend;
-	struct dirent *de;
-	int ret, nproc = 0;
-	DIR *dir;
-
-	ret = put_time(p, now_ns(), true);
-	if (ret)
-		return ret;
-	if (!opd_procfs_kernel_range("/proc/kallsyms", &kstart, &kend)) {
-		ret = raw_put_kmod(p->w, kstart, kend - kstart, "vmlinux", 7);
-		if (ret)
-			return ret;
-	} else {
-		du_warn("no _text/_etext in /proc/kallsyms: kernel samples will be unresolved");
-	}
-	ret = opd_procfs_modules("/proc/modules", synth_kmod, &s);
-	if (ret < 0 && ret != -ENOENT)
-		du_warn("cannot read /proc/modules: %s", strerror(-ret));
-	dir = opendir("/proc");
-	if (!dir)
-		return -errno;
-	while ((de = readdir(dir))) {
-		char comm[16], *end;
-		long pid = strtol(de->d_name, &end, 10);
-
-		if (*end || pid <= 0)
-			continue;
-		/* a process that exits while we read it is simply skipped */
-		if (opd_procfs_comm("/proc", (pid_t)pid, comm))
-			continue;
-		ret = raw_put_comm(p->w, (uint32_t)pid, (uint32_t)pid, 0, comm);
-		if (ret)
-			break;
-		ret = opd_procfs_maps("/proc", (pid_t)pid, synth_map, &s);
-		if (ret > 0 || ret == -ENOENT || ret == -ESRCH || ret == -EACCES)
-			ret = 0;
-		if (ret)
-			break;
-		nproc++;
-	}
-	closedir(dir);
-	du_info("synthesized %d processes, %d mappings and modules", nproc, s.n);
-	return ret;
-}
-
 static int set_enabled(struct collect_perf *p, bool on)
 {
 	for (int i = 0; i < p->nr_fds; i++)
@@ -717,10 +625,11 @@ static int set_enabled(struct collect_perf *p, bool on)
 	return 0;
 }
 
-int collect_perf_run(struct collect_perf *p)
+/* Stream header, the present (opd_snapshot), then enable the counters. */
+static int perf_start(void *state)
 {
+	struct collect_perf *p = state;
 	struct dp_raw_event ev[DP_RAW_MAX_EVENTS];
-	struct pollfd *pfd;
 	int ret;
 
 	memset(ev, 0, sizeof(ev));
@@ -735,51 +644,72 @@ int collect_perf_run(struct collect_perf *p)
 	ret = raw_put_header(p->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_PERF, now_ns(), ev,
 			     p->conf->nr_events);
 	if (!ret)
-		ret = synthesize(p);
+		ret = put_time(p, now_ns(), true);
+	if (!ret)
+		ret = opd_snapshot_write(p->w, NULL);
 	if (!ret)
 		ret = raw_writer_flush(p->w);
 	if (ret) {
 		du_err("perf collector: cannot start: %s", strerror(-ret));
 		return ret;
 	}
-	pfd = calloc((size_t)p->nr_cpus + MAX_AGENT_FDS, sizeof(*pfd));
-	if (!pfd)
-		return -ENOMEM;
-	for (int i = 0; i < p->nr_cpus; i++) {
-		pfd[i].fd = p->cpus[i].fd;
-		pfd[i].events = POLLIN;
-	}
 	ret = set_enabled(p, true);
-	if (ret) {
+	if (ret)
 		du_err("cannot enable the counters: %s", strerror(-ret));
-		goto out_free;
-	}
-	while (!opd_daemon_service(p->d)) {
-		size_t na = opd_daemon_pollfds(p->d, pfd + p->nr_cpus, MAX_AGENT_FDS);
-
-		if (poll(pfd, (nfds_t)p->nr_cpus + na, POLL_MS) < 0 && errno != EINTR) {
-			ret = -errno;
-			du_err("poll: %s", strerror(errno));
-			break;
-		}
-		opd_daemon_polled(p->d, pfd + p->nr_cpus, na);
-		ret = collect_round(p);
-		/* flushing each round makes a dump cover everything read so far */
-		if (!ret)
-			ret = raw_writer_flush(p->w);
-		if (ret) {
-			du_err("perf collector: %s", strerror(-ret));
-			break;
-		}
-	}
-	set_enabled(p, false);
-	/* drain what the rings still hold */
-	if (!ret)
-		ret = collect_round(p);
-	if (!ret)
-		ret = raw_writer_flush(p->w);
-
-out_free:
-	free(pfd);
 	return ret;
 }
+
+static size_t perf_pollfds(void *state, struct pollfd *pfd, size_t max)
+{
+	struct collect_perf *p = state;
+	size_t n = 0;
+
+	for (int i = 0; i < p->nr_cpus && n < max; i++, n++) {
+		pfd[n].fd = p->cpus[i].fd;
+		pfd[n].events = POLLIN;
+		pfd[n].revents = 0;
+	}
+	return n;
+}
+
+/* Every ring is read each round (the merge by time needs them all), so
+ * which fds poll() flagged does not matter. */
+static int perf_read(void *state, const struct pollfd *pfd, size_t n)
+{
+	struct collect_perf *p = state;
+	int ret;
+
+	(void)pfd;
+	(void)n;
+	ret = collect_round(p);
+	/* flushing each round makes a dump cover everything read so far */
+	if (!ret)
+		ret = raw_writer_flush(p->w);
+	if (ret)
+		du_err("perf collector: %s", strerror(-ret));
+	return ret;
+}
+
+/* Disable, then drain what the rings still hold. */
+static int perf_stop(void *state)
+{
+	struct collect_perf *p = state;
+	int ret;
+
+	set_enabled(p, false);
+	ret = collect_round(p);
+	if (!ret)
+		ret = raw_writer_flush(p->w);
+	return ret;
+}
+
+const struct opd_collector_ops opd_collector_perf = {
+	.name = "perf",
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_LIVE | OPD_CAP_EVENTS,
+	.open = perf_open_ops,
+	.pollfds = perf_pollfds,
+	.start = perf_start,
+	.read = perf_read,
+	.stop = perf_stop,
+	.close = perf_close,
+};

@@ -10,7 +10,7 @@ void opd_conf_defaults(struct opd_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->session_dir = DP_DEFAULT_SESSION_DIR;
-	c->collector = OPD_COLLECT_PERF;
+	c->collector = "perf";
 	c->events_dir = ev_default_dir();
 	c->separate_str = "none";
 	c->max_open_files = 512;

@@ -11,6 +11,8 @@
 #include "domprof/raw.h"
 #include "events/ev.h"
 
+struct dom_backend_ops;
+
 /* --separate bits (OProfile semantics) */
 #define OPD_SEP_LIB	0x1
 #define OPD_SEP_KERNEL	0x2	/* implies OPD_SEP_LIB */
@@ -18,11 +20,9 @@
 #define OPD_SEP_CPU	0x8
 #define OPD_SEP_ALL	(OPD_SEP_LIB | OPD_SEP_KERNEL | OPD_SEP_THREAD | OPD_SEP_CPU)
 
-enum opd_collector { OPD_COLLECT_PERF, OPD_COLLECT_FILE };
-
 struct opd_conf {
 	const char *session_dir;
-	enum opd_collector collector;
+	const char *collector;		/* --collector NAME (opd_collector.h) */
 	const char *input;		/* --input, for the file collector */
 	const char *record;		/* --record, NULL if not recording */
 	const char *events_dir;
@@ -31,6 +31,9 @@ struct opd_conf {
 	 * backend) and attribute guest and {vmm} samples to them by name.
 	 * Off in replay, whose pids are another time's. */
 	bool track_domains;
+	const char *domain_backend;	/* --domain-backend NAME; NULL: auto */
+	/* Tests: this backend instead of the one named (a fake). */
+	const struct dom_backend_ops *domain_backend_ops;
 	const char *domains_proc_root;	/* NULL: "/proc" (tests: a fake tree) */
 	const char *separate_str;	/* as given, for session.conf */
 	unsigned int separate;		/* OPD_SEP_* */

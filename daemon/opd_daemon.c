@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,15 @@
 
 struct opd_sigflags opd_sig;
 
-static const char *collector_name(enum opd_collector c)
+/* Poll timeout while the collector has fds: signals interrupt it, and
+ * domain rescans and batch flushes are due about once a second. */
+#define POLL_MS 200
+/* pollfds: the collector's (a ring per CPU) and the agent channels' */
+#define MAX_POLLFDS (4096 + 256)
+
+static int sink_decode(void *ctx, const void *buf, size_t len, size_t *used)
 {
-	return c == OPD_COLLECT_FILE ? "file" : "perf";
+	return opd_daemon_decode(ctx, buf, len, used);
 }
 
 static int header_hook(void *ctx, const struct raw_header *h)
@@ -39,7 +46,10 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	d->conf = conf;
 	d->record_fd = -1;
 	d->st.running = true;
-	d->st.collector = collector_name(conf->collector);
+	d->st.collector = conf->collector;
+	d->sink.ctx = d;
+	d->sink.feed = opd_daemon_sink;
+	d->sink.decode = sink_decode;
 	d->st.start_time = (int64_t)time(NULL);
 	if (snprintf(path, sizeof(path), "%s/samples/current", conf->session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
@@ -137,19 +147,37 @@ void opd_daemon_fini(struct opd_daemon *d)
 	d->record_fd = -1;
 }
 
+/* A failed write stops the recording, not the profile. */
+static void tee_record(struct opd_daemon *d, const void *buf, size_t len)
+{
+	int ret;
+
+	if (d->record_fd < 0 || !len)
+		return;
+	ret = du_write_all(d->record_fd, buf, len);
+	if (ret) {
+		du_err("writing record file %s: %s; recording stopped", d->conf->record,
+		       strerror(-ret));
+		close(d->record_fd);
+		d->record_fd = -1;
+	}
+}
+
 int opd_daemon_feed(struct opd_daemon *d, const void *buf, size_t len)
 {
-	if (d->record_fd >= 0 && !d->record_raw) {
-		int ret = du_write_all(d->record_fd, buf, len);
-
-		if (ret) {
-			du_err("writing record file %s: %s; recording stopped", d->conf->record,
-			       strerror(-ret));
-			close(d->record_fd);
-			d->record_fd = -1;
-		}
-	}
+	tee_record(d, buf, len);
 	return opd_stream_feed(d->stream, buf, len);
+}
+
+int opd_daemon_decode(struct opd_daemon *d, const void *buf, size_t len, size_t *used)
+{
+	int ret;
+
+	*used = 0;
+	ret = opd_stream_decode(d->stream, buf, len, used);
+	if (!ret)
+		tee_record(d, buf, *used);
+	return ret;
 }
 
 int opd_daemon_sink(void *ctx, const void *buf, size_t len)
@@ -183,16 +211,20 @@ static int sync_session(const char *dir)
 
 int opd_daemon_dump(struct opd_daemon *d)
 {
+	int ret = 0;
+
 	/* a dump covers every guest sample so far, with what is known */
 	opd_trans_drain_guests(&d->trans, mono_ns(), true);
 	/* No msync: the sample files are shared mappings of the page cache,
 	 * so opreport sees every count as soon as the batch is applied, and a
 	 * killed daemon loses none of them.  Durability is the stop's job. */
 	opd_batch_flush(d->batch);
-	if (d->record_fd >= 0)
-		fdatasync(d->record_fd);
+	if (d->record_fd >= 0 && fdatasync(d->record_fd)) {
+		ret = -errno;
+		du_warn("syncing record file %s: %s", d->conf->record, strerror(errno));
+	}
 	d->st.dumps++;
-	return opd_daemon_write_stats(d);
+	return opd_daemon_write_stats(d) ? : ret;
 }
 
 int opd_daemon_stop(struct opd_daemon *d)
@@ -258,6 +290,8 @@ void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n)
 
 bool opd_daemon_service(struct opd_daemon *d)
 {
+	int ret;
+
 	if (opd_sig.hup) {
 		opd_sig.hup = 0;
 		if (opd_log_reopen())
@@ -268,8 +302,11 @@ bool opd_daemon_service(struct opd_daemon *d)
 	opd_batch_flush_due(d->batch, mono_ns(), 1000000000ULL);
 	if (opd_sig.dump) {
 		opd_sig.dump = 0;
-		opd_daemon_dump(d);
-		du_debug("dump %" PRIu64 " done", d->st.dumps);
+		ret = opd_daemon_dump(d);
+		if (ret)
+			du_err("dump %" PRIu64 " incomplete: %s", d->st.dumps, strerror(-ret));
+		else
+			du_debug("dump %" PRIu64 " done", d->st.dumps);
 	}
 	if (d->domains && opd_domains_scan_due(d->domains, mono_ns()))
 		opd_daemon_scan_domains(d);
@@ -308,10 +345,10 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 			h->events[i].unit_mask, !!(h->events[i].flags & DP_RAW_EV_KERNEL),
 			!!(h->events[i].flags & DP_RAW_EV_USER));
 	fprintf(f, "separate %s\n", d->conf->separate_str ? d->conf->separate_str : "none");
-	fprintf(f, "collector %s\n", collector_name(d->conf->collector));
+	fprintf(f, "collector %s\n", d->conf->collector);
 	if (d->conf->domains)
 		fprintf(f, "domains %s\n", d->conf->domains);
-	if (d->conf->collector == OPD_COLLECT_FILE && d->conf->input)
+	if (d->conf->input)
 		fprintf(f, "input %s\n", d->conf->input);
 	if (fclose(f) || rename(tmp, path)) {
 		ret = -errno;
@@ -323,4 +360,47 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 out_err:
 	du_err("cannot write %s: %s", path, strerror(-ret));
 	return ret;
+}
+
+/* One turn's wait: the collector's fds and the agents'.  A collector
+ * without fds (a file) is always ready: then only a look at the agents. */
+static int loop_poll(struct opd_daemon *d, const struct opd_collector_ops *ops, void *state,
+		     struct pollfd *pfd, size_t *nc)
+{
+	size_t na;
+
+	*nc = ops->pollfds(state, pfd, MAX_POLLFDS);
+	na = opd_daemon_pollfds(d, pfd + *nc, MAX_POLLFDS - *nc);
+	if (*nc + na && poll(pfd, (nfds_t)(*nc + na), *nc ? POLL_MS : 0) < 0 && errno != EINTR) {
+		du_err("poll: %s", strerror(errno));
+		return -errno;
+	}
+	opd_daemon_polled(d, pfd + *nc, na);
+	return 0;
+}
+
+int opd_daemon_run(struct opd_daemon *d, const struct opd_collector_ops *ops, void *state)
+{
+	struct pollfd *pfd;
+	size_t nc;
+	int ret, sret;
+
+	ret = ops->start(state);
+	if (ret)
+		return ret;
+	pfd = calloc(MAX_POLLFDS, sizeof(*pfd));
+	if (!pfd)
+		return -ENOMEM;
+	while (!opd_daemon_service(d)) {
+		ret = loop_poll(d, ops, state, pfd, &nc);
+		if (!ret)
+			ret = ops->read(state, pfd, nc);
+		if (ret)
+			break;
+	}
+	free(pfd);
+	if (ret == OPD_COLLECT_EOF)
+		ret = 0;
+	sret = ops->stop(state);
+	return ret ? ret : sret;
 }

@@ -13,6 +13,7 @@
 
 #include "opd_batch.h"
 #include "opd_agent.h"
+#include "opd_collector.h"
 #include "opd_conf.h"
 #include "opd_domain.h"
 #include "opd_image.h"
@@ -44,7 +45,7 @@ struct opd_daemon {
 	struct opd_trans trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
-	bool record_raw;	/* collector writes the record itself */
+	struct opd_raw_sink sink;	/* what collectors write into: this daemon */
 	bool conf_written;
 };
 
@@ -56,10 +57,20 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 /* Close everything (no sync). */
 void opd_daemon_fini(struct opd_daemon *d);
 
-/* Raw stream bytes from the collector: tee to the record file, decode. */
+/* Raw stream bytes from the collector: tee to the record file, decode
+ * (d->sink.feed). */
 int opd_daemon_feed(struct opd_daemon *d, const void *buf, size_t len);
 /* raw_sink_fn adapter for a raw_writer whose sink is the daemon. */
 int opd_daemon_sink(void *ctx, const void *buf, size_t len);
+/* Whole records in place (d->sink.decode): decode, then tee what was used. */
+int opd_daemon_decode(struct opd_daemon *d, const void *buf, size_t len, size_t *used);
+
+/*
+ * Run an opened collector: start it, then loop (signals and dumps, poll
+ * of its fds and the agent channels, read) until a signal asks to stop or
+ * its input ends, then stop it.  0, or -errno (logged) from the collector.
+ */
+int opd_daemon_run(struct opd_daemon *d, const struct opd_collector_ops *ops, void *state);
 
 /* msync all sample files, dumps+1, rewrite stats.  0 or -errno. */
 int opd_daemon_dump(struct opd_daemon *d);
@@ -77,8 +88,8 @@ int opd_daemon_scan_domains(struct opd_daemon *d);
  * when due (about once a second).  True when asked to stop. */
 bool opd_daemon_service(struct opd_daemon *d);
 
-/* Pollfds of the agent channels for the collector's poll (up to @max),
- * and the I/O and filing of held guest samples after it. */
+/* Pollfds of the agent channels for the loop's poll (up to @max), and
+ * the I/O and filing of held guest samples after it. */
 size_t opd_daemon_pollfds(struct opd_daemon *d, struct pollfd *pfd, size_t max);
 void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n);
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dom.h"
+#include "dom_backend.h"
 #include "opd_domain.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
@@ -25,12 +25,17 @@
 struct dentry {
 	struct opd_dom pub;
 	const struct dom_domain *d;	/* NULL once stopped */
+	/* its key in the DOMAIN records, for samples after it stopped */
+	uint32_t key_ns;
+	uint64_t key;
+	const char *hypervisor;		/* static string from the backend */
 	char uuid[DOM_UUID_STRLEN + 1];
 	bool uuid_cmdline;
 	unsigned int vcpus;
 	char *agent_path;
 	char *esc;			/* escaped name: SESSION/domains/<esc> */
 	int64_t first_seen, last_seen;
+	enum dom_state state;		/* as the backend said, while running */
 	uint64_t stopped_ns;
 	struct dentry *next;
 };
@@ -40,7 +45,8 @@ struct opd_domains {
 	struct opd_stats *st;
 	struct opd_images *images;
 	struct opd_sfiles *sfiles;
-	struct dom_table *table;
+	const struct dom_backend_ops *be;	/* the domain backend */
+	void *bstate;
 	char **names;			/* selection, NULL-terminated; NULL: all */
 	struct dentry *list;
 	uint64_t last_scan_ns;
@@ -116,11 +122,19 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 	memset(&dc, 0, sizeof(dc));
 	dc.proc_root = conf->domains_proc_root;
 	dc.names = (const char *const *)ds->names;
-	ds->table = dom_table_new(&dc);
-	if (!ds->table) {
-		ret = -errno;
+	if (conf->domain_backend_ops) {
+		ds->be = conf->domain_backend_ops;
+		ret = ds->be->open(&dc, &ds->bstate);
+	} else {
+		ret = dom_backend_open(conf->domain_backend, &dc, &ds->be, &ds->bstate);
+	}
+	if (ret) {
+		du_err("no domain backend %s: %s", conf->domain_backend ? conf->domain_backend : "(auto)",
+		       strerror(-ret));
+		ds->be = NULL;
 		goto out_free;
 	}
+	du_info("domain backend: %s", ds->be->name);
 	return ds;
 
 out_free:
@@ -147,7 +161,8 @@ void opd_domains_free(struct opd_domains *ds)
 		next = e->next;
 		dentry_free(e);
 	}
-	dom_table_free(ds->table);
+	if (ds->be)
+		ds->be->close(ds->bstate);
 	free_names(ds->names);
 	free(ds);
 }
@@ -186,14 +201,14 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	put_escaped_line(f, e->pub.name->name);
 	fprintf(f, "uuid %s\n", e->uuid);
 	fprintf(f, "uuid_source %s\n", e->uuid_cmdline ? "cmdline" : "derived");
-	fprintf(f, "hypervisor qemu\n");
+	fprintf(f, "hypervisor %s\n", e->hypervisor);
 	fprintf(f, "pid %d\n", (int)e->pub.pid);
 	fprintf(f, "vcpus %u\n", e->vcpus);
 	fputs("agent_path ", f);
 	put_escaped_line(f, e->agent_path ? e->agent_path : "-");
 	fprintf(f, "first_seen %lld\n", (long long)e->first_seen);
 	fprintf(f, "last_seen %lld\n", (long long)e->last_seen);
-	fprintf(f, "state %s\n", e->pub.running ? "running" : "stopped");
+	fprintf(f, "state %s\n", dom_state_name(e->pub.running ? e->state : DOM_STATE_STOPPED));
 	if (fclose(f)) {
 		ret = -errno;
 		unlink(tmp);
@@ -332,23 +347,51 @@ static void unlink_entry(struct opd_domains *ds, struct dentry *e)
 	}
 }
 
+/* The key a backend's DOMAIN records use for @d. */
+static void domain_key(const struct dom_domain *d, uint32_t *ns, uint64_t *key)
+{
+	if (dom_domain_pid(d) > 0) {
+		*ns = DP_DOMKEY_HOST_PID;
+		*key = (uint64_t)dom_domain_pid(d);
+	} else {
+		*ns = DP_DOMKEY_XEN_DOMID;
+		*key = dom_domain_id(d);
+	}
+}
+
+/*
+ * Stopped domains that @d replaces are gone for good: the same domain
+ * started again (same UUID), or another one that now holds its key (a
+ * reused pid or domid), whose late samples would be misfiled.
+ */
+static void drop_stopped(struct opd_domains *ds, const struct dom_domain *d)
+{
+	struct dentry *o, *next;
+	uint32_t ns;
+	uint64_t key;
+
+	domain_key(d, &ns, &key);
+	for (o = ds->list; o; o = next) {
+		next = o->next;
+		if (o->pub.running)
+			continue;
+		if (strcasecmp(o->uuid, dom_domain_uuid(d)) && (o->key_ns != ns || o->key != key))
+			continue;
+		opd_sfiles_close_domain(ds->sfiles, o->pub.name);
+		unlink_entry(ds, o);
+		dentry_free(o);
+	}
+}
+
 static void on_added(void *ctx, const struct dom_domain *d)
 {
 	struct opd_domains *ds = ctx;
 	const char *name = dom_domain_name(d);
 	const char *agent = dom_domain_agent_path(d);
-	struct dentry *e, *o, *next;
+	struct dentry *e;
 	char esc[ESC_MAX];
 
-	/* a stopped domain whose pid is reused is gone for good */
-	for (o = ds->list; o; o = next) {
-		next = o->next;
-		if (!o->pub.running && o->pub.pid == dom_domain_pid(d)) {
-			opd_sfiles_close_domain(ds->sfiles, o->pub.name);
-			unlink_entry(ds, o);
-			dentry_free(o);
-		}
-	}
+	drop_stopped(ds, d);
 	if (dom_domain_safe_name(d, esc, sizeof(esc)) < 0) {
 		du_warn("domain of pid %d: name cannot be escaped; ignored", (int)dom_domain_pid(d));
 		return;
@@ -366,6 +409,9 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->pub.esc = e->esc;
 	e->pub.agent_path = e->agent_path;
 	e->pub.pid = dom_domain_pid(d);
+	domain_key(d, &e->key_ns, &e->key);
+	e->hypervisor = dom_domain_hypervisor(d);
+	e->state = dom_domain_state(d);
 	e->pub.selected = dom_domain_selected(d);
 	e->pub.running = true;
 	snprintf(e->uuid, sizeof(e->uuid), "%s", dom_domain_uuid(d));
@@ -440,7 +486,7 @@ int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
 	ds->last_scan_ns = mono_ns;
 	ds->scanned = true;
 	ds->wanted = false;
-	ret = dom_scan(ds->table, &ops, ds);
+	ret = ds->be->refresh(ds->bstate, &ops, ds);
 	if (ret)
 		return ret;
 	for (e = ds->list; e; e = next) {
@@ -457,22 +503,43 @@ int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
 	return ds->changes;
 }
 
-const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, uint32_t tid,
-					 int *vcpu)
+/* A domain that stopped moments ago, by its key. */
+static const struct opd_dom *find_stopped(struct opd_domains *ds, uint32_t key_ns, uint64_t key)
+{
+	for (struct dentry *e = ds->list; e; e = e->next)
+		if (!e->pub.running && e->key_ns == key_ns && e->key == key)
+			return &e->pub;
+	return NULL;
+}
+
+const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t key_ns, uint64_t key,
+					 uint32_t vcpu, uint32_t tid, int *vcpu_out)
 {
 	const struct dom_domain *d;
 	struct dentry *e;
 
-	*vcpu = -1;
-	if (!dom_lookup_task(ds->table, (pid_t)pid, (pid_t)tid, &d, vcpu)) {
+	if (!ds->be->lookup(ds->bstate, key_ns, key, vcpu, (pid_t)tid, &d, vcpu_out)) {
 		e = find_live(ds, d);
 		if (e)
 			return &e->pub;
 	}
-	for (e = ds->list; e; e = e->next)
-		if (!e->pub.running && e->pub.pid == (pid_t)pid)
+	*vcpu_out = -1;
+	return find_stopped(ds, key_ns, key);
+}
+
+const struct opd_dom *opd_domains_lookup_pid(struct opd_domains *ds, uint32_t pid, uint32_t tid,
+					     int *vcpu)
+{
+	const struct dom_domain *d;
+	struct dentry *e;
+
+	if (!ds->be->lookup_pid(ds->bstate, (pid_t)pid, (pid_t)tid, &d, vcpu)) {
+		e = find_live(ds, d);
+		if (e)
 			return &e->pub;
-	return NULL;
+	}
+	*vcpu = -1;
+	return find_stopped(ds, DP_DOMKEY_HOST_PID, pid);
 }
 
 const struct opd_dom *opd_domains_next(struct opd_domains *ds, const struct opd_dom *prev)

@@ -1,6 +1,7 @@
 /*
  * The daemon's view of the domains on a live host (DESIGN.md sections 1
- * and 4): domains/ finds them (procfs backend), this module keeps what
+ * and 4): domains/ finds them (a backend chosen by --domain-backend,
+ * dom_backend.h; this module talks only to its ops), this module keeps what
  * sample filing needs of each (its name as the sample files' {domain}
  * component, whether it is selected, its QEMU pid) and the per-domain
  * metadata file, and reacts to lifecycle changes:
@@ -17,8 +18,11 @@
  *
  * The info file holds "key value" lines: name (bytes outside printable
  * ASCII and '\' written as \xHH), uuid, uuid_source (cmdline|derived),
- * hypervisor (qemu), pid, vcpus, agent_path ("-" if none), first_seen,
- * last_seen (unix seconds), state (running|stopped).
+ * hypervisor (qemu|xen, from the backend), pid, vcpus, agent_path ("-" if none), first_seen,
+ * last_seen (unix seconds), state (running|paused|stopped).
+ *
+ * A domain is known by its UUID: a stopped domain's entry goes when a
+ * domain with its UUID (a restart) or its key (a reused pid) appears.
  *
  * Not used in replay: a recorded stream's pids are another time's.
  */
@@ -68,12 +72,20 @@ void opd_domains_free(struct opd_domains *ds);
 int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall);
 
 /*
- * The domain whose hypervisor process is @pid (a running one first, else
- * one that stopped moments ago), and in *@vcpu the vCPU thread @tid runs
- * (-1: another thread, or unknown).  NULL when @pid is no domain.
+ * The domain of a guest sample: its DOMAIN record's @key_ns and @key,
+ * its recorded @vcpu (DP_RAW_VCPU_UNKNOWN: found from host thread @tid).
+ * A running domain first, else one that stopped moments ago.  *@vcpu_out
+ * is the vCPU index or -1.  NULL when the key is no domain.
  */
-const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t pid, uint32_t tid,
-					 int *vcpu);
+const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t key_ns, uint64_t key,
+					 uint32_t vcpu, uint32_t tid, int *vcpu_out);
+
+/*
+ * The domain whose host process @pid is (its {vmm} work), as above; in
+ * *@vcpu the vCPU thread @tid runs (-1: another thread, or unknown).
+ */
+const struct opd_dom *opd_domains_lookup_pid(struct opd_domains *ds, uint32_t pid, uint32_t tid,
+					     int *vcpu);
 
 /* Iterate the registry (running and recently stopped domains): NULL
  * gives the first, NULL after the last.  Do not scan while iterating. */

@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collect_file.h"
-#include "collect_perf.h"
+#include "dom_backend.h"
 #include "events/ev.h"
+#include "opd_collector.h"
 #include "opd_daemon.h"
 #include "opd_log.h"
 #include "opd_main.h"
@@ -27,17 +27,31 @@
 
 static void usage(FILE *f)
 {
+	char coll[128], back[128];
+
+	opd_collector_names(coll, sizeof(coll));
+	dom_backend_names(back, sizeof(back));
 	fprintf(f,
-		"usage: oprofiled --session-dir=DIR [--collector=perf|file] [--input=FILE]\n"
-		"                 [--event=NAME:COUNT:UM:K:U]... [--separate=LIST]\n"
-		"                 [--record=FILE] [--events-dir=DIR] [--domains=LIST]\n"
-		"                 [--foreground] [--verbose]\n"
-		"  --separate: comma list of none, lib, kernel, thread, cpu, all\n");
+		"usage: oprofiled --session-dir=DIR [options]\n"
+		"  --session-dir=DIR      session directory (created if missing)\n"
+		"  --collector=NAME       where samples come from: %s (default perf)\n"
+		"  --input=FILE           raw stream to replay (--collector=file)\n"
+		"  --event=NAME:COUNT:UM:K:U  event to sample (repeatable; perf)\n"
+		"  --separate=LIST        comma list of none, lib, library, kernel, thread, cpu, all\n"
+		"  --record=FILE          also write the raw stream to FILE\n"
+		"  --events-dir=DIR       event tables (default: the installed ones)\n"
+		"  --domains=LIST         domains to profile: all, or comma list of names or UUIDs\n"
+		"  --domain-backend=NAME  how domains are found: auto|%s (default auto)\n"
+		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
+		"  --foreground           stay in the foreground, log to stderr too\n"
+		"  --verbose              log debug messages\n"
+		"  --help                 this text\n", coll, back);
 }
 
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
+	OPT_DOMAIN_BACKEND,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +63,7 @@ static const struct option long_opts[] = {
 	{ "record", required_argument, NULL, OPT_RECORD },
 	{ "events-dir", required_argument, NULL, OPT_EVENTS_DIR },
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
+	{ "domain-backend", required_argument, NULL, OPT_DOMAIN_BACKEND },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -58,94 +73,132 @@ static const struct option long_opts[] = {
 
 struct opts {
 	struct opd_conf conf;
+	const struct opd_collector_ops *collector;
 	const char *event_args[DP_RAW_MAX_EVENTS];
 	unsigned int nr_event_args;
 	bool max_files_given;
 };
 
+/* A positive decimal number, all of @s: 0 or -EINVAL. */
+static int parse_count(const char *s, unsigned int *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !v || v > UINT_MAX)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
+}
+
+/* One option: 0, 1 (usage error) or 2 (--help). */
+static int parse_one(int opt, struct opts *o)
+{
+	struct opd_conf *c = &o->conf;
+
+	switch (opt) {
+	case OPT_SESSION:
+		c->session_dir = optarg;
+		break;
+	case OPT_COLLECTOR:
+		o->collector = opd_collector_find(optarg);
+		if (!o->collector) {
+			char names[128];
+
+			opd_collector_names(names, sizeof(names));
+			fprintf(stderr, "oprofiled: unknown collector '%s' (%s)\n", optarg, names);
+			return 1;
+		}
+		c->collector = o->collector->name;
+		break;
+	case OPT_INPUT:
+		c->input = optarg;
+		break;
+	case OPT_EVENT:
+		if (o->nr_event_args == DP_RAW_MAX_EVENTS) {
+			fprintf(stderr, "oprofiled: at most %d events\n", DP_RAW_MAX_EVENTS);
+			return 1;
+		}
+		o->event_args[o->nr_event_args++] = optarg;
+		break;
+	case OPT_SEPARATE:
+		if (opd_parse_separate(optarg, &c->separate)) {
+			fprintf(stderr, "oprofiled: bad --separate list '%s'\n", optarg);
+			return 1;
+		}
+		c->separate_str = optarg;
+		break;
+	case OPT_RECORD:
+		c->record = optarg;
+		break;
+	case OPT_EVENTS_DIR:
+		c->events_dir = optarg;
+		break;
+	case OPT_DOMAINS:
+		c->domains = optarg;
+		break;
+	case OPT_DOMAIN_BACKEND:
+		if (strcmp(optarg, "auto") && !dom_backend_find(optarg)) {
+			fprintf(stderr, "oprofiled: unknown domain backend '%s'\n", optarg);
+			return 1;
+		}
+		c->domain_backend = strcmp(optarg, "auto") ? optarg : NULL;
+		break;
+	case OPT_FOREGROUND:
+		c->foreground = true;
+		break;
+	case OPT_VERBOSE:
+		c->verbose = true;
+		break;
+	case OPT_MAX_FILES:
+		if (parse_count(optarg, &c->max_open_files)) {
+			fprintf(stderr, "oprofiled: bad --max-open-files '%s'\n", optarg);
+			return 1;
+		}
+		o->max_files_given = true;
+		break;
+	case OPT_HELP:
+		return 2;
+	default:
+		return 1;
+	}
+	return 0;
+}
+
 /* 0, 1 (usage error), or 2 (--help) */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct opd_conf *c = &o->conf;
-	int opt;
+	unsigned int caps;
+	int opt, ret;
 
 	opd_conf_defaults(c);
+	o->collector = opd_collector_find(c->collector);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_SESSION:
-			c->session_dir = optarg;
-			break;
-		case OPT_COLLECTOR:
-			if (!strcmp(optarg, "perf")) {
-				c->collector = OPD_COLLECT_PERF;
-			} else if (!strcmp(optarg, "file")) {
-				c->collector = OPD_COLLECT_FILE;
-			} else {
-				fprintf(stderr, "oprofiled: unknown collector '%s' (perf or file)\n", optarg);
-				return 1;
-			}
-			break;
-		case OPT_INPUT:
-			c->input = optarg;
-			break;
-		case OPT_EVENT:
-			if (o->nr_event_args == DP_RAW_MAX_EVENTS) {
-				fprintf(stderr, "oprofiled: at most %d events\n", DP_RAW_MAX_EVENTS);
-				return 1;
-			}
-			o->event_args[o->nr_event_args++] = optarg;
-			break;
-		case OPT_SEPARATE:
-			if (opd_parse_separate(optarg, &c->separate)) {
-				fprintf(stderr, "oprofiled: bad --separate list '%s'\n", optarg);
-				return 1;
-			}
-			c->separate_str = optarg;
-			break;
-		case OPT_RECORD:
-			c->record = optarg;
-			break;
-		case OPT_EVENTS_DIR:
-			c->events_dir = optarg;
-			break;
-		case OPT_DOMAINS:
-			c->domains = optarg;
-			break;
-		case OPT_FOREGROUND:
-			c->foreground = true;
-			break;
-		case OPT_VERBOSE:
-			c->verbose = true;
-			break;
-		case OPT_MAX_FILES:
-			c->max_open_files = (unsigned int)strtoul(optarg, NULL, 10);
-			o->max_files_given = true;
-			if (!c->max_open_files) {
-				fprintf(stderr, "oprofiled: bad --max-open-files '%s'\n", optarg);
-				return 1;
-			}
-			break;
-		case OPT_HELP:
-			return 2;
-		default:
-			return 1;
-		}
+		ret = parse_one(opt, o);
+		if (ret)
+			return ret;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "oprofiled: unexpected argument '%s'\n", argv[optind]);
 		return 1;
 	}
-	if (c->collector == OPD_COLLECT_FILE && !c->input) {
-		fprintf(stderr, "oprofiled: --collector=file needs --input=FILE\n");
+	caps = o->collector->caps;
+	if ((caps & OPD_CAP_INPUT) && !c->input) {
+		fprintf(stderr, "oprofiled: --collector=%s needs --input=FILE\n", c->collector);
 		return 1;
 	}
-	if (c->collector != OPD_COLLECT_FILE && c->input) {
+	if (!(caps & OPD_CAP_INPUT) && c->input) {
 		fprintf(stderr, "oprofiled: --input is for --collector=file\n");
 		return 1;
 	}
-	c->live_proc_lookup = c->collector == OPD_COLLECT_PERF;
-	c->track_domains = c->collector == OPD_COLLECT_PERF;
+	c->live_proc_lookup = caps & OPD_CAP_LIVE;
+	c->track_domains = caps & OPD_CAP_LIVE;
 	return 0;
 }
 
@@ -303,115 +356,92 @@ static int load_events(struct opts *o, struct ev_table **tab)
 	return 0;
 }
 
-int opd_main(int argc, char **argv)
+/*
+ * Fork; the parent waits for the child's READY_MARK and exits (returns 1
+ * with *@status set), the child goes on in a new session with stderr
+ * into the pipe until ready (returns 0).  -1 on failure.
+ */
+static int daemonize(int *status)
 {
-	static struct opts o;	/* large; the config outlives every module */
-	struct opd_conf *c = &o.conf;
-	struct collect_perf *perf = NULL;
-	struct ev_table *tab = NULL;
-	struct opd_daemon d;
-	char pidpath[PATH_MAX], logpath[PATH_MAX];
-	int pipefd[2] = { -1, -1 };
-	int lockfd = -1, ret, status = 1;
-	bool daemon_ok = false;
+	int pipefd[2];
+	pid_t child;
+	int fd;
 
-	du_log_set_prog("oprofiled");
-	ret = parse_opts(argc, argv, &o);
-	if (ret) {
-		usage(ret == 2 ? stdout : stderr);
-		return ret == 2 ? 0 : 1;
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		du_err("pipe: %s", strerror(errno));
+		return -1;
 	}
-	if (c->collector == OPD_COLLECT_FILE && o.nr_event_args)
-		du_warn("--event is ignored by the file collector (events come from the stream)");
-	if (c->collector == OPD_COLLECT_PERF && load_events(&o, &tab))
-		return 1;
-	ret = du_mkdir_p(c->session_dir);
-	if (ret) {
-		du_err("cannot create session directory %s: %s", c->session_dir, strerror(-ret));
-		goto out_events;
-	}
-	if (!c->foreground) {
-		pid_t child;
-
-		if (pipe2(pipefd, O_CLOEXEC)) {
-			du_err("pipe: %s", strerror(errno));
-			goto out_events;
-		}
-		fflush(NULL);
-		child = fork();
-		if (child < 0) {
-			du_err("fork: %s", strerror(errno));
-			goto out_events;
-		}
-		if (child > 0) {
-			close(pipefd[1]);
-			status = wait_child(pipefd[0], child);
-			close(pipefd[0]);
-			goto out_events;
-		}
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		du_err("fork: %s", strerror(errno));
 		close(pipefd[0]);
-		setsid();
-		/* Until ready, what we would print goes to the waiting parent. */
-		dup2(pipefd[1], STDERR_FILENO);
 		close(pipefd[1]);
-		ret = open("/dev/null", O_RDWR);
-		if (ret >= 0) {
-			dup2(ret, STDIN_FILENO);
-			dup2(ret, STDOUT_FILENO);
-			if (ret > STDERR_FILENO)
-				close(ret);
-		}
+		return -1;
 	}
-	setup_signals();
-	size_open_files(c, o.max_files_given);
-	lockfd = take_lock(c->session_dir, pidpath, sizeof(pidpath));
-	if (lockfd < 0)
-		goto out_events;
-	snprintf(logpath, sizeof(logpath), "%s/oprofiled.log", c->session_dir);
-	ret = opd_log_open(logpath, true, c->verbose);
-	if (ret) {
-		du_err("cannot open log %s: %s", logpath, strerror(-ret));
-		goto out_unlock;
+	if (child > 0) {
+		close(pipefd[1]);
+		*status = wait_child(pipefd[0], child);
+		close(pipefd[0]);
+		return 1;
 	}
-	du_info("oprofiled starting: session %s, collector %s, separate %s, up to %u open sample files",
-		c->session_dir, c->collector == OPD_COLLECT_FILE ? "file" : "perf", c->separate_str,
-		c->max_open_files);
-	if (c->track_domains)
-		du_info("domains: %s", c->domains ? c->domains : "all");
-	else
-		du_info("replay: guest samples are filed under domain pid-<hypervisor pid>");
-	ret = opd_daemon_init(&d, c, c->collector == OPD_COLLECT_FILE ? c->input : "perf");
+	close(pipefd[0]);
+	setsid();
+	/* Until ready, what we would print goes to the waiting parent. */
+	dup2(pipefd[1], STDERR_FILENO);
+	close(pipefd[1]);
+	fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	return 0;
+}
+
+/* Ready: release the waiting parent, stop writing to its pipe. */
+static void release_parent(void)
+{
+	int fd;
+
+	fputs(READY_MARK, stderr);
+	fflush(stderr);
+	opd_log_quiet_stderr();
+	fd = open("/dev/null", O_WRONLY);
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+}
+
+/* The daemon proper, with the log open: 0 or 1.  *@ready is set once the
+ * parent was released. */
+static int run(struct opts *o, const struct ev_table *tab, bool *ready)
+{
+	const struct opd_collector_ops *ops = o->collector;
+	struct opd_conf *c = &o->conf;
+	struct opd_collector_args args;
+	struct opd_daemon d;
+	void *state = NULL;
+	int ret, status = 1;
+
+	ret = opd_daemon_init(&d, c, c->input ? c->input : c->collector);
 	if (ret)
-		goto out_log;
-	if (c->collector == OPD_COLLECT_PERF) {
-		char err[512];
-
-		perf = collect_perf_open(&d, tab, err, sizeof(err));
-		if (!perf) {
-			du_err("%s", err);
-			goto out_daemon;
-		}
-	}
+		return 1;
+	memset(&args, 0, sizeof(args));
+	args.conf = c;
+	args.events = tab;
+	args.sink = &d.sink;
+	if (ops->open(&args, &state))
+		goto out_daemon;
 	if (opd_daemon_write_stats(&d))
-		goto out_perf;
-	daemon_ok = true;
-	if (!c->foreground) {
-		/* ready: release the parent, stop writing to its pipe */
-		fputs(READY_MARK, stderr);
-		fflush(stderr);
-		opd_log_quiet_stderr();
-		ret = open("/dev/null", O_WRONLY);
-		if (ret >= 0) {
-			dup2(ret, STDERR_FILENO);
-			if (ret > STDERR_FILENO)
-				close(ret);
-		}
-	}
-
-	if (c->collector == OPD_COLLECT_PERF)
-		ret = collect_perf_run(perf);
-	else
-		ret = collect_file_run(&d, c->input);
+		goto out_close;
+	*ready = true;
+	if (!c->foreground)
+		release_parent();
+	ret = opd_daemon_run(&d, ops, state);
 	if (!ret)
 		ret = opd_stream_finish(d.stream);
 	status = ret ? 1 : 0;
@@ -420,18 +450,78 @@ int opd_main(int argc, char **argv)
 	du_info("oprofiled stopped: %llu samples received, %llu filed, %llu lost",
 		(unsigned long long)d.st.samples_received, (unsigned long long)d.st.samples_filed,
 		(unsigned long long)d.st.samples_lost);
-
-out_perf:
-	collect_perf_close(perf);
+out_close:
+	ops->close(state);
 out_daemon:
 	opd_daemon_fini(&d);
-out_log:
-	if (!daemon_ok && !c->foreground)
+	return status;
+}
+
+/* Lock, log, run: 0 or 1. */
+static int run_locked(struct opts *o, const struct ev_table *tab)
+{
+	struct opd_conf *c = &o->conf;
+	char pidpath[PATH_MAX], logpath[PATH_MAX];
+	bool ready = false;
+	int lockfd, ret, status = 1;
+
+	setup_signals();
+	size_open_files(c, o->max_files_given);
+	lockfd = take_lock(c->session_dir, pidpath, sizeof(pidpath));
+	if (lockfd < 0)
+		return 1;
+	snprintf(logpath, sizeof(logpath), "%s/oprofiled.log", c->session_dir);
+	ret = opd_log_open(logpath, true, c->verbose);
+	if (ret) {
+		du_err("cannot open log %s: %s", logpath, strerror(-ret));
+		goto out_unlock;
+	}
+	du_info("oprofiled starting: session %s, collector %s, separate %s, up to %u open sample files",
+		c->session_dir, c->collector, c->separate_str, c->max_open_files);
+	if (c->track_domains)
+		du_info("domains: %s", c->domains ? c->domains : "all");
+	else
+		du_info("replay: guest samples are filed under domain pid-<hypervisor pid>");
+	status = run(o, tab, &ready);
+	if (!ready && !c->foreground)
 		fflush(stderr);
 	opd_log_close();
 out_unlock:
 	unlink(pidpath);
 	close(lockfd);
+	return status;
+}
+
+int opd_main(int argc, char **argv)
+{
+	static struct opts o;	/* large; the config outlives every module */
+	struct opd_conf *c = &o.conf;
+	struct ev_table *tab = NULL;
+	int ret, status = 1;
+
+	du_log_set_prog("oprofiled");
+	memset(&o, 0, sizeof(o));
+	ret = parse_opts(argc, argv, &o);
+	if (ret) {
+		usage(ret == 2 ? stdout : stderr);
+		return ret == 2 ? 0 : 1;
+	}
+	if (!(o.collector->caps & OPD_CAP_EVENTS) && o.nr_event_args)
+		du_warn("--event is ignored by the %s collector (events come from the stream)",
+			c->collector);
+	if ((o.collector->caps & OPD_CAP_EVENTS) && load_events(&o, &tab))
+		return 1;
+	ret = du_mkdir_p(c->session_dir);
+	if (ret) {
+		du_err("cannot create session directory %s: %s", c->session_dir, strerror(-ret));
+		goto out_events;
+	}
+	if (!c->foreground) {
+		ret = daemonize(&status);
+		if (ret)	/* the parent (status set), or failure */
+			goto out_events;
+	}
+	status = run_locked(&o, tab);
 out_events:
 	ev_table_free(tab);
 	return status;

@@ -123,8 +123,10 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 
 	(void)pc;
 	if (t->domains) {
-		if (key && key <= UINT32_MAX)
-			dom = opd_domains_lookup(t->domains, (uint32_t)key, t->tid, &vcpu);
+		if (key)
+			dom = opd_domains_lookup(t->domains,
+						 t->domain_key ? t->domain_key_ns : DP_DOMKEY_HOST_PID, key,
+						 t->domain_key ? t->vcpu : DP_RAW_VCPU_UNKNOWN, t->tid, &vcpu);
 		if (!dom) {
 			r->key.domain = t->dom_unknown;
 			r->unresolved = &t->st->unresolved_no_domain;
@@ -143,7 +145,8 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 		}
 	} else {
 		if (key)
-			snprintf(name, sizeof(name), "pid-%llu", (unsigned long long)key);
+			snprintf(name, sizeof(name), t->domain_key_ns == DP_DOMKEY_XEN_DOMID ? "domid-%llu" :
+				 "pid-%llu", (unsigned long long)key);
 		else
 			snprintf(name, sizeof(name), "unknown");
 		r->key.domain = opd_image_get(t->images, SFN_ANON, name, strlen(name));
@@ -171,7 +174,7 @@ static void mark_vmm(struct opd_trans *t, struct resolution *r)
 
 	if (!t->domains || !t->have_task)
 		return;
-	dom = opd_domains_lookup(t->domains, t->pid, t->tid, &vcpu);
+	dom = opd_domains_lookup_pid(t->domains, t->pid, t->tid, &vcpu);
 	if (!dom)
 		return;
 	if (!dom->selected) {
@@ -395,13 +398,14 @@ static int trans_mode(void *ctx, uint32_t mode)
 	return 0;
 }
 
-static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu)
+static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 {
 	struct opd_trans *t = ctx;
 
 	t->vcpu = vcpu;
-	if (key != t->domain_key) {
+	if (key != t->domain_key || key_ns != t->domain_key_ns) {
 		t->domain_key = key;
+		t->domain_key_ns = key_ns;
 		trans_bump(t);
 	}
 	return 0;

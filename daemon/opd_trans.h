@@ -65,6 +65,7 @@ struct opd_trans {
 	bool have_task;
 	uint32_t mode;
 	uint64_t domain_key;
+	uint32_t domain_key_ns;	/* enum dp_domkey_ns of domain_key */
 	uint32_t vcpu;
 	uint64_t now_ns;
 	unsigned int nr_events;

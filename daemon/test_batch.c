@@ -119,7 +119,7 @@ static void run_init(struct run *r, unsigned int max_open, size_t batch)
 	CU_ASSERT_FATAL(mkdtemp(r->dir) != NULL);
 	opd_conf_defaults(&r->conf);
 	r->conf.session_dir = r->dir;
-	r->conf.collector = OPD_COLLECT_FILE;
+	r->conf.collector = "file";
 	r->conf.separate_str = "lib";
 	CU_ASSERT_FATAL(opd_parse_separate("lib", &r->conf.separate) == 0);
 	r->conf.max_open_files = max_open;

@@ -102,7 +102,7 @@ static void setup(const char *domains)
 	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
 	opd_conf_defaults(&fx.conf);
 	fx.conf.session_dir = fx.session;
-	fx.conf.collector = OPD_COLLECT_FILE;
+	fx.conf.collector = "file";
 	fx.conf.track_domains = true;
 	fx.conf.domains_proc_root = fx.proc;
 	fx.conf.domains = domains;

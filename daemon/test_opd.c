@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect_file.h"
+#include "opd_collector.h"
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "opd_proc.h"
@@ -50,7 +50,7 @@ static void setup(const char *separate)
 	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
 	opd_conf_defaults(&fx.conf);
 	fx.conf.session_dir = fx.dir;
-	fx.conf.collector = OPD_COLLECT_FILE;
+	fx.conf.collector = "file";
 	fx.conf.separate_str = separate;
 	CU_ASSERT_FATAL(opd_parse_separate(separate, &fx.conf.separate) == 0);
 	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
@@ -553,16 +553,35 @@ static int file_sink(void *ctx, const void *buf, size_t len)
 	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
 }
 
-static void test_file_collector(void)
+/* Replay @raw through the collector table's "file" entry and the
+ * daemon's loop, as oprofiled does. */
+static int replay(const char *raw)
 {
-	char raw[128];
+	const struct opd_collector_ops *ops = opd_collector_find("file");
+	struct opd_collector_args a;
+	void *state = NULL;
+	int ret;
+
+	CU_ASSERT_FATAL(ops != NULL);
+	fx.conf.input = raw;
+	memset(&a, 0, sizeof(a));
+	a.conf = &fx.conf;
+	a.sink = &fx.d.sink;
+	ret = ops->open(&a, &state);
+	if (!ret)
+		ret = opd_daemon_run(&fx.d, ops, state);
+	ops->close(state);
+	return ret;
+}
+
+/* A small host stream (1000 samples in APP) in @raw; its size. */
+static long write_stream(const char *raw)
+{
 	struct raw_writer *w;
 	struct dp_raw_event ev;
 	FILE *f;
 	long size;
 
-	setup("none");
-	snprintf(raw, sizeof(raw), "%s/in.raw", fx.dir);
 	f = fopen(raw, "w");
 	CU_ASSERT_FATAL(f != NULL);
 	w = raw_writer_new(file_sink, f, 0);
@@ -583,7 +602,19 @@ static void test_file_collector(void)
 	CU_ASSERT(raw_writer_close(w) == 0);
 	size = ftell(f);
 	fclose(f);
-	CU_ASSERT(collect_file_run(&fx.d, raw) == 0);
+	return size;
+}
+
+static void test_file_collector(void)
+{
+	char raw[128];
+	FILE *f;
+	long size;
+
+	setup("none");
+	snprintf(raw, sizeof(raw), "%s/in.raw", fx.dir);
+	size = write_stream(raw);
+	CU_ASSERT(replay(raw) == 0);
 	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
 	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
 	CU_ASSERT(stat_key("samples_filed") == 1000);
@@ -593,7 +624,7 @@ static void test_file_collector(void)
 	/* truncated: cut in the middle of a sample */
 	CU_ASSERT(truncate(raw, size - 4) == 0);
 	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
-	CU_ASSERT(collect_file_run(&fx.d, raw) == -EBADMSG);
+	CU_ASSERT(replay(raw) == -EBADMSG);
 	opd_daemon_fini(&fx.d);
 
 	/* corrupt: an escape with an impossible payload length */
@@ -607,8 +638,76 @@ static void test_file_collector(void)
 	}
 	fclose(f);
 	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
-	CU_ASSERT(collect_file_run(&fx.d, raw) == -EBADMSG);
+	CU_ASSERT(replay(raw) == -EBADMSG);
 	CU_ASSERT(opd_stream_offset(fx.d.stream) == (uint64_t)(size - 64));
+	teardown();
+}
+
+/* --collector=NAME goes through one table; each entry says what it needs. */
+static void test_collector_table(void)
+{
+	const struct opd_collector_ops *perf = opd_collector_find("perf");
+	const struct opd_collector_ops *file = opd_collector_find("file");
+	char names[64];
+
+	CU_ASSERT_FATAL(perf && file);
+	CU_ASSERT_STRING_EQUAL(perf->name, "perf");
+	CU_ASSERT(perf->caps & OPD_CAP_LIVE);
+	CU_ASSERT(perf->caps & OPD_CAP_EVENTS);
+	CU_ASSERT(!(perf->caps & OPD_CAP_INPUT));
+	CU_ASSERT(file->caps & OPD_CAP_INPUT);
+	CU_ASSERT(!(file->caps & (OPD_CAP_LIVE | OPD_CAP_EVENTS)));
+	CU_ASSERT(opd_collector_find("kmod ") == NULL);
+	CU_ASSERT(opd_collector_find("") == NULL);
+	opd_collector_names(names, sizeof(names));
+	CU_ASSERT_STRING_EQUAL(names, "perf|file");
+	opd_collector_names(names, 6);
+	CU_ASSERT_STRING_EQUAL(names, "perf|");
+}
+
+/* --record is the daemon's: a replay through the collector ops records
+ * exactly the bytes it decoded, and a missing input fails at open. */
+static void test_record_by_daemon(void)
+{
+	char raw[128], rec[128], *a, *b;
+	const struct opd_collector_ops *ops = opd_collector_find("file");
+	struct opd_collector_args args;
+	void *state = NULL;
+	long size;
+	FILE *f;
+
+	setup("none");
+	snprintf(raw, sizeof(raw), "%s/in.raw", fx.dir);
+	snprintf(rec, sizeof(rec), "%s/rec.raw", fx.dir);
+	size = write_stream(raw);
+	raw_writer_close(fx.w);
+	fx.w = NULL;
+	opd_daemon_fini(&fx.d);
+	fx.conf.record = rec;
+	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
+	CU_ASSERT(replay(raw) == 0);
+	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
+	CU_ASSERT(stat_key("samples_filed") == 1000);
+	a = calloc(2, (size_t)size + 1);
+	CU_ASSERT_FATAL(a != NULL);
+	b = a + size + 1;
+	f = fopen(raw, "r");
+	CU_ASSERT(f && fread(a, 1, (size_t)size + 1, f) == (size_t)size);
+	if (f)
+		fclose(f);
+	f = fopen(rec, "r");
+	CU_ASSERT(f && fread(b, 1, (size_t)size + 1, f) == (size_t)size);
+	if (f)
+		fclose(f);
+	CU_ASSERT(memcmp(a, b, (size_t)size) == 0);
+	free(a);
+
+	memset(&args, 0, sizeof(args));
+	fx.conf.input = "/nonexistent/in.raw";
+	args.conf = &fx.conf;
+	args.sink = &fx.d.sink;
+	CU_ASSERT(ops->open(&args, &state) == -ENOENT);
+	ops->close(NULL);
 	teardown();
 }
 
@@ -692,17 +791,20 @@ int main(int argc, char **argv)
 		{ "open file cap", test_lru_cap },
 		{ "overlapping mappings", test_map_overlap },
 		{ "file collector", test_file_collector },
+		{ "collector table", test_collector_table },
+		{ "--record written by the daemon", test_record_by_daemon },
 		{ "ingest rate", test_ingest_rate },
 	};
 	CU_pSuite s;
 	unsigned int fails;
-	bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+	/* the ingest benchmark is no unit test: only on request */
+	bool bench = argc > 1 && !strcmp(argv[1], "--bench");
 
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("daemon", NULL, NULL);
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		if (quick && tests[i].fn == test_ingest_rate)
+		if (!bench && tests[i].fn == test_ingest_rate)
 			continue;
 		CU_add_test(s, tests[i].name, tests[i].fn);
 	}

@@ -1,30 +1,31 @@
 /*
- * Domain discovery (DESIGN.md sections 1, 2 and 4): which virtual machines
- * run on this host, which host process is each one's hypervisor, which of
- * that process's threads runs which vCPU, and where its agent channel is.
+ * Domains (DESIGN.md sections 1, 2 and 4): the virtual machines on this
+ * host as every domain backend (dom_backend.h) describes them: a name, a
+ * UUID, the hypervisor kind, the backend's id for it, the host process
+ * that runs it (if any), which host thread runs which vCPU, its agent
+ * channel and its state.  struct dom_domain is backend-neutral: backends
+ * build it with the constructor and setters below (dom_domain.c).
  *
- * This is the procfs backend: it finds QEMU/KVM guests by scanning a proc
- * tree, without libvirt.  Everything it reports comes from the guest's
- * QEMU command line and thread names, which any local user can forge (a
- * process may call itself qemu-system-x86_64 and claim any -name or -uuid).
- * Names and UUIDs are therefore claims, not identities: two domains may
- * share a name or a UUID, and the name may hold any byte but NUL.
+ * What a backend reports may be forged (the procfs backend reads command
+ * lines and thread names any local user controls): names and UUIDs are
+ * claims, not identities; two domains may share a name or a UUID, and a
+ * name may hold any byte but NUL.
  *
- * Ownership: a struct dom_table owns its domains.  A domain pointer handed
- * out (by a callback, dom_lookup_task or iteration) stays valid until the
- * ops->removed callback for it returns, or until dom_table_free().  Strings
+ * Ownership: a backend owns its domains.  A domain pointer handed out (by
+ * a callback, a lookup or iteration) stays valid until the removed
+ * callback for it returns, or until the backend is closed.  Strings
  * returned by accessors live as long as their domain.
  *
- * Not thread-safe: one table is used by one thread at a time.
+ * Not thread-safe: one backend is used by one thread at a time.
  */
 #ifndef DOM_H
 #define DOM_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
-struct dom_table;
 struct dom_domain;
 
 /* Length of a UUID string "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
@@ -40,78 +41,75 @@ struct dom_domain;
 #define DOM_AGENT_PORT "org.domprof.agent.0"
 
 struct dom_config {
-	/* Root of the proc tree; NULL means "/proc".  Tests pass a fake tree.
-	 * Borrowed for the duration of dom_table_new() only. */
+	/* procfs: root of the proc tree; NULL means "/proc".  Tests pass a
+	 * fake tree.  Borrowed for the duration of open only. */
 	const char *proc_root;
 	/* NULL-terminated list of selected domains, each matched exactly
 	 * against a domain's name or (case-insensitively) its UUID.  NULL
-	 * selects every domain.  Copied by dom_table_new(). */
+	 * selects every domain.  Copied by the backend's open. */
 	const char *const *names;
 };
 
 /*
- * Lifecycle callbacks, each optional (NULL).  They are called from
- * dom_scan() after the table is consistent; they must not call dom_scan()
- * or dom_table_free() on the same table.
+ * Lifecycle callbacks, each optional (NULL).  A backend calls them from
+ * its refresh once its set is consistent; they must not refresh or close
+ * the same backend.
  */
 struct dom_ops {
 	/* @d appeared (a new hypervisor process). */
 	void (*added)(void *ctx, const struct dom_domain *d);
-	/* @d disappeared (its process exited, or its pid was reused); @d is
-	 * freed when this returns.  A domain restarted under the same name is
-	 * a removed followed by an added, never one domain with a new pid. */
+	/* @d disappeared (its process exited or its pid was reused; it was
+	 * destroyed); @d is freed when this returns.  A domain restarted under
+	 * the same name is a removed followed by an added, never one domain
+	 * with a new pid or id. */
 	void (*removed)(void *ctx, const struct dom_domain *d);
 	/* The vCPU-to-thread map of a known domain changed (threads still
 	 * starting, or vCPU hotplug). */
 	void (*vcpus_changed)(void *ctx, const struct dom_domain *d);
 };
 
-/*
- * Create an empty table; nothing is scanned until dom_scan().  NULL @cfg
- * means the defaults (real /proc, all domains).  Returns NULL with errno
- * set (ENOMEM, or ENOENT/EACCES/ENOTDIR when the proc root cannot be
- * opened).
- */
-struct dom_table *dom_table_new(const struct dom_config *cfg);
+enum dom_state {
+	DOM_STATE_RUNNING = 0,
+	DOM_STATE_PAUSED,
+	DOM_STATE_STOPPED,
+};
 
-/* Free @t and every domain in it, without callbacks.  NULL is fine. */
-void dom_table_free(struct dom_table *t);
+/* ---- construction (backends) -------------------------------------------- */
 
 /*
- * Rescan the proc root and bring the table up to date, calling @ops for
- * the differences since the last scan: first every removed, then every
- * added, then vcpus_changed for known domains whose vCPU map changed.
- * @ops may be NULL.  Cheap enough to call once a second: a pid already
- * known is only checked for liveness (its /proc/PID/stat start time, which
- * catches pid reuse), and its threads are re-read only while its thread
- * count changes and for a few scans after.  Unknown pids are probed (exe
- * link, comm, argv[0]) on every scan, since a process may exec QEMU later
- * (libvirt forks, then execs).
- * Processes that vanish mid-read, unreadable entries and hostile command
- * lines are skipped or parsed defensively, never fatal.
- * Returns 0, or -errno if the proc root itself cannot be listed (the table
- * is then unchanged).
+ * A new domain called @name (copied; any byte but NUL, at most
+ * DOM_NAME_MAX bytes), hypervisor "qemu", id 0, pid 0, no vCPUs, no agent
+ * path, running, selected, and the UUID derived from the name
+ * (dom_uuid_from_name) until dom_domain_set_uuid().  NULL with errno set.
  */
-int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx);
+struct dom_domain *dom_domain_new(const char *name);
+void dom_domain_free(struct dom_domain *d);	/* NULL accepted */
 
+/* Set the UUID from @uuid if it is a valid 8-4-4-4-12 hex string (stored
+ * lowercase; has_uuid becomes true): 0, else -EINVAL and no change. */
+int dom_domain_set_uuid(struct dom_domain *d, const char *uuid);
+/* @hv is a static string ("qemu", "xen"), borrowed. */
+void dom_domain_set_hypervisor(struct dom_domain *d, const char *hv);
+/* The backend's id (libvirt id, Xen domid); 0 if none. */
+void dom_domain_set_id(struct dom_domain *d, uint64_t id);
+void dom_domain_set_pid(struct dom_domain *d, pid_t pid);
+void dom_domain_set_state(struct dom_domain *d, enum dom_state s);
+/* Copies @path; NULL clears it.  0 or -ENOMEM (then unchanged). */
+int dom_domain_set_agent_path(struct dom_domain *d, const char *path);
+/* Selected when @names is NULL or one entry equals the name exactly or
+ * the UUID case-insensitively (call after the UUID is set). */
+void dom_domain_select(struct dom_domain *d, const char *const *names);
 /*
- * Map a sample's host @pid (thread group id) and @tid to a domain: on
- * success *@d is the domain whose hypervisor process is @pid, and *@vcpu
- * is the vCPU index that thread @tid runs, or -1 when @tid is another
- * thread of that process (I/O, main loop: the domain's {vmm} work).
- * Returns 0, or -ENOENT when @pid is no known domain (then *@d = NULL and
- * *@vcpu = -1).  O(1): hashes on pid and tid.  @d and @vcpu may be NULL.
+ * Replace the vCPU map: @tids[i] is the host thread of vCPU i, -1 for a
+ * gap; @n <= DOM_VCPU_MAX.  Copies, and rebuilds the thread-to-vCPU hash.
+ * 0, -EINVAL or -ENOMEM (then unchanged).
  */
-int dom_lookup_task(const struct dom_table *t, pid_t pid, pid_t tid,
-		    const struct dom_domain **d, int *vcpu);
+int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n);
+/* A backend's own per-domain data (borrowed, not freed by the domain). */
+void dom_domain_set_priv(struct dom_domain *d, void *priv);
+void *dom_domain_priv(const struct dom_domain *d);
 
-/* Number of domains in the table. */
-size_t dom_table_count(const struct dom_table *t);
-
-/* Iterate: dom_table_next(t, NULL) is the first domain, NULL after the
- * last.  Order is unspecified; do not scan while iterating. */
-const struct dom_domain *dom_table_next(const struct dom_table *t,
-					const struct dom_domain *prev);
+/* ---- accessors ------------------------------------------------------------ */
 
 /* The domain name: from -name (the guest= value), else "qemu-PID".  May
  * contain any byte but NUL (including '/'): escape it before using it in
@@ -138,8 +136,16 @@ const char *dom_domain_uuid(const struct dom_domain *d);
 /* True when dom_domain_uuid() came from -uuid, false when derived. */
 bool dom_domain_has_uuid(const struct dom_domain *d);
 
-/* Host pid of the hypervisor (QEMU) process. */
+/* Host pid of the hypervisor (QEMU) process; 0 if none (Xen PV). */
 pid_t dom_domain_pid(const struct dom_domain *d);
+
+/* "qemu" or "xen". */
+const char *dom_domain_hypervisor(const struct dom_domain *d);
+/* The backend's id for the domain (libvirt id, Xen domid); 0 if none. */
+uint64_t dom_domain_id(const struct dom_domain *d);
+enum dom_state dom_domain_state(const struct dom_domain *d);
+/* "running", "paused", "stopped". */
+const char *dom_state_name(enum dom_state s);
 
 /* 1 + the highest vCPU index seen in a thread name ("CPU N/KVM"); 0 while
  * no vCPU thread is known.  Indices may have gaps (hotplug). */
@@ -147,6 +153,9 @@ unsigned int dom_domain_nr_vcpus(const struct dom_domain *d);
 
 /* Host thread id of vCPU @idx, or -1 if unknown or @idx is out of range. */
 pid_t dom_domain_vcpu_tid(const struct dom_domain *d, unsigned int idx);
+
+/* The vCPU index host thread @tid runs, or -1.  O(1). */
+int dom_domain_vcpu_of_tid(const struct dom_domain *d, pid_t tid);
 
 /* Path of the agent channel's unix socket: the path= of the -chardev
  * socket that a virtserialport named DOM_AGENT_PORT uses; NULL if none. */

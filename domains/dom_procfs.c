@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dom.h"
+#include "dom_backend.h"
+#include "dom_procfs.h"
+#include "domprof/raw.h"
 #include "dom_cmdline.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
@@ -25,24 +27,13 @@
  * thread before its name. */
 #define DOM_SETTLE_SCANS 3
 
-struct dom_domain {
-	struct dom_domain *next;	/* table list */
-	struct dom_domain *hnext;	/* pid hash chain */
+/* The procfs side of a domain: how it is found and kept current. */
+struct pdom {
+	struct dom_domain *dom;		/* what it reports (dom.h) */
+	struct pdom *next;		/* table list */
+	struct pdom *hnext;		/* pid hash chain */
 	pid_t pid;
 	unsigned long long start_time;	/* /proc/PID/stat field 22; 0: unknown */
-	char *name;
-	char uuid[DOM_UUID_STRLEN + 1];
-	bool has_uuid;
-	bool selected;
-	char *agent_path;
-
-	pid_t *vcpu_tid;		/* [nr_vcpus], -1 for gaps */
-	unsigned int nr_vcpus;
-	/* tid -> vcpu, open addressing, rebuilt when the vCPU map changes */
-	pid_t *ht_tid;			/* 0: empty slot */
-	unsigned int *ht_vcpu;
-	unsigned int ht_mask;
-
 	nlink_t task_nlink;		/* st_nlink of task/ at the last read */
 	unsigned int settle;		/* scans left to re-read threads */
 	unsigned int seen_gen;
@@ -52,8 +43,8 @@ struct dom_domain {
 struct dom_table {
 	int proc_fd;
 	char **names;			/* selection, NULL-terminated; NULL: all */
-	struct dom_domain *list;
-	struct dom_domain **buckets;	/* pid hash */
+	struct pdom *list;
+	struct pdom **buckets;	/* pid hash */
 	size_t nr_buckets;		/* power of two */
 	size_t count;
 	unsigned int gen;
@@ -142,66 +133,13 @@ static int read_stat(int dirfd, pid_t pid, unsigned long long *start,
 	return 0;
 }
 
-static bool selected(const struct dom_table *t, const char *name,
-		     const char *uuid)
-{
-	char **s;
-
-	if (!t->names)
-		return true;
-	for (s = t->names; *s; s++)
-		if (strcmp(*s, name) == 0 || strcasecmp(*s, uuid) == 0)
-			return true;
-	return false;
-}
-
-/* ---- the key derived from a name ---------------------------------------- */
-
-#define FNV64_BASIS 0xcbf29ce484222325ULL
-#define FNV64_PRIME 0x100000001b3ULL
-
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= FNV64_PRIME;
-	}
-	return h;
-}
-
-void dom_uuid_from_name(const char *name, char out[DOM_UUID_STRLEN + 1])
-{
-	static const char hex[] = "0123456789abcdef";
-	uint64_t h[2] = { FNV64_BASIS, FNV64_BASIS ^ 0x5bd1e9955bd1e995ULL };
-	unsigned char b[16];
-	size_t i, o = 0;
-
-	for (i = 0; i < 2; i++)
-		h[i] = fnv1a(fnv1a(h[i], "domprof:"), name);
-	for (i = 0; i < 16; i++)
-		b[i] = (unsigned char)(h[i / 8] >> (56 - 8 * (i % 8)));
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x80);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	for (i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[b[i] >> 4];
-		out[o++] = hex[b[i] & 15];
-	}
-	out[o] = '\0';
-}
-
 /* ---- domains ------------------------------------------------------------ */
 
-static void domain_free(struct dom_domain *d)
+static void domain_free(struct pdom *d)
 {
 	if (!d)
 		return;
-	free(d->name);
-	free(d->agent_path);
-	free(d->vcpu_tid);
-	free(d->ht_tid);
-	free(d->ht_vcpu);
+	dom_domain_free(d->dom);
 	free(d);
 }
 
@@ -251,17 +189,46 @@ out_free:
 	return res;
 }
 
+/* The neutral domain a parsed command line describes; NULL when out of
+ * memory. */
+static struct dom_domain *domain_build(struct dom_table *t, pid_t pid, struct dom_cmdline *cl)
+{
+	struct dom_domain *dom;
+	char tmp[32];
+	char *agent = NULL;
+	int ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "qemu-%d", (int)pid);
+	dom = dom_domain_new(cl->name ? cl->name : tmp);
+	if (!dom)
+		return NULL;
+	dom_domain_set_pid(dom, pid);
+	dom_domain_set_hypervisor(dom, "qemu");
+	if (cl->uuid[0])
+		dom_domain_set_uuid(dom, cl->uuid);
+	if (cl->agent_path)
+		ret = dom_domain_set_agent_path(dom, cl->agent_path);
+	else if (cl->agent_fd >= 0 && (agent = agent_path_from_fd(t->proc_fd, pid, cl->agent_fd)))
+		ret = dom_domain_set_agent_path(dom, agent);
+	free(agent);
+	if (ret) {
+		dom_domain_free(dom);
+		return NULL;
+	}
+	dom_domain_select(dom, (const char *const *)t->names);
+	return dom;
+}
+
 /* Build a domain from /proc/PID; NULL when it cannot (it may just have
  * exited) — the error is logged at debug level and the pid skipped. */
-static struct dom_domain *domain_probe(struct dom_table *t, pid_t pid)
+static struct pdom *domain_probe(struct dom_table *t, pid_t pid)
 {
 	struct dom_cmdline cl;
-	struct dom_domain *d;
+	struct pdom *d;
 	char path[32], *buf;
 	char state = 0;
 	bool full = false;
 	ssize_t n;
-	int err;
 
 	buf = malloc(DOM_CMDLINE_MAX);
 	d = calloc(1, sizeof(*d));
@@ -278,33 +245,13 @@ static struct dom_domain *domain_probe(struct dom_table *t, pid_t pid)
 		du_debug("domains: pid %d: cmdline: %s", (int)pid, strerror((int)-n));
 		goto out_free;
 	}
-	err = dom_cmdline_parse(buf, (size_t)n, full, &cl);
-	if (err)
+	if (dom_cmdline_parse(buf, (size_t)n, full, &cl))
 		goto out_free;
-	if (cl.name) {
-		d->name = cl.name;
-		cl.name = NULL;
-	} else {
-		char tmp[32];
-
-		snprintf(tmp, sizeof(tmp), "qemu-%d", (int)pid);
-		d->name = strdup(tmp);
-	}
-	if (cl.agent_path) {
-		d->agent_path = cl.agent_path;
-		cl.agent_path = NULL;
-	} else if (cl.agent_fd >= 0) {
-		d->agent_path = agent_path_from_fd(t->proc_fd, pid, cl.agent_fd);
-	}
-	d->has_uuid = cl.uuid[0] != '\0';
-	if (d->has_uuid)
-		memcpy(d->uuid, cl.uuid, sizeof(d->uuid));
+	d->dom = domain_build(t, pid, &cl);
 	dom_cmdline_release(&cl);
-	if (!d->name)
+	if (!d->dom)
 		goto out_free;
-	if (!d->has_uuid)
-		dom_uuid_from_name(d->name, d->uuid);
-	d->selected = selected(t, d->name, d->uuid);
+	dom_domain_set_priv(d->dom, d);
 	d->task_nlink = (nlink_t)-1;
 	d->settle = DOM_SETTLE_SCANS;
 	free(buf);
@@ -315,47 +262,19 @@ out_free:
 	return NULL;
 }
 
-static int ht_build(struct dom_domain *d)
+static bool same_map(const struct dom_domain *dom, const pid_t *map, unsigned int nr)
 {
-	unsigned int i, n = 0, size = 8;
-	pid_t *tids;
-	unsigned int *vcpus;
-
-	for (i = 0; i < d->nr_vcpus; i++)
-		n += d->vcpu_tid[i] > 0;
-	while (size < 2 * n)
-		size <<= 1;
-	tids = calloc(size, sizeof(*tids));
-	vcpus = calloc(size, sizeof(*vcpus));
-	if (!tids || !vcpus) {
-		free(tids);
-		free(vcpus);
-		return -ENOMEM;
-	}
-	for (i = 0; i < d->nr_vcpus; i++) {
-		size_t h;
-
-		if (d->vcpu_tid[i] <= 0)
-			continue;
-		for (h = hash_pid(d->vcpu_tid[i]) & (size - 1); tids[h];
-		     h = (h + 1) & (size - 1))
-			;
-		tids[h] = d->vcpu_tid[i];
-		vcpus[h] = i;
-	}
-	free(d->ht_tid);
-	free(d->ht_vcpu);
-	d->ht_tid = tids;
-	d->ht_vcpu = vcpus;
-	d->ht_mask = size - 1;
-	return 0;
+	for (unsigned int i = 0; i < nr; i++)
+		if (dom_domain_vcpu_tid(dom, i) != map[i])
+			return false;
+	return true;
 }
 
 /*
  * Re-read the thread names of @d if its thread count changed or it is
  * still settling.  Sets d->vcpus_dirty when the vCPU map changed.
  */
-static void domain_read_tasks(struct dom_table *t, struct dom_domain *d)
+static void domain_read_tasks(struct dom_table *t, struct pdom *d)
 {
 	char path[64], comm[32];
 	pid_t *map = NULL;
@@ -420,25 +339,14 @@ static void domain_read_tasks(struct dom_table *t, struct dom_domain *d)
 		if (v + 1 > nr)
 			nr = v + 1;
 	}
-	if (nr == d->nr_vcpus &&
-	    (nr == 0 || memcmp(map, d->vcpu_tid, nr * sizeof(*map)) == 0))
+	if (nr == dom_domain_nr_vcpus(d->dom) && same_map(d->dom, map, nr))
 		goto out_close;
-	{
-		pid_t *old = d->vcpu_tid;
-		unsigned int old_nr = d->nr_vcpus;
-
-		d->vcpu_tid = map;
-		d->nr_vcpus = nr;
-		if (ht_build(d) < 0) {
-			/* Keep the old, consistent map; retry next scan. */
-			d->vcpu_tid = old;
-			d->nr_vcpus = old_nr;
-			d->task_nlink = (nlink_t)-1;
-			goto out_close;
-		}
-		map = old;
-		d->vcpus_dirty = true;
+	if (dom_domain_set_vcpus(d->dom, map, nr) < 0) {
+		/* Keep the old, consistent map; retry next scan. */
+		d->task_nlink = (nlink_t)-1;
+		goto out_close;
 	}
+	d->vcpus_dirty = true;
 out_close:
 	free(map);
 	closedir(dir);
@@ -446,7 +354,7 @@ out_close:
 
 /* ---- the table ---------------------------------------------------------- */
 
-static void table_link(struct dom_table *t, struct dom_domain *d)
+static void table_link(struct dom_table *t, struct pdom *d)
 {
 	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
 
@@ -457,10 +365,10 @@ static void table_link(struct dom_table *t, struct dom_domain *d)
 	t->count++;
 }
 
-static void table_unlink(struct dom_table *t, struct dom_domain *d)
+static void table_unlink(struct dom_table *t, struct pdom *d)
 {
 	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
-	struct dom_domain **pp;
+	struct pdom **pp;
 
 	for (pp = &t->buckets[b]; *pp; pp = &(*pp)->hnext)
 		if (*pp == d) {
@@ -478,7 +386,7 @@ static void table_unlink(struct dom_table *t, struct dom_domain *d)
 /* Grow the pid hash so chains stay short; failure only costs speed. */
 static void table_grow(struct dom_table *t)
 {
-	struct dom_domain **nb, *d;
+	struct pdom **nb, *d;
 	size_t n = t->nr_buckets * 2;
 
 	if (t->count < t->nr_buckets)
@@ -497,9 +405,9 @@ static void table_grow(struct dom_table *t)
 	t->nr_buckets = n;
 }
 
-static struct dom_domain *table_find(const struct dom_table *t, pid_t pid)
+static struct pdom *table_find(const struct dom_table *t, pid_t pid)
 {
-	struct dom_domain *d;
+	struct pdom *d;
 
 	for (d = t->buckets[hash_pid(pid) & (t->nr_buckets - 1)]; d; d = d->hnext)
 		if (d->pid == pid)
@@ -551,7 +459,7 @@ out_free:
 
 void dom_table_free(struct dom_table *t)
 {
-	struct dom_domain *d, *next;
+	struct pdom *d, *next;
 	char **s;
 
 	if (!t)
@@ -599,7 +507,7 @@ static bool pid_is_qemu(int dirfd, pid_t pid)
 
 int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 {
-	struct dom_domain *added = NULL, *removed = NULL, *d, **pp;
+	struct pdom *added = NULL, *removed = NULL, *d, **pp;
 	struct dirent *de;
 	DIR *dir;
 	int fd;
@@ -676,7 +584,7 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 	while ((d = removed)) {
 		removed = d->next;
 		if (ops && ops->removed)
-			ops->removed(ctx, d);
+			ops->removed(ctx, d->dom);
 		domain_free(d);
 	}
 	while ((d = added)) {
@@ -687,14 +595,14 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		table_grow(t);
 		table_link(t, d);
 		if (ops && ops->added)
-			ops->added(ctx, d);
+			ops->added(ctx, d->dom);
 	}
 	for (d = t->list; d; d = d->next) {
 		if (!d->vcpus_dirty)
 			continue;
 		d->vcpus_dirty = false;
 		if (ops && ops->vcpus_changed)
-			ops->vcpus_changed(ctx, d);
+			ops->vcpus_changed(ctx, d->dom);
 	}
 	return 0;
 }
@@ -702,23 +610,12 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 int dom_lookup_task(const struct dom_table *t, pid_t pid, pid_t tid,
 		    const struct dom_domain **dp, int *vcpu)
 {
-	const struct dom_domain *d = table_find(t, pid);
-	int v = -1;
+	const struct pdom *d = table_find(t, pid);
 
-	if (d && tid > 0 && d->ht_tid) {
-		size_t h;
-
-		for (h = hash_pid(tid) & d->ht_mask; d->ht_tid[h];
-		     h = (h + 1) & d->ht_mask)
-			if (d->ht_tid[h] == tid) {
-				v = (int)d->ht_vcpu[h];
-				break;
-			}
-	}
 	if (dp)
-		*dp = d;
+		*dp = d ? d->dom : NULL;
 	if (vcpu)
-		*vcpu = v;
+		*vcpu = d ? dom_domain_vcpu_of_tid(d->dom, tid) : -1;
 	return d ? 0 : -ENOENT;
 }
 
@@ -730,50 +627,72 @@ size_t dom_table_count(const struct dom_table *t)
 const struct dom_domain *dom_table_next(const struct dom_table *t,
 					const struct dom_domain *prev)
 {
-	return prev ? prev->next : t->list;
+	const struct pdom *d = prev ? ((const struct pdom *)dom_domain_priv(prev))->next : t->list;
+
+	return d ? d->dom : NULL;
 }
 
-const char *dom_domain_name(const struct dom_domain *d)
+/* ---- the backend ops ---------------------------------------------------- */
+
+static int procfs_open(const struct dom_config *cfg, void **state)
 {
-	return d->name;
+	struct dom_table *t = dom_table_new(cfg);
+
+	if (!t)
+		return -errno;
+	*state = t;
+	return 0;
 }
 
-int dom_domain_safe_name(const struct dom_domain *d, char *buf, size_t size)
+static int procfs_fd(void *state)
 {
-	return sfn_escape_component(d->name, strlen(d->name), buf, size);
+	(void)state;
+	return -1;	/* no events from /proc: rescanned */
 }
 
-const char *dom_domain_uuid(const struct dom_domain *d)
+static int procfs_refresh(void *state, const struct dom_ops *ops, void *ctx)
 {
-	return d->uuid;
+	return dom_scan(state, ops, ctx);
 }
 
-bool dom_domain_has_uuid(const struct dom_domain *d)
+static int procfs_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
+			 const struct dom_domain **d, int *vcpu_out)
 {
-	return d->has_uuid;
+	int ret;
+
+	*d = NULL;
+	*vcpu_out = -1;
+	if (key_ns != DP_DOMKEY_HOST_PID || !key || key > INT_MAX)
+		return -ENOENT;
+	ret = dom_lookup_task(state, (pid_t)key, tid, d, vcpu_out);
+	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN)
+		*vcpu_out = vcpu < DOM_VCPU_MAX ? (int)vcpu : -1;
+	return ret;
 }
 
-pid_t dom_domain_pid(const struct dom_domain *d)
+static int procfs_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
+			     int *vcpu_out)
 {
-	return d->pid;
+	return dom_lookup_task(state, pid, tid, d, vcpu_out);
 }
 
-unsigned int dom_domain_nr_vcpus(const struct dom_domain *d)
+static const struct dom_domain *procfs_next(void *state, const struct dom_domain *prev)
 {
-	return d->nr_vcpus;
+	return dom_table_next(state, prev);
 }
 
-pid_t dom_domain_vcpu_tid(const struct dom_domain *d, unsigned int idx)
+static void procfs_close(void *state)
 {
-	return idx < d->nr_vcpus ? d->vcpu_tid[idx] : -1;
+	dom_table_free(state);
 }
 
-const char *dom_domain_agent_path(const struct dom_domain *d)
-{
-	return d->agent_path;
-}
-
-bool dom_domain_selected(const struct dom_domain *d)
-{
-	return d->selected;
-}
+const struct dom_backend_ops dom_backend_procfs = {
+	.name = "procfs",
+	.open = procfs_open,
+	.fd = procfs_fd,
+	.refresh = procfs_refresh,
+	.lookup = procfs_lookup,
+	.lookup_pid = procfs_lookup_pid,
+	.next = procfs_next,
+	.close = procfs_close,
+};

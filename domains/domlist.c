@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dom.h"
+#include "dom_procfs.h"
 #include "util/du_log.h"
 
 static void print_domain(const char *what, const struct dom_domain *d)

@@ -16,7 +16,7 @@
 
 #include <CUnit/Basic.h>
 
-#include "dom.h"
+#include "dom_procfs.h"
 #include "dom_testproc.h"
 #include "dom_cmdline.h"
 

@@ -119,15 +119,21 @@ struct dp_raw_mode {
 };
 
 /*
- * The following guest samples belong to a domain.  key identifies the
- * domain to the host: the pid of its hypervisor process (QEMU) on KVM,
- * 0 for "the host itself".  vcpu is the vCPU index, DP_RAW_VCPU_UNKNOWN
- * where the collector could not tell (the daemon then maps tid to vCPU).
+ * The following guest samples belong to a domain.  key_ns says what key
+ * is (enum dp_domkey_ns): on KVM the host pid of the domain's hypervisor
+ * process (QEMU), on Xen the domain id; key 0 in DP_DOMKEY_HOST_PID means
+ * "the host itself".  vcpu is the vCPU index, DP_RAW_VCPU_UNKNOWN where
+ * the collector could not tell (the daemon then maps the host tid to a
+ * vCPU).  key_ns was a zero pad before, so old streams read as host pids.
  */
 struct dp_raw_domain {
 	dp_u64 key;
 	dp_u32 vcpu;
-	dp_u32 pad;
+	dp_u32 key_ns;	/* enum dp_domkey_ns */
+};
+enum dp_domkey_ns {
+	DP_DOMKEY_HOST_PID = 0,
+	DP_DOMKEY_XEN_DOMID = 1,
 };
 #define DP_RAW_VCPU_UNKNOWN	0xffffffffU
 

@@ -108,12 +108,12 @@ static int dec_mode(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
 static int dec_domain(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
 {
 	uint64_t key;
-	uint32_t vcpu, pad;
+	uint32_t vcpu, key_ns;
 
-	if (!du_cur_u64(c, &key) || !du_cur_u32(c, &vcpu) || !du_cur_u32(c, &pad) ||
+	if (!du_cur_u64(c, &key) || !du_cur_u32(c, &vcpu) || !du_cur_u32(c, &key_ns) ||
 	    !du_cur_end(c))
 		return RAW_BAD_PAYLOAD;
-	return ops->domain ? ops->domain(ctx, key, vcpu) : 0;
+	return ops->domain ? ops->domain(ctx, key, vcpu, key_ns) : 0;
 }
 
 static int dec_lost(const struct raw_ops *ops, void *ctx, struct du_cursor *c)

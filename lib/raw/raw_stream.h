@@ -48,7 +48,8 @@ struct raw_ops {
 	int (*cpu)(void *ctx, uint32_t cpu);
 	int (*task)(void *ctx, uint32_t pid, uint32_t tid);
 	int (*mode)(void *ctx, uint32_t mode);
-	int (*domain)(void *ctx, uint64_t key, uint32_t vcpu);
+	/* key_ns: enum dp_domkey_ns, passed through unchecked */
+	int (*domain)(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns);
 	int (*lost)(void *ctx, uint64_t count);
 	int (*time)(void *ctx, uint64_t ns);
 	int (*mmap)(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t path_len);
@@ -109,7 +110,9 @@ int raw_put_sample(struct raw_writer *w, uint64_t pc, uint32_t event);
 int raw_put_cpu(struct raw_writer *w, uint32_t cpu);
 int raw_put_task(struct raw_writer *w, uint32_t pid, uint32_t tid);
 int raw_put_mode(struct raw_writer *w, uint32_t mode);
+/* A DOMAIN record keyed by host pid (DP_DOMKEY_HOST_PID). */
 int raw_put_domain(struct raw_writer *w, uint64_t key, uint32_t vcpu);
+int raw_put_domain_ns(struct raw_writer *w, uint32_t key_ns, uint64_t key, uint32_t vcpu);
 int raw_put_lost(struct raw_writer *w, uint64_t count);
 int raw_put_time(struct raw_writer *w, uint64_t ns);
 /* path_len <= DP_RAW_MAX_PATH, else -ENAMETOOLONG */

@@ -200,7 +200,12 @@ int raw_put_mode(struct raw_writer *w, uint32_t mode)
 
 int raw_put_domain(struct raw_writer *w, uint64_t key, uint32_t vcpu)
 {
-	struct dp_raw_domain r = { .key = key, .vcpu = vcpu };
+	return raw_put_domain_ns(w, DP_DOMKEY_HOST_PID, key, vcpu);
+}
+
+int raw_put_domain_ns(struct raw_writer *w, uint32_t key_ns, uint64_t key, uint32_t vcpu)
+{
+	struct dp_raw_domain r = { .key = key, .vcpu = vcpu, .key_ns = key_ns };
 
 	return raw_put2(w, DP_RAW_DOMAIN, &r, sizeof(r), NULL, 0);
 }

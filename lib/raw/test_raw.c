@@ -120,9 +120,9 @@ static int r_mode(void *ctx, uint32_t mode)
 	return 0;
 }
 
-static int r_domain(void *ctx, uint64_t key, uint32_t vcpu)
+static int r_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 {
-	log_add(ctx, "domain %llu %u\n", (unsigned long long)key, vcpu);
+	log_add(ctx, "domain %u:%llu %u\n", key_ns, (unsigned long long)key, vcpu);
 	return 0;
 }
 
@@ -204,6 +204,7 @@ static const char *write_every_type(struct raw_writer *w)
 	CU_ASSERT_EQUAL(raw_put_task(w, 100, 101), 0);
 	CU_ASSERT_EQUAL(raw_put_mode(w, DP_MODE_GUEST_USER), 0);
 	CU_ASSERT_EQUAL(raw_put_domain(w, 4242, DP_RAW_VCPU_UNKNOWN), 0);
+	CU_ASSERT_EQUAL(raw_put_domain_ns(w, DP_DOMKEY_XEN_DOMID, 7, 3), 0);
 	CU_ASSERT_EQUAL(raw_put_time(w, 999999999999ULL), 0);
 	CU_ASSERT_EQUAL(raw_put_sample(w, 0x401234, 1), 0);
 	CU_ASSERT_EQUAL(raw_put_lost(w, 17), 0);
@@ -222,7 +223,8 @@ static const char *write_every_type(struct raw_writer *w)
 	return "cpu 3\n"
 	       "task 100 101\n"
 	       "mode 3\n"
-	       "domain 4242 4294967295\n"
+	       "domain 0:4242 4294967295\n"
+	       "domain 1:7 3\n"
 	       "time 999999999999\n"
 	       "sample 401234 1\n"
 	       "lost 17\n"
@@ -239,7 +241,7 @@ static const char *write_every_type(struct raw_writer *w)
 	       "sample 0 0\n"
 	       "sample fffffffffffffffe 4294967295\n";
 }
-#define EVERY_TYPE_RECORDS	19
+#define EVERY_TYPE_RECORDS	20
 #define EVERY_TYPE_SAMPLES	4
 
 /* Build a stream with the writer; the caller frees m->p. */

@@ -75,14 +75,15 @@ static int f_mode(void *ctx, uint32_t mode)
 	return s->w ? raw_put_mode(s->w, mode) : 0;
 }
 
-static int f_domain(void *ctx, uint64_t key, uint32_t vcpu)
+static int f_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 {
 	struct seen *s = ctx;
 
 	mix(s, 5);
 	mix(s, key);
 	mix(s, vcpu);
-	return s->w ? raw_put_domain(s->w, key, vcpu) : 0;
+	mix(s, key_ns);
+	return s->w ? raw_put_domain_ns(s->w, key_ns, key, vcpu) : 0;
 }
 
 static int f_lost(void *ctx, uint64_t count)

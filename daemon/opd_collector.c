@@ -1,0 +1,30 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "opd_collector.h"
+
+/* --collector=NAME.  A new collector is one file and one line here. */
+static const struct opd_collector_ops *const collectors[] = {
+	&opd_collector_perf,
+	&opd_collector_file,
+};
+
+const struct opd_collector_ops *opd_collector_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(collectors) / sizeof(collectors[0]); i++)
+		if (!strcmp(collectors[i]->name, name))
+			return collectors[i];
+	return NULL;
+}
+
+void opd_collector_names(char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(collectors) / sizeof(collectors[0]) && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? "|" : "", collectors[i]->name);
+}

@@ -1,0 +1,107 @@
+/*
+ * The collector interface: where raw stream bytes come from (perf's
+ * struct perf_tool turned around: one ops table per source).
+ *
+ * The daemon owns the loop (poll, signals, agent channels, dumps) and the
+ * --record file; a collector only opens its source, names the fds it
+ * wants polled, and hands the bytes it reads to a struct opd_raw_sink.
+ * A collector that reads the live system synthesizes the present at
+ * start through opd_snapshot.h.
+ *
+ * Adding a collector is one file (daemon/collect_NAME.c defining
+ * opd_collector_NAME) and one entry in the table of opd_collector.c.
+ *
+ * The loop, as the daemon runs it:
+ *
+ *     open -> start -> { service; poll(pollfds + agents); read } -> stop -> close
+ *
+ * A collector whose pollfds() gives none (a file) is read on every turn
+ * without waiting.  read() returns OPD_COLLECT_EOF when its input is
+ * exhausted; stop() is called either way.
+ */
+#ifndef OPD_COLLECTOR_H
+#define OPD_COLLECTOR_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "events/ev.h"
+#include "opd_conf.h"
+
+/* What a collector can tell about a sample (caps). */
+#define OPD_CAP_GUEST_PC	0x01	/* guest-mode samples with the guest's pc */
+#define OPD_CAP_VCPU		0x02	/* DOMAIN records carry the vCPU index */
+#define OPD_CAP_ASID		0x04	/* DP_RAW_ASID records (guest address space) */
+#define OPD_CAP_CALLCHAIN	0x08	/* DP_RAW_CALLCHAIN records (reserved) */
+/* How it runs (caps too). */
+#define OPD_CAP_LIVE		0x10	/* reads the running system: /proc lookups,
+					 * domain tracking and agents make sense */
+#define OPD_CAP_EVENTS		0x20	/* programs the --event list (else the
+					 * stream's header names the events) */
+#define OPD_CAP_INPUT		0x40	/* reads --input=FILE (required) */
+
+/* read(): the input is exhausted (a replay reached its end). */
+#define OPD_COLLECT_EOF 1
+
+/*
+ * Where a collector delivers raw stream bytes.  The daemon implements it:
+ * it tees the bytes it accepts to --record, in order, and decodes them.
+ * Both return 0 or -errno (-EBADMSG: corrupt stream, already logged).
+ */
+struct opd_raw_sink {
+	void *ctx;
+	/* Bytes in any chunking; a partial record is carried over (copied). */
+	int (*feed)(void *ctx, const void *buf, size_t len);
+	/*
+	 * Zero-copy, for a collector holding its input in memory: decode the
+	 * whole records at the start of @buf and say in *@used how many bytes
+	 * they took (the rest is a record cut by the window; pass it again,
+	 * extended).  Must not be mixed with feed() in one stream.
+	 */
+	int (*decode)(void *ctx, const void *buf, size_t len, size_t *used);
+};
+
+/* What open() is given; all borrowed for the collector's lifetime. */
+struct opd_collector_args {
+	const struct opd_conf *conf;	/* session dir, input, perf sizes, events */
+	const struct ev_table *events;	/* loaded events (OPD_CAP_EVENTS), else NULL */
+	const struct opd_raw_sink *sink;
+};
+
+struct opd_collector_ops {
+	const char *name;	/* --collector=NAME: "perf", "file", "kmod", "xen" */
+	unsigned int caps;	/* OPD_CAP_* */
+	/*
+	 * Open the source, nothing enabled or read yet.  0 with *@state set,
+	 * or -errno with the reason logged (-ENOENT/-ENODEV: this collector
+	 * cannot run on this host).
+	 */
+	int (*open)(const struct opd_collector_args *a, void **state);
+	/* Fill up to @max pollfds (fd, events) to wait on; the count. */
+	size_t (*pollfds)(void *state, struct pollfd *pfd, size_t max);
+	/* Write the stream header and the present (opd_snapshot), then
+	 * enable collection.  0 or -errno (logged). */
+	int (*start)(void *state);
+	/*
+	 * Deliver what is ready to the sink.  @pfd/@n are the collector's
+	 * own pollfds as poll() returned them (n = 0 when it has none).
+	 * 0, OPD_COLLECT_EOF, or -errno (logged).
+	 */
+	int (*read)(void *state, const struct pollfd *pfd, size_t n);
+	/* Disable collection and deliver what is still buffered.  0 or -errno. */
+	int (*stop)(void *state);
+	void (*close)(void *state);	/* NULL state accepted */
+};
+
+extern const struct opd_collector_ops opd_collector_perf;
+extern const struct opd_collector_ops opd_collector_file;
+
+/* The collector called @name, NULL if none. */
+const struct opd_collector_ops *opd_collector_find(const char *name);
+
+/* The collector names, '|'-separated, into @buf (NUL-terminated, cut to
+ * @size), for usage and messages. */
+void opd_collector_names(char *buf, size_t size);
+
+#endif
