@@ -35,6 +35,9 @@ L1_PKGS=(
 # that serves PV consoles and backends.
 XEN_PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils qemu-system-xen)
 XEN_IMAGE=boot/xen-4.17-amd64.gz
+# domprof built with libxen links these; on the KVM lab host too, where
+# its xen parts find no Xen and stay off (xen-utils brings them on Xen's).
+XEN_LIB_PKGS=(libxenmisc4.17 libxenstore4)
 # Host packages whose versions shape the images (the key hashes them).
 HOST_PKGS=(qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod xz-utils)
 # Modules loaded by the initramfs, in this order after dependencies.
@@ -53,7 +56,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case $kind in
-kvm) ;;
+kvm) L1_PKGS+=("${XEN_LIB_PKGS[@]}") ;;
 xen) L1_PKGS+=("${XEN_PKGS[@]}") ;;
 *) echo "build-images: --kind wants kvm or xen" >&2; exit 2 ;;
 esac

@@ -14,7 +14,8 @@
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
 # Its console goes through xenconsoled to
 # $RESULTS/xen-consoles/guest-NAME.log (l1-init starts it so).
-# Environment: LAB_GUEST_MEM (256, MiB), LAB_GUEST_SMP (1),
+# Environment: LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
+#   dom0 and Xen on the emulated CPU, the less the faster), LAB_GUEST_SMP (1),
 #   LAB_GUEST_APPEND extra kernel command line words.
 
 XEN_CONSOLES=${XEN_CONSOLES:-$RESULTS/xen-consoles}
@@ -51,7 +52,7 @@ xen_start_guest() {
 		echo "kernel = \"$LAB_XEN_L2_KERNEL\""
 		echo "ramdisk = \"$LAB_XEN_L2_INITRD\""
 		echo "extra = \"$append\""
-		echo "memory = ${LAB_GUEST_MEM:-256}"
+		echo "memory = ${LAB_GUEST_MEM:-128}"
 		echo "vcpus = ${LAB_GUEST_SMP:-1}"
 		echo 'on_poweroff = "destroy"'
 		echo 'on_reboot = "destroy"'

@@ -17,7 +17,7 @@
 #   --kind K     kvm: L1 is Linux with KVM (default); xen: L1 is Xen 4.17
 #                with the same Linux as dom0.  Default: the scenario's
 #                "# lab-kind: K" line, else kvm.
-# Environment: LAB_XEN_DOM0_MEM (2048M) dom0's memory under Xen;
+# Environment: LAB_XEN_DOM0_MEM (1024M) dom0's memory under Xen;
 #   LAB_ATTEMPTS (default 3) attempts on an emulator fault;
 #   LAB_STALL_S (default 120) seconds without L1's heartbeat that count
 #   as a hung L1; LAB_TCG_THREAD multi (default: one host thread per L1
@@ -194,7 +194,7 @@ boot_l1() {
 		# Xen's console and dom0's (hvc0, through Xen) share the serial
 		# port.  Xen's own CI boots it under TCG with this CPU model.
 		# bootscrub=0: scrubbing free RAM costs emulated CPU for nothing.
-		local dom0_mem=${LAB_XEN_DOM0_MEM:-2048M}
+		local dom0_mem=${LAB_XEN_DOM0_MEM:-1024M}
 		cpu=qemu64,+svm
 		boot=(-kernel "$img/xen"
 			-append "com1=115200,8n1 console=com1 dom0_mem=$dom0_mem,max:$dom0_mem dom0_max_vcpus=$smp bootscrub=0"
