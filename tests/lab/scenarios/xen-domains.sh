@@ -19,9 +19,11 @@ summary_rows() {
 }
 row_col() { awk -v d="$1" -v c="$2" '$1 == d { v = $c } END { print v + 0 }' "$3"; }
 
-xen_start_guest db 6b1b1d6e-0000-4000-8000-000000000022 idle
+# (guests left running by a scenario sourced before, e.g. xen-smoke with
+# LAB_KEEP_GUESTS=1, are reused)
+xen_alive db || xen_start_guest db 6b1b1d6e-0000-4000-8000-000000000022 idle
 xen_wait_booted db
-xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000021 busy
+xen_alive web || xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000021 busy
 xen_wait_booted web
 timeout 10 xl list | tee "$RESULTS/xl-list.txt"
 

@@ -41,8 +41,11 @@ lab_summary xen_cpu_web_s "$web_s"
 lab_summary xen_cpu_db_s "$db_s"
 lab_summary xen_cpu_dom0_s "$d0_s"
 
-xen_destroy web
-xen_destroy db
+# LAB_KEEP_GUESTS=1: leave them for a scenario sourced after this one
+if [ "${LAB_KEEP_GUESTS:-0}" != 1 ]; then
+	xen_destroy web
+	xen_destroy db
+fi
 lab_summary scenario_s "$(lab_since "$t0")"
 
 awk -v w="$web_s" 'BEGIN { exit !(w >= 2) }' || lab_fail "web got only ${web_s}s of CPU in 20 s"
