@@ -95,27 +95,29 @@ int cx_engine_rescan(struct cx_engine *e)
 		struct cx_dom *d = &e->list[i];
 		unsigned int nv = d->nr_vcpus > CX_MAX_VCPUS ? CX_MAX_VCPUS : d->nr_vcpus;
 		struct cx_slot *s = cx_find(e, d->domid);
+		struct cx_vcpu *vc;
 
 		if (s && s->dom.nr_vcpus == nv) {
 			s->live = true;
 			continue;
 		}
+		/* new, or its vCPU count changed: start its vCPUs afresh */
+		vc = calloc(nv ? nv : 1, sizeof(*vc));
+		if (!vc)
+			return -ENOMEM;
 		if (!s) {
 			struct cx_slot *ns = realloc(e->slots, (e->n + 1) * sizeof(*ns));
 
-			if (!ns)
+			if (!ns) {
+				free(vc);
 				return -ENOMEM;
+			}
 			e->slots = ns;
 			s = &e->slots[e->n++];
 			memset(s, 0, sizeof(*s));
 		}
-		/* new, or its vCPU count changed: start its vCPUs afresh */
 		free(s->vcpu);
-		s->vcpu = calloc(nv ? nv : 1, sizeof(*s->vcpu));
-		if (!s->vcpu) {
-			e->n--;
-			return -ENOMEM;
-		}
+		s->vcpu = vc;
 		s->dom = *d;
 		s->dom.nr_vcpus = nv;
 		s->live = true;
