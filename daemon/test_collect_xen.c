@@ -251,10 +251,23 @@ static void test_lifecycle_errors(void)
 	r.f.ns[1][0] += 2 * MS;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	/* db gets a second vCPU: both start afresh, the old one's history
+	 * included, so nothing is counted for the time before */
+	r.f.dom[0].nr_vcpus = 2;
+	r.f.ns[0][0] += 7 * MS;
+	r.f.ns[0][1] = 9 * MS;
+	r.f.ctx[0][1] = (struct cx_ctx){ .pc = 0x5678, .kernel = false };
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][1] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
 	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 0);
+	CU_ASSERT_EQUAL(t.samples[1][1][DP_MODE_GUEST_USER], 1);
 	CU_ASSERT_EQUAL(t.samples[3][0][DP_MODE_GUEST_USER], 2);
 	CU_ASSERT_EQUAL(t.samples[2][0][DP_MODE_GUEST_USER], 0);
-	CU_ASSERT_EQUAL(t.last_pc, 0x1234);
+	CU_ASSERT_EQUAL(t.last_pc, 0x5678);
 	rig_down(&r);
 	/* a zero period is refused */
 	CU_ASSERT_PTR_NULL(cx_engine_new(&fx_ops, &r.f, 0));
