@@ -5,12 +5,16 @@
 
 #include "collect_kmod.h"
 #include "opd_collector.h"
+#include "collect_xen.h"
 
 /* --collector=NAME.  A new collector is one file and one line here. */
 static const struct opd_collector_ops *const collectors[] = {
 	&opd_collector_perf,
 	&opd_collector_file,
 	&opd_collector_kmod,
+#ifdef HAVE_XEN
+	&opd_collector_xen,
+#endif
 };
 
 const struct opd_collector_ops *opd_collector_find(const char *name)

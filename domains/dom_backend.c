@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "dom_backend.h"
+#include "dom_xen.h"
 #include "util/du_log.h"
 
 /* --domain-backend=NAME, and the order "auto" tries them in: the first
  * that opens wins.  A new backend is one file and one line here. */
 static const struct dom_backend_ops *const backends[] = {
+	&dom_backend_xenctrl,	/* first: -ENOENT off Xen's dom0 */
 #ifdef HAVE_LIBVIRT
 	/* preferred where libvirtd answers: names, lifecycle and selection
 	 * come from the management layer, not from command lines */

@@ -8,6 +8,7 @@ set -euo pipefail
 pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev libxml2-dev
+	libxen-dev
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db
 	python3
@@ -17,7 +18,7 @@ pkgs=(
 	linux-source-6.1	# checkpatch.pl: host-kmod's kernel style check
 )
 lab_pkgs=(
-	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs
+	qemu-system-x86 qemu-utils busybox-static cpio e2fsprogs xz-utils
 	linux-image-amd64 linux-headers-amd64 debootstrap
 )
 [ "${1:-}" = --lab ] && pkgs+=("${lab_pkgs[@]}")

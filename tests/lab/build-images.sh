@@ -5,7 +5,11 @@
 #   vmlinuz        the kernel both L1 and the L2 guests boot (the build host's)
 #   initramfs.gz   busybox initramfs shared by L1 (mounts l1.ext4, switches
 #                  root) and L2 (loads virtio modules, runs a workload)
-# Usage: build-images.sh [--print-dir] [--force]
+#   xen            (--kind xen only) the Xen hypervisor, a multiboot ELF that
+#                  QEMU's -kernel loads; L1 is then Xen's dom0
+# Usage: build-images.sh [--print-dir] [--force] [--kind kvm|xen]
+# --kind xen (or LAB_KIND=xen) builds the Xen lab host: the same tree plus
+# Xen's hypervisor, tools and device model, cached under its own keys.
 # Prints progress on stderr; with --print-dir the image directory is the
 # only line on stdout.  --force rebuilds everything, the Debian tree too.
 # The cache keeps the $LAB_CACHE_KEEP (3) most recently used image sets.
@@ -26,26 +30,42 @@ L1_PKGS=(
 	libbinutils libelf1 zlib1g libvirt0 libcunit1
 	libvirt-daemon-system libvirt-clients
 )
+# Added for the Xen kind of L1: the hypervisor (its /boot/xen-*.gz is the
+# image QEMU boots), xl and the daemons, xenstore clients, and the QEMU
+# that serves PV consoles and backends.
+XEN_PKGS=(xen-hypervisor-4.17-amd64 xen-utils-4.17 xenstore-utils qemu-system-xen)
+XEN_IMAGE=boot/xen-4.17-amd64.gz
+# domprof built with libxen links these; on the KVM lab host too, where
+# its xen parts find no Xen and stay off (xen-utils brings them on Xen's).
+XEN_LIB_PKGS=(libxenmisc4.17 libxenstore4)
 # Host packages whose versions shape the images (the key hashes them).
-HOST_PKGS=(qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod)
+HOST_PKGS=(qemu-system-x86 busybox-static debootstrap e2fsprogs cpio kmod xz-utils)
 # Modules loaded by the initramfs, in this order after dependencies.
 INITRAMFS_MODS=(virtio_pci virtio_blk virtio_console ext4 9pnet_virtio 9p)
 
 print_dir=0
 force=0
-for a in "$@"; do
-	case $a in
+kind=${LAB_KIND:-kvm}
+while [ $# -gt 0 ]; do
+	case $1 in
 	--print-dir) print_dir=1 ;;
 	--force) force=1 ;;
-	*) echo "usage: $0 [--print-dir] [--force]" >&2; exit 2 ;;
+	--kind) kind=${2:-}; shift ;;
+	*) echo "usage: $0 [--print-dir] [--force] [--kind kvm|xen]" >&2; exit 2 ;;
 	esac
+	shift
 done
+case $kind in
+kvm) L1_PKGS+=("${XEN_LIB_PKGS[@]}") ;;
+xen) L1_PKGS+=("${XEN_PKGS[@]}") ;;
+*) echo "build-images: --kind wants kvm or xen" >&2; exit 2 ;;
+esac
 
 log() { echo "build-images: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot)"
-for t in debootstrap mkfs.ext4 cpio busybox modprobe depmod sha256sum; do
+for t in debootstrap mkfs.ext4 cpio busybox modprobe depmod sha256sum xz; do
 	command -v "$t" >/dev/null || die "$t missing: scripts/install-deps.sh --lab"
 done
 # Read the whole list (no grep -q): under pipefail an early exit of grep
@@ -97,6 +117,7 @@ ROOTFS_KEY=$( {
 
 KEY=$( {
 	cat "$LAB_DIR/build-images.sh" "$LAB_DIR"/image/*
+	[ "$kind" = kvm ] || echo "kind $kind"
 	echo "kernel $KVER"
 	sha256sum "/boot/vmlinuz-$KVER" | cut -d' ' -f1
 	echo "rootfs $ROOTFS_KEY"
@@ -147,7 +168,7 @@ fi
 [ $force -eq 1 ] && rm -rf "$CACHE_ROOT/rootfs-$ROOTFS_KEY"
 
 t_start=$(date +%s)
-log "building images $OUT (key $KEY, kernel $KVER, mirror $MIRROR)"
+log "building $kind images $OUT (key $KEY, kernel $KVER, mirror $MIRROR)"
 
 # Stage 1: the Debian tree, cached by its own key so that editing the init
 # scripts or this file's later steps does not re-run debootstrap.
@@ -250,9 +271,25 @@ install -m 0755 "$LAB_DIR/image/initramfs-init" "$IR/init"
 (cd "$IR" && find . | sort | cpio -o -H newc --quiet -R 0:0) | gzip -6 >"$WORK/initramfs.gz"
 
 cp "/boot/vmlinuz-$KVER" "$WORK/vmlinuz"
+if [ "$kind" = xen ]; then
+	# QEMU's multiboot loader takes the ELF, not the gzip Debian ships.
+	gzip -dc "$ROOTFS/$XEN_IMAGE" >"$WORK/xen" || die "no $XEN_IMAGE in the tree"
+	# PV guests get the kernel as an ELF and the initramfs uncompressed:
+	# xl's domain builder would otherwise unpack them in dom0 on every
+	# start, which under TCG took minutes.  The kernel is the xz payload
+	# of the bzImage (xz complains about the bytes after it: ignored, the
+	# ELF check below is what counts).
+	off=$(grep -abo -F "$(printf '\3757zXZ')" "$WORK/vmlinuz" | head -n 1 | cut -d: -f1)
+	[ -n "$off" ] || die "no xz payload in /boot/vmlinuz-$KVER"
+	tail -c +"$((off + 1))" "$WORK/vmlinuz" | xz -dc >"$WORK/vmlinux" 2>/dev/null || true
+	[ "$(head -c 4 "$WORK/vmlinux" | od -An -c | tr -d ' ')" = 177ELF ] ||
+		die "could not unpack the kernel's ELF from /boot/vmlinuz-$KVER"
+	gzip -dc "$WORK/initramfs.gz" >"$WORK/initramfs.cpio"
+fi
 rm -rf "$TREE" "$IR"
 {
 	echo "key $KEY"
+	echo "kind $kind"
 	echo "kernel $KVER"
 	echo "mirror $MIRROR"
 	echo "rootfs $ROOTFS_KEY"

@@ -5,6 +5,7 @@
 #
 # Usage: tests/lab/run.sh SCENARIO [--out DIR] [--timeout SEC]
 #            [--stage DIR | --no-domprof] [--mem SIZE] [--smp N] [--keep]
+#            [--kind kvm|xen]
 #   SCENARIO     name in tests/lab/scenarios/ (smoke) or a path to a script
 #   --out DIR    results directory (default /tmp/domprof-lab/SCENARIO-DATE);
 #                shared writable with L1 as /results
@@ -13,8 +14,12 @@
 #                instead of building the current tree out of tree
 #   --no-domprof stage no domprof at all
 #   --keep       keep the work directory (overlay, stage, build)
-# Environment: LAB_ATTEMPTS (default 3) attempts on an emulator fault;
-#   LAB_STALL_S (default 120) seconds without L1's heartbeat that count
+#   --kind K     kvm: L1 is Linux with KVM (default); xen: L1 is Xen 4.17
+#                with the same Linux as dom0.  Default: the scenario's
+#                "# lab-kind: K" line, else kvm.
+# Environment: LAB_XEN_DOM0_MEM (1024M) dom0's memory under Xen;
+#   LAB_ATTEMPTS (default 3) attempts on an emulator fault;
+#   LAB_STALL_S (default 120, xen 300) seconds without L1's heartbeat that count
 #   as a hung L1; LAB_TCG_THREAD multi (default: one host thread per L1
 #   vCPU) or single (all L1 vCPUs on one host thread).
 # Needs root (the image build) and scripts/install-deps.sh --lab.
@@ -23,11 +28,11 @@ set -euo pipefail
 LAB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC_DIR=$(cd "$LAB_DIR/../.." && pwd)
 
-usage() { sed -n '6,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '6,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { echo "lab: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-scenario= out= timeout_s=900 stage_in= no_domprof=0 mem=6G smp=2 keep=0
+scenario= out= timeout_s=900 stage_in= no_domprof=0 mem=6G smp=2 keep=0 kind=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--kind) kind=$2; shift 2 ;;
 	-h|--help) usage ;;
 	-*) usage ;;
 	*) [ -z "$scenario" ] || usage; scenario=$1; shift ;;
@@ -51,11 +57,18 @@ else
 fi
 [ -f "$scen_file" ] || die "no scenario $scenario (looked for $scen_file)"
 scen_name=$(basename "$scen_file" .sh)
+[ -n "$kind" ] || kind=$(sed -n 's/^# lab-kind: *\([a-z]*\).*/\1/p' "$scen_file" | head -n 1)
+kind=${kind:-kvm}
+case $kind in kvm|xen) ;; *) die "--kind wants kvm or xen" ;; esac
 [ -n "$out" ] || out=/tmp/domprof-lab/$scen_name-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rm -f "$out/status" "$out/l1-booted" "$out/heartbeat"
-stall_s=${LAB_STALL_S:-120}
+# Xen boots, then its dom0: on a loaded machine the first heartbeat took
+# over 120 s there (3 attempts in a row killed as hung).
+stall_default=120
+[ "$kind" = xen ] && stall_default=300
+stall_s=${LAB_STALL_S:-$stall_default}
 tcg_thread=${LAB_TCG_THREAD:-multi}
 case $tcg_thread in multi|single) ;; *) die "LAB_TCG_THREAD wants multi or single" ;; esac
 case $stall_s in ''|*[!0-9]*) die "LAB_STALL_S wants seconds" ;; esac
@@ -79,7 +92,7 @@ tails() {
 	local f
 	echo "---- last 50 lines of $out/l1-console.log ----" >&2
 	tail -n 50 "$out/l1-console.log" >&2 2>/dev/null || true
-	for f in "$out"/*.console; do
+	for f in "$out"/*.console "$out"/xen-consoles/guest-*.log; do
 		[ -f "$f" ] || continue
 		echo "---- last 50 lines of $f ----" >&2
 		tail -n 50 "$f" >&2
@@ -92,17 +105,22 @@ tails() {
 
 # 1. Images (cached).
 t_img=$(date +%s)
-img=$("$LAB_DIR/build-images.sh" --print-dir) || die "image build failed"
+img=$("$LAB_DIR/build-images.sh" --print-dir --kind "$kind") || die "image build failed"
 t_img=$(( $(date +%s) - t_img ))
 
 # 2. The stage: read-only share for L1.
 stage=$work/stage
 mkdir -p "$stage/lab/scenarios" "$stage/l2"
-cp "$LAB_DIR/lib.sh" "$stage/lab/"
+cp "$LAB_DIR"/lib*.sh "$stage/lab/"
 cp "$LAB_DIR"/scenarios/*.sh "$stage/lab/scenarios/" 2>/dev/null || true
 cp "$scen_file" "$stage/scenario.sh"
 cp "$img/vmlinuz" "$stage/l2/vmlinuz"
 cp "$img/initramfs.gz" "$stage/l2/initramfs.gz"
+# Xen images: the same kernel as an ELF and the initramfs uncompressed
+# for PV guests (lib-xen.sh)
+for f in vmlinux initramfs.cpio; do
+	[ ! -f "$img/$f" ] || cp "$img/$f" "$stage/l2/$f"
+done
 t_build=0
 if [ -n "$stage_in" ]; then
 	[ -d "$stage_in" ] || die "--stage $stage_in: not a directory"
@@ -124,6 +142,9 @@ fi
 # $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
 if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio-static" ]; then
 	cp "$test_bin_dir/e2e/ratio-static" "$stage/lab/"
+fi
+if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/xen/xen-sample-proto" ]; then
+	cp "$test_bin_dir/xen/xen-sample-proto" "$stage/lab/"
 fi
 
 # Show the scenario's output as it is written (LAB_QUIET=1: only at a
@@ -170,11 +191,26 @@ boot_l1() {
 	# using the emulated nested paging, whose faults hung or crashed L1 or
 	# the guests within 1 to 3 guest boots in tests/lab/scenarios/
 	# boot-loop.sh (4 runs out of 4), against none in 20 boots without it.
-	log "booting L1 (TCG thread=$tcg_thread, -cpu max, smp $smp, mem $mem, timeout ${timeout_s}s); results in $out"
-	qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -cpu max -smp "$smp" -m "$mem" \
+	local cpu=max boot append="quiet panic=-1 transparent_hugepage=never dproot=/dev/vda dptimeout=$timeout_s"
+	if [ "$kind" = xen ]; then
+		# Xen is the multiboot kernel; dom0's kernel with its command line
+		# and the initramfs are the modules (QEMU splits them at commas).
+		# Xen's console and dom0's (hvc0, through Xen) share the serial
+		# port.  Xen's own CI boots it under TCG with this CPU model.
+		# bootscrub=0: scrubbing free RAM costs emulated CPU for nothing.
+		local dom0_mem=${LAB_XEN_DOM0_MEM:-1024M}
+		cpu=qemu64,+svm
+		boot=(-kernel "$img/xen"
+			-append "com1=115200,8n1 console=com1 dom0_mem=$dom0_mem,max:$dom0_mem dom0_max_vcpus=$smp bootscrub=0"
+			-initrd "$img/vmlinuz console=hvc0 $append,$img/initramfs.gz")
+	else
+		boot=(-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz"
+			-append "console=ttyS0 $append kvm_amd.npt=0")
+	fi
+	log "booting $kind L1 (TCG thread=$tcg_thread, -cpu $cpu, smp $smp, mem $mem, timeout ${timeout_s}s); results in $out"
+	qemu-system-x86_64 -accel "tcg,thread=$tcg_thread" -cpu "$cpu" -smp "$smp" -m "$mem" \
 		-machine pc -nodefaults -no-reboot -display none -monitor none \
-		-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 transparent_hugepage=never kvm_amd.npt=0 dproot=/dev/vda dptimeout=$timeout_s" \
+		"${boot[@]}" \
 		-drive "file=$work/l1.qcow2,if=virtio,format=qcow2,cache=unsafe" \
 		-fsdev "local,id=stage,path=$stage,security_model=none,readonly=on" \
 		-device virtio-9p-pci,fsdev=stage,mount_tag=stage \

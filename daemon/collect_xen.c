@@ -1,0 +1,494 @@
+/*
+ * The xen collector (collect_xen.h): the sampling engine, which only
+ * knows a source and a raw writer, then the libxenctrl source and the
+ * collector ops around it (a jittered timer driving the engine).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "domprof/raw.h"
+#include "collect_xen.h"
+
+struct cx_vcpu {
+	uint64_t last_ns;	/* cpu_time at the previous look */
+	uint64_t carry_ns;	/* consumed time not yet turned into samples */
+	bool seen;
+};
+
+struct cx_slot {
+	struct cx_dom dom;
+	struct cx_vcpu *vcpu;	/* dom.nr_vcpus */
+	bool live;
+};
+
+struct cx_engine {
+	const struct cx_src_ops *sops;
+	void *src;
+	uint64_t period_ns;
+	struct cx_slot *slots;
+	size_t n;
+	struct cx_dom *list;	/* CX_MAX_DOMS, reused by rescan */
+	struct cx_stats st;
+	/* context last written to the stream, to skip repeats */
+	uint64_t cur_dom;
+	uint32_t cur_vcpu, cur_mode;
+	bool cur_valid;
+};
+
+struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns)
+{
+	struct cx_engine *e;
+
+	if (!period_ns) {
+		sops->close(src);
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e)
+		e->list = calloc(CX_MAX_DOMS, sizeof(*e->list));
+	if (!e || !e->list) {
+		free(e);
+		sops->close(src);
+		errno = ENOMEM;
+		return NULL;
+	}
+	e->sops = sops;
+	e->src = src;
+	e->period_ns = period_ns;
+	return e;
+}
+
+void cx_engine_free(struct cx_engine *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->n; i++)
+		free(e->slots[i].vcpu);
+	free(e->slots);
+	free(e->list);
+	e->sops->close(e->src);
+	free(e);
+}
+
+static struct cx_slot *cx_find(struct cx_engine *e, uint32_t domid)
+{
+	for (size_t i = 0; i < e->n; i++)
+		if (e->slots[i].dom.domid == domid)
+			return &e->slots[i];
+	return NULL;
+}
+
+int cx_engine_rescan(struct cx_engine *e)
+{
+	int n = e->sops->list(e->src, e->list, CX_MAX_DOMS);
+	size_t keep = 0;
+
+	if (n < 0)
+		return n;
+	for (size_t i = 0; i < e->n; i++)
+		e->slots[i].live = false;
+	for (int i = 0; i < n; i++) {
+		struct cx_dom *d = &e->list[i];
+		unsigned int nv = d->nr_vcpus > CX_MAX_VCPUS ? CX_MAX_VCPUS : d->nr_vcpus;
+		struct cx_slot *s = cx_find(e, d->domid);
+		struct cx_vcpu *vc;
+
+		if (s && s->dom.nr_vcpus == nv) {
+			s->live = true;
+			continue;
+		}
+		/* new, or its vCPU count changed: start its vCPUs afresh */
+		vc = calloc(nv ? nv : 1, sizeof(*vc));
+		if (!vc)
+			return -ENOMEM;
+		if (!s) {
+			struct cx_slot *ns = realloc(e->slots, (e->n + 1) * sizeof(*ns));
+
+			if (!ns) {
+				free(vc);
+				return -ENOMEM;
+			}
+			e->slots = ns;
+			s = &e->slots[e->n++];
+			memset(s, 0, sizeof(*s));
+		}
+		free(s->vcpu);
+		s->vcpu = vc;
+		s->dom = *d;
+		s->dom.nr_vcpus = nv;
+		s->live = true;
+	}
+	for (size_t i = 0; i < e->n; i++) {
+		if (!e->slots[i].live) {
+			free(e->slots[i].vcpu);
+			continue;
+		}
+		e->slots[keep++] = e->slots[i];
+	}
+	e->n = keep;
+	e->cur_valid = false;	/* a domid may have been reused */
+	return 0;
+}
+
+static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, unsigned int vcpu,
+		   const struct cx_ctx *c, uint64_t count)
+{
+	uint32_t mode = c->kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+	int rc = 0;
+
+	if (!e->cur_valid || e->cur_dom != domid || e->cur_vcpu != vcpu) {
+		struct dp_raw_domain dr = {
+			.key = domid, .vcpu = vcpu, .key_ns = DP_DOMKEY_XEN_DOMID,
+		};
+
+		rc = raw_put_record(w, DP_RAW_DOMAIN, &dr, sizeof(dr));
+		e->cur_dom = domid;
+		e->cur_vcpu = vcpu;
+		e->cur_valid = false;	/* the mode follows the domain */
+	}
+	if (!rc && (!e->cur_valid || e->cur_mode != mode))
+		rc = raw_put_mode(w, mode);
+	if (rc)
+		return rc;
+	e->cur_mode = mode;
+	e->cur_valid = true;
+	for (uint64_t i = 0; i < count && !rc; i++)
+		rc = raw_put_sample(w, c->pc, 0);
+	return rc;
+}
+
+static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s, unsigned int v)
+{
+	struct cx_vcpu *cv = &s->vcpu[v];
+	struct cx_ctx c;
+	uint64_t now, count;
+
+	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
+		return 0;	/* offline, or the domain just went */
+	e->st.looks++;
+	if (!cv->seen || now < cv->last_ns) {
+		cv->seen = true;
+		cv->last_ns = now;
+		return 0;
+	}
+	cv->carry_ns += now - cv->last_ns;
+	cv->last_ns = now;
+	if (cv->carry_ns < e->period_ns)
+		return 0;	/* idle, or not a period's worth yet */
+	count = cv->carry_ns / e->period_ns;
+	cv->carry_ns -= count * e->period_ns;
+	if (e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, &c) < 0) {
+		e->st.ctx_errors++;
+		e->st.lost += count;
+		return 0;
+	}
+	if (count > CX_MAX_BURST) {
+		e->st.lost += count - CX_MAX_BURST;
+		count = CX_MAX_BURST;
+	}
+	e->st.samples += count;
+	return cx_emit(e, w, s->dom.domid, v, &c, count);
+}
+
+int cx_engine_tick(struct cx_engine *e, struct raw_writer *w)
+{
+	e->st.ticks++;
+	for (size_t i = 0; i < e->n; i++) {
+		for (unsigned int v = 0; v < e->slots[i].dom.nr_vcpus; v++) {
+			int rc = cx_look(e, w, &e->slots[i], v);
+
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st)
+{
+	*st = e->st;
+}
+
+/* ---- the collector: libxenctrl source, jittered timer ---------------------- */
+
+#ifdef HAVE_XEN
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/timerfd.h>
+
+#include <xenctrl.h>
+
+#include "opd_collector.h"
+#include "util/du_log.h"
+
+/* Not yet in domprof/raw.h's table: the id reserved for this collector. */
+#ifndef DP_RAW_COLLECTOR_XEN
+#define DP_RAW_COLLECTOR_XEN 4
+#endif
+/* The sampling period without a TIMER event on the command line: 1 kHz. */
+#define CX_DEFAULT_PERIOD_NS 1000000ull
+
+struct cx_xc {
+	xc_interface *xch;
+	xc_domaininfo_t info[CX_MAX_DOMS];
+};
+
+static int cx_xc_list(void *src, struct cx_dom *out, size_t max)
+{
+	struct cx_xc *x = src;
+	int n = xc_domain_getinfolist(x->xch, 1, (unsigned int)(max < CX_MAX_DOMS ? max : CX_MAX_DOMS),
+				      x->info);
+	int k = 0;
+
+	if (n < 0)
+		return errno ? -errno : -EIO;
+	for (int i = 0; i < n; i++) {
+		if (x->info[i].flags & XEN_DOMINF_dying)
+			continue;
+		out[k].domid = x->info[i].domain;
+		out[k].nr_vcpus = x->info[i].max_vcpu_id + 1;
+		out[k].hvm = !!(x->info[i].flags & XEN_DOMINF_hvm_guest);
+		k++;
+	}
+	return k;
+}
+
+static int cx_xc_time(void *src, uint32_t domid, unsigned int vcpu, uint64_t *ns)
+{
+	struct cx_xc *x = src;
+	xc_vcpuinfo_t vi;
+
+	if (xc_vcpu_getinfo(x->xch, domid, vcpu, &vi) < 0)
+		return errno ? -errno : -EIO;
+	if (!vi.online)
+		return -ENOENT;
+	*ns = vi.cpu_time;
+	return 0;
+}
+
+static int cx_xc_ctx(void *src, uint32_t domid, unsigned int vcpu, bool hvm, struct cx_ctx *c)
+{
+	struct cx_xc *x = src;
+	vcpu_guest_context_any_t ctx;
+
+	if (xc_vcpu_getcontext(x->xch, domid, vcpu, &ctx) < 0)
+		return errno ? -errno : -EIO;
+	c->pc = ctx.x64.user_regs.rip;
+	c->cr3 = ctx.x64.ctrlreg[3];
+	/* A 64-bit PV kernel runs in ring 3 like its user space: Xen says
+	 * which one the vCPU is in.  HVM and PVH: the CPL. */
+	c->kernel = hvm ? (ctx.x64.user_regs.cs & 3) == 0 : !!(ctx.x64.flags & VGCF_in_kernel);
+	return 0;
+}
+
+static void cx_xc_close(void *src)
+{
+	struct cx_xc *x = src;
+
+	if (!x)
+		return;
+	if (x->xch)
+		xc_interface_close(x->xch);
+	free(x);
+}
+
+static const struct cx_src_ops cx_xc_ops = {
+	.list = cx_xc_list, .vcpu_time = cx_xc_time, .vcpu_ctx = cx_xc_ctx, .close = cx_xc_close,
+};
+
+struct cx_collector {
+	const struct opd_collector_args *a;
+	struct cx_engine *e;
+	struct raw_writer *w;
+	int tfd;
+	uint64_t period_ns;	/* of vCPU time per sample, and of the timer */
+	uint64_t rng;
+	uint64_t next_rescan;
+};
+
+static uint64_t cx_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cx_sink(void *ctx, const void *buf, size_t len)
+{
+	const struct opd_raw_sink *s = ctx;
+
+	return s->feed(s->ctx, buf, len);
+}
+
+/* Arm the timer for the next look: the period scaled by [0.75, 1.25). */
+static int cx_arm(struct cx_collector *c)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	uint64_t d;
+
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	d = c->period_ns * 3 / 4 + c->rng % (c->period_ns / 2 + 1);
+	its.it_value.tv_sec = (time_t)(d / 1000000000ull);
+	its.it_value.tv_nsec = (long)(d % 1000000000ull);
+	return timerfd_settime(c->tfd, 0, &its, NULL) ? -errno : 0;
+}
+
+static void cx_close(void *state)
+{
+	struct cx_collector *c = state;
+
+	if (!c)
+		return;
+	cx_engine_free(c->e);
+	raw_writer_close(c->w);
+	if (c->tfd >= 0)
+		close(c->tfd);
+	free(c);
+}
+
+static int cx_open(const struct opd_collector_args *a, void **state)
+{
+	struct cx_collector *c;
+	struct cx_xc *x;
+	int rc;
+
+	if (access("/proc/xen/privcmd", F_OK) != 0 && access("/dev/xen/privcmd", F_OK) != 0) {
+		du_err("xen collector: not Xen's dom0 (no privcmd)");
+		return -ENODEV;
+	}
+	c = calloc(1, sizeof(*c));
+	x = calloc(1, sizeof(*x));
+	if (!c || !x) {
+		free(c);
+		free(x);
+		return -ENOMEM;
+	}
+	c->a = a;
+	c->tfd = -1;
+	c->period_ns = CX_DEFAULT_PERIOD_NS;
+	if (a->conf->nr_events > 0 && a->conf->events[0].count > 0)
+		c->period_ns = a->conf->events[0].count;
+	c->rng = cx_now() | 1;
+	x->xch = xc_interface_open(NULL, NULL, 0);
+	if (!x->xch) {
+		rc = errno == EACCES || errno == EPERM ? -EACCES : -ENODEV;
+		du_err("xen collector: cannot open libxenctrl: %s", strerror(-rc));
+		free(x);
+		goto out_close;
+	}
+	c->e = cx_engine_new(&cx_xc_ops, x, c->period_ns);
+	c->w = raw_writer_new(cx_sink, (void *)a->sink, 64 * 1024);
+	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (!c->e || !c->w || c->tfd < 0) {
+		rc = c->tfd < 0 ? -errno : -ENOMEM;
+		du_err("xen collector: %s", strerror(-rc));
+		goto out_close;
+	}
+	*state = c;
+	return 0;
+
+out_close:
+	cx_close(c);
+	return rc;
+}
+
+static size_t cx_pollfds(void *state, struct pollfd *pfd, size_t max)
+{
+	struct cx_collector *c = state;
+
+	if (max < 1)
+		return 0;
+	pfd[0].fd = c->tfd;
+	pfd[0].events = POLLIN;
+	return 1;
+}
+
+static int cx_start(void *state)
+{
+	struct cx_collector *c = state;
+	struct dp_raw_event ev;
+	int rc;
+
+	memset(&ev, 0, sizeof(ev));
+	snprintf(ev.name, sizeof(ev.name), "TIMER");
+	ev.count = c->period_ns;
+	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	rc = raw_put_header(c->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_XEN, cx_now(), &ev, 1);
+	if (!rc)
+		rc = cx_engine_rescan(c->e);
+	if (!rc)
+		rc = raw_writer_flush(c->w);
+	if (!rc)
+		rc = cx_arm(c);
+	if (rc)
+		du_err("xen collector: cannot start: %s", strerror(-rc));
+	c->next_rescan = cx_now() + 1000000000ull;
+	return rc;
+}
+
+static int cx_read(void *state, const struct pollfd *pfd, size_t n)
+{
+	struct cx_collector *c = state;
+	uint64_t expirations, now;
+	int rc;
+
+	if (n < 1 || !(pfd[0].revents & POLLIN))
+		return 0;
+	if (read(c->tfd, &expirations, sizeof(expirations)) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	now = cx_now();
+	/* New and destroyed domains; the domain backend follows them by
+	 * xenstore watches, sampling only needs the list now and then. */
+	if (now >= c->next_rescan) {
+		rc = cx_engine_rescan(c->e);
+		if (rc)
+			du_err("xen collector: domain list: %s", strerror(-rc));
+		c->next_rescan = now + 1000000000ull;
+	}
+	rc = raw_put_time(c->w, now);
+	if (!rc)
+		rc = cx_engine_tick(c->e, c->w);
+	if (!rc)
+		rc = raw_writer_flush(c->w);
+	if (!rc)
+		rc = cx_arm(c);
+	return rc;
+}
+
+static int cx_stop(void *state)
+{
+	struct cx_collector *c = state;
+	struct itimerspec off = { { 0, 0 }, { 0, 0 } };
+	struct cx_stats st;
+	int rc;
+
+	timerfd_settime(c->tfd, 0, &off, NULL);
+	cx_engine_stats(c->e, &st);
+	rc = st.lost ? raw_put_lost(c->w, st.lost) : 0;
+	if (!rc)
+		rc = raw_writer_flush(c->w);
+	du_info("xen collector: %llu looks, %llu samples, %llu lost, %llu context errors",
+	       (unsigned long long)st.looks, (unsigned long long)st.samples,
+	       (unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
+	return rc;
+}
+
+const struct opd_collector_ops opd_collector_xen = {
+	.name = "xen",
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_LIVE,
+	.open = cx_open,
+	.pollfds = cx_pollfds,
+	.start = cx_start,
+	.read = cx_read,
+	.stop = cx_stop,
+	.close = cx_close,
+};
+#endif

@@ -1,0 +1,88 @@
+/*
+ * The xen collector (--collector=xen, opd_collector.h): samples the vCPUs
+ * of Xen domains from dom0 through libxenctrl, with no PMU and no driver.
+ *
+ * About RATE times a second per vCPU (with jitter, so that the looks do
+ * not lock onto a guest's periodic work) each vCPU of each domU is looked
+ * at: when it consumed CPU time since the previous look (its cpu_time from
+ * xc_vcpu_getinfo grew), its context is read (xc_vcpu_getcontext: pc,
+ * guest kernel or user mode, CR3) and samples are emitted at that pc, one
+ * per sampling period of CPU time consumed, the remainder carried to the
+ * next look.  Sample counts therefore follow Xen's own accounting of each
+ * vCPU's time: an idle vCPU gives none, a busy one about one per look, and
+ * one that ran while the collector was late gets its due in one go.
+ *
+ * The stream: the TIMER event (count = the period in ns of CPU time), and
+ * per sample a DOMAIN record (key_ns DP_DOMKEY_XEN_DOMID, key = domid,
+ * vcpu) and a MODE record (guest kernel or user) when they change.
+ *
+ * The sampling logic reads Xen through a source interface, so the unit
+ * test drives it with a fake hypervisor (test_collect_xen.c).
+ */
+#ifndef COLLECT_XEN_H
+#define COLLECT_XEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raw/raw_stream.h"
+
+/* One domain as the source lists it. */
+struct cx_dom {
+	uint32_t domid;
+	unsigned int nr_vcpus;
+	bool hvm;
+};
+
+/* A vCPU's context at a look. */
+struct cx_ctx {
+	uint64_t pc;
+	uint64_t cr3;
+	bool kernel;
+};
+
+struct cx_src_ops {
+	/* The domUs (dom0 left out), up to @max.  Count or -errno. */
+	int (*list)(void *src, struct cx_dom *out, size_t max);
+	/* cpu_time (ns) of a vCPU; -ENOENT for an offline or absent one. */
+	int (*vcpu_time)(void *src, uint32_t domid, unsigned int vcpu, uint64_t *ns);
+	/* Its context now.  0 or -errno. */
+	int (*vcpu_ctx)(void *src, uint32_t domid, unsigned int vcpu, bool hvm, struct cx_ctx *c);
+	void (*close)(void *src);	/* NULL accepted */
+};
+
+/* Most samples one look emits for one vCPU (a collector stalled for long
+ * does not flood the stream; the excess is counted as lost). */
+#define CX_MAX_BURST 1000
+#define CX_MAX_DOMS 256
+#define CX_MAX_VCPUS 128
+
+struct cx_engine;
+
+/* An engine over @sops/@src (taken over: closed by cx_engine_free(), also
+ * when this fails), sampling every @period_ns of vCPU time.  NULL with
+ * errno set. */
+struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns);
+void cx_engine_free(struct cx_engine *e);	/* NULL accepted */
+
+/* Rescan the domain list (new domains, gone ones).  0 or -errno. */
+int cx_engine_rescan(struct cx_engine *e);
+
+/*
+ * One look at every vCPU: records into @w.  The first look at a vCPU only
+ * notes its time.  0 or -errno (a writer error; source errors for one
+ * vCPU are counted and skipped).
+ */
+int cx_engine_tick(struct cx_engine *e, struct raw_writer *w);
+
+struct cx_stats {
+	uint64_t ticks, looks, samples, lost, ctx_errors;
+};
+void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
+
+/* --collector=xen; only built with HAVE_XEN (configure found libxen). */
+struct opd_collector_ops;
+extern const struct opd_collector_ops opd_collector_xen;
+
+#endif

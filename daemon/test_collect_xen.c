@@ -1,0 +1,296 @@
+/*
+ * CUnit tests of the xen collector's sampling engine (collect_xen.c) over
+ * a fake hypervisor: vCPU times and contexts set by the test, the stream
+ * read back word by word.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "domprof/raw.h"
+#include "collect_xen.h"
+
+#define FX_DOMS 4
+#define FX_VCPUS 4
+
+struct fake {
+	struct cx_dom dom[FX_DOMS];
+	size_t ndom;
+	uint64_t ns[FX_DOMS][FX_VCPUS];
+	struct cx_ctx ctx[FX_DOMS][FX_VCPUS];
+	int ctx_err;
+	unsigned int ctx_reads;
+};
+
+static size_t fx_idx(struct fake *f, uint32_t domid)
+{
+	for (size_t i = 0; i < f->ndom; i++)
+		if (f->dom[i].domid == domid)
+			return i;
+	return FX_DOMS;
+}
+
+static int fx_list(void *src, struct cx_dom *out, size_t max)
+{
+	struct fake *f = src;
+
+	memcpy(out, f->dom, f->ndom * sizeof(*out));
+	return (int)f->ndom;
+}
+
+static int fx_time(void *src, uint32_t domid, unsigned int v, uint64_t *ns)
+{
+	struct fake *f = src;
+	size_t i = fx_idx(f, domid);
+
+	if (i == FX_DOMS || v >= f->dom[i].nr_vcpus)
+		return -ENOENT;
+	*ns = f->ns[i][v];
+	return 0;
+}
+
+static int fx_ctx(void *src, uint32_t domid, unsigned int v, bool hvm, struct cx_ctx *c)
+{
+	struct fake *f = src;
+	size_t i = fx_idx(f, domid);
+
+	f->ctx_reads++;
+	if (f->ctx_err)
+		return f->ctx_err;
+	*c = f->ctx[i][v];
+	return 0;
+}
+
+static void fx_close(void *src)
+{
+}
+
+static const struct cx_src_ops fx_ops = {
+	.list = fx_list, .vcpu_time = fx_time, .vcpu_ctx = fx_ctx, .close = fx_close,
+};
+
+/* The stream, in memory. */
+struct buf {
+	unsigned char *p;
+	size_t len;
+};
+
+static int buf_sink(void *ctx, const void *data, size_t len)
+{
+	struct buf *b = ctx;
+	unsigned char *n = realloc(b->p, b->len + len);
+
+	if (!n)
+		return -ENOMEM;
+	memcpy(n + b->len, data, len);
+	b->p = n;
+	b->len += len;
+	return 0;
+}
+
+/* Samples per (domid, vcpu, mode, pc) found by walking the words. */
+struct tally {
+	uint64_t samples[8][FX_VCPUS][DP_MODE_NR];
+	uint64_t last_pc;
+	unsigned int domains, modes;
+	uint32_t last_ns;
+};
+
+static void walk(const struct buf *b, struct tally *t)
+{
+	uint64_t dom = 0;
+	uint32_t vcpu = 0, mode = 0;
+	size_t off = 0;
+
+	memset(t, 0, sizeof(*t));
+	while (off + 16 <= b->len) {
+		uint64_t w0, w1;
+
+		memcpy(&w0, b->p + off, 8);
+		memcpy(&w1, b->p + off + 8, 8);
+		off += 16;
+		if (w0 != DP_RAW_ESCAPE) {
+			if (dom < 8 && vcpu < FX_VCPUS && mode < DP_MODE_NR)
+				t->samples[dom][vcpu][mode]++;
+			t->last_pc = w0;
+			continue;
+		}
+		uint32_t type = (uint32_t)w1, len = (uint32_t)(w1 >> 32);
+
+		if (type == DP_RAW_DOMAIN) {
+			struct dp_raw_domain d;
+
+			memcpy(&d, b->p + off, sizeof(d));
+			dom = d.key;
+			vcpu = d.vcpu;
+			t->last_ns = d.key_ns;
+			t->domains++;
+		} else if (type == DP_RAW_MODE) {
+			struct dp_raw_mode m;
+
+			memcpy(&m, b->p + off, sizeof(m));
+			mode = m.mode;
+			t->modes++;
+		}
+		off += (len + 7) / 8 * 8;
+	}
+	CU_ASSERT_EQUAL(off, b->len);
+}
+
+#define MS 1000000ull
+
+struct rig {
+	struct fake f;
+	struct buf b;
+	struct raw_writer *w;
+	struct cx_engine *e;
+};
+
+static void rig_up(struct rig *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->f.dom[0] = (struct cx_dom){ .domid = 1, .nr_vcpus = 1 };	/* db */
+	r->f.dom[1] = (struct cx_dom){ .domid = 2, .nr_vcpus = 2 };	/* web */
+	r->f.ndom = 2;
+	r->f.ctx[1][0] = (struct cx_ctx){ .pc = 0x401000, .kernel = false };
+	r->f.ctx[1][1] = (struct cx_ctx){ .pc = 0xffffffff81000000ull, .kernel = true };
+	r->f.ctx[0][0] = (struct cx_ctx){ .pc = 0xffffffff81001000ull, .kernel = true };
+	r->w = raw_writer_new(buf_sink, &r->b, 4096);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r->w);
+	r->e = cx_engine_new(&fx_ops, &r->f, MS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r->e);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r->e), 0);
+}
+
+static void rig_down(struct rig *r)
+{
+	cx_engine_free(r->e);
+	raw_writer_close(r->w);
+	free(r->b.p);
+}
+
+/* web busy on both vCPUs, db idle: samples follow consumed time. */
+static void test_busy_idle(void)
+{
+	struct rig r;
+	struct tally t;
+
+	rig_up(&r);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* first look: times only */
+	for (int i = 0; i < 100; i++) {
+		r.f.ns[1][0] += MS;
+		r.f.ns[1][1] += MS / 2;	/* half busy: a sample every other look */
+		CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	}
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[2][0][DP_MODE_GUEST_USER], 100);
+	CU_ASSERT_EQUAL(t.samples[2][1][DP_MODE_GUEST_KERNEL], 50);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 0);
+	CU_ASSERT_EQUAL(t.last_ns, DP_DOMKEY_XEN_DOMID);
+	/* the idle vCPU cost a look each time but no context read */
+	CU_ASSERT_EQUAL(r.f.ctx_reads, 150);
+	rig_down(&r);
+}
+
+/* A late collector: one look after 10 periods gives 10 samples; the
+ * remainder of a period is carried, never lost or counted twice. */
+static void test_weight_and_carry(void)
+{
+	struct rig r;
+	struct tally t;
+	struct cx_stats st;
+
+	rig_up(&r);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][0] += 10 * MS + MS / 2;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][0] += MS / 2;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	/* far too much at once: capped, the rest counted as lost */
+	r.f.ns[0][0] += (CX_MAX_BURST + 5) * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 11 + CX_MAX_BURST);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.lost, 5);
+	CU_ASSERT_EQUAL(st.samples, 11 + CX_MAX_BURST);
+	/* context records only when the context changes */
+	CU_ASSERT_EQUAL(t.domains, 1);
+	CU_ASSERT_EQUAL(t.modes, 1);
+	rig_down(&r);
+}
+
+/* Domains that go, come, or whose context cannot be read. */
+static void test_lifecycle_errors(void)
+{
+	struct rig r;
+	struct tally t;
+	struct cx_stats st;
+
+	rig_up(&r);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ctx_err = -EBUSY;
+	r.f.ns[1][0] += 3 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.ctx_errors, 1);
+	CU_ASSERT_EQUAL(st.lost, 3);
+	r.f.ctx_err = 0;
+	/* web destroyed; a new domain 3 with its own history */
+	r.f.dom[1] = (struct cx_dom){ .domid = 3, .nr_vcpus = 1 };
+	r.f.ns[1][0] = 500 * MS;	/* its first look must not count this */
+	r.f.ctx[1][0] = (struct cx_ctx){ .pc = 0x1234, .kernel = false };
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][0] += 2 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	/* db gets a second vCPU: both start afresh, the old one's history
+	 * included, so nothing is counted for the time before */
+	r.f.dom[0].nr_vcpus = 2;
+	r.f.ns[0][0] += 7 * MS;
+	r.f.ns[0][1] = 9 * MS;
+	r.f.ctx[0][1] = (struct cx_ctx){ .pc = 0x5678, .kernel = false };
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][1] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 0);
+	CU_ASSERT_EQUAL(t.samples[1][1][DP_MODE_GUEST_USER], 1);
+	CU_ASSERT_EQUAL(t.samples[3][0][DP_MODE_GUEST_USER], 2);
+	CU_ASSERT_EQUAL(t.samples[2][0][DP_MODE_GUEST_USER], 0);
+	CU_ASSERT_EQUAL(t.last_pc, 0x5678);
+	rig_down(&r);
+	/* a zero period is refused */
+	CU_ASSERT_PTR_NULL(cx_engine_new(&fx_ops, &r.f, 0));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("collect_xen", NULL, NULL);
+	if (!s || !CU_add_test(s, "busy and idle vCPUs", test_busy_idle) ||
+	    !CU_add_test(s, "weight and carry", test_weight_and_carry) ||
+	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors)) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,325 @@
+/*
+ * CUnit tests of the xenctrl backend's logic (dom_xen.c) over a fake Xen:
+ * a domain list and a xenstore held in memory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "domprof/raw.h"
+#include "dom_backend.h"
+#include "dom_xen.h"
+
+#define FAKE_MAX 16
+
+struct fake_xen {
+	struct dom_xen_info doms[FAKE_MAX];
+	size_t ndom;
+	const char *keys[64], *vals[64];
+	size_t nkv;
+	int list_err;
+	int *closed;
+};
+
+static int fake_list(void *src, struct dom_xen_info *out, size_t max)
+{
+	struct fake_xen *f = src;
+
+	if (f->list_err)
+		return f->list_err;
+	for (size_t i = 0; i < f->ndom && i < max; i++)
+		out[i] = f->doms[i];
+	return (int)(f->ndom < max ? f->ndom : max);
+}
+
+static char *fake_read(void *src, const char *path)
+{
+	struct fake_xen *f = src;
+
+	for (size_t i = 0; i < f->nkv; i++)
+		if (strcmp(f->keys[i], path) == 0)
+			return strdup(f->vals[i]);
+	return NULL;
+}
+
+static int fake_events(void *src)
+{
+	return 0;
+}
+
+static int fake_fd(void *src)
+{
+	return -1;
+}
+
+static void fake_close(void *src)
+{
+	struct fake_xen *f = src;
+
+	if (f && f->closed)
+		(*f->closed)++;
+}
+
+static const struct dom_xen_src_ops fake_ops = {
+	.list = fake_list, .read = fake_read, .events = fake_events,
+	.fd = fake_fd, .close = fake_close,
+};
+
+static void fake_put(struct fake_xen *f, const char *k, const char *v)
+{
+	f->keys[f->nkv] = k;
+	f->vals[f->nkv] = v;
+	f->nkv++;
+}
+
+static void fake_dom(struct fake_xen *f, uint32_t domid, uint8_t tag, unsigned int nvcpu,
+		     unsigned int flags)
+{
+	struct dom_xen_info *in = &f->doms[f->ndom++];
+
+	memset(in, 0, sizeof(*in));
+	in->domid = domid;
+	memset(in->handle, tag, sizeof(in->handle));
+	in->nr_vcpus = nvcpu;
+	in->flags = flags;
+}
+
+static void fake_drop(struct fake_xen *f, uint32_t domid)
+{
+	for (size_t i = 0; i < f->ndom; i++) {
+		if (f->doms[i].domid == domid) {
+			f->doms[i] = f->doms[--f->ndom];
+			return;
+		}
+	}
+}
+
+/* What the callbacks saw, as "+name" / "-name" / "~name" in order. */
+struct seen {
+	char log[512];
+};
+
+static void seen_add(struct seen *s, char c, const struct dom_domain *d)
+{
+	size_t l = strlen(s->log);
+
+	snprintf(s->log + l, sizeof(s->log) - l, "%c%s ", c, dom_domain_name(d));
+}
+
+static void cb_added(void *ctx, const struct dom_domain *d) { seen_add(ctx, '+', d); }
+static void cb_removed(void *ctx, const struct dom_domain *d) { seen_add(ctx, '-', d); }
+static void cb_vcpus(void *ctx, const struct dom_domain *d) { seen_add(ctx, '~', d); }
+
+static const struct dom_ops cb_ops = {
+	.added = cb_added, .removed = cb_removed, .vcpus_changed = cb_vcpus,
+};
+
+static void *open_fake(struct fake_xen *f, const char *const *names)
+{
+	struct dom_config cfg = { .names = names };
+	void *st = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(dom_xen_open_src(&fake_ops, f, &cfg, &st), 0);
+	return st;
+}
+
+static void lab_like(struct fake_xen *f)
+{
+	memset(f, 0, sizeof(*f));
+	fake_dom(f, 0, 0, 2, 0);
+	fake_dom(f, 1, 0xd1, 1, 0);
+	fake_dom(f, 2, 0xe2, 2, 0);
+	fake_put(f, "/local/domain/0/name", "Domain-0");
+	fake_put(f, "/local/domain/1/name", "db");
+	fake_put(f, "/local/domain/2/name", "web");
+}
+
+static void test_added_not_dom0(void)
+{
+	struct fake_xen f;
+	struct seen s = { "" };
+	const struct dom_domain *d;
+	void *st;
+	int n = 0;
+
+	lab_like(&f);
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
+	for (d = dom_backend_xenctrl.next(st, NULL); d; d = dom_backend_xenctrl.next(st, d))
+		n++;
+	CU_ASSERT_EQUAL(n, 2);
+	d = dom_backend_xenctrl.next(st, NULL);
+	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(d), "xen");
+	CU_ASSERT_EQUAL(dom_domain_id(d), 1);
+	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), "d1d1d1d1-d1d1-d1d1-d1d1-d1d1d1d1d1d1");
+	CU_ASSERT_TRUE(dom_domain_has_uuid(d));
+	CU_ASSERT_EQUAL(dom_domain_pid(d), 0);
+	/* a second refresh with nothing new reports nothing */
+	s.log[0] = '\0';
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "");
+	dom_backend_xenctrl.close(st);
+}
+
+static void test_lookup(void)
+{
+	struct fake_xen f;
+	const struct dom_domain *d;
+	int v;
+	void *st;
+
+	lab_like(&f);
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 1, 1234, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
+	CU_ASSERT_EQUAL(v, 1);
+	/* a vCPU the domain does not have, or none recorded */
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 2, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(v, -1);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1,
+						   DP_RAW_VCPU_UNKNOWN, 0, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
+	CU_ASSERT_EQUAL(v, -1);
+	/* dom0, unknown domids, other key namespaces, ids above 32 bits */
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 0, 0, 0, &d, &v), -ENOENT);
+	CU_ASSERT_PTR_NULL(d);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 7, 0, 0, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_HOST_PID, 2, 0, 0, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, (1ull << 32) | 2, 0, 0,
+						   &d, &v), -ENOENT);
+	dom_backend_xenctrl.close(st);
+}
+
+/* xl destroy web; xl create web: a new domid and UUID, a removed then an
+ * added; a domid reused for another domain is the same. */
+static void test_recreate(void)
+{
+	struct fake_xen f;
+	struct seen s = { "" };
+	const struct dom_domain *d;
+	int v;
+	void *st;
+
+	lab_like(&f);
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	s.log[0] = '\0';
+	/* dying: gone already, while Xen still lists it */
+	f.doms[2].flags |= DOM_XEN_F_DYING;
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "-web ");
+	fake_drop(&f, 2);
+	fake_dom(&f, 3, 0xe3, 1, 0);
+	fake_put(&f, "/local/domain/3/name", "web");
+	s.log[0] = '\0';
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+web ");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 3, 0, 0, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), "e3e3e3e3-e3e3-e3e3-e3e3-e3e3e3e3e3e3");
+	/* db's domid now names another domain (new handle) */
+	memset(f.doms[1].handle, 0xaa, 16);
+	s.log[0] = '\0';
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "-db +db ");
+	dom_backend_xenctrl.close(st);
+}
+
+static void test_vcpus_state_errors(void)
+{
+	struct fake_xen f;
+	struct seen s = { "" };
+	const struct dom_domain *d;
+	int v, closed = 0;
+	void *st;
+
+	lab_like(&f);
+	f.closed = &closed;
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	s.log[0] = '\0';
+	f.doms[2].nr_vcpus = 4;
+	f.doms[1].flags |= DOM_XEN_F_PAUSED;
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "~web ");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 3, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(v, 3);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_domain_state(d), DOM_STATE_PAUSED);
+	/* a failing hypervisor call leaves the set as it was */
+	f.list_err = -EPERM;
+	s.log[0] = '\0';
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), -EPERM);
+	CU_ASSERT_STRING_EQUAL(s.log, "");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	dom_backend_xenctrl.close(st);
+	CU_ASSERT_EQUAL(closed, 1);
+	dom_backend_xenctrl.close(NULL);
+}
+
+/* Names from xenstore (or xen-DOMID without one), the agent channel, the
+ * device model's pid, and the selection. */
+static void test_xenstore_facts(void)
+{
+	static const char *const only_web[] = { "web", NULL };
+	struct fake_xen f;
+	const struct dom_domain *d;
+	int v;
+	void *st;
+
+	lab_like(&f);
+	fake_dom(&f, 5, 0x55, 1, 0);	/* no name in xenstore */
+	fake_put(&f, "/local/domain/2/device/console/1/name", "org.other");
+	fake_put(&f, "/local/domain/2/device/console/2/name", DOM_AGENT_PORT);
+	fake_put(&f, "/local/domain/2/device/console/2/backend",
+		 "/local/domain/0/backend/console/2/2");
+	fake_put(&f, "/local/domain/0/backend/console/2/2/connection", "socket");
+	fake_put(&f, "/local/domain/0/backend/console/2/2/path", "/run/domprof/web.agent");
+	fake_put(&f, "/local/domain/1/image/device-model-pid", "4242");
+	st = open_fake(&f, only_web);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
+	CU_ASSERT_TRUE(dom_domain_selected(d));
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &v), 0);
+	CU_ASSERT_PTR_NULL(dom_domain_agent_path(d));
+	CU_ASSERT_FALSE(dom_domain_selected(d));
+	CU_ASSERT_EQUAL(dom_domain_pid(d), 4242);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 4242, 4243, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
+	CU_ASSERT_EQUAL(v, -1);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 0, 0, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 99, 99, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 5, 0, 0, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "xen-5");
+	dom_backend_xenctrl.close(st);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("dom_xen", NULL, NULL);
+	if (!s || !CU_add_test(s, "added, dom0 left out", test_added_not_dom0) ||
+	    !CU_add_test(s, "lookup by domid", test_lookup) ||
+	    !CU_add_test(s, "destroyed and created again", test_recreate) ||
+	    !CU_add_test(s, "vCPUs, state, errors", test_vcpus_state_errors) ||
+	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts)) {
+		CU_cleanup_registry();
+		return 1;
+	}
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,101 @@
+# shellcheck shell=bash
+# Helpers for scenarios of the Xen kind of lab host ("# lab-kind: xen"):
+# L1 is Xen's dom0, its guests (L2) are PV domains started with xl.
+# Sourced by the scenario after lib.sh:  . "$LAB/lib-xen.sh"
+#
+#   lab_require_xen                 dom0 with xenstored/xenconsoled up
+#   xen_start_guest NAME UUID WORKLOAD [XL CONFIG LINES...]
+#   xen_wait_booted NAME [TIMEOUT]
+#   xen_domid NAME / xen_alive NAME
+#   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
+#   xen_destroy NAME
+#
+# A guest is the lab's kernel booted as a PV domU with the lab's
+# initramfs (the same workloads as the KVM guests: busy, idle, script).
+# Its console goes through xenconsoled to
+# $RESULTS/xen-consoles/guest-NAME.log (l1-init starts it so).
+# Environment: LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
+#   dom0 and Xen on the emulated CPU, the less the faster), LAB_GUEST_SMP (1),
+#   LAB_GUEST_APPEND extra kernel command line words.
+
+XEN_CONSOLES=${XEN_CONSOLES:-$RESULTS/xen-consoles}
+# The build-images.sh --kind xen forms of the L2 kernel and initramfs that
+# xl loads without unpacking them.
+LAB_XEN_L2_KERNEL=${LAB_XEN_L2_KERNEL:-$STAGE/l2/vmlinux}
+LAB_XEN_L2_INITRD=${LAB_XEN_L2_INITRD:-$STAGE/l2/initramfs.cpio}
+
+lab_require_xen() {
+	[ "$(cat /sys/hypervisor/type 2>/dev/null)" = xen ] ||
+		lab_fail "L1 is not running on Xen (is the scenario's lab-kind xen?)"
+	grep -q control_d /proc/xen/capabilities 2>/dev/null ||
+		lab_fail "not Xen's dom0; xen-init.log: $(tail -n 5 "$RESULTS/xen-init.log" 2>/dev/null)"
+	timeout 10 xenstore-read /local/domain/0/name >/dev/null 2>&1 ||
+		lab_fail "xenstored not answering; xen-init.log: $(tail -n 5 "$RESULTS/xen-init.log" 2>/dev/null)"
+	pidof xenconsoled >/dev/null || lab_fail "xenconsoled not running"
+}
+
+xen_domid() { timeout 10 xl domid "$1" 2>/dev/null; }
+xen_alive() { [ -n "$(xen_domid "$1")" ]; }
+
+xen_start_guest() {
+	local name=$1 uuid=$2 work=$3 cfg append
+	shift 3 || lab_fail "usage: xen_start_guest NAME UUID WORKLOAD [XL LINES]"
+	mkdir -p "$LAB_RUN"
+	cfg=$LAB_RUN/$name.xl
+	rm -f "$LAB_RUN/$1.booted" "$XEN_CONSOLES/guest-$name.log"
+	append="console=hvc0 quiet panic=-1 dpname=$name dpwork=$work"
+	[ -n "${LAB_GUEST_APPEND:-}" ] && append="$append $LAB_GUEST_APPEND"
+	{
+		echo "name = \"$name\""
+		echo "uuid = \"$uuid\""
+		echo 'type = "pv"'
+		echo "kernel = \"$LAB_XEN_L2_KERNEL\""
+		echo "ramdisk = \"$LAB_XEN_L2_INITRD\""
+		echo "extra = \"$append\""
+		echo "memory = ${LAB_GUEST_MEM:-128}"
+		echo "vcpus = ${LAB_GUEST_SMP:-1}"
+		echo 'on_poweroff = "destroy"'
+		echo 'on_reboot = "destroy"'
+		echo 'on_crash = "destroy"'
+		local l
+		for l in "$@"; do echo "$l"; done
+	} >"$cfg"
+	lab_now >"$LAB_RUN/$name.start"
+	timeout 240 xl -v create -q "$cfg" >"$RESULTS/$name.xl.log" 2>&1 ||
+		lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
+	lab_log "started PV guest $name ($uuid, $work) domid $(xen_domid "$name")"
+}
+
+# Wait for the L2 init's ready marker on the guest's console.
+xen_wait_booted() {
+	local name=$1 limit=${2:-$LAB_BOOT_TIMEOUT} start end
+	[ -f "$LAB_RUN/$name.booted" ] && return 0
+	start=$(cat "$LAB_RUN/$name.start" 2>/dev/null || lab_now)
+	end=$(awk -v s="$(lab_now)" -v l="$limit" 'BEGIN { print int(s + l) }')
+	while ! grep -q DOMPROF-L2-READY "$XEN_CONSOLES/guest-$name.log" 2>/dev/null; do
+		if ! xen_alive "$name"; then
+			tail -n 30 "$XEN_CONSOLES/guest-$name.log" 2>/dev/null
+			lab_fail "PV guest $name died while booting"
+		fi
+		if [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ]; then
+			tail -n 30 "$XEN_CONSOLES/guest-$name.log" 2>/dev/null
+			timeout 10 xl list -l "$name" >"$RESULTS/$name.hung-xl-list.txt" 2>&1
+			lab_fail "PV guest $name not booted after ${limit}s"
+		fi
+		sleep 0.5
+	done
+	lab_since "$start" >"$LAB_RUN/$name.booted"
+	lab_log "PV guest $name booted in $(cat "$LAB_RUN/$name.booted")s"
+}
+
+# Xen's own accounting of the CPU time a domain got (sum over its vCPUs),
+# in seconds with one decimal, as xl list prints it.
+xen_cpu_s() {
+	timeout 10 xl list "$1" 2>/dev/null | awk 'NR == 2 { print $NF }'
+}
+
+xen_destroy() {
+	timeout 30 xl destroy "$1" >/dev/null 2>&1 || lab_log "xl destroy $1 failed"
+	rm -f "$LAB_RUN/$1.booted"
+	lab_log "destroyed PV guest $1"
+}
