@@ -27,7 +27,7 @@ ROOTFS_RECIPE=1
 L1_PKGS=(
 	kmod procps busybox iproute2 socat util-linux
 	qemu-system-x86 linux-perf
-	libbinutils libelf1 zlib1g libvirt0 libcunit1
+	libbinutils libelf1 zlib1g libvirt0 libcunit1 libprotobuf-c1
 	libvirt-daemon-system libvirt-clients
 )
 # Added for the Xen kind of L1: the hypervisor (its /boot/xen-*.gz is the
