@@ -114,6 +114,8 @@ int raw_put_mode(struct raw_writer *w, uint32_t mode);
 /* A DOMAIN record keyed by host pid (DP_DOMKEY_HOST_PID). */
 int raw_put_domain(struct raw_writer *w, uint64_t key, uint32_t vcpu);
 int raw_put_domain_ns(struct raw_writer *w, uint32_t key_ns, uint64_t key, uint32_t vcpu);
+/* Guest address space of the guest samples that follow (DP_RAW_ASID). */
+int raw_put_asid(struct raw_writer *w, uint64_t asid);
 int raw_put_lost(struct raw_writer *w, uint64_t count);
 int raw_put_time(struct raw_writer *w, uint64_t ns);
 /* path_len <= DP_RAW_MAX_PATH, else -ENAMETOOLONG */

@@ -198,6 +198,13 @@ int raw_put_mode(struct raw_writer *w, uint32_t mode)
 	return raw_put2(w, DP_RAW_MODE, &r, sizeof(r), NULL, 0);
 }
 
+int raw_put_asid(struct raw_writer *w, uint64_t asid)
+{
+	struct dp_raw_asid r = { .asid = asid };
+
+	return raw_put2(w, DP_RAW_ASID, &r, sizeof(r), NULL, 0);
+}
+
 int raw_put_domain(struct raw_writer *w, uint64_t key, uint32_t vcpu)
 {
 	return raw_put_domain_ns(w, DP_DOMKEY_HOST_PID, key, vcpu);

@@ -86,6 +86,15 @@ static int f_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 	return s->w ? raw_put_domain_ns(s->w, key_ns, key, vcpu) : 0;
 }
 
+static int f_asid(void *ctx, uint64_t asid)
+{
+	struct seen *s = ctx;
+
+	mix(s, 13);
+	mix(s, asid);
+	return s->w ? raw_put_asid(s->w, asid) : 0;
+}
+
 static int f_lost(void *ctx, uint64_t count)
 {
 	struct seen *s = ctx;
@@ -183,7 +192,7 @@ static int f_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, si
 static const struct raw_ops fuzz_ops = {
 	.sample = f_sample, .cpu = f_cpu, .task = f_task, .mode = f_mode,
 	.domain = f_domain, .lost = f_lost, .time = f_time, .mmap = f_mmap,
-	.comm = f_comm, .fork = f_fork, .exit = f_exit, .kmod = f_kmod,
+	.comm = f_comm, .fork = f_fork, .exit = f_exit, .kmod = f_kmod, .asid = f_asid,
 };
 
 struct outbuf {
