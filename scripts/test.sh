@@ -43,7 +43,7 @@ step "fuzz (short)" make -C "$build" fuzz-short
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
-lab_tests="agent domains libvirt smoke"
+lab_tests="agent domains exact libvirt smoke"
 if [ $lab = 1 ]; then
 	for n in $lab_tests; do
 		step "lab: $n" tests/lab/run.sh "$n" --stage "$build/stage"

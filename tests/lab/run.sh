@@ -122,9 +122,11 @@ elif [ $no_domprof -eq 0 ]; then
 fi
 # Test programs for guests (built, not installed): scenarios find them in
 # $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
-if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio-static" ]; then
-	cp "$test_bin_dir/e2e/ratio-static" "$stage/lab/"
-fi
+for t in ratio-static exact-a exact-b; do
+	if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/$t" ]; then
+		cp "$test_bin_dir/e2e/$t" "$stage/lab/"
+	fi
+done
 
 # Show the scenario's output as it is written (LAB_QUIET=1: only at a
 # failure), so a person sees what the lab is doing while it runs.
