@@ -34,9 +34,6 @@ share=/tmp/share-ge
 rm -rf "$share"
 mkdir -p "$share"
 cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$opagent_bin" "$share/"
-# the hot ranges by address, for perf's split (same addresses in the guest)
-nm -S "$share/exact-a" | awk '$4 ~ /^a_(one|two)$/' >"$RESULTS/exact-syms.txt"
-nm -S "$share/exact-b" | awk '$4 ~ /^b_(one|two)$/' >>"$RESULTS/exact-syms.txt"
 {
 	echo 'for ph in 1 2; do'
 	echo '	i=0'
@@ -61,14 +58,21 @@ rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + b == 0) print "n/a"; else printf "%.2f", 100 * a / (a + b) }'; }
 absdiff() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2f", d }'; }
 
+# The hot ranges by address, as the programs print them (L1 has no nm):
+# lines "LO HI NAME" for perf's split (same addresses in the guest).
+hot_ranges() {
+	sed -n "s/.*PHASE$1-\([AB]\) exact-.*ranges=\(0x[0-9a-f]*\)-\(0x[0-9a-f]*\),\(0x[0-9a-f]*\)-\(0x[0-9a-f]*\).*/\1 \2 \3 \4 \5/p" \
+		"$RESULTS/ge.console" | tr -d '\r' | awk '{ p = tolower($1)
+		print $2, $3, p "_one"; print $4, $5, p "_two" }'
+}
 # perf's split: guest-user samples (cpumode 5) by address in the hot ranges
 perf_split() {
-	perf report -D -i "$1" 2>/dev/null | awk -v syms="$RESULTS/exact-syms.txt" '
+	perf report -D -i "$1" 2>/dev/null | awk -v syms="$2" '
 		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
 			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
 			return v }
 		BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++
-			lo[n] = hex(f[1]); hi[n] = lo[n] + hex(f[2]); nm[n] = f[4] } }
+			lo[n] = hex(f[1]); hi[n] = hex(f[2]); nm[n] = f[3] } }
 		/PERF_RECORD_SAMPLE\(/ {
 			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
 			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
@@ -141,7 +145,8 @@ phase() {
 	lab_summary "phase${ph}_status_clock" "$(grep -m1 -i "correlation" "$RESULTS/status$ph-running.txt" | sed 's/^ *//')"
 	if [ -n "$perf_pid" ] && [ -s "$RESULTS/perf$ph.data" ]; then
 		local pa1 pa2 pb1 pb2
-		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "$RESULTS/perf$ph.data")"
+		hot_ranges "$ph" >"$RESULTS/hot-ranges.txt"
+		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "$RESULTS/perf$ph.data" "$RESULTS/hot-ranges.txt")"
 		lab_summary "phase${ph}_perf_exact_a_one" "$(pct "$pa1" "$pa2")% ($pa1/$pa2)"
 		lab_summary "phase${ph}_perf_exact_b_one" "$(pct "$pb1" "$pb2")% ($pb1/$pb2)"
 		lab_log "phase $ph exact-a one: program $meas_a%, domprof $dp_a%, perf $(pct "$pa1" "$pa2")%"
