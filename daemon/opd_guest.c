@@ -562,12 +562,15 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 
 	(void)rel;
 	(void)len;
-	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_VERSION) {
+	/* the newest version both speak */
+	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_MIN ||
+	    h->proto_max < h->proto_min) {
 		du_warn("domain %s: agent speaks protocol %u..%u only; channel closed", g->name,
 			h->proto_min, h->proto_max);
 		g->st->agent_closed_bad++;
 		return -EPROTONOSUPPORT;
 	}
+	hh.proto_version = h->proto_max < DP_AG_PROTO_VERSION ? h->proto_max : DP_AG_PROTO_VERSION;
 	if (g->has_agent && h->instance != g->instance) {
 		/* the agent restarted: its cookies mean other files now */
 		for (size_t i = 0; i < IMG_BUCKETS; i++)
