@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -18,7 +19,7 @@ static const char *const known_keys[] = {
 	"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task", "unresolved_bad_event",
 	"stream_unknown_records", "stream_bad_records", "processes_seen", "sample_files",
 	"unresolved_no_domain", "domains_seen", "domains_running", "samples_vmm",
-	"samples_domain_unselected",
+	"samples_domain_unselected", "guest_user_ambiguous",
 };
 
 static bool is_known(const char *key)
@@ -73,6 +74,50 @@ static void print_events(FILE *out, const struct ctl_status *st)
 		return;
 	v = ctl_kv_get(st->stats, "events");
 	fprintf(out, "Events:       %s\n", v && *v ? v : "(not known yet)");
+}
+
+/* Per domain, how guest time is related to the host's (the daemon writes
+ * SESSION/domains/<esc>/clock; doc/clock.md). */
+static void print_clocks(FILE *out, const struct ctl_status *st)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	if (snprintf(path, sizeof(path), "%s/domains", st->session_dir) >= (int)sizeof(path))
+		return;
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct ctl_kv *kv;
+		const char *m, *why;
+		uint64_t unc = 0, rtt = 0, ch = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/domains/%s/clock", st->session_dir,
+			     e->d_name) >= (int)sizeof(path))
+			continue;
+		kv = ctl_kv_load(path);
+		if (!kv)
+			continue;
+		m = ctl_kv_get(kv, "method");
+		why = ctl_kv_get(kv, "why");
+		ctl_kv_get_u64(kv, "uncertainty_ns", &unc);
+		fprintf(out, "  domain %s: correlation %s, uncertainty +-%.1f us", e->d_name,
+			m && !strcmp(m, "tsc") ? "exact (TSC through KVM's offset)" : "ping/pong",
+			(double)unc / 1000.0);
+		if (ctl_kv_get_u64(kv, "pingpong_rtt_ns", &rtt))
+			fprintf(out, "; ping/pong round trip %.1f us", (double)rtt / 1000.0);
+		if (ctl_kv_get_u64(kv, "tsc_offset_changes", &ch) && ch)
+			fprintf(out, "; KVM TSC offset changed %" PRIu64 " times", ch);
+		if (why && *why)
+			fprintf(out, " (%s)", why);
+		fputc('\n', out);
+		ctl_kv_free(kv);
+	}
+	closedir(d);
 }
 
 void ctl_status_format(FILE *out, const struct ctl_status *st)
@@ -183,6 +228,10 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 		if (all)
 			fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
 				" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
+		if (all && ctl_kv_get_u64(s, "guest_user_ambiguous", &u))
+			fprintf(out, "  guest-user samples within a clock uncertainty of a switch"
+				" (ambiguous): %.2f%% (%" PRIu64 ")\n", 100.0 * (double)u / (double)all, u);
+		print_clocks(out, st);
 	}
 	/* the daemon follows domains only on a live host (not in replay) */
 	if (ctl_kv_get_u64(s, "domains_seen", &v) && v) {

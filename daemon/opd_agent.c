@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "opd_agent.h"
+#include "opd_gclock.h"
 #include "util/du_log.h"
 
 #define RETRY_NS	(1000ULL * 1000 * 1000)
@@ -18,13 +19,20 @@
 /* Bytes read from one channel per round, so a chatty guest cannot starve
  * the collector or the other channels. */
 #define READ_BUDGET	(1u << 20)
-
+/* SESSION/domains/<esc>/clock is rewritten this often (opcontrol --status) */
+#define CLOCK_FILE_NS	(1000ULL * 1000 * 1000)
+/* The exact offset may differ from ping/pong's by half its round trip plus
+ * this before the TSC path is distrusted (a wrong KVM offset). */
+#define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
 struct chan {
 	struct chan *next;
 	struct opd_image *name;	/* domain key: name and pid */
 	pid_t pid;
 	char *path;
 	struct opd_guest *g;
+	struct opd_gclock *clk;
+	bool clk_said;		/* the ping/pong reason was logged */
+	uint64_t next_clock_file;
 	int fd;
 	bool running;
 	uint64_t next_try, next_ping;
@@ -39,6 +47,7 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
+	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 	struct opd_agents_file_ctx {
 		opd_agents_file_fn file;
 		void *ctx;
@@ -60,6 +69,11 @@ struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_gues
 	a->images = images;
 	a->st = st;
 	a->session = strdup(session_dir);
+	{
+		const char *v = getenv(OPD_GCLOCK_ENV);
+
+		a->pingpong = v && !strcmp(v, "pingpong");
+	}
 	a->cache = opd_imgcache_new(session_dir, st);
 	if (!a->session || !a->cache) {
 		int e = errno ? errno : ENOMEM;
@@ -95,6 +109,7 @@ void opd_agents_free(struct opd_agents *a)
 		if (c->fd >= 0)
 			close(c->fd);
 		opd_guest_free(c->g);
+		opd_gclock_free(c->clk);
 		free(c->path);
 		free(c);
 	}
@@ -131,8 +146,10 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->running = dom->running;
 	c->path = strdup(dom->agent_path);
 	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
-	if (!c->path || !c->g) {
+	c->clk = opd_gclock_new(dom->pid, NULL, a->pingpong);
+	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
+		opd_gclock_free(c->clk);
 		opd_guest_free(c->g);
 		free(c->path);
 		free(c);
@@ -263,6 +280,86 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 	}
 }
 
+/* SESSION/domains/<esc>/clock: how this domain's clock is correlated, for
+ * opcontrol --status ("key value" lines). */
+static void write_clock_file(struct chan *c, const struct opd_guest_clock *gc, const char *why)
+{
+	char p[PATH_MAX], tmp[PATH_MAX + 8];
+	FILE *f;
+
+	if (snprintf(p, sizeof(p), "%s/clock", opd_guest_dir(c->g)) >= (int)sizeof(p))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	f = fopen(tmp, "we");
+	if (!f)
+		return;
+	fprintf(f, "method %s\nuncertainty_ns %llu\nnear_ns %llu\noffset_ns %lld\n",
+		gc->exact ? "tsc" : "pingpong", (unsigned long long)gc->unc,
+		(unsigned long long)gc->near, (long long)gc->offset);
+	if (gc->have_pp)
+		fprintf(f, "pingpong_rtt_ns %llu\npingpong_offset_ns %lld\n",
+			(unsigned long long)gc->pp_rtt, (long long)gc->pp_offset);
+	fprintf(f, "tsc_offset_changes %llu\n",
+		(unsigned long long)opd_gclock_offset_changes(c->clk));
+	if (why && *why)
+		fprintf(f, "why %s\n", why);
+	if (fclose(f) || rename(tmp, p))
+		unlink(tmp);
+}
+
+/* The agent's TSC pairs through KVM's offset: the exact clock, or the
+ * reason it stays ping/pong. */
+static void chan_clock(struct opd_agents *a, struct chan *c, uint64_t now)
+{
+	struct dp_ag_tsc t[8];
+	struct opd_guest_clock gc;
+	size_t n = opd_guest_take_tsc(c->g, t, 8);
+	const char *why = opd_gclock_why(c->clk);
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t off;
+		uint64_t unc;
+		int err = opd_gclock_offset(c->clk, &t[i], &off, &unc);
+		bool was;
+
+		opd_guest_clock(c->g, &gc);
+		was = gc.exact;
+		if (!err && gc.have_pp) {
+			int64_t d = off - gc.pp_offset;
+
+			if ((uint64_t)(d < 0 ? -d : d) > gc.pp_rtt / 2 + CLOCK_SANITY_NS)
+				err = -ERANGE;
+		}
+		if (!err) {
+			opd_guest_set_exact(c->g, true, off, unc);
+			if (!was)
+				du_info("domain %s: clock exact through the TSC (+- %llu ns)",
+					c->name->name, (unsigned long long)unc);
+			c->clk_said = false;
+			a->st->guest_clock_exact = 1;
+			a->st->guest_clock_unc_ns = unc;
+			why = "";
+			continue;
+		}
+		if (err == -ERANGE && gc.have_pp && !*opd_gclock_why(c->clk))
+			why = "the TSC path disagrees with ping/pong by more than its round trip";
+		if (err == -EAGAIN && was)
+			continue;	/* keeps the last exact offset */
+		if (was)
+			opd_guest_set_exact(c->g, false, 0, 0);
+		if (!c->clk_said && err != -EAGAIN) {
+			du_info("domain %s: clock by ping/pong: %s", c->name->name, why);
+			c->clk_said = true;
+		}
+	}
+	if (now >= c->next_clock_file && opd_guest_clock(c->g, &gc)) {
+		if (!gc.exact && !gc.tsc_flag && !*why)
+			why = "the agent sends no TSC pairs";
+		write_clock_file(c, &gc, gc.exact ? "" : why);
+		c->next_clock_file = now + CLOCK_FILE_NS;
+	}
+}
+
 void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns)
 {
 	for (struct chan *c = a->list; c; c = c->next) {
@@ -278,6 +375,7 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 				rev = pfd[i].revents;
 		if (rev & (POLLIN | POLLHUP | POLLERR))
 			chan_read(a, c, now_ns);
+		chan_clock(a, c, now_ns);
 		if (c->fd < 0)
 			continue;
 		if (now_ns >= c->next_ping && opd_guest_has_agent(c->g)) {

@@ -29,6 +29,10 @@
 #define OUT_SIZE	8192
 /* A sample this close to a switch may belong to either side of it. */
 #define NEAR_MIN_NS	(1000ULL * 1000)
+/* With the exact (TSC) clock: its stated uncertainty plus this margin for
+ * what neither side's stamp sees (doc/clock.md). */
+#define EXACT_MARGIN_NS	(20ULL * 1000)
+#define NR_TSC		8
 /* Exited guest processes are kept this long (guest time) for held samples. */
 #define LINGER_NS	(3ULL * OPD_GUEST_HOLD_NS)
 
@@ -127,6 +131,13 @@ struct opd_guest {
 	bool have_off;
 	int64_t off;
 	uint64_t rtt;
+	int64_t pp_off;		/* ping/pong's own, kept beside the exact one */
+	uint64_t pp_rtt;
+	bool have_pp;
+	bool exact;		/* off comes from the TSC path, +- unc */
+	uint64_t unc;
+	struct dp_ag_tsc tsc[NR_TSC];	/* TSC pairs not yet taken */
+	size_t nr_tsc;
 
 	/* kernel */
 	struct table_file ks, mods;
@@ -970,13 +981,34 @@ static int h_pong(void *ctx, const struct dp_ag_pong *p)
 	for (size_t i = 0; i < g->nr_clk; i++) {
 		if (g->clk[i].rtt < best) {
 			best = g->clk[i].rtt;
-			g->off = g->clk[i].off;
+			g->pp_off = g->clk[i].off;
 		}
 	}
-	g->rtt = best;
+	g->pp_rtt = best;
+	g->have_pp = true;
+	if (!g->exact) {
+		g->off = g->pp_off;
+		g->rtt = best;
+	}
 	g->have_off = true;
 	g->st->guest_clock_rtt_ns = best;
 	seen(g, p->send_ns);
+	return 0;
+}
+
+static int h_tsc(void *ctx, const struct dp_ag_tsc *t)
+{
+	struct opd_guest *g = ctx;
+
+	if (t->cpu >= g->lim.max_cpus) {
+		g->st->guest_bad_values++;
+		return 0;
+	}
+	if (g->nr_tsc == NR_TSC) {
+		memmove(g->tsc, g->tsc + 1, sizeof(g->tsc[0]) * (NR_TSC - 1));
+		g->nr_tsc--;
+	}
+	g->tsc[g->nr_tsc++] = *t;
 	return 0;
 }
 
@@ -1082,6 +1114,7 @@ static const struct ap_ops guest_ops = {
 	.exit = h_exit,
 	.lost = h_lost,
 	.pong = h_pong,
+	.tsc = h_tsc,
 	.image_data = h_image_data,
 	.image_end = h_image_end,
 	.state_end = h_state_end,
@@ -1223,6 +1256,12 @@ static struct opd_image *gimg_image(struct opd_guest *g, struct gimg *x)
 	return x->img;
 }
 
+/* How far from a switch a sample may have been on either side of it. */
+static uint64_t near_ns(const struct opd_guest *g)
+{
+	return g->exact ? g->unc + EXACT_MARGIN_NS : g->rtt / 2 + NEAR_MIN_NS;
+}
+
 /* The sample ran in task @t, in its mapping @m. */
 static void place_user(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r, const struct gtask *t, const struct gmap *m)
@@ -1330,7 +1369,7 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	}
 	c = &g->cpus[s->vcpu];
 	gt = (uint64_t)((int64_t)s->host_ns + g->off);
-	near = g->rtt / 2 + NEAR_MIN_NS;
+	near = near_ns(g);
 	i = ring_find(g, c, gt);
 	if (i < 0) {
 		/* Before the vCPU's first switch: the task that switch took
@@ -1363,7 +1402,13 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 				break;
 		}
 	}
-	/* the task whose mappings hold the pc wins, in order of likelihood */
+	/* A switch within the clock's uncertainty: either side may have run
+	 * it.  The task that ran at the corrected time comes first and keeps
+	 * the sample if its mappings hold the pc; another candidate takes it
+	 * only when that task cannot have run it (no mapping holds the pc),
+	 * which is the one case the mappings decide correctly. */
+	if (nc > 1)
+		g->st->guest_user_ambiguous++;
 	for (int k = 0; k < nc; k++) {
 		struct gtask *t;
 		const struct gmap *m;
@@ -1497,7 +1542,7 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 		return g->ktext != 0;
 	if (!g->have_off)
 		return false;
-	gt = (uint64_t)((int64_t)s->host_ns + g->off) + g->rtt / 2 + NEAR_MIN_NS;
+	gt = (uint64_t)((int64_t)s->host_ns + g->off) + near_ns(g);
 	if (s->vcpu >= 0 && (unsigned int)s->vcpu < g->lim.max_cpus && g->cpus &&
 	    g->cpus[s->vcpu].count &&
 	    ring_at(g, &g->cpus[s->vcpu], (long)g->cpus[s->vcpu].count - 1)->t >= gt)
@@ -1535,6 +1580,47 @@ bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt)
 	if (rtt)
 		*rtt = g->rtt;
 	return g->have_off;
+}
+
+size_t opd_guest_take_tsc(struct opd_guest *g, struct dp_ag_tsc *out, size_t max)
+{
+	size_t n = g->nr_tsc < max ? g->nr_tsc : max;
+
+	memcpy(out, g->tsc, n * sizeof(*out));
+	memmove(g->tsc, g->tsc + n, (g->nr_tsc - n) * sizeof(*out));
+	g->nr_tsc -= n;
+	return n;
+}
+
+void opd_guest_set_exact(struct opd_guest *g, bool exact, int64_t off, uint64_t unc)
+{
+	g->exact = exact;
+	if (exact) {
+		g->off = off;
+		g->unc = unc;
+		g->have_off = true;
+	} else if (g->have_pp) {
+		g->off = g->pp_off;
+		g->rtt = g->pp_rtt;
+	}
+}
+
+bool opd_guest_clock(const struct opd_guest *g, struct opd_guest_clock *c)
+{
+	c->exact = g->exact;
+	c->offset = g->off;
+	c->unc = g->exact ? g->unc : g->rtt / 2;
+	c->near = near_ns(g);
+	c->pp_offset = g->pp_off;
+	c->pp_rtt = g->pp_rtt;
+	c->have_pp = g->have_pp;
+	c->tsc_flag = (g->flags & DP_AG_HELLO_F_TSC) != 0;
+	return g->have_off;
+}
+
+const char *opd_guest_dir(const struct opd_guest *g)
+{
+	return g->dir;
 }
 
 size_t opd_guest_nr_tasks(const struct opd_guest *g)

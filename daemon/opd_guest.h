@@ -28,6 +28,7 @@
 #include "opd_image.h"
 #include "opd_imgcache.h"
 #include "opd_stats.h"
+#include "domprof/agent.h"
 
 #define OPD_GUEST_HOLD_NS (2000ULL * 1000 * 1000)
 /* Longest guest path used in a sample file name (after sanitizing); a
@@ -127,6 +128,24 @@ size_t opd_guest_drain(struct opd_guest *g, uint64_t host_ns, bool all, opd_gues
 bool opd_guest_has_agent(const struct opd_guest *g);
 /* Estimated guest clock minus host clock, ns; false if none yet. */
 bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
+/* The clock as used now (doc/clock.md). */
+struct opd_guest_clock {
+	bool exact;		/* TSC path; else ping/pong */
+	bool have_pp;
+	bool tsc_flag;		/* the agent said it sends TSC pairs */
+	int64_t offset;		/* guest minus host, ns */
+	uint64_t unc;		/* +- ns: exact's stated, or half the round trip */
+	uint64_t near;		/* a switch this close makes a sample ambiguous */
+	int64_t pp_offset;	/* ping/pong's, kept beside */
+	uint64_t pp_rtt;
+};
+bool opd_guest_clock(const struct opd_guest *g, struct opd_guest_clock *c);
+/* Take up to @max TSC pairs the agent sent, oldest first. */
+size_t opd_guest_take_tsc(struct opd_guest *g, struct dp_ag_tsc *out, size_t max);
+/* Use @off +- @unc (the exact path), or (false) go back to ping/pong. */
+void opd_guest_set_exact(struct opd_guest *g, bool exact, int64_t off, uint64_t unc);
+/* SESSION/domains/<esc> */
+const char *opd_guest_dir(const struct opd_guest *g);
 size_t opd_guest_nr_tasks(const struct opd_guest *g);
 size_t opd_guest_nr_maps(const struct opd_guest *g);
 size_t opd_guest_bytes(const struct opd_guest *g);
