@@ -51,7 +51,8 @@ cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$opagent_bin" "$share/"
 
 LAB_GUEST_SMP=1 LAB_GUEST_SHARE=$share LAB_GUEST_AGENT=/share/opagent \
 	start_guest ge 6b1b1d6e-0000-4000-8000-0000000000e1 script
-wait_guest_booted ge
+# (a loaded build machine has taken over 120 s to boot a guest)
+wait_guest_booted ge "${EXACT_BOOT_S:-300}"
 
 # Sum of a report's samples for symbol $2 ("" = every symbol row).
 rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END { print n + 0 }' "$1"; }
