@@ -160,7 +160,8 @@ lab_summary opreport_share_a "$share"
 lab_summary share_diff_points "$diff"
 if [ -s "$RESULTS/perf-g1.data" ]; then
 	# guest-user samples (cpumode 5) in burn_a's and burn_b's ranges
-	read -r pfa pfb <<<"$(perf report -D -i "$RESULTS/perf-g1.data" 2>/dev/null | awk -v syms="$STAGE/lab/ratio-static.syms" '
+	g1_pid=$(guest_pid g1)
+	read -r pfa pfb <<<"$(perf report -D -i "$RESULTS/perf-g1.data" 2>/dev/null | awk -v syms="$STAGE/lab/ratio-static.syms" -v pid="$g1_pid" '
 		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
 			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
 			return v }
@@ -170,7 +171,8 @@ if [ -s "$RESULTS/perf-g1.data" ]; then
 			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
 			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
 			if ((index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8 != 5) next
-			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { ip = hex($(i + 1)); break }
+			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); ip = hex($(i + 1)); break }
+			if (p[1] != pid) next	# g1 only: g2 runs ratio too
 			for (k in lo) if (ip >= lo[k] && ip < hi[k]) c[k]++
 		}
 		END { print c["burn_a"] + 0, c["burn_b"] + 0 }')"
