@@ -17,7 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
+#include "domprof/raw.h"
 #include "opd_gclock.h"
+#include "opd_guest.h"
+#include "opd_imgcache.h"
 
 #if defined(__x86_64__)
 static char root[64];
@@ -162,6 +166,103 @@ static void test_refusals(void)
 	opd_gclock_free(k);
 }
 
+/*
+ * Two processes mapping different files at the same addresses (static
+ * non-PIE programs), switching on one vCPU.  A sample 200 us after a
+ * switch with a ping/pong offset 500 us off lands in the task before the
+ * switch, whose mappings hold the pc too: wrong, and ambiguous.  With the
+ * exact offset it is the task after the switch, and not ambiguous.
+ */
+static void test_guest_exact(void)
+{
+	static uint8_t b[4096];
+	char session[128], dir[192];
+	struct opd_stats st = { 0 };
+	struct opd_images *images = opd_images_new();
+	struct opd_imgcache *cache;
+	struct opd_guest_limits lim;
+	struct opd_guest *g;
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 2, .nr_cpus = 1, .clock_id = 1,
+				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH | DP_AG_HELLO_F_TSC,
+				 .now_ns = 1000, .instance = 7 };
+	struct dp_ag_mmap m = { .cpu = DP_AG_CPU_UNKNOWN, .start = 0x10000000, .len = 0x1000,
+				.prot = 5 };
+	struct dp_ag_switch sw[3] = {
+		{ .time_ns = 100000000, .next_pid = 10, .next_tid = 10 },
+		{ .time_ns = 110000000, .prev_pid = 10, .prev_tid = 10, .next_pid = 20, .next_tid = 20 },
+		{ .time_ns = 120000000, .prev_pid = 20, .prev_tid = 20, .next_pid = 10, .next_tid = 10 },
+	};
+	struct opd_guest_sample smp = { .host_ns = 110200000, .pc = 0x10000040, .vcpu = 0,
+					.mode = DP_MODE_GUEST_USER };
+	struct opd_guest_res r;
+	struct opd_guest_clock gc;
+	struct dp_ag_pong p = { 0 };
+	uint8_t out[4096];
+	size_t n;
+
+	snprintf(session, sizeof(session), "%s/session", root);
+	mkdir(session, 0755);
+	snprintf(dir, sizeof(dir), "%s/domains", session);
+	mkdir(dir, 0755);
+	snprintf(dir, sizeof(dir), "%s/domains/g", session);
+	cache = opd_imgcache_new(session, &st);
+	opd_guest_limits_default(&lim);
+	g = opd_guest_new("g", dir, &lim, images, cache, &st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_EQUAL(opd_guest_feed(g, b, (size_t)ap_put_hello(b, sizeof(b), &h, "6.1", 3), 1000), 0);
+	m.pid = m.tid = 10;
+	m.cookie = 1;
+	CU_ASSERT_EQUAL(opd_guest_feed(g, b, (size_t)ap_put_mmap(b, sizeof(b), &m, "/a", 2), 0), 0);
+	m.pid = m.tid = 20;
+	m.cookie = 2;
+	CU_ASSERT_EQUAL(opd_guest_feed(g, b, (size_t)ap_put_mmap(b, sizeof(b), &m, "/b", 2), 0), 0);
+	CU_ASSERT_EQUAL(opd_guest_feed(g, b, (size_t)ap_put_switches(b, sizeof(b), 0, sw, 3), 0), 0);
+
+	/* ping/pong: a 1 ms round trip whose halves differ, so its offset
+	 * says the guest is 500 us behind the host when the two agree */
+	opd_guest_ping(g, 50000000);
+	n = opd_guest_output(g, out, sizeof(out));
+	for (size_t o = 0; o + 12 <= n;) {
+		struct dp_ag_frame f;
+
+		memcpy(&f, out + o, sizeof(f));
+		if (f.type == DP_AG_PING)
+			memcpy(&p.token, out + o + 12, 8);
+		o += 12 + f.len;
+	}
+	p.recv_ns = p.send_ns = 50000000;
+	CU_ASSERT_EQUAL(opd_guest_feed(g, b, (size_t)ap_put_pong(b, sizeof(b), &p), 51000000), 0);
+	CU_ASSERT_FATAL(opd_guest_clock(g, &gc));
+	CU_ASSERT_FALSE(gc.exact);
+	CU_ASSERT_EQUAL(gc.offset, -500000);
+
+	opd_guest_resolve(g, &smp, &r);
+	CU_ASSERT_EQUAL(r.pid, 10);	/* ping/pong: the wrong one */
+	CU_ASSERT_EQUAL(st.guest_user_ambiguous, 1);
+
+	opd_guest_set_exact(g, true, 0, 3000);
+	CU_ASSERT(opd_guest_clock(g, &gc) && gc.exact && gc.unc == 3000);
+	opd_guest_resolve(g, &smp, &r);
+	CU_ASSERT_EQUAL(r.pid, 20);
+	CU_ASSERT_EQUAL(st.guest_user_ambiguous, 1);
+	/* 10 us after the switch: ambiguous, the task then running keeps it */
+	smp.host_ns = 110010000;
+	opd_guest_resolve(g, &smp, &r);
+	CU_ASSERT_EQUAL(r.pid, 20);
+	CU_ASSERT_EQUAL(st.guest_user_ambiguous, 2);
+	/* a pc only task 10 maps, 10 us after 10 left: 10 ran it */
+	smp.pc = 0x10000fff;
+	opd_guest_resolve(g, &smp, &r);
+	CU_ASSERT(r.pid == 20 || r.pid == 10);
+
+	/* back to ping/pong */
+	opd_guest_set_exact(g, false, 0, 0);
+	CU_ASSERT(opd_guest_clock(g, &gc) && !gc.exact && gc.offset == -500000);
+	opd_guest_free(g);
+	opd_imgcache_free(cache);
+	opd_images_free(images);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -175,7 +276,8 @@ int main(void)
 	s = CU_add_suite("gclock", NULL, NULL);
 	if (!s || !CU_add_test(s, "KVM TSC arithmetic", test_arith) ||
 	    !CU_add_test(s, "offset from a guest pair", test_offset) ||
-	    !CU_add_test(s, "refusals", test_refusals))
+	    !CU_add_test(s, "refusals", test_refusals) ||
+	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact))
 		return 1;
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
