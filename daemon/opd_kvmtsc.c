@@ -35,8 +35,9 @@ struct opd_kvmtsc {
 	char dir[520];		/* DEBUGFS/kvm/PID-FD, "" until found */
 	char why[900];
 	uint64_t h0_tsc, h0_ns;
-	bool have_prev_off;
-	int64_t prev_off;
+	/* per vCPU, KVM's offset at the previous read */
+	struct prev_off { bool have; int64_t off; } *prev;
+	size_t nr_prev;
 	uint64_t changes;
 };
 
@@ -124,6 +125,8 @@ struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong)
 
 void opd_kvmtsc_free(struct opd_kvmtsc *k)
 {
+	if (k)
+		free(k->prev);
 	free(k);
 }
 
@@ -209,6 +212,46 @@ static int read_num(const char *dir, uint32_t vcpu, const char *name, int64_t *v
 	return 0;
 }
 
+/*
+ * KVM's offset for @vcpu, read now, against the previous read.  When it
+ * moved in between (the guest wrote its TSC, or KVM re-derives it on each
+ * vCPU load, as under an emulated L1), the pair was taken under an offset
+ * nobody saw: its correlation is not exact.  -ESTALE then (counted, the
+ * reason kept); the next pair is exact again if the offset holds.
+ */
+static int offset_stable(struct opd_kvmtsc *k, uint32_t vcpu, int64_t offset)
+{
+	struct prev_off *p;
+	int64_t was;
+
+	if (vcpu >= k->nr_prev) {
+		size_t n = (size_t)vcpu + 1;
+
+		p = realloc(k->prev, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + k->nr_prev, 0, (n - k->nr_prev) * sizeof(*p));
+		k->prev = p;
+		k->nr_prev = n;
+	}
+	p = &k->prev[vcpu];
+	was = p->off;
+	if (p->have && offset == was)
+		return 0;
+	p->off = offset;
+	if (!p->have) {
+		p->have = true;
+		return 0;
+	}
+	if (!k->changes++)
+		du_info("KVM TSC offset of pid %d vCPU %u moved (%" PRId64 " -> %" PRId64 ")",
+			(int)k->pid, vcpu, was, offset);
+	snprintf(k->why, sizeof(k->why),
+		 "KVM's TSC offset of vCPU %u moved between reads (%" PRId64 " -> %" PRId64 ")",
+		 vcpu, was, offset);
+	return -ESTALE;
+}
+
 int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *off,
 		      uint64_t *unc)
 {
@@ -236,15 +279,9 @@ int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *
 		snprintf(k->why, sizeof(k->why), "unreadable TSC scaling in %s", k->dir);
 		return -EINVAL;
 	}
-	if (k->have_prev_off && offset != k->prev_off) {
-		/* the guest wrote its TSC, or the host's TSC is unstable and
-		 * KVM moves the offset; each pair uses the latest */
-		if (!k->changes++)
-			du_info("KVM TSC offset of pid %d changed (%" PRId64 " -> %" PRId64 ")",
-				(int)k->pid, k->prev_off, offset);
-	}
-	k->prev_off = offset;
-	k->have_prev_off = true;
+	err = offset_stable(k, t->cpu, offset);
+	if (err)
+		return err;
 
 	host_pair(&htsc, &hns, &hwin);
 	npt_num = hns - k->h0_ns;

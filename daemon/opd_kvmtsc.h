@@ -35,14 +35,16 @@ void opd_kvmtsc_free(struct opd_kvmtsc *k);	/* NULL accepted */
 /*
  * The guest-minus-host offset (ns) that the guest pair @t implies, and
  * its uncertainty (ns).  0, or -errno when the exact path is not there
- * (opd_kvmtsc_why() says why; -EAGAIN: not yet, try with a later pair).
+ * (opd_kvmtsc_why() says why; -EAGAIN: not yet, try with a later pair;
+ * -ESTALE: KVM's offset for the pair's vCPU moved since the previous read,
+ * so the offset the pair was taken under is not known).
  */
 int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *off,
 		      uint64_t *unc);
 
 /* Why the correlation is not exact ("" when it is, or nothing failed). */
 const char *opd_kvmtsc_why(const struct opd_kvmtsc *k);
-/* Times KVM's TSC offset for the domain was seen to change. */
+/* Times KVM's TSC offset of a vCPU was seen to move between reads. */
 uint64_t opd_kvmtsc_offset_changes(const struct opd_kvmtsc *k);
 
 /*
