@@ -260,7 +260,7 @@ static void clock_detail(FILE *out, const struct du_kv *d, const char *clock)
 	du_kv_get_u64(d, "clock_tsc_fallbacks", &fb);
 	if (ch || fb)
 		fprintf(out, "; KVM TSC offset moved %" PRIu64 " times, %" PRIu64
-			" falls back to ping/pong", ch, fb);
+			" fallbacks to ping/pong", ch, fb);
 	if (why && *why)
 		fprintf(out, "; not exact: %s", why);
 }
