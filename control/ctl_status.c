@@ -20,7 +20,7 @@ static const char *const known_keys[] = {
 	"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task", "unresolved_bad_event",
 	"stream_unknown_records", "stream_bad_records", "processes_seen", "sample_files",
 	"unresolved_no_domain", "domains_seen", "domains_running", "samples_vmm",
-	"samples_domain_unselected",
+	"samples_domain_unselected", "guest_user_ambiguous",
 };
 
 static bool is_known(const char *key)
@@ -179,6 +179,9 @@ static void print_guest_user(FILE *out, const struct du_kv *s)
 	if (all)
 		fprintf(out, "  guest-user samples resolved to a binary: %.1f%% (%" PRIu64
 			" of %" PRIu64 ")\n", 100.0 * (double)v / (double)all, v, all);
+	if (all && du_kv_get_u64(s, "guest_user_ambiguous", &u))
+		fprintf(out, "  guest-user samples within a clock uncertainty of a switch"
+			" (ambiguous): %.2f%% (%" PRIu64 ")\n", 100.0 * (double)u / (double)all, u);
 }
 
 static void print_other(FILE *out, const struct ctl_status *st)
@@ -241,6 +244,27 @@ void ctl_status_format(FILE *out, const struct ctl_status *st)
 	print_other(out, st);
 }
 
+/* After the clock method: the TSC path's trouble, or why the clock is
+ * not exact (doc/clock.md). */
+static void clock_detail(FILE *out, const struct du_kv *d, const char *clock)
+{
+	const char *why = du_kv_get(d, "clock_why");
+	uint64_t rtt, ch = 0, fb = 0;
+
+	if (clock && !strcmp(clock, "tsc"))
+		fprintf(out, " (exact: TSC through KVM's offset)");
+	else if (clock && !strcmp(clock, "ping") &&
+		 du_kv_get_u64(d, "clock_pingpong_rtt_ns", &rtt))
+		fprintf(out, " (round trip %.1f us)", (double)rtt / 1000.0);
+	du_kv_get_u64(d, "clock_tsc_offset_changes", &ch);
+	du_kv_get_u64(d, "clock_tsc_fallbacks", &fb);
+	if (ch || fb)
+		fprintf(out, "; KVM TSC offset moved %" PRIu64 " times, %" PRIu64
+			" fallbacks to ping/pong", ch, fb);
+	if (why && *why)
+		fprintf(out, "; not exact: %s", why);
+}
+
 /* One line per domain from SESSION/domains/<esc>/stats (written by the
  * daemon for each domain with an agent channel). */
 static void domain_line(FILE *out, const char *esc, const struct du_kv *d)
@@ -265,6 +289,7 @@ static void domain_line(FILE *out, const char *esc, const struct du_kv *d)
 		fprintf(out, ", clock %s +/-%.3f ms", clock, (double)unc / 1e6);
 	else
 		fprintf(out, ", no clock");
+	clock_detail(out, d, clock);
 	fprintf(out, "\n    %-20s samples %" PRIu64 ": %" PRIu64 " resolved", "", recv, res);
 	if (res + anon)
 		fprintf(out, " (%.1f%%)", 100.0 * (double)res / (double)(res + anon));

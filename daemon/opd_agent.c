@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "opd_agent.h"
+#include "opd_kvmtsc.h"
 #include "util/du_log.h"
 
 #define RETRY_NS	(1000ULL * 1000 * 1000)
@@ -18,6 +19,9 @@
 /* Bytes read from one channel per round, so a chatty guest cannot starve
  * the collector or the other channels. */
 #define READ_BUDGET	(1u << 20)
+/* The exact offset may differ from ping/pong's by half its round trip plus
+ * this before the TSC path is distrusted (a wrong KVM offset). */
+#define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
 
 struct chan {
 	struct chan *next;
@@ -25,6 +29,8 @@ struct chan {
 	pid_t pid;
 	char *path;
 	struct opd_guest *g;
+	struct opd_kvmtsc *clk;
+	bool clk_said;		/* the ping/pong reason was logged */
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
@@ -40,6 +46,7 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
+	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 };
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
@@ -56,6 +63,11 @@ struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_gues
 	a->images = images;
 	a->st = st;
 	a->session = strdup(session_dir);
+	{
+		const char *v = getenv(OPD_KVMTSC_ENV);
+
+		a->pingpong = v && !strcmp(v, "pingpong");
+	}
 	a->cache = opd_imgcache_new(session_dir, st);
 	if (!a->session || !a->cache) {
 		int e = errno ? errno : ENOMEM;
@@ -91,6 +103,7 @@ void opd_agents_free(struct opd_agents *a)
 		if (c->fd >= 0)
 			close(c->fd);
 		opd_guest_free(c->g);
+		opd_kvmtsc_free(c->clk);
 		free(c->path);
 		free(c);
 	}
@@ -127,8 +140,10 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->running = dom->running;
 	c->path = strdup(dom->agent_path);
 	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
-	if (!c->path || !c->g) {
+	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
+	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
+		opd_kvmtsc_free(c->clk);
 		opd_guest_free(c->g);
 		free(c->path);
 		free(c);
@@ -265,6 +280,64 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 	}
 }
 
+/* One TSC pair through KVM's offset: 0 (exact, *@off +- *@unc), or
+ * -errno with the reason in the clock. */
+static int pair_offset(struct chan *c, struct opd_gclock *gc, const struct dp_ag_tsc *t,
+		       int64_t *off, uint64_t *unc)
+{
+	int err = opd_kvmtsc_offset(c->clk, t, off, unc);
+
+	gc->tsc_offset_changes = opd_kvmtsc_offset_changes(c->clk);
+	if (err) {
+		opd_gclock_set_why(gc, opd_kvmtsc_why(c->clk));
+		return err;
+	}
+	if (gc->pp_method == OPD_GCLOCK_PING) {
+		int64_t d = *off - gc->pp_off;
+
+		if ((uint64_t)(d < 0 ? -d : d) > gc->pp_rtt / 2 + CLOCK_SANITY_NS) {
+			opd_gclock_set_why(gc, "the TSC path disagrees with ping/pong by more "
+					   "than its round trip");
+			return -ERANGE;
+		}
+	}
+	return 0;
+}
+
+/* The agent's TSC pairs through KVM's offset: the exact clock, or the
+ * reason it stays ping/pong (in the domain's stats). */
+static void chan_clock(struct opd_agents *a, struct chan *c)
+{
+	struct opd_gclock *gc = opd_guest_gclock(c->g);
+	struct dp_ag_tsc t[8];
+	size_t n = opd_gclock_tsc_take(gc, t, 8);
+
+	for (size_t i = 0; i < n; i++) {
+		bool was = opd_gclock_exact(gc);
+		int64_t off;
+		uint64_t unc;
+		int err = pair_offset(c, gc, &t[i], &off, &unc);
+
+		if (!err) {
+			opd_gclock_set_exact(gc, off, unc);
+			if (!was)
+				du_info("domain %s: clock exact through the TSC (+- %llu ns)",
+					c->name->name, (unsigned long long)unc);
+			c->clk_said = false;
+			a->st->guest_clock_exact = 1;
+			a->st->guest_clock_unc_ns = unc;
+			continue;
+		}
+		if (err == -EAGAIN && was)
+			continue;	/* keeps the last exact offset */
+		opd_gclock_drop_exact(gc, NULL);
+		if (!c->clk_said && err != -EAGAIN) {
+			du_info("domain %s: clock by ping/pong: %s", c->name->name, gc->why);
+			c->clk_said = true;
+		}
+	}
+}
+
 void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uint64_t now_ns)
 {
 	for (struct chan *c = a->list; c; c = c->next) {
@@ -280,6 +353,7 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 				rev = pfd[i].revents;
 		if (rev & (POLLIN | POLLHUP | POLLERR))
 			chan_read(a, c, now_ns);
+		chan_clock(a, c);
 		if (c->fd < 0)
 			continue;
 		if (now_ns >= c->next_ping && opd_guest_has_agent(c->g)) {
@@ -328,6 +402,7 @@ size_t opd_agents_reap(struct opd_agents *a)
 		if (c->fd >= 0)
 			chan_close(a, c, UINT64_MAX);
 		opd_guest_free(c->g);
+		opd_kvmtsc_free(c->clk);
 		free(c->path);
 		free(c);
 		n++;

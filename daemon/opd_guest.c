@@ -14,8 +14,6 @@
 #include "util/du_fs.h"
 #include "util/du_log.h"
 
-/* A sample this close to a switch may belong to either side of it. */
-#define NEAR_MIN_NS	(1000ULL * 1000)
 /* Exited guest processes are kept this long (guest time) for held samples. */
 #define LINGER_NS	(3ULL * OPD_GUEST_HOLD_NS)
 
@@ -171,12 +169,15 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 
 	(void)rel;
 	(void)len;
-	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_VERSION) {
+	/* the newest version both speak */
+	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_MIN ||
+	    h->proto_max < h->proto_min) {
 		du_warn("domain %s: agent speaks protocol %u..%u only; channel closed", g->name,
 			h->proto_min, h->proto_max);
 		g->st->agent_closed_bad++;
 		return -EPROTONOSUPPORT;
 	}
+	hh.proto_version = h->proto_max < DP_AG_PROTO_VERSION ? h->proto_max : DP_AG_PROTO_VERSION;
 	if (g->has_agent && h->instance != g->instance)
 		opd_gimgs_agent_restart(&g->imgs);
 	g->has_agent = true;
@@ -332,6 +333,20 @@ static int h_pong(void *ctx, const struct dp_ag_pong *p)
 	return 0;
 }
 
+/* Kept for the agents' side (opd_agent), which relates them to the host's
+ * clock through KVM's offset. */
+static int h_tsc(void *ctx, const struct dp_ag_tsc *t)
+{
+	struct opd_guest *g = ctx;
+
+	if (t->cpu >= g->lim.max_cpus) {
+		g->st->guest_bad_values++;
+		return 0;
+	}
+	opd_gclock_tsc_push(&g->clock, t);
+	return 0;
+}
+
 static int h_image_data(void *ctx, const struct dp_ag_image_data *d, const uint8_t *b,
 			size_t len)
 {
@@ -367,6 +382,7 @@ static const struct ap_ops guest_ops = {
 	.exit = h_exit,
 	.lost = h_lost,
 	.pong = h_pong,
+	.tsc = h_tsc,
 	.image_data = h_image_data,
 	.image_end = h_image_end,
 	.state_end = h_state_end,
@@ -529,7 +545,7 @@ static int candidates(struct opd_guest *g, const struct opd_guest_sample *s,
 {
 	const struct opd_gtimeline *tl = &g->tl;
 	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
-	uint64_t near = g->clock.rtt / 2 + NEAR_MIN_NS;
+	uint64_t near = opd_gclock_near(&g->clock);
 	size_t count = opd_gtl_count(tl, s->vcpu);
 	long i = opd_gtl_find(tl, s->vcpu, gt);
 	int nc = 0;
@@ -610,6 +626,9 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 	if (opd_gtl_count(&g->tl, s->vcpu)) {
 		early = false;
 		nc = candidates(g, s, cand, &early);
+		/* a switch within the clock's uncertainty: either side may
+		 * have run it (the mappings decide below) */
+		g->st->guest_user_ambiguous += nc > 1;
 		/* the task whose mappings hold the pc wins, in order of likelihood */
 		if (place_candidate(g, s, r, cand, nc, &known)) {
 			g->st->guest_user_before_timeline += early && r->resolved;
@@ -726,7 +745,7 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 		return opd_gkern_ready(&g->kern);
 	if (!opd_gclock_known(&g->clock))
 		return false;
-	gt = opd_gclock_guest(&g->clock, s->host_ns) + g->clock.rtt / 2 + NEAR_MIN_NS;
+	gt = opd_gclock_guest(&g->clock, s->host_ns) + opd_gclock_near(&g->clock);
 	n = opd_gtl_count(&g->tl, s->vcpu);
 	return n && opd_gtl_at(&g->tl, s->vcpu, (long)n - 1)->t >= gt;
 }
@@ -748,6 +767,22 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g)
 	return &g->ds;
 }
 
+/* The TSC path's state beside the method (doc/clock.md). */
+static void write_clock_detail(FILE *f, const struct opd_gclock *c, uint32_t flags)
+{
+	const char *why = c->why;
+
+	if (c->pp_method == OPD_GCLOCK_PING)
+		fprintf(f, "clock_pingpong_rtt_ns %" PRIu64 "\nclock_pingpong_offset_ns %" PRId64
+			"\n", c->pp_rtt, c->pp_off);
+	fprintf(f, "clock_tsc_offset_changes %" PRIu64 "\nclock_tsc_fallbacks %" PRIu64 "\n",
+		c->tsc_offset_changes, c->tsc_fallbacks);
+	if (!opd_gclock_exact(c) && !*why && !(flags & DP_AG_HELLO_F_TSC))
+		why = "the agent sends no TSC pairs";
+	if (!opd_gclock_exact(c) && *why)
+		fprintf(f, "clock_why %s\n", why);
+}
+
 int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
@@ -765,7 +800,8 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 	fprintf(f, "clock_method %s\n", opd_gclock_method_name(g->clock.method));
 	fprintf(f, "clock_offset_ns %" PRId64 "\n", g->clock.off);
 	fprintf(f, "clock_uncertainty_ns %" PRIu64 "\n",
-		(uint64_t)(opd_gclock_known(&g->clock) ? g->clock.rtt / 2 + NEAR_MIN_NS : 0));
+		(uint64_t)(opd_gclock_known(&g->clock) ? opd_gclock_near(&g->clock) : 0));
+	write_clock_detail(f, &g->clock, g->flags);
 	fprintf(f, "samples_received %" PRIu64 "\nsamples_resolved %" PRIu64 "\n",
 		g->ds.received, g->ds.resolved);
 	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon, g->hold.count);
@@ -801,6 +837,11 @@ bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt)
 	if (rtt)
 		*rtt = g->clock.rtt;
 	return opd_gclock_known(&g->clock);
+}
+
+struct opd_gclock *opd_guest_gclock(struct opd_guest *g)
+{
+	return &g->clock;
 }
 
 size_t opd_guest_nr_tasks(const struct opd_guest *g)

@@ -139,8 +139,10 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
  * Write the domain's statistics to DIR/stats (DIR as given to
  * opd_guest_new; "key value" lines as SESSION/stats): agent_connected
  * (@connected: its channel is open now), agent_seen, clock_method
- * (none|hello|ping), clock_offset_ns, clock_uncertainty_ns, the samples
- * and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
+ * (none|hello|ping|tsc), clock_offset_ns, clock_uncertainty_ns (how near a
+ * switch a sample is ambiguous), clock_pingpong_rtt_ns/_offset_ns,
+ * clock_tsc_offset_changes, clock_tsc_fallbacks, clock_why (why not
+ * exact, when it is not), the samples and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
  * 0 or -errno.
  */
 int opd_guest_write_stats(const struct opd_guest *g, bool connected);
@@ -152,6 +154,8 @@ struct opd_image *opd_guest_domain(const struct opd_guest *g);
 bool opd_guest_has_agent(const struct opd_guest *g);
 /* Estimated guest clock minus host clock, ns; false if none yet. */
 bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
+/* The domain's clock, for the TSC path (opd_agent; doc/clock.md). */
+struct opd_gclock *opd_guest_gclock(struct opd_guest *g);
 size_t opd_guest_nr_tasks(const struct opd_guest *g);
 size_t opd_guest_nr_maps(const struct opd_guest *g);
 size_t opd_guest_bytes(const struct opd_guest *g);

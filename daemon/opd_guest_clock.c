@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "opd_guest_clock.h"
@@ -23,11 +24,16 @@ void opd_gclock_hello(struct opd_gclock *c, uint64_t guest_ns, uint64_t host_ns)
 {
 	/* A first, rough offset: HELLO left the guest moments ago.  PONGs
 	 * replace it. */
-	if (c->method != OPD_GCLOCK_NONE)
+	if (c->pp_method != OPD_GCLOCK_NONE)
 		return;
-	c->off = (int64_t)(guest_ns - host_ns);
-	c->rtt = 100ULL * 1000 * 1000;
-	c->method = OPD_GCLOCK_HELLO;
+	c->pp_off = (int64_t)(guest_ns - host_ns);
+	c->pp_rtt = 100ULL * 1000 * 1000;
+	c->pp_method = OPD_GCLOCK_HELLO;
+	if (!opd_gclock_exact(c)) {
+		c->off = c->pp_off;
+		c->rtt = c->pp_rtt;
+		c->method = c->pp_method;
+	}
 }
 
 int opd_gclock_pong(struct opd_gclock *c, const struct dp_ag_pong *p, uint64_t host_ns)
@@ -52,12 +58,63 @@ int opd_gclock_pong(struct opd_gclock *c, const struct dp_ag_pong *p, uint64_t h
 	for (size_t i = 0; i < c->nr; i++) {
 		if (c->win[i].rtt < best) {
 			best = c->win[i].rtt;
-			c->off = c->win[i].off;
+			c->pp_off = c->win[i].off;
 		}
 	}
-	c->rtt = best;
-	c->method = OPD_GCLOCK_PING;
+	c->pp_rtt = best;
+	c->pp_method = OPD_GCLOCK_PING;
+	if (!opd_gclock_exact(c)) {
+		c->off = c->pp_off;
+		c->rtt = c->pp_rtt;
+		c->method = c->pp_method;
+	}
 	return 0;
+}
+
+void opd_gclock_tsc_push(struct opd_gclock *c, const struct dp_ag_tsc *t)
+{
+	if (c->nr_tsc == OPD_GCLOCK_TSC_PAIRS) {
+		memmove(c->tsc, c->tsc + 1, sizeof(c->tsc[0]) * (OPD_GCLOCK_TSC_PAIRS - 1));
+		c->nr_tsc--;
+	}
+	c->tsc[c->nr_tsc++] = *t;
+}
+
+size_t opd_gclock_tsc_take(struct opd_gclock *c, struct dp_ag_tsc *out, size_t max)
+{
+	size_t n = c->nr_tsc < max ? c->nr_tsc : max;
+
+	memcpy(out, c->tsc, n * sizeof(*out));
+	memmove(c->tsc, c->tsc + n, (c->nr_tsc - n) * sizeof(*out));
+	c->nr_tsc -= n;
+	return n;
+}
+
+void opd_gclock_set_exact(struct opd_gclock *c, int64_t off, uint64_t unc)
+{
+	c->method = OPD_GCLOCK_TSC;
+	c->off = off;
+	c->unc = unc;
+	c->rtt = 0;
+	c->why[0] = 0;
+}
+
+void opd_gclock_set_why(struct opd_gclock *c, const char *why)
+{
+	snprintf(c->why, sizeof(c->why), "%s", why ? why : "");
+}
+
+void opd_gclock_drop_exact(struct opd_gclock *c, const char *why)
+{
+	if (why)
+		opd_gclock_set_why(c, why);
+	if (!opd_gclock_exact(c))
+		return;
+	c->tsc_fallbacks++;
+	c->method = c->pp_method;
+	c->off = c->pp_off;
+	c->rtt = c->pp_rtt;
+	c->unc = 0;
 }
 
 const char *opd_gclock_method_name(enum opd_gclock_method m)
@@ -67,6 +124,8 @@ const char *opd_gclock_method_name(enum opd_gclock_method m)
 		return "hello";
 	case OPD_GCLOCK_PING:
 		return "ping";
+	case OPD_GCLOCK_TSC:
+		return "tsc";
 	default:
 		return "none";
 	}

@@ -43,6 +43,7 @@
 	X(guest_user_resolved)			\
 	X(guest_user_resolved_vdso)			\
 	X(guest_user_before_timeline)			\
+	X(guest_user_ambiguous)			\
 	X(guest_owner_scans_capped)			\
 	X(guest_user_unresolved_no_agent)			\
 	X(guest_user_unresolved_no_clock)			\
@@ -77,6 +78,8 @@
 	X(guest_mmaps)			\
 	X(guest_lost_records)			\
 	X(guest_clock_rtt_ns)			\
+	X(guest_clock_exact)			\
+	X(guest_clock_unc_ns)			\
 	X(guest_images_requested)			\
 	X(guest_images_cached)			\
 	X(guest_images_dedup)			\

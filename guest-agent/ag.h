@@ -6,6 +6,7 @@
  *   ag_perf.c    per-CPU perf dummy events and their rings -> frames
  *   ag_cookie.c  file cookies and build ids
  *   ag_image.c   answering IMAGE_REQUEST within budget and rate
+ *   ag_tsc.c     guest clock against guest TSC (TSC frames)
  */
 #ifndef AG_H
 #define AG_H
@@ -29,9 +30,22 @@ struct ag_opts {
 	unsigned int duration;	/* seconds, 0 = until stopped */
 	bool once;
 	bool verbose;
+	bool no_tsc;		/* send no TSC frames: the host falls back to ping/pong */
 };
 
 uint64_t ag_now_ns(void);
+
+/* ---- ag_tsc.c ---------------------------------------------------------- */
+
+struct ag_out;
+
+/* The TSC may be read here (x86, not disabled by prctl). */
+bool ag_tsc_usable(void);
+/* One (CLOCK_MONOTONIC, TSC) pair, the tightest of a few tries on one CPU;
+ * -EAGAIN if every try migrated, -ENOTSUP off x86. */
+int ag_tsc_pair(struct dp_ag_tsc *t);
+/* Queue a TSC frame (nothing when no pair could be taken). */
+int ag_tsc_send(struct ag_out *o);
 
 /* ---- ag_out.c ---------------------------------------------------------- */
 

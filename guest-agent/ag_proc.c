@@ -49,7 +49,7 @@ static void read_boot_id(uint8_t out[16])
 int ag_send_hello(struct ag_out *o, uint32_t flags, uint64_t instance)
 {
 	struct dp_ag_hello h = {
-		.proto_min = DP_AG_PROTO_VERSION,
+		.proto_min = DP_AG_PROTO_MIN,
 		.proto_max = DP_AG_PROTO_VERSION,
 		.agent_version = AG_VERSION,
 		.flags = flags,

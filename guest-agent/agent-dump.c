@@ -130,10 +130,17 @@ static int d_state_end(void *ctx, const struct dp_ag_state_end *e)
 	return 0;
 }
 
+static int d_tsc(void *ctx, const struct dp_ag_tsc *t)
+{
+	printf("tsc cpu %u time %llu tsc %llu window %u\n", t->cpu, (unsigned long long)t->time_ns,
+	       (unsigned long long)t->tsc, t->window_tsc);
+	return 0;
+}
+
 static const struct ap_ops dump_ops = {
 	.hello = d_hello, .kallsyms = d_ksyms, .kallsyms_end = d_kend, .modules = d_mods,
 	.modules_end = d_mend, .mmap = d_mmap, .comm = d_comm, .fork = d_task, .exit = d_task,
-	.lost = d_lost, .state_end = d_state_end,
+	.lost = d_lost, .state_end = d_state_end, .tsc = d_tsc,
 };
 
 int main(int argc, char **argv)

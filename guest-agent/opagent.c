@@ -24,6 +24,9 @@
 #define AG_HOST_POLLS	50	/* then the port is looked for again */
 #define AG_MAX_COOKIES	16384
 #define AG_INBUF	(2 * (sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD))
+/* TSC pairs: the host's exact correlation follows the guest clock's NTP
+ * slew through them (doc/clock.md). */
+#define AG_TSC_NS	(1000ULL * 1000 * 1000)
 
 static volatile sig_atomic_t stop;
 
@@ -43,6 +46,8 @@ struct ag_state {
 	uint8_t *in;
 	size_t inlen;
 	int err;		/* from a handler: ends the connection */
+	bool tsc;		/* TSC frames are sent on this connection */
+	uint64_t next_tsc;
 };
 
 static int on_ping(void *ctx, const struct dp_ag_ping *p)
@@ -79,9 +84,9 @@ static int on_config(void *ctx, const struct dp_ag_config *c)
 
 static int on_host_hello(void *ctx, const struct dp_ag_host_hello *h)
 {
-	if (h->proto_version != DP_AG_PROTO_VERSION) {
-		du_warn("host chose protocol %u, this agent speaks %u", h->proto_version,
-			DP_AG_PROTO_VERSION);
+	if (h->proto_version < DP_AG_PROTO_MIN || h->proto_version > DP_AG_PROTO_VERSION) {
+		du_warn("host chose protocol %u, this agent speaks %u..%u", h->proto_version,
+			DP_AG_PROTO_MIN, DP_AG_PROTO_VERSION);
 		return -EPROTO;
 	}
 	return 0;
@@ -133,7 +138,15 @@ static int send_state(struct ag_state *s)
 		flags |= DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH;
 	else
 		du_warn("perf events unavailable (%s): no task or mmap stream", strerror(errno));
+	/* A host of protocol 1 skips TSC frames by their length. */
+	s->tsc = !s->opts->no_tsc && ag_tsc_usable();
+	if (s->tsc)
+		flags |= DP_AG_HELLO_F_TSC;
 	err = ag_send_hello(&s->out, flags, s->instance);
+	if (!err && s->tsc) {
+		err = ag_tsc_send(&s->out);
+		s->next_tsc = ag_now_ns() + AG_TSC_NS;
+	}
 	if (!err)
 		err = ag_send_table(&s->out, "/proc/modules", DP_AG_MODULES, DP_AG_MODULES_END);
 	if (!err)
@@ -196,6 +209,10 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 			}
 		}
 		err = ag_perf_drain(s->perf, &s->out, s->ck);
+		if (!err && s->tsc && ag_now_ns() >= s->next_tsc) {
+			err = ag_tsc_send(&s->out);
+			s->next_tsc = ag_now_ns() + AG_TSC_NS;
+		}
 		if (!err)
 			err = ag_out_flush(&s->out);
 		/* one chunk of the symbol table per turn, after the stream */
@@ -277,6 +294,7 @@ static void usage(FILE *f)
 		"  --ring-pages=N    perf ring pages per CPU, a power of two (default 64)\n"
 		"  --duration=SECS   stop after SECS seconds\n"
 		"  --once            send the current state and exit\n"
+		"  --no-tsc          send no TSC pairs (the host correlates by ping/pong)\n"
 		"  --verbose         say what happens\n"
 		"  --help            this text\n"
 		"Sizes take a K, M or G suffix.\n");
@@ -313,6 +331,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 		{ "ring-pages", required_argument, NULL, 'R' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "once", no_argument, NULL, '1' },
+		{ "no-tsc", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -344,6 +363,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 			o->duration = (unsigned int)v;
 			break;
 		case '1': o->once = true; break;
+		case 'T': o->no_tsc = true; break;
 		case 'v': o->verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;

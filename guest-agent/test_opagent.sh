@@ -25,7 +25,15 @@ file "$OPAGENT" 2>/dev/null | grep -q 'statically linked' ||
 "$AGENT_DUMP" -v "$tmp/frames" > "$tmp/dump" || { cat "$tmp/dump"; fail "agent-dump"; }
 grep -v '^\(mmap\|comm\|task\) ' "$tmp/dump"
 
-grep -q "^hello proto 1-1 .* clock 1 release $(uname -r)\$" "$tmp/dump" || fail "no HELLO"
+grep -q "^hello proto 1-2 .* clock 1 release $(uname -r)\$" "$tmp/dump" || fail "no HELLO"
+# x86: TSC pairs for the host's exact clock, the first right after HELLO
+case $(uname -m) in x86_64|i?86)
+	grep -q '^tsc cpu [0-9]* time [1-9][0-9]* tsc [1-9][0-9]* window [0-9]*$' "$tmp/dump" ||
+		fail "no TSC pair"
+	"$OPAGENT" --once --no-tsc --output="$tmp/frames-notsc" || fail "opagent --no-tsc exited $?"
+	"$AGENT_DUMP" "$tmp/frames-notsc" | grep -q '^tsc ' && fail "TSC pair despite --no-tsc"
+	;;
+esac
 if [ -r /proc/modules ]; then
 	grep -q '^modules bytes [0-9]* chunks [0-9]* status 0$' "$tmp/dump" || fail "no modules"
 else	# a kernel built without modules: the END says so

@@ -59,6 +59,9 @@ step "host end-to-end: opannotate, flame graph, pprof, oparchive vs opreport" te
 lab_checks="smoke libvirt"
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
+# exact (issue 8) is not here: it fails its 2% bar in the TCG lab, where
+# KVM's TSC offset moves on every vCPU load; run it by hand
+# (tests/lab/run.sh exact; tests/lab/README.md).
 lab_tests="agent domains kmod libvirt-domprof"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do

@@ -24,7 +24,10 @@
 #include <stdint.h>
 
 #define DP_AG_MAGIC		0x47415044U	/* "DPAG" */
-#define DP_AG_PROTO_VERSION	1
+/* Newest version this header describes.  2 added TSC (and HELLO's TSC
+ * flag); a version-2 host still accepts agents that speak only 1. */
+#define DP_AG_PROTO_VERSION	2
+#define DP_AG_PROTO_MIN		1
 /* Largest payload either side sends or accepts; more is a broken channel. */
 #define DP_AG_MAX_PAYLOAD	65536
 #define DP_AG_MAX_PATH		4096	/* bytes of a path in MMAP */
@@ -60,6 +63,7 @@ enum dp_ag_type {
 	DP_AG_IMAGE_DATA = 13,	/* dp_ag_image_data + bytes */
 	DP_AG_IMAGE_END = 14,	/* dp_ag_image_end */
 	DP_AG_STATE_END = 15,	/* dp_ag_state_end: initial snapshot complete */
+	DP_AG_TSC = 16,		/* dp_ag_tsc: guest clock against guest TSC (v2) */
 
 	/* host -> agent */
 	DP_AG_HOST_HELLO = 64,	/* dp_ag_host_hello */
@@ -87,6 +91,7 @@ _Static_assert(sizeof(struct dp_ag_hello) == 64, "dp_ag_hello");
 #define DP_AG_HELLO_F_PERF	0x1	/* perf sideband is streamed (switch, mmap, ...) */
 #define DP_AG_HELLO_F_SWITCH	0x2	/* context switch records are streamed */
 #define DP_AG_HELLO_F_IMAGES	0x4	/* IMAGE_REQUEST is served */
+#define DP_AG_HELLO_F_TSC	0x8	/* TSC frames follow (v2; doc/clock.md) */
 
 /* KALLSYMS_END and MODULES_END: what the chunks before it added up to. */
 struct dp_ag_table_end {
@@ -173,6 +178,22 @@ struct dp_ag_pong {
 	uint64_t send_ns;	/* agent clock just before the PONG was written */
 };
 _Static_assert(sizeof(struct dp_ag_pong) == 24, "dp_ag_pong");
+
+/*
+ * TSC (v2): the guest's clock (the clock of every time_ns, HELLO.clock_id)
+ * read between two reads of the guest's time stamp counter on one CPU:
+ * time_ns was read at TSC tsc (the middle of the two), and the two TSC
+ * reads were window_tsc ticks apart, which bounds the error.  Sent after
+ * HELLO and then about once a second; the host relates the guest TSC to
+ * its own through KVM's per-vCPU offset and scaling (doc/clock.md).
+ */
+struct dp_ag_tsc {
+	uint64_t time_ns;
+	uint64_t tsc;
+	uint32_t cpu;		/* guest CPU (vCPU index) the reads ran on */
+	uint32_t window_tsc;	/* ticks between the two TSC reads */
+};
+_Static_assert(sizeof(struct dp_ag_tsc) == 24, "dp_ag_tsc");
 
 /* IMAGE_DATA: a piece of a requested file.  Followed by the bytes. */
 struct dp_ag_image_data {

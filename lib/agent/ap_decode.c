@@ -148,6 +148,16 @@ static int p_pong(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 	return ops->pong ? ops->pong(ctx, &p) : 0;
 }
 
+static int p_tsc(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
+		 uint16_t type, struct ap_stats *st)
+{
+	struct dp_ag_tsc t;
+
+	if (!FIXED(c, &t))
+		return AP_BAD;
+	return ops->tsc ? ops->tsc(ctx, &t) : 0;
+}
+
 static int p_image_data(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 			uint16_t type, struct ap_stats *st)
 {
@@ -244,6 +254,7 @@ static const struct {
 	[DP_AG_IMAGE_DATA] = { p_image_data, "IMAGE_DATA" },
 	[DP_AG_IMAGE_END] = { p_image_end, "IMAGE_END" },
 	[DP_AG_STATE_END] = { p_state_end, "STATE_END" },
+	[DP_AG_TSC] = { p_tsc, "TSC" },
 	[DP_AG_HOST_HELLO] = { p_host_hello, "HOST_HELLO" },
 	[DP_AG_PING] = { p_ping, "PING" },
 	[DP_AG_IMAGE_REQUEST] = { p_image_request, "IMAGE_REQUEST" },

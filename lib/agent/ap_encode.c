@@ -98,6 +98,11 @@ ssize_t ap_put_lost(void *buf, size_t size, const struct dp_ag_lost *l)
 	return put2(buf, size, DP_AG_LOST, l, sizeof(*l), NULL, 0);
 }
 
+ssize_t ap_put_tsc(void *buf, size_t size, const struct dp_ag_tsc *t)
+{
+	return put2(buf, size, DP_AG_TSC, t, sizeof(*t), NULL, 0);
+}
+
 ssize_t ap_put_pong(void *buf, size_t size, const struct dp_ag_pong *p)
 {
 	return put2(buf, size, DP_AG_PONG, p, sizeof(*p), NULL, 0);

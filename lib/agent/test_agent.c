@@ -157,6 +157,13 @@ static int r_pong(void *ctx, const struct dp_ag_pong *p)
 	return 0;
 }
 
+static int r_tsc(void *ctx, const struct dp_ag_tsc *t)
+{
+	rec_add(ctx, "tsc %llu %llu %u %u\n", (unsigned long long)t->time_ns,
+		(unsigned long long)t->tsc, t->cpu, t->window_tsc);
+	return 0;
+}
+
 static int r_idata(void *ctx, const struct dp_ag_image_data *d, const uint8_t *b, size_t n)
 {
 	rec_add(ctx, "idata c%u @%llu %zu %llx\n", d->cookie, (unsigned long long)d->offset, n, dig(b, n));
@@ -203,7 +210,7 @@ static int r_config(void *ctx, const struct dp_ag_config *c)
 static const struct ap_ops rec_ops = {
 	.hello = r_hello, .kallsyms = r_ksyms, .kallsyms_end = r_kend, .modules = r_mods,
 	.modules_end = r_mend, .task_switch = r_switch, .mmap = r_mmap, .comm = r_comm,
-	.fork = r_fork, .exit = r_exit, .lost = r_lost, .pong = r_pong,
+	.fork = r_fork, .exit = r_exit, .lost = r_lost, .pong = r_pong, .tsc = r_tsc,
 	.image_data = r_idata, .image_end = r_iend, .state_end = r_send,
 	.host_hello = r_hhello, .ping = r_ping, .image_request = r_ireq, .config = r_config,
 };
@@ -247,6 +254,7 @@ static void build_all(struct obuf *b)
 	struct dp_ag_image_end ie = { .cookie = 5, .status = DP_AG_IMAGE_SENT, .size = 65540,
 				      .build_id_size = 20 };
 	struct dp_ag_state_end se = { 999, 12, 34 };
+	struct dp_ag_tsc ts = { 500, 0x123456789aULL, 2, 40 };
 	struct dp_ag_host_hello hh = { 1, 0 };
 	struct dp_ag_config cf = { 1 << 20, 4096, 1 << 16 };
 	int i;
@@ -272,6 +280,7 @@ static void build_all(struct obuf *b)
 	PUT(b, ap_put_image_data, &id, "\x7f" "ELF", 4);
 	PUT(b, ap_put_image_end, &ie);
 	PUT(b, ap_put_state_end, &se);
+	PUT(b, ap_put_tsc, &ts);
 	PUT(b, ap_put_host_hello, &hh);
 	PUT(b, ap_put_ping, 0xfeedULL);
 	PUT(b, ap_put_image_request, 5);
@@ -292,7 +301,7 @@ static void test_roundtrip(void)
 	build_all(&b);
 	CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p, b.len, &used, &st), 0);
 	CU_ASSERT_EQUAL(used, b.len);
-	CU_ASSERT_EQUAL(st.frames, 19);
+	CU_ASSERT_EQUAL(st.frames, 20);
 	CU_ASSERT_EQUAL(st.bytes, b.len);
 	CU_ASSERT_EQUAL(st.switches, 3);
 	CU_ASSERT_EQUAL(st.unknown_type, 0);
@@ -309,7 +318,7 @@ static void test_roundtrip(void)
 					 "exit 180 44 42 44 43\nlost 190 1 0 17\n"
 					 "pong 1122334455667788 1000 1005\nidata c5 @65536 4 "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.s, "iend c5 s0 65540 bid20\nstate_end 999 12 34\n"
-					 "host_hello 1 0\nping feed\nireq c5\nconfig 1048576 4096 65536\n"));
+					 "tsc 500 78187493530 2 40\nhost_hello 1 0\nping feed\nireq c5\nconfig 1048576 4096 65536\n"));
 	CU_ASSERT_STRING_EQUAL(ap_type_name(DP_AG_MMAP), "MMAP");
 	CU_ASSERT_STRING_EQUAL(ap_type_name(999), "?");
 	rec_free(&r);
@@ -339,7 +348,7 @@ static void test_truncation(void)
 		CU_ASSERT(k - u1 < sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD);
 		CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p + u1, b.len - u1, &u2, &st), 0);
 		CU_ASSERT_EQUAL(u1 + u2, b.len);
-		CU_ASSERT_EQUAL(st.frames, 19);
+		CU_ASSERT_EQUAL(st.frames, 20);
 		CU_ASSERT_EQUAL(st.bad_payload, 0);
 		CU_ASSERT_STRING_EQUAL(r.s ? r.s : "", whole.s);
 		rec_free(&r);
@@ -398,7 +407,7 @@ static void test_unknown_types(void)
 	struct rec r = { 0 };
 
 	n += raw_frame(buf + n, DP_AG_MAGIC, 0, 3, "abc", 3);
-	n += raw_frame(buf + n, DP_AG_MAGIC, 16, 0, NULL, 0);
+	n += raw_frame(buf + n, DP_AG_MAGIC, 17, 0, NULL, 0);
 	n += raw_frame(buf + n, DP_AG_MAGIC, 63, 5, "hello", 5);
 	n += raw_frame(buf + n, DP_AG_MAGIC, 0xffff, 1, "x", 1);
 	n += raw_frame(buf + n, DP_AG_MAGIC, DP_AG_PING, 8, "\x01\0\0\0\0\0\0\0", 8);

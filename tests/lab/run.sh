@@ -140,9 +140,14 @@ elif [ $no_domprof -eq 0 ]; then
 fi
 # Test programs for guests (built, not installed): scenarios find them in
 # $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
-if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio-static" ]; then
-	cp "$test_bin_dir/e2e/ratio-static" "$stage/lab/"
-fi
+# Their symbols too (L1 has no nm), for counting perf's guest samples by
+# address.
+for t in ratio-static exact-a exact-b; do
+	if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/$t" ]; then
+		cp "$test_bin_dir/e2e/$t" "$stage/lab/"
+		nm -S "$test_bin_dir/e2e/$t" >"$stage/lab/$t.syms" 2>/dev/null || true
+	fi
+done
 if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/xen/xen-sample-proto" ]; then
 	cp "$test_bin_dir/xen/xen-sample-proto" "$stage/lab/"
 fi

@@ -100,6 +100,15 @@ grep "agent" "$S/oprofiled.log" | head -n 20
 [ "${n:-0}" -ge 2 ] || lab_fail "agents not both connected after 120 s"
 lab_log "both agents connected"
 
+# perf beside domprof while g1 works (issue 8): its guest-user samples
+# split by address between burn_a and burn_b (ratio-static is not PIE).
+# An anchor that is printed, never checked: nothing in it may fail the
+# scenario (every step below tolerates perf missing, dying or odd output).
+perf_pid=
+if command -v perf >/dev/null && [ -s "$STAGE/lab/ratio-static.syms" ]; then
+	perf record -q -a -e cpu-clock -o "$RESULTS/perf-g1.data" >/dev/null 2>&1 &
+	perf_pid=$!
+fi
 touch /tmp/share-g1/go /tmp/share-g2/go
 for g in g1 g2; do
 	for i in $(seq 1 600); do
@@ -107,6 +116,7 @@ for g in g1 g2; do
 		sleep 1
 	done
 	grep -q WORK-DONE "$RESULTS/$g.console" || lab_fail "$g's workload did not finish"
+	[ $g = g1 ] && [ -n "$perf_pid" ] && { kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" || true; }
 	[ $g = g1 ] && touch /tmp/share-g2/churn-go
 done
 sleep 3
@@ -166,6 +176,31 @@ lab_summary samples_burn_a "$na"
 lab_summary samples_burn_b "$nb"
 lab_summary opreport_share_a "$share"
 lab_summary share_diff_points "$diff"
+if [ -s "$RESULTS/perf-g1.data" ]; then
+	# guest-user samples (cpumode 5) in burn_a's and burn_b's ranges
+	g1_pid=$(guest_pid g1 || true)
+	read -r pfa pfb <<<"$(perf report -D -i "$RESULTS/perf-g1.data" 2>/dev/null | awk -v syms="$STAGE/lab/ratio-static.syms" -v pid="$g1_pid" '
+		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v }
+		BEGIN { while ((getline l < syms) > 0) { split(l, f, " ")
+			if (f[4] == "burn_a" || f[4] == "burn_b") { lo[f[4]] = hex(f[1]); hi[f[4]] = hex(f[1]) + hex(f[2]) } } }
+		/PERF_RECORD_SAMPLE\(/ {
+			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
+			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
+			if ((index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8 != 5) next
+			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); ip = hex($(i + 1)); break }
+			if (p[1] != pid) next	# g1 only: g2 runs ratio too
+			for (k in lo) if (ip >= lo[k] && ip < hi[k]) c[k]++
+		}
+		END { print c["burn_a"] + 0, c["burn_b"] + 0 }' || echo 0 0)" || true
+	pshare=$(awk -v a="${pfa:-0}" -v b="${pfb:-0}" 'BEGIN { if (a + b == 0) print "n/a"; else printf "%.2f", 100 * a / (a + b) }' || echo n/a)
+	lab_summary perf_samples_burn_a "$pfa"
+	lab_summary perf_samples_burn_b "$pfb"
+	lab_summary perf_share_a "$pshare"
+	lab_log "burn_a share: measured $measured%, domprof $share%, perf $pshare% (perf: by address, no attribution)"
+	rm -f "$RESULTS/perf-g1.data"
+fi
 lab_summary guest_user_resolved "$resolved"
 lab_summary guest_user_unresolved "$unres"
 lab_summary guest_user_resolved_pct "$pct"
