@@ -35,6 +35,8 @@ struct opd_guest {
 	uint64_t instance;
 	uint32_t flags;
 	uint32_t nr_cpus;
+	uint32_t agent_version;			/* from HELLO */
+	char release[DP_AG_MAX_RELEASE + 1];	/* guest uname -r, from HELLO */
 	uint64_t host_now;
 	uint64_t seen_ns;	/* latest guest time in the stream */
 	struct ap_stats ast;
@@ -146,6 +148,15 @@ size_t opd_guest_output(struct opd_guest *g, void *buf, size_t size)
 	return opd_gout_take(&g->out, buf, size);
 }
 
+bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const char **release)
+{
+	if (!g->has_agent)
+		return false;
+	*agent_version = g->agent_version;
+	*release = g->release;
+	return true;
+}
+
 void opd_guest_ping(struct opd_guest *g, uint64_t host_ns)
 {
 	opd_gout_ping(&g->out, opd_gclock_ping(&g->clock, host_ns));
@@ -169,8 +180,6 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 		.image_max = 256u << 20,
 	};
 
-	(void)rel;
-	(void)len;
 	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_VERSION) {
 		du_warn("domain %s: agent speaks protocol %u..%u only; channel closed", g->name,
 			h->proto_min, h->proto_max);
@@ -183,6 +192,10 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 	g->instance = h->instance;
 	g->flags = h->flags;
 	g->nr_cpus = h->nr_cpus;
+	g->agent_version = h->agent_version;
+	len = strnlen(rel, len < DP_AG_MAX_RELEASE ? len : DP_AG_MAX_RELEASE);
+	memcpy(g->release, rel, len);
+	g->release[len] = '\0';
 	opd_gclock_hello(&g->clock, h->now_ns, g->host_now);
 	seen(g, h->now_ns);
 	opd_gout_host_hello(&g->out, &hh);

@@ -150,6 +150,12 @@ struct opd_image *opd_guest_domain(const struct opd_guest *g);
 
 /* True once a HELLO arrived on some connection (the domain has an agent). */
 bool opd_guest_has_agent(const struct opd_guest *g);
+
+/* What the last HELLO said: the agent's version (major<<16|minor<<8|patch)
+ * and the guest kernel release (guest text, NUL-terminated, at most
+ * DP_AG_MAX_RELEASE bytes, valid until the next feed).  False before any
+ * HELLO. */
+bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const char **release);
 /* Estimated guest clock minus host clock, ns; false if none yet. */
 bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
 size_t opd_guest_nr_tasks(const struct opd_guest *g);

@@ -87,7 +87,8 @@ static void hello(struct opd_guest *g, uint64_t guest_now, uint64_t host_now)
 	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 2, .clock_id = 1,
 				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH |
 					  DP_AG_HELLO_F_IMAGES,
-				 .now_ns = guest_now, .instance = 7 };
+				 .now_ns = guest_now, .instance = 7,
+				 .agent_version = 0x010203 };
 
 	CU_ASSERT(feed(g, ap_put_hello(buf, sizeof(buf), &h, "6.1", 3), host_now) == 0);
 }
@@ -183,7 +184,13 @@ static void test_timeline(void)
 	struct opd_guest *g = scene("web");
 	struct opd_guest_res r;
 	int64_t off;
+	uint32_t version = 0;
+	const char *release = NULL;
 
+	/* HELLO's facts, for the domain's info file */
+	CU_ASSERT_FATAL(opd_guest_facts(g, &version, &release));
+	CU_ASSERT(version == 0x010203);
+	CU_ASSERT_STRING_EQUAL(release, "6.1");
 	CU_ASSERT(opd_guest_offset(g, &off, NULL));
 	CU_ASSERT(off == (int64_t)(1000 * MS));
 	/* host 150 ms = guest 1150 ms: pid 200 */
