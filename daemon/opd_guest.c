@@ -705,6 +705,12 @@ static void take(struct opd_guest *g, const struct opd_guest_sample *s,
 		g->ds.resolved++;
 	else
 		g->ds.anon++;
+	if (r->mode != DP_MODE_GUEST_KERNEL) {
+		if (r->resolved)
+			g->ds.user_resolved++;
+		else
+			g->ds.user_unresolved++;
+	}
 }
 
 bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
@@ -782,6 +788,8 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 	fprintf(f, "samples_received %" PRIu64 "\nsamples_resolved %" PRIu64 "\n",
 		g->ds.received, g->ds.resolved);
 	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon, g->hold.count);
+	fprintf(f, "samples_user_resolved %" PRIu64 "\nsamples_user_unresolved %" PRIu64 "\n",
+		g->ds.user_resolved, g->ds.user_unresolved);
 	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
 		g->ds.queue_overflow, g->ds.lost_records);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,

@@ -128,6 +128,9 @@ struct opd_guest_dstats {
 	uint64_t received;	/* guest samples held for this domain */
 	uint64_t resolved;	/* filed to a guest binary or kernel image */
 	uint64_t anon;		/* filed {anon:guest-*} */
+	/* of these, guest-user ones (after the address check): to a binary
+	 * or its [vdso], or {anon:guest-user} */
+	uint64_t user_resolved, user_unresolved;
 	uint64_t queue_overflow;	/* resolved early: the queue was full */
 	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
 	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
@@ -140,7 +143,9 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
  * opd_guest_new; "key value" lines as SESSION/stats): agent_connected
  * (@connected: its channel is open now), agent_seen, clock_method
  * (none|hello|ping), clock_offset_ns, clock_uncertainty_ns, the samples
- * and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
+ * and losses of opd_guest_dstats (samples_user_resolved and
+ * samples_user_unresolved for the guest-user ones), samples_held, tasks,
+ * mappings, bytes.
  * 0 or -errno.
  */
 int opd_guest_write_stats(const struct opd_guest *g, bool connected);
