@@ -393,24 +393,8 @@ static bool read_vcpus(const struct dom_lv *lv, struct lvdom *d)
 		n = read_small(path, comm, sizeof(comm));
 		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
 			continue;
-		if (v >= cap) {
-			unsigned int ncap = cap ? cap : 8;
-			pid_t *nm;
-
-			while (ncap <= v)
-				ncap *= 2;
-			nm = realloc(map, ncap * sizeof(*map));
-			if (!nm)
-				goto out;
-			for (unsigned int i = cap; i < ncap; i++)
-				nm[i] = -1;
-			map = nm;
-			cap = ncap;
-		}
-		if (map[v] < 0 || (pid_t)tid < map[v])
-			map[v] = (pid_t)tid;
-		if (v + 1 > nr)
-			nr = v + 1;
+		if (dom_vcpu_map_add(&map, &cap, &nr, v, (pid_t)tid))
+			goto out;
 	}
 	if (nr != d->nr_vcpus || (nr && memcmp(map, d->vcpu_tid, nr * sizeof(*map)))) {
 		free(d->vcpu_tid);
