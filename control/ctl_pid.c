@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 int ctl_abs_path(const char *path, char *buf, size_t len)
@@ -36,23 +37,6 @@ void ctl_sleep_ms(int ms)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-/* Read a small file into @buf (NUL-terminated); bytes read or -errno. */
-static ssize_t read_small(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
 }
 
 bool ctl_pid_parse(const char *text, pid_t *pid)
@@ -89,7 +73,7 @@ bool ctl_pid_alive(pid_t pid)
 	 * an exited daemon is a zombie that kill() still finds.
 	 */
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	if (du_read_small(path, buf, sizeof(buf)) <= 0)
 		return true;
 	rp = strrchr(buf, ')');
 	if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
@@ -104,7 +88,7 @@ bool ctl_pid_is_oprofiled(pid_t pid, char *comm, size_t commlen)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = du_read_small(path, buf, sizeof(buf));
 	if (n > 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		snprintf(comm, commlen, "%s", buf);
@@ -133,7 +117,7 @@ void ctl_pid_probe(const char *session_dir, struct ctl_pid_info *info)
 
 	memset(info, 0, sizeof(*info));
 	snprintf(path, sizeof(path), "%s/oprofiled.pid", session_dir);
-	n = read_small(path, buf, sizeof(buf));
+	n = du_read_small(path, buf, sizeof(buf));
 	if (n < 0) {
 		info->state = n == -ENOENT ? CTL_PID_NONE : CTL_PID_STALE;
 		return;

@@ -434,12 +434,104 @@ static bool read_trailer(const uint8_t *rec, size_t size, struct prec *r)
 	return true;
 }
 
+/* The parsers below fill *@r from record body @b (@blen bytes) of the
+ * whole record @rec (@size bytes): 1 to keep it, 0 to drop it (short, or
+ * not wanted), -errno. */
+
+static int parse_sample(struct collect_perf *p, struct prec *r, const uint8_t *b, size_t blen)
+{
+	uint64_t id;
+	uint32_t v[2];
+
+	if (blen < 40)
+		return 0;
+	memcpy(&id, b, 8);
+	memcpy(&r->ip, b + 8, 8);
+	memcpy(v, b + 16, 8);
+	r->pid = v[0];
+	r->tid = v[1];
+	memcpy(&r->time, b + 24, 8);
+	memcpy(v, b + 32, 8);
+	r->cpu = v[0];
+	r->event = id_to_event(p, id);
+	return 1;
+}
+
+static int parse_mmap2(struct pcpu *pc, struct prec *r, const uint8_t *rec, size_t size,
+		       const uint8_t *b, size_t blen)
+{
+	uint32_t v[2];
+	const char *path;
+	size_t plen;
+
+	if (blen < 64 + ID_TRAILER || !read_trailer(rec, size, r))
+		return 0;
+	memcpy(v, b, 8);
+	r->m.pid = v[0];
+	r->m.tid = v[1];
+	memcpy(&r->m.start, b + 8, 8);
+	memcpy(&r->m.len, b + 16, 8);
+	memcpy(&r->m.pgoff, b + 24, 8);
+	if (!(r->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
+		memcpy(&r->m.maj, b + 32, 4);
+		memcpy(&r->m.min, b + 36, 4);
+		memcpy(&r->m.ino, b + 40, 8);
+	}
+	memcpy(&r->m.prot, b + 56, 4);
+	if (!(r->m.prot & PROT_EXEC))
+		return 0;
+	path = (const char *)b + 64;
+	plen = strnlen(path, blen - 64 - ID_TRAILER);
+	if (plen > DP_RAW_MAX_PATH)
+		plen = DP_RAW_MAX_PATH;
+	r->m.path_len = (uint16_t)plen;
+	if (arena_add(pc, path, plen, &r->path_off))
+		return -ENOMEM;
+	return 1;
+}
+
+static int parse_comm(struct prec *r, const uint8_t *rec, size_t size, const uint8_t *b,
+		      size_t blen)
+{
+	uint32_t v[2];
+	size_t clen;
+
+	if (blen < 8 + ID_TRAILER || !read_trailer(rec, size, r))
+		return 0;
+	memcpy(v, b, 8);
+	r->pid = v[0];
+	r->tid = v[1];
+	clen = strnlen((const char *)b + 8, blen - 8 - ID_TRAILER);
+	memcpy(r->comm, b + 8, clen < 15 ? clen : 15);
+	r->flags = (r->misc & PERF_RECORD_MISC_COMM_EXEC) ? DP_RAW_COMM_EXEC : 0;
+	return 1;
+}
+
+/* FORK, EXIT, LOST and LOST_SAMPLES: a fixed body and the trailer. */
+static int parse_fixed(struct prec *r, const uint8_t *rec, size_t size, const uint8_t *b,
+		       size_t blen)
+{
+	size_t need = r->type == PERF_RECORD_LOST_SAMPLES ? 8 :
+		      r->type == PERF_RECORD_LOST ? 16 : 24;
+
+	if (blen < need + ID_TRAILER || !read_trailer(rec, size, r))
+		return 0;
+	if (r->type == PERF_RECORD_LOST)
+		memcpy(&r->lost, b + 8, 8);
+	else if (r->type == PERF_RECORD_LOST_SAMPLES)
+		memcpy(&r->lost, b, 8);
+	else
+		memcpy(&r->t, b, 16);
+	return 1;
+}
+
 static int parse_record(struct collect_perf *p, struct pcpu *pc, const uint8_t *rec, size_t size)
 {
 	struct perf_event_header h;
 	const uint8_t *b = rec + sizeof(h);
 	size_t blen;
 	struct prec *r;
+	int ret;
 
 	memcpy(&h, rec, sizeof(h));
 	blen = size - sizeof(h);
@@ -461,85 +553,16 @@ static int parse_record(struct collect_perf *p, struct pcpu *pc, const uint8_t *
 	r->type = h.type;
 	r->misc = h.misc;
 	r->cpu = (uint32_t)pc->cpu;
-	switch (h.type) {
-	case PERF_RECORD_SAMPLE: {
-		uint64_t id;
-		uint32_t v[2];
-
-		if (blen < 40)
-			return 0;
-		memcpy(&id, b, 8);
-		memcpy(&r->ip, b + 8, 8);
-		memcpy(v, b + 16, 8);
-		r->pid = v[0];
-		r->tid = v[1];
-		memcpy(&r->time, b + 24, 8);
-		memcpy(v, b + 32, 8);
-		r->cpu = v[0];
-		r->event = id_to_event(p, id);
-		break;
-	}
-	case PERF_RECORD_MMAP2: {
-		uint32_t v[2];
-		const char *path;
-		size_t plen;
-
-		if (blen < 64 + ID_TRAILER || !read_trailer(rec, size, r))
-			return 0;
-		memcpy(v, b, 8);
-		r->m.pid = v[0];
-		r->m.tid = v[1];
-		memcpy(&r->m.start, b + 8, 8);
-		memcpy(&r->m.len, b + 16, 8);
-		memcpy(&r->m.pgoff, b + 24, 8);
-		if (!(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)) {
-			memcpy(&r->m.maj, b + 32, 4);
-			memcpy(&r->m.min, b + 36, 4);
-			memcpy(&r->m.ino, b + 40, 8);
-		}
-		memcpy(&r->m.prot, b + 56, 4);
-		if (!(r->m.prot & PROT_EXEC))
-			return 0;
-		path = (const char *)b + 64;
-		plen = strnlen(path, blen - 64 - ID_TRAILER);
-		if (plen > DP_RAW_MAX_PATH)
-			plen = DP_RAW_MAX_PATH;
-		r->m.path_len = (uint16_t)plen;
-		if (arena_add(pc, path, plen, &r->path_off))
-			return -ENOMEM;
-		break;
-	}
-	case PERF_RECORD_COMM: {
-		uint32_t v[2];
-		size_t clen;
-
-		if (blen < 8 + ID_TRAILER || !read_trailer(rec, size, r))
-			return 0;
-		memcpy(v, b, 8);
-		r->pid = v[0];
-		r->tid = v[1];
-		clen = strnlen((const char *)b + 8, blen - 8 - ID_TRAILER);
-		memcpy(r->comm, b + 8, clen < 15 ? clen : 15);
-		r->flags = (h.misc & PERF_RECORD_MISC_COMM_EXEC) ? DP_RAW_COMM_EXEC : 0;
-		break;
-	}
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-		if (blen < 24 + ID_TRAILER || !read_trailer(rec, size, r))
-			return 0;
-		memcpy(&r->t, b, 16);
-		break;
-	case PERF_RECORD_LOST:
-		if (blen < 16 + ID_TRAILER || !read_trailer(rec, size, r))
-			return 0;
-		memcpy(&r->lost, b + 8, 8);
-		break;
-	case PERF_RECORD_LOST_SAMPLES:
-		if (blen < 8 + ID_TRAILER || !read_trailer(rec, size, r))
-			return 0;
-		memcpy(&r->lost, b, 8);
-		break;
-	}
+	if (h.type == PERF_RECORD_SAMPLE)
+		ret = parse_sample(p, r, b, blen);
+	else if (h.type == PERF_RECORD_MMAP2)
+		ret = parse_mmap2(pc, r, rec, size, b, blen);
+	else if (h.type == PERF_RECORD_COMM)
+		ret = parse_comm(r, rec, size, b, blen);
+	else
+		ret = parse_fixed(r, rec, size, b, blen);
+	if (ret <= 0)
+		return ret;
 	pc->nr++;
 	return 0;
 }

@@ -162,9 +162,14 @@ void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
 	}
 	for (const struct opd_dom *d = opd_domains_next(ds, NULL); d; d = opd_domains_next(ds, d)) {
 		struct chan *c = find(a, d->name, d->pid);
+		uint32_t version;
+		const char *release;
 
 		if (c)
 			c->gone = false;
+		/* the agent's HELLO facts reach the domain's info file */
+		if (c && opd_guest_facts(c->g, &version, &release))
+			opd_domains_set_guest(ds, d, version, release);
 		if (!d->running || !d->selected || !d->agent_path)
 			continue;
 		if (!opd_agents_guest(a, d))

@@ -37,6 +37,59 @@ static int header_hook(void *ctx, const struct raw_header *h)
 	return opd_daemon_write_session_conf(ctx, h);
 }
 
+/* The host-side tables and sample files, and the domain registry if the
+ * daemon follows domains.  -errno; the caller frees what was made. */
+static int open_tables(struct opd_daemon *d, const struct opd_conf *conf)
+{
+	d->images = opd_images_new();
+	if (!d->images)
+		return -ENOMEM;
+	d->procs = opd_procs_new(conf, d->images, &d->st);
+	if (!d->procs)
+		return -ENOMEM;
+	d->kernel = opd_kernel_new(d->images);
+	if (!d->kernel)
+		return -ENOMEM;
+	d->sfiles = opd_sfiles_new(conf, &d->st);
+	if (!d->sfiles)
+		return -errno;
+	d->batch = opd_batch_new(d->sfiles, &d->st, 0);
+	if (!d->batch)
+		return -errno;
+	if (conf->track_domains) {
+		d->domains = opd_domains_new(conf, &d->st, d->images, d->sfiles);
+		if (!d->domains) {
+			int ret = -errno;
+
+			du_err("cannot follow domains: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The translator over the tables, with the guests' agent channels when
+ * domains are followed.  -errno; the caller frees what was made. */
+static int open_trans(struct opd_daemon *d, const struct opd_conf *conf)
+{
+	d->trans = opd_trans_new(conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
+	if (!d->trans)
+		return -errno;
+	if (d->domains) {
+		d->agents = opd_agents_new(conf->session_dir, NULL, d->images, &d->st);
+		if (!d->agents) {
+			int ret = -errno;
+
+			du_err("cannot set up agent channels: %s", strerror(-ret));
+			return ret;
+		}
+		opd_trans_set_agents(d->trans, d->agents);
+	}
+	opd_trans_set_domains(d->trans, d->domains);
+	opd_trans_set_batch(d->trans, d->batch);
+	return 0;
+}
+
 int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const char *stream_name)
 {
 	char path[PATH_MAX];
@@ -58,50 +111,11 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 		du_err("cannot create %s: %s", path, strerror(-ret));
 		return ret;
 	}
-	ret = -ENOMEM;
-	d->images = opd_images_new();
-	if (!d->images)
+	ret = open_tables(d, conf);
+	if (!ret)
+		ret = open_trans(d, conf);
+	if (ret)
 		goto out_fini;
-	d->procs = opd_procs_new(conf, d->images, &d->st);
-	if (!d->procs)
-		goto out_fini;
-	d->kernel = opd_kernel_new(d->images);
-	if (!d->kernel)
-		goto out_fini;
-	d->sfiles = opd_sfiles_new(conf, &d->st);
-	if (!d->sfiles) {
-		ret = -errno;
-		goto out_fini;
-	}
-	d->batch = opd_batch_new(d->sfiles, &d->st, 0);
-	if (!d->batch) {
-		ret = -errno;
-		goto out_fini;
-	}
-	if (conf->track_domains) {
-		d->domains = opd_domains_new(conf, &d->st, d->images, d->sfiles);
-		if (!d->domains) {
-			ret = -errno;
-			du_err("cannot follow domains: %s", strerror(errno));
-			goto out_fini;
-		}
-	}
-	d->trans = opd_trans_new(conf, &d->st, d->images, d->procs, d->kernel, d->sfiles);
-	if (!d->trans) {
-		ret = -errno;
-		goto out_fini;
-	}
-	if (d->domains) {
-		d->agents = opd_agents_new(conf->session_dir, NULL, d->images, &d->st);
-		if (!d->agents) {
-			ret = -errno;
-			du_err("cannot set up agent channels: %s", strerror(errno));
-			goto out_fini;
-		}
-		opd_trans_set_agents(d->trans, d->agents);
-	}
-	opd_trans_set_domains(d->trans, d->domains);
-	opd_trans_set_batch(d->trans, d->batch);
 	d->stream = opd_stream_new(d->trans, stream_name, header_hook, d);
 	if (!d->stream) {
 		ret = -ENOMEM;

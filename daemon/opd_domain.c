@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dom_backend.h"
+#include "domprof/agent.h"
 #include "opd_domain.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
@@ -34,6 +35,10 @@ struct dentry {
 	unsigned int vcpus;
 	char *agent_path;
 	char *esc;			/* escaped name: SESSION/domains/<esc> */
+	/* what the guest's agent said in HELLO (opd_domains_set_guest) */
+	bool agent_seen;
+	uint32_t agent_version;
+	char release[DP_AG_MAX_RELEASE + 1];
 	int64_t first_seen, last_seen;
 	enum dom_state state;		/* as the backend said, while running */
 	uint64_t stopped_ns;
@@ -212,6 +217,14 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	fprintf(f, "last_seen %lld\n", (long long)e->last_seen);
 	fprintf(f, "state %s\n", dom_state_name(e->pub.running ? e->state : DOM_STATE_STOPPED));
 	fprintf(f, "selected %s\n", e->pub.selected ? "yes" : "no");
+	if (e->agent_seen) {
+		fprintf(f, "agent_version %u.%u.%u\n", e->agent_version >> 16,
+			(e->agent_version >> 8) & 0xff, e->agent_version & 0xff);
+		fputs("guest_release ", f);
+		put_escaped_line(f, e->release[0] ? e->release : "-");
+	} else {
+		fputs("agent_version -\nguest_release -\n", f);
+	}
 	if (fclose(f)) {
 		ret = -errno;
 		unlink(tmp);
@@ -595,6 +608,23 @@ const struct opd_dom *opd_domains_next(struct opd_domains *ds, const struct opd_
 	const struct dentry *e = prev ? ((const struct dentry *)prev)->next : ds->list;
 
 	return e ? &e->pub : NULL;
+}
+
+int opd_domains_set_guest(struct opd_domains *ds, const struct opd_dom *d,
+			  uint32_t agent_version, const char *release)
+{
+	/* pub is the first member of struct dentry */
+	struct dentry *e = (struct dentry *)d;
+	size_t len = strnlen(release, DP_AG_MAX_RELEASE);
+
+	if (e->agent_seen && e->agent_version == agent_version &&
+	    strlen(e->release) == len && !memcmp(e->release, release, len))
+		return 0;
+	e->agent_seen = true;
+	e->agent_version = agent_version;
+	memcpy(e->release, release, len);
+	e->release[len] = '\0';
+	return write_info(ds, e);
 }
 
 void opd_domains_want_scan(struct opd_domains *ds)

@@ -97,6 +97,16 @@ const struct opd_dom *opd_domains_next(struct opd_domains *ds, const struct opd_
  * have just started.  Makes opd_domains_scan_due() true sooner. */
 void opd_domains_want_scan(struct opd_domains *ds);
 
+/*
+ * What @d's guest agent said in HELLO: its version (major<<16|minor<<8|
+ * patch) and the guest kernel release (guest text, NUL-terminated; cut at
+ * DP_AG_MAX_RELEASE bytes).  Kept for the domain's life and written to its
+ * info file as agent_version and guest_release, which is rewritten now if
+ * they changed.  0 or -errno from writing.
+ */
+int opd_domains_set_guest(struct opd_domains *ds, const struct opd_dom *d,
+			  uint32_t agent_version, const char *release);
+
 /* True when a scan is due: a second since the last one, or 200 ms when a
  * scan was wanted. */
 bool opd_domains_scan_due(const struct opd_domains *ds, uint64_t mono_ns);

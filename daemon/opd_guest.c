@@ -33,6 +33,8 @@ struct opd_guest {
 	uint64_t instance;
 	uint32_t flags;
 	uint32_t nr_cpus;
+	uint32_t agent_version;			/* from HELLO */
+	char release[DP_AG_MAX_RELEASE + 1];	/* guest uname -r, from HELLO */
 	uint64_t host_now;
 	uint64_t seen_ns;	/* latest guest time in the stream */
 	struct ap_stats ast;
@@ -144,6 +146,15 @@ size_t opd_guest_output(struct opd_guest *g, void *buf, size_t size)
 	return opd_gout_take(&g->out, buf, size);
 }
 
+bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const char **release)
+{
+	if (!g->has_agent)
+		return false;
+	*agent_version = g->agent_version;
+	*release = g->release;
+	return true;
+}
+
 void opd_guest_ping(struct opd_guest *g, uint64_t host_ns)
 {
 	opd_gout_ping(&g->out, opd_gclock_ping(&g->clock, host_ns));
@@ -167,8 +178,6 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 		.image_max = 256u << 20,
 	};
 
-	(void)rel;
-	(void)len;
 	/* the newest version both speak */
 	if (h->proto_min > DP_AG_PROTO_VERSION || h->proto_max < DP_AG_PROTO_MIN ||
 	    h->proto_max < h->proto_min) {
@@ -184,6 +193,10 @@ static int h_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size
 	g->instance = h->instance;
 	g->flags = h->flags;
 	g->nr_cpus = h->nr_cpus;
+	g->agent_version = h->agent_version;
+	len = strnlen(rel, len < DP_AG_MAX_RELEASE ? len : DP_AG_MAX_RELEASE);
+	memcpy(g->release, rel, len);
+	g->release[len] = '\0';
 	opd_gclock_hello(&g->clock, h->now_ns, g->host_now);
 	seen(g, h->now_ns);
 	opd_gout_host_hello(&g->out, &hh);
@@ -711,6 +724,12 @@ static void take(struct opd_guest *g, const struct opd_guest_sample *s,
 		g->ds.resolved++;
 	else
 		g->ds.anon++;
+	if (r->mode != DP_MODE_GUEST_KERNEL) {
+		if (r->resolved)
+			g->ds.user_resolved++;
+		else
+			g->ds.user_unresolved++;
+	}
 }
 
 bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
@@ -805,6 +824,8 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 	fprintf(f, "samples_received %" PRIu64 "\nsamples_resolved %" PRIu64 "\n",
 		g->ds.received, g->ds.resolved);
 	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon, g->hold.count);
+	fprintf(f, "samples_user_resolved %" PRIu64 "\nsamples_user_unresolved %" PRIu64 "\n",
+		g->ds.user_resolved, g->ds.user_unresolved);
 	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
 		g->ds.queue_overflow, g->ds.lost_records);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,

@@ -128,6 +128,9 @@ struct opd_guest_dstats {
 	uint64_t received;	/* guest samples held for this domain */
 	uint64_t resolved;	/* filed to a guest binary or kernel image */
 	uint64_t anon;		/* filed {anon:guest-*} */
+	/* of these, guest-user ones (after the address check): to a binary
+	 * or its [vdso], or {anon:guest-user} */
+	uint64_t user_resolved, user_unresolved;
 	uint64_t queue_overflow;	/* resolved early: the queue was full */
 	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
 	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
@@ -142,7 +145,9 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
  * (none|hello|ping|tsc), clock_offset_ns, clock_uncertainty_ns (how near a
  * switch a sample is ambiguous), clock_pingpong_rtt_ns/_offset_ns,
  * clock_tsc_offset_changes, clock_tsc_fallbacks, clock_why (why not
- * exact, when it is not), the samples and losses of opd_guest_dstats, samples_held, tasks, mappings, bytes.
+ * exact, when it is not), the samples and losses of opd_guest_dstats
+ * (samples_user_resolved and samples_user_unresolved for the guest-user
+ * ones), samples_held, tasks, mappings, bytes.
  * 0 or -errno.
  */
 int opd_guest_write_stats(const struct opd_guest *g, bool connected);
@@ -152,6 +157,12 @@ struct opd_image *opd_guest_domain(const struct opd_guest *g);
 
 /* True once a HELLO arrived on some connection (the domain has an agent). */
 bool opd_guest_has_agent(const struct opd_guest *g);
+
+/* What the last HELLO said: the agent's version (major<<16|minor<<8|patch)
+ * and the guest kernel release (guest text, NUL-terminated, at most
+ * DP_AG_MAX_RELEASE bytes, valid until the next feed).  False before any
+ * HELLO. */
+bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const char **release);
 /* Estimated guest clock minus host clock, ns; false if none yet. */
 bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
 /* The domain's clock, for the TSC path (opd_agent; doc/clock.md). */

@@ -377,6 +377,10 @@ static void test_gone_domain(void)
 	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
 	CU_ASSERT(kv(path, "samples_received") && !strcmp(kv(path, "samples_received"), "2"));
 	CU_ASSERT(kv(path, "samples_anon") && !strcmp(kv(path, "samples_anon"), "2"));
+	CU_ASSERT(kv(path, "samples_user_resolved") &&
+		  !strcmp(kv(path, "samples_user_resolved"), "0"));
+	CU_ASSERT(kv(path, "samples_user_unresolved") &&
+		  !strcmp(kv(path, "samples_user_unresolved"), "2"));
 	CU_ASSERT(kv(path, "samples_held") && !strcmp(kv(path, "samples_held"), "0"));
 	CU_ASSERT(kv(path, "agent_connected") && !strcmp(kv(path, "agent_connected"), "0"));
 	CU_ASSERT(kv(path, "clock_method") && !strcmp(kv(path, "clock_method"), "none"));

@@ -24,6 +24,7 @@
 #include "util/du_log.h"
 #include "dom_testproc.h"
 #include "dom_backend.h"
+#include "domprof/agent.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
 #define UUID_A "6b1b1d6e-0000-4000-8000-00000000000a"
@@ -212,8 +213,8 @@ static uint64_t stat_key(const char *key)
 /* Value of @key in SESSION/domains/@name/info, or "" */
 static const char *info_key(const char *name, const char *key)
 {
-	static char val[256];
-	char path[256], line[512];
+	static char val[1024];
+	char path[256], line[1200];
 	size_t kl = strlen(key);
 	FILE *f;
 
@@ -359,6 +360,27 @@ static void test_removal_and_info(void)
 	CU_ASSERT_STRING_EQUAL(info_key("web", "agent_path"), "-");
 	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "running");
 	CU_ASSERT_STRING_EQUAL(info_key("db", "uuid_source"), "derived");
+	/* no agent yet; then its HELLO: guest text escaped, cut at the bound */
+	CU_ASSERT_STRING_EQUAL(info_key("web", "agent_version"), "-");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "guest_release"), "-");
+	{
+		const struct opd_dom *d = opd_domains_next(fx.d.domains, NULL);
+		char long_rel[DP_AG_MAX_RELEASE + 40];
+
+		while (d && strcmp(d->name->name, "web"))
+			d = opd_domains_next(fx.d.domains, d);
+		CU_ASSERT_FATAL(d != NULL);
+		CU_ASSERT(opd_domains_set_guest(fx.d.domains, d, 0x010203, "6.1\nstate x\\") == 0);
+		CU_ASSERT_STRING_EQUAL(info_key("web", "agent_version"), "1.2.3");
+		CU_ASSERT_STRING_EQUAL(info_key("web", "guest_release"), "6.1\\x0astate x\\x5c");
+		CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "running");
+		memset(long_rel, 'r', sizeof(long_rel) - 1);
+		long_rel[sizeof(long_rel) - 1] = '\0';
+		CU_ASSERT(opd_domains_set_guest(fx.d.domains, d, 0x010204, long_rel) == 0);
+		CU_ASSERT(strlen(info_key("web", "guest_release")) == DP_AG_MAX_RELEASE);
+		CU_ASSERT_STRING_EQUAL(info_key("web", "agent_version"), "1.2.4");
+		CU_ASSERT(opd_domains_set_guest(fx.d.domains, d, 0x010203, "6.1") == 0);
+	}
 	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 2);
 	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
@@ -372,6 +394,7 @@ static void test_removal_and_info(void)
 	CU_ASSERT(open_fds_matching("{domain}/web/") == 0);
 	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "stopped");
+	CU_ASSERT_STRING_EQUAL(info_key("web", "guest_release"), "6.1");	/* kept */
 	CU_ASSERT(fx.d.st.domains_running == 1);
 	/* samples still in the rings after the scan: filed under web */
 	put_ctx(4242, 4243, DP_MODE_GUEST_USER);

@@ -87,7 +87,8 @@ static void hello(struct opd_guest *g, uint64_t guest_now, uint64_t host_now)
 	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 2, .clock_id = 1,
 				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH |
 					  DP_AG_HELLO_F_IMAGES,
-				 .now_ns = guest_now, .instance = 7 };
+				 .now_ns = guest_now, .instance = 7,
+				 .agent_version = 0x010203 };
 
 	CU_ASSERT(feed(g, ap_put_hello(buf, sizeof(buf), &h, "6.1", 3), host_now) == 0);
 }
@@ -183,7 +184,13 @@ static void test_timeline(void)
 	struct opd_guest *g = scene("web");
 	struct opd_guest_res r;
 	int64_t off;
+	uint32_t version = 0;
+	const char *release = NULL;
 
+	/* HELLO's facts, for the domain's info file */
+	CU_ASSERT_FATAL(opd_guest_facts(g, &version, &release));
+	CU_ASSERT(version == 0x010203);
+	CU_ASSERT_STRING_EQUAL(release, "6.1");
 	CU_ASSERT(opd_guest_offset(g, &off, NULL));
 	CU_ASSERT(off == (int64_t)(1000 * MS));
 	/* host 150 ms = guest 1150 ms: pid 200 */
@@ -674,6 +681,29 @@ static void test_image_dedup(void)
 	opd_guest_free(g2);
 }
 
+/* Per-domain counts: guest-user samples apart from the kernel's. */
+static void test_dstats(void)
+{
+	struct opd_guest *g = scene("web");
+	struct opd_guest_sample s = { .host_ns = 150 * MS, .pc = 0x800123, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_USER };
+	const struct opd_guest_dstats *ds = opd_guest_dstats(g);
+
+	defer(g, &s);			/* /usr/bin/b */
+	s.pc = 0x900000;		/* no mapping */
+	defer(g, &s);
+	s.pc = 0xffffffff81000100;	/* do_work */
+	s.mode = DP_MODE_GUEST_KERNEL;
+	defer(g, &s);
+	drain(g, 150 * MS, true);
+	CU_ASSERT(ds->received == 3);
+	CU_ASSERT(ds->resolved == 2);
+	CU_ASSERT(ds->anon == 1);
+	CU_ASSERT(ds->user_resolved == 1);
+	CU_ASSERT(ds->user_unresolved == 1);
+	opd_guest_free(g);
+}
+
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_timeline)
 WRAP(test_tie_break)
@@ -685,6 +715,7 @@ WRAP(test_bad_frames)
 WRAP(test_paths)
 WRAP(test_floods)
 WRAP(test_image_dedup)
+WRAP(test_dstats)
 
 static void run_all(CU_pSuite s)
 {
@@ -698,6 +729,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
 	CU_add_test(s, "floods hit caps", test_floods_w);
 	CU_add_test(s, "image cache dedup across domains", test_image_dedup_w);
+	CU_add_test(s, "per-domain guest-user counts", test_dstats_w);
 }
 
 int main(void)

@@ -188,4 +188,17 @@ bool dom_domain_selected(const struct dom_domain *d);
  */
 void dom_uuid_from_name(const char *name, char out[DOM_UUID_STRLEN + 1]);
 
+/* A well-mixed hash of a process or thread id, for the backends' open
+ * addressing and bucket tables (take the low bits). */
+size_t dom_hash_id(pid_t id);
+
+/*
+ * Record that thread @tid runs vCPU @v in the map being built, *@map of
+ * *@cap slots (-1: no thread yet), grown as needed; *@nr becomes at least
+ * @v + 1.  Two threads claiming one index: the lower tid is kept, so the
+ * map does not depend on readdir order.  0, or -ENOMEM (map unchanged).
+ */
+int dom_vcpu_map_add(pid_t **map, unsigned int *cap, unsigned int *nr, unsigned int v,
+		     pid_t tid);
+
 #endif

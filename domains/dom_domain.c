@@ -180,9 +180,9 @@ void *dom_domain_priv(const struct dom_domain *d)
 
 /* ---- the vCPU map ---------------------------------------------------------- */
 
-static size_t hash_tid(pid_t tid)
+size_t dom_hash_id(pid_t id)
 {
-	uint32_t x = (uint32_t)tid;
+	uint32_t x = (uint32_t)id;
 
 	x ^= x >> 16;
 	x *= 0x7feb352dU;
@@ -190,6 +190,30 @@ static size_t hash_tid(pid_t tid)
 	x *= 0x846ca68bU;
 	x ^= x >> 16;
 	return x;
+}
+
+int dom_vcpu_map_add(pid_t **map, unsigned int *cap, unsigned int *nr, unsigned int v,
+		     pid_t tid)
+{
+	if (v >= *cap) {
+		unsigned int ncap = *cap ? *cap : 8;
+		pid_t *nm;
+
+		while (ncap <= v)
+			ncap *= 2;
+		nm = realloc(*map, ncap * sizeof(**map));
+		if (!nm)
+			return -ENOMEM;
+		for (unsigned int i = *cap; i < ncap; i++)
+			nm[i] = -1;
+		*map = nm;
+		*cap = ncap;
+	}
+	if ((*map)[v] < 0 || tid < (*map)[v])
+		(*map)[v] = tid;
+	if (v + 1 > *nr)
+		*nr = v + 1;
+	return 0;
 }
 
 int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n)
@@ -220,7 +244,7 @@ int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n
 		map[i] = tids[i];
 		if (tids[i] <= 0)
 			continue;
-		for (h = hash_tid(tids[i]) & (size - 1); ht[h]; h = (h + 1) & (size - 1))
+		for (h = dom_hash_id(tids[i]) & (size - 1); ht[h]; h = (h + 1) & (size - 1))
 			;
 		ht[h] = tids[i];
 		vcpus[h] = i;
@@ -240,7 +264,7 @@ int dom_domain_vcpu_of_tid(const struct dom_domain *d, pid_t tid)
 {
 	if (tid <= 0 || !d->ht_tid)
 		return -1;
-	for (size_t h = hash_tid(tid) & d->ht_mask; d->ht_tid[h]; h = (h + 1) & d->ht_mask)
+	for (size_t h = dom_hash_id(tid) & d->ht_mask; d->ht_tid[h]; h = (h + 1) & d->ht_mask)
 		if (d->ht_tid[h] == tid)
 			return (int)d->ht_vcpu[h];
 	return -1;

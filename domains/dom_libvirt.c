@@ -59,6 +59,7 @@
 #include "dom_libvirt.h"
 #include "dom_lvxml.h"
 #include "domprof/raw.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 #define DLV_RETRY_MS 2000
@@ -282,22 +283,6 @@ static int lvdom_sync(struct lvdom *d)
 	return 0;
 }
 
-static ssize_t read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
-
 /* True when /proc/PID/cmdline is a QEMU with -uuid @uuid. */
 static bool pid_has_uuid(const struct dom_lv *lv, pid_t pid, const char *uuid)
 {
@@ -337,7 +322,7 @@ static pid_t find_qemu_pid(const struct dom_lv *lv, const char *name, const char
 	DIR *dir;
 
 	if (snprintf(path, sizeof(path), "%s/%s.pid", lv->pid_dir, name) < (int)sizeof(path) &&
-	    !strchr(name, '/') && read_small(path, buf, sizeof(buf)) > 0) {
+	    !strchr(name, '/') && du_read_small(path, buf, sizeof(buf)) > 0) {
 		errno = 0;
 		v = strtol(buf, &end, 10);
 		if (!errno && v > 1 && v <= INT_MAX && (*end == '\0' || *end == '\n') &&
@@ -390,27 +375,11 @@ static bool read_vcpus(const struct dom_lv *lv, struct lvdom *d)
 			continue;
 		snprintf(path, sizeof(path), "%s/%d/task/%ld/comm", lv->proc_root, (int)d->pid,
 			 tid);
-		n = read_small(path, comm, sizeof(comm));
+		n = du_read_small(path, comm, sizeof(comm));
 		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
 			continue;
-		if (v >= cap) {
-			unsigned int ncap = cap ? cap : 8;
-			pid_t *nm;
-
-			while (ncap <= v)
-				ncap *= 2;
-			nm = realloc(map, ncap * sizeof(*map));
-			if (!nm)
-				goto out;
-			for (unsigned int i = cap; i < ncap; i++)
-				nm[i] = -1;
-			map = nm;
-			cap = ncap;
-		}
-		if (map[v] < 0 || (pid_t)tid < map[v])
-			map[v] = (pid_t)tid;
-		if (v + 1 > nr)
-			nr = v + 1;
+		if (dom_vcpu_map_add(&map, &cap, &nr, v, (pid_t)tid))
+			goto out;
 	}
 	if (nr != d->nr_vcpus || (nr && memcmp(map, d->vcpu_tid, nr * sizeof(*map)))) {
 		free(d->vcpu_tid);

@@ -52,18 +52,6 @@ struct dom_table {
 
 /* ---- small helpers ----------------------------------------------------- */
 
-static size_t hash_pid(pid_t pid)
-{
-	uint32_t x = (uint32_t)pid;
-
-	x ^= x >> 16;
-	x *= 0x7feb352dU;
-	x ^= x >> 15;
-	x *= 0x846ca68bU;
-	x ^= x >> 16;
-	return x;
-}
-
 /*
  * Read up to @cap bytes of @path (relative to @dirfd) into @buf.  Returns
  * the byte count, or -errno.  *@full is set when the file may have more.
@@ -278,7 +266,7 @@ static void domain_read_tasks(struct dom_table *t, struct pdom *d)
 {
 	char path[64], comm[32];
 	pid_t *map = NULL;
-	unsigned int nr = 0, cap = 0, v, i;
+	unsigned int nr = 0, cap = 0, v;
 	struct dirent *de;
 	struct stat st;
 	DIR *dir = NULL;
@@ -318,26 +306,8 @@ static void domain_read_tasks(struct dom_table *t, struct pdom *d)
 		n = read_at(t->proc_fd, path, comm, sizeof(comm), NULL);
 		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
 			continue;
-		if (v >= cap) {
-			unsigned int ncap = cap ? cap : 8;
-			pid_t *nm;
-
-			while (ncap <= v)
-				ncap *= 2;
-			nm = realloc(map, ncap * sizeof(*map));
-			if (!nm)
-				goto out_close;
-			for (i = cap; i < ncap; i++)
-				nm[i] = -1;
-			map = nm;
-			cap = ncap;
-		}
-		/* Two threads claiming one index: keep the lower tid, so
-		 * the answer does not depend on readdir order. */
-		if (map[v] < 0 || (pid_t)tid < map[v])
-			map[v] = (pid_t)tid;
-		if (v + 1 > nr)
-			nr = v + 1;
+		if (dom_vcpu_map_add(&map, &cap, &nr, v, (pid_t)tid))
+			goto out_close;
 	}
 	if (nr == dom_domain_nr_vcpus(d->dom) && same_map(d->dom, map, nr))
 		goto out_close;
@@ -356,7 +326,7 @@ out_close:
 
 static void table_link(struct dom_table *t, struct pdom *d)
 {
-	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
+	size_t b = dom_hash_id(d->pid) & (t->nr_buckets - 1);
 
 	d->next = t->list;
 	t->list = d;
@@ -367,7 +337,7 @@ static void table_link(struct dom_table *t, struct pdom *d)
 
 static void table_unlink(struct dom_table *t, struct pdom *d)
 {
-	size_t b = hash_pid(d->pid) & (t->nr_buckets - 1);
+	size_t b = dom_hash_id(d->pid) & (t->nr_buckets - 1);
 	struct pdom **pp;
 
 	for (pp = &t->buckets[b]; *pp; pp = &(*pp)->hnext)
@@ -395,7 +365,7 @@ static void table_grow(struct dom_table *t)
 	if (!nb)
 		return;
 	for (d = t->list; d; d = d->next) {
-		size_t b = hash_pid(d->pid) & (n - 1);
+		size_t b = dom_hash_id(d->pid) & (n - 1);
 
 		d->hnext = nb[b];
 		nb[b] = d;
@@ -409,7 +379,7 @@ static struct pdom *table_find(const struct dom_table *t, pid_t pid)
 {
 	struct pdom *d;
 
-	for (d = t->buckets[hash_pid(pid) & (t->nr_buckets - 1)]; d; d = d->hnext)
+	for (d = t->buckets[dom_hash_id(pid) & (t->nr_buckets - 1)]; d; d = d->hnext)
 		if (d->pid == pid)
 			return d;
 	return NULL;

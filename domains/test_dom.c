@@ -192,6 +192,28 @@ static void test_vcpu_comm(void)
 	}
 }
 
+/* The vCPU map the procfs and libvirt backends build from thread names. */
+static void test_vcpu_map_add(void)
+{
+	pid_t *map = NULL;
+	unsigned int cap = 0, nr = 0;
+
+	CU_ASSERT(dom_vcpu_map_add(&map, &cap, &nr, 2, 300) == 0);
+	CU_ASSERT(nr == 3 && cap >= 3);
+	CU_ASSERT(map[0] == -1 && map[1] == -1 && map[2] == 300);
+	/* two threads claim index 2: the lower tid, whatever the order */
+	CU_ASSERT(dom_vcpu_map_add(&map, &cap, &nr, 2, 200) == 0);
+	CU_ASSERT(dom_vcpu_map_add(&map, &cap, &nr, 2, 250) == 0);
+	CU_ASSERT(map[2] == 200);
+	CU_ASSERT(dom_vcpu_map_add(&map, &cap, &nr, 0, 100) == 0);
+	CU_ASSERT(nr == 3 && map[0] == 100);
+	/* grown past the first size; new slots empty */
+	CU_ASSERT(dom_vcpu_map_add(&map, &cap, &nr, 40, 4000) == 0);
+	CU_ASSERT(nr == 41 && cap > 40);
+	CU_ASSERT(map[39] == -1 && map[40] == 4000 && map[2] == 200);
+	free(map);
+}
+
 static void test_uuid_parse(void)
 {
 	static const struct { const char *s; const char *out; } c[] = {
@@ -950,6 +972,7 @@ int main(void)
 {
 	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
 		{ "vcpu thread names", test_vcpu_comm },
+		{ "vcpu map from thread names", test_vcpu_map_add },
 		{ "uuid parse", test_uuid_parse },
 		{ "qemu exe/comm names", test_qemu_names },
 		{ "cmdline forms", test_cmdline_forms },

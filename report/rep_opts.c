@@ -7,6 +7,7 @@
 
 #include "rep_opts.h"
 #include "rep_spec.h"
+#include "rep_view.h"
 
 void rep_usage(FILE *f)
 {
@@ -113,30 +114,6 @@ int rep_parse_sort(const char *s, struct rep_opts *o)
 	return parse_words(s, names, sizeof(names) / sizeof(names[0]), take_sort, o);
 }
 
-static int add_image_path(struct rep_opts *o, const char *list)
-{
-	const char *p = list;
-
-	for (;;) {
-		size_t len = strcspn(p, ",");
-		char **nv;
-
-		if (len) {
-			nv = realloc(o->image_path, (o->nimage_path + 1) * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			o->image_path = nv;
-			nv[o->nimage_path] = strndup(p, len);
-			if (!nv[o->nimage_path])
-				return -ENOMEM;
-			o->nimage_path++;
-		}
-		if (!p[len])
-			return 0;
-		p += len + 1;
-	}
-}
-
 void rep_opts_release(struct rep_opts *o)
 {
 	for (size_t i = 0; i < o->nimage_path; i++)
@@ -215,7 +192,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			o->reverse = true;
 			break;
 		case 'p':
-			if (add_image_path(o, optarg)) {
+			if (rep_view_add_image_path(o, optarg)) {
 				snprintf(msg, sizeof(msg), "out of memory");
 				goto bad;
 			}

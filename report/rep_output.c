@@ -10,6 +10,7 @@
 #include "rep_collect.h"
 #include "rep_hash.h"
 #include "rep_opts.h"
+#include "rep_view.h"
 #include "rep_output.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
@@ -44,24 +45,6 @@ static double pct_of(uint64_t x, uint64_t total)
 	return total ? 100.0 * (double)x / (double)total : 0.0;
 }
 
-static char *image_label(const struct sfn_image *img)
-{
-	const char *base;
-	char *s = NULL;
-
-	switch (img->kind) {
-	case SFN_ROOT:
-		base = strrchr(img->name, '/');
-		return strdup(base && base[1] ? base + 1 : img->name);
-	case SFN_KERN:
-		return strdup(img->name);
-	default:
-		if (asprintf(&s, "{anon:%s}", img->name) < 0)
-			return NULL;
-		return s;
-	}
-}
-
 static char *domain_label(const struct rep_group *g)
 {
 	char *s = NULL;
@@ -70,29 +53,6 @@ static char *domain_label(const struct rep_group *g)
 		return strdup("host");
 	if (asprintf(&s, "%s%s", g->domain, g->vmm ? "/vmm" : "") < 0)
 		return NULL;
-	return s;
-}
-
-/* "bash (tgid:12 tid:13 cpu:0)" for separated profiles. */
-static char *app_label(const struct rep_group *g, const struct sfn_image *img)
-{
-	char *base = image_label(img), *s = NULL;
-	char extra[96] = "";
-	size_t n = 0;
-
-	if (!base)
-		return NULL;
-	if (g->tgid != SFN_ALL)
-		n += snprintf(extra + n, sizeof(extra) - n, " tgid:%" PRId64, g->tgid);
-	if (g->tid != SFN_ALL)
-		n += snprintf(extra + n, sizeof(extra) - n, " tid:%" PRId64, g->tid);
-	if (g->cpu != SFN_ALL)
-		n += snprintf(extra + n, sizeof(extra) - n, " cpu:%" PRId64, g->cpu);
-	if (!n)
-		return base;
-	if (asprintf(&s, "%s (%s)", base, extra + 1) < 0)
-		s = NULL;
-	free(base);
 	return s;
 }
 
@@ -374,8 +334,8 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			apps[a].group = i;
 			apps[a].counts = sums + a * n;
 			apps[a].domain = domain_label(g);
-			apps[a].app = app_label(g, &g->app);
-			apps[a].image = image_label(&g->app);
+			apps[a].app = rep_view_app_label(g);
+			apps[a].image = rep_view_image_label(&g->app);
 			if (!apps[a].domain || !apps[a].app || !apps[a].image)
 				goto out_free;
 			napps++;
@@ -411,7 +371,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			if (app_of[i] != orig)
 				continue;
 			deps[nd].counts = rep_counts(p, p->groups[i].counts);
-			deps[nd].image = image_label(&p->groups[i].dep);
+			deps[nd].image = rep_view_image_label(&p->groups[i].dep);
 			nd++;
 		}
 		sort_rows(deps, nd, o, n);
@@ -458,8 +418,8 @@ static struct row *make_rows(const struct rep_profile *p, bool symbols)
 
 		rows[i].counts = rep_counts(p, s ? s->counts : g->counts);
 		rows[i].domain = domain_label(g);
-		rows[i].image = image_label(&g->dep);
-		rows[i].app = app_label(g, &g->app);
+		rows[i].image = rep_view_image_label(&g->dep);
+		rows[i].app = rep_view_app_label(g);
 		rows[i].symbol = sym ? sym->name : "(no symbols)";
 		rows[i].vma = sym ? sym->start : 0;
 		rows[i].group = gi;

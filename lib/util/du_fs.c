@@ -1,9 +1,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/du_fs.h"
 
@@ -31,4 +33,20 @@ int du_mkdir_p(const char *dir)
 	if (snprintf(buf, sizeof(buf), "%s/", dir) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
 	return du_mkdir_parents(buf, 0);
+}
+
+ssize_t du_read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
 }

@@ -3,6 +3,7 @@
 #define DU_FS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * Create every directory that ends at a '/' in @path after its first @from
@@ -13,5 +14,9 @@ int du_mkdir_parents(char *path, size_t from);
 
 /* Create directory @dir and its missing parents (mkdir -p). 0 or -errno. */
 int du_mkdir_p(const char *dir);
+
+/* Read at most @cap - 1 bytes of small file @path (one read: /proc files)
+ * into @buf, NUL-terminated.  The byte count or -errno. */
+ssize_t du_read_small(const char *path, char *buf, size_t cap);
 
 #endif

@@ -224,6 +224,21 @@ static void test_mkdir_p(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(base));
 	snprintf(path, sizeof(path), "%s/file", base);
 	CU_ASSERT_EQUAL(close(creat(path, 0644)), 0);
+	{
+		/* du_read_small: NUL-terminated, cut at cap - 1, -errno */
+		char buf[8], big[64];
+		FILE *f = fopen(path, "w");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fputs("hello world\n", f);
+		fclose(f);
+		CU_ASSERT_EQUAL(du_read_small(path, big, sizeof(big)), 12);
+		CU_ASSERT_STRING_EQUAL(big, "hello world\n");
+		CU_ASSERT_EQUAL(du_read_small(path, buf, sizeof(buf)), 7);
+		CU_ASSERT_STRING_EQUAL(buf, "hello w");
+		snprintf(big, sizeof(big), "%s/none", base);
+		CU_ASSERT_EQUAL(du_read_small(big, buf, sizeof(buf)), -ENOENT);
+	}
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", base, rows[i].rel);
 		CU_ASSERT_EQUAL(du_mkdir_p(path), rows[i].ret);
