@@ -767,18 +767,17 @@ static void usage(FILE *f)
 	      "Profile specifications are opreport's (see opreport --help).\n", f);
 }
 
-enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN };
 
 static int parse(struct annot *a, int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "assembly", no_argument, NULL, 'a' },
 		{ "source", no_argument, NULL, 's' },
-		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, OPT_ROOT },
-		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -796,8 +795,15 @@ static int parse(struct annot *a, int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "ast:p:h", lopts, NULL)) != -1) {
+		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
 		char *end;
 
+		if (r == -EINVAL)
+			goto bad;
+		if (r < 0)
+			return r;
+		if (r == 0)
+			continue;
 		switch (c) {
 		case 'a':
 			a->assembly = true;
@@ -805,26 +811,12 @@ static int parse(struct annot *a, int argc, char **argv)
 		case 's':
 			a->source = true;
 			break;
-		case OPT_SESSION_DIR:
-			o->session_dir = optarg;
-			break;
 		case 't':
 			o->threshold = strtod(optarg, &end);
 			if (end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
 				snprintf(msg, sizeof(msg), "bad --threshold \"%s\"", optarg);
 				goto bad;
 			}
-			break;
-		case 'p':
-			if (rep_view_add_image_path(o, optarg))
-				return -ENOMEM;
-			break;
-		case OPT_ROOT:
-			o->root = optarg;
-			break;
-		case OPT_DOMAIN:
-			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
-				goto bad;
 			break;
 		case 'h':
 			usage(stdout);

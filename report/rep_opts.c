@@ -123,20 +123,20 @@ void rep_opts_release(struct rep_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-enum { OPT_SESSION_DIR = 256, OPT_ROOT, OPT_DOMAIN, OPT_JSON };
+enum { OPT_JSON = REP_OPT_FREE };
 
 int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
 	static const struct option lopts[] = {
-		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "symbols", no_argument, NULL, 'l' },
 		{ "merge", required_argument, NULL, 'm' },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "reverse-sort", no_argument, NULL, 'r' },
 		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, OPT_ROOT },
-		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "output-file", required_argument, NULL, 'o' },
 		{ "wide", no_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, OPT_JSON },
@@ -159,12 +159,16 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "lm:t:s:rp:o:wvh", lopts, NULL)) != -1) {
+		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
 		char *end;
 
+		if (r == -ENOMEM)
+			snprintf(msg, sizeof(msg), "out of memory");
+		if (r < 0)
+			goto bad;
+		if (r == 0)
+			continue;
 		switch (c) {
-		case OPT_SESSION_DIR:
-			o->session_dir = optarg;
-			break;
 		case 'l':
 			o->symbols = true;
 			break;
@@ -190,19 +194,6 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			break;
 		case 'r':
 			o->reverse = true;
-			break;
-		case 'p':
-			if (rep_view_add_image_path(o, optarg)) {
-				snprintf(msg, sizeof(msg), "out of memory");
-				goto bad;
-			}
-			break;
-		case OPT_ROOT:
-			o->root = optarg;
-			break;
-		case OPT_DOMAIN:
-			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
-				goto bad;
 			break;
 		case 'o':
 			if (!*optarg) {

@@ -156,7 +156,23 @@ const char rep_view_common_usage[] =
 	"\n"
 	"Profile specifications are opreport's (see opreport --help).\n";
 
-enum { OPT_SESSION_DIR = 0x1000, OPT_ROOT, OPT_DOMAIN };
+int rep_view_common_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t msglen)
+{
+	switch (c) {
+	case REP_OPT_SESSION_DIR:
+		o->session_dir = arg;
+		return 0;
+	case 'p':
+		return rep_view_add_image_path(o, arg) ? -ENOMEM : 0;
+	case REP_OPT_ROOT:
+		o->root = arg;
+		return 0;
+	case REP_OPT_DOMAIN:
+		return rep_spec_add_domains(o->spec, arg, msg, msglen) ? -EINVAL : 0;
+	default:
+		return 1;
+	}
+}
 
 int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		   const struct option *extra, const char *extra_short,
@@ -164,10 +180,10 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		   void *ctx, void (*usage)(FILE *f))
 {
 	static const struct option common[] = {
-		{ "session-dir", required_argument, NULL, OPT_SESSION_DIR },
+		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, OPT_ROOT },
-		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
 	};
 	size_t ncommon = sizeof(common) / sizeof(common[0]), nextra = 0;
@@ -195,23 +211,17 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
+
+		if (r == -EINVAL)
+			goto bad;
+		if (r < 0) {
+			rc = r;
+			goto out;
+		}
+		if (r == 0)
+			continue;
 		switch (c) {
-		case OPT_SESSION_DIR:
-			o->session_dir = optarg;
-			break;
-		case 'p':
-			if (rep_view_add_image_path(o, optarg)) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			break;
-		case OPT_ROOT:
-			o->root = optarg;
-			break;
-		case OPT_DOMAIN:
-			if (rep_spec_add_domains(o->spec, optarg, msg, sizeof(msg)))
-				goto bad;
-			break;
 		case 'h':
 			usage(stdout);
 			rc = 1;

@@ -17,6 +17,21 @@ struct rep_opts;
 /* Add the comma-separated directories of @list to @o->image_path (-p). */
 int rep_view_add_image_path(struct rep_opts *o, const char *list);
 
+/* getopt ids of the long options every report tool shares; a tool's own
+ * long-only options start at REP_OPT_FREE. */
+enum {
+	REP_OPT_SESSION_DIR = 0x1000, REP_OPT_ROOT, REP_OPT_DOMAIN, REP_OPT_FREE
+};
+
+/*
+ * The options every report tool reads the same way: --session-dir,
+ * -p/--image-path, --root and --domain.  0 when @c is one of them and it
+ * was applied to @o; 1 when @c is another option (the caller's own);
+ * -ENOMEM; -EINVAL with the reason in @msg.  @arg is borrowed for @o's
+ * lifetime (it is optarg, from argv).
+ */
+int rep_view_common_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t msglen);
+
 /*
  * Progress for long work: printed on stderr, overwriting one line, only
  * when stderr is a terminal; nothing at all otherwise.  @what is borrowed
