@@ -392,6 +392,8 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 		fprintf(f, "domains %s\n", d->conf->domains);
 	if (d->conf->input)
 		fprintf(f, "input %s\n", d->conf->input);
+	if (d->conf->callgraph_depth)
+		fprintf(f, "callgraph %u\n", d->conf->callgraph_depth);
 	if (fclose(f) || rename(tmp, path)) {
 		ret = -errno;
 		unlink(tmp);

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"  --domain-backend=NAME  how domains are found: auto|%s (default auto)\n"
 		"  --libvirt-uri=URI      libvirt backend's connection (default qemu:///system)\n"
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
+		"  --callgraph=DEPTH      record call chains of at most DEPTH frames (0: off;\n"
+		"                         at most 127; the collector asks for them)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
 		"  --help                 this text\n", coll, back);
@@ -52,7 +54,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
-	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI,
+	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +71,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
+	{ "callgraph", required_argument, NULL, OPT_CALLGRAPH },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -165,6 +168,16 @@ static int parse_one(int opt, struct opts *o)
 			return 1;
 		}
 		o->max_files_given = true;
+		break;
+	case OPT_CALLGRAPH:
+		if (strcmp(optarg, "0") &&
+		    (parse_count(optarg, &c->callgraph_depth) || c->callgraph_depth > DP_RAW_CC_MAX)) {
+			fprintf(stderr, "oprofiled: bad --callgraph depth '%s' (0..%d)\n", optarg,
+				DP_RAW_CC_MAX);
+			return 1;
+		}
+		if (!strcmp(optarg, "0"))
+			c->callgraph_depth = 0;
 		break;
 	case OPT_HELP:
 		return 2;
