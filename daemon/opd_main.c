@@ -100,6 +100,20 @@ static int parse_count(const char *s, unsigned int *out)
 	return 0;
 }
 
+/* --callgraph=DEPTH, 0..DP_RAW_CC_MAX: 0 or 1 (usage error). */
+static int parse_callgraph(const char *s, unsigned int *depth)
+{
+	if (!strcmp(s, "0")) {
+		*depth = 0;
+		return 0;
+	}
+	if (parse_count(s, depth) || *depth > DP_RAW_CC_MAX) {
+		fprintf(stderr, "oprofiled: bad --callgraph depth '%s' (0..%d)\n", s, DP_RAW_CC_MAX);
+		return 1;
+	}
+	return 0;
+}
+
 /* One option: 0, 1 (usage error) or 2 (--help). */
 static int parse_one(int opt, struct opts *o)
 {
@@ -170,15 +184,7 @@ static int parse_one(int opt, struct opts *o)
 		o->max_files_given = true;
 		break;
 	case OPT_CALLGRAPH:
-		if (strcmp(optarg, "0") &&
-		    (parse_count(optarg, &c->callgraph_depth) || c->callgraph_depth > DP_RAW_CC_MAX)) {
-			fprintf(stderr, "oprofiled: bad --callgraph depth '%s' (0..%d)\n", optarg,
-				DP_RAW_CC_MAX);
-			return 1;
-		}
-		if (!strcmp(optarg, "0"))
-			c->callgraph_depth = 0;
-		break;
+		return parse_callgraph(optarg, &c->callgraph_depth);
 	case OPT_HELP:
 		return 2;
 	default:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "opd_agent.h"
+#include "opd_cc.h"
 #include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
@@ -66,6 +67,14 @@ struct opd_trans {
 	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS][OPD_TRANS_CACHE_WAYS];
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
 	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
+
+	/* call graphs: where chains go (NULL: counted, not filed), and the
+	 * chain of the next sample (nr 0: none) */
+	struct opd_cc *cc;
+	struct {
+		uint32_t nr, nk, flags;
+		uint64_t f[DP_RAW_CC_MAX];
+	} chain;
 };
 
 
@@ -162,6 +171,11 @@ struct opd_stats *opd_trans_stats(const struct opd_trans *t)
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
 {
 	t->batch = batch;
+}
+
+void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc)
+{
+	t->cc = cc;
 }
 
 int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
@@ -516,10 +530,14 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	return file_sample(t, c, pc);
 }
 
+static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event);
+
 static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 {
 	struct opd_trans *t = ctx;
 
+	if (__builtin_expect(t->chain.nr != 0, 0))
+		return sample_chain(t, pc, event);
 	t->st->samples_received++;
 	(*t->mode_counter)++;
 	if (event < DP_RAW_MAX_EVENTS) {
@@ -532,6 +550,99 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 		}
 	}
 	return sample_slow(t, pc, event);
+}
+
+/* ---- call chains (opd_cc.h) ---- */
+
+static int trans_callchain(void *ctx, uint32_t nr, uint32_t nk, uint32_t flags,
+			   const uint8_t *frames)
+{
+	struct opd_trans *t = ctx;
+
+	if (t->chain.nr)
+		t->st->cc_chains_orphan++;	/* no sample took the last one */
+	t->st->cc_chains++;
+	t->st->cc_frames += nr;
+	if (flags & DP_RAW_CC_TRUNCATED)
+		t->st->cc_chains_truncated++;
+	if (flags & DP_RAW_CC_GUEST)
+		t->st->cc_chains_guest++;
+	for (uint32_t i = 0; i < nr; i++)
+		t->chain.f[i] = raw_cc_frame(frames, i);
+	t->chain.nr = nr;
+	t->chain.nk = nk;
+	t->chain.flags = flags;
+	return 0;
+}
+
+/*
+ * A host frame as the sample's pc would be resolved (@kernel: against the
+ * kernel ranges, else the task's mappings).  A return address is the
+ * instruction after the call: the call site is one byte before it.
+ */
+static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, uint32_t event,
+			  struct opd_cc_frame *f)
+{
+	struct resolution r;
+	uint64_t a = ret - 1;
+
+	memset(&r, 0, sizeof(r));
+	r.key.event = event;
+	r.unresolved = &t->dummy;
+	if (kernel)
+		resolve_kernel(t, a, &r);
+	else if (resolve_user(t, a, &r))
+		r.key.image = r.key.dep = t->anon_unknown;
+	if (r.unresolved != &t->dummy)
+		t->st->cc_frames_unresolved++;
+	f->image = r.key.image;
+	f->dep = r.key.dep;
+	f->off = a + r.delta;
+}
+
+/* The chain of the host sample (@pc, @event) just filed. */
+static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+	struct resolution r;
+	size_t n = 1;
+
+	memset(&r, 0, sizeof(r));
+	r.key.event = event;
+	r.unresolved = &t->dummy;
+	r.extra = &t->dummy;
+	if (t->mode == DP_MODE_HOST_KERNEL)
+		resolve_kernel(t, pc, &r);
+	else if (resolve_user(t, pc, &r))
+		return;
+	mark_vmm(t, &r);
+	f[0].image = r.key.image;
+	f[0].dep = r.key.dep;
+	f[0].off = pc + r.delta;
+	for (uint32_t i = 0; i < t->chain.nr; i++)
+		resolve_frame(t, t->chain.f[i], i < t->chain.nk, event, &f[n++]);
+	opd_cc_file(t->cc, &r.key, f, n);
+}
+
+/* A sample with a call chain: filed as any sample, then its chain. */
+static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	uint32_t mode = t->mode, nr = t->chain.nr;
+	int ret;
+
+	t->chain.nr = 0;	/* the sample itself takes the usual path */
+	ret = trans_sample(t, pc, event);
+	t->chain.nr = nr;
+	if (!ret && t->cc && event < t->nr_events &&
+	    (mode == DP_MODE_HOST_KERNEL || mode == DP_MODE_HOST_USER)) {
+		file_host_chain(t, pc, event);
+		if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
+			t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
+			trans_bump(t);
+		}
+	}
+	t->chain.nr = 0;
+	return ret;
 }
 
 static int trans_cpu(void *ctx, uint32_t cpu)
@@ -682,4 +793,5 @@ const struct raw_ops opd_trans_ops = {
 	.fork = trans_fork,
 	.exit = trans_exit,
 	.kmod = trans_kmod,
+	.callchain = trans_callchain,
 };
