@@ -41,6 +41,10 @@ struct opd_cc {
 	size_t npool, pool_cap;
 	uint32_t *slots;	/* index + 1 into stacks, 0: empty */
 	size_t nslots;		/* power of 2, > 2 * nstacks */
+	/* guest chains held with their samples: held[id - 1], free ids */
+	struct opd_cc_chain **held;
+	uint32_t *free_ids;
+	uint32_t nfree, nheld_ever;
 };
 
 struct opd_cc *opd_cc_new(const char *session_dir, struct opd_sfiles *sfiles,
@@ -69,7 +73,76 @@ void opd_cc_free(struct opd_cc *cc)
 	free(cc->stacks);
 	free(cc->pool);
 	free(cc->slots);
+	for (uint32_t i = 0; i < cc->nheld_ever; i++)
+		free(cc->held[i]);
+	free(cc->held);
+	free(cc->free_ids);
 	free(cc);
+}
+
+/* ---- guest chains held with their samples ---- */
+
+uint32_t opd_cc_hold(struct opd_cc *cc, const struct opd_cc_chain *ch)
+{
+	struct opd_cc_chain *c;
+	uint32_t id;
+
+	if (!ch->nr)
+		return 0;
+	if (!cc->held) {
+		cc->held = calloc(OPD_CC_MAX_HELD, sizeof(*cc->held));
+		cc->free_ids = calloc(OPD_CC_MAX_HELD, sizeof(*cc->free_ids));
+		if (!cc->held || !cc->free_ids) {
+			free(cc->held);
+			free(cc->free_ids);
+			cc->held = NULL;
+			cc->free_ids = NULL;
+			goto out_drop;
+		}
+	}
+	if (cc->nfree) {
+		id = cc->free_ids[--cc->nfree];
+	} else if (cc->nheld_ever < OPD_CC_MAX_HELD) {
+		id = ++cc->nheld_ever;
+	} else {
+		goto out_drop;
+	}
+	c = cc->held[id - 1];
+	if (!c) {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			cc->free_ids[cc->nfree++] = id;
+			goto out_drop;
+		}
+		cc->held[id - 1] = c;
+	}
+	c->nr = ch->nr > DP_RAW_CC_MAX ? DP_RAW_CC_MAX : ch->nr;
+	c->nk = ch->nk > c->nr ? c->nr : ch->nk;
+	c->flags = ch->flags;
+	memcpy(c->f, ch->f, c->nr * sizeof(c->f[0]));
+	return id;	/* in use while nr > 0 */
+
+out_drop:
+	cc->st->cc_chains_dropped++;
+	return 0;
+}
+
+bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out)
+{
+	struct opd_cc_chain *c;
+
+	if (!cc || !cc->held || !id || id > cc->nheld_ever)
+		return false;
+	c = cc->held[id - 1];
+	if (!c || !c->nr)
+		return false;
+	out->nr = c->nr;
+	out->nk = c->nk;
+	out->flags = c->flags;
+	memcpy(out->f, c->f, c->nr * sizeof(c->f[0]));
+	c->nr = 0;
+	cc->free_ids[cc->nfree++] = id;
+	return true;
 }
 
 /* ---- arcs ---- */

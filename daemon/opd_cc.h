@@ -56,6 +56,24 @@ void opd_cc_free(struct opd_cc *cc);	/* NULL accepted */
 void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		 const struct opd_cc_frame *f, size_t n);
 
+/*
+ * Guest chains wait with their sample until the agent's sideband explains
+ * it (opd_guest_defer): held here, named by a small id (> 0) that the
+ * held sample carries.  At most OPD_CC_MAX_HELD chains are held; beyond,
+ * 0 is returned and the chain is counted in cc_chains_dropped.
+ */
+#define OPD_CC_MAX_HELD		16384
+
+struct opd_cc_chain {
+	uint32_t nr, nk, flags;
+	uint64_t f[DP_RAW_CC_MAX];
+};
+
+uint32_t opd_cc_hold(struct opd_cc *cc, const struct opd_cc_chain *ch);
+/* The chain held as @id into *@out, no longer held; false for an id that
+ * holds nothing. */
+bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out);
+
 /* Write the stacks file (if any stack was seen).  0 or -errno (logged). */
 int opd_cc_write(struct opd_cc *cc);
 

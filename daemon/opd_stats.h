@@ -89,6 +89,7 @@
 	X(cc_chains_truncated)			\
 	X(cc_chains_guest)			\
 	X(cc_chains_orphan)			\
+	X(cc_chains_dropped)			\
 	X(cc_frames)				\
 	X(cc_frames_unresolved)			\
 	X(cc_arcs)				\

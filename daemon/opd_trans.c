@@ -71,10 +71,9 @@ struct opd_trans {
 	/* call graphs: where chains go (NULL: counted, not filed), and the
 	 * chain of the next sample (nr 0: none) */
 	struct opd_cc *cc;
-	struct {
-		uint32_t nr, nk, flags;
-		uint64_t f[DP_RAW_CC_MAX];
-	} chain;
+	struct opd_cc_chain chain;
+	bool chain_busy;	/* its sample is being filed */
+	bool chain_held;	/* ...and the chain went with it (a guest's) */
 };
 
 
@@ -233,22 +232,60 @@ static inline void sink_add(struct opd_trans *t, struct odb *db, uint32_t id, ui
 
 /* ---- guest samples through the agents' sideband (opd_guestfile.h) ---- */
 
-static void file_guest(struct opd_trans *t, struct opd_image *domain,
+/*
+ * The chain of guest sample @s (filed under @k): each frame resolved like
+ * a guest pc of that sample (the guest kernel's symbols, or the sampled
+ * guest process's mappings), then arcs and the stack (opd_cc.h).
+ */
+static void file_guest_chain(struct opd_trans *t, struct opd_guest *g,
+			     const struct opd_guest_sample *s, const struct opd_guest_res *r,
+			     const struct opd_sfile_key *k, const struct opd_cc_chain *ch)
+{
+	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+	size_t n = 1;
+
+	f[0].image = k->image;
+	f[0].dep = k->dep;
+	f[0].off = r->key;
+	for (uint32_t i = 0; i < ch->nr && i < DP_RAW_CC_MAX; i++) {
+		struct opd_guest_sample fs = *s;
+		struct opd_guest_res fr;
+		struct opd_sfile_key fk;
+
+		/* a return address: the call is the byte before it */
+		fs.pc = ch->f[i] - 1;
+		fs.mode = i < ch->nk ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+		fs.cc = 0;
+		opd_guest_resolve(g, &fs, &fr);
+		if (!fr.resolved)
+			t->st->cc_frames_unresolved++;
+		opd_guestfile_key(t->conf->separate, k->domain, &fs, &fr, &fk);
+		f[n].image = fk.image;
+		f[n].dep = fk.dep;
+		f[n++].off = fr.key;
+	}
+	opd_cc_file(t->cc, k, f, n);
+}
+
+static void file_guest(struct opd_trans *t, struct opd_guest *g,
 		       const struct opd_guest_sample *s, const struct opd_guest_res *r)
 {
+	struct opd_cc_chain ch;
 	struct opd_sfile_key k;
 	struct odb *db;
 	uint32_t id;
 
-	opd_guestfile_key(t->conf->separate, domain, s, r, &k);
+	opd_guestfile_key(t->conf->separate, opd_guest_domain(g), s, r, &k);
 	db = opd_sfile_get_id(t->sfiles, &k, &id);
+	if (db)
+		sink_add(t, db, id, r->key);
+	if (s->cc && opd_cc_take(t->cc, s->cc, &ch))
+		file_guest_chain(t, g, s, r, &k, &ch);
 	if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
 		/* cached odb pointers of the hot path may be stale now */
 		t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
 		opd_trans_invalidate(t);
 	}
-	if (db)
-		sink_add(t, db, id, r->key);
 }
 
 /*
@@ -276,9 +313,15 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 	s.cpu = t->cpu;
 	s.vcpu = vcpu;
 	s.mode = (uint8_t)t->mode;
+	s.cc = 0;
+	/* the sample's guest chain waits with it */
+	if (t->chain_busy && t->cc && (t->chain.flags & DP_RAW_CC_GUEST)) {
+		s.cc = opd_cc_hold(t->cc, &t->chain);
+		t->chain_held = true;
+	}
 	t->st->guest_samples_held++;
 	if (opd_guest_defer(g, &s, &out, &r))
-		file_guest(t, opd_guest_domain(g), &out, &r);
+		file_guest(t, g, &out, &r);
 	return true;
 }
 
@@ -297,7 +340,7 @@ size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
 	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
 		/* a domain that left will say no more: its last drain */
 		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {
-			file_guest(t, opd_guest_domain(g), &s, &r);
+			file_guest(t, g, &s, &r);
 			n++;
 		}
 	}
@@ -536,7 +579,7 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 {
 	struct opd_trans *t = ctx;
 
-	if (__builtin_expect(t->chain.nr != 0, 0))
+	if (__builtin_expect(t->chain.nr != 0, 0) && !t->chain_busy)
 		return sample_chain(t, pc, event);
 	t->st->samples_received++;
 	(*t->mode_counter)++;
@@ -627,19 +670,27 @@ static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 /* A sample with a call chain: filed as any sample, then its chain. */
 static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
-	uint32_t mode = t->mode, nr = t->chain.nr;
+	uint32_t mode = t->mode;
+	bool host = mode == DP_MODE_HOST_KERNEL || mode == DP_MODE_HOST_USER;
 	int ret;
 
-	t->chain.nr = 0;	/* the sample itself takes the usual path */
+	/* the sample itself takes the usual path; a guest's takes its chain
+	 * along when it is held (defer_guest) */
+	t->chain_busy = true;
+	t->chain_held = false;
 	ret = trans_sample(t, pc, event);
-	t->chain.nr = nr;
-	if (!ret && t->cc && event < t->nr_events &&
-	    (mode == DP_MODE_HOST_KERNEL || mode == DP_MODE_HOST_USER)) {
+	t->chain_busy = false;
+	if (!ret && t->cc && event < t->nr_events && host &&
+	    !(t->chain.flags & DP_RAW_CC_GUEST)) {
 		file_host_chain(t, pc, event);
 		if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
 			t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
 			trans_bump(t);
 		}
+	} else if (!t->chain_held) {
+		/* a guest sample filed without its agent (replay, no channel,
+		 * an unselected domain), or frames of the other side */
+		t->st->cc_chains_dropped++;
 	}
 	t->chain.nr = 0;
 	return ret;
