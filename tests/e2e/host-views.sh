@@ -120,7 +120,7 @@ else
 		>"$work/fg.dom" 2>"$work/chromium.err" || true
 	# Every frame as "stack<TAB>samples<TAB>matched", stacks joined with ';'.
 	awk '/<g class="f/ {
-		d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d)
+		d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d); d += 0
 		n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
 		nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
 		path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
@@ -159,7 +159,7 @@ fi
 # more samples than burn_a has
 "$bin/opreport" --flamegraph="$work/fg2.svg" --session-dir="$session"
 fg_main=$(awk '/<g class="f/ {
-	d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d)
+	d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d); d += 0
 	n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
 	nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
 	path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
