@@ -20,6 +20,7 @@ set -uo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
 bin=$DP_PREFIX/bin
+here=$(cd "$(dirname "$0")" && pwd)
 export DP_NO_PROGRESS=1
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: trust-files needs root (it plays root's daemon against nobody)"
@@ -44,7 +45,7 @@ victim_intact() { [ "$(cat "$victim")" = "root's file" ]; }
 # The daemon replaying a small stream (every record type) in the
 # foreground: it creates and writes its whole session (pid file, log,
 # session.conf, stats, sample files), quickly.
-stream=$(cd "$(dirname "$0")/../fuzz/corpus/raw" && pwd)/every_type.raw
+stream=$here/../fuzz/corpus/raw/every_type.raw
 daemon() {
 	timeout 20 "$bin/oprofiled" --session-dir="$1" --collector=file --input="$stream" \
 		--foreground >"$work/daemon.out" 2>&1
@@ -153,6 +154,49 @@ echo "bench_kallsyms: $out"
 total=$(awk '{ print $(NF - 1) }' <<<"$out")
 if awk -v t="$total" 'BEGIN { exit !(t < 4.0) }'; then ok "80,000 modules in $total s"
 else fail "80,000 modules took $total s (bound 4 s)"; fi
+
+# --- opreport over hostile guest binaries ----------------------------------
+s=$work/s-elf
+daemon "$s" || fail "replay for the ELF session failed: $(head -2 "$work/daemon.out")"
+tmpl=$(find "$s/samples/current" -type f -name 'CPU_CLK_UNHALTED.*' | head -1)
+if [ -z "$tmpl" ]; then
+	fail "no sample file to copy for the hostile ELF session"
+else
+	python3 "$here/mkhostile.py" "$DP_BUILD/tests/e2e/ratio" "$work/elf" || fail "mkhostile.py"
+	objcopy -O pe-x86-64 "$DP_BUILD/tests/e2e/ratio" "$work/elf/pe" || fail "objcopy to PE"
+	cp "$DP_BUILD/tests/e2e/ratio" "$work/elf/good"
+	mkdir -p "$s/domains/g1"
+	names="trunc shnum shext overlap hugesym pe good"
+	for n in $names; do
+		mkdir -p "$s/images/id-$n"
+		cp "$work/elf/$n" "$s/images/id-$n/$n"
+		printf 'images/id-%s/%s\t/usr/bin/%s\n' "$n" "$n" "$n" >>"$s/domains/g1/images"
+		d="$s/samples/current/{domain}/g1/{root}/usr/bin/$n/{dep}/{root}/usr/bin/$n"
+		mkdir -p "$d" && cp "$tmpl" "$d/"
+	done
+	strace -f -qq -o "$work/strace.out" -e trace=setresuid,prctl,setrlimit,prlimit64 \
+		"$bin/opreport" -l --session-dir="$s" >"$work/elf.out" 2>"$work/elf.err"
+	rc=$?
+	cat "$work/elf.err"
+	[ $rc = 0 ] || fail "opreport over hostile guest binaries exited $rc"
+	for n in trunc shnum shext overlap hugesym pe good; do
+		grep -Eq "^1 .* g1 +$n " "$work/elf.out" || fail "the report lost the row of /usr/bin/$n"
+	done
+	bad=$(grep -c 'cannot read symbols of' "$work/elf.err")
+	[ "$(grep -c "^1 .* host " "$work/elf.out")" = 1 ] || fail "the report lost the host's row"
+	echo "hostile binaries refused: $bad (of 6; a malformed one libbfd reads anyway still gets its row)"
+	grep -q "images/id-pe/pe: not an ELF file" "$work/elf.err" ||
+		fail "a guest PE file reached libbfd (guest binaries are ELF only)"
+	grep -q "images/id-good/good:" "$work/elf.err" && fail "the good guest binary was refused"
+	# every guest binary parsed as nobody, with limits and no_new_privs
+	u=$(id -u nobody)
+	parsers=$(grep -Ec "setresuid\($u, $u, $u\) += 0" "$work/strace.out")
+	limits=$(grep -Ec '(setrlimit|prlimit64)\((0, )?RLIMIT_AS' "$work/strace.out")
+	nnp=$(grep -c 'prctl(PR_SET_NO_NEW_PRIVS, 1' "$work/strace.out")
+	echo "parser children: $parsers as nobody, $limits with an address space limit, $nnp no_new_privs"
+	[ "$parsers" -ge 6 ] && [ "$limits" -ge 6 ] && [ "$nnp" -ge 6 ] ||
+		fail "guest binaries not parsed by limited children running as nobody"
+fi
 
 echo "trust-files: $fails failed"
 [ "$fails" -eq 0 ]
