@@ -146,14 +146,15 @@ else
 fi
 
 # --- opreport's cost on a hostile kallsyms ---------------------------------
-# Measured after the fix: about 0.2 s on the build host (it was 8.2 s for
-# the load alone before, quadratic in the number of modules); the bound is
-# generous for a loaded machine but far below quadratic.
+# Measured: 0.35 s on a quiet build host, 1.5 s on a loaded one; before the
+# fix 168 s (quadratic in the number of modules).  The bound is generous for
+# a loaded machine and still far below quadratic.
 out=$("$DP_BUILD/report/bench_kallsyms" 80000 "$work/kallsyms.big") || fail "bench_kallsyms: $out"
 echo "bench_kallsyms: $out"
-total=$(awk '{ print $(NF - 1) }' <<<"$out")
-if awk -v t="$total" 'BEGIN { exit !(t < 4.0) }'; then ok "80,000 modules in $total s"
-else fail "80,000 modules took $total s (bound 4 s)"; fi
+total=$(awk 'NF > 2 { print $(NF - 1) }' <<<"$out")
+total=${total:-999}
+if awk -v t="$total" 'BEGIN { exit !(t < 8.0) }'; then ok "80,000 modules in $total s"
+else fail "80,000 modules took $total s (bound 8 s)"; fi
 
 # --- opreport over hostile guest binaries ----------------------------------
 s=$work/s-elf
