@@ -14,6 +14,7 @@
 
 #include "ctl.h"
 #include "util/du_fs.h"
+#include "util/du_sdir.h"
 #include "util/du_log.h"
 
 #ifndef DP_BINDIR
@@ -227,14 +228,16 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 		if (ret)
 			return ret;
 	}
-	ret = ctl_abs_path(o->session_dir, session, sizeof(session));
-	if (!ret)
-		ret = du_mkdir_p(session);
+	ret = ctl_abs_path(o->session_dir, daemon, sizeof(daemon));
 	if (ret) {
-		snprintf(err, errlen, "cannot create session directory %s: %s",
-			 o->session_dir, strerror(-ret));
+		snprintf(err, errlen, "session directory %s: %s", o->session_dir, strerror(-ret));
 		return ret;
 	}
+	/* created and checked as the daemon will (util/du_sdir.h), so that a
+	 * refused directory is said before anything is started */
+	ret = du_sdir_prepare(daemon, session, sizeof(session), err, errlen);
+	if (ret)
+		return ret;
 	ctl_pid_probe(session, &info);
 	if (info.state == CTL_PID_RUNNING) {
 		snprintf(err, errlen, "oprofiled already running (pid %d) for session %s",

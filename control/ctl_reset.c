@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util/du_sdir.h"
 
 /*
  * The samples are kept, not deleted: samples/current becomes
@@ -19,17 +21,27 @@
  */
 int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 {
-	char cur[PATH_MAX], aside[PATH_MAX], stats[PATH_MAX], stamp[32];
+	char cur[PATH_MAX + 32], aside[PATH_MAX + 64], stats[PATH_MAX + 8], stamp[32], canon[PATH_MAX];
 	struct ctl_pid_info info;
 	struct stat sb;
 	bool did = false;
 	time_t now = time(NULL);
 	struct tm tm;
+	int ret;
 
 	if (stat(session_dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "no session in %s (directory absent)", session_dir);
 		return -ENOENT;
 	}
+	/* the same checks as at start: nothing renamed through a link */
+	if (!realpath(session_dir, canon)) {
+		snprintf(err, errlen, "%s: %s", session_dir, strerror(errno));
+		return -ENOENT;
+	}
+	ret = du_sdir_check(canon, err, errlen);
+	if (ret)
+		return ret;
+	session_dir = canon;
 	ctl_pid_probe(session_dir, &info);
 	if (info.state == CTL_PID_RUNNING) {
 		snprintf(err, errlen, "oprofiled is running (pid %d) for session %s: "
@@ -50,24 +62,22 @@ int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 			}
 			snprintf(aside, sizeof(aside), "%s/samples/reset-%s-%d", session_dir, stamp, i);
 		}
-		if (rename(cur, aside)) {
-			int e = errno;
-
-			snprintf(err, errlen, "cannot move %s to %s: %s", cur, aside, strerror(e));
-			return -e;
+		ret = du_nf_rename(cur, aside);
+		if (ret) {
+			snprintf(err, errlen, "cannot move %s to %s: %s", cur, aside, strerror(-ret));
+			return ret;
 		}
 		fprintf(out, "Samples moved to %s\n", aside);
 		did = true;
 	}
 	snprintf(stats, sizeof(stats), "%s/stats", session_dir);
-	if (!unlink(stats)) {
+	ret = du_nf_unlink(stats);
+	if (!ret) {
 		fprintf(out, "Statistics removed.\n");
 		did = true;
-	} else if (errno != ENOENT) {
-		int e = errno;
-
-		snprintf(err, errlen, "cannot remove %s: %s", stats, strerror(e));
-		return -e;
+	} else if (ret != -ENOENT) {
+		snprintf(err, errlen, "cannot remove %s: %s", stats, strerror(-ret));
+		return ret;
 	}
 	if (!did)
 		fprintf(out, "Nothing to reset in %s.\n", session_dir);

@@ -18,6 +18,7 @@
 #include "util/du_fs.h"
 #include "util/du_io.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 struct opd_sigflags opd_sig;
 
@@ -110,7 +111,7 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	d->st.start_time = (int64_t)time(NULL);
 	if (snprintf(path, sizeof(path), "%s/samples/current", conf->session_dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	ret = du_mkdir_p(path);
+	ret = du_nf_mkdirs(path);
 	if (ret) {
 		du_err("cannot create %s: %s", path, strerror(-ret));
 		return ret;
@@ -225,11 +226,11 @@ static uint64_t mono_ns(void);
 
 static int sync_session(const char *dir)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = du_nf_open(dir, O_RDONLY | O_DIRECTORY, 0, false);
 	int ret = 0;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (syncfs(fd))
 		ret = -errno;
 	close(fd);
@@ -385,7 +386,7 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 	d->conf_written = true;
 	snprintf(path, sizeof(path), "%s/session.conf", d->conf->session_dir);
 	snprintf(tmp, sizeof(tmp), "%s/.session.conf.tmp", d->conf->session_dir);
-	f = fopen(tmp, "w");
+	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f) {
 		ret = -errno;
 		goto out_err;
@@ -402,9 +403,9 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 		fprintf(f, "input %s\n", d->conf->input);
 	if (d->conf->callgraph_depth)
 		fprintf(f, "callgraph %u\n", d->conf->callgraph_depth);
-	if (fclose(f) || rename(tmp, path)) {
-		ret = -errno;
-		unlink(tmp);
+	ret = fclose(f) ? -errno : du_nf_rename(tmp, path);
+	if (ret) {
+		du_nf_unlink(tmp);
 		goto out_err;
 	}
 	return 0;

@@ -15,6 +15,7 @@
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 /* Samples of a stopped domain may still sit in the collector's rings. */
 #define GRACE_NS (5ULL * 1000 * 1000 * 1000)
@@ -196,10 +197,10 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	    snprintf(path, sizeof(path), "%s/info", dir) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.info.tmp", dir) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	ret = du_mkdir_p(dir);
+	ret = du_nf_mkdirs(dir);
 	if (ret)
 		goto out_err;
-	f = fopen(tmp, "w");
+	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f) {
 		ret = -errno;
 		goto out_err;
@@ -225,14 +226,9 @@ static int write_info(struct opd_domains *ds, const struct dentry *e)
 	} else {
 		fputs("agent_version -\nguest_release -\n", f);
 	}
-	if (fclose(f)) {
-		ret = -errno;
-		unlink(tmp);
-		goto out_err;
-	}
-	if (rename(tmp, path)) {
-		ret = -errno;
-		unlink(tmp);
+	ret = fclose(f) ? -errno : du_nf_rename(tmp, path);
+	if (ret) {
+		du_nf_unlink(tmp);
 		goto out_err;
 	}
 	return 0;
@@ -247,7 +243,7 @@ static bool read_old_uuid(const char *path, char uuid[DOM_UUID_STRLEN + 1], bool
 {
 	char line[256];
 	bool have_uuid = false;
-	FILE *f = fopen(path, "r");
+	FILE *f = du_nf_fopen(path, "r", 0);
 
 	*cmdline = false;
 	if (!f)
@@ -284,7 +280,7 @@ static int rename_aside(const char *dir, const char *from, const char *to, char 
 			return -ENAMETOOLONG;
 		if (!lstat(dst, &sb))
 			continue;
-		if (rename(src, dst))
+		if (du_nf_rename(src, dst))
 			return -errno;
 		snprintf(done, size, "%s", dst);
 		return 0;

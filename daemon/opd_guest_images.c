@@ -184,7 +184,7 @@ static int xfer_open(struct opd_gimgs *is)
 		     (void *)is) >= (int)sizeof(is->xfer_tmp))
 		return -ENAMETOOLONG;
 	is->xfer_fd = open(is->xfer_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-			   0644);
+			   0640);
 	is->xfer_bytes = 0;
 	return is->xfer_fd < 0 ? -errno : 0;
 }

@@ -63,7 +63,7 @@ static int table_open(struct opd_gkernel *k, struct opd_gtable *tf, const char *
 		return 0;
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", k->dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	tf->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	tf->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (tf->fd < 0)
 		return -errno;
 	tf->bytes = 0;

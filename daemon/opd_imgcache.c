@@ -33,7 +33,7 @@ struct opd_imgcache *opd_imgcache_new(const char *session_dir, struct opd_stats 
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (mkdir(c->dir, 0755) && errno != EEXIST) {
+	if (mkdir(c->dir, 0750) && errno != EEXIST) {
 		int e = errno;
 
 		opd_imgcache_free(c);
@@ -159,7 +159,7 @@ int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
 		ret = -ENAMETOOLONG;
 		goto out_unlink;
 	}
-	if (mkdir(dir, 0755) && errno != EEXIST) {
+	if (mkdir(dir, 0750) && errno != EEXIST) {
 		ret = -errno;
 		goto out_unlink;
 	}
@@ -167,7 +167,7 @@ int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
 		ret = -errno;
 		goto out_unlink;
 	}
-	chmod(path, 0644);
+	chmod(path, 0640);
 	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/.name");
 	f = fopen(dir, "w");
 	if (!f || fprintf(f, "%s\n", esc) < 0 || fclose(f)) {

@@ -8,6 +8,7 @@
 
 #include "opd_log.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 static struct {
 	FILE *f;
@@ -16,30 +17,54 @@ static struct {
 	bool verbose;
 } opd_log;
 
+size_t opd_log_escape(char *dst, size_t size, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!size)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
+		if (*p >= 0x20 && *p != 0x7f && *p != '\\') {
+			if (o + 1 >= size)
+				break;
+			dst[o++] = (char)*p;
+			continue;
+		}
+		if (o + 4 >= size)
+			break;
+		dst[o++] = '\\';
+		dst[o++] = 'x';
+		dst[o++] = hex[*p >> 4];
+		dst[o++] = hex[*p & 15];
+	}
+	dst[o] = '\0';
+	return o;
+}
+
 static void log_hook(enum du_log_level level, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
+	/* Names in a message may come from a guest or from another user's
+	 * QEMU command line: a newline in one must not start a forged line,
+	 * nor an escape sequence reach a terminal.  Formatted first, then
+	 * escaped as a whole. */
+	char msg[2048], esc[4 * sizeof(msg)];
 	char when[32];
 	struct tm tm;
 	time_t now;
-	va_list ap2;
 
 	if (level == DU_LOG_DEBUG && !opd_log.verbose)
 		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	opd_log_escape(esc, sizeof(esc), msg);
 	now = time(NULL);
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	if (opd_log.also_stderr && (level <= DU_LOG_WARN || opd_log.verbose)) {
-		va_copy(ap2, ap);
-		fprintf(stderr, "oprofiled: %s: ", names[level]);
-		vfprintf(stderr, fmt, ap2);
-		fputc('\n', stderr);
-		va_end(ap2);
-	}
+	if (opd_log.also_stderr && (level <= DU_LOG_WARN || opd_log.verbose))
+		fprintf(stderr, "oprofiled: %s: %s\n", names[level], esc);
 	if (opd_log.f) {
-		fprintf(opd_log.f, "%s %s: ", when, names[level]);
-		vfprintf(opd_log.f, fmt, ap);
-		fputc('\n', opd_log.f);
+		fprintf(opd_log.f, "%s %s: %s\n", when, names[level], esc);
 		fflush(opd_log.f);
 	}
 }
@@ -50,7 +75,7 @@ int opd_log_open(const char *path, bool also_stderr, bool verbose)
 		return -ENAMETOOLONG;
 	opd_log.also_stderr = also_stderr;
 	opd_log.verbose = verbose;
-	opd_log.f = fopen(path, "ae");
+	opd_log.f = du_nf_fopen(path, "a", DU_SDIR_FILE_MODE);
 	if (!opd_log.f)
 		return -errno;
 	du_log_set(log_hook);
@@ -59,7 +84,7 @@ int opd_log_open(const char *path, bool also_stderr, bool verbose)
 
 int opd_log_reopen(void)
 {
-	FILE *f = fopen(opd_log.path, "ae");
+	FILE *f = du_nf_fopen(opd_log.path, "a", DU_SDIR_FILE_MODE);
 
 	if (!f)
 		return -errno;

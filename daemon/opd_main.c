@@ -22,6 +22,7 @@
 #include "opd_main.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 #define READY_MARK "\001ready\n"
 
@@ -82,6 +83,8 @@ struct opts {
 	const char *event_args[DP_RAW_MAX_EVENTS];
 	unsigned int nr_event_args;
 	bool max_files_given;
+	char session_canon[PATH_MAX];	/* conf.session_dir once checked */
+	char sdir_err[PATH_MAX + 256];
 };
 
 /* A positive decimal number, all of @s: 0 or -EINVAL. */
@@ -234,9 +237,10 @@ static int take_lock(const char *session, char *path, size_t size)
 	int fd;
 
 	snprintf(path, size, "%s/oprofiled.pid", session);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* never through a planted symlink (util/du_sdir.h) */
+	fd = du_nf_open(path, O_RDWR | O_CREAT, DU_SDIR_FILE_MODE, false);
 	if (fd < 0) {
-		du_err("cannot open %s: %s", path, strerror(errno));
+		du_err("cannot open %s: %s", path, strerror(-fd));
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
@@ -511,7 +515,7 @@ static int run_locked(struct opts *o, const struct ev_table *tab)
 		fflush(stderr);
 	opd_log_close();
 out_unlock:
-	unlink(pidpath);
+	du_nf_unlink(pidpath);
 	close(lockfd);
 	return status;
 }
@@ -535,11 +539,15 @@ int opd_main(int argc, char **argv)
 			c->collector);
 	if ((o.collector->caps & OPD_CAP_EVENTS) && load_events(&o, &tab))
 		return 1;
-	ret = du_mkdir_p(c->session_dir);
+	/* created or checked before anything is written in it, and known by
+	 * its canonical path from here on (util/du_sdir.h) */
+	ret = du_sdir_prepare(c->session_dir, o.session_canon, sizeof(o.session_canon), o.sdir_err,
+			      sizeof(o.sdir_err));
 	if (ret) {
-		du_err("cannot create session directory %s: %s", c->session_dir, strerror(-ret));
+		du_err("%s", o.sdir_err);
 		goto out_events;
 	}
+	c->session_dir = o.session_canon;
 	if (!c->foreground) {
 		ret = daemonize(&status);
 		if (ret)	/* the parent (status set), or failure */

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "opd_sfile.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
 #include "util/du_hash.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 struct sfile {
 	struct opd_sfile_key key;
@@ -171,6 +173,24 @@ static void lru_push(struct opd_sfiles *t, struct sfile *sf)
 	t->lru_head = sf;
 }
 
+/* The directories of sample file @path below its first @from bytes (the
+ * samples directory, made at start): by the walk that refuses symlinks
+ * (util/du_sdir.h) for an absolute path, by mkdir -p for a test's relative
+ * one.  0 or -errno. */
+static int make_parents(char *path, size_t from)
+{
+	const char *base;
+	int fd;
+
+	if (path[0] != '/')
+		return du_mkdir_parents(path, from - 1);
+	fd = du_nf_open_parent(path, true, &base);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 {
 	const struct opd_event_desc *ev = &t->ev[sf->key.event];
@@ -189,7 +209,11 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 	desc.unit_mask = ev->unit_mask;
 	if (sf->key.dep->kind == SFN_KERN)
 		desc.flags |= ODB_F_KERNEL;
-	desc.mtime = opd_image_mtime(sf->key.dep);
+	/* A guest's path names a file in the guest: never stat()ed on the host
+	 * (as root it could reach an automount or a dead NFS mount, and tell
+	 * the guest what the host has).  Its mtime is left unknown. */
+	if (!sf->key.domain || sf->key.vmm)
+		desc.mtime = opd_image_mtime(sf->key.dep);
 
 	if (t->nr_open >= t->conf->max_open_files && t->close_hook)
 		t->close_hook(t->close_ctx);
@@ -204,11 +228,10 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 		t->st->sample_files_evicted++;
 	}
 	ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
-	if (ret == -ENOENT) {
-		ret = du_mkdir_parents(path, t->base_len - 1);
-		if (!ret)
-			ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
-	}
+	if (ret == -ENOENT)
+		ret = make_parents(path, t->base_len);
+	if (!ret && !sf->db)
+		ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
 	if (ret) {
 		du_err("cannot open sample file %s: %s", path, strerror(-ret));
 		sf->db = NULL;

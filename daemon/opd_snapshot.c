@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "opd_procfs.h"
 #include "opd_snapshot.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 static int copy_file(const char *from, const char *session, const char *name)
 {
@@ -24,10 +26,17 @@ static int copy_file(const char *from, const char *session, const char *name)
 	in = open(from, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Real kernel addresses are root's to read (kptr_restrict): the copy
+	 * taken as root stays root's alone, even in a domprof-group session. */
+	out = du_nf_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, DU_SDIR_SECRET_MODE, false);
 	if (out < 0) {
-		ret = -errno;
+		ret = out;
 		goto out_in;
+	}
+	if (fchmod(out, DU_SDIR_SECRET_MODE)) {	/* an older, wider file */
+		ret = -errno;
+		close(out);
+		goto out_unlink;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
 		if (write(out, buf, (size_t)n) != n) {
@@ -39,10 +48,11 @@ static int copy_file(const char *from, const char *session, const char *name)
 		ret = -errno;
 	if (close(out) && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
+	if (!ret)
+		ret = du_nf_rename(tmp, path);
+out_unlink:
 	if (ret)
-		unlink(tmp);
+		du_nf_unlink(tmp);
 out_in:
 	close(in);
 	return ret;
@@ -67,9 +77,12 @@ void opd_snapshot_copy_kernel(const char *proc_root, const char *session_dir)
 		int fd;
 
 		snprintf(path, sizeof(path), "%s/modules", session_dir);
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
+		fd = du_nf_open(path, O_WRONLY | O_CREAT | O_TRUNC, DU_SDIR_SECRET_MODE, false);
+		if (fd >= 0) {
+			if (fchmod(fd, DU_SDIR_SECRET_MODE))
+				du_warn("cannot chmod %s: %s", path, strerror(errno));
 			close(fd);
+		}
 	} else if (ret) {
 		du_warn("cannot copy %s to the session: %s", from, strerror(-ret));
 	}

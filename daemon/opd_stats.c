@@ -10,6 +10,7 @@
 
 #include "opd_stats.h"
 #include "util/du_kv.h"
+#include "util/du_sdir.h"
 
 int opd_stats_write(const struct opd_stats *st, const char *session_dir)
 {
@@ -20,7 +21,7 @@ int opd_stats_write(const struct opd_stats *st, const char *session_dir)
 	if (snprintf(path, sizeof(path), "%s/stats", session_dir) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.stats.tmp", session_dir) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
+	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f)
 		return -errno;
 #define OPD_STATS_PRINT(k) fprintf(f, #k " %" PRIu64 "\n", st->k);
@@ -36,14 +37,13 @@ int opd_stats_write(const struct opd_stats *st, const char *session_dir)
 		ret = -errno;
 	if (ret)
 		goto out_unlink;
-	if (rename(tmp, path)) {
-		ret = -errno;
+	ret = du_nf_rename(tmp, path);
+	if (ret)
 		goto out_unlink;
-	}
 	return 0;
 
 out_unlink:
-	unlink(tmp);
+	du_nf_unlink(tmp);
 	return ret;
 }
 

@@ -20,6 +20,8 @@
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "opd_proc.h"
+#include "opd_sfile.h"
+#include "opd_image.h"
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
 
@@ -819,6 +821,42 @@ static void test_record_by_daemon(void)
 	teardown();
 }
 
+/* A guest's path is never stat()ed on the host: the sample file of a guest
+ * image that also exists on the host records no mtime; the host's does. */
+static void test_guest_path_not_statted(void)
+{
+	char tmpl[] = "/tmp/test_opd_nostat.XXXXXX", cmd[128];
+	struct opd_event_desc ev = { .name = "CPU_CLK", .count = 100000 };
+	struct opd_images *images = opd_images_new();
+	struct opd_stats st;
+	struct opd_sfiles *sf;
+	struct opd_conf conf;
+	struct opd_sfile_key k = { .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct odb *db;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(images);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
+	memset(&st, 0, sizeof(st));
+	opd_conf_defaults(&conf);
+	conf.session_dir = tmpl;
+	sf = opd_sfiles_new(&conf, &st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sf);
+	CU_ASSERT(opd_sfiles_set_events(sf, &ev, 1) == 0);
+	k.image = k.dep = opd_image_get(images, SFN_ROOT, "/bin/sh", 7);
+	k.domain = opd_image_get(images, SFN_ANON, "g1", 2);
+	db = opd_sfile_get(sf, &k);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+	CU_ASSERT_EQUAL(odb_get_desc(db)->mtime, 0);
+	k.domain = NULL;
+	db = opd_sfile_get(sf, &k);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(db);
+	CU_ASSERT_NOT_EQUAL(odb_get_desc(db)->mtime, 0);
+	opd_sfiles_free(sf);
+	opd_images_free(images);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 int main(void)
 {
 	static const struct {
@@ -846,6 +884,7 @@ int main(void)
 		{ "collector table", test_collector_table },
 		{ "bad options refused", test_bad_options },
 		{ "--record written by the daemon", test_record_by_daemon },
+		{ "a guest path is not stat()ed on the host", test_guest_path_not_statted },
 	};
 	CU_pSuite s;
 	unsigned int fails;

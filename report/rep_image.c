@@ -5,7 +5,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rep_hash.h"
 #include "rep_image.h"
@@ -281,6 +290,165 @@ static const struct rep_bin *lookup_kernel(struct rep_images *c, const char *dom
 	return b;
 }
 
+/*
+ * Limits of the child that parses one guest binary: CPU seconds, address
+ * space, wall-clock seconds, and bytes of symbol table it may send back.
+ */
+#define LIMIT_CPU_S	10
+#define LIMIT_AS	(1024ull << 20)
+#define LIMIT_WALL_MS	30000
+#define LIMIT_REPLY	(256u << 20)
+
+/* The child: drop root and what it could regain, limit itself, parse, send. */
+static void __attribute__((noreturn)) parse_child(const char *file, int fd, int out, uid_t uid,
+						  gid_t gid)
+{
+	struct rlimit cpu = { LIMIT_CPU_S, LIMIT_CPU_S + 1 }, as = { LIMIT_AS, LIMIT_AS };
+	struct rlimit none = { 0, 0 };
+	struct rep_bin *b;
+	char err[256];
+	int null;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || setrlimit(RLIMIT_CPU, &cpu) ||
+	    setrlimit(RLIMIT_AS, &as) || setrlimit(RLIMIT_FSIZE, &none) ||
+	    setrlimit(RLIMIT_CORE, &none))
+		_exit(3);
+	if (geteuid() == 0 &&
+	    (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)))
+		_exit(3);
+	if (geteuid() == 0)
+		_exit(3);
+	/* libbfd's own complaints about the file: not ours to print */
+	null = open("/dev/null", O_WRONLY);
+	if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)
+		_exit(3);
+	b = rep_bin_open_elf_fd(file, fd, err, sizeof(err));
+	if (!b) {
+		/* the reason, as text after a zero marker */
+		ssize_t n = write(out, "\0", 1);
+
+		n += write(out, err, strnlen(err, sizeof(err)));
+		_exit(n > 0 ? 2 : 3);
+	}
+	_exit(rep_bin_write(b, out) ? 3 : 0);
+}
+
+/*
+ * A guest binary's symbols, parsed by a child that runs as nobody (when we
+ * are root), with no_new_privs and CPU, memory and file-size limits: a
+ * hostile binary that crashes, loops or bloats libbfd costs its own line of
+ * report, nothing else.  Only ELF files get as far as libbfd.
+ */
+static struct rep_bin *open_elf_limited(const char *file, char *err, size_t errlen)
+{
+	unsigned char magic[4];
+	char *reply = NULL;
+	size_t len = 0, cap = 0;
+	struct rep_bin *b = NULL;
+	struct passwd *pw;
+	uid_t uid = 65534;
+	gid_t gid = 65534;
+	int fd, p[2], status;
+	pid_t pid;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return NULL;
+	}
+	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
+		snprintf(err, errlen, "not an ELF file (guest binaries are read as ELF only)");
+		close(fd);
+		return NULL;
+	}
+	pw = getpwnam("nobody");
+	if (pw) {
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	if (pipe2(p, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(fd);
+		close(p[0]);
+		close(p[1]);
+		return NULL;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		parse_child(file, fd, p[1], uid, gid);
+	}
+	close(fd);
+	close(p[1]);
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		ssize_t n;
+		int r = poll(&pfd, 1, LIMIT_WALL_MS);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			kill(pid, SIGKILL);
+			snprintf(err, errlen, "its parser took over %d s: stopped", LIMIT_WALL_MS / 1000);
+			goto out_wait;
+		}
+		if (len == cap) {
+			char *nv;
+
+			if (cap >= LIMIT_REPLY) {
+				kill(pid, SIGKILL);
+				snprintf(err, errlen, "its symbol table is over %u MiB: ignored",
+					 LIMIT_REPLY >> 20);
+				goto out_wait;
+			}
+			cap = cap ? cap * 2 : 65536;
+			nv = realloc(reply, cap);
+			if (!nv) {
+				kill(pid, SIGKILL);
+				snprintf(err, errlen, "out of memory");
+				goto out_wait;
+			}
+			reply = nv;
+		}
+		n = read(p[0], reply + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	err[0] = '\0';
+out_wait:
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (err[0])
+		goto out;
+	if (WIFSIGNALED(status)) {
+		snprintf(err, errlen, "its parser was killed by signal %d (%s)%s", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)),
+			 WTERMSIG(status) == SIGXCPU ? ": over its CPU limit" : "");
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 2 && len && !reply[0]) {
+		snprintf(err, errlen, "%.*s", (int)(len - 1 < 200 ? len - 1 : 200), reply + 1);
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "its parser failed (exit %d)",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	} else {
+		b = rep_bin_read(reply, len);
+		if (!b)
+			snprintf(err, errlen, "its parser sent a bad table: %s", strerror(errno));
+	}
+out:
+	free(reply);
+	return b;
+}
+
 static struct rep_bin *load_root(struct rep_images *c, const char *domain, bool vmm,
 				 const char *path)
 {
@@ -293,7 +461,10 @@ static struct rep_bin *load_root(struct rep_images *c, const char *domain, bool 
 			domain ? " of domain " : "", domain ? domain : "");
 		return NULL;
 	}
-	b = rep_bin_open_elf(file, err, sizeof(err));
+	/* A guest's binary is the guest's bytes: parsed in a child without
+	 * privileges; a host binary is the host's own. */
+	b = domain && !vmm ? open_elf_limited(file, err, sizeof(err))
+			   : rep_bin_open_elf(file, err, sizeof(err));
 	if (!b)
 		du_warn("cannot read symbols of %s: %s", file, err);
 	free(file);

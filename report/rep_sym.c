@@ -312,7 +312,19 @@ out_free_cand:
 	return rc;
 }
 
+static struct rep_bin *open_elf(const char *path, int fd, char *err, size_t errlen);
+
 struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
+{
+	return open_elf(path, -1, err, errlen);
+}
+
+struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen)
+{
+	return open_elf(name, fd, err, errlen);
+}
+
+static struct rep_bin *open_elf(const char *path, int fd, char *err, size_t errlen)
 {
 	static bool bfd_ready;
 	struct rep_bin *b = NULL;
@@ -325,7 +337,7 @@ struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
 		bfd_init();
 		bfd_ready = true;
 	}
-	abfd = bfd_openr(path, NULL);
+	abfd = fd >= 0 ? bfd_fdopenr(path, NULL, fd) : bfd_openr(path, NULL);
 	if (!abfd) {
 		rc = bfd_get_error() == bfd_error_system_call && errno ? -errno : -ENOENT;
 		snprintf(err, errlen, "%s", bfd_errmsg(bfd_get_error()));
@@ -359,5 +371,120 @@ out_close:
 	bfd_close(abfd);
 out:
 	errno = -rc;
+	return NULL;
+}
+
+/*
+ * The wire form of a rep_bin, from a parser child to its parent
+ * (rep_image.c): u64 base, u64 nsects, nsects x {filepos, size, vma},
+ * u64 nsyms, nsyms x {start, end, u32 len, len name bytes}, native byte
+ * order (the same program on both ends).  The reader trusts nothing of it.
+ */
+#define REP_WIRE_MAX_SYMS	(4u << 20)
+#define REP_WIRE_MAX_SECTS	65536u
+#define REP_WIRE_MAX_NAME	4096u
+
+static int put(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
+}
+
+int rep_bin_write(const struct rep_bin *b, int fd)
+{
+	uint64_t ns = b->sects ? b->nsects : 0, ny = b->nsyms;
+	FILE *f = fdopen(fd, "w");
+	int rc = 0;
+
+	if (!f)
+		return -errno;
+	rc |= put(f, &b->base, 8) | put(f, &ns, 8);
+	for (size_t i = 0; i < ns; i++)
+		rc |= put(f, &b->sects[i].filepos, 8) | put(f, &b->sects[i].size, 8) |
+		      put(f, &b->sects[i].vma, 8);
+	rc |= put(f, &ny, 8);
+	for (size_t i = 0; i < ny && !rc; i++) {
+		size_t n = strlen(b->syms[i].name);
+		uint32_t len = n > REP_WIRE_MAX_NAME ? REP_WIRE_MAX_NAME : (uint32_t)n;
+
+		rc |= put(f, &b->syms[i].start, 8) | put(f, &b->syms[i].end, 8) | put(f, &len, 4) |
+		      put(f, b->syms[i].name, len);
+	}
+	if (fclose(f) && !rc)
+		rc = -EIO;
+	return rc;
+}
+
+struct rd {
+	const unsigned char *p;
+	size_t left;
+};
+
+static bool get(struct rd *r, void *out, size_t n)
+{
+	if (r->left < n)
+		return false;
+	memcpy(out, r->p, n);
+	r->p += n;
+	r->left -= n;
+	return true;
+}
+
+struct rep_bin *rep_bin_read(const void *buf, size_t len)
+{
+	struct rd r = { buf, len };
+	struct rep_bin *b = calloc(1, sizeof(*b));
+	uint64_t ns, ny;
+
+	if (!b)
+		return NULL;
+	if (!get(&r, &b->base, 8) || !get(&r, &ns, 8) || ns > REP_WIRE_MAX_SECTS ||
+	    ns * 24 > r.left)
+		goto bad;
+	if (ns) {
+		b->sects = calloc(ns, sizeof(*b->sects));
+		if (!b->sects)
+			goto oom;
+		for (size_t i = 0; i < ns; i++)
+			if (!get(&r, &b->sects[i].filepos, 8) || !get(&r, &b->sects[i].size, 8) ||
+			    !get(&r, &b->sects[i].vma, 8))
+				goto bad;
+		b->nsects = ns;
+		qsort(b->sects, ns, sizeof(*b->sects), cmp_sect);
+	}
+	if (!get(&r, &ny, 8) || ny > REP_WIRE_MAX_SYMS || ny * 20 > r.left)
+		goto bad;
+	b->syms = calloc(ny ? ny : 1, sizeof(*b->syms));
+	b->names = calloc(ny ? ny : 1, sizeof(*b->names));
+	if (!b->syms || !b->names)
+		goto oom;
+	for (size_t i = 0; i < ny; i++) {
+		struct rep_sym *s = &b->syms[i];
+		uint32_t n;
+
+		if (!get(&r, &s->start, 8) || !get(&r, &s->end, 8) || !get(&r, &n, 4) ||
+		    n > REP_WIRE_MAX_NAME || n > r.left || memchr(r.p, 0, n))
+			goto bad;
+		b->names[i] = strndup((const char *)r.p, n);
+		if (!b->names[i])
+			goto oom;
+		r.p += n;
+		r.left -= n;
+		s->name = b->names[i];
+		b->nsyms = i + 1;
+	}
+	if (r.left)
+		goto bad;
+	/* sorted here, whatever order the child claimed */
+	qsort(b->syms, b->nsyms, sizeof(*b->syms), cmp_sym);
+	for (size_t i = 0; i < b->nsyms; i++)
+		b->names[i] = (char *)b->syms[i].name;
+	return b;
+bad:
+	rep_bin_free(b);
+	errno = EBADMSG;
+	return NULL;
+oom:
+	rep_bin_free(b);
+	errno = ENOMEM;
 	return NULL;
 }

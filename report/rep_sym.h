@@ -26,6 +26,16 @@ struct rep_bin;
  * that offset.  NULL with errno set and a reason in @err.
  */
 struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen);
+/* The same from open file @fd (taken over: closed by the call), @name for
+ * messages only. */
+struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen);
+
+/* @b written to @fd (closed by the call) for rep_bin_read(): 0 or -errno. */
+int rep_bin_write(const struct rep_bin *b, int fd);
+/* A rep_bin from rep_bin_write()'s bytes, every count and length checked
+ * and the tables sorted again (the writer may be a hostile parser child).
+ * NULL with errno EBADMSG or ENOMEM. */
+struct rep_bin *rep_bin_read(const void *buf, size_t len);
 
 /*
  * A table whose keys are offsets from @base (kernel images).  Takes a copy

@@ -970,6 +970,44 @@ static void test_json(void)
 	collect_end();
 }
 
+/* The table a parser child sends back: read exactly, nothing trusted. */
+static void test_bin_wire(void)
+{
+	static const struct rep_sym in[] = {
+		{ 0x300, 0x340, "c" }, { 0x100, 0x180, "a" }, { 0x200, 0, "b" },
+	};
+	struct rep_bin *b = rep_bin_from_syms(in, 3, 0x1000), *r;
+	char path[] = "/tmp/test_rep_wire.XXXXXX", buf[4096];
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_FATAL(fd >= 0);
+	unlink(path);
+	CU_ASSERT_EQUAL(rep_bin_write(b, dup(fd)), 0);
+	n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	CU_ASSERT_FATAL(n > 0);
+	r = rep_bin_read(buf, (size_t)n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL(rep_bin_nr_syms(r), 3);
+	CU_ASSERT_STRING_EQUAL(rep_bin_sym(r, 0)->name, "a");
+	CU_ASSERT_EQUAL(rep_bin_find_vma(r, 0x210), 1);
+	rep_bin_free(r);
+	/* every shorter prefix, and a trailing byte, are refused */
+	for (ssize_t i = 0; i < n; i++) {
+		r = rep_bin_read(buf, (size_t)i);
+		CU_ASSERT_PTR_NULL(r);
+		rep_bin_free(r);
+	}
+	CU_ASSERT_PTR_NULL(rep_bin_read(buf, (size_t)n + 1));
+	/* a symbol count no buffer could hold */
+	memset(buf + 16, 0xff, 8);
+	CU_ASSERT_PTR_NULL(rep_bin_read(buf, (size_t)n));
+	CU_ASSERT_EQUAL(errno, EBADMSG);
+	rep_bin_free(b);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -998,6 +1036,7 @@ int main(void)
 	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
 	CU_add_test(s, "-o, -w, --version", test_output_options);
 	CU_add_test(s, "--json parses and holds the profile", test_json);
+	CU_add_test(s, "symbol table from a parser child", test_bin_wire);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

@@ -12,6 +12,7 @@ pkgs=(
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db
 	python3
+	strace util-linux	# trust-files.sh: how opreport's parser children drop root (setpriv)
 	# views: opflame is checked in a headless browser, the pprof export is
 	# built with protobuf-c and read back with go tool pprof
 	chromium golang-go libprotobuf-c-dev protobuf-c-compiler

@@ -17,6 +17,7 @@
 #include "domprof/odb_format.h"
 #include "odb/odb.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header agree");
 
@@ -243,9 +244,16 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	if (desc && strnlen(desc->event, sizeof(desc->event)) == sizeof(desc->event))
 		return -EINVAL;
 	/* Without a desc there is nothing to create the file with. */
-	db->fd = open(path, O_RDWR | O_CLOEXEC | (desc ? O_CREAT : 0), 0644);
+	/* The writer is the root daemon: never through a symlink, on the way
+	 * or at the end (util/du_sdir.h); a relative path (tests, tools) gets
+	 * O_NOFOLLOW on its last component. */
+	if (path[0] == '/')
+		db->fd = du_nf_open(path, O_RDWR | (desc ? O_CREAT : 0), DU_SDIR_FILE_MODE, false);
+	else
+		db->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (desc ? O_CREAT : 0),
+			      DU_SDIR_FILE_MODE);
 	if (db->fd < 0)
-		return -errno;
+		return path[0] == '/' ? db->fd : -errno;
 	rc = odb_read_header(db->fd, &h, &n, &st);
 	if (rc)
 		goto out_close;

@@ -17,6 +17,7 @@
 
 #include "util/du_fs.h"
 #include "util/du_kv.h"
+#include "util/du_sdir.h"
 #include "util/du_separate.h"
 
 /* ---- key/value files ---------------------------------------------------- */
@@ -265,6 +266,104 @@ static void test_mkdir_p(void)
 	CU_ASSERT_EQUAL(system(path), 0);
 }
 
+/* ---- the session directory: ownership, modes, no symlink followed ------ */
+
+static void test_sdir(void)
+{
+	char tmpl[] = "/tmp/test_util_sdir.XXXXXX", base[PATH_MAX], path[PATH_MAX + 64];
+	char canon[PATH_MAX], err[512], target[PATH_MAX + 64], buf[64];
+	struct stat st;
+	int fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(tmpl, base));
+
+	/* created 0700 (02750 with a domprof group), canonical path back */
+	snprintf(path, sizeof(path), "%s/s", base);
+	CU_ASSERT_EQUAL_FATAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(canon, path);
+	CU_ASSERT(!stat(path, &st) && ((st.st_mode & 07777) == 0700 || (st.st_mode & 07777) == 02750));
+	/* an existing 0755 one is narrowed */
+	CU_ASSERT_EQUAL(chmod(path, 0755), 0);
+	CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
+	CU_ASSERT(!stat(path, &st) && !(st.st_mode & 0007));
+	/* writable by others: refused, with the reason */
+	CU_ASSERT_EQUAL(chmod(path, 0777), 0);
+	CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), -EPERM);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "writable by others"));
+	CU_ASSERT_EQUAL(chmod(path, 0700), 0);
+	/* a parent writable by others: refused unless sticky */
+	CU_ASSERT_EQUAL(chmod(base, 0777), 0);
+	CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), -EPERM);
+	CU_ASSERT_EQUAL(chmod(base, 01777), 0);
+	CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(chmod(base, 0700), 0);
+	/* a directory of another user: refused (needs root to set up) */
+	if (geteuid() == 0) {
+		CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
+		CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), -EPERM);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, "owned by uid 65534"));
+		CU_ASSERT_EQUAL(chown(path, 0, 0), 0);
+	}
+	/* a symlink as the session directory is resolved first, then checked */
+	snprintf(target, sizeof(target), "%s/link", base);
+	CU_ASSERT_EQUAL(symlink(path, target), 0);
+	CU_ASSERT_EQUAL(du_sdir_prepare(target, canon, sizeof(canon), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(canon, path);
+
+	/* du_nf_*: directories made on the way, files opened */
+	snprintf(path, sizeof(path), "%s/s/a/b/f", base);
+	fd = du_nf_open(path, O_WRONLY | O_CREAT, 0600, true);
+	CU_ASSERT(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, "ok", 2), 2);
+	close(fd);
+	/* a planted symlink as the last component: refused, target untouched */
+	snprintf(target, sizeof(target), "%s/victim", base);
+	fd = open(target, O_WRONLY | O_CREAT, 0600);
+	CU_ASSERT_EQUAL(write(fd, "victim", 6), 6);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/s/a/b/l", base);
+	CU_ASSERT_EQUAL(symlink(target, path), 0);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600, false), -ELOOP);
+	CU_ASSERT_PTR_NULL(du_nf_fopen(path, "w", 0600));
+	CU_ASSERT_EQUAL(errno, ELOOP);
+	CU_ASSERT_EQUAL(du_read_small(target, buf, sizeof(buf)), 6);
+	/* ...and a symlinked directory on the way */
+	snprintf(path, sizeof(path), "%s/s/d", base);
+	CU_ASSERT_EQUAL(symlink(base, path), 0);
+	snprintf(path, sizeof(path), "%s/s/d/victim", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_WRONLY | O_TRUNC, 0, false), -ELOOP);
+	snprintf(path, sizeof(path), "%s/s/d/new/x", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_WRONLY | O_CREAT, 0600, true), -ELOOP);
+	snprintf(path, sizeof(path), "%s/s/d/z", base);
+	CU_ASSERT_EQUAL(du_nf_mkdirs(path), -ELOOP);
+	snprintf(path, sizeof(path), "%s/victim", base);
+	CU_ASSERT_EQUAL(du_nf_unlink(path), 0);	/* no symlink on the way: fine */
+	CU_ASSERT_EQUAL(du_read_small(target, buf, sizeof(buf)), -ENOENT);
+	/* no "..", "." or empty component */
+	snprintf(path, sizeof(path), "%s/s/a/../a/b/f", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_RDONLY, 0, false), -EINVAL);
+	snprintf(path, sizeof(path), "%s/s/./a/b/f", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_RDONLY, 0, false), -EINVAL);
+	snprintf(path, sizeof(path), "%s/s/a//b/f", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_RDONLY, 0, false), -EINVAL);
+	snprintf(path, sizeof(path), "%s/s/a/b/..", base);
+	CU_ASSERT_EQUAL(du_nf_open(path, O_RDONLY, 0, false), -EINVAL);
+	CU_ASSERT_EQUAL(du_nf_open("rel/x", O_RDONLY, 0, false), -EINVAL);
+	/* rename and mkdirs */
+	snprintf(path, sizeof(path), "%s/s/a/b/f", base);
+	snprintf(target, sizeof(target), "%s/s/a/g", base);
+	CU_ASSERT_EQUAL(du_nf_rename(path, target), 0);
+	CU_ASSERT_EQUAL(du_read_small(target, buf, sizeof(buf)), 2);
+	snprintf(path, sizeof(path), "%s/s/m/n/", base);
+	CU_ASSERT_EQUAL(du_nf_mkdirs(path), 0);
+	CU_ASSERT(!stat(path, &st) && S_ISDIR(st.st_mode));
+	CU_ASSERT_EQUAL(du_nf_mkdirs("/"), 0);
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", base);
+	CU_ASSERT_EQUAL(system(path), 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -276,7 +375,8 @@ int main(void)
 	if (!s || !CU_add_test(s, "key/value table", test_kv_table) ||
 	    !CU_add_test(s, "key/value edges", test_kv_edges) ||
 	    !CU_add_test(s, "separate table", test_separate_table) ||
-	    !CU_add_test(s, "mkdir -p", test_mkdir_p)) {
+	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
+	    !CU_add_test(s, "session directory", test_sdir)) {
 		CU_cleanup_registry();
 		return 1;
 	}
