@@ -66,24 +66,25 @@ hot_ranges() {
 		"$RESULTS/ge.console" | tr -d '\r' | awk '{ p = tolower($1)
 		print $2, $3, p "_one"; print $4, $5, p "_two" }'
 }
-# perf's split: guest-user samples (cpumode 5) by address in the hot ranges
+# perf's split: ge's guest samples by address in the hot ranges
+# (perf_guest_split in lib.sh: by address, whatever cpumode the host saw)
 perf_split() {
-	perf report -D -i "$1" 2>/dev/null | awk -v syms="$2" '
-		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return v }
-		BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++
-			lo[n] = hex(f[1]); hi[n] = hex(f[2]); nm[n] = f[3] } }
-		/PERF_RECORD_SAMPLE\(/ {
-			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
-			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
-			if ((index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8 != 5) next
-			ip = -1
-			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { ip = hex($(i + 1)); break }
-			for (k = 1; k <= n; k++) if (ip >= lo[k] && ip < hi[k]) c[nm[k]]++
-		}
+	perf_guest_split "$1" "$2" "$(guest_pid ge)" | awk '{ c[$1] = $2 }
 		END { printf "%d %d %d %d\n", c["a_one"], c["a_two"], c["b_one"], c["b_two"] }'
 }
+# KVM's TSC offset writes (tracepoint kvm:kvm_write_tsc_offset) in a perf
+# file, for the figures: how often L1's KVM moved ge's offset.
+tsc_writes() {
+	perf script -i "$1" -F pid,time,event,trace 2>/dev/null | grep kvm_write_tsc_offset
+}
+
+# Why the TSC path sees moving offsets: L1's TSC and clock source.
+lab_summary l1_cmdline "$(cat /proc/cmdline)"
+lab_summary l1_clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+lab_summary l1_tsc_dmesg "$(dmesg | grep -i 'tsc' | grep -iE 'unstable|reliable|unsync' | head -n 2 | tr '\n' ';')"
+mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+tp_ev=
+[ -e /sys/kernel/tracing/events/kvm/kvm_write_tsc_offset/id ] && tp_ev="-e kvm:kvm_write_tsc_offset"
 
 # One phase: start domprof (environment $2), run the workload, report.
 # Sets mis_pct, a_diff and b_diff.
@@ -99,7 +100,8 @@ phase() {
 	done
 	[ "${n:-0}" -ge 1 ] || lab_fail "phase $ph: agent not connected after 120 s"
 	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
-		perf record -q -a -e cpu-clock -o "$RESULTS/perf$ph.data" >/dev/null 2>&1 &
+		# shellcheck disable=SC2086
+		perf record -q -a -e cpu-clock $tp_ev -o "$RESULTS/perf$ph.data" >"$RESULTS/perf$ph.err" 2>&1 &
 		perf_pid=$!
 	fi
 	sleep 2
@@ -152,7 +154,9 @@ phase() {
 		lab_summary "phase${ph}_perf_exact_b_one" "$(pct "$pb1" "$pb2")% ($pb1/$pb2)"
 		lab_log "phase $ph exact-a one: program $meas_a%, domprof $dp_a%, perf $(pct "$pa1" "$pa2")%"
 		lab_log "phase $ph exact-b one: program $meas_b%, domprof $dp_b%, perf $(pct "$pb1" "$pb2")%"
-		rm -f "$RESULTS/perf$ph.data"
+		tsc_writes "$RESULTS/perf$ph.data" >"$RESULTS/tsc-writes$ph.txt"
+		lab_summary "phase${ph}_kvm_tsc_offset_writes" "$(wc -l <"$RESULTS/tsc-writes$ph.txt") (ge: $(awk -v p="$(guest_pid ge)" '$1 == p' "$RESULTS/tsc-writes$ph.txt" | wc -l))"
+		# (perf$ph.data stays in RESULTS for a look offline)
 	fi
 	lab_log "phase $ph (${envset:-default clock}): misattributed $mis of $all = $mis_pct%; exact-a diff $a_diff, exact-b diff $b_diff"
 }
