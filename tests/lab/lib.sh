@@ -230,6 +230,25 @@ perf_guest_samples_by_pid() {
 		END { print "total", total + 0; for (k in n) print k, n[k] }'
 }
 
+# perf record on all CPUs, started with its events off, so a scenario can
+# start it early and turn it on when the workload starts: perf in L1 takes
+# tens of seconds to start (it reads every process first), and one started
+# just before a workload recorded only its last half second.
+# perf_rec_start OUT EVENT-ARGS... sets PERF_REC_PID; perf_rec_on OUT turns
+# the events on and returns once perf said so (bounded); stop perf with
+# kill -INT.
+perf_rec_start() {
+	local out=$1
+	shift
+	rm -f "$out.ctl" "$out.ack"
+	mkfifo "$out.ctl" "$out.ack" || return 1
+	perf record -q -a -D -1 --control "fifo:$out.ctl,$out.ack" "$@" -o "$out" >"$out.err" 2>&1 &
+	PERF_REC_PID=$!
+}
+perf_rec_on() {
+	timeout "${2:-180}" sh -c "echo enable >'$1.ctl' && head -c 3 <'$1.ack'" >/dev/null 2>&1
+}
+
 # perf's split of one guest's user samples by address: samples of host
 # pid $3 (the guest's QEMU) whose ip lies in a range of $2 ("LO HI NAME"
 # lines, hex, HI excluded); prints "NAME COUNT" for every name.  Guest user

@@ -91,6 +91,11 @@ tp_ev=
 phase() {
 	local ph=$1 envset=$2 S=/var/lib/domprof-lab/exact$1 i n perf_pid=
 	rm -rf "$S"
+	# perf starts now (slow to start in L1), its events on with the workload
+	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
+		# shellcheck disable=SC2086
+		perf_rec_start "/tmp/perf$ph.data" -F 1000 -e cpu-clock $tp_ev && perf_pid=$PERF_REC_PID
+	fi
 	env $envset timeout 60 opcontrol --start --session-dir="$S" --domains=all ||
 		lab_fail "phase $ph: opcontrol --start failed"
 	for i in $(seq 1 120); do
@@ -99,10 +104,9 @@ phase() {
 		sleep 1
 	done
 	[ "${n:-0}" -ge 1 ] || lab_fail "phase $ph: agent not connected after 120 s"
-	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
-		# shellcheck disable=SC2086
-		perf record -q -a -e cpu-clock $tp_ev -o "$RESULTS/perf$ph.data" >"$RESULTS/perf$ph.err" 2>&1 &
-		perf_pid=$!
+	if [ -n "$perf_pid" ]; then
+		perf_rec_on "/tmp/perf$ph.data" && lab_log "phase $ph: perf recording" ||
+			lab_log "phase $ph: perf did not say its events are on"
 	fi
 	sleep 2
 	touch "$share/go$ph"
@@ -110,7 +114,8 @@ phase() {
 		grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" && break
 		sleep 1
 	done
-	[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; }
+	[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
+		cp "/tmp/perf$ph.data" "/tmp/perf$ph.data.err" "$RESULTS/" 2>/dev/null || true; }
 	grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" || lab_fail "phase $ph: workload did not finish"
 	sleep 3
 	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status$ph-running.txt" 2>&1 || true
@@ -118,6 +123,7 @@ phase() {
 	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status$ph.txt" 2>&1 || true
 	cp "$S/stats" "$RESULTS/stats$ph.txt"
 	cp "$S/oprofiled.log" "$RESULTS/oprofiled$ph.log"
+	cp "$S/domains/ge/stats" "$RESULTS/ge-stats$ph.txt" 2>/dev/null || true
 	grep -i "clock" "$S/oprofiled.log" | head -n 10
 	grep -iE ", (no )?clock|ambiguous" "$RESULTS/status$ph-running.txt" "$RESULTS/status$ph.txt" || true
 	for p in a b; do
@@ -145,16 +151,18 @@ phase() {
 	lab_summary "phase${ph}_exact_a_one" "measured $meas_a% domprof $dp_a% ($a_one/$a_two) diff $a_diff"
 	lab_summary "phase${ph}_exact_b_one" "measured $meas_b% domprof $dp_b% ($b_one/$b_two) diff $b_diff"
 	lab_summary "phase${ph}_ambiguous" "$(awk '$1 == "guest_user_ambiguous" { print $2 }' "$S/stats")"
-	lab_summary "phase${ph}_status_clock" "$(grep -m1 -E ", (no )?clock" "$RESULTS/status$ph-running.txt" | sed 's/^ *//')"
-	if [ -n "$perf_pid" ] && [ -s "$RESULTS/perf$ph.data" ]; then
+	lab_summary "phase${ph}_status_clock" "$(grep -m1 -E "domain ge: .*(correlation|clock)" "$RESULTS/status$ph.txt" | sed 's/^ *//')"
+	lab_summary "phase${ph}_ge_clock" "$(grep -E '^clock_' "$RESULTS/ge-stats$ph.txt" 2>/dev/null | tr '\n' ' ')"
+	lab_summary "phase${ph}_kvmtsc" "$(grep -m1 'KVM TSC of pid' "$RESULTS/oprofiled$ph.log" | sed 's/.*info: //')"
+	if [ -n "$perf_pid" ] && [ -s "/tmp/perf$ph.data" ]; then
 		local pa1 pa2 pb1 pb2
 		hot_ranges "$ph" >"$RESULTS/hot-ranges.txt"
-		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "$RESULTS/perf$ph.data" "$RESULTS/hot-ranges.txt")"
+		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "/tmp/perf$ph.data" "$RESULTS/hot-ranges.txt")"
 		lab_summary "phase${ph}_perf_exact_a_one" "$(pct "$pa1" "$pa2")% ($pa1/$pa2)"
 		lab_summary "phase${ph}_perf_exact_b_one" "$(pct "$pb1" "$pb2")% ($pb1/$pb2)"
 		lab_log "phase $ph exact-a one: program $meas_a%, domprof $dp_a%, perf $(pct "$pa1" "$pa2")%"
 		lab_log "phase $ph exact-b one: program $meas_b%, domprof $dp_b%, perf $(pct "$pb1" "$pb2")%"
-		tsc_writes "$RESULTS/perf$ph.data" >"$RESULTS/tsc-writes$ph.txt"
+		tsc_writes "/tmp/perf$ph.data" >"$RESULTS/tsc-writes$ph.txt"
 		lab_summary "phase${ph}_kvm_tsc_offset_writes" "$(wc -l <"$RESULTS/tsc-writes$ph.txt") (ge: $(awk -v p="$(guest_pid ge)" '$1 == p' "$RESULTS/tsc-writes$ph.txt" | wc -l))"
 		# (perf$ph.data stays in RESULTS for a look offline)
 	fi
