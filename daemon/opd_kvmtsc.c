@@ -615,6 +615,12 @@ static int follow_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_
 			 t->cpu, nc);
 		return -EAGAIN;
 	}
+	/* the guest's clock should keep its distance from the host's: a pair
+	 * that says otherwise is worth a line (a guest clock that drifts) */
+	if (k->have_c && absdiff(*off, k->last_c) > AGREE_NS)
+		du_info("KVM TSC of pid %d: guest clock offset moved %+.1f us in %.1f s",
+			(int)k->pid, (double)(*off - k->last_c) / 1e3,
+			(double)(cv.hns - k->last_c_at) / 1e9);
 	k->have_c = true;
 	k->last_c = *off;
 	k->last_c_at = cv.hns;

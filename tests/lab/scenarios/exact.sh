@@ -35,6 +35,8 @@ rm -rf "$share"
 mkdir -p "$share"
 cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$opagent_bin" "$share/"
 {
+	echo 'echo "L2-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+		"$(dmesg | grep -iE "tsc|clocksource" | tr "\n" ";")"'
 	echo 'for ph in 1 2; do'
 	echo '	i=0'
 	echo '	while [ ! -e /share/go$ph ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i + 1)); done'
