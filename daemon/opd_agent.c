@@ -315,8 +315,10 @@ static void chan_clock(struct opd_agents *a, struct chan *c)
 {
 	struct opd_gclock *gc = opd_guest_gclock(c->g);
 	struct dp_ag_tsc t[8];
-	size_t n = opd_gclock_tsc_take(gc, t, 8);
+	size_t n;
 
+	opd_kvmtsc_poll(c->clk);	/* KVM's offset writes, so their rings do not fill */
+	n = opd_gclock_tsc_take(gc, t, 8);
 	for (size_t i = 0; i < n; i++) {
 		bool was = opd_gclock_exact(gc);
 		int64_t off;

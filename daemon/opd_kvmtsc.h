@@ -42,9 +42,27 @@ void opd_kvmtsc_free(struct opd_kvmtsc *k);	/* NULL accepted */
 int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *off,
 		      uint64_t *unc);
 
+/*
+ * KVM's offset writes (opd_kvmtsc_trace): opened with the domain when the
+ * tracepoint can be, then drained by opd_kvmtsc_poll() (each daemon round)
+ * and before each pair.  With them, a pair is converted under the offset
+ * that was in force when it was read, so the correlation stays exact
+ * while KVM moves the offset (doc/clock.md); without them, the offset is
+ * read from debugfs per pair and a move makes the pair not exact.
+ */
+void opd_kvmtsc_poll(struct opd_kvmtsc *k);
+/* What the tracepoint feeds, open for tests: follow writes from host time
+ * @since_ns on (nothing before it is known), a write of @vcpu's offset
+ * at @t_ns from @prev to @next, writes lost before @t_ns. */
+void opd_kvmtsc_follow(struct opd_kvmtsc *k, uint64_t since_ns);
+void opd_kvmtsc_note_write(struct opd_kvmtsc *k, uint64_t t_ns, uint32_t vcpu, int64_t prev,
+			   int64_t next);
+void opd_kvmtsc_note_lost(struct opd_kvmtsc *k, uint64_t t_ns);
+
 /* Why the correlation is not exact ("" when it is, or nothing failed). */
 const char *opd_kvmtsc_why(const struct opd_kvmtsc *k);
-/* Times KVM's TSC offset of a vCPU was seen to move between reads. */
+/* Times KVM's TSC offset of a vCPU was seen to move (between reads, or
+ * writes followed). */
 uint64_t opd_kvmtsc_offset_changes(const struct opd_kvmtsc *k);
 
 /*

@@ -10,6 +10,8 @@
 #include <CUnit/Basic.h>
 #include <errno.h>
 #include <ftw.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "agent/agent.h"
 #include "domprof/raw.h"
 #include "opd_kvmtsc.h"
+#include "opd_kvmtsc_trace.h"
 #include "opd_guest.h"
 #include "opd_imgcache.h"
 
@@ -184,6 +187,187 @@ static void test_refusals(void)
 	opd_kvmtsc_free(k);
 }
 
+/* A guest pair read now on vCPU 0 under KVM offset @o, the guest's clock
+ * @ahead ns ahead of the host's; *@ns: the host time it was read at. */
+static void pair_now(struct dp_ag_tsc *t, long long o, int64_t ahead, uint64_t *ns)
+{
+	uint64_t a = rd_tsc(), b;
+
+	*ns = mono_ns();
+	b = rd_tsc();
+	memset(t, 0, sizeof(*t));
+	t->tsc = a + (b - a) / 2 + (uint64_t)o;
+	t->time_ns = *ns + (uint64_t)ahead;
+	t->window_tsc = (uint32_t)(b - a);
+}
+
+static bool near_ns(int64_t v, int64_t want)
+{
+	return v > want - 200000 && v < want + 200000;
+}
+
+static void test_follow_fits_two(uint64_t t0, long long o2, uint64_t ms, int64_t ahead);
+
+/*
+ * KVM's offset writes followed (as from the tracepoint): a vCPU whose
+ * offset KVM moves on every load, as under the TCG lab's unstable TSC.
+ * A pair is converted under the offset in force when it was read, not
+ * the one debugfs shows now; a pair that fits two offsets is placed by
+ * the last exact offset, or not at all; a loss forgets what came before.
+ */
+static void test_follow(void)
+{
+	long long o1 = -1000000000000LL;
+	const int64_t ahead = 5000000000LL;
+	struct timespec sl = { 0, 250 * 1000 * 1000 };
+	uint64_t t0 = mono_ns(), unc = 0, ns, h0, ms;
+	long long d, o2, o0;
+	struct opd_kvmtsc *k;
+	struct dp_ag_tsc t;
+	int64_t off = 0;
+
+	fake_vcpu(42);	/* debugfs's value: what KVM shows now, not then */
+	k = opd_kvmtsc_new(4242, root, false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	h0 = rd_tsc();
+	nanosleep(&sl, NULL);
+	/* ticks in a millisecond, roughly, to place the writes */
+	ms = (rd_tsc() - h0) * 1000000ULL / (mono_ns() - t0);
+	d = 3 * (long long)ms;	/* 3 ms descheduled: the offset drops by that */
+	o0 = o1 + 20 * (long long)ms;
+	o2 = o1 - d;
+	opd_kvmtsc_follow(k, t0);
+	pair_now(&t, o1, ahead, &ns);
+	/* loaded 5 ms before the pair (o0 -> o1), put 1 ms after it and
+	 * loaded again 3 ms later (o1 -> o2) */
+	opd_kvmtsc_note_write(k, ns + 4 * 1000000, 0, o1, o2);
+	opd_kvmtsc_note_write(k, ns - 5 * 1000000, 0, o0, o1);	/* (out of order) */
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset_changes(k), 2);
+	CU_ASSERT_EQUAL_FATAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead));
+	CU_ASSERT(unc >= 2000 && unc < 200000);
+
+	opd_kvmtsc_free(k);
+	test_follow_fits_two(t0, o2, ms, ahead);
+
+	/* no write seen: debugfs's offset holds since writes were followed */
+	fake_vcpu(o1);
+	k = opd_kvmtsc_new(4242, root, false);
+	nanosleep(&sl, NULL);
+	opd_kvmtsc_follow(k, t0);
+	pair_now(&t, o1, ahead, &ns);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead));
+	opd_kvmtsc_free(k);
+}
+
+/* (test_follow's second half) */
+static void test_follow_fits_two(uint64_t t0, long long o2, uint64_t ms, int64_t ahead)
+{
+	struct timespec sl = { 0, 250 * 1000 * 1000 };
+	long long o0, o1;
+	struct opd_kvmtsc *k;
+	struct dp_ag_tsc t;
+	uint64_t unc = 0, ns;
+	int64_t off = 0;
+
+	/* KVM moved the offset up by 100 ms at 20 ms before the pair, and
+	 * back down (below) 1 ms before: the pair fits the first offset's
+	 * span too.  Before that write was seen (it came late, from another
+	 * CPU's ring) the pair was placed; then the last exact offset says
+	 * which fits. */
+	o0 = o2 + 30 * (long long)ms;
+	o1 = o2 + 100 * (long long)ms;
+	k = opd_kvmtsc_new(4242, root, false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	nanosleep(&sl, NULL);
+	opd_kvmtsc_follow(k, t0);
+	pair_now(&t, o2, ahead, &ns);
+	opd_kvmtsc_note_write(k, ns - 1000000, 0, o1, o2);
+	CU_ASSERT_EQUAL_FATAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead));
+	opd_kvmtsc_note_write(k, ns - 20 * 1000000, 0, o0, o1);
+	off = 0;
+	CU_ASSERT_EQUAL_FATAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead));
+	opd_kvmtsc_free(k);
+
+	/* the same with no exact offset before: not placed */
+	k = opd_kvmtsc_new(4242, root, false);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+	nanosleep(&sl, NULL);
+	opd_kvmtsc_follow(k, t0);
+	pair_now(&t, o2, ahead, &ns);
+	opd_kvmtsc_note_write(k, ns - 1000000, 0, o1, o2);
+	opd_kvmtsc_note_write(k, ns - 20 * 1000000, 0, o0, o1);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), -EAGAIN);
+	CU_ASSERT_PTR_NOT_NULL(strstr(opd_kvmtsc_why(k), "fits 2"));
+	/* writes lost after the pair was read: what was in force then is
+	 * no longer known */
+	opd_kvmtsc_note_lost(k, ns + 1000);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), -ERANGE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(opd_kvmtsc_why(k), "explains"));
+	opd_kvmtsc_free(k);
+}
+
+static const char fmt_text[] =
+	"name: kvm_write_tsc_offset\nID: 1234\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:unsigned int vcpu_id;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:__u64 previous_tsc_offset;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:__u64 next_tsc_offset;\toffset:24;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"vcpu=%u prev=%llu next=%llu\", REC->vcpu_id\n";
+
+/* A sample record as the kernel writes it: header, pid, tid, time, raw. */
+static size_t put_sample(uint8_t *b, uint32_t pid, uint64_t t, uint32_t vcpu, int64_t prev,
+			 int64_t next)
+{
+	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .size = 8 + 16 + 4 + 36 };
+	uint32_t rs = 36;
+
+	memset(b, 0, h.size);
+	memcpy(b, &h, 8);
+	memcpy(b + 8, &pid, 4);
+	memcpy(b + 12, &pid, 4);
+	memcpy(b + 16, &t, 8);
+	memcpy(b + 24, &rs, 4);
+	memcpy(b + 28 + 8, &vcpu, 4);
+	memcpy(b + 28 + 16, &prev, 8);
+	memcpy(b + 28 + 24, &next, 8);
+	return h.size;
+}
+
+static void test_decode(void)
+{
+	struct opd_kvmtsc_fmt f;
+	struct opd_kvmtsc_write w;
+	uint8_t b[128];
+	size_t n;
+	struct perf_event_header lh = { .type = PERF_RECORD_LOST, .size = 8 + 16 + 16 };
+	uint64_t lt = 777;
+
+	CU_ASSERT_EQUAL_FATAL(opd_kvmtsc_fmt_parse(fmt_text, &f), 0);
+	CU_ASSERT(f.vcpu_off == 8 && f.vcpu_size == 4 && f.prev_off == 16 && f.next_off == 24);
+	CU_ASSERT_EQUAL(opd_kvmtsc_fmt_parse("field:unsigned int vcpu_id; offset:8; size:4;", &f),
+			-EINVAL);
+	opd_kvmtsc_fmt_parse(fmt_text, &f);
+	n = put_sample(b, 233, 5555, 1, -100, -200);
+	CU_ASSERT_EQUAL(opd_kvmtsc_decode(&f, b, n, &w), 1);
+	CU_ASSERT(w.pid == 233 && w.t_ns == 5555 && w.vcpu == 1 && w.prev == -100 && w.next == -200);
+	/* every shorter length is refused, nothing read past the end */
+	for (size_t i = 0; i < n; i++)
+		CU_ASSERT(opd_kvmtsc_decode(&f, b, i, &w) < 0);
+	/* a raw part too short for the fields */
+	b[24] = 20;
+	CU_ASSERT_EQUAL(opd_kvmtsc_decode(&f, b, n, &w), -EBADMSG);
+	memset(b, 0, sizeof(b));
+	memcpy(b, &lh, 8);
+	memcpy(b + 32, &lt, 8);
+	CU_ASSERT_EQUAL(opd_kvmtsc_decode(&f, b, lh.size, &w), 2);
+	CU_ASSERT_EQUAL(w.t_ns, 777);
+}
+
 /*
  * Ping the guest at host time @ping_ns and answer as an agent whose clock
  * reads @ping_ns when it receives and sends, the pong arriving at host
@@ -304,6 +488,8 @@ int main(void)
 	if (!s || !CU_add_test(s, "KVM TSC arithmetic", test_arith) ||
 	    !CU_add_test(s, "offset from a guest pair", test_offset) ||
 	    !CU_add_test(s, "refusals", test_refusals) ||
+	    !CU_add_test(s, "KVM's offset writes followed", test_follow) ||
+	    !CU_add_test(s, "tracepoint records decoded", test_decode) ||
 	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact))
 		return 1;
 	CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -230,6 +230,52 @@ perf_guest_samples_by_pid() {
 		END { print "total", total + 0; for (k in n) print k, n[k] }'
 }
 
+# perf record on all CPUs, started with its events off, so a scenario can
+# start it early and turn it on when the workload starts: perf in L1 takes
+# tens of seconds to start (it reads every process first), and one started
+# just before a workload recorded only its last half second.
+# perf_rec_start OUT EVENT-ARGS... sets PERF_REC_PID; perf_rec_on OUT turns
+# the events on and returns once perf said so (bounded); stop perf with
+# kill -INT.
+perf_rec_start() {
+	local out=$1
+	shift
+	rm -f "$out.ctl" "$out.ack"
+	mkfifo "$out.ctl" "$out.ack" || return 1
+	perf record -q -a -D -1 --control "fifo:$out.ctl,$out.ack" "$@" -o "$out" >"$out.err" 2>&1 &
+	PERF_REC_PID=$!
+}
+perf_rec_on() {
+	timeout "${2:-180}" sh -c "echo enable >'$1.ctl' && head -c 3 <'$1.ack'" >/dev/null 2>&1
+}
+
+# perf's split of one guest's user samples by address: samples of host
+# pid $3 (the guest's QEMU) whose ip lies in a range of $2 ("LO HI NAME"
+# lines, hex, HI excluded); prints "NAME COUNT" for every name.  Guest user
+# samples are taken by their address, not by cpumode: under the lab's
+# emulated SVM the host sees most of them with cpumode guest kernel (misc
+# 4; domprof counts them guest_mode_by_address), so a filter on misc 5
+# alone counted nothing.
+perf_guest_split() {
+	perf report -D -i "$1" 2>/dev/null | awk -v syms="$2" -v pid="$3" '
+		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
+			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v }
+		BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++
+			lo[n] = hex(f[1]); hi[n] = hex(f[2]); nm[n] = f[3]; c[f[3]] = 0 } }
+		/PERF_RECORD_SAMPLE\(/ {
+			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
+			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
+			misc = (index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8
+			if (misc != 4 && misc != 5) next
+			ip = -1
+			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); ip = hex($(i + 1)); break }
+			if (pid != "" && p[1] != pid) next
+			for (k = 1; k <= n; k++) if (ip >= lo[k] && ip < hi[k]) c[nm[k]]++
+		}
+		END { for (k in c) print k, c[k] }'
+}
+
 # Start virtlogd and libvirtd by hand (L1 has no systemd as PID 1) and wait,
 # bounded, until qemu:///system answers.  The lab runs QEMU as root without
 # a security driver so guest files on the 9p shares need no relabelling.

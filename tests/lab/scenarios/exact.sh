@@ -35,6 +35,8 @@ rm -rf "$share"
 mkdir -p "$share"
 cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$opagent_bin" "$share/"
 {
+	echo 'echo "L2-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+		"$(dmesg | grep -iE "tsc|clocksource" | tr "\n" ";")"'
 	echo 'for ph in 1 2; do'
 	echo '	i=0'
 	echo '	while [ ! -e /share/go$ph ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i + 1)); done'
@@ -66,30 +68,36 @@ hot_ranges() {
 		"$RESULTS/ge.console" | tr -d '\r' | awk '{ p = tolower($1)
 		print $2, $3, p "_one"; print $4, $5, p "_two" }'
 }
-# perf's split: guest-user samples (cpumode 5) by address in the hot ranges
+# perf's split: ge's guest samples by address in the hot ranges
+# (perf_guest_split in lib.sh: by address, whatever cpumode the host saw)
 perf_split() {
-	perf report -D -i "$1" 2>/dev/null | awk -v syms="$2" '
-		function hex(s,   i, v) { v = 0; s = tolower(s); sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return v }
-		BEGIN { while ((getline l < syms) > 0) { split(l, f, " "); n++
-			lo[n] = hex(f[1]); hi[n] = hex(f[2]); nm[n] = f[3] } }
-		/PERF_RECORD_SAMPLE\(/ {
-			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/)) next
-			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
-			if ((index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8 != 5) next
-			ip = -1
-			for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { ip = hex($(i + 1)); break }
-			for (k = 1; k <= n; k++) if (ip >= lo[k] && ip < hi[k]) c[nm[k]]++
-		}
+	perf_guest_split "$1" "$2" "$(guest_pid ge)" | awk '{ c[$1] = $2 }
 		END { printf "%d %d %d %d\n", c["a_one"], c["a_two"], c["b_one"], c["b_two"] }'
 }
+# KVM's TSC offset writes (tracepoint kvm:kvm_write_tsc_offset) in a perf
+# file, for the figures: how often L1's KVM moved ge's offset.
+tsc_writes() {
+	perf script -i "$1" -F pid,time,event,trace 2>/dev/null | grep kvm_write_tsc_offset
+}
+
+# Why the TSC path sees moving offsets: L1's TSC and clock source.
+lab_summary l1_cmdline "$(cat /proc/cmdline)"
+lab_summary l1_clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+lab_summary l1_tsc_dmesg "$(dmesg | grep -i 'tsc' | grep -iE 'unstable|reliable|unsync' | head -n 2 | tr '\n' ';')"
+mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+tp_ev=
+[ -e /sys/kernel/tracing/events/kvm/kvm_write_tsc_offset/id ] && tp_ev="-e kvm:kvm_write_tsc_offset"
 
 # One phase: start domprof (environment $2), run the workload, report.
 # Sets mis_pct, a_diff and b_diff.
 phase() {
 	local ph=$1 envset=$2 S=/var/lib/domprof-lab/exact$1 i n perf_pid=
 	rm -rf "$S"
+	# perf starts now (slow to start in L1), its events on with the workload
+	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
+		# shellcheck disable=SC2086
+		perf_rec_start "/tmp/perf$ph.data" -F 1000 -e cpu-clock $tp_ev && perf_pid=$PERF_REC_PID
+	fi
 	env $envset timeout 60 opcontrol --start --session-dir="$S" --domains=all ||
 		lab_fail "phase $ph: opcontrol --start failed"
 	for i in $(seq 1 120); do
@@ -98,9 +106,9 @@ phase() {
 		sleep 1
 	done
 	[ "${n:-0}" -ge 1 ] || lab_fail "phase $ph: agent not connected after 120 s"
-	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
-		perf record -q -a -e cpu-clock -o "$RESULTS/perf$ph.data" >/dev/null 2>&1 &
-		perf_pid=$!
+	if [ -n "$perf_pid" ]; then
+		perf_rec_on "/tmp/perf$ph.data" && lab_log "phase $ph: perf recording" ||
+			lab_log "phase $ph: perf did not say its events are on"
 	fi
 	sleep 2
 	touch "$share/go$ph"
@@ -108,7 +116,8 @@ phase() {
 		grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" && break
 		sleep 1
 	done
-	[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; }
+	[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
+		cp "/tmp/perf$ph.data" "/tmp/perf$ph.data.err" "$RESULTS/" 2>/dev/null || true; }
 	grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" || lab_fail "phase $ph: workload did not finish"
 	sleep 3
 	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status$ph-running.txt" 2>&1 || true
@@ -116,6 +125,7 @@ phase() {
 	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status$ph.txt" 2>&1 || true
 	cp "$S/stats" "$RESULTS/stats$ph.txt"
 	cp "$S/oprofiled.log" "$RESULTS/oprofiled$ph.log"
+	cp "$S/domains/ge/stats" "$RESULTS/ge-stats$ph.txt" 2>/dev/null || true
 	grep -i "clock" "$S/oprofiled.log" | head -n 10
 	grep -iE ", (no )?clock|ambiguous" "$RESULTS/status$ph-running.txt" "$RESULTS/status$ph.txt" || true
 	for p in a b; do
@@ -143,16 +153,20 @@ phase() {
 	lab_summary "phase${ph}_exact_a_one" "measured $meas_a% domprof $dp_a% ($a_one/$a_two) diff $a_diff"
 	lab_summary "phase${ph}_exact_b_one" "measured $meas_b% domprof $dp_b% ($b_one/$b_two) diff $b_diff"
 	lab_summary "phase${ph}_ambiguous" "$(awk '$1 == "guest_user_ambiguous" { print $2 }' "$S/stats")"
-	lab_summary "phase${ph}_status_clock" "$(grep -m1 -E ", (no )?clock" "$RESULTS/status$ph-running.txt" | sed 's/^ *//')"
-	if [ -n "$perf_pid" ] && [ -s "$RESULTS/perf$ph.data" ]; then
+	lab_summary "phase${ph}_status_clock" "$(grep -m1 -E "domain ge: .*(correlation|clock)" "$RESULTS/status$ph.txt" | sed 's/^ *//')"
+	lab_summary "phase${ph}_ge_clock" "$(grep -E '^clock_' "$RESULTS/ge-stats$ph.txt" 2>/dev/null | tr '\n' ' ')"
+	lab_summary "phase${ph}_kvmtsc" "$(grep -m1 'KVM TSC of pid' "$RESULTS/oprofiled$ph.log" | sed 's/.*info: //')"
+	if [ -n "$perf_pid" ] && [ -s "/tmp/perf$ph.data" ]; then
 		local pa1 pa2 pb1 pb2
 		hot_ranges "$ph" >"$RESULTS/hot-ranges.txt"
-		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "$RESULTS/perf$ph.data" "$RESULTS/hot-ranges.txt")"
+		read -r pa1 pa2 pb1 pb2 <<<"$(perf_split "/tmp/perf$ph.data" "$RESULTS/hot-ranges.txt")"
 		lab_summary "phase${ph}_perf_exact_a_one" "$(pct "$pa1" "$pa2")% ($pa1/$pa2)"
 		lab_summary "phase${ph}_perf_exact_b_one" "$(pct "$pb1" "$pb2")% ($pb1/$pb2)"
 		lab_log "phase $ph exact-a one: program $meas_a%, domprof $dp_a%, perf $(pct "$pa1" "$pa2")%"
 		lab_log "phase $ph exact-b one: program $meas_b%, domprof $dp_b%, perf $(pct "$pb1" "$pb2")%"
-		rm -f "$RESULTS/perf$ph.data"
+		tsc_writes "/tmp/perf$ph.data" >"$RESULTS/tsc-writes$ph.txt"
+		lab_summary "phase${ph}_kvm_tsc_offset_writes" "$(wc -l <"$RESULTS/tsc-writes$ph.txt") (ge: $(awk -v p="$(guest_pid ge)" '$1 == p' "$RESULTS/tsc-writes$ph.txt" | wc -l))"
+		# (perf$ph.data stays in RESULTS for a look offline)
 	fi
 	lab_log "phase $ph (${envset:-default clock}): misattributed $mis of $all = $mis_pct%; exact-a diff $a_diff, exact-b diff $b_diff"
 }
