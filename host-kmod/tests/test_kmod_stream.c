@@ -144,7 +144,7 @@ static void test_round_trip(void)
 		size_t n;
 
 		make_entry(&in[i], &in_cpu[i], (unsigned int)i);
-		n = dp_stream_entry(&s, buf + len, in_cpu[i], &in[i]);
+		n = dp_stream_entry(&s, buf + len, in_cpu[i], &in[i], NULL);
 		CU_ASSERT_FATAL(n > 0 && n <= DP_REC_MAX && n % DP_RAW_WORD == 0);
 		len += n;
 		if (i == NR_ENTRIES / 2)
@@ -203,15 +203,85 @@ static void test_compact(void)
 	size_t first, next;
 
 	memset(&s, 0, sizeof(s));
-	first = dp_stream_entry(&s, buf, 0, &e);
+	first = dp_stream_entry(&s, buf, 0, &e, NULL);
 	/* CPU, TASK, MODE, DOMAIN, ASID, TIME and a sample */
 	CU_ASSERT_EQUAL(first, 24 + 24 + 24 + 32 + 24 + 24 + 16);
 	e.time++;
-	next = dp_stream_entry(&s, buf, 0, &e);
+	next = dp_stream_entry(&s, buf, 0, &e, NULL);
 	CU_ASSERT_EQUAL(next, 24 + 16);
 	e.asid = 0x4000;
-	next = dp_stream_entry(&s, buf, 0, &e);
+	next = dp_stream_entry(&s, buf, 0, &e, NULL);
 	CU_ASSERT_EQUAL(next, 24 + 24 + 16);
+}
+
+/*
+ * A chain slot becomes a DP_RAW_CALLCHAIN record right before its sample
+ * (raw type 14: nr, nr_kernel, flags, then the frames), and the samples
+ * around it still decode with lib/raw.
+ */
+static void test_chain(void)
+{
+	struct dp_stream s;
+	struct dp_entry e = { .pc = 0x401000, .time = 1, .pid = 5, .tid = 6,
+			      .mode = DP_MODE_GUEST_KERNEL, .domain = 5, .vcpu = 0,
+			      .asid = 0x2000 };
+	u64 slot[1 + DP_KMOD_MAX_CG_DEPTH] = { 0 };
+	static unsigned char buf[4 * DP_REC_MAX];
+	struct raw_decode_stats st = { 0 };
+	struct got out[4];
+	struct dec d = { .out = out, .cap = 4 };
+	size_t n, len, consumed;
+	u64 w[8];
+	u16 nr, nk;
+	u32 flags;
+
+	memset(&s, 0, sizeof(s));
+	slot[0] = DP_CC_WORD(3, 1, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	slot[1] = 0xffffffff81000010ULL;
+	slot[2] = 0x401234;
+	slot[3] = 0x401300;
+	len = dp_stream_entry(&s, buf, 0, &e, slot);
+	n = 24 + 24 + 24 + 32 + 24 + 24;	/* the context, as in test_compact */
+	CU_ASSERT_EQUAL_FATAL(len, n + 16 + 8 + 3 * 8 + 16);
+	memcpy(w, buf + n, sizeof(w));
+	CU_ASSERT_EQUAL(w[0], DP_RAW_ESCAPE);
+	CU_ASSERT_EQUAL(w[1], (u64)(8 + 3 * 8) << 32 | DP_RAW_CALLCHAIN);
+	memcpy(&nr, buf + n + 16, 2);
+	memcpy(&nk, buf + n + 18, 2);
+	memcpy(&flags, buf + n + 20, 4);
+	CU_ASSERT_EQUAL(nr, 3);
+	CU_ASSERT_EQUAL(nk, 1);
+	CU_ASSERT_EQUAL(flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	CU_ASSERT_EQUAL(w[3], 0xffffffff81000010ULL);
+	CU_ASSERT_EQUAL(w[4], 0x401234);
+	CU_ASSERT_EQUAL(w[5], 0x401300);
+	CU_ASSERT_EQUAL(w[6], 0x401000);	/* then the sample itself */
+	CU_ASSERT_EQUAL(w[7], 0);
+
+	/* the deepest chain fits DP_REC_MAX with a full context */
+	memset(&s, 0, sizeof(s));
+	slot[0] = DP_CC_WORD(DP_KMOD_MAX_CG_DEPTH, 0, DP_RAW_CC_GUEST);
+	e.pc = DP_RAW_ESCAPE;
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT(n <= DP_REC_MAX);
+	len += n;
+	/* slots that cannot be a chain give no record */
+	e.pc = 0x401000;
+	slot[0] = DP_CC_WORD(DP_KMOD_MAX_CG_DEPTH + 1, 0, 0);
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT_EQUAL(n, 24 + 16);
+	len += n;
+	slot[0] = DP_CC_WORD(2, 3, 0);
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT_EQUAL(n, 24 + 16);
+	len += n;
+	CU_ASSERT_EQUAL(raw_decode(&dec_ops, &d, buf, len, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, len);
+	CU_ASSERT_EQUAL(st.bad_payload, 0);
+	CU_ASSERT_EQUAL_FATAL(d.n, 4);
+	CU_ASSERT_EQUAL(out[0].pc, 0x401000);
+	CU_ASSERT_EQUAL(out[1].pc, DP_RAW_ESCAPE);
+	CU_ASSERT_EQUAL(out[3].mode, DP_MODE_GUEST_KERNEL);
 }
 
 static void test_header_refuses(void)
@@ -234,6 +304,7 @@ int main(void)
 	if (!suite ||
 	    !CU_add_test(suite, "module stream decodes to what was encoded", test_round_trip) ||
 	    !CU_add_test(suite, "context is stated only when it changes", test_compact) ||
+	    !CU_add_test(suite, "a call chain goes right before its sample", test_chain) ||
 	    !CU_add_test(suite, "header needs room and a real event", test_header_refuses)) {
 		CU_cleanup_registry();
 		return 2;
