@@ -18,8 +18,9 @@
  * --callgraph DEPTH asks the module for guest call chains.  lib/raw does
  * not know DP_RAW_CALLCHAIN records (yet), so this tool walks the framing
  * itself beside it (kr_scan): each chain must be followed by its sample,
- * and --chains FILE gets one line per chained sample:
- *   MODE PC NR NR_KERNEL FLAGS FRAME...   (hex addresses)
+ * and --chains FILE gets one line per guest sample, chained or not (NR 0),
+ * numbers in decimal (the lab's awk has no hex):
+ *   MODE PC NR NR_KERNEL FLAGS FRAME...
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,19 +163,17 @@ struct kr_cc {
 
 static void kr_cc_sample(struct kr_cc *c, uint64_t pc)
 {
-	uint32_t i;
+	uint32_t i, nr = c->pending ? c->nr : 0;
 
-	if (!c->pending)
-		return;
-	c->pending = false;
-	if (c->mode < DP_MODE_NR)
+	if (c->pending && c->mode < DP_MODE_NR)
 		c->by_mode[c->mode]++;
-	if (!c->out)
+	c->pending = false;
+	if (!c->out || (c->mode != DP_MODE_GUEST_KERNEL && c->mode != DP_MODE_GUEST_USER))
 		return;
-	fprintf(c->out, "%u %llx %u %u %x", c->mode, (unsigned long long)pc, c->nr,
-		c->nr_kernel, c->flags);
-	for (i = 0; i < c->nr; i++)
-		fprintf(c->out, " %llx", (unsigned long long)c->frames[i]);
+	fprintf(c->out, "%u %llu %u %u %u", c->mode, (unsigned long long)pc, nr,
+		nr ? c->nr_kernel : 0, nr ? c->flags : 0);
+	for (i = 0; i < nr; i++)
+		fprintf(c->out, " %llu", (unsigned long long)c->frames[i]);
 	fputc('\n', c->out);
 }
 
