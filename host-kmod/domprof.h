@@ -104,6 +104,39 @@ int dp_kvm_get(void);
 void dp_kvm_put(void);
 bool dp_kvm_present(void);
 
+/*
+ * dp_walk.c: the guest frame-pointer walk over a guest memory reader
+ * (read(ctx, gpa, buf, len): 0 or -EFAULT, never sleeping).
+ */
+struct dp_walk {
+	int (*read)(void *ctx, u64 gpa, void *data, unsigned long len);
+	void *ctx;
+	u64 root;		/* guest CR3: the top page table's address */
+	int levels;		/* 4 or 5 */
+	u64 vpage, gpage;	/* the last 4 KiB translation */
+	bool have_page, page_user;
+	u64 *out;		/* return addresses found */
+	u32 n, max;
+	bool truncated;		/* stopped at an implausible frame */
+};
+
+/* A Linux x86-64 guest's kernel stacks: 16 KiB, aligned to their size. */
+#define DP_GUEST_STACK	16384ULL
+
+/*
+ * Follow frame pointers from @fp: frames at or above @sp (the stack
+ * pointer at the sample) and, for the kernel, on the same stack as @sp;
+ * return addresses in the half of the address space of @user.
+ */
+void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user);
+/*
+ * A guest kernel entered from user mode keeps the user registers in a
+ * struct pt_regs at the top of the task's kernel stack: if the words
+ * there look like it (user CS and SS, user pc and stack), append the user
+ * pc and the user frame-pointer chain.
+ */
+void dp_walk_user_tail(struct dp_walk *w, u64 sp);
+
 /* dp_callchain.c */
 struct kvm_vcpu;
 int dp_cc_get(void);
