@@ -47,6 +47,8 @@ struct ctl_opts {
 	const char *record;
 	const char *events_dir;		/* NULL: DP_EVENTS_DIR */
 	bool verbose;
+	unsigned int callgraph;		/* --callgraph depth, 0: off */
+	bool callgraph_given;
 };
 
 /*

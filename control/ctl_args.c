@@ -2,7 +2,10 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "domprof/raw.h"
 
 #include "ctl.h"
 #include "ctl_libvirt.h"
@@ -11,7 +14,7 @@
 enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
 	OPT_EVENT, OPT_SEPARATE, OPT_SESSION_DIR, OPT_COLLECTOR, OPT_DOMAINS,
-	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE,
+	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH,
 };
 
 struct opt_def {
@@ -38,6 +41,7 @@ static const struct opt_def opt_table[] = {
 	{ "record",      0,   OPT_RECORD,      true,  true  },
 	{ "events-dir",  0,   OPT_EVENTS_DIR,  true,  true  },
 	{ "verbose",     0,   OPT_VERBOSE,     false, true  },
+	{ "callgraph",   'c', OPT_CALLGRAPH,   true,  true  },
 };
 
 static const struct {
@@ -84,6 +88,9 @@ void ctl_usage(FILE *f)
 		"  --collector=NAME     perf (default) or kmod\n"
 		"  --domains=LIST|all   domains (guests) to profile [all]\n"
 		"  --record=FILE        also write the collector's raw stream to FILE\n"
+		"  -c, --callgraph=DEPTH\n"
+		"                       record call chains of at most DEPTH frames (0: off,\n"
+		"                       the default; at most 127); frame pointers needed\n"
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
@@ -117,6 +124,28 @@ static int set_once(const char **slot, const char *val, const char *name, char *
 		return -EINVAL;
 	}
 	*slot = val;
+	return 0;
+}
+
+/* --callgraph=DEPTH: 0..DP_RAW_CC_MAX, decimal; given once. */
+static int set_callgraph(struct ctl_opts *o, const char *val, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long v;
+
+	if (o->callgraph_given) {
+		snprintf(err, errlen, "--callgraph given twice");
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (!*val || *end || errno || val[0] == '-' || v > DP_RAW_CC_MAX) {
+		snprintf(err, errlen, "--callgraph needs a depth 0..%d, not '%.32s'", DP_RAW_CC_MAX,
+			 val);
+		return -EINVAL;
+	}
+	o->callgraph_given = true;
+	o->callgraph = (unsigned int)v;
 	return 0;
 }
 
@@ -165,6 +194,8 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val,
 	case OPT_VERBOSE:
 		o->verbose = true;
 		return 0;
+	case OPT_CALLGRAPH:
+		return set_callgraph(o, val, err, errlen);
 	default:
 		break;
 	}

@@ -120,6 +120,13 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 	}
 	if (o->verbose)
 		PUSH("--verbose");
+	/* 0 is the daemon's default: pass nothing, so nothing changes */
+	if (o->callgraph) {
+		char depth[16];
+
+		snprintf(depth, sizeof(depth), "%u", o->callgraph);
+		PUSH(store_opt(&store, &storelen, "callgraph", depth));
+	}
 	argv[n] = NULL;
 	return 0;
 #undef PUSH

@@ -59,7 +59,14 @@ static const struct parse_case parse_cases[] = {
 	/* OProfile's own spelling, which the daemon always took */
 	{ { "--start", "--separate=library,kernel" }, 0, CTL_START, NULL },
 	{ { "--start", "--collector=kmod" }, 0, CTL_START, NULL },
+	{ { "--start", "--callgraph=0" }, 0, CTL_START, NULL },
+	{ { "--start", "-c", "127" }, 0, CTL_START, NULL },
 	/* bad */
+	{ { "--start", "--callgraph=128" }, -EINVAL, CTL_NONE, "depth 0..127" },
+	{ { "--start", "--callgraph=-1" }, -EINVAL, CTL_NONE, "depth 0..127" },
+	{ { "--start", "--callgraph=4x" }, -EINVAL, CTL_NONE, "depth 0..127" },
+	{ { "--start", "-c", "3", "--callgraph=4" }, -EINVAL, CTL_NONE, "given twice" },
+	{ { "--stop", "--callgraph=4" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--session-dir=/tmp/s" }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--start", "--stop" }, -EINVAL, CTL_NONE, "only one action at a time: --start and --stop" },
@@ -131,6 +138,31 @@ static void test_parse_values(void)
 
 	CU_ASSERT_EQUAL(ctl_parse_args(2, argv2, &o, err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(o.session_dir, DP_DEFAULT_SESSION_DIR);
+}
+
+/* --callgraph=N reaches the daemon's command line; 0 (off) passes nothing. */
+static void test_callgraph_argv(void)
+{
+	char *argv[] = { "opcontrol", "--start", "--callgraph=16", NULL };
+	char *argv0[] = { "opcontrol", "--start", "--callgraph=0", NULL };
+	char specs[1][96] = { "TIMER:1:0:1:1" };
+	const char *dargv[32];
+	char store[4096], err[256];
+	struct ctl_opts o;
+	bool found = false;
+
+	CU_ASSERT_FATAL(ctl_parse_args(3, argv, &o, err, sizeof(err)) == 0);
+	CU_ASSERT_EQUAL(o.callgraph, 16);
+	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
+					sizeof(store)) == 0);
+	for (size_t i = 0; dargv[i]; i++)
+		found |= !strcmp(dargv[i], "--callgraph=16");
+	CU_ASSERT(found);
+	CU_ASSERT_FATAL(ctl_parse_args(3, argv0, &o, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
+					sizeof(store)) == 0);
+	for (size_t i = 0; dargv[i]; i++)
+		CU_ASSERT(strncmp(dargv[i], "--callgraph", 11) != 0);
 }
 
 static void test_parse_too_many_events(void)
@@ -757,6 +789,7 @@ int main(void)
 	    !CU_add_test(s, "parse table", test_parse_table) ||
 	    !CU_add_test(s, "parse values", test_parse_values) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
+	    !CU_add_test(s, "--callgraph on the daemon's command line", test_callgraph_argv) ||
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||
 	    !CU_add_test(s, "pid probe", test_pid_probe) ||
 	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||

@@ -2,7 +2,10 @@
  * The daemon's hot path, timed (not a test; `make check` does not run it):
  * an in-memory raw stream of host user samples in two images, four threads,
  * decoded and filed into a temporary session.  Prints samples per second.
- *   daemon/bench_opd [SAMPLES]      (default 20 million)
+ *   daemon/bench_opd [SAMPLES [DEPTH]]   (default 20 million, 0)
+ * DEPTH > 0: every sample carries a call chain of DEPTH frames (raw type
+ * 14) in the app and libc, as --callgraph=DEPTH records them; the figure
+ * then includes filing the arcs ({cg} files) and the stacks.
  * The whole ingest, replay from a file and opreport included, is
  * tests/bench/run-bench.sh.
  */
@@ -51,8 +54,20 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 }
 
 /* The stream's body (after the header): what a busy process looks like. */
-static int make_stream(long n)
+/* A caller chain of @depth frames for sample @i: a few call paths, as a
+ * program has, over both images. */
+static void chain_of(long i, int depth, uint64_t *f)
 {
+	for (int k = 0; k < depth; k++) {
+		uint64_t base = (k & 1) ? 0x7f0000000000ULL : 0x400000;
+
+		f[k] = base + 0x1000 * (uint64_t)k + 64 * (uint64_t)((i >> (k + 8)) % 4) + 5;
+	}
+}
+
+static int make_stream(long n, int depth)
+{
+	uint64_t f[DP_RAW_CC_MAX];
 	struct dp_raw_mmap m = { .pid = 100, .tid = 100, .start = 0x400000, .len = 0x100000 };
 	struct raw_writer *w = raw_writer_new(mem_sink, NULL, 1 << 20);
 
@@ -66,6 +81,10 @@ static int make_stream(long n)
 	for (long i = 0; i < n; i++) {
 		if (i % 64 == 0)
 			raw_put_task(w, 100, 100 + (uint32_t)(i / 64) % 4);
+		if (depth) {
+			chain_of(i, depth, f);
+			raw_put_callchain(w, (uint32_t)depth, 0, 0, f);
+		}
 		raw_put_sample(w, (i & 256 ? 0x400000 : 0x7f0000000000ULL) +
 				  ((uint64_t)i * 2654435761u % 4096), 0);
 	}
@@ -75,6 +94,7 @@ static int make_stream(long n)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? strtol(argv[1], NULL, 10) : 20000000;
+	int depth = argc > 2 ? atoi(argv[2]) : 0;
 	char dir[] = "/tmp/bench_opd.XXXXXX";
 	struct dp_raw_event ev = { .name = "CPU_CLK_UNHALTED", .count = 100000,
 				   .flags = DP_RAW_EV_USER };
@@ -86,8 +106,8 @@ int main(int argc, char **argv)
 	int status = 1;
 	double secs;
 
-	if (n <= 0 || !mkdtemp(dir)) {
-		fprintf(stderr, "usage: bench_opd [SAMPLES > 0]\n");
+	if (n <= 0 || depth < 0 || depth > DP_RAW_CC_MAX || !mkdtemp(dir)) {
+		fprintf(stderr, "usage: bench_opd [SAMPLES > 0 [DEPTH 0..%d]]\n", DP_RAW_CC_MAX);
 		return 1;
 	}
 	opd_conf_defaults(&conf);
@@ -97,14 +117,15 @@ int main(int argc, char **argv)
 		goto out_rm;
 	hdr = raw_writer_new(opd_daemon_sink, &d, 4096);
 	if (!hdr || raw_put_header(hdr, 0, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) ||
-	    raw_writer_flush(hdr) || make_stream(n))
+	    raw_writer_flush(hdr) || make_stream(n, depth))
 		goto out_fini;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	if (opd_stream_decode(d.stream, mem.buf, mem.len, &used) || used != mem.len)
 		goto out_fini;
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-	printf("ingest: %ld samples in %.3f s = %.1f M samples/s\n", n, secs, (double)n / secs / 1e6);
+	printf("ingest: %ld samples, call chains %d deep, in %.3f s = %.1f M samples/s, %.0f ns/sample\n",
+	       n, depth, secs, (double)n / secs / 1e6, secs * 1e9 / (double)n);
 	if (raw_writer_close(hdr) || opd_stream_finish(d.stream) || opd_daemon_stop(&d))
 		goto out_fini_closed;
 	/* a wrong figure is worse than none */

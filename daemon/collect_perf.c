@@ -44,6 +44,9 @@ struct prec {
 	struct dp_raw_task_ev t;
 	char comm[16];
 	size_t path_off;	/* into the CPU's arena */
+	/* call chain (--callgraph): frames in the CPU's ccbuf */
+	size_t cc_off;
+	uint16_t cc_nr, cc_nk;
 };
 
 struct pcpu {
@@ -57,6 +60,8 @@ struct pcpu {
 	size_t nr, cap, pos;
 	char *arena;
 	size_t arena_len, arena_cap;
+	uint64_t *ccbuf;	/* call chain frames of this round's samples */
+	size_t cc_len, cc_cap;
 };
 
 struct id_ev {
@@ -129,6 +134,7 @@ static void perf_close(void *state)
 			munmap(p->cpus[i].base, p->mmap_len);
 		free(p->cpus[i].recs);
 		free(p->cpus[i].arena);
+		free(p->cpus[i].ccbuf);
 	}
 	for (int i = 0; i < p->nr_fds; i++)
 		close(p->fds[i]);
@@ -167,6 +173,12 @@ static void fill_attr(const struct opd_conf *conf, unsigned int e, long pagesz,
 	attr->use_clockid = 1;
 	attr->clockid = CLOCK_MONOTONIC;
 	attr->sample_id_all = 1;
+	if (conf->callgraph_depth) {
+		/* frame-pointer chains, kernel and user; the sample's own pc
+		 * comes first in perf's chain, hence one more */
+		attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		attr->sample_max_stack = (uint16_t)(conf->callgraph_depth + 1);
+	}
 	attr->watermark = 1;
 	attr->wakeup_watermark = (uint32_t)(conf->perf_pages * (size_t)pagesz / 4);
 	if (e == 0) {
@@ -282,8 +294,8 @@ static int perf_open_ops(const struct opd_collector_args *a, void **state)
 		goto out_close;
 	}
 	opd_snapshot_copy_kernel(NULL, p->conf->session_dir);
-	du_info("perf collector: %d cpus, %u events, %u pages per ring", p->nr_cpus,
-		p->conf->nr_events, p->conf->perf_pages);
+	du_info("perf collector: %d cpus, %u events, %u pages per ring, call chains %u deep",
+		p->nr_cpus, p->conf->nr_events, p->conf->perf_pages, p->conf->callgraph_depth);
 	*state = p;
 	return 0;
 
@@ -358,6 +370,8 @@ static int emit(struct collect_perf *p, const struct pcpu *pc, const struct prec
 			p->cur_mode = mode;
 			ret = raw_put_mode(p->w, mode);
 		}
+		if (!ret && r->cc_nr)
+			ret = raw_put_callchain(p->w, r->cc_nr, r->cc_nk, 0, pc->ccbuf + r->cc_off);
 		return ret ? ret : raw_put_sample(p->w, r->ip, r->event);
 	}
 	case PERF_RECORD_MMAP2:
@@ -438,7 +452,71 @@ static bool read_trailer(const uint8_t *rec, size_t size, struct prec *r)
  * whole record @rec (@size bytes): 1 to keep it, 0 to drop it (short, or
  * not wanted), -errno. */
 
-static int parse_sample(struct collect_perf *p, struct prec *r, const uint8_t *b, size_t blen)
+static int cc_reserve(struct pcpu *pc, size_t n)
+{
+	if (pc->cc_len + n > pc->cc_cap) {
+		size_t ncap = pc->cc_cap ? pc->cc_cap : 4096;
+		uint64_t *nb;
+
+		while (ncap < pc->cc_len + n)
+			ncap *= 2;
+		nb = realloc(pc->ccbuf, ncap * sizeof(*nb));
+		if (!nb)
+			return -ENOMEM;
+		pc->ccbuf = nb;
+		pc->cc_cap = ncap;
+	}
+	return 0;
+}
+
+/*
+ * perf's chain (@n entries at @e) into DP_RAW_CALLCHAIN's form: context
+ * markers dropped, the sample's own pc (the first entry) left out, kernel
+ * frames then user frames, guest contexts (perf gives none for KVM guests)
+ * dropped, at most @depth frames.
+ */
+static int parse_chain(struct pcpu *pc, struct prec *r, const uint8_t *e, uint64_t n,
+		       unsigned int depth)
+{
+	uint64_t ctx = PERF_CONTEXT_USER;
+	bool first = true;
+	uint16_t nr = 0, nk = 0;
+
+	if (depth > DP_RAW_CC_MAX)
+		depth = DP_RAW_CC_MAX;
+	if (cc_reserve(pc, depth))
+		return -ENOMEM;
+	r->cc_off = pc->cc_len;
+	for (uint64_t i = 0; i < n && nr < depth; i++) {
+		uint64_t v;
+
+		memcpy(&v, e + i * 8, 8);
+		if (v >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = v;
+			continue;
+		}
+		if (first) {
+			first = false;
+			if (v == r->ip)
+				continue;
+		}
+		if (ctx == PERF_CONTEXT_KERNEL) {
+			if (nr != nk)
+				continue;	/* kernel after user: not our layout */
+			nk++;
+		} else if (ctx != PERF_CONTEXT_USER) {
+			continue;
+		}
+		pc->ccbuf[pc->cc_len + nr++] = v;
+	}
+	r->cc_nr = nr;
+	r->cc_nk = nk;
+	pc->cc_len += nr;
+	return 0;
+}
+
+static int parse_sample(struct collect_perf *p, struct pcpu *pc, struct prec *r,
+			const uint8_t *b, size_t blen)
 {
 	uint64_t id;
 	uint32_t v[2];
@@ -454,6 +532,17 @@ static int parse_sample(struct collect_perf *p, struct prec *r, const uint8_t *b
 	memcpy(v, b + 32, 8);
 	r->cpu = v[0];
 	r->event = id_to_event(p, id);
+	if (p->conf->callgraph_depth && blen >= 48) {
+		uint64_t n;
+		int ret;
+
+		memcpy(&n, b + 40, 8);
+		if (n > (blen - 48) / 8)
+			n = (blen - 48) / 8;
+		ret = parse_chain(pc, r, b + 48, n, p->conf->callgraph_depth);
+		if (ret)
+			return ret;
+	}
 	return 1;
 }
 
@@ -554,7 +643,7 @@ static int parse_record(struct collect_perf *p, struct pcpu *pc, const uint8_t *
 	r->misc = h.misc;
 	r->cpu = (uint32_t)pc->cpu;
 	if (h.type == PERF_RECORD_SAMPLE)
-		ret = parse_sample(p, r, b, blen);
+		ret = parse_sample(p, pc, r, b, blen);
 	else if (h.type == PERF_RECORD_MMAP2)
 		ret = parse_mmap2(pc, r, rec, size, b, blen);
 	else if (h.type == PERF_RECORD_COMM)
@@ -617,6 +706,7 @@ static int collect_round(struct collect_perf *p)
 	for (int i = 0; i < p->nr_cpus; i++) {
 		p->cpus[i].nr = p->cpus[i].pos = 0;
 		p->cpus[i].arena_len = 0;
+		p->cpus[i].cc_len = 0;
 		ret = read_ring(p, &p->cpus[i]);
 		if (ret)
 			return ret;
@@ -728,7 +818,7 @@ static int perf_stop(void *state)
 
 const struct opd_collector_ops opd_collector_perf = {
 	.name = "perf",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_LIVE | OPD_CAP_EVENTS,
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_LIVE | OPD_CAP_EVENTS | OPD_CAP_CALLCHAIN,
 	.open = perf_open_ops,
 	.pollfds = perf_pollfds,
 	.start = perf_start,

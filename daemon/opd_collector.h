@@ -33,7 +33,8 @@
 #define OPD_CAP_GUEST_PC	0x01	/* guest-mode samples with the guest's pc */
 #define OPD_CAP_VCPU		0x02	/* DOMAIN records carry the vCPU index */
 #define OPD_CAP_ASID		0x04	/* DP_RAW_ASID records (guest address space) */
-#define OPD_CAP_CALLCHAIN	0x08	/* DP_RAW_CALLCHAIN records (reserved) */
+#define OPD_CAP_CALLCHAIN	0x08	/* DP_RAW_CALLCHAIN records when
+					 * conf->callgraph_depth > 0 */
 /* How it runs (caps too). */
 #define OPD_CAP_LIVE		0x10	/* reads the running system: /proc lookups,
 					 * domain tracking and agents make sense */

@@ -47,6 +47,10 @@ struct opd_conf {
 	uint64_t exit_linger_ns;	/* keep exited processes this long */
 	unsigned int exit_linger_max;	/* ...and at most this many */
 	unsigned int perf_pages;	/* ring buffer data pages per CPU */
+	/* --callgraph: call chains of at most this many frames, 0: off.
+	 * Collectors that can walk stacks ask for them (OPD_CAP_CALLCHAIN);
+	 * the daemon files any DP_RAW_CALLCHAIN a stream carries. */
+	unsigned int callgraph_depth;
 	struct ev_spec events[DP_RAW_MAX_EVENTS];	/* perf collector */
 	unsigned int nr_events;
 };

@@ -56,6 +56,9 @@ static int open_tables(struct opd_daemon *d, const struct opd_conf *conf)
 	d->batch = opd_batch_new(d->sfiles, &d->st, 0);
 	if (!d->batch)
 		return -errno;
+	d->cc = opd_cc_new(conf->session_dir, d->sfiles, &d->st);
+	if (!d->cc)
+		return -errno;
 	if (conf->track_domains) {
 		d->domains = opd_domains_new(conf, &d->st, d->images, d->sfiles);
 		if (!d->domains) {
@@ -87,6 +90,7 @@ static int open_trans(struct opd_daemon *d, const struct opd_conf *conf)
 	}
 	opd_trans_set_domains(d->trans, d->domains);
 	opd_trans_set_batch(d->trans, d->batch);
+	opd_trans_set_cc(d->trans, d->cc);
 	return 0;
 }
 
@@ -149,6 +153,8 @@ void opd_daemon_fini(struct opd_daemon *d)
 	if (d->batch)
 		opd_batch_flush(d->batch);
 	opd_batch_free(d->batch);
+	opd_cc_free(d->cc);
+	d->cc = NULL;
 	opd_sfiles_free(d->sfiles);
 	opd_kernel_free(d->kernel);
 	opd_procs_free(d->procs);
@@ -240,6 +246,7 @@ int opd_daemon_dump(struct opd_daemon *d)
 	 * so opreport sees every count as soon as the batch is applied, and a
 	 * killed daemon loses none of them.  Durability is the stop's job. */
 	opd_batch_flush(d->batch);
+	opd_cc_write(d->cc);
 	if (d->record_fd >= 0 && fdatasync(d->record_fd)) {
 		ret = -errno;
 		du_warn("syncing record file %s: %s", d->conf->record, strerror(errno));
@@ -254,6 +261,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 
 	opd_trans_drain_guests(d->trans, mono_ns(), true);
 	opd_batch_flush(d->batch);
+	opd_cc_write(d->cc);
 	/* One syncfs writes every sample file out in a single pass; an msync
 	 * per file made the kernel dispatch each file's few pages on its own
 	 * (a fifth of a large replay's CPU time). */
@@ -392,6 +400,8 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 		fprintf(f, "domains %s\n", d->conf->domains);
 	if (d->conf->input)
 		fprintf(f, "input %s\n", d->conf->input);
+	if (d->conf->callgraph_depth)
+		fprintf(f, "callgraph %u\n", d->conf->callgraph_depth);
 	if (fclose(f) || rename(tmp, path)) {
 		ret = -errno;
 		unlink(tmp);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "opd_batch.h"
+#include "opd_cc.h"
 #include "opd_agent.h"
 #include "opd_collector.h"
 #include "opd_conf.h"
@@ -40,6 +41,7 @@ struct opd_daemon {
 	struct opd_kernel *kernel;
 	struct opd_sfiles *sfiles;
 	struct opd_batch *batch;	/* samples queued for sfiles */
+	struct opd_cc *cc;		/* call-graph arcs and stacks */
 	struct opd_domains *domains;	/* NULL unless conf->track_domains */
 	struct opd_agents *agents;	/* agent channels, with domains */
 	struct opd_trans *trans;

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 		"  --domain-backend=NAME  how domains are found: auto|%s (default auto)\n"
 		"  --libvirt-uri=URI      libvirt backend's connection (default qemu:///system)\n"
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
+		"  --callgraph=DEPTH      record call chains of at most DEPTH frames (0: off;\n"
+		"                         at most 127; the collector asks for them)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
 		"  --help                 this text\n", coll, back);
@@ -52,7 +54,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
-	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI,
+	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +71,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
+	{ "callgraph", required_argument, NULL, OPT_CALLGRAPH },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -94,6 +97,20 @@ static int parse_count(const char *s, unsigned int *out)
 	if (errno || *end || !v || v > UINT_MAX)
 		return -EINVAL;
 	*out = (unsigned int)v;
+	return 0;
+}
+
+/* --callgraph=DEPTH, 0..DP_RAW_CC_MAX: 0 or 1 (usage error). */
+static int parse_callgraph(const char *s, unsigned int *depth)
+{
+	if (!strcmp(s, "0")) {
+		*depth = 0;
+		return 0;
+	}
+	if (parse_count(s, depth) || *depth > DP_RAW_CC_MAX) {
+		fprintf(stderr, "oprofiled: bad --callgraph depth '%s' (0..%d)\n", s, DP_RAW_CC_MAX);
+		return 1;
+	}
 	return 0;
 }
 
@@ -166,6 +183,8 @@ static int parse_one(int opt, struct opts *o)
 		}
 		o->max_files_given = true;
 		break;
+	case OPT_CALLGRAPH:
+		return parse_callgraph(optarg, &c->callgraph_depth);
 	case OPT_HELP:
 		return 2;
 	default:

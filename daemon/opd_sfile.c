@@ -95,6 +95,11 @@ int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev,
 	return 0;
 }
 
+const struct opd_event_desc *opd_sfiles_event(const struct opd_sfiles *t, uint32_t i)
+{
+	return i < t->nr_ev ? &t->ev[i] : NULL;
+}
+
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t)
 {
 	return t->evictions;
@@ -104,7 +109,7 @@ static uint32_t key_hash(const struct opd_sfile_key *k)
 {
 	uint64_t h = (uintptr_t)k->image * 31 + (uintptr_t)k->dep;
 
-	h = h * 31 + (uintptr_t)k->domain + k->vmm;
+	h = h * 31 + (uintptr_t)k->domain + k->vmm + (uintptr_t)k->cg;
 	h = h * 31 + k->event;
 	h = h * 31 + (uint64_t)k->tgid;
 	h = h * 31 + (uint64_t)k->tid;
@@ -117,7 +122,7 @@ static uint32_t key_hash(const struct opd_sfile_key *k)
 
 static bool key_eq(const struct opd_sfile_key *a, const struct opd_sfile_key *b)
 {
-	return a->image == b->image && a->dep == b->dep && a->domain == b->domain &&
+	return a->image == b->image && a->dep == b->dep && a->cg == b->cg && a->domain == b->domain &&
 	       a->vmm == b->vmm && a->event == b->event && a->tgid == b->tgid &&
 	       a->tid == b->tid && a->cpu == b->cpu;
 }
@@ -130,6 +135,7 @@ int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc 
 		.vmm = key->vmm,
 		.image = { key->image->kind, key->image->name },
 		.dep = { key->dep->kind, key->dep->name },
+		.cg = { key->cg ? key->cg->kind : SFN_ROOT, key->cg ? key->cg->name : NULL },
 		.event = (char *)ev->name,
 		.count = ev->count,
 		.unit_mask = ev->unit_mask,

@@ -22,6 +22,9 @@ struct opd_sfile_key {
 	bool vmm;
 	struct opd_image *image;
 	struct opd_image *dep;
+	/* NULL: a flat sample file; else a {cg} file of arcs from dep to cg
+	 * (opd_cc.h) */
+	struct opd_image *cg;
 	uint32_t event;
 	int64_t tgid, tid, cpu;
 };
@@ -65,6 +68,9 @@ struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id);
  * it (opd_batch).  @fn may reenter opd_sfile_get/by_id.  NULL removes it.
  */
 void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void *ctx);
+
+/* Event @i of the table, NULL beyond it. */
+const struct opd_event_desc *opd_sfiles_event(const struct opd_sfiles *t, uint32_t i);
 
 /* Grows each time an open file is closed to stay under the cap. */
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);

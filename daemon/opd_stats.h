@@ -84,7 +84,18 @@
 	X(guest_images_cached)			\
 	X(guest_images_dedup)			\
 	X(guest_images_failed)			\
-	X(guest_image_bytes)
+	X(guest_image_bytes)			\
+	X(cc_chains)				\
+	X(cc_chains_truncated)			\
+	X(cc_chains_guest)			\
+	X(cc_chains_orphan)			\
+	X(cc_chains_dropped)			\
+	X(cc_frames)				\
+	X(cc_frames_unresolved)			\
+	X(cc_arcs)				\
+	X(cc_arcs_dropped)			\
+	X(cc_stacks)				\
+	X(cc_stacks_dropped)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "opd_agent.h"
+#include "opd_cc.h"
 #include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
@@ -66,6 +67,13 @@ struct opd_trans {
 	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS][OPD_TRANS_CACHE_WAYS];
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
 	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
+
+	/* call graphs: where chains go (NULL: counted, not filed), and the
+	 * chain of the next sample (nr 0: none) */
+	struct opd_cc *cc;
+	struct opd_cc_chain chain;
+	bool chain_busy;	/* its sample is being filed */
+	bool chain_held;	/* ...and the chain went with it (a guest's) */
 };
 
 
@@ -164,6 +172,11 @@ void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
 	t->batch = batch;
 }
 
+void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc)
+{
+	t->cc = cc;
+}
+
 int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
 {
 	unsigned int n = h->nr_events > DP_RAW_MAX_EVENTS ? DP_RAW_MAX_EVENTS : h->nr_events;
@@ -219,22 +232,60 @@ static inline void sink_add(struct opd_trans *t, struct odb *db, uint32_t id, ui
 
 /* ---- guest samples through the agents' sideband (opd_guestfile.h) ---- */
 
-static void file_guest(struct opd_trans *t, struct opd_image *domain,
+/*
+ * The chain of guest sample @s (filed under @k): each frame resolved like
+ * a guest pc of that sample (the guest kernel's symbols, or the sampled
+ * guest process's mappings), then arcs and the stack (opd_cc.h).
+ */
+static void file_guest_chain(struct opd_trans *t, struct opd_guest *g,
+			     const struct opd_guest_sample *s, const struct opd_guest_res *r,
+			     const struct opd_sfile_key *k, const struct opd_cc_chain *ch)
+{
+	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+	size_t n = 1;
+
+	f[0].image = k->image;
+	f[0].dep = k->dep;
+	f[0].off = r->key;
+	for (uint32_t i = 0; i < ch->nr && i < DP_RAW_CC_MAX; i++) {
+		struct opd_guest_sample fs = *s;
+		struct opd_guest_res fr;
+		struct opd_sfile_key fk;
+
+		/* a return address: the call is the byte before it */
+		fs.pc = ch->f[i] - 1;
+		fs.mode = i < ch->nk ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+		fs.cc = 0;
+		opd_guest_resolve(g, &fs, &fr);
+		if (!fr.resolved)
+			t->st->cc_frames_unresolved++;
+		opd_guestfile_key(t->conf->separate, k->domain, &fs, &fr, &fk);
+		f[n].image = fk.image;
+		f[n].dep = fk.dep;
+		f[n++].off = fr.key;
+	}
+	opd_cc_file(t->cc, k, f, n);
+}
+
+static void file_guest(struct opd_trans *t, struct opd_guest *g,
 		       const struct opd_guest_sample *s, const struct opd_guest_res *r)
 {
+	struct opd_cc_chain ch;
 	struct opd_sfile_key k;
 	struct odb *db;
 	uint32_t id;
 
-	opd_guestfile_key(t->conf->separate, domain, s, r, &k);
+	opd_guestfile_key(t->conf->separate, opd_guest_domain(g), s, r, &k);
 	db = opd_sfile_get_id(t->sfiles, &k, &id);
+	if (db)
+		sink_add(t, db, id, r->key);
+	if (s->cc && opd_cc_take(t->cc, s->cc, &ch))
+		file_guest_chain(t, g, s, r, &k, &ch);
 	if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
 		/* cached odb pointers of the hot path may be stale now */
 		t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
 		opd_trans_invalidate(t);
 	}
-	if (db)
-		sink_add(t, db, id, r->key);
 }
 
 /*
@@ -262,9 +313,15 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 	s.cpu = t->cpu;
 	s.vcpu = vcpu;
 	s.mode = (uint8_t)t->mode;
+	s.cc = 0;
+	/* the sample's guest chain waits with it */
+	if (t->chain_busy && t->cc && (t->chain.flags & DP_RAW_CC_GUEST)) {
+		s.cc = opd_cc_hold(t->cc, &t->chain);
+		t->chain_held = true;
+	}
 	t->st->guest_samples_held++;
 	if (opd_guest_defer(g, &s, &out, &r))
-		file_guest(t, opd_guest_domain(g), &out, &r);
+		file_guest(t, g, &out, &r);
 	return true;
 }
 
@@ -283,7 +340,7 @@ size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
 	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
 		/* a domain that left will say no more: its last drain */
 		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {
-			file_guest(t, opd_guest_domain(g), &s, &r);
+			file_guest(t, g, &s, &r);
 			n++;
 		}
 	}
@@ -516,10 +573,14 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	return file_sample(t, c, pc);
 }
 
+static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event);
+
 static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 {
 	struct opd_trans *t = ctx;
 
+	if (__builtin_expect(t->chain.nr != 0, 0) && !t->chain_busy)
+		return sample_chain(t, pc, event);
 	t->st->samples_received++;
 	(*t->mode_counter)++;
 	if (event < DP_RAW_MAX_EVENTS) {
@@ -532,6 +593,107 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 		}
 	}
 	return sample_slow(t, pc, event);
+}
+
+/* ---- call chains (opd_cc.h) ---- */
+
+static int trans_callchain(void *ctx, uint32_t nr, uint32_t nk, uint32_t flags,
+			   const uint8_t *frames)
+{
+	struct opd_trans *t = ctx;
+
+	if (t->chain.nr)
+		t->st->cc_chains_orphan++;	/* no sample took the last one */
+	t->st->cc_chains++;
+	t->st->cc_frames += nr;
+	if (flags & DP_RAW_CC_TRUNCATED)
+		t->st->cc_chains_truncated++;
+	if (flags & DP_RAW_CC_GUEST)
+		t->st->cc_chains_guest++;
+	for (uint32_t i = 0; i < nr; i++)
+		t->chain.f[i] = raw_cc_frame(frames, i);
+	t->chain.nr = nr;
+	t->chain.nk = nk;
+	t->chain.flags = flags;
+	return 0;
+}
+
+/*
+ * A host frame as the sample's pc would be resolved (@kernel: against the
+ * kernel ranges, else the task's mappings).  A return address is the
+ * instruction after the call: the call site is one byte before it.
+ */
+static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, uint32_t event,
+			  struct opd_cc_frame *f)
+{
+	struct resolution r;
+	uint64_t a = ret - 1;
+
+	memset(&r, 0, sizeof(r));
+	r.key.event = event;
+	r.unresolved = &t->dummy;
+	if (kernel)
+		resolve_kernel(t, a, &r);
+	else if (resolve_user(t, a, &r))
+		r.key.image = r.key.dep = t->anon_unknown;
+	if (r.unresolved != &t->dummy)
+		t->st->cc_frames_unresolved++;
+	f->image = r.key.image;
+	f->dep = r.key.dep;
+	f->off = a + r.delta;
+}
+
+/* The chain of the host sample (@pc, @event) just filed. */
+static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+	struct resolution r;
+	size_t n = 1;
+
+	memset(&r, 0, sizeof(r));
+	r.key.event = event;
+	r.unresolved = &t->dummy;
+	r.extra = &t->dummy;
+	if (t->mode == DP_MODE_HOST_KERNEL)
+		resolve_kernel(t, pc, &r);
+	else if (resolve_user(t, pc, &r))
+		return;
+	mark_vmm(t, &r);
+	f[0].image = r.key.image;
+	f[0].dep = r.key.dep;
+	f[0].off = pc + r.delta;
+	for (uint32_t i = 0; i < t->chain.nr; i++)
+		resolve_frame(t, t->chain.f[i], i < t->chain.nk, event, &f[n++]);
+	opd_cc_file(t->cc, &r.key, f, n);
+}
+
+/* A sample with a call chain: filed as any sample, then its chain. */
+static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	uint32_t mode = t->mode;
+	bool host = mode == DP_MODE_HOST_KERNEL || mode == DP_MODE_HOST_USER;
+	int ret;
+
+	/* the sample itself takes the usual path; a guest's takes its chain
+	 * along when it is held (defer_guest) */
+	t->chain_busy = true;
+	t->chain_held = false;
+	ret = trans_sample(t, pc, event);
+	t->chain_busy = false;
+	if (!ret && t->cc && event < t->nr_events && host &&
+	    !(t->chain.flags & DP_RAW_CC_GUEST)) {
+		file_host_chain(t, pc, event);
+		if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
+			t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
+			trans_bump(t);
+		}
+	} else if (!t->chain_held) {
+		/* a guest sample filed without its agent (replay, no channel,
+		 * an unselected domain), or frames of the other side */
+		t->st->cc_chains_dropped++;
+	}
+	t->chain.nr = 0;
+	return ret;
 }
 
 static int trans_cpu(void *ctx, uint32_t cpu)
@@ -682,4 +844,5 @@ const struct raw_ops opd_trans_ops = {
 	.fork = trans_fork,
 	.exit = trans_exit,
 	.kmod = trans_kmod,
+	.callchain = trans_callchain,
 };

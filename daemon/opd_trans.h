@@ -51,6 +51,11 @@ void opd_trans_set_agents(struct opd_trans *t, struct opd_agents *agents);
  * to their files one by one.  Borrowed. */
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch);
 
+/* Call chains (DP_RAW_CALLCHAIN) are filed through @cc when set (the
+ * daemon sets it), else only counted.  Borrowed. */
+struct opd_cc;
+void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc);
+
 /* The statistics it counts into (borrowed, as given to opd_trans_new). */
 struct opd_stats *opd_trans_stats(const struct opd_trans *t);
 

@@ -240,6 +240,48 @@ static void test_guest_samples_batched(void)
 	teardown();
 }
 
+/* A guest chain (raw type 14, DP_RAW_CC_GUEST) waits with its held
+ * sample; once the agent's kallsyms explain it, each frame resolves like a
+ * guest kernel pc: the arc _text -> do_work lands in the domain's {cg}
+ * file.  A chain without the guest flag on a guest sample is not filed. */
+static void test_guest_chain(void)
+{
+	const uint64_t fr[2] = { KTEXT + 0x11, 0x401000 };
+	char cg[256];
+	uint64_t v = 0;
+	int fd;
+
+	setup();
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	CU_ASSERT_FATAL(opd_daemon_scan_domains(&fx.d) == 0);
+	opd_daemon_polled(&fx.d, NULL, 0);
+	fd = accept(fx.lfd, NULL, NULL);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
+	CU_ASSERT(raw_put_task(fx.w, 4000, 4001) == 0);
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
+	CU_ASSERT(raw_put_domain(fx.w, 4000, 0) == 0);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT(raw_put_callchain(fx.w, 2, 1, DP_RAW_CC_GUEST, fr) == 0);
+		CU_ASSERT(raw_put_sample(fx.w, KTEXT + 0x123, 0) == 0);
+	}
+	CU_ASSERT(raw_put_callchain(fx.w, 1, 1, 0, fr) == 0);	/* not flagged guest */
+	CU_ASSERT(raw_put_sample(fx.w, KTEXT + 0x123, 0) == 0);
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	/* held until the agent speaks: its kallsyms come after the samples */
+	agent_says_hello(fd);
+	opd_daemon_polled(&fx.d, NULL, 0);
+	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
+	CU_ASSERT(count_in(GUEST_VMLINUX, 0x123) == 4);
+	snprintf(cg, sizeof(cg), "%s/{cg}/{kern}/vmlinux", GUEST_VMLINUX);
+	CU_ASSERT(count_in(cg, 0x10ULL << 32 | 0x123) == 3);
+	CU_ASSERT(opd_stats_read_key(fx.session, "cc_chains_guest", &v) == 0 && v == 3);
+	CU_ASSERT(opd_stats_read_key(fx.session, "cc_chains_dropped", &v) == 0 && v == 1);
+	CU_ASSERT(opd_stats_read_key(fx.session, "cc_stacks", &v) == 0 && v == 1);
+	close(fd);
+	teardown();
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -250,6 +292,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("guest sample sink", NULL, NULL);
 	CU_add_test(s, "guest samples go through the batch", test_guest_samples_batched);
+	CU_add_test(s, "guest call chains wait with their samples", test_guest_chain);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = CU_get_number_of_failures();

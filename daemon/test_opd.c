@@ -92,6 +92,8 @@ struct want {
 	const char *image;
 	enum sfn_kind dkind;
 	const char *dep;
+	const char *cg;		/* NULL: a flat file; else the {cg} image (kind of dep) */
+	enum sfn_kind ckind;
 	const char *event;
 	int64_t tgid, tid, cpu;
 	uint64_t key;
@@ -125,7 +127,7 @@ static int find_cb(const char *path, const struct stat *sb, int flag, struct FTW
 	struct sfn_name n;
 	struct odb *db;
 
-	if (flag != FTW_F)
+	if (flag != FTW_F || strstr(path, "/{stacks}/"))
 		return 0;
 	w->all_files++;
 	if (sfn_parse(path + prefix_len, &n)) {
@@ -135,6 +137,7 @@ static int find_cb(const char *path, const struct stat *sb, int flag, struct FTW
 	}
 	if (str_eq(n.domain, w->domain) && n.image.kind == w->ikind && !strcmp(n.image.name, w->image) &&
 	    n.dep.kind == w->dkind && !strcmp(n.dep.name, w->dep) &&
+	    str_eq(n.cg.name, w->cg) && (!w->cg || n.cg.kind == w->ckind) &&
 	    !strcmp(n.event, w->event ? w->event : "CPU_CLK_UNHALTED") &&
 	    n.tgid == w->tgid && n.tid == w->tid && n.cpu == w->cpu) {
 		w->files++;
@@ -168,6 +171,18 @@ static uint64_t count_at(enum sfn_kind ik, const char *image, enum sfn_kind dk, 
 {
 	struct want w = { .ikind = ik, .image = image, .dkind = dk, .dep = dep,
 			  .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL, .key = key };
+
+	lookup(&w);
+	return w.count;
+}
+
+/* A host {cg} file's count of arc (@from, @to). */
+static uint64_t arc_at(enum sfn_kind dk, const char *dep, enum sfn_kind ck, const char *cg,
+		       uint64_t from, uint64_t to)
+{
+	struct want w = { .ikind = dk, .image = dep, .dkind = dk, .dep = dep, .ckind = ck,
+			  .cg = cg, .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL,
+			  .key = from << 32 | to };
 
 	lookup(&w);
 	return w.count;
@@ -218,6 +233,58 @@ static uint64_t stat_key(const char *key)
 }
 
 /* ---- tests ---- */
+
+/* Call chains (raw type 14): the sample filed as ever, each caller-callee
+ * pair an arc of the {cg} file naming both binaries (call site = return
+ * address - 1), the whole stack in the stacks file; a chain that no
+ * sample takes is counted. */
+static void test_callchain_host(void)
+{
+	const uint64_t user[2] = { 0x400200, 0x7f0000000300ULL };
+	const uint64_t kern[2] = { KSTART + 0x100, 0x400200 };
+	char path[256], line[512];
+	FILE *f;
+	int stacks = 0;
+
+	setup("none");
+	put_kernel();
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT(raw_put_callchain(fx.w, 2, 0, 0, user) == 0);
+		CU_ASSERT(raw_put_sample(fx.w, 0x401234, 0) == 0);
+	}
+	CU_ASSERT(raw_put_callchain(fx.w, 2, 0, 0, user) == 0);	/* orphan */
+	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_HOST_KERNEL) == 0);
+	CU_ASSERT(raw_put_callchain(fx.w, 2, 1, 0, kern) == 0);
+	CU_ASSERT(raw_put_sample(fx.w, KSTART + 0x50, 0) == 0);
+	CU_ASSERT(raw_put_sample(fx.w, KSTART + 0x50, 0) == 0);	/* no chain */
+	finish();
+	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1234) == 3);
+	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x50) == 2);
+	CU_ASSERT(arc_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1ff, 0x1234) == 3);
+	CU_ASSERT(arc_at(SFN_ROOT, LIBC, SFN_ROOT, APP, 0x12ff, 0x1ff) == 3);
+	CU_ASSERT(arc_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0xff, 0x50) == 1);
+	CU_ASSERT(arc_at(SFN_ROOT, APP, SFN_KERN, "vmlinux", 0x1ff, 0xff) == 1);
+	CU_ASSERT(stat_key("cc_chains") == 5);
+	CU_ASSERT(stat_key("cc_chains_orphan") == 1);
+	CU_ASSERT(stat_key("cc_arcs") == 8);
+	CU_ASSERT(stat_key("cc_stacks") == 2);
+	CU_ASSERT(stat_key("samples_filed") == 5);
+	snprintf(path, sizeof(path), "find %s/samples/current/{stacks} -type f", fx.dir);
+	f = popen(path, "r");
+	CU_ASSERT_FATAL(f && fgets(path, sizeof(path), f));
+	pclose(f);
+	path[strcspn(path, "\n")] = '\0';
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		stacks += !strncmp(line, "stack 3 {root}" APP "/{dep}/{root}" APP "/CPU_CLK", 36) &&
+			  strstr(line, " 0x1234 ") != NULL;
+	fclose(f);
+	CU_ASSERT(stacks == 1);
+	teardown();
+}
 
 static void test_user_main_binary(void)
 {
@@ -759,6 +826,7 @@ int main(void)
 		CU_TestFunc fn;
 	} tests[] = {
 		{ "user sample in the main binary", test_user_main_binary },
+		{ "host call chains: {cg} arcs and stacks", test_callchain_host },
 		{ "library, --separate=none", test_library_separate_none },
 		{ "library, --separate=lib", test_library_separate_lib },
 		{ "kernel and module", test_kernel_and_module },

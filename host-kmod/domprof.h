@@ -31,26 +31,11 @@ struct dp_entry {
 };
 
 /*
- * Raw type 14, DP_RAW_CALLCHAIN (doc/raw-stream.md): nr u16, nr_kernel u16,
- * flags u32, then nr u64 return addresses, innermost caller first.  The
- * numbers are fixed by the stream format; raw.h gets them too, hence the
- * guards.
- */
-#ifndef DP_RAW_CALLCHAIN
-#define DP_RAW_CALLCHAIN	14
-#endif
-#ifndef DP_RAW_CC_TRUNCATED
-#define DP_RAW_CC_TRUNCATED	0x1	/* the walk stopped at a bad frame */
-#endif
-#ifndef DP_RAW_CC_GUEST
-#define DP_RAW_CC_GUEST		0x2	/* the frames are guest addresses */
-#endif
-
-/*
  * One call chain slot per ring entry, callgraph_depth + 1 words: word 0
- * is nr | nr_kernel << 16 | flags << 32 (nr 0: no chain), then the
- * return addresses.  A separate array keeps ring entries at 48 bytes when
- * call chains are off.
+ * is nr | nr_kernel << 16 | flags << 32 (nr 0: no chain), the head of a
+ * DP_RAW_CALLCHAIN payload (raw.h) as it is, then the return addresses.
+ * A separate array keeps ring entries at 48 bytes when call chains are
+ * off.
  */
 #define DP_CC_NR(w)		((u32)((w) & 0xffff))
 #define DP_CC_NR_KERNEL(w)	((u32)(((w) >> 16) & 0xffff))

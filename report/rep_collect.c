@@ -30,6 +30,12 @@ struct collector {
 	struct rep_profile *p;
 	struct sfile *files;
 	size_t nfiles, cap;
+	struct sfile *cgfiles;		/* {cg} files, read for -c only */
+	size_t ncgfiles, cgcap;
+	struct rep_u64map *arcmap;
+	/* the {cg} file being read: caller's and callee's group and binary */
+	size_t cg_from_group, cg_to_group;
+	const struct rep_bin *cg_from_bin, *cg_to_bin;
 	size_t nseen;		/* regular files under samples/current */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
@@ -58,6 +64,7 @@ void rep_profile_free(struct rep_profile *p)
 	}
 	free(p->groups);
 	free(p->rows);
+	free(p->arcs);
 	free(p->totals);
 	free(p->arena);
 	free(p);
@@ -86,32 +93,53 @@ static size_t arena_alloc(struct rep_profile *p)
 	return off;
 }
 
-static void free_files(struct collector *c)
+static void free_list(struct sfile *files, size_t n)
 {
-	for (size_t i = 0; i < c->nfiles; i++) {
-		free(c->files[i].path);
-		sfn_name_release(&c->files[i].name);
+	for (size_t i = 0; i < n; i++) {
+		free(files[i].path);
+		sfn_name_release(&files[i].name);
 	}
-	free(c->files);
+	free(files);
 }
 
-static int keep_file(struct collector *c, const char *path, struct sfn_name *n)
+static void free_files(struct collector *c)
 {
-	if (c->nfiles == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 256;
-		struct sfile *nv = realloc(c->files, cap * sizeof(*nv));
+	free_list(c->files, c->nfiles);
+	free_list(c->cgfiles, c->ncgfiles);
+}
+
+static int add_file(struct sfile **files, size_t *n, size_t *cap, const char *path,
+		    struct sfn_name *name)
+{
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 256;
+		struct sfile *nv = realloc(*files, ncap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
-		c->files = nv;
-		c->cap = cap;
+		*files = nv;
+		*cap = ncap;
 	}
-	c->files[c->nfiles].path = strdup(path);
-	if (!c->files[c->nfiles].path)
+	(*files)[*n].path = strdup(path);
+	if (!(*files)[*n].path)
 		return -ENOMEM;
-	c->files[c->nfiles].name = *n;
-	c->nfiles++;
+	(*files)[*n].name = *name;
+	(*files)[*n].cls = 0;
+	(*n)++;
 	return 0;
+}
+
+/* A flat sample file joins the report; a {cg} file only the call graph. */
+static int keep_file(struct collector *c, const char *path, struct sfn_name *n)
+{
+	if (n->cg.name) {
+		if (!c->o->callgraph) {
+			sfn_name_release(n);
+			return 0;
+		}
+		return add_file(&c->cgfiles, &c->ncgfiles, &c->cgcap, path, n);
+	}
+	return add_file(&c->files, &c->nfiles, &c->cap, path, n);
 }
 
 static int find_files(struct collector *c, const char *dir)
@@ -131,6 +159,11 @@ static int find_files(struct collector *c, const char *dir)
 
 		if (e->fts_info == FTS_DNR || e->fts_info == FTS_ERR) {
 			du_warn("cannot read %s: %s", e->fts_path, strerror(e->fts_errno));
+			continue;
+		}
+		/* the daemon's stacks (doc/sample-files.md): for the views */
+		if (e->fts_info == FTS_D && e->fts_level == 1 && !strcmp(e->fts_name, "{stacks}")) {
+			fts_set(fts, e, FTS_SKIP);
 			continue;
 		}
 		if (e->fts_info != FTS_F)
@@ -240,6 +273,32 @@ static int copy_image(struct sfn_image *dst, const struct sfn_image *src)
 	return dst->name ? 0 : -ENOMEM;
 }
 
+static char *group_key(const struct sfn_name *n, const struct sfn_image *app, int64_t tgid,
+		       int64_t tid, int64_t cpu)
+{
+	char *key = NULL;
+
+	if (asprintf(&key, "%s%c%d%c%d%c%s%c%d%c%s%c%lld.%lld.%lld", n->domain ? n->domain : "",
+		     1, n->vmm, 1, (int)app->kind, 1, app->name, 1, (int)n->dep.kind, 1,
+		     n->dep.name, 1, (long long)tgid, (long long)tid, (long long)cpu) < 0)
+		return NULL;
+	return key;
+}
+
+/* Whether @n's group (under --merge) exists already. */
+static bool group_exists(const struct collector *c, const struct sfn_name *n)
+{
+	unsigned merge = c->o->merge;
+	char *key = group_key(n, merge & REP_MERGE_LIB ? &n->dep : &n->image,
+			      merge & REP_MERGE_TGID ? SFN_ALL : n->tgid,
+			      merge & REP_MERGE_TID ? SFN_ALL : n->tid,
+			      merge & REP_MERGE_CPU ? SFN_ALL : n->cpu);
+	bool found = key && rep_strmap_get(c->groups, key) >= 0;
+
+	free(key);
+	return found;
+}
+
 /* The group of @f under --merge; created on first use.  Index or -errno. */
 static long file_group(struct collector *c, const struct sfile *f)
 {
@@ -254,9 +313,8 @@ static long file_group(struct collector *c, const struct sfile *f)
 	char *key = NULL;
 	long idx;
 
-	if (asprintf(&key, "%s%c%d%c%d%c%s%c%d%c%s%c%lld.%lld.%lld", n->domain ? n->domain : "",
-		     1, n->vmm, 1, (int)app->kind, 1, app->name, 1, (int)n->dep.kind, 1,
-		     n->dep.name, 1, (long long)tgid, (long long)tid, (long long)cpu) < 0)
+	key = group_key(n, app, tgid, tid, cpu);
+	if (!key)
 		return -ENOMEM;
 	idx = rep_strmap_get(c->groups, key);
 	if (idx >= 0)
@@ -294,13 +352,38 @@ out_oom:
 	return -ENOMEM;
 }
 
+/* The row of symbol @sym (-1: none) of @bin in group @group, created
+ * with zero counts on first use.  Its index or -ENOMEM. */
+static long row_get(struct collector *c, size_t group, const struct rep_bin *bin, long sym)
+{
+	struct rep_profile *p = c->p;
+	struct rep_symrow *r;
+	int created;
+	long row = rep_u64map_get_or_put(c->rowmap, ((uint64_t)group << 32) | (uint64_t)(sym + 1),
+					 p->nrows, &created);
+
+	if (row < 0 || !created)
+		return row;
+	r = realloc(p->rows, (p->nrows + 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	p->rows = r;
+	r = &p->rows[p->nrows];
+	r->group = group;
+	r->sym = sym;
+	r->bin = bin;
+	r->counts = arena_alloc(p);
+	if (r->counts == SIZE_MAX)
+		return -ENOMEM;
+	p->nrows++;
+	return row;
+}
+
 static int add_key(void *ctx, uint64_t key, uint64_t count)
 {
 	struct collector *c = ctx;
 	struct rep_profile *p = c->p;
-	struct rep_symrow *r;
 	long sym, row;
-	int created;
 
 	/* Files are mostly in key order only by accident; still cheap to try. */
 	if (c->have_last && c->last_key == key)
@@ -310,24 +393,9 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 	c->last_key = key;
 	c->last_sym = sym;
 	c->have_last = true;
-	row = rep_u64map_get_or_put(c->rowmap, ((uint64_t)c->cur_group << 32) | (uint64_t)(sym + 1),
-				    p->nrows, &created);
+	row = row_get(c, c->cur_group, c->cur_bin, sym);
 	if (row < 0)
 		return -ENOMEM;
-	if (created) {
-		r = realloc(p->rows, (p->nrows + 1) * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		p->rows = r;
-		r = &p->rows[p->nrows];
-		r->group = c->cur_group;
-		r->sym = sym;
-		r->bin = c->cur_bin;
-		r->counts = arena_alloc(p);
-		if (r->counts == SIZE_MAX)
-			return -ENOMEM;
-		p->nrows++;
-	}
 	rep_counts(p, p->rows[row].counts)[c->cur_cls] += count;
 	if (c->sink)
 		return c->sink->key(c->sink->ctx, p, c->cur_group, c->cur_cls, c->cur_bin, sym, key,
@@ -377,6 +445,117 @@ static int read_file(struct collector *c, const struct sfile *f)
 	}
 out_close:
 	odb_close(db);
+	return rc;
+}
+
+/* ---- call graph (-c): the {cg} files' arcs between symbol rows ---- */
+
+static int add_arc(void *ctx, uint64_t key, uint64_t count)
+{
+	struct collector *c = ctx;
+	struct rep_profile *p = c->p;
+	long from, to, a;
+	int created;
+
+	from = row_get(c, c->cg_from_group, c->cg_from_bin,
+		       c->cg_from_bin ? rep_bin_lookup_key(c->cg_from_bin, key >> 32) : -1);
+	if (from < 0)
+		return -ENOMEM;
+	to = row_get(c, c->cg_to_group, c->cg_to_bin,
+		     c->cg_to_bin ? rep_bin_lookup_key(c->cg_to_bin, key & 0xffffffffULL) : -1);
+	if (to < 0)
+		return -ENOMEM;
+	a = rep_u64map_get_or_put(c->arcmap, (uint64_t)from << 32 | (uint64_t)to, p->narcs,
+				  &created);
+	if (a < 0)
+		return -ENOMEM;
+	if (created) {
+		struct rep_arc *na = realloc(p->arcs, (p->narcs + 1) * sizeof(*na));
+
+		if (!na)
+			return -ENOMEM;
+		p->arcs = na;
+		na[p->narcs].from = (size_t)from;
+		na[p->narcs].to = (size_t)to;
+		na[p->narcs].counts = arena_alloc(p);
+		if (na[p->narcs].counts == SIZE_MAX)
+			return -ENOMEM;
+		p->narcs++;
+	}
+	rep_counts(p, p->arcs[a].counts)[c->cur_cls] += count;
+	return 0;
+}
+
+/* The class of a {cg} file; false when no flat file has it. */
+static bool cg_class(const struct collector *c, const struct sfile *f, size_t *cls)
+{
+	for (size_t i = 0; i < c->p->nclasses; i++) {
+		const struct rep_class *k = &c->p->classes[i];
+
+		if (!strcmp(k->event, f->name.event) && k->count == f->name.count &&
+		    k->unit_mask == file_um(c, f)) {
+			*cls = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int read_cg_file(struct collector *c, struct sfile *f)
+{
+	struct sfile callee = *f;
+	struct odb *db;
+	long g1, g2;
+	int rc;
+
+	if (!cg_class(c, f, &c->cur_cls))
+		return 0;
+	rc = odb_open(&db, f->path, ODB_RDONLY, NULL);
+	if (rc) {
+		du_warn("skipping %s: %s", f->path, odb_why(rc));
+		c->p->nbad++;
+		return rc == -ENOMEM ? rc : 0;
+	}
+	/*
+	 * The callee's group: the same name with the {cg} image as its dep
+	 * (borrowed strings, not released).  Its application is the file's
+	 * when the session separated libraries (such a group exists once the
+	 * callee has samples of its own), else the callee's binary itself.
+	 */
+	callee.name.dep = f->name.cg;
+	if (!group_exists(c, &callee.name)) {
+		struct sfile alone = callee;
+
+		alone.name.image = f->name.cg;
+		if (group_exists(c, &alone.name) || same_image(&f->name.image, &f->name.dep))
+			callee = alone;
+	}
+	g1 = file_group(c, f);
+	g2 = g1 < 0 ? g1 : file_group(c, &callee);
+	rc = g2 < 0 ? (int)g2 : 0;
+	if (!rc) {
+		c->cg_from_group = (size_t)g1;
+		c->cg_to_group = (size_t)g2;
+		c->cg_from_bin = rep_images_get(c->images, f->name.domain, f->name.vmm, &f->name.dep);
+		c->cg_to_bin = rep_images_get(c->images, f->name.domain, f->name.vmm, &f->name.cg);
+		rc = odb_foreach(db, add_arc, c);
+		c->p->ncgfiles++;
+	}
+	odb_close(db);
+	return rc;
+}
+
+static int read_cg_files(struct collector *c)
+{
+	int rc = 0;
+
+	c->arcmap = rep_u64map_new();
+	if (!c->arcmap)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->ncgfiles && !rc; i++)
+		rc = read_cg_file(c, &c->cgfiles[i]);
+	rep_u64map_free(c->arcmap);
+	c->arcmap = NULL;
 	return rc;
 }
 
@@ -446,6 +625,13 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		du_err("no readable sample files in %s", dir);
 		rc = -ENODATA;
 		goto out_free;
+	}
+	if (o->callgraph && o->symbols) {
+		rc = read_cg_files(&c);
+		if (rc == -ENOMEM)
+			goto out_oom;
+		if (rc)
+			goto out_free;
 	}
 	*out = c.p;
 	c.p = NULL;

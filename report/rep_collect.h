@@ -39,6 +39,12 @@ struct rep_symrow {
 	size_t counts;			/* offset of [nclasses] in the arena */
 };
 
+/* A call-graph arc (-c): samples where row @from called row @to. */
+struct rep_arc {
+	size_t from, to;		/* indexes in rows */
+	size_t counts;			/* offset of [nclasses] in the arena */
+};
+
 struct rep_profile {
 	struct rep_class *classes;
 	size_t nclasses;
@@ -46,6 +52,9 @@ struct rep_profile {
 	size_t ngroups;
 	struct rep_symrow *rows;	/* -l only */
 	size_t nrows;
+	struct rep_arc *arcs;		/* -c only: from the {cg} files */
+	size_t narcs;
+	size_t ncgfiles;		/* {cg} files read */
 	uint64_t *totals;		/* [nclasses] */
 	bool has_domain;		/* some matched file belongs to a domain */
 	bool separate_lib;		/* some group has app != dep */

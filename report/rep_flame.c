@@ -12,6 +12,7 @@
 #include "rep_hash.h"
 #include "rep_image.h"
 #include "rep_opts.h"
+#include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
 #include "util/du_log.h"
@@ -28,6 +29,7 @@ struct fnode {
 	char *name;
 	enum rep_frame_kind kind;
 	uint64_t n;
+	uint64_t below;		/* of n, what add_below hung under it */
 	uint64_t x;		/* samples to the left of the frame, at its depth */
 	unsigned int depth;
 	size_t first, next;	/* children list; 0 ends it (0 is the root) */
@@ -125,6 +127,42 @@ int rep_flame_add(struct rep_flame *f, const char *const *names,
 	return 0;
 }
 
+/*
+ * The path of a symbol of group @g: domain (or host), {vmm} or process,
+ * binary, symbol.  *@app and *@img are malloc'd labels the names point
+ * to (free them); -ENOMEM.
+ */
+static int symbol_path(const struct rep_group *g, const char *symname, const char **names,
+		       enum rep_frame_kind *kinds, char **app, char **img)
+{
+	enum rep_frame_kind k;
+
+	*app = NULL;
+	*img = rep_view_image_label(&g->dep);
+	if (!g->domain) {
+		*app = rep_view_app_label(g);
+		k = REP_FRAME_HOST;
+		names[0] = "host";
+		names[1] = *app;
+	} else if (g->vmm) {
+		k = REP_FRAME_VMM;
+		names[0] = g->domain;
+		names[1] = "{vmm}";
+	} else {
+		*app = rep_view_app_label(g);
+		k = rep_view_is_guest_kernel(&g->dep) ? REP_FRAME_GUEST_KERNEL :
+							REP_FRAME_GUEST_USER;
+		names[0] = g->domain;
+		names[1] = *app;
+	}
+	names[2] = *img;
+	names[3] = symname;
+	kinds[0] = g->domain ? REP_FRAME_DOMAIN : REP_FRAME_HOST;
+	kinds[1] = g->vmm ? REP_FRAME_VMM : g->domain ? REP_FRAME_GUEST_USER : REP_FRAME_HOST;
+	kinds[2] = kinds[3] = k;
+	return *img && names[1] ? 0 : -ENOMEM;
+}
+
 int rep_flame_from_profile(struct rep_flame *f, const struct rep_profile *p, size_t cls)
 {
 	int rc = 0;
@@ -134,39 +172,111 @@ int rep_flame_from_profile(struct rep_flame *f, const struct rep_profile *p, siz
 		const struct rep_group *g = &p->groups[r->group];
 		const struct rep_sym *sym = r->sym >= 0 ? rep_bin_sym(r->bin, (size_t)r->sym) : NULL;
 		uint64_t n = rep_counts(p, r->counts)[cls];
-		char *app = NULL, *img = NULL;
+		char *app, *img;
 		const char *names[4];
-		enum rep_frame_kind kinds[4], k;
+		enum rep_frame_kind kinds[4];
 
 		if (!n)
 			continue;
-		img = rep_view_image_label(&g->dep);
-		if (!g->domain) {
-			app = rep_view_app_label(g);
-			k = REP_FRAME_HOST;
-			names[0] = "host";
-			names[1] = app;
-		} else if (g->vmm) {
-			k = REP_FRAME_VMM;
-			names[0] = g->domain;
-			names[1] = "{vmm}";
-		} else {
-			app = rep_view_app_label(g);
-			k = rep_view_is_guest_kernel(&g->dep) ? REP_FRAME_GUEST_KERNEL :
-								REP_FRAME_GUEST_USER;
-			names[0] = g->domain;
-			names[1] = app;
-		}
-		names[2] = img;
-		names[3] = sym ? sym->name : "(no symbols)";
-		kinds[0] = g->domain ? REP_FRAME_DOMAIN : REP_FRAME_HOST;
-		kinds[1] = g->vmm ? REP_FRAME_VMM : g->domain ? REP_FRAME_GUEST_USER : REP_FRAME_HOST;
-		kinds[2] = kinds[3] = k;
-		rc = img && names[1] ? rep_flame_add(f, names, kinds, 4, n) : -ENOMEM;
+		rc = symbol_path(g, sym ? sym->name : "(no symbols)", names, kinds, &app, &img);
+		if (!rc)
+			rc = rep_flame_add(f, names, kinds, 4, n);
 		free(app);
 		free(img);
 	}
 	return rc;
+}
+
+/*
+ * Add @count along @names[@nprefix..n) below the existing frame
+ * @names[0..nprefix), whose own count stays as it is (its samples were
+ * added with it).  Nothing when that frame does not exist; never more
+ * below a frame than the frame holds.
+ */
+static int add_below(struct rep_flame *f, const char *const *names,
+		     const enum rep_frame_kind *kinds, size_t nprefix, size_t n, uint64_t count)
+{
+	size_t at = 0;
+	char *key = NULL;
+
+	for (size_t i = 0; i < nprefix; i++) {
+		long c;
+
+		if (asprintf(&key, "%zu\x01%s", at, names[i]) < 0)
+			return -ENOMEM;
+		c = rep_strmap_get(f->child, key);
+		free(key);
+		if (c < 0)
+			return 0;
+		at = (size_t)c;
+	}
+	if (count > f->v[at].n - f->v[at].below)
+		count = f->v[at].n - f->v[at].below;
+	f->v[at].below += count;
+	for (size_t i = nprefix; i < n && count; i++) {
+		long c = child_of(f, at, names[i], kinds[i]);
+
+		if (c < 0)
+			return (int)c;
+		at = (size_t)c;
+		f->v[at].n += count;
+	}
+	return 0;
+}
+
+struct stacks_ctx {
+	struct rep_flame *f;
+	const struct rep_opts *o;
+	const struct rep_profile *p;
+	struct rep_images *images;
+	size_t cls;
+};
+
+/* One recorded stack: its callers hang below its symbol's frame. */
+static int add_stack(void *vctx, const struct rep_stack *s)
+{
+	struct stacks_ctx *c = vctx;
+	const struct rep_class *k = &c->p->classes[c->cls];
+	const struct sfn_name *l = s->leaf;
+	unsigned merge = c->o->merge;
+	struct rep_group g = {
+		.domain = l->domain, .vmm = l->vmm, .dep = l->dep,
+		.app = merge & REP_MERGE_LIB ? l->dep : l->image,
+		.tgid = merge & REP_MERGE_TGID ? SFN_ALL : l->tgid,
+		.tid = merge & REP_MERGE_TID ? SFN_ALL : l->tid,
+		.cpu = merge & REP_MERGE_CPU ? SFN_ALL : l->cpu,
+	};
+	const char *names[4 + 128];
+	enum rep_frame_kind kinds[4 + 128];
+	char bufs[128][64], leafbuf[64], *app, *img;
+	size_t n = 4;
+	int rc;
+
+	if (strcmp(k->event, l->event) || k->count != l->count ||
+	    (!(merge & REP_MERGE_UNITMASK) && k->unit_mask != l->unit_mask))
+		return 0;
+	rc = symbol_path(&g, rep_stack_symbol(c->images, l, &l->dep, s->leaf_key, leafbuf,
+					      sizeof(leafbuf)), names, kinds, &app, &img);
+	for (size_t i = 0; !rc && i < s->n && n < 4 + 128; i++, n++) {
+		names[n] = rep_stack_symbol(c->images, l, s->img[i], s->key[i], bufs[i],
+					    sizeof(bufs[i]));
+		kinds[n] = !l->domain ? REP_FRAME_HOST : l->vmm ? REP_FRAME_VMM :
+			   rep_view_is_guest_kernel(s->img[i]) ? REP_FRAME_GUEST_KERNEL :
+								  REP_FRAME_GUEST_USER;
+	}
+	if (!rc)
+		rc = add_below(c->f, names, kinds, 4, n, s->count);
+	free(app);
+	free(img);
+	return rc;
+}
+
+int rep_flame_add_stacks(struct rep_flame *f, const struct rep_opts *o,
+			 struct rep_images *images, const struct rep_profile *p, size_t cls)
+{
+	struct stacks_ctx c = { .f = f, .o = o, .p = p, .images = images, .cls = cls };
+
+	return rep_stacks_foreach(o, add_stack, &c, NULL);
 }
 
 /* --- layout and SVG ----------------------------------------------------- */
@@ -417,6 +527,11 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
 			int chars = (int)((w - 6) / FG_CHAR_W);
 			char col[32], pct[32];
 
+			/* recorded callers narrower than half a pixel are
+			 * left out, with theirs (flamegraph.pl's minwidth): a
+			 * whole system's stacks are hundreds of thousands */
+			if (n->depth > 4 && w < 0.5)
+				continue;
 			frame_colour(n, col, sizeof(col));
 			snprintf(pct, sizeof(pct), "%.2f",
 				 f->v[0].n ? 100.0 * (double)n->n / (double)f->v[0].n : 0.0);
@@ -455,6 +570,40 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
 	return 0;
 }
 
+int rep_flame_write_file(const struct rep_opts *o, struct rep_images *images,
+			 const struct rep_profile *p, size_t cls, const char *path)
+{
+	struct rep_flame *fg = rep_flame_new();
+	char *title = NULL;
+	FILE *out;
+	int rc = -ENOMEM;
+
+	if (!fg || rep_flame_from_profile(fg, p, cls) ||
+	    rep_flame_add_stacks(fg, o, images, p, cls) ||
+	    asprintf(&title, "domprof: %s (%s, count %" PRIu64 ", %" PRIu64 " samples)",
+		     o->session_dir, p->classes[cls].event, p->classes[cls].count,
+		     p->totals[cls]) < 0) {
+		title = NULL;
+		du_err("out of memory");
+		goto out;
+	}
+	out = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	if (!out) {
+		rc = -errno;
+		du_err("cannot create %s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = rep_flame_write_svg(fg, out, title);
+	if (out != stdout && fclose(out) && !rc)
+		rc = -errno;
+	if (rc)
+		du_err("cannot write %s: %s", path, strerror(-rc));
+out:
+	free(title);
+	rep_flame_free(fg);
+	return rc;
+}
+
 /* --- opflame ------------------------------------------------------------ */
 
 struct flame_args {
@@ -466,7 +615,9 @@ static void usage(FILE *f)
 {
 	fputs("Usage: opflame -o FILE.svg [OPTION]... [PROFILE SPECIFICATION]...\n"
 	      "Write the samples of a domprof session as an interactive flame graph (SVG):\n"
-	      "frames domain, then {vmm} or process, binary, symbol.\n"
+	      "frames domain, then {vmm} or process, binary, symbol, and above the symbol\n"
+	      "its callers, innermost first, where the session recorded stacks\n"
+	      "(opcontrol --callgraph).\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output=FILE       the SVG file to write (\"-\": standard output)\n"
@@ -507,11 +658,8 @@ int rep_flame_main(int argc, char **argv)
 	struct flame_args args = { 0 };
 	struct rep_profile *p = NULL;
 	struct rep_images *images = NULL;
-	struct rep_flame *fg = NULL;
 	struct rep_opts o;
-	char *title = NULL;
 	size_t cls = 0;
-	FILE *out = NULL;
 	int rc, status = 1;
 
 	du_log_set_prog("opflame");
@@ -521,8 +669,7 @@ int rep_flame_main(int argc, char **argv)
 		goto out;
 	}
 	images = rep_images_new(&o);
-	fg = rep_flame_new();
-	if (!images || !fg) {
+	if (!images) {
 		du_err("out of memory");
 		goto out;
 	}
@@ -536,32 +683,9 @@ int rep_flame_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (rep_flame_from_profile(fg, p, cls)) {
-		du_err("out of memory");
-		goto out;
-	}
-	if (asprintf(&title, "domprof: %s (%s, count %" PRIu64 ", %" PRIu64 " samples)",
-		     o.session_dir, p->classes[cls].event, p->classes[cls].count,
-		     p->totals[cls]) < 0) {
-		title = NULL;
-		goto out;
-	}
-	out = strcmp(args.output, "-") ? fopen(args.output, "w") : stdout;
-	if (!out) {
-		du_err("cannot create %s: %s", args.output, strerror(errno));
-		goto out;
-	}
-	rc = rep_flame_write_svg(fg, out, title);
-	if (out != stdout && fclose(out) && !rc)
-		rc = -errno;
-	if (rc) {
-		du_err("cannot write %s: %s", args.output, strerror(-rc));
-		goto out;
-	}
-	status = 0;
+	status = rep_flame_write_file(&o, images, p, cls, args.output) ? 1 : 0;
+	goto out;
 out:
-	free(title);
-	rep_flame_free(fg);
 	rep_profile_free(p);
 	rep_images_free(images);
 	rep_opts_release(&o);

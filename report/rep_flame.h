@@ -2,8 +2,9 @@
  * Flame graphs of a collected profile: a tree of frames (domain, then
  * {vmm} or the guest process, binary, symbol; for the host: host, process,
  * binary, symbol) written as one self-contained interactive SVG.  Recorded
- * call stacks will hang below the symbol frame: the tree takes a path of
- * any length (rep_flame_add).
+ * call stacks (--callgraph) hang below the symbol frame, that is drawn
+ * above it: the symbol's callers, innermost first (rep_flame_add_stacks),
+ * so that the symbol frames keep exactly opreport's counts.
  */
 #ifndef REP_FLAME_H
 #define REP_FLAME_H
@@ -37,8 +38,21 @@ int rep_flame_add(struct rep_flame *f, const char *const *names,
 /* The frames of @p's class @cls, as described above.  0 or -ENOMEM. */
 int rep_flame_from_profile(struct rep_flame *f, const struct rep_profile *p, size_t cls);
 
+/* The session's recorded stacks (rep_stacks.h) of @p's class @cls under
+ * the symbol frames rep_flame_from_profile made.  0 or -ENOMEM. */
+struct rep_opts;
+struct rep_images;
+int rep_flame_add_stacks(struct rep_flame *f, const struct rep_opts *o,
+			 struct rep_images *images, const struct rep_profile *p, size_t cls);
+
 /* Write the SVG, titled @title (escaped here).  0 or -errno. */
 int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title);
+
+/* The whole of opflame's output for @p's class @cls (stacks included)
+ * into @path ("-": stdout); opreport --flamegraph=FILE.  0 or -errno
+ * (logged). */
+int rep_flame_write_file(const struct rep_opts *o, struct rep_images *images,
+			 const struct rep_profile *p, size_t cls, const char *path);
 
 /* Run opflame with @argv; returns the exit status. */
 int rep_flame_main(int argc, char **argv);

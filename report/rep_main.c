@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rep_collect.h"
+#include "rep_flame.h"
 #include "rep_image.h"
 #include "rep_main.h"
 #include "rep_opts.h"
@@ -78,8 +79,14 @@ int rep_main(int argc, char **argv)
 	}
 	if (rep_collect(&o, images, &p))
 		goto out_images;
+	if (o.flamegraph) {
+		/* OProfile's spelling of opflame -o FILE: the SVG, no text */
+		status = rep_flame_write_file(&o, images, p, 0, o.flamegraph) ? 1 : 0;
+		goto out_profile;
+	}
 	collector = read_collector(o.session_dir);
 	status = write_report(&o, p, collector);
+out_profile:
 	free(collector);
 	rep_profile_free(p);
 out_images:

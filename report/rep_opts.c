@@ -17,6 +17,9 @@ void rep_usage(FILE *f)
 	      "Options:\n"
 	      "  --session-dir=DIR       session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
 	      "  -l, --symbols           list samples per symbol\n"
+	      "  -c, --callgraph         call graph: each symbol with its callers above and\n"
+	      "                          its callees below (sessions with --callgraph)\n"
+	      "      --flamegraph=FILE   write the flame graph (as opflame) to FILE.svg\n"
 	      "  -m, --merge=LIST        merge profiles: lib, cpu, tid, tgid, unitmask, all\n"
 	      "  -t, --threshold=PERCENT hide rows below PERCENT of the total\n"
 	      "  -s, --sort=LIST         sort by sample, image, app-name, symbol, vma\n"
@@ -123,13 +126,15 @@ void rep_opts_release(struct rep_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-enum { OPT_JSON = REP_OPT_FREE };
+enum { OPT_JSON = REP_OPT_FREE, OPT_FLAMEGRAPH };
 
 int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
 	static const struct option lopts[] = {
 		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "symbols", no_argument, NULL, 'l' },
+		{ "callgraph", no_argument, NULL, 'c' },
+		{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
 		{ "merge", required_argument, NULL, 'm' },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "sort", required_argument, NULL, 's' },
@@ -158,7 +163,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "lm:t:s:rp:o:wvh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "lcm:t:s:rp:o:wvh", lopts, NULL)) != -1) {
 		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
 		char *end;
 
@@ -170,6 +175,18 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			continue;
 		switch (c) {
 		case 'l':
+			o->symbols = true;
+			break;
+		case 'c':
+			o->callgraph = true;
+			o->symbols = true;
+			break;
+		case OPT_FLAMEGRAPH:
+			if (!*optarg) {
+				snprintf(msg, sizeof(msg), "--flamegraph needs a file name");
+				goto bad;
+			}
+			o->flamegraph = optarg;
 			o->symbols = true;
 			break;
 		case 'm':

@@ -36,6 +36,8 @@ struct rep_opts {
 	const char *output;		/* -o FILE, borrowed; NULL: stdout */
 	bool wide;			/* -w: columns as wide as their longest entry */
 	bool json;			/* --json: the machine-readable report */
+	bool callgraph;			/* -c: callers and callees ({cg} files) */
+	const char *flamegraph;		/* --flamegraph=FILE, borrowed: opflame's SVG */
 };
 
 /*

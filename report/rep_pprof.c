@@ -16,6 +16,7 @@
 #include "rep_image.h"
 #include "rep_opts.h"
 #include "rep_pprof.h"
+#include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
 #include "util/du_log.h"
@@ -60,6 +61,10 @@ struct builder {
 	const struct rep_profile *p;
 	struct rep_strmap *strs, *maps, *locs, *funcs;
 	struct vec str, vt, sample, mapping, location, function;
+	/* recorded stacks: each row's counts not yet given to a stack
+	 * ([nrows][nclasses]), rows by identity */
+	uint64_t *left;
+	struct rep_strmap *rowids;
 };
 
 /* Index of @s in the string table, added on first use; -1: no memory. */
@@ -247,41 +252,31 @@ static int add_label(struct builder *b, Sample *s, const char *key, const char *
 	return l->key < 0 || l->str < 0 ? -ENOMEM : 0;
 }
 
-static int add_row(struct builder *b, const struct rep_symrow *r)
+/* A sample of group @g at locations @lids[0..@nl) (leaf first), with
+ * counts @c[nclasses]. */
+static int add_sample(struct builder *b, const struct rep_group *g, const uint64_t *lids,
+		      size_t nl, const uint64_t *c)
 {
 	const struct rep_profile *p = b->p;
-	const struct rep_group *g = &p->groups[r->group];
-	const uint64_t *c = rep_counts(p, r->counts);
 	char *comm = NULL;
-	int64_t mid, lid;
 	Sample *s;
-	bool any = false;
-	int rc = -ENOMEM;
 
-	for (size_t k = 0; k < p->nclasses; k++)
-		any |= c[k] != 0;
-	if (!any)
-		return 0;
-	mid = mapping_id(b, g, r->bin != NULL);
-	if (mid < 0)
-		return (int)mid;
-	lid = location_id(b, mid, r->bin, r->sym);
-	if (lid < 0)
-		return (int)lid;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	domprof__pprof__sample__init(s);
-	s->location_id = malloc(sizeof(*s->location_id));
+	s->location_id = malloc(nl * sizeof(*s->location_id));
 	s->value = calloc(2 * p->nclasses, sizeof(*s->value));
 	s->label = calloc(6, sizeof(*s->label));
-	if (!s->location_id || !s->value || !s->label)
-		goto out;
-	/* Pushed first, so that the sample is freed with the others from now on. */
-	if (vec_push(&b->sample, s))
+	if (!s->location_id || !s->value || !s->label || vec_push(&b->sample, s)) {
+		free(s->location_id);
+		free(s->value);
+		free(s->label);
+		free(s);
 		return -ENOMEM;
-	s->location_id[0] = (uint64_t)lid;
-	s->n_location_id = 1;
+	}
+	memcpy(s->location_id, lids, nl * sizeof(*lids));
+	s->n_location_id = nl;
 	for (size_t k = 0; k < p->nclasses; k++) {
 		s->value[2 * k] = (int64_t)c[k];
 		s->value[2 * k + 1] = (int64_t)(c[k] * p->classes[k].count);
@@ -299,11 +294,134 @@ static int add_row(struct builder *b, const struct rep_symrow *r)
 	}
 	free(comm);
 	return 0;
+}
+
+/* A row's samples that no recorded stack took: one location, its symbol. */
+static int add_row(struct builder *b, size_t i)
+{
+	const struct rep_profile *p = b->p;
+	const struct rep_symrow *r = &p->rows[i];
+	const struct rep_group *g = &p->groups[r->group];
+	const uint64_t *c = b->left ? b->left + i * p->nclasses : rep_counts(p, r->counts);
+	int64_t mid, lid;
+	uint64_t l;
+	bool any = false;
+
+	for (size_t k = 0; k < p->nclasses; k++)
+		any |= c[k] != 0;
+	if (!any)
+		return 0;
+	mid = mapping_id(b, g, r->bin != NULL);
+	if (mid < 0)
+		return (int)mid;
+	lid = location_id(b, mid, r->bin, r->sym);
+	if (lid < 0)
+		return (int)lid;
+	l = (uint64_t)lid;
+	return add_sample(b, g, &l, 1, c);
+}
+
+/* ---- recorded stacks (rep_stacks.h): samples with their callers ---- */
+
+static char *row_id(const struct rep_group *g, long sym)
+{
+	char *k = NULL;
+
+	if (asprintf(&k, "%s\x01%d\x01%d\x01%s\x01%d\x01%s\x01%" PRId64 ".%" PRId64 ".%" PRId64
+		     "\x01%ld", g->domain ? g->domain : "", g->domain ? g->vmm : 2,
+		     (int)g->app.kind, g->app.name, (int)g->dep.kind, g->dep.name, g->tgid, g->tid,
+		     g->cpu, sym) < 0)
+		return NULL;
+	return k;
+}
+
+static int index_rows(struct builder *b)
+{
+	const struct rep_profile *p = b->p;
+
+	b->rowids = rep_strmap_new();
+	b->left = malloc((p->nrows ? p->nrows : 1) * p->nclasses * sizeof(*b->left));
+	if (!b->rowids || !b->left)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nrows; i++) {
+		char *k = row_id(&p->groups[p->rows[i].group], p->rows[i].sym);
+
+		if (!k || rep_strmap_put(b->rowids, k, i)) {
+			free(k);
+			return -ENOMEM;
+		}
+		free(k);
+		memcpy(b->left + i * p->nclasses, rep_counts(p, p->rows[i].counts),
+		       p->nclasses * sizeof(*b->left));
+	}
+	return 0;
+}
+
+/* The class of @l in the profile, or -1. */
+static long leaf_class(const struct builder *b, const struct sfn_name *l)
+{
+	for (size_t k = 0; k < b->p->nclasses; k++) {
+		const struct rep_class *c = &b->p->classes[k];
+
+		if (!strcmp(c->event, l->event) && c->count == l->count &&
+		    ((b->o->merge & REP_MERGE_UNITMASK) || c->unit_mask == l->unit_mask))
+			return (long)k;
+	}
+	return -1;
+}
+
+/* One stack: a sample whose locations are its symbol's, then its callers'. */
+static int add_stack(void *ctx, const struct rep_stack *st)
+{
+	struct builder *b = ctx;
+	const struct rep_profile *p = b->p;
+	const struct sfn_name *l = st->leaf;
+	unsigned merge = b->o->merge;
+	struct rep_group g = {
+		.domain = l->domain, .vmm = l->vmm, .dep = l->dep,
+		.app = merge & REP_MERGE_LIB ? l->dep : l->image,
+		.tgid = merge & REP_MERGE_TGID ? SFN_ALL : l->tgid,
+		.tid = merge & REP_MERGE_TID ? SFN_ALL : l->tid,
+		.cpu = merge & REP_MERGE_CPU ? SFN_ALL : l->cpu,
+	};
+	uint64_t lids[1 + 128], *c = calloc(p->nclasses, sizeof(*c)), *left;
+	const struct rep_bin *bin = rep_images_get(b->images, l->domain, l->vmm, &l->dep);
+	long cls = leaf_class(b, l), row, sym = bin ? rep_bin_lookup_key(bin, st->leaf_key) : -1;
+	char *k = row_id(&g, sym);
+	size_t n = 0;
+	int rc = -ENOMEM;
+
+	if (!c || !k)
+		goto out;
+	rc = 0;
+	row = rep_strmap_get(b->rowids, k);
+	if (cls < 0 || row < 0)
+		goto out;
+	left = b->left + (size_t)row * p->nclasses + cls;
+	c[cls] = st->count < *left ? st->count : *left;
+	if (!c[cls])
+		goto out;
+	*left -= c[cls];
+	for (size_t i = 0; i <= st->n && i < 1 + 128; i++) {
+		struct rep_group fg = g;
+		int64_t mid, lid;
+
+		if (i)
+			fg.dep = *st->img[i - 1];
+		bin = i ? rep_images_get(b->images, l->domain, l->vmm, &fg.dep) : bin;
+		mid = mapping_id(b, &fg, bin != NULL);
+		lid = mid < 0 ? mid : location_id(b, mid, bin, i ? (bin ? rep_bin_lookup_key(
+						 bin, st->key[i - 1]) : -1) : sym);
+		if (lid < 0) {
+			rc = (int)lid;
+			goto out;
+		}
+		lids[n++] = (uint64_t)lid;
+	}
+	rc = add_sample(b, &g, lids, n, c);
 out:
-	free(s->location_id);
-	free(s->value);
-	free(s->label);
-	free(s);
+	free(c);
+	free(k);
 	return rc;
 }
 
@@ -344,6 +462,8 @@ static void free_builder(struct builder *b)
 	rep_strmap_free(b->maps);
 	rep_strmap_free(b->locs);
 	rep_strmap_free(b->funcs);
+	rep_strmap_free(b->rowids);
+	free(b->left);
 }
 
 /* When the session started and how long it ran, as far as its files say. */
@@ -387,10 +507,12 @@ static int build(struct builder *b, Profile *prof)
 		if (!rc)
 			rc = add_value_type(b, p->classes[k].event, "events");
 	}
+	rc = rc ? rc : index_rows(b);
+	rc = rc ? rc : rep_stacks_foreach(b->o, add_stack, b, NULL);
 	rep_progress_begin(&pr, "oppprof", p->nrows);
 	for (size_t i = 0; i < p->nrows && !rc; i++) {
 		rep_progress_step(&pr, i);
-		rc = add_row(b, &p->rows[i]);
+		rc = add_row(b, i);
 	}
 	rep_progress_end(&pr);
 	if (rc)

@@ -26,6 +26,10 @@ struct dec {
 	struct got *out;
 	size_t n, cap;
 	u64 lost;
+	/* DP_RAW_CALLCHAIN records: how many, the first one, the last nr */
+	u32 chains, cc_nr, cc_nk, cc_flags, cc_last_nr;
+	u64 cc_frames[3];
+	size_t cc_before;	/* samples decoded before the first chain */
 };
 
 static int d_sample(void *ctx, uint64_t pc, uint32_t event)
@@ -87,6 +91,24 @@ static int d_time(void *ctx, uint64_t ns)
 static int d_lost(void *ctx, uint64_t n)
 {
 	((struct dec *)ctx)->lost += n;
+	return 0;
+}
+
+static int d_chain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		   const uint8_t *frames)
+{
+	struct dec *d = ctx;
+	uint32_t i;
+
+	if (!d->chains++) {
+		d->cc_nr = nr;
+		d->cc_nk = nr_kernel;
+		d->cc_flags = flags;
+		d->cc_before = d->n;
+		for (i = 0; i < nr && i < 3; i++)
+			d->cc_frames[i] = raw_cc_frame(frames, i);
+	}
+	d->cc_last_nr = nr;
 	return 0;
 }
 
@@ -230,6 +252,7 @@ static void test_chain(void)
 	struct raw_decode_stats st = { 0 };
 	struct got out[4];
 	struct dec d = { .out = out, .cap = 4 };
+	struct raw_ops ops = dec_ops;
 	size_t n, len, consumed;
 	u64 w[8];
 	u16 nr, nk;
@@ -275,10 +298,21 @@ static void test_chain(void)
 	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
 	CU_ASSERT_EQUAL(n, 24 + 16);
 	len += n;
-	CU_ASSERT_EQUAL(raw_decode(&dec_ops, &d, buf, len, &consumed, &st), 0);
+	/* lib/raw, the daemon's decoder, reads the module's chains the same */
+	ops.callchain = d_chain;
+	CU_ASSERT_EQUAL(raw_decode(&ops, &d, buf, len, &consumed, &st), 0);
 	CU_ASSERT_EQUAL(consumed, len);
 	CU_ASSERT_EQUAL(st.bad_payload, 0);
+	CU_ASSERT_EQUAL(st.unknown_type, 0);
 	CU_ASSERT_EQUAL_FATAL(d.n, 4);
+	CU_ASSERT_EQUAL(d.chains, 2);
+	CU_ASSERT_EQUAL(d.cc_before, 0);
+	CU_ASSERT_EQUAL(d.cc_nr, 3);
+	CU_ASSERT_EQUAL(d.cc_nk, 1);
+	CU_ASSERT_EQUAL(d.cc_flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	CU_ASSERT_EQUAL(d.cc_frames[0], 0xffffffff81000010ULL);
+	CU_ASSERT_EQUAL(d.cc_frames[2], 0x401300);
+	CU_ASSERT_EQUAL(d.cc_last_nr, DP_KMOD_MAX_CG_DEPTH);
 	CU_ASSERT_EQUAL(out[0].pc, 0x401000);
 	CU_ASSERT_EQUAL(out[1].pc, DP_RAW_ESCAPE);
 	CU_ASSERT_EQUAL(out[3].mode, DP_MODE_GUEST_KERNEL);

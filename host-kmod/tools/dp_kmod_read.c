@@ -15,9 +15,9 @@
  * then unloads the module while it samples.  --stats prints the per-CPU
  * counters (DP_KMOD_IOC_CPU_STATS) and does nothing else.
  *
- * --callgraph DEPTH asks the module for guest call chains.  lib/raw does
- * not know DP_RAW_CALLCHAIN records (yet), so this tool walks the framing
- * itself beside it (kr_scan): each chain must be followed by its sample,
+ * --callgraph DEPTH asks the module for guest call chains.  This tool
+ * walks the framing itself beside lib/raw (kr_scan), a second decoder of
+ * the module's chains: each chain must be followed by its sample,
  * and --chains FILE gets one line per guest sample, chained or not (NR 0),
  * numbers in decimal (the lab's awk has no hex):
  *   MODE PC NR NR_KERNEL FLAGS FRAME...
@@ -37,9 +37,6 @@
 #include "raw/raw_stream.h"
 
 #define KR_BUF		(256 * 1024)
-/* DP_RAW_CALLCHAIN flags (raw.h has them once the daemon decodes chains) */
-#define KR_CC_TRUNCATED	0x1
-#define KR_CC_GUEST	0x2
 #define KR_MAX_SEEN	64
 
 struct kr_seen {
@@ -198,8 +195,8 @@ static void kr_cc_chain(struct kr_cc *c, const unsigned char *p, uint32_t len)
 	memcpy(c->frames, p + 8, 8u * nr);
 	c->records++;
 	c->frames_total += nr;
-	c->truncated += !!(flags & KR_CC_TRUNCATED);
-	c->guest += !!(flags & KR_CC_GUEST);
+	c->truncated += !!(flags & DP_RAW_CC_TRUNCATED);
+	c->guest += !!(flags & DP_RAW_CC_GUEST);
 	c->pending = true;
 	return;
 bad:
@@ -233,7 +230,7 @@ static void kr_scan(struct kr_cc *c, const unsigned char *buf, size_t len)
 			memcpy(&c->mode, buf + off, 4);
 		else if (type == DP_RAW_SAMPLE && plen >= 8)
 			kr_cc_sample(c, DP_RAW_ESCAPE);
-		else if (type == 14)	/* DP_RAW_CALLCHAIN */
+		else if (type == DP_RAW_CALLCHAIN)
 			kr_cc_chain(c, buf + off, plen);
 		off += (plen + 7) & ~(size_t)7;
 	}
@@ -467,9 +464,6 @@ int main(int argc, char **argv)
 	printf("domains %zu\nasids %zu\ncpus %zu\n", k.domains.n, k.asids.n, k.cpus.n);
 	printf("lost %llu\ntime_backwards %llu\n", (unsigned long long)k.lost,
 	       (unsigned long long)k.backwards);
-	/* lib/raw skips what it does not know: the chains, counted here */
-	st.unknown_type -= cc.records + cc.bad < st.unknown_type ? cc.records + cc.bad :
-		st.unknown_type;
 	printf("unknown_type %llu\nbad_payload %llu\n", (unsigned long long)st.unknown_type,
 	       (unsigned long long)st.bad_payload);
 	if (cfg.callgraph_depth) {

@@ -91,6 +91,7 @@ enum dp_raw_type {
 	DP_RAW_SAMPLE = 11,	/* struct dp_raw_sample: a pc equal to ESCAPE */
 	DP_RAW_KMOD = 12,	/* struct dp_raw_kmod + name: kernel image range */
 	DP_RAW_ASID = 13,	/* struct dp_raw_asid: guest address space */
+	DP_RAW_CALLCHAIN = 14,	/* struct dp_raw_callchain + nr u64 frames */
 	DP_RAW_NR_TYPES
 };
 
@@ -208,6 +209,23 @@ struct dp_raw_asid {
 };
 #define DP_RAW_ASID_UNKNOWN	0
 
+/*
+ * The call chain of the very next sample record (and of no other): @nr
+ * return addresses, innermost caller first; the sample's own pc is not
+ * repeated.  The first @nr_kernel frames are kernel addresses of the
+ * sample's side (host, or guest with DP_RAW_CC_GUEST), the rest user
+ * addresses.  Payload 8 + 8 * nr bytes, 1 <= nr <= DP_RAW_CC_MAX.
+ */
+struct dp_raw_callchain {
+	dp_u16 nr;
+	dp_u16 nr_kernel;	/* <= nr */
+	dp_u32 flags;		/* DP_RAW_CC_* */
+	/* dp_u64 frames[nr] follow */
+};
+#define DP_RAW_CC_MAX		127
+#define DP_RAW_CC_TRUNCATED	0x1	/* the walk stopped at an implausible frame */
+#define DP_RAW_CC_GUEST		0x2	/* the frames are guest addresses */
+
 _Static_assert(sizeof(struct dp_raw_event) == 64, "dp_raw_event layout");
 _Static_assert(sizeof(struct dp_raw_header) == 40, "dp_raw_header layout");
 _Static_assert(sizeof(struct dp_raw_cpu) == 8, "dp_raw_cpu layout");
@@ -220,5 +238,7 @@ _Static_assert(sizeof(struct dp_raw_task_ev) == 16, "dp_raw_task_ev layout");
 _Static_assert(sizeof(struct dp_raw_sample) == 16, "dp_raw_sample layout");
 _Static_assert(sizeof(struct dp_raw_kmod) == 24, "dp_raw_kmod layout");
 _Static_assert(sizeof(struct dp_raw_asid) == 8, "dp_raw_asid layout");
+_Static_assert(sizeof(struct dp_raw_callchain) == 8, "dp_raw_callchain layout");
+_Static_assert(8 + 8 * DP_RAW_CC_MAX <= DP_RAW_MAX_PAYLOAD, "callchain fits a payload");
 
 #endif /* DOMPROF_RAW_H */

@@ -206,6 +206,20 @@ static int dec_asid(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
 	return ops->asid ? ops->asid(ctx, a.asid) : 0;
 }
 
+static int dec_callchain(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
+{
+	struct dp_raw_callchain h;
+	const uint8_t *frames;
+
+	if (!du_cur_get(c, &h, sizeof(h)) || h.nr == 0 || h.nr > DP_RAW_CC_MAX ||
+	    h.nr_kernel > h.nr)
+		return RAW_BAD_PAYLOAD;
+	frames = du_cur_take(c, (size_t)h.nr * 8);
+	if (!frames || !du_cur_end(c))
+		return RAW_BAD_PAYLOAD;
+	return ops->callchain ? ops->callchain(ctx, h.nr, h.nr_kernel, h.flags, frames) : 0;
+}
+
 static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CPU] = dec_cpu,
 	[DP_RAW_TASK] = dec_task,
@@ -220,6 +234,7 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_SAMPLE] = dec_sample,
 	[DP_RAW_KMOD] = dec_kmod,
 	[DP_RAW_ASID] = dec_asid,
+	[DP_RAW_CALLCHAIN] = dec_callchain,
 };
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)

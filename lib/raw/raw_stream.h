@@ -58,7 +58,24 @@ struct raw_ops {
 	int (*exit)(void *ctx, const struct dp_raw_task_ev *t);
 	int (*kmod)(void *ctx, uint64_t start, uint64_t size, const char *name, size_t name_len);
 	int (*asid)(void *ctx, uint64_t asid);	/* guest address space, 0: unknown */
+	/*
+	 * The call chain of the next sample: @nr (1..DP_RAW_CC_MAX) frames,
+	 * the first @nr_kernel (<= nr) kernel ones; @frames is a borrowed,
+	 * possibly unaligned little-endian array: read it with memcpy
+	 * (raw_cc_frame).  @flags DP_RAW_CC_*, unknown bits passed through.
+	 */
+	int (*callchain)(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+			 const uint8_t *frames);
 };
+
+/* Frame @i of a callchain handler's @frames. */
+static inline uint64_t raw_cc_frame(const uint8_t *frames, uint32_t i)
+{
+	uint64_t v;
+
+	__builtin_memcpy(&v, frames + (size_t)i * 8, sizeof(v));
+	return v;
+}
 
 /* What the decoder saw that was not a well-formed known record. */
 struct raw_decode_stats {
@@ -124,6 +141,10 @@ int raw_put_comm(struct raw_writer *w, uint32_t pid, uint32_t tid, uint32_t flag
 int raw_put_fork(struct raw_writer *w, const struct dp_raw_task_ev *t);
 int raw_put_exit(struct raw_writer *w, const struct dp_raw_task_ev *t);
 int raw_put_kmod(struct raw_writer *w, uint64_t start, uint64_t size, const char *name, size_t name_len);
+/* The call chain of the next sample (DP_RAW_CALLCHAIN): 1 <= @nr <=
+ * DP_RAW_CC_MAX and @nr_kernel <= @nr, else -EINVAL. */
+int raw_put_callchain(struct raw_writer *w, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		      const uint64_t *frames);
 /* Any record, for tests and forward compatibility. */
 int raw_put_record(struct raw_writer *w, uint32_t type, const void *payload, size_t len);
 

@@ -286,3 +286,16 @@ int raw_put_kmod(struct raw_writer *w, uint64_t start, uint64_t size, const char
 	r.name_len = (uint16_t)name_len;
 	return raw_put2(w, DP_RAW_KMOD, &r, sizeof(r), name, name_len);
 }
+
+int raw_put_callchain(struct raw_writer *w, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		      const uint64_t *frames)
+{
+	struct dp_raw_callchain r;
+
+	if (nr == 0 || nr > DP_RAW_CC_MAX || nr_kernel > nr || !frames)
+		return -EINVAL;
+	r.nr = (uint16_t)nr;
+	r.nr_kernel = (uint16_t)nr_kernel;
+	r.flags = flags;
+	return raw_put2(w, DP_RAW_CALLCHAIN, &r, sizeof(r), frames, (size_t)nr * 8);
+}

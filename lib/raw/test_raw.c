@@ -179,11 +179,21 @@ static int r_asid(void *ctx, uint64_t asid)
 	return 0;
 }
 
+static int r_callchain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		       const uint8_t *frames)
+{
+	log_add(ctx, "cc %u %u %x", nr, nr_kernel, flags);
+	for (uint32_t i = 0; i < nr; i++)
+		log_add(ctx, " %llx", (unsigned long long)raw_cc_frame(frames, i));
+	log_add(ctx, "\n");
+	return 0;
+}
+
 static const struct raw_ops rec_ops = {
 	.sample = r_sample, .cpu = r_cpu, .task = r_task, .mode = r_mode,
 	.domain = r_domain, .lost = r_lost, .time = r_time, .mmap = r_mmap,
 	.comm = r_comm, .fork = r_fork, .exit = r_exit, .kmod = r_kmod,
-	.asid = r_asid,
+	.asid = r_asid, .callchain = r_callchain,
 };
 
 static const struct dp_raw_event test_events[2] = {
@@ -559,6 +569,55 @@ static void test_asid(void)
 	free(m.p);
 }
 
+/* DP_RAW_CALLCHAIN (PLAN.md's fixed layout): decoded; counts and sizes
+ * outside the layout are malformed; the writer refuses them. */
+static void test_callchain(void)
+{
+	struct membuf m = { 0 };
+	struct raw_writer *w = raw_writer_new(mem_sink, &m, 0);
+	struct rec_log l = { 0 };
+	struct raw_decode_stats st = { 0 };
+	uint64_t fr[DP_RAW_CC_MAX + 1];
+	uint8_t bad[16 + 8 * 3];
+	struct dp_raw_callchain h;
+	size_t consumed;
+
+	for (unsigned int i = 0; i <= DP_RAW_CC_MAX; i++)
+		fr[i] = 0xffffffff81000000ULL + i;
+	fr[2] = 0x401000;
+	CU_ASSERT_FATAL(w != NULL);
+	CU_ASSERT_EQUAL(raw_put_callchain(w, 3, 2, DP_RAW_CC_TRUNCATED | DP_RAW_CC_GUEST, fr), 0);
+	CU_ASSERT_EQUAL(raw_put_sample(w, 7, 0), 0);
+	CU_ASSERT_EQUAL(raw_put_callchain(w, 0, 0, 0, fr), -EINVAL);
+	CU_ASSERT_EQUAL(raw_put_callchain(w, DP_RAW_CC_MAX + 1, 0, 0, fr), -EINVAL);
+	CU_ASSERT_EQUAL(raw_put_callchain(w, 2, 3, 0, fr), -EINVAL);
+	CU_ASSERT_EQUAL(raw_put_callchain(w, DP_RAW_CC_MAX, 0, 0, fr), 0);
+	/* hand-made bad ones: nr 0; nr_kernel > nr; nr says 3, 2 frames; nr 200 */
+	memset(bad, 0, sizeof(bad));
+	h = (struct dp_raw_callchain){ .nr = 0 };
+	memcpy(bad, &h, sizeof(h));
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_CALLCHAIN, bad, 8), 0);
+	h = (struct dp_raw_callchain){ .nr = 1, .nr_kernel = 2 };
+	memcpy(bad, &h, sizeof(h));
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_CALLCHAIN, bad, 16), 0);
+	h = (struct dp_raw_callchain){ .nr = 3 };
+	memcpy(bad, &h, sizeof(h));
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_CALLCHAIN, bad, 24), 0);
+	h = (struct dp_raw_callchain){ .nr = 200 };
+	memcpy(bad, &h, sizeof(h));
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_CALLCHAIN, bad, 8), 0);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_CALLCHAIN, bad, 4), 0);
+	CU_ASSERT_EQUAL(raw_writer_close(w), 0);
+	CU_ASSERT_EQUAL(raw_decode(&rec_ops, &l, m.p, m.len, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, m.len);
+	CU_ASSERT_EQUAL(strncmp(log_str(&l), "cc 3 2 3 ffffffff81000000 ffffffff81000001 401000\n"
+				"sample 7 0\ncc 127 0 0 ffffffff81000000", 78), 0);
+	CU_ASSERT_EQUAL(st.bad_payload, 5);
+	CU_ASSERT_EQUAL(st.records, 3);
+	log_free(&l);
+	free(m.p);
+}
+
 static void test_bad_payloads(void)
 {
 	struct membuf m = { 0 };
@@ -856,6 +915,7 @@ int main(void)
 		{ "unknown types skipped", test_unknown_types },
 		{ "bad payloads skipped", test_bad_payloads },
 		{ "ASID records", test_asid },
+		{ "CALLCHAIN records", test_callchain },
 		{ "path/name over DP_RAW_MAX_PATH", test_path_over_max },
 		{ "oversize payload rejected", test_oversize_payload },
 		{ "handler error stops decoding", test_handler_error },

@@ -213,6 +213,12 @@ int sfn_mangle(const struct sfn_name *n, char *buf, size_t size)
 	err = out_image(&o, &n->dep);
 	if (err)
 		return err;
+	if (n->cg.name) {
+		out_token(&o, "{cg}");
+		err = out_image(&o, &n->cg);
+		if (err)
+			return err;
+	}
 
 	l = (size_t)sprintf(last, "%s.%" PRIu64 ".", n->event, n->count);
 	if (n->unit_mask)
@@ -229,6 +235,54 @@ int sfn_mangle(const struct sfn_name *n, char *buf, size_t size)
 	out_begin(&o);
 	out_raw(&o, last, l);
 	return out_finish(&o);
+}
+
+int sfn_mangle_image(const struct sfn_image *im, char *buf, size_t size)
+{
+	struct sfn_out o = { .buf = buf, .size = size };
+	int err;
+
+	if (!im || !buf)
+		return -EINVAL;
+	err = out_image(&o, im);
+	if (err)
+		return err;
+	return out_finish(&o);
+}
+
+/* Through the whole-name parser: the image followed by a fixed tail, so
+ * that exactly what sfn_mangle accepts as an image is accepted here. */
+int sfn_parse_image(const char *s, struct sfn_image *out)
+{
+	static const char tail[] = "/{dep}/{anon:}/X.0.0.all.all.all";
+	struct sfn_name n;
+	size_t len;
+	char *path;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!s)
+		return -EINVAL;
+	len = strnlen(s, SFN_MAX_PATH + 1);
+	if (!len || len > SFN_MAX_PATH)
+		return -EINVAL;
+	path = malloc(len + sizeof(tail));
+	if (!path)
+		return -ENOMEM;
+	memcpy(path, s, len);
+	memcpy(path + len, tail, sizeof(tail));
+	err = sfn_parse(path, &n);
+	free(path);
+	if (err)
+		return err;
+	if (n.domain) {
+		sfn_name_release(&n);
+		return -EINVAL;
+	}
+	*out = n.image;
+	n.image.name = NULL;
+	sfn_name_release(&n);
+	return 0;
 }
 
 int sfn_escape_component(const char *s, size_t len, char *buf, size_t size)
@@ -453,11 +507,12 @@ static int parse_event(const char *s, struct sfn_name *out)
 }
 
 /*
- * One image starting at @c[*i]; @dep_ends: a {root} path runs up to the
- * {dep} token (the image) rather than to the end (the dep).
+ * One image starting at @c[*i]; a {root} path runs up to the token @stop
+ * ("{dep}" for the image, which must follow), or for the dep up to the end
+ * or an optional "{cg}" (@stop NULL: the call-graph image, up to the end).
  */
-static int parse_image(const struct sfn_comp *c, size_t nc, size_t *i, bool dep_ends,
-		       struct sfn_image *im)
+static int parse_image(const struct sfn_comp *c, size_t nc, size_t *i, const char *stop,
+		       bool stop_optional, struct sfn_image *im)
 {
 	size_t k, first, last, total;
 	char *path = NULL, *part;
@@ -490,7 +545,9 @@ static int parse_image(const struct sfn_comp *c, size_t nc, size_t *i, bool dep_
 		;
 	if (last == first)
 		return -EINVAL;
-	if (dep_ends ? (last >= nc || !comp_is(&c[last], "{dep}")) : last != nc)
+	if (last != nc && !(stop && comp_is(&c[last], stop)))
+		return -EINVAL;
+	if (last == nc && stop && !stop_optional)
 		return -EINVAL;
 	total = 0;
 	for (k = first; k < last; k++)
@@ -618,7 +675,7 @@ int sfn_parse(const char *path, struct sfn_name *out)
 			i++;
 		}
 	}
-	err = parse_image(comps, nc, &i, true, &out->image);
+	err = parse_image(comps, nc, &i, "{dep}", false, &out->image);
 	if (err)
 		goto out_free;
 	if (i >= nc || !comp_is(&comps[i], "{dep}")) {
@@ -626,9 +683,15 @@ int sfn_parse(const char *path, struct sfn_name *out)
 		goto out_free;
 	}
 	i++;
-	err = parse_image(comps, nc, &i, false, &out->dep);
+	err = parse_image(comps, nc, &i, "{cg}", true, &out->dep);
 	if (err)
 		goto out_free;
+	if (i < nc && comp_is(&comps[i], "{cg}")) {
+		i++;
+		err = parse_image(comps, nc, &i, NULL, false, &out->cg);
+		if (err)
+			goto out_free;
+	}
 	if (i != nc) {
 		err = -EINVAL;
 		goto out_free;
@@ -649,6 +712,7 @@ void sfn_name_release(struct sfn_name *n)
 	free(n->domain);
 	free(n->image.name);
 	free(n->dep.name);
+	free(n->cg.name);
 	free(n->event);
 	memset(n, 0, sizeof(*n));
 }

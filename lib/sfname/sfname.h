@@ -2,7 +2,7 @@
  * Sample file names (DESIGN.md section 4).  A sample file's path below
  * samples/current/ says what it holds:
  *
- *   [{domain}/NAME/[{vmm}/]] IMAGE {dep}/ DEP EVENT.count.um.tgid.tid.cpu
+ *   [{domain}/NAME/[{vmm}/]] IMAGE {dep}/ DEP [{cg}/ CG] EVENT.count.um.tgid.tid.cpu
  *
  * where IMAGE and DEP are each one of
  *   {root}/a/b/c     a file system path (components escaped)
@@ -16,6 +16,8 @@
  * components are split with a continuation mark.  The result never
  * contains a ".." or "." or empty path component, so whatever the input,
  * a mangled name stays below the directory it is joined to.
+ * A call-graph file (OProfile's {cg}) names a second image CG: it holds
+ * arcs from a caller in DEP to a callee in CG (keys: from << 32 | to).
  * doc/sample-files.md gives the exact grammar.  The last component is
  * EVENT.count.um.tgid.tid.cpu: count decimal, um "0" or lowercase "0x41",
  * tgid/tid/cpu decimal or "all"; EVENT is [A-Za-z0-9_]{1,64}.
@@ -45,6 +47,9 @@ struct sfn_name {
 	bool vmm;		/* {vmm}: host work done for domain */
 	struct sfn_image image;	/* the binary the process runs */
 	struct sfn_image dep;	/* the binary the sample fell in */
+	/* {cg}: the callee's binary of a call-graph file's arcs (the caller
+	 * is in dep); cg.name NULL: a flat sample file */
+	struct sfn_image cg;
 	char *event;		/* owned, e.g. "CPU_CLK_UNHALTED" */
 	uint64_t count;
 	uint32_t unit_mask;
@@ -71,6 +76,15 @@ int sfn_parse(const char *path, struct sfn_name *out);
 
 /* Free the strings of @n (not @n itself); NULL and released names are fine. */
 void sfn_name_release(struct sfn_name *n);
+
+/*
+ * One image alone, as it appears in a name ("{root}/usr/bin/x",
+ * "{kern}/vmlinux", "{anon:x}"), for files that list images (the stacks
+ * of a session, doc/sample-files.md).  Same conventions as sfn_mangle
+ * and sfn_parse; sfn_parse_image allocates @out->name.
+ */
+int sfn_mangle_image(const struct sfn_image *im, char *buf, size_t size);
+int sfn_parse_image(const char *s, struct sfn_image *out);
 
 /* Escape one string as a single path component (for domain names, anon
  * names).  Same return convention as sfn_mangle; -EINVAL for a NUL byte

@@ -103,6 +103,7 @@ static bool name_eq(const struct sfn_name *a, const struct sfn_name *b)
 	return str_eq(a->domain, b->domain) && a->vmm == b->vmm &&
 	       a->image.kind == b->image.kind && str_eq(a->image.name, b->image.name) &&
 	       a->dep.kind == b->dep.kind && str_eq(a->dep.name, b->dep.name) &&
+	       a->cg.kind == b->cg.kind && str_eq(a->cg.name, b->cg.name) &&
 	       str_eq(a->event, b->event) && a->count == b->count &&
 	       a->unit_mask == b->unit_mask && a->tgid == b->tgid &&
 	       a->tid == b->tid && a->cpu == b->cpu;
@@ -204,6 +205,66 @@ static void test_split(void)
 	CU_ASSERT_STRING_EQUAL(buf, "%00");
 	CU_ASSERT_EQUAL(sfn_escape_component("a\0b", 3, buf, sizeof(buf)), -EINVAL);
 	CU_ASSERT_EQUAL(sfn_escape_component("abc", 3, buf, 3), -ENAMETOOLONG);
+}
+
+/* {cg} files (OProfile's call-graph arcs): the callee's image after the dep. */
+static void test_cg(void)
+{
+	static const struct {
+		enum sfn_kind dk, ck;
+		const char *dname, *cname, *want;
+	} cases[] = {
+		{ SFN_ROOT, SFN_ROOT, "/bin/ls", "/bin/ls",
+		  "{root}/bin/ls/{dep}/{root}/bin/ls/{cg}/{root}/bin/ls/" EV },
+		{ SFN_ROOT, SFN_ROOT, "/bin/ls", "/lib/libc.so.6",
+		  "{root}/bin/ls/{dep}/{root}/bin/ls/{cg}/{root}/lib/libc.so.6/" EV },
+		{ SFN_KERN, SFN_KERN, "vmlinux", "kvm",
+		  "{root}/bin/ls/{dep}/{kern}/vmlinux/{cg}/{kern}/kvm/" EV },
+		{ SFN_ANON, SFN_ROOT, "{cg}", "/{cg}",
+		  "{root}/bin/ls/{dep}/{anon:%7Bcg%7D}/{cg}/{root}/%7Bcg%7D/" EV },
+	};
+	static const char *const bad[] = {
+		"{root}/bin/ls/{dep}/{root}/bin/ls/{cg}/" EV,
+		"{root}/bin/ls/{dep}/{root}/bin/ls/{cg}/{root}/a/{cg}/{root}/b/" EV,
+		"{root}/bin/ls/{cg}/{root}/bin/ls/{dep}/{root}/a/" EV,
+		"{root}/bin/ls/{dep}/{kern}/x/{cg}/{dep}/{kern}/y/" EV,
+	};
+	char buf[SFN_MAX_PATH + 1];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sfn_name n = {
+			.image = { SFN_ROOT, "/bin/ls" },
+			.dep = { cases[i].dk, (char *)cases[i].dname },
+			.cg = { cases[i].ck, (char *)cases[i].cname },
+			.event = "CPU_CLK_UNHALTED", .count = 100000,
+			.tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL,
+		}, back;
+
+		CU_ASSERT_FATAL(sfn_mangle(&n, buf, sizeof(buf)) > 0);
+		CU_ASSERT_STRING_EQUAL(buf, cases[i].want);
+		CU_ASSERT_FATAL(sfn_parse(buf, &back) == 0);
+		CU_ASSERT(name_eq(&n, &back));
+		sfn_name_release(&back);
+		/* an image alone, as the stacks file lists them */
+		struct sfn_image im;
+
+		CU_ASSERT_FATAL(sfn_mangle_image(&n.cg, buf, sizeof(buf)) > 0);
+		CU_ASSERT_FATAL(sfn_parse_image(buf, &im) == 0);
+		CU_ASSERT(im.kind == n.cg.kind && !strcmp(im.name, n.cg.name));
+		free(im.name);
+	}
+	{
+		struct sfn_image im;
+
+		CU_ASSERT(sfn_parse_image("{root}/a/{dep}/{root}/b", &im) == -EINVAL);
+		CU_ASSERT(sfn_parse_image("{domain}/x/{root}/a", &im) == -EINVAL);
+		CU_ASSERT(sfn_parse_image("", &im) == -EINVAL);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sfn_name back;
+
+		CU_ASSERT(sfn_parse(bad[i], &back) == -EINVAL);
+	}
 }
 
 static void test_mangle_errors(void)
@@ -587,6 +648,7 @@ int main(void)
 	    !CU_add_test(s, "exact names", test_exact) ||
 	    !CU_add_test(s, "long components split", test_split) ||
 	    !CU_add_test(s, "mangle errors", test_mangle_errors) ||
+	    !CU_add_test(s, "{cg} call-graph names", test_cg) ||
 	    !CU_add_test(s, "random round trips", test_random_roundtrip) ||
 	    !CU_add_test(s, "malformed names rejected", test_reject) ||
 	    !CU_add_test(s, "length rules", test_reject_lengths) ||

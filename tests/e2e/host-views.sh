@@ -32,7 +32,9 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "OK: $*"; }
 
 cp "$ratio" "$work/ratio"
-"$bin/opcontrol" --start --session-dir="$session" --separate=lib >/dev/null
+# with call graphs: the views must keep opreport's counts per symbol and
+# show the recorded stacks above it (checked below)
+"$bin/opcontrol" --start --session-dir="$session" --separate=lib --callgraph=16 >/dev/null
 "$work/ratio" "$seconds" 75
 "$bin/opcontrol" --dump --session-dir="$session"
 "$bin/opcontrol" --stop --session-dir="$session" >/dev/null
@@ -118,7 +120,7 @@ else
 		>"$work/fg.dom" 2>"$work/chromium.err" || true
 	# Every frame as "stack<TAB>samples<TAB>matched", stacks joined with ';'.
 	awk '/<g class="f/ {
-		d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d)
+		d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d); d += 0
 		n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
 		nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
 		path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
@@ -150,6 +152,25 @@ else
 			ok "opflame: frames, counts of the top symbols and search agree with opreport"
 		fi
 	fi
+fi
+
+# --- stacks (--callgraph) in the flame graph and opreport --flamegraph -----
+# burn_a is called by main: its caller frame hangs above burn_a's, with no
+# more samples than burn_a has
+"$bin/opreport" --flamegraph="$work/fg2.svg" --session-dir="$session"
+fg_main=$(awk '/<g class="f/ {
+	d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d); d += 0
+	n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
+	nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
+	path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
+	if (s == "host;ratio;ratio;burn_a;main") print n }' "$work/fg2.svg")
+echo "opreport --flamegraph: host;ratio;ratio;burn_a;main = ${fg_main:-none} (burn_a $burn_a)"
+if ! cmp -s "$work/fg.svg" "$work/fg2.svg"; then
+	fail "opreport --flamegraph does not write what opflame writes"
+elif [ -z "$fg_main" ] || [ "$fg_main" -le 0 ] || [ "$fg_main" -gt "$burn_a" ]; then
+	fail "opflame: no recorded stack main -> burn_a above burn_a's frame"
+else
+	ok "opflame/opreport --flamegraph: the recorded stack main -> burn_a hangs above burn_a"
 fi
 
 # --- oppprof --------------------------------------------------------------
@@ -185,6 +206,11 @@ else
 		fail "oppprof: top symbols differ: $bad"
 	elif [ "$tr_a" != "$burn_a" ]; then
 		fail "oppprof: burn_a's labelled sample in -traces differs from opreport"
+	elif ! awk '/^-+\+/ { first = 1; leaf = ""; next }
+		first && $1 ~ /^[0-9]+$/ && NF >= 2 { leaf = $2; first = 0; next }
+		leaf == "burn_a" && NF == 1 && $1 == "main" { found = 1 } { leaf = (NF == 1 ? "" : leaf) }
+		END { exit !found }' "$work/pprof.traces"; then
+		fail "oppprof: no trace burn_a <- main from the recorded stacks"
 	else
 		ok "oppprof: go tool pprof -top and -traces agree with opreport"
 	fi

@@ -189,10 +189,30 @@ static int f_kmod(void *ctx, uint64_t start, uint64_t size, const char *name, si
 	return s->w ? raw_put_kmod(s->w, start, size, name, name_len) : 0;
 }
 
+static int f_callchain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		       const uint8_t *frames)
+{
+	struct seen *s = ctx;
+	uint64_t fr[DP_RAW_CC_MAX];
+
+	if (nr == 0 || nr > DP_RAW_CC_MAX || nr_kernel > nr)
+		abort();
+	mix(s, 14);
+	mix(s, nr);
+	mix(s, nr_kernel);
+	mix(s, flags);
+	for (uint32_t i = 0; i < nr; i++) {
+		fr[i] = raw_cc_frame(frames, i);
+		mix(s, fr[i]);
+	}
+	return s->w ? raw_put_callchain(s->w, nr, nr_kernel, flags, fr) : 0;
+}
+
 static const struct raw_ops fuzz_ops = {
 	.sample = f_sample, .cpu = f_cpu, .task = f_task, .mode = f_mode,
 	.domain = f_domain, .lost = f_lost, .time = f_time, .mmap = f_mmap,
 	.comm = f_comm, .fork = f_fork, .exit = f_exit, .kmod = f_kmod, .asid = f_asid,
+	.callchain = f_callchain,
 };
 
 struct outbuf {

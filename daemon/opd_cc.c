@@ -1,0 +1,433 @@
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "opd_cc.h"
+#include "sfname/sfname.h"
+#include "util/du_fs.h"
+#include "util/du_log.h"
+
+struct cc_pframe {
+	struct opd_image *dep;
+	uint64_t off;
+};
+
+/* One distinct stack: its leaf's sample file key and offset, its callers
+ * in the frame pool. */
+struct cc_stack {
+	uint64_t hash;
+	uint64_t count;
+	struct opd_sfile_key leaf;
+	uint64_t leaf_off;
+	uint32_t first;		/* in pool */
+	uint32_t n;		/* callers */
+};
+
+struct opd_cc {
+	struct opd_sfiles *sfiles;
+	struct opd_stats *st;
+	char dir[PATH_MAX];	/* SESSION/samples/current/{stacks} */
+	char name[64];		/* <start>.<pid> */
+	struct cc_stack *stacks;
+	size_t nstacks, cap;
+	struct cc_pframe *pool;
+	size_t npool, pool_cap;
+	uint32_t *slots;	/* index + 1 into stacks, 0: empty */
+	size_t nslots;		/* power of 2, > 2 * nstacks */
+	/* guest chains held with their samples: held[id - 1], free ids */
+	struct opd_cc_chain **held;
+	uint32_t *free_ids;
+	uint32_t nfree, nheld_ever;
+};
+
+struct opd_cc *opd_cc_new(const char *session_dir, struct opd_sfiles *sfiles,
+			  struct opd_stats *st)
+{
+	struct opd_cc *cc = calloc(1, sizeof(*cc));
+
+	if (!cc)
+		return NULL;
+	cc->sfiles = sfiles;
+	cc->st = st;
+	if (snprintf(cc->dir, sizeof(cc->dir), "%s/samples/current/{stacks}", session_dir) >=
+	    (int)sizeof(cc->dir)) {
+		free(cc);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	snprintf(cc->name, sizeof(cc->name), "%lld.%d", (long long)time(NULL), (int)getpid());
+	return cc;
+}
+
+void opd_cc_free(struct opd_cc *cc)
+{
+	if (!cc)
+		return;
+	free(cc->stacks);
+	free(cc->pool);
+	free(cc->slots);
+	for (uint32_t i = 0; i < cc->nheld_ever; i++)
+		free(cc->held[i]);
+	free(cc->held);
+	free(cc->free_ids);
+	free(cc);
+}
+
+/* ---- guest chains held with their samples ---- */
+
+uint32_t opd_cc_hold(struct opd_cc *cc, const struct opd_cc_chain *ch)
+{
+	struct opd_cc_chain *c;
+	uint32_t id;
+
+	if (!ch->nr)
+		return 0;
+	if (!cc->held) {
+		cc->held = calloc(OPD_CC_MAX_HELD, sizeof(*cc->held));
+		cc->free_ids = calloc(OPD_CC_MAX_HELD, sizeof(*cc->free_ids));
+		if (!cc->held || !cc->free_ids) {
+			free(cc->held);
+			free(cc->free_ids);
+			cc->held = NULL;
+			cc->free_ids = NULL;
+			goto out_drop;
+		}
+	}
+	if (cc->nfree) {
+		id = cc->free_ids[--cc->nfree];
+	} else if (cc->nheld_ever < OPD_CC_MAX_HELD) {
+		id = ++cc->nheld_ever;
+	} else {
+		goto out_drop;
+	}
+	c = cc->held[id - 1];
+	if (!c) {
+		c = malloc(sizeof(*c));
+		if (!c) {
+			cc->free_ids[cc->nfree++] = id;
+			goto out_drop;
+		}
+		cc->held[id - 1] = c;
+	}
+	c->nr = ch->nr > DP_RAW_CC_MAX ? DP_RAW_CC_MAX : ch->nr;
+	c->nk = ch->nk > c->nr ? c->nr : ch->nk;
+	c->flags = ch->flags;
+	memcpy(c->f, ch->f, c->nr * sizeof(c->f[0]));
+	return id;	/* in use while nr > 0 */
+
+out_drop:
+	cc->st->cc_chains_dropped++;
+	return 0;
+}
+
+bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out)
+{
+	struct opd_cc_chain *c;
+
+	if (!cc || !cc->held || !id || id > cc->nheld_ever)
+		return false;
+	c = cc->held[id - 1];
+	if (!c || !c->nr)
+		return false;
+	out->nr = c->nr;
+	out->nk = c->nk;
+	out->flags = c->flags;
+	memcpy(out->f, c->f, c->nr * sizeof(c->f[0]));
+	c->nr = 0;
+	cc->free_ids[cc->nfree++] = id;
+	return true;
+}
+
+/* ---- arcs ---- */
+
+static void file_arc(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		     const struct opd_cc_frame *from, const struct opd_cc_frame *to)
+{
+	struct opd_sfile_key k = *leaf;
+	struct odb *db;
+
+	/* OProfile's key: two 32-bit offsets; a binary larger than 4 GiB,
+	 * or an address of nothing known (keyed by itself), does not fit */
+	if (from->off > UINT32_MAX || to->off > UINT32_MAX) {
+		cc->st->cc_arcs_dropped++;
+		return;
+	}
+	k.image = from->image;
+	k.dep = from->dep;
+	k.cg = to->dep;
+	db = opd_sfile_get(cc->sfiles, &k);
+	if (!db || odb_add(db, from->off << 32 | to->off, 1)) {
+		cc->st->cc_arcs_dropped++;
+		return;
+	}
+	cc->st->cc_arcs++;
+}
+
+/* ---- stacks ---- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+static uint64_t stack_hash(const struct opd_sfile_key *k, const struct opd_cc_frame *f, size_t n)
+{
+	uint64_t h = mix(0, (uintptr_t)k->domain);
+
+	h = mix(h, (uintptr_t)k->image);
+	h = mix(h, k->vmm);
+	h = mix(h, k->event);
+	h = mix(h, (uint64_t)k->tgid);
+	h = mix(h, (uint64_t)k->tid);
+	h = mix(h, (uint64_t)k->cpu);
+	for (size_t i = 0; i < n; i++) {
+		h = mix(h, (uintptr_t)f[i].dep);
+		h = mix(h, f[i].off);
+	}
+	return h ? h : 1;
+}
+
+static bool stack_eq(const struct opd_cc *cc, const struct cc_stack *s,
+		     const struct opd_sfile_key *k, const struct opd_cc_frame *f, size_t n)
+{
+	const struct opd_sfile_key *a = &s->leaf;
+
+	if (s->n != n - 1 || s->leaf_off != f[0].off || a->domain != k->domain ||
+	    a->image != k->image || a->dep != k->dep || a->vmm != k->vmm ||
+	    a->event != k->event || a->tgid != k->tgid || a->tid != k->tid || a->cpu != k->cpu)
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		const struct cc_pframe *p = &cc->pool[s->first + i - 1];
+
+		if (p->dep != f[i].dep || p->off != f[i].off)
+			return false;
+	}
+	return true;
+}
+
+static int grow_slots(struct opd_cc *cc)
+{
+	size_t n = cc->nslots ? cc->nslots * 2 : 1024;
+	uint32_t *sl = calloc(n, sizeof(*sl));
+
+	if (!sl)
+		return -ENOMEM;
+	for (size_t i = 0; i < cc->nstacks; i++) {
+		size_t j = cc->stacks[i].hash & (n - 1);
+
+		while (sl[j])
+			j = (j + 1) & (n - 1);
+		sl[j] = (uint32_t)i + 1;
+	}
+	free(cc->slots);
+	cc->slots = sl;
+	cc->nslots = n;
+	return 0;
+}
+
+/* Room for one more stack of @callers frames; false at the caps. */
+static bool stack_room(struct opd_cc *cc, size_t callers)
+{
+	if (cc->nstacks >= OPD_CC_MAX_STACKS || cc->npool + callers > OPD_CC_MAX_FRAMES)
+		return false;
+	if ((cc->nstacks + 1) * 2 >= cc->nslots && grow_slots(cc))
+		return false;
+	if (cc->nstacks == cc->cap) {
+		size_t ncap = cc->cap ? cc->cap * 2 : 256;
+		struct cc_stack *ns = realloc(cc->stacks, ncap * sizeof(*ns));
+
+		if (!ns)
+			return false;
+		cc->stacks = ns;
+		cc->cap = ncap;
+	}
+	if (cc->npool + callers > cc->pool_cap) {
+		size_t ncap = cc->pool_cap ? cc->pool_cap : 4096;
+		struct cc_pframe *np;
+
+		while (ncap < cc->npool + callers)
+			ncap *= 2;
+		np = realloc(cc->pool, ncap * sizeof(*np));
+		if (!np)
+			return false;
+		cc->pool = np;
+		cc->pool_cap = ncap;
+	}
+	return true;
+}
+
+static void add_stack(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		      const struct opd_cc_frame *f, size_t n)
+{
+	uint64_t h = stack_hash(leaf, f, n);
+	struct cc_stack *s;
+	size_t j;
+
+	if (cc->nslots) {
+		for (j = h & (cc->nslots - 1); cc->slots[j]; j = (j + 1) & (cc->nslots - 1)) {
+			s = &cc->stacks[cc->slots[j] - 1];
+			if (s->hash == h && stack_eq(cc, s, leaf, f, n)) {
+				s->count++;
+				return;
+			}
+		}
+	}
+	if (!stack_room(cc, n - 1)) {
+		cc->st->cc_stacks_dropped++;
+		return;
+	}
+	s = &cc->stacks[cc->nstacks];
+	memset(s, 0, sizeof(*s));
+	s->hash = h;
+	s->count = 1;
+	s->leaf = *leaf;
+	s->leaf.cg = NULL;
+	s->leaf_off = f[0].off;
+	s->first = (uint32_t)cc->npool;
+	s->n = (uint32_t)(n - 1);
+	for (size_t i = 1; i < n; i++) {
+		cc->pool[cc->npool].dep = f[i].dep;
+		cc->pool[cc->npool++].off = f[i].off;
+	}
+	for (j = h & (cc->nslots - 1); cc->slots[j]; j = (j + 1) & (cc->nslots - 1))
+		;
+	cc->slots[j] = (uint32_t)++cc->nstacks;
+	cc->st->cc_stacks = cc->nstacks;
+}
+
+void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		 const struct opd_cc_frame *f, size_t n)
+{
+	if (n < 2)
+		return;
+	for (size_t i = 1; i < n; i++)
+		file_arc(cc, leaf, &f[i], &f[i - 1]);
+	add_stack(cc, leaf, f, n);
+}
+
+/* ---- the stacks file ---- */
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static size_t image_index(struct opd_image *const *imgs, size_t n, struct opd_image *im)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if ((uintptr_t)imgs[mid] < (uintptr_t)im)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The distinct caller images, sorted by pointer; their count in *@n. */
+static struct opd_image **caller_images(const struct opd_cc *cc, size_t *n)
+{
+	struct opd_image **imgs = malloc((cc->npool + 1) * sizeof(*imgs));
+	size_t k = 0;
+
+	if (!imgs)
+		return NULL;
+	for (size_t i = 0; i < cc->npool; i++)
+		imgs[i] = cc->pool[i].dep;
+	qsort(imgs, cc->npool, sizeof(*imgs), cmp_ptr);
+	for (size_t i = 0; i < cc->npool; i++)
+		if (!k || imgs[k - 1] != imgs[i])
+			imgs[k++] = imgs[i];
+	*n = k;
+	return imgs;
+}
+
+static int write_images(FILE *f, struct opd_image *const *imgs, size_t n)
+{
+	char buf[SFN_MAX_PATH + 1];
+
+	for (size_t i = 0; i < n; i++) {
+		struct sfn_image im = { imgs[i]->kind, imgs[i]->name };
+
+		if (sfn_mangle_image(&im, buf, sizeof(buf)) < 0)
+			snprintf(buf, sizeof(buf), "{anon:unknown}");
+		fprintf(f, "image %zu %s\n", i, buf);
+	}
+	return 0;
+}
+
+static void write_stacks(const struct opd_cc *cc, FILE *f, struct opd_image *const *imgs,
+			 size_t nimgs)
+{
+	char name[SFN_MAX_PATH + 1];
+
+	for (size_t i = 0; i < cc->nstacks; i++) {
+		const struct cc_stack *s = &cc->stacks[i];
+		const struct opd_event_desc *ev = opd_sfiles_event(cc->sfiles, s->leaf.event);
+
+		if (!ev || opd_sfile_name(&s->leaf, ev, name, sizeof(name)) < 0)
+			continue;
+		fprintf(f, "stack %" PRIu64 " %s %#" PRIx64, s->count, name, s->leaf_off);
+		for (uint32_t j = 0; j < s->n; j++) {
+			const struct cc_pframe *p = &cc->pool[s->first + j];
+
+			fprintf(f, " %zu:%#" PRIx64, image_index(imgs, nimgs, p->dep), p->off);
+		}
+		fputc('\n', f);
+	}
+}
+
+int opd_cc_write(struct opd_cc *cc)
+{
+	char path[PATH_MAX + 80], tmp[PATH_MAX + 80];
+	struct opd_image **imgs;
+	size_t nimgs = 0;
+	FILE *f;
+	int ret;
+
+	if (!cc || !cc->nstacks)
+		return 0;
+	ret = du_mkdir_p(cc->dir);
+	if (ret)
+		goto out_err;
+	snprintf(path, sizeof(path), "%s/%s", cc->dir, cc->name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", cc->dir, cc->name);
+	imgs = caller_images(cc, &nimgs);
+	if (!imgs) {
+		ret = -ENOMEM;
+		goto out_err;
+	}
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		free(imgs);
+		goto out_err;
+	}
+	fprintf(f, "domprof-stacks 1\n");
+	write_images(f, imgs, nimgs);
+	write_stacks(cc, f, imgs, nimgs);
+	free(imgs);
+	if (ferror(f) | fclose(f) || rename(tmp, path)) {
+		ret = errno ? -errno : -EIO;
+		unlink(tmp);
+		goto out_err;
+	}
+	return 0;
+
+out_err:
+	du_err("cannot write the stacks file in %s: %s", cc->dir, strerror(-ret));
+	return ret;
+}
