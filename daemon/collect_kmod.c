@@ -64,6 +64,10 @@ int collect_kmod_config(const struct opd_conf *conf, struct dp_kmod_config *cfg)
 	cfg->clock_ns = DP_KMOD_DEF_CLOCK_NS;
 	cfg->ring_entries = DP_KMOD_DEF_RING;
 	cfg->flags = DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER;
+	/* --callgraph: the module walks guest stacks (host samples: none) */
+	if (conf)
+		cfg->callgraph_depth = conf->callgraph_depth < DP_KMOD_MAX_CG_DEPTH ?
+			conf->callgraph_depth : DP_KMOD_MAX_CG_DEPTH;
 	if (!conf || conf->nr_events == 0)
 		return 0;
 	if (conf->nr_events > 1) {
@@ -287,7 +291,8 @@ static int km_stop(void *state)
 
 const struct opd_collector_ops opd_collector_kmod = {
 	.name = "kmod",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_LIVE,
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_LIVE |
+		OPD_CAP_CALLCHAIN,
 	.open = km_open,
 	.pollfds = km_pollfds,
 	.start = km_start,

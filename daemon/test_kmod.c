@@ -36,6 +36,15 @@ static void test_config(void)
 	CU_ASSERT_EQUAL(k.event, DP_KMOD_EV_AUTO);
 	CU_ASSERT_EQUAL(k.ring_entries, DP_KMOD_DEF_RING);
 	CU_ASSERT_EQUAL(k.flags, DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER);
+	CU_ASSERT_EQUAL(k.callgraph_depth, 0);
+	/* --callgraph passes the depth to the module, at most its limit */
+	c.callgraph_depth = 16;
+	CU_ASSERT_EQUAL(collect_kmod_config(&c, &k), 0);
+	CU_ASSERT_EQUAL(k.callgraph_depth, 16);
+	c.callgraph_depth = 1000;
+	CU_ASSERT_EQUAL(collect_kmod_config(&c, &k), 0);
+	CU_ASSERT_EQUAL(k.callgraph_depth, DP_KMOD_MAX_CG_DEPTH);
+	c.callgraph_depth = 0;
 
 	set_event(&c, "CPU_CLK_UNHALTED", 250000);
 	CU_ASSERT_EQUAL(collect_kmod_config(&c, &k), 0);

@@ -31,6 +31,31 @@ struct dp_entry {
 };
 
 /*
+ * One call chain slot per ring entry, callgraph_depth + 1 words: word 0
+ * is nr | nr_kernel << 16 | flags << 32 (nr 0: no chain), the head of a
+ * DP_RAW_CALLCHAIN payload (raw.h) as it is, then the return addresses.
+ * A separate array keeps ring entries at 48 bytes when call chains are
+ * off.
+ */
+#define DP_CC_NR(w)		((u32)((w) & 0xffff))
+#define DP_CC_NR_KERNEL(w)	((u32)(((w) >> 16) & 0xffff))
+#define DP_CC_FLAGS(w)		((u32)((w) >> 32))
+#define DP_CC_WORD(nr, nk, fl)	((u64)(nr) | (u64)(nk) << 16 | (u64)(fl) << 32)
+/* the most a CPU's chain slots may take (ring entries x (depth + 1) words) */
+#define DP_CC_MAX_BYTES		(64UL << 20)
+
+/* Call-chain counters, written by the handler of the CPU only. */
+struct dp_cc_counts {
+	u64 chains;
+	u64 frames;
+	u64 truncated;
+	u64 depth_limited;
+	u64 empty;
+	u64 no_walk;
+	u64 nmi;
+};
+
+/*
  * Per-CPU state.  The ring is single producer (the overflow handler of
  * this CPU's counter, which cannot nest with itself) and single consumer
  * (the reader, serialized by the device mutex); head and tail are free
@@ -44,6 +69,9 @@ struct dp_cpu {
 	u64 lost;
 	struct dp_entry *ring;
 	unsigned long mask;
+	u64 *cc;		/* chain slots, NULL when call chains are off */
+	unsigned int cc_words;	/* words per slot: depth + 1 */
+	struct dp_cc_counts ccs;
 	/* consumer side, on its own cache line */
 	unsigned long tail ____cacheline_aligned;
 	u64 lost_reported;
@@ -61,6 +89,46 @@ int dp_kvm_get(void);
 void dp_kvm_put(void);
 bool dp_kvm_present(void);
 
+/*
+ * dp_walk.c: the guest frame-pointer walk over a guest memory reader
+ * (read(ctx, gpa, buf, len): 0 or -EFAULT, never sleeping).
+ */
+struct dp_walk {
+	int (*read)(void *ctx, u64 gpa, void *data, unsigned long len);
+	void *ctx;
+	u64 root;		/* guest CR3: the top page table's address */
+	int levels;		/* 4 or 5 */
+	u64 vpage, gpage;	/* the last 4 KiB translation */
+	bool have_page, page_user;
+	u64 *out;		/* return addresses found */
+	u32 n, max;
+	bool truncated;		/* stopped at an implausible frame */
+};
+
+/* A Linux x86-64 guest's kernel stacks: 16 KiB, aligned to their size. */
+#define DP_GUEST_STACK	16384ULL
+
+/*
+ * Follow frame pointers from @fp: frames at or above @sp (the stack
+ * pointer at the sample) and, for the kernel, on the same stack as @sp;
+ * return addresses in the half of the address space of @user.
+ */
+void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user);
+/*
+ * A guest kernel entered from user mode keeps the user registers in a
+ * struct pt_regs at the top of the task's kernel stack: if the words
+ * there look like it (user CS and SS, user pc and stack), append the user
+ * pc and the user frame-pointer chain.
+ */
+void dp_walk_user_tail(struct dp_walk *w, u64 sp);
+
+/* dp_callchain.c */
+struct kvm_vcpu;
+int dp_cc_get(void);
+void dp_cc_put(void);
+void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
+		 const struct dp_entry *e, u64 *slot);
+
 /* dp_stream.c: the reader's encoder state, one per open file */
 struct dp_stream {
 	bool header_done;
@@ -75,12 +143,13 @@ struct dp_stream {
 	bool have_guest;	/* domain, vcpu and asid stated */
 };
 
-#define DP_REC_MAX	256	/* bytes: the longest encoding of one entry */
+/* bytes: the longest encoding of one entry, its call chain included */
+#define DP_REC_MAX	(256 + 24 + 8 * DP_KMOD_MAX_CG_DEPTH)
 
 size_t dp_stream_header(void *buf, size_t len, u32 event, u64 period,
 			u32 cf_flags, u64 start_ns);
 size_t dp_stream_lost(void *buf, u64 count);
 size_t dp_stream_entry(struct dp_stream *s, void *buf, u32 cpu,
-		       const struct dp_entry *e);
+		       const struct dp_entry *e, const u64 *cc);
 
 #endif /* DOMPROF_KMOD_INTERNAL_H */

@@ -61,6 +61,7 @@ struct dp_file {
 	struct dp_stream s;
 	unsigned int gen;
 	unsigned int next_cpu;
+	u8 rec[DP_REC_MAX];	/* one encoded entry: too big for the stack */
 };
 
 static bool dp_ring_pending(struct dp_cpu *c)
@@ -105,6 +106,17 @@ static int dp_cpu_start(unsigned int cpu, u32 event)
 
 	if (c->event)
 		return 0;
+	if (dp_cfg.callgraph_depth && !c->cc) {
+		u64 *cc;
+
+		cc = vzalloc(array3_size(dp_cfg.ring_entries,
+					 dp_cfg.callgraph_depth + 1, sizeof(u64)));
+		if (!cc)
+			return -ENOMEM;
+		c->cc_words = dp_cfg.callgraph_depth + 1;
+		/* ring slots written before this have no chain: zeroes */
+		smp_store_release(&c->cc, cc);
+	}
 	if (!c->ring) {
 		struct dp_entry *ring;
 
@@ -175,6 +187,9 @@ static void dp_free_rings(void)
 		vfree(c->ring);
 		c->ring = NULL;
 		c->ring_entries = 0;
+		vfree(c->cc);
+		c->cc = NULL;
+		c->cc_words = 0;
 	}
 }
 
@@ -213,6 +228,7 @@ static void dp_disable(void)
 	del_timer_sync(&dp_timer);
 	/* no handler can be running any more: KVM may go */
 	synchronize_rcu();
+	dp_cc_put();
 	dp_kvm_put();
 	wake_up_interruptible(&dp_wait);
 }
@@ -225,6 +241,7 @@ static int dp_enable(void)
 	if (dp_enabled)
 		return -EBUSY;
 	dp_kvm_get();
+	dp_cc_get();
 	cpus_read_lock();
 	dp_event = dp_cfg.event;
 	if (dp_event == DP_KMOD_EV_AUTO)
@@ -237,6 +254,14 @@ static int dp_enable(void)
 			vfree(c->ring);
 			c->ring = NULL;
 		}
+		/* chain slots match the ring's size and the depth, or go */
+		if (c->cc && (!c->ring || !dp_cfg.callgraph_depth ||
+			      c->cc_words != dp_cfg.callgraph_depth + 1)) {
+			vfree(c->cc);
+			c->cc = NULL;
+			c->cc_words = 0;
+		}
+		memset(&c->ccs, 0, sizeof(c->ccs));
 		c->head = 0;
 		c->tail = 0;
 		c->samples = 0;
@@ -278,6 +303,33 @@ static int dp_check_config(const struct dp_kmod_config *c)
 	    c->ring_entries > DP_KMOD_MAX_RING ||
 	    !is_power_of_2(c->ring_entries))
 		return -EINVAL;
+	if (c->callgraph_depth > DP_KMOD_MAX_CG_DEPTH ||
+	    (u64)c->ring_entries * (c->callgraph_depth + 1) * sizeof(u64) >
+	    DP_CC_MAX_BYTES)
+		return -EINVAL;
+	return 0;
+}
+
+static int dp_cc_stats(void __user *uarg)
+{
+	struct dp_kmod_cc_stats st;
+	struct dp_cc_counts *n;
+
+	if (copy_from_user(&st, uarg, sizeof(st)))
+		return -EFAULT;
+	if (st.cpu >= nr_cpu_ids || !cpu_possible(st.cpu))
+		return -ENOENT;
+	n = &per_cpu_ptr(&dp_cpus, st.cpu)->ccs;
+	st.pad = 0;
+	st.chains = READ_ONCE(n->chains);
+	st.frames = READ_ONCE(n->frames);
+	st.truncated = READ_ONCE(n->truncated);
+	st.depth_limited = READ_ONCE(n->depth_limited);
+	st.empty = READ_ONCE(n->empty);
+	st.no_walk = READ_ONCE(n->no_walk);
+	st.nmi = READ_ONCE(n->nmi);
+	if (copy_to_user(uarg, &st, sizeof(st)))
+		return -EFAULT;
 	return 0;
 }
 
@@ -301,7 +353,6 @@ static long dp_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 			err = -EBUSY;
 		if (!err) {
 			cfg.active_event = DP_KMOD_EV_AUTO;
-			cfg.pad = 0;
 			dp_cfg = cfg;
 		}
 		break;
@@ -336,6 +387,9 @@ static long dp_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		if (copy_to_user(uarg, &st, sizeof(st)))
 			err = -EFAULT;
 		break;
+	case DP_KMOD_IOC_CC_STATS:
+		err = dp_cc_stats(uarg);
+		break;
 	default:
 		err = -ENOTTY;
 	}
@@ -349,7 +403,8 @@ static long dp_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
  */
 static ssize_t dp_drain(struct dp_file *df, char __user *ubuf, size_t count)
 {
-	u8 rec[DP_REC_MAX];
+	u8 *rec = df->rec;
+	struct dp_stream saved;
 	size_t done = 0, n;
 	unsigned int i, cpu;
 	bool progress = true;
@@ -359,6 +414,7 @@ static ssize_t dp_drain(struct dp_file *df, char __user *ubuf, size_t count)
 		for (i = 0; i < nr_cpu_ids; i++) {
 			struct dp_cpu *c;
 			struct dp_entry *ring;
+			const u64 *cc, *slot;
 			unsigned long head, tail;
 			unsigned int batch = 0;
 			u64 lost;
@@ -385,12 +441,19 @@ static ssize_t dp_drain(struct dp_file *df, char __user *ubuf, size_t count)
 			/* the slots below head are written: see dp_overflow() */
 			head = smp_load_acquire(&c->head);
 			tail = c->tail;
+			/* pairs with the release in dp_cpu_start() */
+			cc = smp_load_acquire(&c->cc);
 			while (tail != head && batch++ < DP_BATCH) {
+				slot = cc ? cc + (tail & c->mask) * c->cc_words :
+					NULL;
+				saved = df->s;
 				n = dp_stream_entry(&df->s, rec, cpu,
-						    &ring[tail & c->mask]);
+						    &ring[tail & c->mask], slot);
 				if (done + n > count) {
+					/* not sent: the context is not either */
+					df->s = saved;
 					df->next_cpu = cpu;
-					return done;
+					return done ? done : -EINVAL;
 				}
 				if (copy_to_user(ubuf + done, rec, n))
 					return -EFAULT;
@@ -521,8 +584,31 @@ static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(stats);
 
+static ssize_t callchain_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	unsigned int cpu;
+	int len = 0;
+
+	for_each_possible_cpu(cpu) {
+		struct dp_cc_counts *n = &per_cpu_ptr(&dp_cpus, cpu)->ccs;
+
+		len += sysfs_emit_at(buf, len,
+				     "cpu %u chains %llu frames %llu truncated %llu depth_limited %llu empty %llu no_walk %llu nmi %llu\n",
+				     cpu, READ_ONCE(n->chains),
+				     READ_ONCE(n->frames),
+				     READ_ONCE(n->truncated),
+				     READ_ONCE(n->depth_limited),
+				     READ_ONCE(n->empty), READ_ONCE(n->no_walk),
+				     READ_ONCE(n->nmi));
+	}
+	return len;
+}
+static DEVICE_ATTR_RO(callchain);
+
 static struct attribute *dp_attrs[] = {
 	&dev_attr_stats.attr,
+	&dev_attr_callchain.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(dp);

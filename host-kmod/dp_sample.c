@@ -66,17 +66,18 @@ bool dp_kvm_present(void)
  */
 #define DP_CR3_ROOT_MASK	GENMASK_ULL(51, 13)
 
-static bool dp_guest_fill(struct dp_entry *e)
+/* Returns the vCPU a guest sample was taken on, NULL for a host sample. */
+static struct kvm_vcpu *dp_guest_fill(struct dp_entry *e)
 {
 	typeof(&kvm_get_running_vcpu) running = READ_ONCE(dp_running_vcpu);
 	struct kvm_vcpu *vcpu;
 	u32 avail;
 
 	if (!running)
-		return false;
+		return NULL;
 	vcpu = running();
 	if (!vcpu || !READ_ONCE(vcpu->arch.handling_intr_from_guest))
-		return false;
+		return NULL;
 
 	e->domain = current->tgid;
 	e->vcpu = vcpu->vcpu_idx;
@@ -104,7 +105,7 @@ static bool dp_guest_fill(struct dp_entry *e)
 	/* A 64-bit guest's kernel runs in the upper half. */
 	e->mode = (e->pc & BIT_ULL(63)) || !e->pc ?
 		DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
-	return true;
+	return vcpu;
 }
 #else
 int dp_kvm_get(void)
@@ -121,9 +122,9 @@ bool dp_kvm_present(void)
 	return false;
 }
 
-static bool dp_guest_fill(struct dp_entry *e)
+static struct kvm_vcpu *dp_guest_fill(struct dp_entry *e)
 {
-	return false;
+	return NULL;
 }
 #endif
 
@@ -132,7 +133,9 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 {
 	struct dp_cpu *c = event->overflow_handler_context;
 	struct dp_entry *ring = READ_ONCE(c->ring);
+	u64 *cc = READ_ONCE(c->cc);
 	unsigned long head, tail;
+	struct kvm_vcpu *vcpu;
 	struct dp_entry *e;
 
 	if (unlikely(!ring || !regs))
@@ -148,8 +151,16 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 	e->time = ktime_get_mono_fast_ns();
 	e->pid = current->tgid;
 	e->tid = current->pid;
-	if (dp_guest_fill(e)) {
+	if (cc) {
+		/* this slot's call chain (dp_callchain.c), none so far */
+		cc += (head & c->mask) * c->cc_words;
+		cc[0] = 0;
+	}
+	vcpu = dp_guest_fill(e);
+	if (vcpu) {
 		WRITE_ONCE(c->guest, c->guest + 1);
+		if (cc)
+			dp_cc_guest(c, vcpu, e, cc);
 	} else {
 		e->pc = instruction_pointer(regs);
 		e->mode = user_mode(regs) ? DP_MODE_HOST_USER :

@@ -66,11 +66,40 @@ size_t dp_stream_lost(void *buf, u64 count)
 }
 
 /*
- * Encode @e, taken on @cpu, into @buf (at least DP_REC_MAX bytes).
- * Returns the bytes written.
+ * A DP_RAW_CALLCHAIN record from a chain slot (domprof.h): it goes right
+ * before the sample it belongs to.  Returns the bytes written, 0 if the
+ * slot holds no chain.  The counts are checked again: the stream must
+ * stay well formed whatever the slot holds.
+ */
+static size_t dp_put_chain(u8 *p, const u64 *cc)
+{
+	u64 w[2], head;
+	u32 nr, nr_kernel, len;
+
+	if (!cc)
+		return 0;
+	head = cc[0];
+	nr = DP_CC_NR(head);
+	nr_kernel = DP_CC_NR_KERNEL(head);
+	if (!nr || nr > DP_KMOD_MAX_CG_DEPTH || nr_kernel > nr)
+		return 0;
+	len = 8 + 8 * nr;
+	w[0] = DP_RAW_ESCAPE;
+	w[1] = (u64)len << 32 | DP_RAW_CALLCHAIN;
+	memcpy(p, w, sizeof(w));
+	/* nr u16, nr_kernel u16, flags u32: the slot's head word as it is */
+	head = DP_CC_WORD(nr, nr_kernel, DP_CC_FLAGS(head));
+	memcpy(p + sizeof(w), &head, sizeof(head));
+	memcpy(p + sizeof(w) + 8, cc + 1, 8 * nr);
+	return sizeof(w) + len;
+}
+
+/*
+ * Encode @e, taken on @cpu, with its call chain slot @cc (NULL: none)
+ * into @buf (at least DP_REC_MAX bytes).  Returns the bytes written.
  */
 size_t dp_stream_entry(struct dp_stream *s, void *buf, u32 cpu,
-		       const struct dp_entry *e)
+		       const struct dp_entry *e, const u64 *cc)
 {
 	bool guest = e->mode == DP_MODE_GUEST_KERNEL ||
 		     e->mode == DP_MODE_GUEST_USER;
@@ -122,6 +151,7 @@ size_t dp_stream_entry(struct dp_stream *s, void *buf, u32 cpu,
 
 		p += dp_put_rec(p, DP_RAW_TIME, &t, sizeof(t));
 	}
+	p += dp_put_chain(p, cc);
 	if (e->pc == DP_RAW_ESCAPE) {
 		struct dp_raw_sample r = { .pc = e->pc, .event = 0 };
 

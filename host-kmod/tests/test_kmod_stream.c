@@ -26,6 +26,10 @@ struct dec {
 	struct got *out;
 	size_t n, cap;
 	u64 lost;
+	/* DP_RAW_CALLCHAIN records: how many, the first one, the last nr */
+	u32 chains, cc_nr, cc_nk, cc_flags, cc_last_nr;
+	u64 cc_frames[3];
+	size_t cc_before;	/* samples decoded before the first chain */
 };
 
 static int d_sample(void *ctx, uint64_t pc, uint32_t event)
@@ -90,6 +94,24 @@ static int d_lost(void *ctx, uint64_t n)
 	return 0;
 }
 
+static int d_chain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
+		   const uint8_t *frames)
+{
+	struct dec *d = ctx;
+	uint32_t i;
+
+	if (!d->chains++) {
+		d->cc_nr = nr;
+		d->cc_nk = nr_kernel;
+		d->cc_flags = flags;
+		d->cc_before = d->n;
+		for (i = 0; i < nr && i < 3; i++)
+			d->cc_frames[i] = raw_cc_frame(frames, i);
+	}
+	d->cc_last_nr = nr;
+	return 0;
+}
+
 static const struct raw_ops dec_ops = {
 	.sample = d_sample, .cpu = d_cpu, .task = d_task, .mode = d_mode,
 	.domain = d_domain, .asid = d_asid, .time = d_time, .lost = d_lost,
@@ -144,7 +166,7 @@ static void test_round_trip(void)
 		size_t n;
 
 		make_entry(&in[i], &in_cpu[i], (unsigned int)i);
-		n = dp_stream_entry(&s, buf + len, in_cpu[i], &in[i]);
+		n = dp_stream_entry(&s, buf + len, in_cpu[i], &in[i], NULL);
 		CU_ASSERT_FATAL(n > 0 && n <= DP_REC_MAX && n % DP_RAW_WORD == 0);
 		len += n;
 		if (i == NR_ENTRIES / 2)
@@ -203,15 +225,97 @@ static void test_compact(void)
 	size_t first, next;
 
 	memset(&s, 0, sizeof(s));
-	first = dp_stream_entry(&s, buf, 0, &e);
+	first = dp_stream_entry(&s, buf, 0, &e, NULL);
 	/* CPU, TASK, MODE, DOMAIN, ASID, TIME and a sample */
 	CU_ASSERT_EQUAL(first, 24 + 24 + 24 + 32 + 24 + 24 + 16);
 	e.time++;
-	next = dp_stream_entry(&s, buf, 0, &e);
+	next = dp_stream_entry(&s, buf, 0, &e, NULL);
 	CU_ASSERT_EQUAL(next, 24 + 16);
 	e.asid = 0x4000;
-	next = dp_stream_entry(&s, buf, 0, &e);
+	next = dp_stream_entry(&s, buf, 0, &e, NULL);
 	CU_ASSERT_EQUAL(next, 24 + 24 + 16);
+}
+
+/*
+ * A chain slot becomes a DP_RAW_CALLCHAIN record right before its sample
+ * (raw type 14: nr, nr_kernel, flags, then the frames), and the samples
+ * around it still decode with lib/raw.
+ */
+static void test_chain(void)
+{
+	struct dp_stream s;
+	struct dp_entry e = { .pc = 0x401000, .time = 1, .pid = 5, .tid = 6,
+			      .mode = DP_MODE_GUEST_KERNEL, .domain = 5, .vcpu = 0,
+			      .asid = 0x2000 };
+	u64 slot[1 + DP_KMOD_MAX_CG_DEPTH] = { 0 };
+	static unsigned char buf[4 * DP_REC_MAX];
+	struct raw_decode_stats st = { 0 };
+	struct got out[4];
+	struct dec d = { .out = out, .cap = 4 };
+	struct raw_ops ops = dec_ops;
+	size_t n, len, consumed;
+	u64 w[8];
+	u16 nr, nk;
+	u32 flags;
+
+	memset(&s, 0, sizeof(s));
+	slot[0] = DP_CC_WORD(3, 1, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	slot[1] = 0xffffffff81000010ULL;
+	slot[2] = 0x401234;
+	slot[3] = 0x401300;
+	len = dp_stream_entry(&s, buf, 0, &e, slot);
+	n = 24 + 24 + 24 + 32 + 24 + 24;	/* the context, as in test_compact */
+	CU_ASSERT_EQUAL_FATAL(len, n + 16 + 8 + 3 * 8 + 16);
+	memcpy(w, buf + n, sizeof(w));
+	CU_ASSERT_EQUAL(w[0], DP_RAW_ESCAPE);
+	CU_ASSERT_EQUAL(w[1], (u64)(8 + 3 * 8) << 32 | DP_RAW_CALLCHAIN);
+	memcpy(&nr, buf + n + 16, 2);
+	memcpy(&nk, buf + n + 18, 2);
+	memcpy(&flags, buf + n + 20, 4);
+	CU_ASSERT_EQUAL(nr, 3);
+	CU_ASSERT_EQUAL(nk, 1);
+	CU_ASSERT_EQUAL(flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	CU_ASSERT_EQUAL(w[3], 0xffffffff81000010ULL);
+	CU_ASSERT_EQUAL(w[4], 0x401234);
+	CU_ASSERT_EQUAL(w[5], 0x401300);
+	CU_ASSERT_EQUAL(w[6], 0x401000);	/* then the sample itself */
+	CU_ASSERT_EQUAL(w[7], 0);
+
+	/* the deepest chain fits DP_REC_MAX with a full context */
+	memset(&s, 0, sizeof(s));
+	slot[0] = DP_CC_WORD(DP_KMOD_MAX_CG_DEPTH, 0, DP_RAW_CC_GUEST);
+	e.pc = DP_RAW_ESCAPE;
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT(n <= DP_REC_MAX);
+	len += n;
+	/* slots that cannot be a chain give no record */
+	e.pc = 0x401000;
+	slot[0] = DP_CC_WORD(DP_KMOD_MAX_CG_DEPTH + 1, 0, 0);
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT_EQUAL(n, 24 + 16);
+	len += n;
+	slot[0] = DP_CC_WORD(2, 3, 0);
+	n = dp_stream_entry(&s, buf + len, 0, &e, slot);
+	CU_ASSERT_EQUAL(n, 24 + 16);
+	len += n;
+	/* lib/raw, the daemon's decoder, reads the module's chains the same */
+	ops.callchain = d_chain;
+	CU_ASSERT_EQUAL(raw_decode(&ops, &d, buf, len, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, len);
+	CU_ASSERT_EQUAL(st.bad_payload, 0);
+	CU_ASSERT_EQUAL(st.unknown_type, 0);
+	CU_ASSERT_EQUAL_FATAL(d.n, 4);
+	CU_ASSERT_EQUAL(d.chains, 2);
+	CU_ASSERT_EQUAL(d.cc_before, 0);
+	CU_ASSERT_EQUAL(d.cc_nr, 3);
+	CU_ASSERT_EQUAL(d.cc_nk, 1);
+	CU_ASSERT_EQUAL(d.cc_flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	CU_ASSERT_EQUAL(d.cc_frames[0], 0xffffffff81000010ULL);
+	CU_ASSERT_EQUAL(d.cc_frames[2], 0x401300);
+	CU_ASSERT_EQUAL(d.cc_last_nr, DP_KMOD_MAX_CG_DEPTH);
+	CU_ASSERT_EQUAL(out[0].pc, 0x401000);
+	CU_ASSERT_EQUAL(out[1].pc, DP_RAW_ESCAPE);
+	CU_ASSERT_EQUAL(out[3].mode, DP_MODE_GUEST_KERNEL);
 }
 
 static void test_header_refuses(void)
@@ -234,6 +338,7 @@ int main(void)
 	if (!suite ||
 	    !CU_add_test(suite, "module stream decodes to what was encoded", test_round_trip) ||
 	    !CU_add_test(suite, "context is stated only when it changes", test_compact) ||
+	    !CU_add_test(suite, "a call chain goes right before its sample", test_chain) ||
 	    !CU_add_test(suite, "header needs room and a real event", test_header_refuses)) {
 		CU_cleanup_registry();
 		return 2;

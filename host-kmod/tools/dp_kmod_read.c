@@ -9,11 +9,18 @@
  *
  *   dp-kmod-read [--seconds N] [--event auto|cycles|clock] [--period N]
  *                [--clock-ns N] [--ring N] [--out FILE] [--keep]
- *                [--stats]
+ *                [--stats] [--callgraph DEPTH] [--chains FILE]
  *
  * --keep leaves sampling on at the end (no disable, no drain): the lab
  * then unloads the module while it samples.  --stats prints the per-CPU
  * counters (DP_KMOD_IOC_CPU_STATS) and does nothing else.
+ *
+ * --callgraph DEPTH asks the module for guest call chains.  This tool
+ * walks the framing itself beside lib/raw (kr_scan), a second decoder of
+ * the module's chains: each chain must be followed by its sample,
+ * and --chains FILE gets one line per guest sample, chained or not (NR 0),
+ * numbers in decimal (the lab's awk has no hex):
+ *   MODE PC NR NR_KERNEL FLAGS FRAME...
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -140,6 +147,122 @@ static int kr_time(void *ctx, uint64_t ns)
 	return 0;
 }
 
+/* The call chains, counted by kr_scan() from the stream's own framing. */
+struct kr_cc {
+	uint32_t mode;
+	bool pending;
+	uint32_t nr, nr_kernel, flags;
+	uint64_t frames[DP_KMOD_MAX_CG_DEPTH];
+	uint64_t records, truncated, guest, frames_total, bad, orphan;
+	uint64_t by_mode[DP_MODE_NR];
+	FILE *out;
+};
+
+static void kr_cc_sample(struct kr_cc *c, uint64_t pc)
+{
+	uint32_t i, nr = c->pending ? c->nr : 0;
+
+	if (c->pending && c->mode < DP_MODE_NR)
+		c->by_mode[c->mode]++;
+	c->pending = false;
+	if (!c->out || (c->mode != DP_MODE_GUEST_KERNEL && c->mode != DP_MODE_GUEST_USER))
+		return;
+	fprintf(c->out, "%u %llu %u %u %u", c->mode, (unsigned long long)pc, nr,
+		nr ? c->nr_kernel : 0, nr ? c->flags : 0);
+	for (i = 0; i < nr; i++)
+		fprintf(c->out, " %llu", (unsigned long long)c->frames[i]);
+	fputc('\n', c->out);
+}
+
+static void kr_cc_chain(struct kr_cc *c, const unsigned char *p, uint32_t len)
+{
+	uint16_t nr, nk;
+	uint32_t flags;
+
+	if (c->pending)
+		c->orphan++;	/* two chains, no sample between */
+	c->pending = false;
+	if (len < 8)
+		goto bad;
+	memcpy(&nr, p, 2);
+	memcpy(&nk, p + 2, 2);
+	memcpy(&flags, p + 4, 4);
+	if (!nr || nr > DP_KMOD_MAX_CG_DEPTH || nk > nr || len != 8 + 8u * nr)
+		goto bad;
+	c->nr = nr;
+	c->nr_kernel = nk;
+	c->flags = flags;
+	memcpy(c->frames, p + 8, 8u * nr);
+	c->records++;
+	c->frames_total += nr;
+	c->truncated += !!(flags & DP_RAW_CC_TRUNCATED);
+	c->guest += !!(flags & DP_RAW_CC_GUEST);
+	c->pending = true;
+	return;
+bad:
+	c->bad++;
+}
+
+/*
+ * The raw framing (raw.h) over @len bytes of whole records: a sample is
+ * two words, anything else an escape word, a type/length word and the
+ * payload padded to words.
+ */
+static void kr_scan(struct kr_cc *c, const unsigned char *buf, size_t len)
+{
+	size_t off = 0;
+	uint64_t w0, w1;
+	uint32_t type, plen;
+
+	while (off + 16 <= len) {
+		memcpy(&w0, buf + off, 8);
+		memcpy(&w1, buf + off + 8, 8);
+		off += 16;
+		if (w0 != DP_RAW_ESCAPE) {
+			kr_cc_sample(c, w0);
+			continue;
+		}
+		type = (uint32_t)w1;
+		plen = (uint32_t)(w1 >> 32);
+		if (off + plen > len)
+			return;
+		if (type == DP_RAW_MODE && plen >= 4)
+			memcpy(&c->mode, buf + off, 4);
+		else if (type == DP_RAW_SAMPLE && plen >= 8)
+			kr_cc_sample(c, DP_RAW_ESCAPE);
+		else if (type == DP_RAW_CALLCHAIN)
+			kr_cc_chain(c, buf + off, plen);
+		off += (plen + 7) & ~(size_t)7;
+	}
+}
+
+static void kr_cc_stats(int fd)
+{
+	struct dp_kmod_cc_stats st, sum = { 0 };
+	uint32_t cpu;
+
+	for (cpu = 0; cpu < 4096; cpu++) {
+		memset(&st, 0, sizeof(st));
+		st.cpu = cpu;
+		if (ioctl(fd, DP_KMOD_IOC_CC_STATS, &st) < 0)
+			continue;
+		sum.chains += st.chains;
+		sum.frames += st.frames;
+		sum.truncated += st.truncated;
+		sum.depth_limited += st.depth_limited;
+		sum.empty += st.empty;
+		sum.no_walk += st.no_walk;
+		sum.nmi += st.nmi;
+	}
+	printf("kmod_cc_chains %llu\nkmod_cc_frames %llu\nkmod_cc_truncated %llu\n"
+	       "kmod_cc_depth_limited %llu\nkmod_cc_empty %llu\nkmod_cc_no_walk %llu\n"
+	       "kmod_cc_nmi %llu\n",
+	       (unsigned long long)sum.chains, (unsigned long long)sum.frames,
+	       (unsigned long long)sum.truncated, (unsigned long long)sum.depth_limited,
+	       (unsigned long long)sum.empty, (unsigned long long)sum.no_walk,
+	       (unsigned long long)sum.nmi);
+}
+
 static const struct raw_ops kr_ops = {
 	.sample = kr_sample, .cpu = kr_cpu, .mode = kr_mode, .domain = kr_domain,
 	.lost = kr_lost, .time = kr_time, .asid = kr_asid,
@@ -177,7 +300,8 @@ static int kr_stats(int fd)
 static void usage(void)
 {
 	fprintf(stderr, "usage: dp-kmod-read [--seconds N] [--event auto|cycles|clock] "
-		"[--period N] [--clock-ns N] [--ring N] [--out FILE] [--keep] [--stats]\n");
+		"[--period N] [--clock-ns N] [--ring N] [--out FILE] [--keep] [--stats]\n"
+		"       [--callgraph DEPTH] [--chains FILE]\n");
 	exit(2);
 }
 
@@ -192,12 +316,16 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "keep", no_argument, NULL, 'k' },
 		{ "stats", no_argument, NULL, 'S' },
+		{ "callgraph", required_argument, NULL, 'g' },
+		{ "chains", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dp_kmod_config cfg;
 	struct raw_header hdr;
 	struct raw_decode_stats st = { 0 };
 	static struct kr_count k;
+	static struct kr_cc cc;
+	const char *chains = NULL;
 	double seconds = 5, end;
 	const char *out = NULL;
 	bool keep = false, stats = false, disabled = false, have_hdr = false;
@@ -232,6 +360,8 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'k': keep = true; break;
 		case 'S': stats = true; break;
+		case 'g': cfg.callgraph_depth = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'C': chains = optarg; break;
 		default: usage();
 		}
 	}
@@ -256,6 +386,10 @@ int main(int argc, char **argv)
 	}
 	if (out && !(of = fopen(out, "wb"))) {
 		perror(out);
+		return 1;
+	}
+	if (chains && !(cc.out = fopen(chains, "w"))) {
+		perror(chains);
 		return 1;
 	}
 	buf = malloc(KR_BUF);
@@ -315,6 +449,7 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
+		kr_scan(&cc, buf, used);
 		memmove(buf, buf + used, have - used);
 		have -= used;
 	}
@@ -331,11 +466,25 @@ int main(int argc, char **argv)
 	       (unsigned long long)k.backwards);
 	printf("unknown_type %llu\nbad_payload %llu\n", (unsigned long long)st.unknown_type,
 	       (unsigned long long)st.bad_payload);
+	if (cfg.callgraph_depth) {
+		kr_cc_stats(fd);
+		printf("cc_records %llu\ncc_guest %llu\ncc_truncated %llu\ncc_frames %llu\n"
+		       "cc_bad %llu\ncc_orphan %llu\ncc_guest_kernel %llu\ncc_guest_user %llu\n",
+		       (unsigned long long)cc.records, (unsigned long long)cc.guest,
+		       (unsigned long long)cc.truncated, (unsigned long long)cc.frames_total,
+		       (unsigned long long)cc.bad,
+		       (unsigned long long)(cc.orphan + cc.pending),
+		       (unsigned long long)cc.by_mode[DP_MODE_GUEST_KERNEL],
+		       (unsigned long long)cc.by_mode[DP_MODE_GUEST_USER]);
+	}
 	for (size_t i = 0; i < k.domains.n; i++)
 		printf("domain %llu\n", (unsigned long long)k.domains.v[i]);
 	if (of)
 		fclose(of);
+	if (cc.out)
+		fclose(cc.out);
 	free(buf);
 	close(fd);
-	return rc || st.unknown_type || st.bad_payload || have;
+	return rc || st.unknown_type || st.bad_payload || have || cc.bad || cc.orphan ||
+		cc.pending;
 }

@@ -26,6 +26,8 @@
 #define DP_KMOD_ABI		1		/* bumped on any change below */
 /* One line per possible CPU: "cpu N samples S lost L guest G counting 0|1" */
 #define DP_KMOD_SYSFS_STATS	"/sys/class/misc/domprof/stats"
+/* One line per possible CPU: "cpu N chains C frames F truncated T ..." */
+#define DP_KMOD_SYSFS_CC_STATS	"/sys/class/misc/domprof/callchain"
 
 /* Which counter each CPU samples with. */
 enum dp_kmod_event {
@@ -56,8 +58,15 @@ struct dp_kmod_config {
 	dp_u32 flags;		/* DP_KMOD_CF_* */
 	/* filled by GET_CONFIG: the event in use once enabled, or AUTO */
 	dp_u32 active_event;
-	dp_u32 pad;
+	/*
+	 * Guest call chains: the deepest frame-pointer walk per guest sample
+	 * (0 = off, at most DP_KMOD_MAX_CG_DEPTH), emitted as DP_RAW_CALLCHAIN
+	 * records.  This was padding before: a daemon that zeroes it keeps
+	 * call chains off, so the ABI number stays.
+	 */
+	dp_u32 callgraph_depth;
 };
+#define DP_KMOD_MAX_CG_DEPTH	127
 
 /* Counters of one CPU (DP_KMOD_IOC_CPU_STATS: set cpu, get the rest). */
 struct dp_kmod_cpu_stats {
@@ -70,6 +79,25 @@ struct dp_kmod_cpu_stats {
 #define DP_KMOD_CS_POSSIBLE	0x1	/* the CPU exists */
 #define DP_KMOD_CS_COUNTING	0x2	/* it has a live counter now */
 
+/*
+ * Call-chain counters of one CPU since enable (DP_KMOD_IOC_CC_STATS: set
+ * cpu, get the rest).  Every guest sample taken with callgraph_depth > 0
+ * ends in exactly one of: a chain, empty (no frame at all), no_walk (the
+ * guest's page-table root or registers are not known at the sample), nmi
+ * (the walk is skipped in NMI context) or no_room (the ring was full).
+ */
+struct dp_kmod_cc_stats {
+	dp_u32 cpu;		/* in */
+	dp_u32 pad;
+	dp_u64 chains;		/* DP_RAW_CALLCHAIN records written */
+	dp_u64 frames;		/* frames in them */
+	dp_u64 truncated;	/* chains (or empty walks) cut at a bad frame */
+	dp_u64 depth_limited;	/* walks that reached callgraph_depth */
+	dp_u64 empty;		/* walks that found no frame */
+	dp_u64 no_walk;		/* guest state unknown: no walk tried */
+	dp_u64 nmi;		/* guest samples in NMI: no walk tried */
+};
+
 #define DP_KMOD_IOC_MAGIC	0xd9
 /* Set the configuration; -EBUSY while enabled, -EINVAL if out of range. */
 #define DP_KMOD_IOC_SET_CONFIG	_IOW(DP_KMOD_IOC_MAGIC, 1, struct dp_kmod_config)
@@ -79,8 +107,11 @@ struct dp_kmod_cpu_stats {
 /* Stop and release the counters; what is buffered stays readable. */
 #define DP_KMOD_IOC_DISABLE	_IO(DP_KMOD_IOC_MAGIC, 4)
 #define DP_KMOD_IOC_CPU_STATS	_IOWR(DP_KMOD_IOC_MAGIC, 5, struct dp_kmod_cpu_stats)
+/* Call-chain counters of one CPU; -ENOTTY from a module without them. */
+#define DP_KMOD_IOC_CC_STATS	_IOWR(DP_KMOD_IOC_MAGIC, 6, struct dp_kmod_cc_stats)
 
 _Static_assert(sizeof(struct dp_kmod_config) == 40, "dp_kmod_config layout");
 _Static_assert(sizeof(struct dp_kmod_cpu_stats) == 32, "dp_kmod_cpu_stats layout");
+_Static_assert(sizeof(struct dp_kmod_cc_stats) == 64, "dp_kmod_cc_stats layout");
 
 #endif /* DOMPROF_KMOD_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * domprof kernel collector: guest call chains, walked at sample time.
+ *
+ * When a sample hits a KVM vCPU in guest mode, follow the guest's frame
+ * pointers from its RBP: each frame holds the caller's RBP at [rbp] and
+ * the return address at [rbp + 8] (the walk itself, checks and bounds,
+ * is dp_walk.c; this file hands it the vCPU's state and a reader).  The
+ * guest's memory is read through KVM's memslots with
+ * kvm_vcpu_read_guest_atomic(), which copies from the hypervisor's
+ * mapping of guest memory with page faults disabled: a page
+ * that is not resident fails the read instead of sleeping.  Guest virtual
+ * addresses are translated by a small read-only walk of the guest's page
+ * tables (KVM's own walker may set accessed bits, mark pages dirty and
+ * refresh cached registers: none of that belongs in an interrupt).
+ *
+ * Everything read is the guest's and may be hostile: the walk is bounded
+ * by the configured depth, and stops at the first frame that is not
+ * plausible (misaligned, not above the previous one, off the stack,
+ * outside the sample's half of the address space, or unreadable); such a
+ * chain is flagged truncated and counted.  Frames are only ever reported
+ * as addresses.
+ *
+ * Context: the cpu-clock counter runs this in hard-IRQ context; a PMU
+ * counter in NMI context.  The memslots are protected by the VM's SRCU,
+ * which KVM does not hold while the vCPU runs, and srcu_read_lock() is
+ * not NMI-safe in 6.1: in NMI the walk is skipped and counted.
+ */
+#include <linux/bits.h>
+#include <linux/module.h>
+#include <linux/preempt.h>
+#include <linux/sched.h>
+#include <linux/srcu.h>
+
+#if IS_ENABLED(CONFIG_KVM) && defined(CONFIG_X86_64)
+#include <linux/kvm_host.h>
+#define DP_HAVE_KVM 1
+#endif
+
+#include "domprof.h"
+
+#ifdef DP_HAVE_KVM
+static int (*dp_read_guest)(struct kvm_vcpu *vcpu, gpa_t gpa, void *data,
+			    unsigned long len);
+
+/* Taken with kvm_get_running_vcpu() when sampling starts (dp_kvm_get()). */
+int dp_cc_get(void)
+{
+	WRITE_ONCE(dp_read_guest, symbol_get(kvm_vcpu_read_guest_atomic));
+	return 0;
+}
+
+/* Called once no handler can run any more. */
+void dp_cc_put(void)
+{
+	if (!dp_read_guest)
+		return;
+	WRITE_ONCE(dp_read_guest, NULL);
+	symbol_put(kvm_vcpu_read_guest_atomic);
+}
+
+/* dp_walk.c's reader: KVM's memslots, faults disabled; @ctx is the vCPU */
+static int dp_read_kvm(void *ctx, u64 gpa, void *data, unsigned long len)
+{
+	typeof(dp_read_guest) read = READ_ONCE(dp_read_guest);
+
+	return read ? read(ctx, gpa, data, len) : -EFAULT;
+}
+
+void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
+		 const struct dp_entry *e, u64 *slot)
+{
+	struct dp_walk w = {
+		.read = dp_read_kvm,
+		.ctx = vcpu,
+		.out = slot + 1,
+		.max = min_t(u32, c->cc_words - 1, DP_KMOD_MAX_CG_DEPTH),
+	};
+	bool user = e->mode == DP_MODE_GUEST_USER;
+	u32 avail, nr_kernel = 0, flags = DP_RAW_CC_GUEST;
+	u64 fp, sp;
+	int idx;
+
+	if (in_nmi()) {
+		WRITE_ONCE(c->ccs.nmi, c->ccs.nmi + 1);
+		return;
+	}
+	avail = READ_ONCE(vcpu->arch.regs_avail);
+	/*
+	 * The walk needs the guest's current page tables: known with
+	 * shadow paging (every CR3 load exits), not with NPT/EPT at this
+	 * point (see dp_sample.c); and the registers, which an encrypted
+	 * guest does not show.  A nested guest's are not the vCPU's.
+	 */
+	if (!READ_ONCE(dp_read_guest) || !e->pc ||
+	    current->mm != vcpu->kvm->mm ||
+	    vcpu->arch.guest_state_protected ||
+	    (vcpu->arch.hflags & HF_GUEST_MASK) ||
+	    !(avail & BIT(VCPU_EXREG_CR3)) || vcpu->arch.mmu->root_role.direct ||
+	    !(vcpu->arch.efer & EFER_LMA) ||
+	    !(avail & BIT(VCPU_REGS_RBP)) || !(avail & BIT(VCPU_REGS_RSP))) {
+		WRITE_ONCE(c->ccs.no_walk, c->ccs.no_walk + 1);
+		return;
+	}
+	w.root = vcpu->arch.cr3 & GENMASK_ULL(51, 12);
+	w.levels = vcpu->arch.cr4 & X86_CR4_LA57 ? 5 : 4;
+	fp = vcpu->arch.regs[VCPU_REGS_RBP];
+	sp = vcpu->arch.regs[VCPU_REGS_RSP];
+
+	idx = srcu_read_lock(&vcpu->kvm->srcu);
+	dp_walk_fp(&w, fp, sp, user);
+	if (!user) {
+		nr_kernel = w.n;
+		dp_walk_user_tail(&w, sp);
+	}
+	srcu_read_unlock(&vcpu->kvm->srcu, idx);
+
+	if (w.truncated) {
+		flags |= DP_RAW_CC_TRUNCATED;
+		WRITE_ONCE(c->ccs.truncated, c->ccs.truncated + 1);
+	} else if (w.n == w.max) {
+		WRITE_ONCE(c->ccs.depth_limited, c->ccs.depth_limited + 1);
+	}
+	if (!w.n) {
+		WRITE_ONCE(c->ccs.empty, c->ccs.empty + 1);
+		return;
+	}
+	slot[0] = DP_CC_WORD(w.n, nr_kernel, flags);
+	WRITE_ONCE(c->ccs.chains, c->ccs.chains + 1);
+	WRITE_ONCE(c->ccs.frames, c->ccs.frames + w.n);
+}
+#else
+int dp_cc_get(void)
+{
+	return 0;
+}
+
+void dp_cc_put(void)
+{
+}
+
+void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
+		 const struct dp_entry *e, u64 *slot)
+{
+}
+#endif
