@@ -18,6 +18,7 @@ struct opd_guest_sample {
 	uint32_t cpu;		/* host CPU (--separate=cpu) */
 	int32_t vcpu;		/* -1 unknown */
 	uint8_t mode;		/* DP_MODE_GUEST_KERNEL or DP_MODE_GUEST_USER */
+	uint64_t asid;		/* guest address space (DP_RAW_ASID), 0 unknown */
 };
 
 struct opd_ghold {
