@@ -12,7 +12,7 @@
 # RESULTS/bench.txt and the log.  Fails only when a profiler does not run.
 lab_check_domprof_libs
 t0=$(lab_now)
-ITER=${KBENCH_ITER:-3000000}
+ITER=${KBENCH_ITER:-8000000}
 RATES=${KBENCH_RATES:-"1000000 250000 100000"}
 NCPU=$(nproc)
 KVER=$(uname -r)
