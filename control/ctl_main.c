@@ -28,8 +28,9 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 		fprintf(out, "opcontrol (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 		return 0;
 	case CTL_START:
-		/* kmod samples with what the module picks: no event table */
-		if (o.collector[0] != 'k')
+		/* kmod samples with what the module picks unless told (its
+		 * TIMER or CPU_CLK_UNHALTED, checked as any event) */
+		if (o.collector[0] != 'k' || o.n_events)
 			ret = ctl_events_resolve(&o, specs, CTL_MAX_EVENTS, &n_specs, err, sizeof(err));
 		if (!ret)
 			ret = ctl_start(&o, specs, n_specs, out, err, sizeof(err));

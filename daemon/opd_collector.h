@@ -41,6 +41,8 @@
 #define OPD_CAP_EVENTS		0x20	/* programs the --event list (else the
 					 * stream's header names the events) */
 #define OPD_CAP_INPUT		0x40	/* reads --input=FILE (required) */
+#define OPD_CAP_EVENTS_OPT	0x80	/* programs the --event list when one is
+					 * given, else its own default (kmod) */
 
 /* read(): the input is exhausted (a replay reached its end). */
 #define OPD_COLLECT_EOF 1

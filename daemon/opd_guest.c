@@ -46,6 +46,7 @@ struct opd_guest {
 	struct opd_gimgs imgs;
 	struct opd_gkernel kern;
 	struct opd_ghold hold;
+	struct opd_gasid asid;
 
 	struct opd_guest_dstats ds;
 	struct opd_image *domain;	/* the domain's name, as in sample files */
@@ -82,6 +83,7 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	opd_gout_init(&g->out, &g->st->agent_output_dropped);
 	opd_gclock_init(&g->clock);
 	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, &g->budget, g->st);
+	opd_gasid_init(&g->asid, OPD_GASID_MAX_SPACES, images);
 	opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, &g->budget, g->st);
 	ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
 			     images, cache, &g->out, &g->budget, g->st);
@@ -135,6 +137,7 @@ void opd_guest_free(struct opd_guest *g)
 	opd_gtl_fini(&g->tl);
 	opd_gkern_fini(&g->kern);
 	opd_ghold_fini(&g->hold);
+	opd_gasid_fini(&g->asid);
 	free(g->in);
 	free(g->name);
 	free(g->dir);
@@ -299,8 +302,10 @@ static int h_comm(void *ctx, const struct dp_ag_comm *c, const char *name, size_
 	(void)name;
 	(void)len;
 	seen(g, c->time_ns);
-	if ((c->flags & DP_AG_COMM_EXEC) && c->pid == c->tid)
+	if ((c->flags & DP_AG_COMM_EXEC) && c->pid == c->tid) {
 		opd_gtasks_exec(&g->tasks, c->pid, c->time_ns);
+		opd_gasid_forget(&g->asid, c->pid, c->time_ns);	/* a new address space */
+	}
 	return 0;
 }
 
@@ -319,8 +324,10 @@ static int h_exit(void *ctx, const struct dp_ag_task *et)
 	struct opd_guest *g = ctx;
 
 	seen(g, et->time_ns);
-	if (et->pid == et->tid)
+	if (et->pid == et->tid) {
 		opd_gtasks_exit(&g->tasks, et->pid, et->time_ns, g->seen_ns, LINGER_NS);
+		opd_gasid_forget(&g->asid, et->pid, et->time_ns);
+	}
 	return 0;
 }
 
@@ -619,6 +626,43 @@ static bool place_candidate(struct opd_guest *g, const struct opd_guest_sample *
 	return false;
 }
 
+/*
+ * The kernel collector's guest address space (opd_guest_asid.h): a sample
+ * the clock places without doubt votes for its ASID's owner; a known owner
+ * whose mappings hold the pc takes the sample whatever the clock says.
+ */
+static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
+			 struct opd_guest_res *r)
+{
+	uint32_t cand[MAX_CAND], clock_pid = 0, owner;
+	const struct opd_gtask *t;
+	const struct opd_gmap *m;
+	bool early = false;
+	int nc = 0;
+
+	g->asid.s.seen++;
+	if (opd_gclock_known(&g->clock) && opd_gtl_count(&g->tl, s->vcpu))
+		nc = candidates(g, s, cand, &early);
+	if (nc >= 1 && !early)
+		clock_pid = cand[0];
+	if (nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
+	    opd_gtask_find_map(t, s->pc))
+		opd_gasid_vote(&g->asid, s->asid, clock_pid, opd_gclock_guest(&g->clock, s->host_ns));
+	owner = opd_gasid_owner(&g->asid, s->asid);
+	if (!owner)
+		return false;
+	t = opd_gtasks_find(&g->tasks, owner);
+	m = t ? opd_gtask_find_map(t, s->pc) : NULL;
+	if (!m) {
+		g->asid.s.no_mapping++;
+		return false;
+	}
+	place_user(g, s, r, t, m);
+	g->asid.s.filed++;
+	g->asid.s.overrode_clock += clock_pid && clock_pid != owner;
+	return true;
+}
+
 static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 			 struct opd_guest_res *r)
 {
@@ -632,6 +676,8 @@ static void resolve_user(struct opd_guest *g, const struct opd_guest_sample *s,
 		r->counter = &g->st->guest_user_unresolved_no_agent;
 		return;
 	}
+	if (s->asid && resolve_asid(g, s, r))
+		return;
 	if (!opd_gclock_known(&g->clock)) {
 		r->counter = &g->st->guest_user_unresolved_no_clock;
 		return;
@@ -708,6 +754,14 @@ void opd_guest_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	if (!r->resolved) {
 		r->image = r->dep = r->mode == DP_MODE_GUEST_KERNEL ? g->anon_kernel : g->anon_user;
 		r->key = s->pc;
+		/* no agent: one bucket per address space when the collector
+		 * knows it, {anon:guest-user:asN} */
+		if (r->mode != DP_MODE_GUEST_KERNEL && !g->has_agent && s->asid) {
+			struct opd_image *b = opd_gasid_bucket(&g->asid, s->asid);
+
+			if (b)
+				r->image = r->dep = b;
+		}
 	}
 }
 
@@ -830,6 +884,7 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 		g->ds.queue_overflow, g->ds.lost_records);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,
 		g->tasks.nr_maps, g->budget.used);
+	opd_gasid_write_stats(&g->asid, f);
 	if (fflush(f))
 		ret = -errno;
 	if (fclose(f) && !ret)

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opd_guest_asid.h"
 #include "opd_guest_clock.h"
 #include "opd_guest_hold.h"
 #include "opd_guest_images.h"

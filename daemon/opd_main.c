@@ -374,7 +374,7 @@ static int load_events(struct opts *o, struct ev_table **tab)
 		}
 	}
 	c->nr_events = o->nr_event_args;
-	if (!c->nr_events) {
+	if (!c->nr_events && !(o->collector->caps & OPD_CAP_EVENTS_OPT)) {
 		if (ev_default_spec(*tab, &c->events[0])) {
 			du_err("no default event for cpu type %s", ev_table_cpu_type(*tab));
 			return -1;
@@ -534,10 +534,11 @@ int opd_main(int argc, char **argv)
 		usage(ret == 2 ? stdout : stderr);
 		return ret == 2 ? 0 : 1;
 	}
-	if (!(o.collector->caps & OPD_CAP_EVENTS) && o.nr_event_args)
+	if (!(o.collector->caps & (OPD_CAP_EVENTS | OPD_CAP_EVENTS_OPT)) && o.nr_event_args)
 		du_warn("--event is ignored by the %s collector (events come from the stream)",
 			c->collector);
-	if ((o.collector->caps & OPD_CAP_EVENTS) && load_events(&o, &tab))
+	if (((o.collector->caps & OPD_CAP_EVENTS) ||
+	     ((o.collector->caps & OPD_CAP_EVENTS_OPT) && o.nr_event_args)) && load_events(&o, &tab))
 		return 1;
 	/* created or checked before anything is written in it, and known by
 	 * its canonical path from here on (util/du_sdir.h) */

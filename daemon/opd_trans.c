@@ -7,6 +7,7 @@
 
 #include "opd_agent.h"
 #include "opd_cc.h"
+#include "opd_guest_asid.h"
 #include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
@@ -14,6 +15,14 @@
 #define OPD_TRANS_CACHE_BITS	4
 #define OPD_TRANS_CACHE_WAYS	(1 << OPD_TRANS_CACHE_BITS)
 #define OPD_TRANS_CACHE_SHIFT	21
+/* Domains whose guest-user samples are split per address space here
+ * (those with no agent channel; opd_guest_asid.h); more share one bucket. */
+#define OPD_TRANS_ASID_DOMS	64
+
+struct opd_trans_asid {
+	struct opd_image *domain;
+	struct opd_gasid a;
+};
 
 struct opd_trans_cache {
 	uint64_t gen;
@@ -51,6 +60,7 @@ struct opd_trans {
 	uint64_t domain_key;
 	uint32_t domain_key_ns;	/* enum dp_domkey_ns of domain_key */
 	uint32_t vcpu;
+	uint64_t asid;		/* DP_RAW_ASID of the guest samples that follow */
 	uint64_t now_ns;
 	unsigned int nr_events;
 	struct opd_event_desc events[DP_RAW_MAX_EVENTS];
@@ -74,6 +84,8 @@ struct opd_trans {
 	struct opd_cc_chain chain;
 	bool chain_busy;	/* its sample is being filed */
 	bool chain_held;	/* ...and the chain went with it (a guest's) */
+	struct opd_trans_asid *asid_doms;	/* OPD_TRANS_ASID_DOMS, lazily */
+	size_t nr_asid_doms;
 };
 
 
@@ -147,7 +159,36 @@ struct opd_trans *opd_trans_new(const struct opd_conf *conf, struct opd_stats *s
 
 void opd_trans_free(struct opd_trans *t)
 {
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nr_asid_doms; i++)
+		opd_gasid_fini(&t->asid_doms[i].a);
+	free(t->asid_doms);
 	free(t);
+}
+
+/* The {anon:guest-user:asN} bucket of the current ASID in @domain, for
+ * guest-user samples filed without an agent channel; NULL: the one
+ * {anon:guest-user} bucket (no ASID, a table full, out of memory). */
+static struct opd_image *asid_bucket(struct opd_trans *t, struct opd_image *domain)
+{
+	struct opd_trans_asid *d = NULL;
+
+	if (!t->asid)
+		return NULL;
+	for (size_t i = 0; i < t->nr_asid_doms && !d; i++)
+		if (t->asid_doms[i].domain == domain)
+			d = &t->asid_doms[i];
+	if (!d) {
+		if (!t->asid_doms)
+			t->asid_doms = calloc(OPD_TRANS_ASID_DOMS, sizeof(*t->asid_doms));
+		if (!t->asid_doms || t->nr_asid_doms == OPD_TRANS_ASID_DOMS)
+			return NULL;
+		d = &t->asid_doms[t->nr_asid_doms++];
+		d->domain = domain;
+		opd_gasid_init(&d->a, OPD_GASID_MAX_SPACES, t->images);
+	}
+	return opd_gasid_bucket(&d->a, t->asid);
 }
 
 void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains)
@@ -319,6 +360,7 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 		s.cc = opd_cc_hold(t->cc, &t->chain);
 		t->chain_held = true;
 	}
+	s.asid = t->asid;
 	t->st->guest_samples_held++;
 	if (opd_guest_defer(g, &s, &out, &r))
 		file_guest(t, g, &out, &r);
@@ -396,6 +438,12 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 			return -ENOMEM;
 	}
 	r->key.image = r->key.dep = t->mode == DP_MODE_GUEST_KERNEL ? t->guest_kernel : t->guest_user;
+	if (t->mode == DP_MODE_GUEST_USER) {
+		struct opd_image *b = asid_bucket(t, r->key.domain);
+
+		if (b)
+			r->key.image = r->key.dep = b;
+	}
 	sep_ids(t, &r->key);
 	r->key.tgid = r->key.tid = SFN_ALL;	/* host ids say nothing inside a guest */
 	r->start = 0;
@@ -700,6 +748,11 @@ static int trans_cpu(void *ctx, uint32_t cpu)
 {
 	struct opd_trans *t = ctx;
 
+	if (t->asid) {
+		/* re-stated after a CPU record when known (doc/raw-stream.md) */
+		t->asid = 0;
+		trans_bump(t);
+	}
 	if (cpu != t->cpu) {
 		t->cpu = cpu;
 		if (t->conf->separate & OPD_SEP_CPU)
@@ -743,6 +796,17 @@ static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 	if (key != t->domain_key || key_ns != t->domain_key_ns) {
 		t->domain_key = key;
 		t->domain_key_ns = key_ns;
+		trans_bump(t);
+	}
+	return 0;
+}
+
+static int trans_asid(void *ctx, uint64_t asid)
+{
+	struct opd_trans *t = ctx;
+
+	if (asid != t->asid) {
+		t->asid = asid;
 		trans_bump(t);
 	}
 	return 0;
@@ -837,6 +901,7 @@ const struct raw_ops opd_trans_ops = {
 	.task = trans_task,
 	.mode = trans_mode,
 	.domain = trans_domain,
+	.asid = trans_asid,
 	.lost = trans_lost,
 	.time = trans_time,
 	.mmap = trans_mmap,

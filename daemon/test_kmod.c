@@ -95,6 +95,8 @@ static void test_open_errors(void)
 	c.nr_events = 0;
 	CU_ASSERT_STRING_EQUAL(opd_collector_kmod.name, "kmod");
 	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_ASID);
+	/* --event, when given, reaches collect_kmod_config */
+	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_EVENTS_OPT);
 	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_VCPU);
 
 	setenv("DOMPROF_KMOD_DEVICE", "/nonexistent/domprof", 1);

@@ -522,6 +522,38 @@ static void test_guest(void)
 	teardown();
 }
 
+/* The kernel collector's ASID with no agent (replay here): guest-user
+ * samples split per address space, {anon:guest-user:asN}; a CPU record
+ * forgets the ASID until it is stated again. */
+static void test_guest_asid_buckets(void)
+{
+	struct want w = { .domain = "pid-4242", .ikind = SFN_ANON, .image = "guest-user:as1",
+			  .dkind = SFN_ANON, .dep = "guest-user:as1", .tgid = SFN_ALL,
+			  .tid = SFN_ALL, .cpu = SFN_ALL, .key = 0x401000 };
+
+	setup("none");
+	put_ctx(0, 4242, 4250, DP_MODE_GUEST_USER);
+	CU_ASSERT(raw_put_asid(fx.w, 0x1234000) == 0);
+	raw_put_sample(fx.w, 0x401000, 0);
+	raw_put_sample(fx.w, 0x401000, 0);
+	CU_ASSERT(raw_put_asid(fx.w, 0x5678000) == 0);
+	raw_put_sample(fx.w, 0x401000, 0);
+	CU_ASSERT(raw_put_asid(fx.w, 0x1234000) == 0);
+	raw_put_sample(fx.w, 0x401000, 0);
+	put_ctx(1, 4242, 4250, DP_MODE_GUEST_USER);	/* no ASID stated */
+	raw_put_sample(fx.w, 0x401000, 0);
+	finish();
+	lookup(&w);
+	CU_ASSERT(w.count == 3);
+	w.image = w.dep = "guest-user:as2";
+	lookup(&w);
+	CU_ASSERT(w.count == 1);
+	w.image = w.dep = "guest-user";
+	lookup(&w);
+	CU_ASSERT(w.count == 1);
+	teardown();
+}
+
 static void test_stats_file(void)
 {
 	char path[128], line[256];
@@ -877,6 +909,7 @@ int main(void)
 		{ "thread and cpu in names", test_thread_cpu_names },
 		{ "events and a bad event index", test_events_and_bad_event },
 		{ "guest samples", test_guest },
+		{ "guest-user samples per address space (ASID)", test_guest_asid_buckets },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
 		{ "overlapping mappings", test_map_overlap },

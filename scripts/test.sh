@@ -64,7 +64,7 @@ lab_checks="smoke libvirt"
 # exact (issue 8) is not here: it fails its 2% bar in the TCG lab, where
 # KVM's TSC offset moves on every vCPU load; run it by hand
 # (tests/lab/run.sh exact; tests/lab/README.md).
-lab_tests="agent domains kmod libvirt-domprof"
+lab_tests="agent domains kmod kmod-compare kmod-exact libvirt-domprof"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"

@@ -1,0 +1,207 @@
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd_guest_asid.h"
+
+void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images *images)
+{
+	memset(a, 0, sizeof(*a));
+	a->max_spaces = max_spaces;
+	a->images = images;
+}
+
+void opd_gasid_fini(struct opd_gasid *a)
+{
+	free(a->e);
+	a->e = NULL;
+}
+
+/* The set of @asid.  CR3 values are page aligned and the low 13 bits are
+ * masked off (doc/raw-stream.md): hash what is left. */
+static struct opd_gasid_ent *set_of(const struct opd_gasid *a, uint64_t asid)
+{
+	uint64_t h = (asid >> 13) * 0x9e3779b97f4a7c15ull;
+
+	return &a->e[(h >> 56) % OPD_GASID_SETS * OPD_GASID_WAYS];
+}
+
+static struct opd_gasid_ent *find(const struct opd_gasid *a, uint64_t asid)
+{
+	struct opd_gasid_ent *set;
+
+	if (!a->e || !asid)
+		return NULL;
+	set = set_of(a, asid);
+	for (int w = 0; w < OPD_GASID_WAYS; w++)
+		if (set[w].asid == asid)
+			return &set[w];
+	return NULL;
+}
+
+/* Found or made (a free way, else the set's least recently used one);
+ * NULL for @asid 0 or out of memory. */
+static struct opd_gasid_ent *get(struct opd_gasid *a, uint64_t asid)
+{
+	struct opd_gasid_ent *e, *set, *lru;
+
+	if (!asid)
+		return NULL;
+	if (!a->e) {
+		a->e = calloc(OPD_GASID_SETS * OPD_GASID_WAYS, sizeof(*a->e));
+		if (!a->e)
+			return NULL;
+	}
+	e = find(a, asid);
+	if (!e) {
+		set = set_of(a, asid);
+		lru = &set[0];
+		for (int w = 0; w < OPD_GASID_WAYS && lru->asid; w++)
+			if (!set[w].asid || set[w].used < lru->used)
+				lru = &set[w];
+		if (lru->asid)
+			a->s.evicted++;
+		e = lru;
+		memset(e, 0, sizeof(*e));
+		e->asid = asid;
+	}
+	e->used = ++a->tick;
+	return e;
+}
+
+/* One vote for @pid (Misra-Gries over OPD_GASID_VOTERS pids: a pid that
+ * finds no slot takes one from every other's count). */
+static void tally(struct opd_gasid_ent *e, uint32_t pid)
+{
+	struct opd_gasid_vote *free_slot = NULL;
+
+	for (int k = 0; k < OPD_GASID_VOTERS; k++) {
+		if (e->v[k].n && e->v[k].pid == pid) {
+			if (++e->v[k].n == UINT32_MAX)
+				for (int j = 0; j < OPD_GASID_VOTERS; j++)
+					e->v[j].n /= 2;
+			return;
+		}
+		if (!e->v[k].n && !free_slot)
+			free_slot = &e->v[k];
+	}
+	if (free_slot) {
+		*free_slot = (struct opd_gasid_vote){ .pid = pid, .n = 1 };
+		return;
+	}
+	for (int k = 0; k < OPD_GASID_VOTERS; k++)
+		e->v[k].n--;
+}
+
+/* The leader owns the space once it has OPD_GASID_MIN_VOTES and twice the
+ * runner-up's; otherwise the owner stays (a burst of wrong votes does not
+ * unseat it). */
+static bool elect(struct opd_gasid_ent *e)
+{
+	const struct opd_gasid_vote *lead = NULL, *second = NULL;
+
+	for (int k = 0; k < OPD_GASID_VOTERS; k++) {
+		const struct opd_gasid_vote *v = &e->v[k];
+
+		if (!v->n)
+			continue;
+		if (!lead || v->n > lead->n) {
+			second = lead;
+			lead = v;
+		} else if (!second || v->n > second->n) {
+			second = v;
+		}
+	}
+	if (!lead || lead->pid == e->owner || lead->n < OPD_GASID_MIN_VOTES ||
+	    (second && lead->n < 2 * (uint64_t)second->n))
+		return false;
+	e->owner = lead->pid;
+	return true;
+}
+
+bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt)
+{
+	struct opd_gasid_ent *e;
+
+	if (!pid)
+		return false;
+	e = get(a, asid);
+	if (!e)
+		return false;
+	if (gt < e->since) {
+		a->s.votes_stale++;
+		return false;
+	}
+	a->s.votes++;
+	tally(e, pid);
+	if (!elect(e))
+		return false;
+	a->s.learned++;
+	return true;
+}
+
+uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid)
+{
+	const struct opd_gasid_ent *e = find(a, asid);
+
+	return e ? e->owner : 0;
+}
+
+void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
+{
+	if (!a->e || !pid)
+		return;
+	for (size_t i = 0; i < OPD_GASID_SETS * OPD_GASID_WAYS; i++) {
+		struct opd_gasid_ent *e = &a->e[i];
+		bool voted = false;
+
+		if (!e->asid)
+			continue;
+		for (int k = 0; k < OPD_GASID_VOTERS; k++)
+			voted |= e->v[k].n && e->v[k].pid == pid;
+		if (e->owner != pid && !voted)
+			continue;
+		a->s.forgotten += e->owner == pid;
+		e->owner = 0;
+		memset(e->v, 0, sizeof(e->v));
+		if (gt > e->since)
+			e->since = gt;
+	}
+}
+
+struct opd_image *opd_gasid_bucket(struct opd_gasid *a, uint64_t asid)
+{
+	struct opd_gasid_ent *e = get(a, asid);
+	char name[32];
+	int n;
+
+	if (!e)
+		return NULL;
+	if (!e->space) {
+		if (a->next_space >= a->max_spaces) {
+			a->s.spaces_capped++;
+			return NULL;
+		}
+		e->space = ++a->next_space;
+		a->s.spaces++;
+	}
+	if (!e->img) {
+		n = snprintf(name, sizeof(name), "guest-user:as%" PRIu32, e->space);
+		e->img = opd_image_get(a->images, SFN_ANON, name, (size_t)n);
+	}
+	return e->img;
+}
+
+void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
+{
+	const struct opd_gasid_stats *s = &a->s;
+
+	fprintf(f, "asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
+		"\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64 "\nasid_overrode_clock %" PRIu64
+		"\nasid_no_mapping %" PRIu64 "\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64
+		"\nasid_spaces %" PRIu64 "\nasid_spaces_capped %" PRIu64 "\n",
+		s->seen, s->votes, s->votes_stale, s->learned, s->filed, s->overrode_clock,
+		s->no_mapping, s->forgotten, s->evicted, s->spaces, s->spaces_capped);
+}

@@ -1,0 +1,101 @@
+/*
+ * One domain's guest address spaces, as the kernel collector sees them
+ * (DP_RAW_ASID: the guest's CR3, masked; doc/raw-stream.md).
+ *
+ * With an agent: which guest process owns an address space is learned
+ * from the samples the clock places without doubt (far from any switch,
+ * and the pc in that process's mappings): each such sample is a vote
+ * "ASID A ran pid P".  Once one pid holds enough votes and twice the
+ * runner-up's, it is the owner, and a later guest-user sample with that
+ * ASID is filed under it whatever the clock says.  A clock that is wrong
+ * near switches only adds a minority of wrong votes; a pid that exits or
+ * execs loses its spaces (its CR3 is freed and may be reused), and the
+ * votes of samples older than that are refused.
+ *
+ * Without an agent: each address space gets a number N, in the order they
+ * are first seen, and its user samples go to the domain's
+ * {anon:guest-user:asN} instead of the one {anon:guest-user} bucket
+ * (doc/sample-files.md).
+ *
+ * Bounded: a set-associative table (OPD_GASID_SETS x OPD_GASID_WAYS,
+ * allocated on the first ASID seen), the least recently used way of a set
+ * evicted for a new space (asid_evicted); at most limits' max_spaces
+ * numbered buckets per domain, later spaces share {anon:guest-user}
+ * (asid_spaces_capped).  A guest cannot make the table grow.
+ */
+#ifndef OPD_GUEST_ASID_H
+#define OPD_GUEST_ASID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "opd_image.h"
+
+#define OPD_GASID_SETS		256
+#define OPD_GASID_WAYS		4
+#define OPD_GASID_VOTERS	4
+/* Votes a pid needs before it owns a space. */
+#define OPD_GASID_MIN_VOTES	8
+/* Numbered buckets per domain (no agent). */
+#define OPD_GASID_MAX_SPACES	256
+
+struct opd_gasid_vote {
+	uint32_t pid, n;
+};
+
+struct opd_gasid_ent {
+	uint64_t asid;		/* 0: free */
+	uint64_t used;		/* LRU tick */
+	uint64_t since;		/* guest time: older votes are refused */
+	uint32_t owner;		/* learned pid, 0 none */
+	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
+	struct opd_image *img;	/* that bucket's image, once asked for */
+	struct opd_gasid_vote v[OPD_GASID_VOTERS];
+};
+
+/* Per-domain counters, written to the domain's stats as asid_*. */
+struct opd_gasid_stats {
+	uint64_t seen;		/* guest-user samples that carried an ASID */
+	uint64_t votes;		/* clock-placed samples that voted */
+	uint64_t votes_stale;	/* refused: older than the owner's exit/exec */
+	uint64_t learned;	/* an owner set or changed */
+	uint64_t filed;		/* samples filed by their ASID's owner */
+	uint64_t overrode_clock;	/* ... where the clock named another pid */
+	uint64_t no_mapping;	/* owner known but the pc is not in its mappings */
+	uint64_t forgotten;	/* spaces whose owner exited or exec'd */
+	uint64_t evicted;	/* spaces pushed out of a full set */
+	uint64_t spaces;	/* numbered buckets made (no agent) */
+	uint64_t spaces_capped;	/* samples of spaces past max_spaces */
+};
+
+struct opd_gasid {
+	struct opd_gasid_ent *e;	/* SETS * WAYS, NULL until the first */
+	uint64_t tick;
+	uint32_t next_space, max_spaces;
+	struct opd_images *images;	/* borrowed, for the bucket images */
+	struct opd_gasid_stats s;
+};
+
+void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images *images);
+void opd_gasid_fini(struct opd_gasid *a);
+
+/* "ASID @asid ran pid @pid at guest time @gt" (a sample the clock
+ * placed without doubt).  Returns true when the owner changed. */
+bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt);
+
+/* The owner of @asid (0: none, or @asid 0).  Counts nothing. */
+uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid);
+
+/* Guest pid @pid exited or exec'd at guest time @gt: its spaces have no
+ * owner any more, and votes from before @gt are refused. */
+void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt);
+
+/* The {anon:guest-user:asN} image of @asid's space (numbered on first
+ * use), or NULL: @asid 0, past max_spaces (counted), out of memory. */
+struct opd_image *opd_gasid_bucket(struct opd_gasid *a, uint64_t asid);
+
+/* asid_* lines for the domain's stats file. */
+void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f);
+
+#endif

@@ -1,0 +1,392 @@
+/*
+ * CUnit tests of the guest address-space id (opd_guest_asid): the
+ * learned ASID -> guest pid table on its own, and through a domain's
+ * guest state (opd_guest) the way the kernel collector's samples use it:
+ * two processes at the same addresses, a clock that is wrong by a third
+ * of a time slice, exit and exec, and a guest with no agent.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "domprof/raw.h"
+#include "opd_guest.h"
+#include "opd_guest_asid.h"
+#include "opd_imgcache.h"
+#include "sfname/sfname.h"
+
+#define MS 1000000ULL
+#define AS_A 0x12346000ULL	/* pid 100's CR3 (masked) */
+#define AS_B 0x2a000000ULL	/* pid 200's */
+
+static char top[64], session[128];
+static struct opd_stats st;
+static struct opd_images *images;
+static struct opd_imgcache *cache;
+static uint8_t buf[65600];
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+static void setup(void)
+{
+	char d[256];
+
+	snprintf(top, sizeof(top), "/tmp/test_gasid.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/session", top);
+	CU_ASSERT_FATAL(mkdir(session, 0755) == 0);
+	snprintf(d, sizeof(d), "%s/samples", session);
+	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
+	snprintf(d, sizeof(d), "%s/samples/current", session);
+	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
+	memset(&st, 0, sizeof(st));
+	images = opd_images_new();
+	cache = opd_imgcache_new(session, &st);
+	CU_ASSERT_FATAL(images && cache);
+}
+
+static void teardown(void)
+{
+	opd_imgcache_free(cache);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the table alone ---- */
+
+static void test_votes(void)
+{
+	struct opd_gasid a;
+
+	opd_gasid_init(&a, 8, images);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	/* fewer than OPD_GASID_MIN_VOTES: no owner yet */
+	for (int i = 0; i < OPD_GASID_MIN_VOTES - 1; i++)
+		CU_ASSERT(!opd_gasid_vote(&a, AS_A, 100, 10));
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(opd_gasid_vote(&a, AS_A, 100, 10));
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 100);
+	/* a minority of wrong votes (a clock off near switches) changes nothing */
+	for (int i = 0; i < 40; i++) {
+		opd_gasid_vote(&a, AS_A, 100, 20);
+		if (i % 3 == 0)
+			opd_gasid_vote(&a, AS_A, 200, 20);
+	}
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 100);
+	/* zero asid or pid: nothing */
+	CU_ASSERT(!opd_gasid_vote(&a, 0, 100, 20));
+	CU_ASSERT(!opd_gasid_vote(&a, AS_B, 0, 20));
+	CU_ASSERT(opd_gasid_owner(&a, 0) == 0 && opd_gasid_owner(&a, AS_B) == 0);
+	/* pid 100 exits at t=30: the space has no owner, older votes are refused */
+	opd_gasid_forget(&a, 100, 30);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(a.s.forgotten == 1);
+	for (int i = 0; i < 10; i++)
+		opd_gasid_vote(&a, AS_A, 100, 25);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(a.s.votes_stale == 10);
+	/* the CR3 reused by pid 300 after that: learned again */
+	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
+		opd_gasid_vote(&a, AS_A, 300, 40);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 300);
+	opd_gasid_fini(&a);
+}
+
+/* A guest cannot grow the table: many spaces evict, numbered buckets stop. */
+static void test_bounds(void)
+{
+	struct opd_gasid a;
+	struct opd_image *b1, *b2;
+
+	opd_gasid_init(&a, 3, images);
+	b1 = opd_gasid_bucket(&a, AS_A);
+	b2 = opd_gasid_bucket(&a, AS_B);
+	CU_ASSERT_FATAL(b1 && b2 && b1 != b2);
+	CU_ASSERT(b1->kind == SFN_ANON && !strcmp(b1->name, "guest-user:as1"));
+	CU_ASSERT(!strcmp(b2->name, "guest-user:as2"));
+	CU_ASSERT(opd_gasid_bucket(&a, AS_A) == b1);
+	CU_ASSERT(opd_gasid_bucket(&a, 0) == NULL);
+	CU_ASSERT(opd_gasid_bucket(&a, 0x777000000) != NULL);	/* as3 */
+	CU_ASSERT(opd_gasid_bucket(&a, 0x778000000) == NULL);	/* past 3 */
+	CU_ASSERT(a.s.spaces == 3 && a.s.spaces_capped == 1);
+	for (uint64_t i = 1; i <= 100000; i++)
+		opd_gasid_vote(&a, i << 13, 7, 1);
+	CU_ASSERT(a.s.evicted >= 100000 - OPD_GASID_SETS * OPD_GASID_WAYS);
+	/* the most recent spaces are still there */
+	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
+		opd_gasid_vote(&a, 100000ULL << 13, 9, 2);
+	CU_ASSERT(opd_gasid_owner(&a, 100000ULL << 13) == 9);
+	opd_gasid_fini(&a);
+}
+
+/* ---- through a domain's guest state ---- */
+
+static struct opd_guest *guest(const char *name)
+{
+	char dir[PATH_MAX];
+	struct opd_guest_limits l;
+
+	opd_guest_limits_default(&l);
+	snprintf(dir, sizeof(dir), "%s/domains/%s", session, name);
+	return opd_guest_new(name, dir, &l, images, cache, &st);
+}
+
+static void feed(struct opd_guest *g, ssize_t n, uint64_t host)
+{
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT(opd_guest_feed(g, buf, (size_t)n, host) == 0);
+}
+
+static void hello(struct opd_guest *g, uint64_t guest_now)
+{
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 1, .clock_id = 1,
+				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH,
+				 .now_ns = guest_now, .instance = 7, .agent_version = 0x010000 };
+
+	feed(g, ap_put_hello(buf, sizeof(buf), &h, "6.1", 3), 0);
+}
+
+static void mmap_(struct opd_guest *g, uint32_t pid, const char *path)
+{
+	struct dp_ag_mmap m = { .cpu = DP_AG_CPU_UNKNOWN, .pid = pid, .tid = pid,
+				.cookie = pid, .start = 0x400000, .len = 0x10000, .prot = 5 };
+
+	feed(g, ap_put_mmap(buf, sizeof(buf), &m, path, strlen(path)), 0);
+}
+
+static void sw(struct opd_guest *g, uint64_t t, uint32_t prev, uint32_t next)
+{
+	struct dp_ag_switch s = { .time_ns = t, .prev_pid = prev, .prev_tid = prev,
+				  .next_pid = next, .next_tid = next };
+
+	feed(g, ap_put_switches(buf, sizeof(buf), 0, &s, 1), 0);
+}
+
+/* PING at host @h0, PONG read back at host @h3; guest = host + @off:
+ * a ping/pong clock with a round trip of @h3 - @h0. */
+static void clock_sync(struct opd_guest *g, uint64_t h0, uint64_t h3, uint64_t off)
+{
+	struct dp_ag_pong p = { 0 };
+	uint8_t out[4096];
+	size_t n;
+
+	opd_guest_ping(g, h0);
+	n = opd_guest_output(g, out, sizeof(out));
+	for (size_t o = 0; o + 12 <= n;) {
+		struct dp_ag_frame f;
+
+		memcpy(&f, out + o, sizeof(f));
+		if (f.type == DP_AG_PING)
+			memcpy(&p.token, out + o + 12, 8);
+		o += 12 + f.len;
+	}
+	CU_ASSERT_FATAL(p.token != 0);
+	p.recv_ns = (h0 + h3) / 2 + off;
+	p.send_ns = p.recv_ns;
+	feed(g, ap_put_pong(buf, sizeof(buf), &p), h3);
+}
+
+static void task_ev(struct opd_guest *g, uint16_t type, uint32_t pid, uint64_t t)
+{
+	struct dp_ag_task e = { .time_ns = t, .pid = pid, .ppid = 1, .tid = pid, .ptid = 1 };
+
+	feed(g, ap_put_task(buf, sizeof(buf), type, &e), 0);
+}
+
+/*
+ * Two programs mapped at the same address (the pc says nothing), pids 100
+ * and 200, alternating in 10 ms slices on vCPU 0 from guest 1000 ms to
+ * 1400 ms.  Ping/pong says guest = host + 1000 ms +- 0.1 ms; the truth is
+ * + 1003 ms, so
+ * the clock names the wrong task for 3 ms after each switch.
+ */
+static struct opd_guest *scene(void)
+{
+	struct opd_guest *g = guest("ge");
+
+	CU_ASSERT_FATAL(g != NULL);
+	hello(g, 1000 * MS);
+	mmap_(g, 100, "/bin/exact-a");
+	mmap_(g, 200, "/bin/exact-b");
+	for (int k = 0; k < 40; k++)
+		sw(g, (1000 + 10 * (uint64_t)k) * MS, k % 2 ? 100 : 200, k % 2 ? 200 : 100);
+	clock_sync(g, 10 * MS, 10 * MS + 200000, 1000 * MS);
+	return g;
+}
+
+static uint32_t truth(uint64_t gt)
+{
+	return ((gt / MS - 1000) / 10) % 2 ? 200 : 100;
+}
+
+/* Samples every 0.5 ms of true guest time in [@from, @to) ms; returns
+ * how many were filed under the wrong pid (or not resolved). */
+static int run(struct opd_guest *g, uint64_t from, uint64_t to, bool with_asid)
+{
+	int wrong = 0;
+
+	for (uint64_t gt = from * MS; gt < to * MS; gt += MS / 2) {
+		struct opd_guest_sample s = { .host_ns = gt - 1003 * MS, .pc = 0x400100,
+					      .vcpu = 0, .mode = DP_MODE_GUEST_USER };
+		struct opd_guest_res r;
+
+		if (with_asid)
+			s.asid = truth(gt) == 100 ? AS_A : AS_B;
+		opd_guest_resolve(g, &s, &r);
+		wrong += !r.resolved || r.pid != truth(gt);
+	}
+	return wrong;
+}
+
+static int stat_of(const char *file, const char *key)
+{
+	char line[256], k[128];
+	long v;
+	int found = -1;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %ld", k, &v) == 2 && !strcmp(k, key))
+			found = (int)v;
+	fclose(f);
+	return found;
+}
+
+static void test_wrong_clock(void)
+{
+	struct opd_guest *g = scene();
+	char path[PATH_MAX];
+	int clock_only, learning, learned;
+
+	/* the clock alone: 3 ms of each 10 ms slice go to the other pid */
+	clock_only = run(g, 1000, 1100, false);
+	CU_ASSERT(clock_only >= 50 && clock_only <= 70);
+	/* with the ASID: a few wrong while it learns, then none */
+	learning = run(g, 1100, 1200, true);
+	learned = run(g, 1200, 1400, true);
+	printf("\n  wrong of 200: clock only %d, asid learning %d; of 400 learned: %d\n",
+	       clock_only, learning, learned);
+	CU_ASSERT(learning < 20);
+	CU_ASSERT(learned == 0);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_learned") == 2);
+	CU_ASSERT(stat_of(path, "asid_filed") > 350);
+	CU_ASSERT(stat_of(path, "asid_overrode_clock") >= 100);
+	CU_ASSERT(stat_of(path, "asid_seen") == 600);
+	opd_guest_free(g);
+}
+
+/* Exit and exec: the space is learned again, not kept for the old pid. */
+static void test_exit_exec(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_sample s = { .pc = 0x400100, .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+				      .asid = AS_A };
+	struct opd_guest_res r;
+
+	CU_ASSERT(run(g, 1000, 1200, true) < 20);
+	/* the ASID wins over the clock: at guest 1001 ms (clock 998 ms) */
+	s.host_ns = 1001 * MS - 1003 * MS;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	/* pid 100 exits (guest 1395 ms): AS_A has no owner; the clock decides */
+	task_ev(g, DP_AG_EXIT, 100, 1395 * MS);
+	s.host_ns = 1002 * MS - 1003 * MS;	/* clock: 999 ms, pid 200's slice */
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.resolved && r.pid == 200);
+	/* pid 200 execs: AS_B forgotten too */
+	{
+		struct dp_ag_comm c = { .time_ns = 1396 * MS, .pid = 200, .tid = 200,
+					.flags = DP_AG_COMM_EXEC };
+
+		feed(g, ap_put_comm(buf, sizeof(buf), &c, "b", 1), 0);
+	}
+	s.asid = AS_B;
+	s.host_ns = 1011 * MS - 1003 * MS;	/* clock: 1008 ms, pid 100's slice */
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(!r.resolved || r.pid == 100);
+	opd_guest_free(g);
+}
+
+/* No agent: user samples split per address space. */
+static void test_no_agent(void)
+{
+	struct opd_guest *g = guest("web");
+	struct opd_guest_sample s = { .host_ns = 5 * MS, .pc = 0x400100, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_USER, .asid = AS_A };
+	struct opd_guest_res r;
+	struct opd_image *a, *b;
+	char path[PATH_MAX];
+
+	CU_ASSERT_FATAL(g != NULL);
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(!r.resolved);
+	a = r.image;
+	CU_ASSERT(a && a->kind == SFN_ANON && !strcmp(a->name, "guest-user:as1"));
+	CU_ASSERT(r.dep == a && r.key == 0x400100);
+	s.asid = AS_B;
+	opd_guest_resolve(g, &s, &r);
+	b = r.image;
+	CU_ASSERT(b && !strcmp(b->name, "guest-user:as2"));
+	s.asid = AS_A;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.image == a);
+	/* no ASID (the perf collector): the one bucket */
+	s.asid = 0;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(!strcmp(r.image->name, "guest-user"));
+	/* kernel samples are not split */
+	s.asid = AS_A;
+	s.mode = DP_MODE_GUEST_KERNEL;
+	s.pc = 0xffffffff81000000ULL;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(!strcmp(r.image->name, "guest-kernel"));
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, false) == 0);
+	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
+	CU_ASSERT(stat_of(path, "asid_spaces") == 2);
+	opd_guest_free(g);
+}
+
+#define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
+WRAP(test_votes)
+WRAP(test_bounds)
+WRAP(test_wrong_clock)
+WRAP(test_exit_exec)
+WRAP(test_no_agent)
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("guest asid", NULL, NULL);
+	CU_add_test(s, "votes, owner, forget, stale votes", test_votes_w);
+	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
+	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
+	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
+	CU_add_test(s, "no agent: a bucket per address space", test_no_agent_w);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
