@@ -49,6 +49,10 @@ struct opd_dom {
 	bool running;		/* false during the grace period after it stopped */
 	const char *esc;	/* escaped name: SESSION/domains/<esc> */
 	const char *agent_path;	/* agent channel socket, NULL if none */
+	/* the path comes from the hypervisor's management layer (libvirt's
+	 * live XML), not from a command line: its listener need not be the
+	 * domain's own process (libvirt listens and hands the socket over) */
+	bool agent_trusted;
 };
 
 struct opd_domains;

@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"  --domain-backend=NAME  how domains are found: auto|%s (default auto)\n"
 		"  --libvirt-uri=URI      libvirt backend's connection (default qemu:///system)\n"
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
+		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
 		"  --help                 this text\n", coll, back);
@@ -52,7 +53,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
-	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI,
+	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_VM_USERS,
 };
 
 static const struct option long_opts[] = {
@@ -66,6 +67,7 @@ static const struct option long_opts[] = {
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
 	{ "domain-backend", required_argument, NULL, OPT_DOMAIN_BACKEND },
 	{ "libvirt-uri", required_argument, NULL, OPT_LIBVIRT_URI },
+	{ "hypervisor-user", required_argument, NULL, OPT_VM_USERS },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -145,6 +147,9 @@ static int parse_one(int opt, struct opts *o)
 		break;
 	case OPT_LIBVIRT_URI:
 		c->libvirt_uri = optarg;
+		break;
+	case OPT_VM_USERS:
+		c->vm_users = optarg;
 		break;
 	case OPT_DOMAIN_BACKEND:
 		if (strcmp(optarg, "auto") && !dom_backend_find(optarg)) {
