@@ -50,7 +50,15 @@ struct opd_agents {
 	struct opd_imgcache *cache;
 	struct chan *list;
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
+	opd_agent_connect_fn connect;	/* NULL: connect here */
+	void *connect_ctx;
 };
+
+void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx)
+{
+	a->connect = fn;
+	a->connect_ctx = ctx;
+}
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
 				  struct opd_images *images, struct opd_stats *st)
@@ -224,7 +232,7 @@ bool opd_agent_peer_is(int fd, pid_t pid)
  * from libvirt.  Refusals are counted, and logged once per channel. */
 static bool listener_ok(struct opd_agents *a, struct chan *c, int fd)
 {
-	if (c->trusted || opd_agent_peer_is(fd, c->pid))
+	if (fd >= 0 && (c->trusted || opd_agent_peer_is(fd, c->pid)))
 		return true;
 	a->st->privsep_agent_refused++;
 	if (!c->refused_said)
@@ -242,6 +250,21 @@ static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 	if (!c->running || now < c->next_try)
 		return;
 	c->next_try = now + RETRY_NS;
+	if (a->connect) {
+		int ret = a->connect(a->connect_ctx, c->pid, c->path, &fd);
+
+		if (ret == -EPERM)
+			listener_ok(a, c, -1);	/* counted and said once */
+		if (ret) {
+			if (ret == -EPERM)
+				c->next_try = now + BAD_RETRY_NS;
+			else
+				du_debug("domain %s: agent socket %s: %s", c->name->name, c->path,
+					 strerror(-ret));
+			return;
+		}
+		goto connected;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	if (strlen(c->path) >= sizeof(sa.sun_path)) {
@@ -263,6 +286,7 @@ static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 		c->next_try = now + BAD_RETRY_NS;
 		return;
 	}
+connected:
 	c->fd = fd;
 	c->wlen = 0;
 	c->next_ping = now;

@@ -55,7 +55,6 @@ struct opd_domains {
 	const struct dom_backend_ops *be;	/* the domain backend */
 	void *bstate;
 	char **names;			/* selection, NULL-terminated; NULL: all */
-	uid_t vm_uids[OPD_MAX_VM_USERS];	/* conf->vm_users that exist */
 	struct dentry *list;
 	uint64_t last_scan_ns;
 	bool scanned, wanted;
@@ -135,11 +134,44 @@ static size_t vm_uids(const char *users, uid_t *out, size_t max)
 	return n;
 }
 
+/* Open the backend @conf names (or injects) over @names, into @ds's. */
+static int open_backend(const struct opd_conf *conf, char **names,
+			const struct dom_backend_ops **be, void **bstate)
+{
+	uid_t uids[OPD_MAX_VM_USERS];
+	struct dom_config dc;
+
+	memset(&dc, 0, sizeof(dc));
+	dc.proc_root = conf->domains_proc_root;
+	dc.names = (const char *const *)names;
+	dc.libvirt_uri = conf->libvirt_uri;
+	dc.names_all = conf->domains && !names;	/* --domains=all given */
+	dc.nr_vm_uids = vm_uids(conf->vm_users, uids, OPD_MAX_VM_USERS);
+	dc.vm_uids = uids;
+	dc.backend_arg = conf->domain_backend_arg;
+	if (conf->domain_backend_ops) {
+		*be = conf->domain_backend_ops;
+		return (*be)->open(&dc, bstate);
+	}
+	return dom_backend_open(conf->domain_backend, &dc, be, bstate);
+}
+
+int opd_domains_open_backend(const struct opd_conf *conf, const struct dom_backend_ops **be,
+			     void **bstate)
+{
+	char **names = NULL;
+	int ret = parse_selection(conf->domains, &names);
+
+	if (!ret)
+		ret = open_backend(conf, names, be, bstate);
+	free_names(names);
+	return ret;
+}
+
 struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stats *st,
 				    struct opd_images *images, struct opd_sfiles *sfiles)
 {
 	struct opd_domains *ds = calloc(1, sizeof(*ds));
-	struct dom_config dc;
 	int ret;
 
 	if (!ds)
@@ -151,20 +183,7 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 	ret = parse_selection(conf->domains, &ds->names);
 	if (ret)
 		goto out_free;
-	memset(&dc, 0, sizeof(dc));
-	dc.proc_root = conf->domains_proc_root;
-	dc.names = (const char *const *)ds->names;
-	dc.libvirt_uri = conf->libvirt_uri;
-	dc.names_all = conf->domains && !ds->names;	/* --domains=all given */
-	dc.nr_vm_uids = vm_uids(conf->vm_users, ds->vm_uids, OPD_MAX_VM_USERS);
-	dc.vm_uids = ds->vm_uids;
-	dc.backend_arg = conf->domain_backend_arg;
-	if (conf->domain_backend_ops) {
-		ds->be = conf->domain_backend_ops;
-		ret = ds->be->open(&dc, &ds->bstate);
-	} else {
-		ret = dom_backend_open(conf->domain_backend, &dc, &ds->be, &ds->bstate);
-	}
+	ret = open_backend(conf, ds->names, &ds->be, &ds->bstate);
 	if (ret) {
 		du_err("no domain backend %s: %s", conf->domain_backend ? conf->domain_backend : "(auto)",
 		       strerror(-ret));

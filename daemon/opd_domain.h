@@ -67,6 +67,12 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 /* Free without touching files.  NULL accepted. */
 void opd_domains_free(struct opd_domains *ds);
 
+/* The domain backend @conf asks for, opened as opd_domains_new would
+ * (the privsep monitor runs it on the worker's behalf).  0 or -errno. */
+struct dom_backend_ops;
+int opd_domains_open_backend(const struct opd_conf *conf, const struct dom_backend_ops **be,
+			     void **bstate);
+
 /*
  * Rescan the proc tree and act on what changed (see above).  @mono_ns is
  * CLOCK_MONOTONIC now (for the grace period), @wall the unix time written
