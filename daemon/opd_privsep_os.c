@@ -19,7 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -143,10 +147,36 @@ static int install_seccomp(void)
 #endif
 }
 
+/*
+ * KVM's TSC offsets (opd_kvmtsc) sit in debugfs, whose top directory only
+ * root may enter; the files under kvm/ are world-readable.  In a mount
+ * namespace of its own, the worker puts an empty tmpfs over the debugfs
+ * mount point and binds only kvm/ into it: the exact clock keeps working
+ * and the rest of debugfs is out of its sight.  Best effort.
+ */
+static void expose_kvm_debugfs(void)
+{
+	char self[64];
+	int fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=16k") ||
+	    mkdir("/sys/kernel/debug/kvm", 0755) ||
+	    mount(self, "/sys/kernel/debug/kvm", NULL, MS_BIND, NULL))
+		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
+			"ping/pong", strerror(errno));
+	close(fd);
+}
+
 int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor)
 {
 	int ret;
 
+	expose_kvm_debugfs();
 	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
 		ret = -errno;
 		du_err("privsep: cannot become uid %u: %s", (unsigned int)uid, strerror(errno));
