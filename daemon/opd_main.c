@@ -520,6 +520,10 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		if (!c->foreground)	/* the worker says when it is ready */
 			release_parent_quietly();
 		*status = opd_ps_monitor(sv[0], c, child);
+		/* idle, the session is root's again, as an unseparated run
+		 * leaves it (no link followed) */
+		if (opd_ps_chown_tree(c->session_dir, 0, 0))
+			du_warn("privsep: cannot give the session back to root");
 		return 1;
 	}
 	close(sv[0]);
