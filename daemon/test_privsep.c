@@ -10,10 +10,16 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <ftw.h>
 #include <unistd.h>
 
+#include "dom_testproc.h"
 #include "opd_privsep.h"
 #include "util/du_log.h"
 
@@ -247,6 +253,109 @@ static void test_mirror(void)
 	close(sv[1]);
 }
 
+/* ---- the monitor, against a fake proc tree -------------------------------- */
+
+static char tree[64];
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* A QEMU @pid called @name whose agent socket is @sock. */
+static void fake_qemu(int pid, const char *name, const char *sock)
+{
+	char p[256], chr[256], cmd[1024];
+	const char *argv[] = { "/usr/bin/qemu-system-x86_64", "-enable-kvm", "-name", name,
+			       "-chardev", chr, "-device",
+			       "virtserialport,chardev=c1,name=" DOM_AGENT_PORT, NULL };
+	size_t n = 0;
+
+	tp_pathf(chr, sizeof(chr), "socket,id=c1,path=%s,server=on,wait=off", sock);
+	for (const char **a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+
+		memcpy(cmd + n, *a, l);
+		n += l;
+	}
+	tp_pathf(p, sizeof(p), "%s/%d", tree, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/task", tree, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", tree, pid);
+	tp_write_file(p, cmd, n);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", tree, pid);
+	tp_write_file(p, "qemu-system-x86\n", 16);
+	tp_thread(tree, pid, pid, "qemu-system-x86");
+}
+
+/*
+ * A monitor (a child process running opd_ps_monitor over a fake tree)
+ * connects the agent socket of the domain whose QEMU is its listener, and
+ * refuses the one whose claimed QEMU is another process; the fd arrives
+ * through the socketpair.  When the worker's end closes, the monitor ends.
+ */
+static void test_monitor(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct opd_conf conf;
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	struct seen s = { 0 };
+	char sock[128];
+	int sv[2], lfd, fd = -1, status = -1, acc;
+	pid_t mon;
+	void *st;
+
+	strcpy(tree, "/tmp/test_privsep.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(tree) != NULL);
+	tp_pathf(sock, sizeof(sock), "%s/web.agent", tree);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	strcpy(sa.sun_path, sock);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(lfd, 4) == 0);
+	fake_qemu(getpid(), "web", sock);	/* this process listens */
+	fake_qemu(1, "impostor", sock);		/* claims the same socket */
+	opd_conf_defaults(&conf);
+	conf.domains_proc_root = tree;
+	conf.domain_backend = "procfs";
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	mon = fork();
+	CU_ASSERT_FATAL(mon >= 0);
+	if (mon == 0) {
+		close(sv[1]);
+		_exit(opd_ps_monitor(sv[0], &conf, getppid()) ? 3 : 0);
+	}
+	close(sv[0]);
+	ch.sock = sv[1];
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	CU_ASSERT(s.added == 2);
+	CU_ASSERT(opd_ps_connect(&ch, getpid(), NULL, &fd) == 0);
+	CU_ASSERT(fd >= 0);
+	acc = accept(lfd, NULL, NULL);
+	CU_ASSERT(acc >= 0);
+	if (fd >= 0 && acc >= 0) {
+		CU_ASSERT(write(fd, "x", 1) == 1);
+		CU_ASSERT(read(acc, sock, 1) == 1 && sock[0] == 'x');
+	}
+	if (acc >= 0)
+		close(acc);
+	if (fd >= 0)
+		close(fd);
+	CU_ASSERT(opd_ps_connect(&ch, 1, NULL, &fd) == -EPERM && fd == -1);
+	CU_ASSERT(opd_ps_connect(&ch, 999999, NULL, &fd) == -ENOENT && fd == -1);
+	opd_ps_backend.close(st);
+	close(sv[1]);
+	CU_ASSERT(waitpid(mon, &status, 0) == mon);
+	CU_ASSERT(WIFEXITED(status));
+	close(lfd);
+	nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -264,6 +373,7 @@ int main(void)
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
+	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();
