@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,6 +32,8 @@ struct chan {
 	struct opd_guest *g;
 	struct opd_kvmtsc *clk;
 	bool clk_said;		/* the ping/pong reason was logged */
+	bool trusted;		/* path from libvirt: any listener (opd_dom) */
+	bool refused_said;	/* a wrong listener was logged */
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
@@ -47,7 +50,15 @@ struct opd_agents {
 	struct opd_imgcache *cache;
 	struct chan *list;
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
+	opd_agent_connect_fn connect;	/* NULL: connect here */
+	void *connect_ctx;
 };
+
+void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx)
+{
+	a->connect = fn;
+	a->connect_ctx = ctx;
+}
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
 				  struct opd_images *images, struct opd_stats *st)
@@ -138,6 +149,7 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->name = dom->name;
 	c->pid = dom->pid;
 	c->running = dom->running;
+	c->trusted = dom->agent_trusted;
 	c->path = strdup(dom->agent_path);
 	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
 	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
@@ -200,6 +212,36 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
 	return n;
 }
 
+bool opd_agent_peer_is(int fd, pid_t pid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char path[64];
+	struct stat sb;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr) || cr.pid <= 0)
+		return false;
+	if (cr.pid == pid)
+		return true;
+	/* a thread of it (the kernel records the thread group, but be sure) */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)cr.pid);
+	return !stat(path, &sb);
+}
+
+/* The listener of @fd is the domain's own process, unless its path came
+ * from libvirt.  Refusals are counted, and logged once per channel. */
+static bool listener_ok(struct opd_agents *a, struct chan *c, int fd)
+{
+	if (fd >= 0 && (c->trusted || opd_agent_peer_is(fd, c->pid)))
+		return true;
+	a->st->privsep_agent_refused++;
+	if (!c->refused_said)
+		du_warn("domain %s: agent socket %s is not served by its QEMU (pid %d); not used",
+			c->name->name, c->path, (int)c->pid);
+	c->refused_said = true;
+	return false;
+}
+
 static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 {
 	struct sockaddr_un sa;
@@ -208,6 +250,21 @@ static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 	if (!c->running || now < c->next_try)
 		return;
 	c->next_try = now + RETRY_NS;
+	if (a->connect) {
+		int ret = a->connect(a->connect_ctx, c->pid, c->path, &fd);
+
+		if (ret == -EPERM)
+			listener_ok(a, c, -1);	/* counted and said once */
+		if (ret) {
+			if (ret == -EPERM)
+				c->next_try = now + BAD_RETRY_NS;
+			else
+				du_debug("domain %s: agent socket %s: %s", c->name->name, c->path,
+					 strerror(-ret));
+			return;
+		}
+		goto connected;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	if (strlen(c->path) >= sizeof(sa.sun_path)) {
@@ -219,11 +276,17 @@ static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		du_debug("domain %s: agent socket %s: %s", c->name->name, c->path, strerror(errno));
 		close(fd);
 		return;
 	}
+	if (!listener_ok(a, c, fd)) {
+		close(fd);
+		c->next_try = now + BAD_RETRY_NS;
+		return;
+	}
+connected:
 	c->fd = fd;
 	c->wlen = 0;
 	c->next_ping = now;

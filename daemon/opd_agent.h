@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "opd_conf.h"
 #include "opd_domain.h"
@@ -72,6 +73,19 @@ struct opd_guest *opd_agents_next(struct opd_agents *a, void **cursor, bool *gon
 /* Free the state of gone domains that hold no sample, writing their last
  * statistics first.  Returns how many were freed. */
 size_t opd_agents_reap(struct opd_agents *a);
+
+/*
+ * Connect agent sockets through @fn instead of directly (the privsep
+ * worker asks its monitor): @fn returns 0 with *@fd a connected socket,
+ * -EPERM when the listener is not the domain's process (counted
+ * privsep_agent_refused), or another -errno (retried).
+ */
+typedef int (*opd_agent_connect_fn)(void *ctx, pid_t pid, const char *path, int *fd);
+void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx);
+
+/* True when the listener of the connected unix socket @fd is process
+ * @pid (SO_PEERCRED), or a thread of it. */
+bool opd_agent_peer_is(int fd, pid_t pid);
 
 /* Write every domain's SESSION/domains/<esc>/stats (opd_guest_write_stats);
  * failures are logged. */

@@ -22,6 +22,7 @@ void opd_conf_defaults(struct opd_conf *c)
 	c->exit_linger_ns = 5ULL * 1000 * 1000 * 1000;
 	c->exit_linger_max = 4096;
 	c->perf_pages = 128;
+	c->vm_users = "libvirt-qemu,qemu";
 }
 
 int opd_parse_separate(const char *s, unsigned int *out)

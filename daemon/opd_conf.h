@@ -36,6 +36,16 @@ struct opd_conf {
 	/* Tests: this backend instead of the one named (a fake). */
 	const struct dom_backend_ops *domain_backend_ops;
 	const char *domains_proc_root;	/* NULL: "/proc" (tests: a fake tree) */
+	/* --hypervisor-user: comma list of the users QEMU runs as besides
+	 * root (dom.h: check_identity); names that do not exist are skipped */
+	const char *vm_users;
+	/* The injected backend's argument (dom_config.backend_arg). */
+	void *domain_backend_arg;
+	/* --privsep: after setup the loop runs as @privsep_user (NULL: a
+	 * "domprof" user if there is one, else nobody) under seccomp, with a
+	 * root monitor beside it (opd_privsep.h) */
+	bool privsep;
+	const char *privsep_user;
 	const char *separate_str;	/* as given, for session.conf */
 	unsigned int separate;		/* OPD_SEP_* */
 	bool foreground;

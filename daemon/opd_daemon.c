@@ -441,6 +441,10 @@ int opd_daemon_run(struct opd_daemon *d, const struct opd_collector_ops *ops, vo
 	ret = ops->start(state);
 	if (ret)
 		return ret;
+	if (d->started && d->started(d->started_ctx)) {
+		ops->stop(state);
+		return -EPERM;
+	}
 	pfd = calloc(MAX_POLLFDS, sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;

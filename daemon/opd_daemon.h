@@ -48,6 +48,11 @@ struct opd_daemon {
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
 	struct opd_raw_sink sink;	/* what collectors write into: this daemon */
+	/* called once the collector started (its snapshot of the present
+	 * taken with the rights it had), before the loop: the privsep drop.
+	 * Nonzero stops the run. */
+	int (*started)(void *ctx);
+	void *started_ctx;
 	bool conf_written;
 };
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #define SCAN_WANTED_NS (200ULL * 1000 * 1000)
 /* An escaped name: DOM_NAME_MAX bytes, each at most "%XX", plus splits. */
 #define ESC_MAX (DOM_NAME_MAX * 4)
+#define OPD_MAX_VM_USERS 8
 
 struct dentry {
 	struct opd_dom pub;
@@ -109,11 +111,68 @@ static int parse_selection(const char *s, char ***out)
 	return 0;
 }
 
+/* The uids of the users in the comma list @users that exist, up to @max. */
+static size_t vm_uids(const char *users, uid_t *out, size_t max)
+{
+	char name[64];
+	size_t n = 0;
+
+	while (users && *users && n < max) {
+		size_t len = strcspn(users, ",");
+		struct passwd *pw;
+
+		if (len && len < sizeof(name)) {
+			memcpy(name, users, len);
+			name[len] = '\0';
+			pw = getpwnam(name);
+			if (pw)
+				out[n++] = pw->pw_uid;
+		}
+		users += len;
+		if (*users == ',')
+			users++;
+	}
+	return n;
+}
+
+/* Open the backend @conf names (or injects) over @names, into @ds's. */
+static int open_backend(const struct opd_conf *conf, char **names,
+			const struct dom_backend_ops **be, void **bstate)
+{
+	uid_t uids[OPD_MAX_VM_USERS];
+	struct dom_config dc;
+
+	memset(&dc, 0, sizeof(dc));
+	dc.proc_root = conf->domains_proc_root;
+	dc.names = (const char *const *)names;
+	dc.libvirt_uri = conf->libvirt_uri;
+	dc.names_all = conf->domains && !names;	/* --domains=all given */
+	dc.nr_vm_uids = vm_uids(conf->vm_users, uids, OPD_MAX_VM_USERS);
+	dc.vm_uids = uids;
+	dc.backend_arg = conf->domain_backend_arg;
+	if (conf->domain_backend_ops) {
+		*be = conf->domain_backend_ops;
+		return (*be)->open(&dc, bstate);
+	}
+	return dom_backend_open(conf->domain_backend, &dc, be, bstate);
+}
+
+int opd_domains_open_backend(const struct opd_conf *conf, const struct dom_backend_ops **be,
+			     void **bstate)
+{
+	char **names = NULL;
+	int ret = parse_selection(conf->domains, &names);
+
+	if (!ret)
+		ret = open_backend(conf, names, be, bstate);
+	free_names(names);
+	return ret;
+}
+
 struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stats *st,
 				    struct opd_images *images, struct opd_sfiles *sfiles)
 {
 	struct opd_domains *ds = calloc(1, sizeof(*ds));
-	struct dom_config dc;
 	int ret;
 
 	if (!ds)
@@ -125,17 +184,7 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 	ret = parse_selection(conf->domains, &ds->names);
 	if (ret)
 		goto out_free;
-	memset(&dc, 0, sizeof(dc));
-	dc.proc_root = conf->domains_proc_root;
-	dc.names = (const char *const *)ds->names;
-	dc.libvirt_uri = conf->libvirt_uri;
-	dc.names_all = conf->domains && !ds->names;	/* --domains=all given */
-	if (conf->domain_backend_ops) {
-		ds->be = conf->domain_backend_ops;
-		ret = ds->be->open(&dc, &ds->bstate);
-	} else {
-		ret = dom_backend_open(conf->domain_backend, &dc, &ds->be, &ds->bstate);
-	}
+	ret = open_backend(conf, ds->names, &ds->be, &ds->bstate);
 	if (ret) {
 		du_err("no domain backend %s: %s", conf->domain_backend ? conf->domain_backend : "(auto)",
 		       strerror(-ret));
@@ -395,14 +444,57 @@ static void drop_stopped(struct opd_domains *ds, const struct dom_domain *d)
 	}
 }
 
+/* A running domain already called @name: two processes claiming one name
+ * never share a tree. */
+static const struct dentry *find_running_name(struct opd_domains *ds, const char *name)
+{
+	for (struct dentry *e = ds->list; e; e = e->next)
+		if (e->pub.running && !strcmp(e->pub.name->name, name))
+			return e;
+	return NULL;
+}
+
+/* The name as a log line may hold it: control bytes as \xNN, cut. */
+static void log_name(const char *name, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p && o + 5 < size; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", *p);
+		else
+			buf[o++] = (char)*p;
+	}
+	buf[o] = '\0';
+}
+
+static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
+{
+	struct opd_domains *ds = ctx;
+	char safe[256];
+
+	log_name(name, safe, sizeof(safe));
+	ds->st->domain_refused++;
+	du_warn("pid %d claims to be domain \"%s\" but %s: refused", (int)pid, safe, why);
+}
+
 static void on_added(void *ctx, const struct dom_domain *d)
 {
 	struct opd_domains *ds = ctx;
 	const char *name = dom_domain_name(d);
 	const char *agent = dom_domain_agent_path(d);
+	const struct dentry *twin;
 	struct dentry *e;
 	char esc[ESC_MAX];
 
+	twin = find_running_name(ds, name);
+	if (twin) {
+		char why[64];
+
+		snprintf(why, sizeof(why), "pid %d runs a domain of that name", (int)twin->pub.pid);
+		on_refused(ds, dom_domain_pid(d), name, why);
+		return;
+	}
 	drop_stopped(ds, d);
 	if (dom_domain_safe_name(d, esc, sizeof(esc)) < 0) {
 		du_warn("domain of pid %d: name cannot be escaped; ignored", (int)dom_domain_pid(d));
@@ -420,6 +512,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->d = d;
 	e->pub.esc = e->esc;
 	e->pub.agent_path = e->agent_path;
+	e->pub.agent_trusted = !strcmp(ds->be->name, "libvirt");
 	e->pub.pid = dom_domain_pid(d);
 	domain_key(d, &e->key_ns, &e->key);
 	e->hypervisor = dom_domain_hypervisor(d);
@@ -524,6 +617,7 @@ static const struct dom_ops ops = {
 	.removed = on_removed,
 	.vcpus_changed = on_vcpus,
 	.changed = on_changed,
+	.refused = on_refused,
 };
 
 int opd_domains_fd(const struct opd_domains *ds)

@@ -49,6 +49,10 @@ struct opd_dom {
 	bool running;		/* false during the grace period after it stopped */
 	const char *esc;	/* escaped name: SESSION/domains/<esc> */
 	const char *agent_path;	/* agent channel socket, NULL if none */
+	/* the path comes from the hypervisor's management layer (libvirt's
+	 * live XML), not from a command line: its listener need not be the
+	 * domain's own process (libvirt listens and hands the socket over) */
+	bool agent_trusted;
 };
 
 struct opd_domains;
@@ -62,6 +66,12 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 				    struct opd_images *images, struct opd_sfiles *sfiles);
 /* Free without touching files.  NULL accepted. */
 void opd_domains_free(struct opd_domains *ds);
+
+/* The domain backend @conf asks for, opened as opd_domains_new would
+ * (the privsep monitor runs it on the worker's behalf).  0 or -errno. */
+struct dom_backend_ops;
+int opd_domains_open_backend(const struct opd_conf *conf, const struct dom_backend_ops **be,
+			     void **bstate);
 
 /*
  * Rescan the proc tree and act on what changed (see above).  @mono_ns is

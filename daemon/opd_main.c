@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "opd_daemon.h"
 #include "opd_log.h"
 #include "opd_main.h"
+#include "opd_privsep.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -47,6 +49,10 @@ static void usage(FILE *f)
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
 		"  --callgraph=DEPTH      record call chains of at most DEPTH frames (0: off;\n"
 		"                         at most 127; the collector asks for them)\n"
+		"  --privsep[=USER]       after setup run the loop as USER (default domprof, else\n"
+		"                         nobody) under seccomp, beside a root monitor (also\n"
+		"                         DOMPROF_PRIVSEP=1 or =USER in the environment)\n"
+		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
 		"  --help                 this text\n", coll, back);
@@ -55,7 +61,7 @@ static void usage(FILE *f)
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
-	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH,
+	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
 };
 
 static const struct option long_opts[] = {
@@ -69,6 +75,8 @@ static const struct option long_opts[] = {
 	{ "domains", required_argument, NULL, OPT_DOMAINS },
 	{ "domain-backend", required_argument, NULL, OPT_DOMAIN_BACKEND },
 	{ "libvirt-uri", required_argument, NULL, OPT_LIBVIRT_URI },
+	{ "hypervisor-user", required_argument, NULL, OPT_VM_USERS },
+	{ "privsep", optional_argument, NULL, OPT_PRIVSEP },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -115,6 +123,22 @@ static int parse_callgraph(const char *s, unsigned int *depth)
 		return 1;
 	}
 	return 0;
+}
+
+/* The trust options: 0, or 1 for an unknown one. */
+static int parse_trust(int opt, struct opd_conf *c)
+{
+	switch (opt) {
+	case OPT_VM_USERS:
+		c->vm_users = optarg;
+		return 0;
+	case OPT_PRIVSEP:
+		c->privsep = true;
+		c->privsep_user = optarg;
+		return 0;
+	default:
+		return 1;
+	}
 }
 
 /* One option: 0, 1 (usage error) or 2 (--help). */
@@ -191,7 +215,7 @@ static int parse_one(int opt, struct opts *o)
 	case OPT_HELP:
 		return 2;
 	default:
-		return 1;
+		return parse_trust(opt, c);
 	}
 	return 0;
 }
@@ -201,10 +225,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct opd_conf *c = &o->conf;
 	unsigned int caps;
+	const char *env;
 	int opt, ret;
 
 	opd_conf_defaults(c);
 	o->collector = opd_collector_find(c->collector);
+	env = getenv("DOMPROF_PRIVSEP");
+	if (env && *env && strcmp(env, "0")) {
+		c->privsep = true;
+		c->privsep_user = strcmp(env, "1") ? env : NULL;
+	}
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		ret = parse_one(opt, o);
@@ -444,20 +474,121 @@ static void release_parent(void)
 	}
 }
 
+/* The monitor does not tell the waiting parent anything: its end of the
+ * pipe goes, so the parent hears the worker alone. */
+static void release_parent_quietly(void)
+{
+	int fd;
+
+	opd_log_quiet_stderr();
+	fd = open("/dev/null", O_WRONLY);
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+}
+
+/* The worker's drop, once the collector started (opd_daemon.started). */
+struct worker {
+	const struct opd_conf *conf;
+	struct opd_stats *st;
+	uid_t uid;
+	gid_t gid;
+	pid_t monitor;
+};
+
+static int worker_started(void *ctx)
+{
+	struct worker *w = ctx;
+	int ret = opd_ps_chown_tree(w->conf->session_dir, w->uid, w->gid);
+
+	if (ret)
+		du_warn("privsep: giving the session to uid %u: %s", (unsigned int)w->uid,
+			strerror(-ret));
+	w->st->privsep_worker_uid = w->uid;
+	return opd_ps_drop(w->uid, w->gid, w->monitor);
+}
+
+/*
+ * --privsep as root: fork.  The parent becomes the monitor and returns
+ * 1 with *@status its exit status; the child, the worker, returns 0 with
+ * the conf pointed at the monitor.  -1 on failure (logged).
+ */
+static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, int *status)
+{
+	int sv[2];
+	pid_t child;
+
+	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
+		du_err("privsep: no user %s", c->privsep_user ? c->privsep_user : "domprof or nobody");
+		return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+		du_err("privsep: socketpair: %s", strerror(errno));
+		return -1;
+	}
+	w->conf = c;
+	w->monitor = getpid();
+	fflush(NULL);
+	child = fork();
+	if (child < 0) {
+		du_err("privsep: fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (child > 0) {
+		close(sv[1]);
+		if (!c->foreground)	/* the worker says when it is ready */
+			release_parent_quietly();
+		*status = opd_ps_monitor(sv[0], c, child);
+		/* idle, the session is root's again, as an unseparated run
+		 * leaves it (no link followed) */
+		if (opd_ps_chown_tree(c->session_dir, 0, 0))
+			du_warn("privsep: cannot give the session back to root");
+		return 1;
+	}
+	close(sv[0]);
+	ch->sock = sv[1];
+	c->domain_backend_ops = &opd_ps_backend;
+	c->domain_backend_arg = ch;
+	return 0;
+}
+
 /* The daemon proper, with the log open: 0 or 1.  *@ready is set once the
- * parent was released. */
-static int run(struct opts *o, const struct ev_table *tab, bool *ready)
+ * parent was released; *@worker when this is the privsep worker. */
+static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *worker)
 {
 	const struct opd_collector_ops *ops = o->collector;
 	struct opd_conf *c = &o->conf;
 	struct opd_collector_args args;
+	struct opd_ps_chan ch = { .sock = -1 };
+	struct worker w;
 	struct opd_daemon d;
 	void *state = NULL;
 	int ret, status = 1;
 
+	if (c->privsep && geteuid() != 0) {
+		du_info("privsep: not root, nothing to separate");
+		c->privsep = false;
+	}
+	if (c->privsep) {
+		ret = split(c, &ch, &w, &status);
+		if (ret)
+			return ret > 0 ? status : 1;
+		*worker = true;
+	}
 	ret = opd_daemon_init(&d, c, c->input ? c->input : c->collector);
 	if (ret)
 		return 1;
+	if (c->privsep) {
+		w.st = &d.st;
+		d.started = worker_started;
+		d.started_ctx = &w;
+		if (d.agents)
+			opd_agents_set_connector(d.agents, opd_ps_connect, &ch);
+	}
 	memset(&args, 0, sizeof(args));
 	args.conf = c;
 	args.events = tab;
@@ -490,7 +621,7 @@ static int run_locked(struct opts *o, const struct ev_table *tab)
 {
 	struct opd_conf *c = &o->conf;
 	char pidpath[PATH_MAX], logpath[PATH_MAX];
-	bool ready = false;
+	bool ready = false, worker = false;
 	int lockfd, ret, status = 1;
 
 	setup_signals();
@@ -510,12 +641,13 @@ static int run_locked(struct opts *o, const struct ev_table *tab)
 		du_info("domains: %s", c->domains ? c->domains : "all");
 	else
 		du_info("replay: guest samples are filed under domain pid-<hypervisor pid>");
-	status = run(o, tab, &ready);
+	status = run(o, tab, &ready, &worker);
 	if (!ready && !c->foreground)
 		fflush(stderr);
 	opd_log_close();
 out_unlock:
-	du_nf_unlink(pidpath);
+	if (!worker)	/* the monitor's, and it outlives the worker */
+		du_nf_unlink(pidpath);
 	close(lockfd);
 	return status;
 }

@@ -37,6 +37,10 @@
 	X(kernel_images)			\
 	X(domains_seen)				\
 	X(domains_running)			\
+	X(domain_refused)			\
+	X(privsep_agent_refused)		\
+	X(privsep_bad_msgs)			\
+	X(privsep_worker_uid)			\
 	X(samples_vmm)				\
 	X(unresolved_no_domain)			\
 	X(samples_domain_unselected)		\

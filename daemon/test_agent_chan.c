@@ -73,7 +73,7 @@ static void setup(void)
 
 	dom = (struct opd_dom){
 		.name = opd_image_get(images, SFN_ANON, "web", 3),
-		.pid = 4242,
+		.pid = getpid(),	/* the listener is this process (SO_PEERCRED) */
 		.selected = true,
 		.running = true,
 		.esc = "web",
@@ -412,7 +412,41 @@ static void test_domain_stats(void)
 	close(fd);
 }
 
+/* A socket whose listener is not the domain's process gets no connection
+ * (a local user posing as QEMU), unless its path came from libvirt. */
+static void test_wrong_listener(void)
+{
+	struct opd_dom fake = dom;
+	int fd;
+
+	fake.pid = 1;
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &fake) != NULL);
+	turn(1 * S);
+	CU_ASSERT(st.agent_connects == 0 && st.agent_channels == 0);
+	CU_ASSERT(st.privsep_agent_refused == 1);
+	fd = accept(lfd, NULL, NULL);	/* the probe connection was closed */
+	if (fd >= 0) {
+		CU_ASSERT(recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0);
+		close(fd);
+	}
+	turn(2 * S);			/* backs off: no second try yet */
+	CU_ASSERT(st.privsep_agent_refused == 1);
+}
+
+static void test_trusted_listener(void)
+{
+	struct opd_dom lv = dom;
+
+	lv.pid = 1;
+	lv.agent_trusted = true;
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &lv) != NULL);
+	turn(1 * S);
+	CU_ASSERT(st.agent_connects == 1 && st.privsep_agent_refused == 0);
+}
+
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
+WRAP(test_wrong_listener)
+WRAP(test_trusted_listener)
 WRAP(test_connect_and_clock)
 WRAP(test_reconnect)
 WRAP(test_hostile_bytes)
@@ -439,6 +473,8 @@ int main(void)
 	CU_add_test(s, "stopped and absent sockets", test_stopped_and_absent_w);
 	CU_add_test(s, "a gone domain: held samples out, then freed", test_gone_domain_w);
 	CU_add_test(s, "per-domain statistics", test_domain_stats_w);
+	CU_add_test(s, "a listener that is not the domain's QEMU is refused", test_wrong_listener_w);
+	CU_add_test(s, "a path from libvirt: any listener", test_trusted_listener_w);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

@@ -109,7 +109,7 @@ static void setup(void)
 	strcpy(sa.sun_path, fx.sock);
 	CU_ASSERT_FATAL(bind(fx.lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	CU_ASSERT_FATAL(listen(fx.lfd, 4) == 0);
-	fake_qemu(4000);
+	fake_qemu(getpid());	/* the agent socket's listener (SO_PEERCRED) */
 	opd_conf_defaults(&fx.conf);
 	fx.conf.session_dir = fx.session;
 	fx.conf.collector = "file";
@@ -215,11 +215,11 @@ static void test_guest_samples_batched(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	agent_says_hello(fd);
 	opd_daemon_polled(&fx.d, NULL, 0);	/* reads HELLO and kallsyms */
-	/* five guest kernel samples on the vCPU thread of QEMU 4000 */
+	/* five guest kernel samples on the vCPU thread of QEMU (this process) */
 	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
-	CU_ASSERT(raw_put_task(fx.w, 4000, 4001) == 0);
+	CU_ASSERT(raw_put_task(fx.w, (uint32_t)getpid(), (uint32_t)getpid() + 1) == 0);
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
-	CU_ASSERT(raw_put_domain(fx.w, 4000, 0) == 0);
+	CU_ASSERT(raw_put_domain(fx.w, (uint64_t)getpid(), 0) == 0);
 	for (int i = 0; i < 5; i++)
 		CU_ASSERT(raw_put_sample(fx.w, KTEXT + 0x123, 0) == 0);
 	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);

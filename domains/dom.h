@@ -56,6 +56,21 @@ struct dom_config {
 	 * "none more" unless this says every domain was asked for
 	 * (--domains=all).  Other backends ignore it. */
 	bool names_all;
+	/*
+	 * procfs identity (DESIGN.md section 7): a process whose command line
+	 * says QEMU counts as a domain only if it holds a KVM VM file
+	 * descriptor (a /proc/PID/fd link reading "anon_inode:kvm-vm") and
+	 * its real, effective, saved and filesystem uids are all root or one
+	 * of @vm_uids[0..@nr_vm_uids).  Always checked on the real /proc
+	 * (@proc_root NULL); a fake tree opts in with @check_identity.
+	 * @vm_uids is copied by open.
+	 */
+	bool check_identity;
+	const uid_t *vm_uids;
+	size_t nr_vm_uids;
+	/* An injected backend's own argument (the daemon's privsep mirror:
+	 * its channel to the monitor).  Borrowed; others ignore it. */
+	void *backend_arg;
 };
 
 /*
@@ -78,6 +93,11 @@ struct dom_ops {
 	 * (libvirt metadata), its agent path (a channel hot-plugged), its
 	 * state (paused, resumed). */
 	void (*changed)(void *ctx, const struct dom_domain *d);
+	/* A process claims to be a domain but is not one (@why: no KVM VM,
+	 * wrong owner); said once per process, after a few scans so a QEMU
+	 * still starting is not reported.  @name is its claimed name (any
+	 * byte but NUL: escape it before logging). */
+	void (*refused)(void *ctx, pid_t pid, const char *name, const char *why);
 };
 
 enum dom_state {

@@ -40,8 +40,30 @@ struct pdom {
 	bool vcpus_dirty;		/* report vcpus_changed this scan */
 };
 
+/* A process that claims to be QEMU but failed the identity checks: kept
+ * so it is reported once, and dropped when it exits. */
+struct refusal {
+	struct refusal *next;
+	pid_t pid;
+	unsigned long long start_time;
+	unsigned int seen_gen;
+	unsigned int scans;		/* consecutive scans refused */
+	bool reported;
+};
+
+/* Scans a claimant is refused before it is reported: QEMU opens its KVM
+ * VM a moment after exec. */
+#define REFUSE_REPORT_SCANS 3
+/* fds looked at for the KVM VM: QEMU opens it early, so among the first */
+#define IDENTITY_MAX_FDS 4096
+#define REFUSAL_BUCKETS 256
+
 struct dom_table {
 	int proc_fd;
+	bool identity;			/* check_identity (dom.h) */
+	uid_t *vm_uids;
+	size_t nr_vm_uids;
+	struct refusal *refused[REFUSAL_BUCKETS];
 	char **names;			/* selection, NULL-terminated; NULL: all */
 	struct pdom *list;
 	struct pdom **buckets;	/* pid hash */
@@ -49,6 +71,8 @@ struct dom_table {
 	size_t count;
 	unsigned int gen;
 };
+
+static void refusals_prune(struct dom_table *t, bool all);
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -412,6 +436,14 @@ struct dom_table *dom_table_new(const struct dom_config *cfg)
 				goto out_nomem;
 		}
 	}
+	t->identity = !cfg || !cfg->proc_root || cfg->check_identity;
+	if (cfg && cfg->nr_vm_uids) {
+		t->vm_uids = calloc(cfg->nr_vm_uids, sizeof(*t->vm_uids));
+		if (!t->vm_uids)
+			goto out_nomem;
+		memcpy(t->vm_uids, cfg->vm_uids, cfg->nr_vm_uids * sizeof(*t->vm_uids));
+		t->nr_vm_uids = cfg->nr_vm_uids;
+	}
 	t->proc_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->proc_fd < 0) {
 		err = errno;
@@ -445,8 +477,160 @@ void dom_table_free(struct dom_table *t)
 	}
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
+	refusals_prune(t, true);
+	free(t->vm_uids);
 	free(t->buckets);
 	free(t);
+}
+
+/* ---- identity (dom.h: check_identity) ----------------------------------- */
+
+static bool uid_allowed(const struct dom_table *t, unsigned long uid)
+{
+	if (uid == 0)
+		return true;
+	for (size_t i = 0; i < t->nr_vm_uids; i++)
+		if ((unsigned long)t->vm_uids[i] == uid)
+			return true;
+	return false;
+}
+
+/* All four uids of /proc/PID/status (real, effective, saved, fs) are
+ * root or the hypervisor's.  Not the owner of /proc/PID: a process that
+ * makes itself non-dumpable shows as root's there. */
+static bool owner_allowed(const struct dom_table *t, pid_t pid)
+{
+	char path[32], buf[4096], *p;
+	unsigned long u[4];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%d/status", (int)pid);
+	n = read_at(t->proc_fd, path, buf, sizeof(buf) - 1, NULL);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return false;
+	for (int i = 0; i < 4; i++)
+		if (!uid_allowed(t, u[i]))
+			return false;
+	return true;
+}
+
+/* The process holds a KVM VM: one of its fds is "anon_inode:kvm-vm". */
+static bool holds_kvm_vm(const struct dom_table *t, pid_t pid)
+{
+	static const char want[] = "anon_inode:kvm-vm";
+	char path[64], link[64];
+	struct dirent *de;
+	unsigned int seen = 0;
+	bool found = false;
+	DIR *dir;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/fd", (int)pid);
+	fd = openat(t->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return false;
+	}
+	while (!found && seen < IDENTITY_MAX_FDS && (de = readdir(dir))) {
+		ssize_t n;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		seen++;
+		n = readlinkat(fd, de->d_name, link, sizeof(link));
+		found = n == (ssize_t)sizeof(want) - 1 && !memcmp(link, want, sizeof(want) - 1);
+	}
+	closedir(dir);
+	return found;
+}
+
+/* NULL when @pid may be a domain, else why not. */
+static const char *identity_refusal(const struct dom_table *t, pid_t pid)
+{
+	if (!t->identity)
+		return NULL;
+	if (!owner_allowed(t, pid))
+		return "not run by root or the hypervisor's user";
+	if (!holds_kvm_vm(t, pid))
+		return "holds no KVM VM";
+	return NULL;
+}
+
+static struct refusal *refusal_find(struct dom_table *t, pid_t pid)
+{
+	struct refusal *r;
+
+	for (r = t->refused[dom_hash_id(pid) % REFUSAL_BUCKETS]; r; r = r->next)
+		if (r->pid == pid)
+			return r;
+	return NULL;
+}
+
+/* Note that @pid was refused this scan; report it once it has been for a
+ * few scans.  Memory failure only costs the report. */
+static void refusal_note(struct dom_table *t, pid_t pid, const char *why,
+			 const struct dom_ops *ops, void *ctx)
+{
+	struct refusal *r = refusal_find(t, pid);
+	unsigned long long start = 0;
+	char state = 0;
+	struct pdom *d;
+
+	if (read_stat(t->proc_fd, pid, &start, &state) < 0)
+		start = 0;
+	if (r && r->start_time != start) {
+		r->scans = 0;		/* a new process under a reused pid */
+		r->reported = false;
+		r->start_time = start;
+	}
+	if (!r) {
+		size_t b = dom_hash_id(pid) % REFUSAL_BUCKETS;
+
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return;
+		r->pid = pid;
+		r->start_time = start;
+		r->next = t->refused[b];
+		t->refused[b] = r;
+	}
+	r->seen_gen = t->gen;
+	if (r->reported || ++r->scans < REFUSE_REPORT_SCANS)
+		return;
+	r->reported = true;
+	d = domain_probe(t, pid);	/* for the name it claims */
+	if (ops && ops->refused)
+		ops->refused(ctx, pid, d ? dom_domain_name(d->dom) : "?", why);
+	else
+		du_info("domains: pid %d claims to be QEMU but %s; refused", (int)pid, why);
+	domain_free(d);
+}
+
+/* Forget the refused processes that were not seen this scan (exited), and
+ * with @all every one. */
+static void refusals_prune(struct dom_table *t, bool all)
+{
+	for (size_t b = 0; b < REFUSAL_BUCKETS; b++) {
+		struct refusal **pp = &t->refused[b];
+
+		while (*pp) {
+			struct refusal *r = *pp;
+
+			if (!all && r->seen_gen == t->gen) {
+				pp = &r->next;
+				continue;
+			}
+			*pp = r->next;
+			free(r);
+		}
+	}
 }
 
 /* Cheapest test first: one readlink, then the 16-byte comm, then argv[0]. */
@@ -495,6 +679,7 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 	t->gen++;
 	while ((de = readdir(dir))) {
 		unsigned long long start;
+		const char *why;
 		char state;
 		char *end;
 		long v;
@@ -532,6 +717,11 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		}
 		if (!pid_is_qemu(t->proc_fd, pid))
 			continue;
+		why = identity_refusal(t, pid);
+		if (why) {
+			refusal_note(t, pid, why, ops, ctx);
+			continue;
+		}
 		d = domain_probe(t, pid);
 		if (!d)
 			continue;
@@ -539,6 +729,7 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		added = d;
 	}
 	closedir(dir);
+	refusals_prune(t, false);
 
 	/* Removals first, so a restart reads as remove + add. */
 	for (pp = &t->list; *pp;) {

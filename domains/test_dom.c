@@ -958,6 +958,106 @@ static void test_many(void)
 	dom_table_free(t);
 }
 
+/* ---- identity: a KVM VM fd and an allowed owner ------------------------ */
+
+static void fake_owner(int pid, const char *uids)
+{
+	char p[256], s[256];
+
+	tp_pathf(p, sizeof(p), "%s/%d/status", root, pid);
+	tp_pathf(s, sizeof(s), "Name:\tqemu\nUmask:\t0022\nUid:\t%s\nGid:\t0\t0\t0\t0\n", uids);
+	tp_write_file(p, s, strlen(s));
+}
+
+static void fake_fd(int pid, int fd, const char *target)
+{
+	char p[256];
+
+	tp_pathf(p, sizeof(p), "%s/%d/fd", root, pid);
+	mkdir(p, 0755);
+	tp_pathf(p, sizeof(p), "%s/%d/fd/%d", root, pid, fd);
+	CU_ASSERT_FATAL(symlink(target, p) == 0);
+}
+
+struct refusals {
+	int n;
+	int pid[8];
+	char name[8][32];
+};
+
+static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
+{
+	struct refusals *r = ctx;
+
+	(void)why;
+	CU_ASSERT_FATAL(r->n < 8);
+	r->pid[r->n] = (int)pid;
+	snprintf(r->name[r->n], sizeof(r->name[0]), "%s", name);
+	r->n++;
+}
+
+static const struct dom_ops refuse_ops = { .refused = on_refused };
+
+static void fake_named_qemu(int pid, const char *name, const char *uids, const char *fd3)
+{
+	const char *argv[] = { "qemu-system-x86_64", "-name", name, "-enable-kvm", NULL };
+
+	fake_qemu(pid, argv);
+	if (uids)
+		fake_owner(pid, uids);
+	if (fd3)
+		fake_fd(pid, 3, fd3);
+}
+
+static void test_identity(void)
+{
+	static const uid_t hv[] = { 107 };
+	struct dom_config cfg = { .proc_root = root, .check_identity = true,
+				  .vm_uids = hv, .nr_vm_uids = 1 };
+	struct refusals r = { 0 };
+	struct dom_table *t;
+
+	reset_root();
+	fake_named_qemu(100, "real", "0\t0\t0\t0", "anon_inode:kvm-vm");
+	fake_named_qemu(200, "victim", "65534\t65534\t65534\t65534", "anon_inode:kvm-vm");
+	fake_named_qemu(300, "novm", "0\t0\t0\t0", "anon_inode:kvm-vcpu:0");
+	fake_fd(300, 4, "/dev/null");
+	fake_named_qemu(400, "hvuser", "107\t107\t107\t107", "anon_inode:kvm-vm");
+	fake_named_qemu(500, "mixed", "0\t65534\t0\t0", "anon_inode:kvm-vm");
+	fake_named_qemu(600, "nostatus", NULL, "anon_inode:kvm-vm");
+	fake_named_qemu(700, "nofds", "0\t0\t0\t0", NULL);
+	t = dom_table_new(&cfg);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(dom_table_count(t) == 2);
+	CU_ASSERT(find(t, 100) != NULL && find(t, 400) != NULL);
+	CU_ASSERT(find(t, 200) == NULL && find(t, 300) == NULL && find(t, 500) == NULL);
+	CU_ASSERT(r.n == 0);		/* not said before a few scans */
+	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(r.n == 0);
+	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(r.n == 5);
+	for (int i = 0; i < r.n; i++)
+		CU_ASSERT(r.pid[i] == 200 || r.pid[i] == 300 || r.pid[i] == 500 ||
+			  r.pid[i] == 600 || r.pid[i] == 700);
+	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(r.n == 5);		/* once per process */
+	/* QEMU that opens its VM late is taken then */
+	fake_fd(300, 5, "anon_inode:kvm-vm");
+	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(find(t, 300) != NULL);
+	CU_ASSERT(dom_table_count(t) == 3);
+	dom_table_free(t);
+
+	/* a fake tree without the opt-in is taken at its word (other tests) */
+	cfg.check_identity = false;
+	t = dom_table_new(&cfg);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT(dom_scan(t, NULL, NULL) == 0);
+	CU_ASSERT(dom_table_count(t) == 7);
+	dom_table_free(t);
+}
+
 static void test_bad_root(void)
 {
 	struct dom_config cfg = { .proc_root = "/nonexistent/proc" };
@@ -987,6 +1087,7 @@ int main(void)
 		{ "selection", test_selection },
 		{ "many domains", test_many },
 		{ "bad root", test_bad_root },
+		{ "identity: KVM VM fd and owner", test_identity },
 		{ "procfs through the backend ops", test_procfs_ops },
 		{ "neutral domain", test_neutral_domain },
 	};

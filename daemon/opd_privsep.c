@@ -1,0 +1,534 @@
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "domprof/raw.h"
+#include "opd_agent.h"
+#include "opd_daemon.h"
+#include "opd_domain.h"
+#include "opd_privsep.h"
+#include "util/du_log.h"
+
+/* ---- messages ------------------------------------------------------------ */
+
+static uint32_t body_len(unsigned int type)
+{
+	switch (type) {
+	case OPD_PS_REFRESH:
+		return 0;
+	case OPD_PS_CONNECT:
+	case OPD_PS_CONNECTED:
+		return sizeof(struct opd_ps_conn);
+	case OPD_PS_ADDED:
+	case OPD_PS_CHANGED:
+		return sizeof(struct opd_ps_dom);
+	case OPD_PS_REMOVED:
+		return sizeof(uint64_t);
+	case OPD_PS_VCPUS:
+		return sizeof(struct opd_ps_vcpus);
+	case OPD_PS_REFUSED:
+		return sizeof(struct opd_ps_refused);
+	case OPD_PS_END:
+		return sizeof(int32_t);
+	default:
+		return UINT32_MAX;
+	}
+}
+
+void opd_ps_msg_init(struct opd_ps_msg *m, enum opd_ps_type type)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = OPD_PS_MAGIC;
+	m->type = (uint16_t)type;
+	m->len = body_len(type);
+}
+
+/* A string field: NUL inside, nothing but NULs after it. */
+static bool str_ok(const char *s, size_t size, bool nonempty)
+{
+	const char *nul = memchr(s, '\0', size);
+
+	if (!nul || (nonempty && nul == s))
+		return false;
+	for (const char *p = nul; p < s + size; p++)
+		if (*p)
+			return false;
+	return true;
+}
+
+static bool dom_ok(const struct opd_ps_dom *d)
+{
+	return d->handle && d->pid >= 0 && d->state <= DOM_STATE_STOPPED &&
+	       d->nr_vcpus <= DOM_VCPU_MAX && d->selected <= 1 && d->has_uuid <= 1 && d->xen <= 1 &&
+	       d->has_path <= 1 && str_ok(d->uuid, sizeof(d->uuid), false) &&
+	       strlen(d->uuid) <= DOM_UUID_STRLEN && str_ok(d->name, sizeof(d->name), true) &&
+	       strlen(d->name) <= DOM_NAME_MAX && str_ok(d->path, sizeof(d->path), d->has_path) &&
+	       (d->has_path || !d->path[0]);
+}
+
+static bool vcpus_ok(const struct opd_ps_vcpus *v)
+{
+	if (!v->handle || !v->nr || v->nr > DOM_VCPU_MAX || !v->count || v->count > OPD_PS_VCPU_CHUNK ||
+	    v->first >= v->nr || v->count > v->nr - v->first)
+		return false;
+	for (uint32_t i = v->count; i < OPD_PS_VCPU_CHUNK; i++)
+		if (v->tids[i])
+			return false;
+	for (uint32_t i = 0; i < v->count; i++)
+		if (v->tids[i] < -1 || v->tids[i] == 0)
+			return false;
+	return true;
+}
+
+static bool body_ok(const struct opd_ps_msg *m)
+{
+	switch (m->type) {
+	case OPD_PS_CONNECT:
+		return m->u.conn.pid > 0 && m->u.conn.err == 0;
+	case OPD_PS_CONNECTED:
+		return m->u.conn.pid > 0 && m->u.conn.err <= 0 && m->u.conn.err > -4096;
+	case OPD_PS_ADDED:
+	case OPD_PS_CHANGED:
+		return dom_ok(&m->u.dom);
+	case OPD_PS_REMOVED:
+		return m->u.handle != 0;
+	case OPD_PS_VCPUS:
+		return vcpus_ok(&m->u.vcpus);
+	case OPD_PS_REFUSED:
+		return m->u.refused.pid > 0 &&
+		       str_ok(m->u.refused.name, sizeof(m->u.refused.name), false) &&
+		       str_ok(m->u.refused.why, sizeof(m->u.refused.why), true);
+	case OPD_PS_END:
+		return m->u.end <= 0 && m->u.end > -4096;
+	default:
+		return true;	/* REFRESH: no body */
+	}
+}
+
+int opd_ps_check(const struct opd_ps_msg *m, size_t n, bool from_monitor, int nfds)
+{
+	bool to_monitor;
+
+	if (n != sizeof(*m) || m->magic != OPD_PS_MAGIC || m->zero || m->zero2 ||
+	    m->type < OPD_PS_REFRESH || m->type >= OPD_PS_TYPE_MAX || m->len != body_len(m->type))
+		return -EBADMSG;
+	to_monitor = m->type == OPD_PS_REFRESH || m->type == OPD_PS_CONNECT;
+	if (to_monitor == from_monitor)
+		return -EBADMSG;
+	for (size_t i = m->len; i < sizeof(m->u.raw); i++)
+		if (m->u.raw[i])
+			return -EBADMSG;
+	if (nfds != ((m->type == OPD_PS_CONNECTED && m->u.conn.err == 0) ? 1 : 0))
+		return -EBADMSG;
+	return body_ok(m) ? 0 : -EBADMSG;
+}
+
+int opd_ps_send(int sock, const struct opd_ps_msg *m, int pass_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&c, 0, sizeof(c));
+		mh.msg_control = c.buf;
+		mh.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	return n == (ssize_t)sizeof(*m) ? 0 : -EIO;
+}
+
+/* The descriptors that came in @mh, at most one kept in *@fd (the rest,
+ * and all when there are several, closed).  Returns how many came. */
+static int take_fds(struct msghdr *mh, int *fd)
+{
+	int count = 0;
+
+	*fd = -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (*fd < 0 && !count)
+				*fd = f;
+			else
+				close(f);
+			count++;
+		}
+	}
+	if (count > 1 && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return count;
+}
+
+int opd_ps_recv(int sock, struct opd_ps_msg *m, bool from_monitor, int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+	int nfds, got, ret;
+	ssize_t n;
+
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == ECONNRESET ? -EPIPE : -errno;
+	if (n == 0)
+		return -EPIPE;
+	nfds = take_fds(&mh, &got);
+	/* cut (larger than a message) or with cut control data: refused */
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		n = -1;
+	ret = opd_ps_check(m, n < 0 ? 0 : (size_t)n, from_monitor, nfds);
+	if (ret || !fd) {
+		if (got >= 0)
+			close(got);
+		got = -1;
+	}
+	if (fd)
+		*fd = got;
+	return ret;
+}
+
+/* ---- the worker's mirror backend ----------------------------------------- */
+
+struct mdom {
+	struct mdom *next;
+	uint64_t handle;
+	struct dom_domain *d;
+	bool announced;			/* added was said */
+	pid_t *map;			/* vCPU map being received */
+	uint32_t map_nr, map_got;
+};
+
+struct mirror {
+	int sock;
+	struct mdom *list;
+};
+
+static int mirror_open(const struct dom_config *cfg, void **state)
+{
+	const struct opd_ps_chan *ch = cfg ? cfg->backend_arg : NULL;
+	struct mirror *m;
+
+	if (!ch || ch->sock < 0)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->sock = ch->sock;
+	*state = m;
+	return 0;
+}
+
+static int mirror_fd(void *state)
+{
+	(void)state;
+	return -1;	/* asked about once a second */
+}
+
+static struct mdom *mirror_find(struct mirror *m, uint64_t handle)
+{
+	for (struct mdom *e = m->list; e; e = e->next)
+		if (e->handle == handle)
+			return e;
+	return NULL;
+}
+
+static void mdom_free(struct mdom *e)
+{
+	dom_domain_free(e->d);
+	free(e->map);
+	free(e);
+}
+
+/* Copy what the monitor said of a domain into @d.  0 or -errno. */
+static int apply_dom(struct dom_domain *d, const struct opd_ps_dom *pd)
+{
+	dom_domain_set_pid(d, pd->pid);
+	dom_domain_set_id(d, pd->id);
+	dom_domain_set_hypervisor(d, pd->xen ? "xen" : "qemu");
+	dom_domain_set_state(d, (enum dom_state)pd->state);
+	if (pd->has_uuid && dom_domain_set_uuid(d, pd->uuid))
+		return -EBADMSG;
+	dom_domain_select(d, pd->selected ? NULL : (const char *const[]){ NULL });
+	return dom_domain_set_agent_path(d, pd->has_path ? pd->path : NULL);
+}
+
+static int on_added(struct mirror *m, const struct opd_ps_dom *pd, const struct dom_ops *ops,
+		    void *ctx)
+{
+	struct mdom *e;
+
+	if (mirror_find(m, pd->handle))
+		return -EBADMSG;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->handle = pd->handle;
+	e->d = dom_domain_new(pd->name);
+	if (!e->d || apply_dom(e->d, pd)) {
+		mdom_free(e);
+		return -ENOMEM;
+	}
+	e->next = m->list;
+	m->list = e;
+	if (pd->nr_vcpus) {
+		e->map_nr = pd->nr_vcpus;	/* announced once the map is in */
+		return 0;
+	}
+	e->announced = true;
+	if (ops && ops->added)
+		ops->added(ctx, e->d);
+	return 0;
+}
+
+static int on_removed(struct mirror *m, uint64_t handle, const struct dom_ops *ops, void *ctx)
+{
+	for (struct mdom **pp = &m->list; *pp; pp = &(*pp)->next) {
+		struct mdom *e = *pp;
+
+		if (e->handle != handle)
+			continue;
+		*pp = e->next;
+		if (e->announced && ops && ops->removed)
+			ops->removed(ctx, e->d);
+		mdom_free(e);
+		return 0;
+	}
+	return -EBADMSG;
+}
+
+static int on_vcpus(struct mirror *m, const struct opd_ps_vcpus *v, const struct dom_ops *ops,
+		    void *ctx)
+{
+	struct mdom *e = mirror_find(m, v->handle);
+
+	if (!e)
+		return -EBADMSG;
+	if (v->first == 0) {
+		free(e->map);
+		e->map = calloc(v->nr, sizeof(*e->map));
+		if (!e->map)
+			return -ENOMEM;
+		e->map_nr = v->nr;
+		e->map_got = 0;
+	}
+	/* chunks in order, of one map */
+	if (!e->map || v->nr != e->map_nr || v->first != e->map_got)
+		return -EBADMSG;
+	for (uint32_t i = 0; i < v->count; i++)
+		e->map[v->first + i] = v->tids[i];
+	e->map_got += v->count;
+	if (e->map_got < e->map_nr)
+		return 0;
+	if (dom_domain_set_vcpus(e->d, e->map, e->map_nr))
+		return -EBADMSG;
+	free(e->map);
+	e->map = NULL;
+	if (!e->announced) {
+		e->announced = true;
+		if (ops && ops->added)
+			ops->added(ctx, e->d);
+	} else if (ops && ops->vcpus_changed) {
+		ops->vcpus_changed(ctx, e->d);
+	}
+	return 0;
+}
+
+static int mirror_apply(struct mirror *m, const struct opd_ps_msg *msg, const struct dom_ops *ops,
+			void *ctx)
+{
+	struct mdom *e;
+
+	switch (msg->type) {
+	case OPD_PS_ADDED:
+		return on_added(m, &msg->u.dom, ops, ctx);
+	case OPD_PS_REMOVED:
+		return on_removed(m, msg->u.handle, ops, ctx);
+	case OPD_PS_VCPUS:
+		return on_vcpus(m, &msg->u.vcpus, ops, ctx);
+	case OPD_PS_CHANGED:
+		e = mirror_find(m, msg->u.dom.handle);
+		if (!e || apply_dom(e->d, &msg->u.dom))
+			return -EBADMSG;
+		if (e->announced && ops && ops->changed)
+			ops->changed(ctx, e->d);
+		return 0;
+	case OPD_PS_REFUSED:
+		if (ops && ops->refused)
+			ops->refused(ctx, msg->u.refused.pid, msg->u.refused.name, msg->u.refused.why);
+		return 0;
+	default:
+		return -EBADMSG;
+	}
+}
+
+static int mirror_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	struct mirror *m = state;
+	struct opd_ps_msg msg;
+	int ret;
+
+	opd_ps_msg_init(&msg, OPD_PS_REFRESH);
+	ret = opd_ps_send(m->sock, &msg, -1);
+	while (!ret) {
+		ret = opd_ps_recv(m->sock, &msg, true, NULL);
+		if (ret)
+			break;
+		if (msg.type == OPD_PS_END)
+			return msg.u.end;
+		ret = mirror_apply(m, &msg, ops, ctx);
+	}
+	if (ret == -EBADMSG)
+		du_err("privsep: a malformed message from the monitor");
+	return ret;
+}
+
+static int mirror_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
+			     int *vcpu_out)
+{
+	struct mirror *m = state;
+
+	*d = NULL;
+	*vcpu_out = -1;
+	for (struct mdom *e = m->list; e; e = e->next) {
+		if (!e->announced || pid <= 0 || dom_domain_pid(e->d) != pid)
+			continue;
+		*d = e->d;
+		*vcpu_out = dom_domain_vcpu_of_tid(e->d, tid);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
+			 const struct dom_domain **d, int *vcpu_out)
+{
+	struct mirror *m = state;
+	int ret = -ENOENT;
+
+	*d = NULL;
+	*vcpu_out = -1;
+	if (key_ns == DP_DOMKEY_HOST_PID && key && key <= INT_MAX) {
+		ret = mirror_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
+	} else if (key_ns == DP_DOMKEY_XEN_DOMID) {
+		for (struct mdom *e = m->list; e; e = e->next) {
+			if (!e->announced || dom_domain_pid(e->d) || dom_domain_id(e->d) != key)
+				continue;
+			*d = e->d;
+			ret = 0;
+			break;
+		}
+	}
+	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN)
+		*vcpu_out = vcpu < DOM_VCPU_MAX ? (int)vcpu : -1;
+	return ret;
+}
+
+static const struct dom_domain *mirror_next(void *state, const struct dom_domain *prev)
+{
+	struct mirror *m = state;
+	struct mdom *e = m->list;
+
+	if (prev) {
+		while (e && e->d != prev)
+			e = e->next;
+		e = e ? e->next : NULL;
+	}
+	while (e && !e->announced)
+		e = e->next;
+	return e ? e->d : NULL;
+}
+
+static void mirror_close(void *state)
+{
+	struct mirror *m = state;
+	struct mdom *e, *n;
+
+	if (!m)
+		return;
+	for (e = m->list; e; e = n) {
+		n = e->next;
+		mdom_free(e);
+	}
+	free(m);
+}
+
+const struct dom_backend_ops opd_ps_backend = {
+	.name = "privsep",
+	.open = mirror_open,
+	.fd = mirror_fd,
+	.refresh = mirror_refresh,
+	.lookup = mirror_lookup,
+	.lookup_pid = mirror_lookup_pid,
+	.next = mirror_next,
+	.close = mirror_close,
+};
+
+int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd)
+{
+	const struct opd_ps_chan *ch = chan;
+	struct opd_ps_msg m;
+	int ret;
+
+	(void)path;	/* the monitor connects to the path it knows */
+	*fd = -1;
+	opd_ps_msg_init(&m, OPD_PS_CONNECT);
+	m.u.conn.pid = pid;
+	ret = opd_ps_send(ch->sock, &m, -1);
+	if (!ret)
+		ret = opd_ps_recv(ch->sock, &m, true, fd);
+	if (!ret && (m.type != OPD_PS_CONNECTED || m.u.conn.pid != pid)) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		ret = -EBADMSG;
+	}
+	if (ret)
+		return ret;
+	return m.u.conn.err;
+}

@@ -1,0 +1,163 @@
+/*
+ * Privilege separation (DESIGN.md section 7; chrony's privops and
+ * OpenSMTPD's mproc are the models).  With --privsep, oprofiled opens
+ * what needs root (collector fds and mappings, the session), then splits:
+ *
+ *   monitor (root, the pid in SESSION/oprofiled.pid): runs the domain
+ *     backend (procfs identity checks, libvirt), connects agent sockets
+ *     after checking their listener, and hands the fds over; forwards
+ *     SIGTERM, SIGUSR1 and SIGHUP to the worker and exits with it.
+ *   worker (an unprivileged user, no supplementary groups, no
+ *     capabilities, no_new_privs, not dumpable, a seccomp allow-list):
+ *     the loop that reads sample buffers, parses agent frames and writes
+ *     the session.  Its domain registry is the "privsep" backend, a
+ *     mirror of the monitor's filled through the channel.
+ *
+ * The channel is a SOCK_SEQPACKET socketpair carrying fixed-size messages
+ * (struct opd_ps_msg), each checked whole (opd_ps_check) before use: its
+ * exact size, magic, a type allowed in its direction, the body length that
+ * type has, zeros after the body, strings NUL-terminated in their fields,
+ * and a file descriptor only on a CONNECTED that reports success.  The
+ * worker asks (REFRESH, CONNECT) and the monitor answers; the monitor never
+ * speaks unasked.
+ */
+#ifndef OPD_PRIVSEP_H
+#define OPD_PRIVSEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dom.h"
+#include "dom_backend.h"
+#include "opd_conf.h"
+
+#define OPD_PS_MAGIC	0x64707370u	/* "dpsp" */
+#define OPD_PS_MSG_SIZE	2048
+#define OPD_PS_PATH_MAX	512		/* agent path (a unix socket's is shorter) */
+#define OPD_PS_VCPU_CHUNK 256	/* vCPU tids per VCPUS message */
+#define OPD_PS_WHY_MAX	128
+#define OPD_PS_REFUSED_NAME 256
+
+enum opd_ps_type {
+	/* worker -> monitor */
+	OPD_PS_REFRESH = 1,	/* no body */
+	OPD_PS_CONNECT,		/* conn: pid */
+	/* monitor -> worker */
+	OPD_PS_ADDED,		/* dom; its VCPUS follow when nr_vcpus > 0 */
+	OPD_PS_CHANGED,		/* dom */
+	OPD_PS_REMOVED,		/* handle */
+	OPD_PS_VCPUS,		/* vcpus: one chunk of a domain's map */
+	OPD_PS_REFUSED,		/* refused */
+	OPD_PS_END,		/* end: the refresh's return value */
+	OPD_PS_CONNECTED,	/* conn: err, with the fd when err is 0 */
+	OPD_PS_TYPE_MAX,
+};
+
+struct opd_ps_dom {
+	uint64_t handle;		/* the monitor's, never reused */
+	uint64_t id;
+	int32_t pid;
+	uint32_t state;			/* enum dom_state */
+	uint32_t nr_vcpus;		/* <= DOM_VCPU_MAX */
+	uint8_t selected, has_uuid, xen, has_path;
+	char uuid[40];			/* NUL-terminated */
+	char name[DOM_NAME_MAX + 8];	/* NUL-terminated, not empty */
+	char path[OPD_PS_PATH_MAX];	/* NUL-terminated; for messages only */
+};
+
+struct opd_ps_vcpus {
+	uint64_t handle;
+	uint32_t nr;			/* the whole map's length */
+	uint32_t first, count;		/* this chunk: [first, first + count) */
+	int32_t tids[OPD_PS_VCPU_CHUNK];
+};
+
+struct opd_ps_refused {
+	int32_t pid;
+	char name[OPD_PS_REFUSED_NAME];
+	char why[OPD_PS_WHY_MAX];
+};
+
+struct opd_ps_conn {
+	int32_t pid;
+	int32_t err;			/* CONNECTED: 0 or -errno (-EPERM: wrong listener) */
+};
+
+struct opd_ps_msg {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t zero;
+	uint32_t len;			/* body bytes, exactly what the type has */
+	uint32_t zero2;
+	union {
+		struct opd_ps_dom dom;
+		struct opd_ps_vcpus vcpus;
+		struct opd_ps_refused refused;
+		struct opd_ps_conn conn;
+		uint64_t handle;
+		int32_t end;
+		uint8_t raw[OPD_PS_MSG_SIZE - 16];
+	} u;
+};
+_Static_assert(sizeof(struct opd_ps_msg) == OPD_PS_MSG_SIZE, "privsep message size");
+
+/* Start @m as an empty message of @type with its body length. */
+void opd_ps_msg_init(struct opd_ps_msg *m, enum opd_ps_type type);
+
+/*
+ * Check a received message of @n bytes, @from_monitor telling its
+ * direction, @nfds the descriptors that came with it.  0, or -EBADMSG.
+ */
+int opd_ps_check(const struct opd_ps_msg *m, size_t n, bool from_monitor, int nfds);
+
+/* Send @m whole, with @pass_fd (-1: none).  0 or -errno. */
+int opd_ps_send(int sock, const struct opd_ps_msg *m, int pass_fd);
+/*
+ * Receive one message and check it (opd_ps_check); *@fd is the descriptor
+ * that came with it or -1 (@fd may be NULL only where none is allowed).
+ * 0, -EPIPE when the other side is gone, -EBADMSG (any descriptor that
+ * came is closed), or -errno.
+ */
+int opd_ps_recv(int sock, struct opd_ps_msg *m, bool from_monitor, int *fd);
+
+/* ---- worker side --------------------------------------------------------- */
+
+/* The mirror backend; its dom_config.backend_arg is the channel (an int
+ * fd in a struct opd_ps_chan). */
+extern const struct dom_backend_ops opd_ps_backend;
+
+struct opd_ps_chan {
+	int sock;
+};
+
+/* An agent connector (opd_agents_set_connector) through the monitor. */
+int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd);
+
+/*
+ * The worker's user: @name, else "domprof" if it exists, else "nobody".
+ * 0 with *@uid and *@gid, or -ENOENT.
+ */
+int opd_ps_user(const char *name, uid_t *uid, gid_t *gid);
+
+/* Give the session tree (no symlink followed) to @uid:@gid.  0 or -errno. */
+int opd_ps_chown_tree(const char *dir, uid_t uid, gid_t gid);
+
+/*
+ * Become @uid:@gid for good: no supplementary groups, no capabilities,
+ * no_new_privs, not dumpable, the seccomp allow-list; and SIGTERM when the
+ * parent (@monitor) dies.  0 or -errno (logged); the caller must then exit.
+ */
+int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
+
+/* ---- monitor side -------------------------------------------------------- */
+
+/*
+ * The monitor's life: open the domain backend as @conf says, answer the
+ * worker @worker on @sock until it closes, forwarding the signal flags
+ * (opd_sig).  Returns the exit status to give (the worker's).
+ */
+int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker);
+
+#endif

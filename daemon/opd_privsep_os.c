@@ -1,0 +1,486 @@
+/*
+ * The system side of privilege separation (opd_privsep.h): the worker's
+ * drop (user, groups, capabilities, no_new_privs, seccomp) and the
+ * monitor's loop.
+ */
+#include "config.h"
+
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <ftw.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "opd_agent.h"
+#include "opd_daemon.h"
+#include "opd_domain.h"
+#include "opd_privsep.h"
+#include "util/du_log.h"
+
+int opd_ps_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(name ? name : "domprof");
+
+	if (!pw && !name)
+		pw = getpwnam("nobody");
+	if (!pw)
+		return -ENOENT;
+	if (pw->pw_uid == 0)
+		return -EINVAL;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+/* nftw has no context argument: the owner travels in these two, set and
+ * used only by opd_ps_chown_tree before any thread exists. */
+static uid_t chown_uid;
+static gid_t chown_gid;
+
+static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	if (lchown(path, chown_uid, chown_gid))
+		du_warn("privsep: cannot give %s to the worker: %s", path, strerror(errno));
+	return 0;
+}
+
+int opd_ps_chown_tree(const char *dir, uid_t uid, gid_t gid)
+{
+	chown_uid = uid;
+	chown_gid = gid;
+	return nftw(dir, chown_one, 32, FTW_PHYS | FTW_MOUNT) ? -errno : 0;
+}
+
+/* ---- seccomp ------------------------------------------------------------- */
+
+#if defined(__x86_64__)
+#define PS_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define PS_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* What the loop needs: files under the session, memory, time, polling,
+ * the sockets it was handed, perf ioctls, signals to itself.  No exec, no
+ * fork, no socket or connect, no ptrace, no mount, no kill of others. */
+static const int allowed[] = {
+#define A(name) SYS_##name,
+	A(read) A(write) A(readv) A(writev) A(pread64) A(pwrite64) A(lseek) A(close)
+	A(openat) A(fstat) A(newfstatat) A(statx) A(fstatfs) A(statfs) A(faccessat)
+	A(getdents64) A(mkdirat) A(renameat) A(renameat2) A(unlinkat) A(readlinkat)
+	A(ftruncate) A(fallocate) A(fsync) A(fdatasync) A(syncfs) A(msync) A(fadvise64)
+	A(fchmod) A(fcntl) A(dup) A(dup3) A(umask)
+	A(mmap) A(munmap) A(mremap) A(mprotect) A(madvise) A(brk)
+	A(ppoll) A(pselect6) A(recvfrom) A(recvmsg) A(sendto) A(sendmsg) A(shutdown)
+	A(ioctl)
+	A(clock_gettime) A(clock_getres) A(clock_nanosleep) A(nanosleep) A(gettimeofday)
+	A(getpid) A(gettid) A(getppid) A(getuid) A(geteuid) A(getgid) A(getegid)
+	A(rt_sigaction) A(rt_sigprocmask) A(rt_sigreturn) A(sigaltstack) A(tgkill)
+	A(exit) A(exit_group) A(restart_syscall) A(futex) A(set_robust_list)
+	A(sched_yield) A(sched_getaffinity) A(prlimit64) A(getrusage) A(sysinfo) A(uname)
+	A(getrandom)
+#ifdef SYS_rseq
+	A(rseq)
+#endif
+#ifdef SYS_faccessat2
+	A(faccessat2)
+#endif
+#if defined(__x86_64__)
+	A(open) A(stat) A(lstat) A(access) A(getdents) A(mkdir) A(rename) A(unlink)
+	A(rmdir) A(readlink) A(dup2) A(poll) A(select) A(time) A(arch_prctl)
+#endif
+#undef A
+};
+
+static int install_seccomp(void)
+{
+#ifdef PS_AUDIT_ARCH
+	enum { N = sizeof(allowed) / sizeof(allowed[0]) };
+	struct sock_filter f[5 + 2 * N + 1];
+	struct sock_fprog prog = { .filter = f };
+	size_t k = 0;
+
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PS_AUDIT_ARCH, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	/* x32 numbers on x86_64 are another table: refused below */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2 * N, 0);
+	for (size_t i = 0; i < N; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (unsigned int)allowed[i], 0, 1);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	/* anything else fails with EPERM: blocked all the same, and a call
+	 * a library makes on a rare path is an error, not a dead daemon */
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+	prog.len = (unsigned short)k;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) &&
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0))
+		return -errno;
+	return 0;
+#else
+	return -ENOTSUP;
+#endif
+}
+
+/*
+ * KVM's TSC offsets (opd_kvmtsc) sit in debugfs, whose top directory only
+ * root may enter; the files under kvm/ are world-readable.  In a mount
+ * namespace of its own, the worker puts an empty tmpfs over the debugfs
+ * mount point and binds only kvm/ into it: the exact clock keeps working
+ * and the rest of debugfs is out of its sight.  Best effort.
+ */
+static void expose_kvm_debugfs(void)
+{
+	char self[64];
+	int fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "mode=0755,size=16k") ||
+	    mkdir("/sys/kernel/debug/kvm", 0755) ||
+	    mount(self, "/sys/kernel/debug/kvm", NULL, MS_BIND, NULL))
+		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
+			"ping/pong", strerror(errno));
+	close(fd);
+}
+
+int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor)
+{
+	int ret;
+
+	expose_kvm_debugfs();
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)) {
+		ret = -errno;
+		du_err("privsep: cannot become uid %u: %s", (unsigned int)uid, strerror(errno));
+		return ret;
+	}
+	/* root cannot come back, and the change cleared every capability */
+	if (setresuid(0, 0, 0) == 0) {
+		du_err("privsep: root came back after the drop");
+		return -EPERM;
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) ||
+	    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0)) {
+		ret = -errno;
+		du_err("privsep: prctl: %s", strerror(errno));
+		return ret;
+	}
+	if (getppid() != monitor)
+		raise(SIGTERM);	/* the monitor died before PDEATHSIG was set */
+	ret = install_seccomp();
+	if (ret) {
+		du_err("privsep: cannot install the seccomp filter: %s", strerror(-ret));
+		return ret;
+	}
+	du_info("privsep: worker %d runs as uid %u, gid %u, under seccomp", (int)getpid(),
+		(unsigned int)uid, (unsigned int)gid);
+	return 0;
+}
+
+/* ---- monitor --------------------------------------------------------------- */
+
+struct handle {
+	const struct dom_domain *d;
+	uint64_t h;
+};
+
+struct mon {
+	int sock;
+	const struct dom_backend_ops *be;
+	void *bs;
+	bool trusted;			/* libvirt: paths from its live XML */
+	struct handle *hs;
+	size_t nh, cap;
+	uint64_t next_handle;
+	int err;			/* first send error in a refresh */
+};
+
+static void mon_send(struct mon *m, const struct opd_ps_msg *msg, int fd)
+{
+	int ret = m->err ? 0 : opd_ps_send(m->sock, msg, fd);
+
+	if (ret)
+		m->err = ret;
+}
+
+static struct handle *mon_find(struct mon *m, const struct dom_domain *d)
+{
+	for (size_t i = 0; i < m->nh; i++)
+		if (m->hs[i].d == d)
+			return &m->hs[i];
+	return NULL;
+}
+
+static void fill_dom(struct opd_ps_msg *msg, enum opd_ps_type type, const struct dom_domain *d,
+		     uint64_t h)
+{
+	struct opd_ps_dom *pd = &msg->u.dom;
+	const char *path = dom_domain_agent_path(d);
+
+	opd_ps_msg_init(msg, type);
+	pd->handle = h;
+	pd->id = dom_domain_id(d);
+	pd->pid = dom_domain_pid(d) > 0 ? dom_domain_pid(d) : 0;
+	pd->state = (uint32_t)dom_domain_state(d);
+	pd->nr_vcpus = dom_domain_nr_vcpus(d);
+	pd->selected = dom_domain_selected(d);
+	pd->has_uuid = dom_domain_has_uuid(d);
+	pd->xen = !strcmp(dom_domain_hypervisor(d), "xen");
+	pd->has_path = path && *path;
+	snprintf(pd->uuid, sizeof(pd->uuid), "%s", dom_domain_uuid(d));
+	snprintf(pd->name, sizeof(pd->name), "%s", dom_domain_name(d));
+	if (pd->has_path)
+		snprintf(pd->path, sizeof(pd->path), "%s", path);
+}
+
+static void send_vcpus(struct mon *m, const struct dom_domain *d, uint64_t h)
+{
+	uint32_t nr = dom_domain_nr_vcpus(d);
+	struct opd_ps_msg msg;
+
+	for (uint32_t first = 0; first < nr; first += OPD_PS_VCPU_CHUNK) {
+		uint32_t count = nr - first < OPD_PS_VCPU_CHUNK ? nr - first : OPD_PS_VCPU_CHUNK;
+
+		opd_ps_msg_init(&msg, OPD_PS_VCPUS);
+		msg.u.vcpus.handle = h;
+		msg.u.vcpus.nr = nr;
+		msg.u.vcpus.first = first;
+		msg.u.vcpus.count = count;
+		for (uint32_t i = 0; i < count; i++) {
+			pid_t t = dom_domain_vcpu_tid(d, first + i);
+
+			msg.u.vcpus.tids[i] = t > 0 ? t : -1;
+		}
+		mon_send(m, &msg, -1);
+	}
+}
+
+static void mon_added(void *ctx, const struct dom_domain *d)
+{
+	struct mon *m = ctx;
+	struct opd_ps_msg msg;
+
+	if (m->nh == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 16;
+		struct handle *n = realloc(m->hs, cap * sizeof(*n));
+
+		if (!n) {
+			du_err("privsep: out of memory for domain %s", dom_domain_name(d));
+			return;
+		}
+		m->hs = n;
+		m->cap = cap;
+	}
+	m->hs[m->nh].d = d;
+	m->hs[m->nh].h = ++m->next_handle;
+	fill_dom(&msg, OPD_PS_ADDED, d, m->hs[m->nh].h);
+	m->nh++;
+	mon_send(m, &msg, -1);
+	if (msg.u.dom.nr_vcpus)
+		send_vcpus(m, d, m->next_handle);
+}
+
+static void mon_removed(void *ctx, const struct dom_domain *d)
+{
+	struct mon *m = ctx;
+	struct handle *e = mon_find(m, d);
+	struct opd_ps_msg msg;
+
+	if (!e)
+		return;
+	opd_ps_msg_init(&msg, OPD_PS_REMOVED);
+	msg.u.handle = e->h;
+	mon_send(m, &msg, -1);
+	*e = m->hs[--m->nh];
+}
+
+static void mon_vcpus(void *ctx, const struct dom_domain *d)
+{
+	struct mon *m = ctx;
+	struct handle *e = mon_find(m, d);
+
+	if (e && dom_domain_nr_vcpus(d))
+		send_vcpus(m, d, e->h);
+}
+
+static void mon_changed(void *ctx, const struct dom_domain *d)
+{
+	struct mon *m = ctx;
+	struct handle *e = mon_find(m, d);
+	struct opd_ps_msg msg;
+
+	if (!e)
+		return;
+	fill_dom(&msg, OPD_PS_CHANGED, d, e->h);
+	mon_send(m, &msg, -1);
+}
+
+static void mon_refused(void *ctx, pid_t pid, const char *name, const char *why)
+{
+	struct mon *m = ctx;
+	struct opd_ps_msg msg;
+
+	opd_ps_msg_init(&msg, OPD_PS_REFUSED);
+	msg.u.refused.pid = pid;
+	snprintf(msg.u.refused.name, sizeof(msg.u.refused.name), "%s", name);
+	snprintf(msg.u.refused.why, sizeof(msg.u.refused.why), "%s", why && *why ? why : "?");
+	mon_send(m, &msg, -1);
+}
+
+static const struct dom_ops mon_ops = {
+	.added = mon_added,
+	.removed = mon_removed,
+	.vcpus_changed = mon_vcpus,
+	.changed = mon_changed,
+	.refused = mon_refused,
+};
+
+/* Connect to the agent socket of the domain whose QEMU is @pid, the path
+ * as the backend knows it, if its listener is that process.  -errno. */
+static int mon_connect(struct mon *m, pid_t pid, int *fd)
+{
+	const char *path = NULL;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s;
+
+	for (size_t i = 0; i < m->nh && !path; i++)
+		if (dom_domain_pid(m->hs[i].d) == pid)
+			path = dom_domain_agent_path(m->hs[i].d);
+	if (!path)
+		return -ENOENT;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+		int ret = -errno;
+
+		close(s);
+		return ret;
+	}
+	if (!m->trusted && !opd_agent_peer_is(s, pid)) {
+		close(s);
+		return -EPERM;
+	}
+	*fd = s;
+	return 0;
+}
+
+/* One request from the worker: 0, or -errno to stop. */
+static int mon_serve(struct mon *m)
+{
+	struct opd_ps_msg msg;
+	int ret = opd_ps_recv(m->sock, &msg, false, NULL);
+	int fd = -1;
+	pid_t pid;
+
+	if (ret)
+		return ret;
+	if (msg.type == OPD_PS_REFRESH) {
+		m->err = 0;
+		ret = m->be ? m->be->refresh(m->bs, &mon_ops, m) : -ENOENT;
+		opd_ps_msg_init(&msg, OPD_PS_END);
+		msg.u.end = ret;
+		mon_send(m, &msg, -1);
+		return m->err;
+	}
+	/* OPD_PS_CONNECT: the only other type a worker may send */
+	pid = msg.u.conn.pid;
+	ret = mon_connect(m, pid, &fd);
+	opd_ps_msg_init(&msg, OPD_PS_CONNECTED);
+	msg.u.conn.pid = pid;
+	msg.u.conn.err = ret;
+	ret = opd_ps_send(m->sock, &msg, fd);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static void forward_signals(pid_t worker)
+{
+	if (opd_sig.stop) {
+		opd_sig.stop = 0;
+		kill(worker, SIGTERM);
+	}
+	if (opd_sig.dump) {
+		opd_sig.dump = 0;
+		kill(worker, SIGUSR1);
+	}
+	if (opd_sig.hup) {
+		opd_sig.hup = 0;
+		kill(worker, SIGHUP);
+	}
+}
+
+int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
+{
+	struct mon m = { .sock = sock };
+	int ret, status = 0;
+
+	ret = opd_domains_open_backend(conf, &m.be, &m.bs);
+	if (ret) {
+		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
+		m.be = NULL;
+	} else {
+		m.trusted = !strcmp(m.be->name, "libvirt");
+		du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
+			m.be->name, (int)worker);
+	}
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+
+		forward_signals(worker);
+		if (poll(&p, 1, 500) < 0 && errno != EINTR)
+			break;
+		if (!p.revents)
+			continue;
+		ret = mon_serve(&m);
+		if (ret == -EPIPE)
+			break;		/* the worker is gone */
+		if (ret == -EBADMSG) {
+			du_err("privsep: a malformed request from the worker; stopping it");
+			kill(worker, SIGKILL);
+			break;
+		}
+	}
+	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
+		forward_signals(worker);
+	if (m.be)
+		m.be->close(m.bs);
+	free(m.hs);
+	close(sock);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	du_err("privsep: the worker died of signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	return 1;
+}

@@ -1,0 +1,382 @@
+/*
+ * Privsep channel messages (opd_privsep.h): every message is refused
+ * unless it is exactly what its type says, in its direction; and the
+ * worker's mirror follows what the monitor reports.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <ftw.h>
+#include <unistd.h>
+
+#include "dom_testproc.h"
+#include "opd_privsep.h"
+#include "util/du_log.h"
+
+static void quiet_log(enum du_log_level l, const char *fmt, va_list ap)
+{
+	(void)l;
+	(void)fmt;
+	(void)ap;
+}
+
+static void good_dom(struct opd_ps_msg *m, enum opd_ps_type t)
+{
+	opd_ps_msg_init(m, t);
+	m->u.dom.handle = 7;
+	m->u.dom.pid = 1234;
+	m->u.dom.selected = 1;
+	m->u.dom.has_path = 1;
+	strcpy(m->u.dom.name, "web");
+	strcpy(m->u.dom.uuid, "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f50");
+	strcpy(m->u.dom.path, "/run/web.agent");
+}
+
+/* Each case: a change to a good ADDED message that must be refused. */
+static void test_malformed(void)
+{
+	struct opd_ps_msg m;
+
+	good_dom(&m, OPD_PS_ADDED);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	/* short, oversized (as recvmsg reports a cut one: not the size) */
+	CU_ASSERT(opd_ps_check(&m, sizeof(m) - 1, true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, 16, true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m) + 1, true, 0) == -EBADMSG);
+	/* wrong direction, an fd where none goes */
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	m.magic ^= 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.type = OPD_PS_TYPE_MAX;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.type = 0;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.len++;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.zero = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* trailing bytes after the body */
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.raw[sizeof(m.u.raw) - 1] = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* a name without its NUL, an empty name, bytes after the NUL */
+	good_dom(&m, OPD_PS_ADDED);
+	memset(m.u.dom.name, 'a', sizeof(m.u.dom.name));
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.name[0] = '\0';
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.path[100] = 'x';
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* out of range fields */
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.nr_vcpus = DOM_VCPU_MAX + 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.handle = 0;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.selected = 2;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+}
+
+/* The other types: vCPU chunks, requests and answers. */
+static void test_malformed_more(void)
+{
+	struct opd_ps_msg m;
+
+	/* vCPU chunks out of their map */
+	opd_ps_msg_init(&m, OPD_PS_VCPUS);
+	m.u.vcpus.handle = 7;
+	m.u.vcpus.nr = 4;
+	m.u.vcpus.count = 4;
+	for (int i = 0; i < 4; i++)
+		m.u.vcpus.tids[i] = 100 + i;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	m.u.vcpus.first = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.vcpus.first = 0;
+	m.u.vcpus.tids[5] = 9;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* requests: CONNECT carries a pid and no error; CONNECTED an fd
+	 * exactly when it succeeded */
+	opd_ps_msg_init(&m, OPD_PS_CONNECT);
+	m.u.conn.pid = 5;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.conn.pid = 0;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	opd_ps_msg_init(&m, OPD_PS_CONNECTED);
+	m.u.conn.pid = 5;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.conn.err = -EPERM;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	m.u.conn.err = 3;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+}
+
+/* Over a real socketpair: a whole message and its fd pass; a short or
+ * an oversized datagram is refused and any fd that came with it closed. */
+static void test_wire(void)
+{
+	struct opd_ps_msg m, r;
+	char big[OPD_PS_MSG_SIZE + 64];
+	int sv[2], fd = -2, devnull;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(devnull >= 0);
+	opd_ps_msg_init(&m, OPD_PS_CONNECTED);
+	m.u.conn.pid = 5;
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	CU_ASSERT(opd_ps_recv(sv[1], &r, true, &fd) == 0);
+	CU_ASSERT(fd >= 0 && fd != devnull);
+	CU_ASSERT(!memcmp(&m, &r, sizeof(m)));
+	if (fd >= 0)
+		close(fd);
+	/* short */
+	CU_ASSERT(send(sv[0], &m, 100, 0) == 100);
+	CU_ASSERT(opd_ps_recv(sv[1], &r, true, &fd) == -EBADMSG && fd == -1);
+	/* oversized: a valid message with bytes after it */
+	memset(big, 0, sizeof(big));
+	memcpy(big, &m, sizeof(m));
+	CU_ASSERT(send(sv[0], big, sizeof(big), 0) == (ssize_t)sizeof(big));
+	CU_ASSERT(opd_ps_recv(sv[1], &r, true, &fd) == -EBADMSG && fd == -1);
+	/* an fd with a message that has none: refused */
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	CU_ASSERT(opd_ps_recv(sv[1], &r, true, &fd) == -EBADMSG && fd == -1);
+	/* the other side gone */
+	close(sv[0]);
+	CU_ASSERT(opd_ps_recv(sv[1], &r, true, &fd) == -EPIPE);
+	close(sv[1]);
+	close(devnull);
+}
+
+struct seen {
+	int added, removed, vcpus, changed, refused;
+	const struct dom_domain *last;
+};
+
+static void s_added(void *ctx, const struct dom_domain *d) { ((struct seen *)ctx)->added++; ((struct seen *)ctx)->last = d; }
+static void s_removed(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->removed++; }
+static void s_vcpus(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->vcpus++; }
+static void s_changed(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->changed++; }
+static void s_refused(void *ctx, pid_t pid, const char *name, const char *why)
+{
+	(void)pid;
+	(void)name;
+	(void)why;
+	((struct seen *)ctx)->refused++;
+}
+
+static const struct dom_ops seen_ops = {
+	.added = s_added, .removed = s_removed, .vcpus_changed = s_vcpus,
+	.changed = s_changed, .refused = s_refused,
+};
+
+/* The mirror backend against a scripted monitor: the answer to one
+ * REFRESH is queued before the refresh reads it. */
+static void test_mirror(void)
+{
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	const struct dom_domain *d;
+	struct opd_ps_msg m;
+	struct seen s = { 0 };
+	void *st;
+	int sv[2], vcpu;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	ch.sock = sv[1];
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.nr_vcpus = 2;
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	opd_ps_msg_init(&m, OPD_PS_VCPUS);
+	m.u.vcpus.handle = 7;
+	m.u.vcpus.nr = 2;
+	m.u.vcpus.count = 2;
+	m.u.vcpus.tids[0] = 1235;
+	m.u.vcpus.tids[1] = 1236;
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	opd_ps_msg_init(&m, OPD_PS_REFUSED);
+	m.u.refused.pid = 99;
+	strcpy(m.u.refused.name, "victim");
+	strcpy(m.u.refused.why, "holds no KVM VM");
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	CU_ASSERT(s.added == 1 && s.refused == 1);
+	CU_ASSERT_FATAL(s.last != NULL);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(s.last), "web");
+	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(s.last), "/run/web.agent");
+	CU_ASSERT(opd_ps_backend.lookup_pid(st, 1234, 1236, &d, &vcpu) == 0 && d == s.last &&
+		  vcpu == 1);
+	CU_ASSERT(opd_ps_backend.next(st, NULL) == s.last);
+	/* a monitor that says nonsense: the refresh fails */
+	opd_ps_msg_init(&m, OPD_PS_REMOVED);
+	m.u.handle = 8;		/* unknown */
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == -EBADMSG);
+	/* removed */
+	m.u.handle = 7;
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	CU_ASSERT(s.removed == 1);
+	CU_ASSERT(opd_ps_backend.next(st, NULL) == NULL);
+	/* the monitor gone */
+	close(sv[0]);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) < 0);
+	opd_ps_backend.close(st);
+	close(sv[1]);
+}
+
+/* ---- the monitor, against a fake proc tree -------------------------------- */
+
+static char tree[64];
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* A QEMU @pid called @name whose agent socket is @sock. */
+static void fake_qemu(int pid, const char *name, const char *sock)
+{
+	char p[256], chr[256], cmd[1024];
+	const char *argv[] = { "/usr/bin/qemu-system-x86_64", "-enable-kvm", "-name", name,
+			       "-chardev", chr, "-device",
+			       "virtserialport,chardev=c1,name=" DOM_AGENT_PORT, NULL };
+	size_t n = 0;
+
+	tp_pathf(chr, sizeof(chr), "socket,id=c1,path=%s,server=on,wait=off", sock);
+	for (const char **a = argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+
+		memcpy(cmd + n, *a, l);
+		n += l;
+	}
+	tp_pathf(p, sizeof(p), "%s/%d", tree, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/task", tree, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", tree, pid);
+	tp_write_file(p, cmd, n);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", tree, pid);
+	tp_write_file(p, "qemu-system-x86\n", 16);
+	tp_thread(tree, pid, pid, "qemu-system-x86");
+}
+
+/*
+ * A monitor (a child process running opd_ps_monitor over a fake tree)
+ * connects the agent socket of the domain whose QEMU is its listener, and
+ * refuses the one whose claimed QEMU is another process; the fd arrives
+ * through the socketpair.  When the worker's end closes, the monitor ends.
+ */
+static void test_monitor(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct opd_conf conf;
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	struct seen s = { 0 };
+	char sock[128];
+	int sv[2], lfd, fd = -1, status = -1, acc;
+	pid_t mon;
+	void *st;
+
+	strcpy(tree, "/tmp/test_privsep.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(tree) != NULL);
+	tp_pathf(sock, sizeof(sock), "%s/web.agent", tree);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	strcpy(sa.sun_path, sock);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(lfd, 4) == 0);
+	fake_qemu(getpid(), "web", sock);	/* this process listens */
+	fake_qemu(1, "impostor", sock);		/* claims the same socket */
+	opd_conf_defaults(&conf);
+	conf.domains_proc_root = tree;
+	conf.domain_backend = "procfs";
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	mon = fork();
+	CU_ASSERT_FATAL(mon >= 0);
+	if (mon == 0) {
+		close(sv[1]);
+		_exit(opd_ps_monitor(sv[0], &conf, getppid()) ? 3 : 0);
+	}
+	close(sv[0]);
+	ch.sock = sv[1];
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	CU_ASSERT(s.added == 2);
+	CU_ASSERT(opd_ps_connect(&ch, getpid(), NULL, &fd) == 0);
+	CU_ASSERT(fd >= 0);
+	acc = accept(lfd, NULL, NULL);
+	CU_ASSERT(acc >= 0);
+	if (fd >= 0 && acc >= 0) {
+		CU_ASSERT(write(fd, "x", 1) == 1);
+		CU_ASSERT(read(acc, sock, 1) == 1 && sock[0] == 'x');
+	}
+	if (acc >= 0)
+		close(acc);
+	if (fd >= 0)
+		close(fd);
+	CU_ASSERT(opd_ps_connect(&ch, 1, NULL, &fd) == -EPERM && fd == -1);
+	CU_ASSERT(opd_ps_connect(&ch, 999999, NULL, &fd) == -ENOENT && fd == -1);
+	opd_ps_backend.close(st);
+	close(sv[1]);
+	CU_ASSERT(waitpid(mon, &status, 0) == mon);
+	CU_ASSERT(WIFEXITED(status));
+	close(lfd);
+	nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failures;
+
+	du_log_set(quiet_log);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("privsep", NULL, NULL);
+	if (!s) {
+		CU_cleanup_registry();
+		return 2;
+	}
+	CU_add_test(s, "malformed messages refused", test_malformed);
+	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
+	CU_add_test(s, "messages and fds over the socketpair", test_wire);
+	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
+	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failures = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failures ? 1 : 0;
+}

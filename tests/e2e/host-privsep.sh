@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# End to end on the host, as root: oprofiled --privsep (DOMPROF_PRIVSEP=1
+# through opcontrol) while the ratio program runs.
+#   the worker (child of the pid in oprofiled.pid) runs unprivileged: its
+#   uid is not 0, no capabilities, NoNewPrivs 1, Seccomp 2; the monitor is
+#   root; the profile is whole (opreport -l names burn_a and burn_b);
+#   a dump (SIGUSR1 to the monitor) reaches the worker; after the stop the
+#   session is root's again; a killed monitor takes the worker with it,
+#   whose last stats say it stopped.
+# Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
+set -euo pipefail
+: "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
+: "${DP_BUILD:?set DP_BUILD to the build directory}"
+bin=$DP_PREFIX/bin
+ratio=$DP_BUILD/tests/e2e/ratio
+export DP_NO_PROGRESS=1 DOMPROF_PRIVSEP=1
+
+work=$(mktemp -d /tmp/dp-privsep.XXXXXX)
+session=$work/session
+cleanup() {
+	"$bin/opcontrol" --stop --session-dir="$session" >/dev/null 2>&1 || true
+	[ -n "${DP_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "OK: $*"; }
+# alive and not a zombie (a daemon's parent is init, which may reap late)
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]; }
+field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
+
+cp "$ratio" "$work/ratio"
+chmod 0755 "$work"
+"$bin/opcontrol" --start --session-dir="$session" >/dev/null
+mon=$(cat "$session/oprofiled.pid")
+wk=$(pgrep -P "$mon" -x oprofiled | head -n 1 || true)
+[ -n "$wk" ] || { echo "FAIL: no worker under monitor $mon"; exit 1; }
+ps -o user,pid,ppid,comm -p "$mon,$wk"
+grep -E '^(Uid|Groups|CapEff|NoNewPrivs|Seccomp):' "/proc/$wk/status"
+[ "$(field Uid "$mon")" = 0 ] && ok "monitor $mon is root" || fail "monitor not root"
+[ "$(field Uid "$wk")" != 0 ] && ok "worker $wk runs as uid $(field Uid "$wk")" ||
+	fail "worker runs as root"
+[ "$(field CapEff "$wk")" = 0000000000000000 ] && ok "worker has no capabilities" ||
+	fail "worker capabilities $(field CapEff "$wk")"
+[ "$(field NoNewPrivs "$wk")" = 1 ] && ok "worker no_new_privs" || fail "worker without no_new_privs"
+[ "$(field Seccomp "$wk")" = 2 ] && ok "worker Seccomp: 2" || fail "worker Seccomp $(field Seccomp "$wk")"
+"$work/ratio" 3 75
+"$bin/opcontrol" --dump --session-dir="$session"
+dumps=$(awk '$1 == "dumps" { print $2 }' "$session/stats")
+[ "${dumps:-0}" -ge 1 ] && ok "dump reached the worker ($dumps)" || fail "no dump"
+"$bin/opcontrol" --stop --session-dir="$session" >/dev/null
+"$bin/opreport" -l --session-dir="$session" >"$work/report.out"
+na=$(awk '$NF == "burn_a" { s += $1 } END { print s + 0 }' "$work/report.out")
+nb=$(awk '$NF == "burn_b" { s += $1 } END { print s + 0 }' "$work/report.out")
+[ "$na" -gt 0 ] && [ "$nb" -gt 0 ] && ok "burn_a $na, burn_b $nb samples" ||
+	fail "burn_a $na, burn_b $nb samples"
+owner=$(find "$session" ! -user root | head -n 3)
+[ -z "$owner" ] && ok "session root's again after the stop" || fail "not root's: $owner"
+alive "$mon" && fail "monitor $mon still running" || ok "monitor gone"
+
+# the monitor killed: the worker flushes and exits
+"$bin/opcontrol" --start --session-dir="$session" >/dev/null
+mon=$(cat "$session/oprofiled.pid")
+wk=$(pgrep -P "$mon" -x oprofiled | head -n 1 || true)
+kill -9 "$mon"
+for i in $(seq 1 50); do alive "$wk" || break; sleep 0.1; done
+alive "$wk" && { fail "worker $wk outlived its monitor"; kill "$wk"; } ||
+	ok "worker $wk ended with its monitor"
+grep -q '^running 0' "$session/stats" && ok "its last stats say it stopped" ||
+	fail "stats still say running"
+rm -f "$session/oprofiled.pid"
+[ $fails -eq 0 ] || { echo "host-privsep: $fails failures"; exit 1; }
+echo "host-privsep: all checks passed"
