@@ -66,9 +66,11 @@ views_flame() {
 		{ top[$1] = 1 }
 		END { for (k in top) if (fg[k] != all[k]) printf "%s: flame %s, opreport %s; ", k, fg[k], all[k] }' \
 		"$work/fg.frames" "$work/report.rows" "$work/top.rows")
-	echo "opflame: $(wc -l <"$work/fg.frames") frames; top $(wc -l <"$work/top.rows") rows of opreport -l, flame/opreport:"
-	awk -F'\t' 'FILENAME == ARGV[1] { fg[$1] = $2; next } { printf "  %8s %8s  %s\n", fg[$1], $2, $1 }' \
-		"$work/fg.frames" "$work/top.rows"
+	echo "opflame: $(wc -l <"$work/fg.frames") frames; top $(wc -l <"$work/top.rows") rows of opreport -l, flame/opreport (all rows of the label):"
+	awk -F'\t' 'FILENAME == ARGV[1] { fg[$1] = $2; next }
+		FILENAME == ARGV[2] { all[$1] += $2; next }
+		{ printf "  %8s %8s  %s\n", fg[$1], all[$1], $1 }' \
+		"$work/fg.frames" "$work/report.rows" "$work/top.rows"
 	if [ -n "$bad" ]; then
 		fail "opflame's counts differ from opreport's: $bad"
 		return 1
