@@ -265,7 +265,7 @@ static void clock_detail(FILE *out, const struct du_kv *d, const char *clock)
 		fprintf(out, "; not exact: %s", why);
 }
 
-/* One line per domain from SESSION/domains/<esc>/stats (written by the
+/* A domain's agent lines from SESSION/domains/<esc>/stats (written by the
  * daemon for each domain with an agent channel). */
 static void domain_line(FILE *out, const char *esc, const struct du_kv *d)
 {
@@ -304,24 +304,44 @@ static int by_name(const struct dirent **a, const struct dirent **b)
 	return strcmp((*a)->d_name, (*b)->d_name);
 }
 
+/* SESSION/domains/<esc>/@file, loaded; NULL if absent. */
+static struct du_kv *load_domain_file(const char *dir, const char *esc, const char *file)
+{
+	char path[PATH_MAX];
+
+	if (esc[0] == '.' ||
+	    snprintf(path, sizeof(path), "%s/%s/%s", dir, esc, file) >= (int)sizeof(path))
+		return NULL;
+	return du_kv_load(path);
+}
+
+/* Whether each domain is profiled (its info file, rewritten by the daemon
+ * at every toggle: libvirt metadata, opcontrol --profile-domain), then its
+ * agent's figures where it has a channel. */
 static void print_domains(FILE *out, const char *session_dir)
 {
 	struct dirent **v = NULL;
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX];
 	int n, shown = 0;
 
 	if (snprintf(dir, sizeof(dir), "%s/domains", session_dir) >= (int)sizeof(dir))
 		return;
 	n = scandir(dir, &v, NULL, by_name);
 	for (int i = 0; i < n; i++) {
-		struct du_kv *d = NULL;
+		struct du_kv *info = load_domain_file(dir, v[i]->d_name, "info");
+		struct du_kv *d = load_domain_file(dir, v[i]->d_name, "stats");
 
-		if (v[i]->d_name[0] != '.' &&
-		    snprintf(path, sizeof(path), "%s/%s/stats", dir, v[i]->d_name) < (int)sizeof(path))
-			d = du_kv_load(path);
+		if ((info || d) && !shown++)
+			fprintf(out, "  per domain (%s/domains/NAME/{info,stats}):\n", session_dir);
+		if (info) {
+			const char *sel = du_kv_get(info, "selected");
+			const char *state = du_kv_get(info, "state");
+
+			fprintf(out, "    %-20s profiled %s, %s\n", v[i]->d_name,
+				sel && !strcmp(sel, "yes") ? "yes" : "no", state ? state : "unknown");
+			du_kv_free(info);
+		}
 		if (d) {
-			if (!shown++)
-				fprintf(out, "  per domain (%s/domains/NAME/stats):\n", session_dir);
 			domain_line(out, v[i]->d_name, d);
 			du_kv_free(d);
 		}

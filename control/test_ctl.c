@@ -413,6 +413,39 @@ static void test_status_no_session(void)
 	fclose(devnull);
 }
 
+/* Every domain's info file shows in the status, profiled or not (the
+ * toggles of libvirt metadata and opcontrol --profile-domain are seen
+ * there), with or without an agent's stats beside it. */
+static void test_status_domains(void)
+{
+	char err[256] = "", path[PATH_MAX + 32], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	make_session();
+	write_file("stats", "dumps 1\nrunning 0\n");
+	snprintf(path, sizeof(path), "%s/domains", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/domains/web", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/domains/db", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
+	write_file("domains/web/info", "name web\nstate running\nselected yes\n");
+	write_file("domains/web/stats", "agent_connected 1\nagent_seen 1\nsamples_received 5\n");
+	write_file("domains/db/info", "name db\nstate stopped\nselected no\n");
+	f = open_memstream(&buf, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(ctl_status(tmp_session, f, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    web                  profiled yes, running\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    web                  agent connected"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    db                   profiled no, stopped\n"));
+	if (CU_get_number_of_failures())
+		fputs(buf, stderr);
+	free(buf);
+	rm_session();
+}
+
 /* ---- start / stop / dump / reset with fake/oprofiled ---------------------- */
 
 static void set_fake_daemon(void)
@@ -795,6 +828,7 @@ int main(void)
 	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||
 	    !CU_add_test(s, "status format", test_status_format) ||
 	    !CU_add_test(s, "status no session", test_status_no_session) ||
+	    !CU_add_test(s, "status per domain", test_status_domains) ||
 	    !CU_add_test(s, "start stop dump reset", test_start_stop_dump) ||
 	    !CU_add_test(s, "start over foreign pid", test_start_foreign_pid) ||
 	    !CU_add_test(s, "start failures", test_start_failures) ||

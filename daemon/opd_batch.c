@@ -19,6 +19,13 @@ struct opd_batch {
 	uint32_t *count;
 	size_t nr_count;
 	uint32_t max_id;	/* highest index pending */
+	/* Files get their index in the order they are made, so indexes below
+	 * this one have been through a flush; a sample for a higher one is
+	 * the first of a new file (a domain just turned on, a new binary)
+	 * and makes the batch due at once: a new tree shows its samples at
+	 * the daemon's next turn, while known files keep their batching. */
+	uint32_t flushed_ids;
+	bool fresh;		/* a pending sample is a new file's first */
 	bool flushing;
 	uint64_t empty_ns;	/* when opd_batch_flush_due last saw it empty */
 };
@@ -116,6 +123,8 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 	}
 	if (id > b->max_id)
 		b->max_id = id;
+	if (id >= b->flushed_ids)
+		b->fresh = true;
 	b->count[id]++;
 	b->ids[b->n] = id;
 	b->keys[b->n] = key;
@@ -187,8 +196,11 @@ int opd_batch_flush(struct opd_batch *b)
 			ret = r;
 		pos = end;
 	}
+	if (b->max_id >= b->flushed_ids)
+		b->flushed_ids = b->max_id + 1;
 	b->n = 0;
 	b->max_id = 0;
+	b->fresh = false;
 	b->flushing = false;
 	return ret;
 }
@@ -201,7 +213,7 @@ int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns)
 		b->empty_ns = now_ns;
 		return 0;
 	}
-	if (now_ns - b->empty_ns < max_ns)
+	if (now_ns - b->empty_ns < max_ns && !b->fresh)
 		return 0;
 	b->empty_ns = now_ns;
 	return opd_batch_flush(b);

@@ -11,7 +11,8 @@
  * sample_file_errors.  Flush before anything reads the sample files or
  * closes one: at every dump and stop, when a file is evicted or closed
  * (opd_sfiles' close hook, set by opd_batch_new), and in live mode at
- * least every second (opd_batch_flush_due).  A killed daemon loses at
+ * least every second (opd_batch_flush_due; a new file's first samples at
+ * the next call).  A killed daemon loses at
  * most the pending samples; the files stay as crash-safe as odb makes
  * them.
  */
@@ -57,7 +58,8 @@ size_t opd_batch_pending(const struct opd_batch *b);
 /*
  * Flush if samples are pending and the batch was last seen empty (after
  * a flush, or by this call) at least @max_ns before @now_ns (monotonic
- * clock): called often, no sample waits much longer than @max_ns.
+ * clock): called often, no sample waits much longer than @max_ns.  The
+ * first samples of a file no flush has written yet are due at once.
  * 0 or -errno as opd_batch_flush.
  */
 int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns);

@@ -828,7 +828,9 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 {
 	const struct opd_guest_sample *s = opd_ghold_oldest(&g->hold);
 
-	if (!s || (!all && !ready(g, s) && host_ns - s->host_ns < OPD_GUEST_HOLD_NS))
+	uint64_t hold = g->has_agent ? OPD_GUEST_HOLD_NS : OPD_GUEST_HOLD_NOAGENT_NS;
+
+	if (!s || (!all && !ready(g, s) && host_ns - s->host_ns < hold))
 		return false;
 	take(g, s, out, r);
 	opd_ghold_pop(&g->hold);

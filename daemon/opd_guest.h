@@ -38,6 +38,12 @@
 #include "opd_stats.h"
 
 #define OPD_GUEST_HOLD_NS (2000ULL * 1000 * 1000)
+/* The hold while no agent has said HELLO: no sideband is coming that could
+ * explain a sample, so waiting longer only delays it (a domain with a
+ * channel but no agent, just turned on, showed its first samples 2 s
+ * late).  Long enough for an agent that answers as soon as the daemon
+ * opens its channel to be heard first. */
+#define OPD_GUEST_HOLD_NOAGENT_NS (250ULL * 1000 * 1000)
 /* Longest guest path used in a sample file name (after sanitizing); a
  * longer one makes its mapping anonymous (guest_paths_rejected). */
 #define OPD_GUEST_PATH_MAX 1024
@@ -115,7 +121,8 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 
 /*
  * The oldest held sample whose time the agent's stream has passed, or
- * that is older than OPD_GUEST_HOLD_NS at host time @host_ns (@all: any
+ * that is older than OPD_GUEST_HOLD_NS (OPD_GUEST_HOLD_NOAGENT_NS while
+ * no agent has said HELLO) at host time @host_ns (@all: any
  * held sample), resolved into *@out and *@r (counter bumped) and no
  * longer held.  False when there is none.
  */

@@ -271,7 +271,8 @@ static void test_evictions(void)
 }
 
 /* The close hook flushes before a domain's files close; flush_due flushes
- * only after the interval; a batch with nothing queued flushes nothing. */
+ * new files' first samples at once, known files' only after the interval;
+ * a batch with nothing queued flushes nothing. */
 static void test_flush_due(void)
 {
 	struct buf s = { 0 };
@@ -284,9 +285,15 @@ static void test_flush_due(void)
 	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1000, 500) == 0);	/* empty at 1000 */
 	CU_ASSERT(opd_daemon_feed(&a.d, s.p, s.len) == 0);
 	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
+	/* every file is new: due before the interval */
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1100, 500) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
+	/* files the flush wrote (index 0 and the highest) wait the interval */
+	CU_ASSERT(opd_batch_add(a.d.batch, 0, 0x1000) == 0);
+	CU_ASSERT(opd_batch_add(a.d.batch, (uint32_t)a.d.st.sample_files - 1, 0x1000) == 0);
 	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1400, 500) == 0);
-	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
-	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1500, 500) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == 2);
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1600, 500) == 0);
 	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
 	run_fini(&a);
 	free(s.p);

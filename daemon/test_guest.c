@@ -332,6 +332,29 @@ static void test_hold(void)
 	opd_guest_free(g);
 }
 
+/* With no agent heard (a channel nothing answers on), samples wait only
+ * the short hold: no sideband is coming; an agent's HELLO brings the
+ * full hold back. */
+static void test_hold_no_agent(void)
+{
+	struct opd_guest *g = guest("silent", NULL);
+	struct opd_guest_sample s = { .host_ns = 100 * MS, .pc = 0x400010, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_USER };
+
+	filed = 0;
+	defer(g, &s);
+	CU_ASSERT(drain(g, 100 * MS + OPD_GUEST_HOLD_NOAGENT_NS - 1, false) == 0);
+	CU_ASSERT(drain(g, 100 * MS + OPD_GUEST_HOLD_NOAGENT_NS, false) == 1);
+	CU_ASSERT(st.guest_user_unresolved_no_agent == 1);
+	hello(g, 1000 * MS, 0);
+	s.host_ns = 1000 * MS;
+	defer(g, &s);
+	CU_ASSERT(drain(g, 1000 * MS + OPD_GUEST_HOLD_NOAGENT_NS, false) == 0);
+	CU_ASSERT(drain(g, 1000 * MS + OPD_GUEST_HOLD_NS, false) == 1);
+	CU_ASSERT(opd_guest_held(g) == 0);
+	opd_guest_free(g);
+}
+
 /* The symbol table arrives beside the stream: with only its first chunk
  * in (which names _text) and the modules, kernel samples are placed and
  * not held. */
@@ -709,6 +732,7 @@ WRAP(test_timeline)
 WRAP(test_tie_break)
 WRAP(test_kernel)
 WRAP(test_hold)
+WRAP(test_hold_no_agent)
 WRAP(test_kernel_early)
 WRAP(test_owner_budget)
 WRAP(test_bad_frames)
@@ -723,6 +747,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "pc-in-mappings tie-break near a switch", test_tie_break_w);
 	CU_add_test(s, "guest kernel and modules", test_kernel_w);
 	CU_add_test(s, "held samples", test_hold_w);
+	CU_add_test(s, "short hold with no agent heard", test_hold_no_agent_w);
 	CU_add_test(s, "kernel samples placed before the whole symbol table", test_kernel_early_w);
 	CU_add_test(s, "owner scans within a budget", test_owner_budget_w);
 	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);

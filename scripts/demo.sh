@@ -9,8 +9,12 @@ cd "$top"
 if [ -x tests/lab/run.sh ] && [ -f tests/lab/scenarios/demo.sh ]; then
 	scripts/install-deps.sh --lab
 	scripts/build.sh
-	# DP_BUILD: run.sh stages the guests' test program from the build
-	DP_BUILD=${DP_BUILD_DIR:-$top/build} exec tests/lab/run.sh demo --stage "${DP_BUILD_DIR:-$top/build}/stage"
+	# DP_BUILD: run.sh stages the guests' test program from the build.
+	# lab-views.sh runs the demo, then checks its views here and takes a
+	# screenshot of its flame graph (OUT/demo-flame.png).
+	export DP_BUILD=${DP_BUILD_DIR:-$top/build}
+	export DP_PREFIX=$DP_BUILD/stage/usr/local
+	exec tests/lab/lab-views.sh --stage "$DP_BUILD/stage" "$@"
 fi
 scripts/install-deps.sh
 scripts/build.sh

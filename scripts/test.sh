@@ -73,6 +73,8 @@ if [ $lab = 1 ]; then
 	for n in $lab_tests; do
 		step "lab: $n" tests/lab/run.sh "$n" --stage "$build/stage"
 	done
+	# the demo's session, read here: flame graph, pprof and opreport agree
+	step "lab: demo views (flame graph, pprof vs opreport)" tests/lab/lab-views.sh --stage "$build/stage"
 	echo "lab self-checks: $checks_passed passed, $checks_failed failed"
 fi
 [ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"

@@ -14,8 +14,13 @@
 #  E. libvirtd killed and started again while profiling: the daemon says
 #     it reconnected, web's samples go on, and a metadata change made
 #     after the restart (db off, by virsh) is still followed.
+#  F. The same two running domains profiled at once by two fresh daemons,
+#     one on the libvirt backend (selected by metadata) and one on the
+#     procfs backend (--domains=web,db): their reports name the same
+#     domains with the same UUIDs, and each domain's share of the samples
+#     differs by at most 5 points (issue 10's agreement check).
 # Every toggle is checked in the daemon's per-domain info file and in
-# `opcontrol --status`.
+# `opcontrol --status` (its "NAME profiled yes|no" line).
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
@@ -24,11 +29,14 @@ V="virsh -q -c qemu:///system"
 NS=https://domprof.org/xmlns/libvirt/1
 UUID_WEB=6b1b1d6e-0000-4000-8000-000000000021
 UUID_DB=6b1b1d6e-0000-4000-8000-000000000022
-# The issue asks for samples within 2 s of a toggle; a domain with an agent
-# channel but no agent running has its guest samples held up to 2 s
-# (OPD_GUEST_HOLD_NS) and batched up to 1 s more, so the hard limit is 5 s
-# and the time is in the summary (a_web_first_samples_s, c_db_first_samples_s).
-LIMIT_S=${LIBVIRT_TOGGLE_LIMIT_S:-5}
+# The issue's bar: a domain's guest samples are readable in its tree within
+# 2 s of the toggle.  The daemon holds a guest's samples only 250 ms while
+# no agent speaks (OPD_GUEST_HOLD_NOAGENT_NS; these guests run none) and
+# writes a new sample file's first samples at its next turn (opd_batch),
+# so the time is mostly the event's way through libvirtd and the perf
+# ring's wake-up; it is in the summary (a_web_first_samples_s,
+# c_db_first_samples_s), measured from the moment the command returned.
+LIMIT_S=${LIBVIRT_TOGGLE_LIMIT_S:-2}
 
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$S/stats"; }
 info_of() { awk -v k="$2" '$1 == k { print $2 }' "$S/domains/$1/info" 2>/dev/null; }
@@ -48,16 +56,40 @@ guest_files() {
 	find "$S/samples/current/{domain}/$1" -path '*{vmm}*' -prune -o -type f -print
 }
 
-# Seconds (2 decimals) until @1 has guest sample files, at most @2 s; "" if never.
-wait_guest_files() {
-	local name=$1 limit=$2 start
-	start=$(lab_now)
-	while [ -z "$(guest_files "$name")" ]; do
-		awk -v s="$start" -v n="$(lab_now)" -v l="$limit" 'BEGIN { exit !(n - s > l) }' && return 0
-		sleep 0.1
-	done
-	lab_since "$start"
+# Seconds (2 decimals) from @3 (an uptime, lab_now) until domain @1 has
+# guest samples readable in its tree, "" if not within @2 s: the sum of its
+# guest sample files' committed node counts (odb_format.h: u64 at offset
+# 104), what opreport would read, with no dump to flush the daemon.  One
+# perl process polls every 20 ms: a shell loop of find and od took most
+# of a second per look in a loaded L1.
+wait_guest_samples() {
+	perl -e '
+		my ($dir, $limit, $start) = @ARGV;
+		sub now { open(my $u, "<", "/proc/uptime") or die; (split(" ", <$u>))[0] }
+		sub nodes {
+			my ($d) = @_;
+			my $n = 0;
+			opendir(my $h, $d) or return 0;
+			for my $e (readdir $h) {
+				next if $e eq "." || $e eq ".." || $e eq "{vmm}";
+				my $p = "$d/$e";
+				if (-d $p) {
+					$n += nodes($p);
+				} elsif (-f _ && open(my $f, "<", $p)) {
+					my $b;
+					$n += unpack("Q<", $b) if sysseek($f, 104, 0) && sysread($f, $b, 8) == 8;
+				}
+			}
+			return $n;
+		}
+		while (1) {
+			if (nodes($dir) > 0) { printf "%.2f\n", now() - $start; exit 0 }
+			exit 0 if now() - $start > $limit;
+			select(undef, undef, undef, 0.02);
+		}' "$S/samples/current/{domain}/$1" "$2" "$3"
 }
+# @1 (seconds) within the limit
+within_limit() { awk -v t="$1" -v l="$LIMIT_S" 'BEGIN { exit !(t != "" && t <= l) }'; }
 
 # Total samples of domain @1 (guest + {vmm}), from opreport's summary after a dump.
 dom_total() {
@@ -70,15 +102,21 @@ dom_total() {
 
 # The daemon's info file and opcontrol --status say @1 is (not) profiled (@2 yes|no).
 check_profiled() {
-	local name=$1 want=$2 i=0
+	local name=$1 want=$2 i=0 line
 	while [ "$(info_of "$name" selected)" != "$want" ]; do
 		[ $i -lt 20 ] || lab_fail "domains/$name/info says selected '$(info_of "$name" selected)', not $want"
 		sleep 0.1
 		i=$((i + 1))
 	done
-	timeout 30 opcontrol --status --session-dir="$S" >>"$RESULTS/status.txt" 2>&1 ||
-		lab_fail "opcontrol --status failed: $(tail -n 5 "$RESULTS/status.txt")"
-	lab_log "$name: selected $want; opcontrol --status: $(grep -F "$name" "$RESULTS/status.txt" | tail -n 1)"
+	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status.out" 2>&1 ||
+		lab_fail "opcontrol --status failed: $(tail -n 5 "$RESULTS/status.out")"
+	cat "$RESULTS/status.out" >>"$RESULTS/status.txt"
+	line=$(awk -v d="$name" '$1 == d && $2 == "profiled"' "$RESULTS/status.out")
+	case "$line" in
+	*"profiled $want,"*) ;;
+	*) lab_fail "opcontrol --status does not say $name profiled $want: '$line'" ;;
+	esac
+	lab_log "$name: selected $want; opcontrol --status: $line"
 }
 
 # Domain XML like lab_guest_xml's, without the agent channel but with the
@@ -88,19 +126,26 @@ xml_without_channel() {
 		-e "s|<memballoon|<controller type='virtio-serial' index='0'/>\n    <memballoon|"
 }
 
-# Start a defined domain and wait for its guest to boot (wait_guest_booted
-# reads $LAB_RUN/NAME.pid: libvirt's own pid file).
-vstart() {
-	local name=$1 t
+# Start a defined domain (vstart_only) and wait for its guest to boot
+# (vwait; wait_guest_booted reads $LAB_RUN/NAME.pid: libvirt's own pid file).
+vstart_only() {
+	local name=$1
 	rm -f "$RESULTS/$name.console" "$LAB_RUN/$name.booted"
 	lab_now >"$LAB_RUN/$name.start"
-	t=$(lab_now)
-	timeout 60 $V start "$name" || lab_fail "virsh start $name failed"
+	# QEMU's start took over 60 s in an L1 slowed by a loaded build host
+	timeout 240 $V start "$name" || lab_fail "virsh start $name failed"
 	cp "/run/libvirt/qemu/$name.pid" "$LAB_RUN/$name.pid" || lab_fail "no libvirt pid file for $name"
+}
+vwait() {
+	local name=$1
 	# libvirt guests booted in 44 s on a quiet machine, but took over 120 s
 	# (the default limit) with four lab hosts sharing two cores
 	wait_guest_booted "$name" "${LIBVIRT_BOOT_LIMIT_S:-300}"
-	lab_summary "${name}_boot_s" "$(lab_since "$t")"
+	lab_summary "${name}_boot_s" "$(lab_since "$(cat "$LAB_RUN/$name.start")")"
+}
+vstart() {
+	vstart_only "$1"
+	vwait "$1"
 }
 
 lab_start_libvirtd
@@ -125,11 +170,14 @@ done
 check_profiled web no
 
 # ---- A: on by virsh metadata ----
+t=$(lab_now)
 timeout 30 $V metadata web --uri "$NS" --key domprof --set '<profile enabled="yes"/>' --live ||
 	lab_fail "virsh metadata --set failed"
-dt=$(wait_guest_files web "$LIMIT_S")
-[ -n "$dt" ] || lab_fail "no guest samples for web ${LIMIT_S}s after its metadata turned profiling on"
+t1=$(lab_now)
+lab_summary a_virsh_metadata_s "$(lab_since "$t")"
+dt=$(wait_guest_samples web "$LIMIT_S" "$t1")
 lab_summary a_web_first_samples_s "$dt"
+within_limit "$dt" || lab_fail "web's guest samples not in its tree ${LIMIT_S}s after its metadata turned profiling on (${dt:-none})"
 check_profiled web yes
 sleep 3
 [ -z "$(guest_files db)" ] || lab_fail "db (no metadata element) is profiled per domain"
@@ -159,9 +207,9 @@ sock=$(grep -A2 "<channel type='unix'>" "$RESULTS/db-live.xml" | sed -n "s/.*pat
 [ -n "$sock" ] && [ -S "$sock" ] || lab_fail "db's live XML has no agent socket ($sock)"
 timeout 10 $V dumpxml db --inactive | grep -q "$LAB_AGENT_PORT" || lab_fail "db's definition has no channel"
 octl --profile-domain=db
-dt=$(wait_guest_files db "$LIMIT_S")
-[ -n "$dt" ] || lab_fail "no guest samples for db ${LIMIT_S}s after opcontrol --profile-domain"
+dt=$(wait_guest_samples db "$LIMIT_S" "$(lab_now)")
 lab_summary c_db_first_samples_s "$dt"
+within_limit "$dt" || lab_fail "db's guest samples not in its tree ${LIMIT_S}s after opcontrol --profile-domain (${dt:-none})"
 check_profiled db yes
 [ "$(info_of db agent_path)" = "$sock" ] || lab_fail "db's info has agent_path '$(info_of db agent_path)', libvirt says $sock"
 lab_log "C PASS: db has its channel at $sock, samples after ${dt}s"
@@ -179,7 +227,9 @@ while [ "$(info_of web state)" != stopped ]; do
 	i=$((i + 1))
 done
 kill -0 "$dpid" || lab_fail "the daemon died when web was destroyed"
-vstart web
+# web's samples go on while it boots (its kernel's, its QEMU's); its boot
+# is waited for before F, which needs it busy
+vstart_only web
 sleep 5
 d2=$(dom_total web)
 lab_summary d_web_before_after "$d1 $d2"
@@ -237,9 +287,56 @@ tar -C "$S" -cf "$RESULTS/domains.tar" domains 2>/dev/null
 timeout 120 opreport --session-dir="$S" >"$RESULTS/report.txt" 2>"$RESULTS/report.err" ||
 	lab_fail "final opreport failed: $(head -n 5 "$RESULTS/report.err")"
 [ ! -s "$RESULTS/report.err" ] || lab_fail "opreport warned: $(head -n 5 "$RESULTS/report.err")"
+
+# ---- F: the libvirt and procfs backends agree on the same domains ----
+# Both domains on by metadata (db was turned off in E), web booted again
+# (its shares must be those of steady work in both windows); then two
+# daemons sample the same seconds, one per backend.
+octl --profile-domain=db
+vwait web
+SL=/var/lib/domprof-lab/cmp-libvirt
+SP=/var/lib/domprof-lab/cmp-procfs
+rm -rf "$SL" "$SP"
+ev=$(awk '$1 == "event" { print $2; exit }' "$S/session.conf")
+timeout 60 opcontrol --start --session-dir="$SL" >/dev/null || lab_fail "opcontrol --start ($SL) failed"
+timeout 60 oprofiled --session-dir="$SP" --domain-backend=procfs --domains=web,db ${ev:+--event="$ev"} ||
+	lab_fail "oprofiled --domain-backend=procfs failed: $(tail -n 5 "$SP/oprofiled.log")"
+sleep "${LIBVIRT_CMP_S:-20}"
+for s in "$SL" "$SP"; do
+	timeout 60 opcontrol --stop --session-dir="$s" >/dev/null || lab_fail "opcontrol --stop ($s) failed"
+done
+grep -q 'libvirt: connected' "$SL/oprofiled.log" || lab_fail "the libvirt daemon did not use libvirt"
+grep -q 'libvirt: connected' "$SP/oprofiled.log" && lab_fail "the procfs daemon used libvirt"
+cmp_rows() {
+	local sess=$1 tag=$2
+	timeout 120 opreport --session-dir="$sess" >"$RESULTS/report-$tag.txt" 2>"$RESULTS/report-$tag.err" ||
+		lab_fail "opreport ($tag) failed: $(head -n 5 "$RESULTS/report-$tag.err")"
+	awk '/^DOMAIN SUMMARY/ { on = 1; getline; next }
+		on && NF == 0 { exit }
+		on && $1 != "host" { print $1, $3 }' "$RESULTS/report-$tag.txt" |
+		while read -r name pct; do
+			echo "$name $(awk '$1 == "uuid" { print $2 }' "$sess/domains/$name/info" 2>/dev/null) $pct"
+		done | sort
+}
+cmp_rows "$SL" libvirt >"$RESULTS/cmp-libvirt.txt"
+cmp_rows "$SP" procfs >"$RESULTS/cmp-procfs.txt"
+join -a1 -a2 -e - -o 0,1.2,2.2,1.3,2.3 "$RESULTS/cmp-libvirt.txt" "$RESULTS/cmp-procfs.txt" \
+	>"$RESULTS/backends.txt"
+{ echo "domain uuid(libvirt) uuid(procfs) share%(libvirt) share%(procfs)"; cat "$RESULTS/backends.txt"; } |
+	awk '{ printf "%-8s %-38s %-38s %-16s %s\n", $1, $2, $3, $4, $5 }' | tee "$RESULTS/backends-table.txt" | while read -r l; do lab_log "F: $l"; done
+[ "$(cut -d' ' -f1 "$RESULTS/backends.txt" | tr '\n' ' ')" = "db web " ] ||
+	lab_fail "the backends' reports name other domains: $(cut -d' ' -f1 "$RESULTS/backends.txt" | tr '\n' ' ')"
+while read -r name ul up sl sp; do
+	[ "$ul" = "$up" ] && [ "$ul" != - ] || lab_fail "$name: UUID $ul (libvirt) vs $up (procfs)"
+	awk -v a="$sl" -v b="$sp" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 5) }' ||
+		lab_fail "$name: share $sl% (libvirt) vs $sp% (procfs): more than 5 points apart"
+	lab_summary "f_${name}_share_libvirt_procfs" "$sl $sp"
+done <"$RESULTS/backends.txt"
+lab_log "F PASS: both backends name db and web with libvirt's UUIDs, shares within 5 points"
+
 octl --remove-channel=db
 timeout 10 $V dumpxml db --inactive | grep -q "$LAB_AGENT_PORT" && lab_fail "db's definition still has the channel"
 timeout 30 $V destroy web
 timeout 30 $V destroy db
 lab_summary scenario_s "$(lab_since "$t0")"
-lab_log "PASS: libvirt metadata toggles, channel hot-plug, destroy/start and libvirtd restart"
+lab_log "PASS: libvirt metadata toggles, channel hot-plug, destroy/start, libvirtd restart, libvirt = procfs"
