@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opd_agent.h"
@@ -19,6 +20,10 @@
 /* Bytes read from one channel per round, so a chatty guest cannot starve
  * the collector or the other channels. */
 #define READ_BUDGET	(1u << 20)
+/* Bytes fed at once between looks at the domain's CPU budget: what the
+ * costliest frames in them take is a few ms at most. */
+#define READ_CHUNK	16384
+#define SECOND_NS	(1000ULL * 1000 * 1000)
 /* The exact offset may differ from ping/pong's by half its round trip plus
  * this before the TSC path is distrusted (a wrong KVM offset). */
 #define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
@@ -34,6 +39,10 @@ struct chan {
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
+	/* the domain's CPU budget (lim.cpu_ns a second): spent, its
+	 * channel is neither polled nor read until the next second */
+	uint64_t cpu_period, cpu_spent;
+	bool deferred;
 	uint64_t next_try, next_ping;
 	uint8_t wbuf[8192];
 	size_t wlen;
@@ -190,7 +199,7 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
 	size_t n = 0;
 
 	for (struct chan *c = a->list; c && n < max; c = c->next) {
-		if (c->fd < 0)
+		if (c->fd < 0 || c->deferred)
 			continue;
 		pfd[n].fd = c->fd;
 		pfd[n].events = POLLIN | (c->wlen ? POLLOUT : 0);
@@ -252,12 +261,42 @@ static void chan_write(struct opd_agents *a, struct chan *c)
 	c->wlen -= (size_t)n;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * SECOND_NS + (uint64_t)ts.tv_nsec;
+}
+
+/* May @c be read at host time @now?  Not once its domain has spent its
+ * CPU a second on frames (counted once per second it waits): the other
+ * domains' channels, the collector and the pings go on. */
+static bool chan_may_read(struct opd_agents *a, struct chan *c, uint64_t now)
+{
+	if (now - c->cpu_period >= SECOND_NS) {
+		c->cpu_period = now;
+		c->cpu_spent = 0;
+		c->deferred = false;
+	}
+	if (c->cpu_spent < a->lim.cpu_ns)
+		return true;
+	if (!c->deferred) {
+		c->deferred = true;
+		opd_guest_note_deferred(c->g);
+		du_debug("domain %s: its frames took %llu ns of CPU this second; deferred",
+			 c->name->name, (unsigned long long)c->cpu_spent);
+	}
+	return false;
+}
+
 static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 {
-	uint8_t buf[65536];
+	uint8_t buf[READ_CHUNK];
 	size_t total = 0;
 
-	while (total < READ_BUDGET && c->fd >= 0) {
+	while (total < READ_BUDGET && c->fd >= 0 && chan_may_read(a, c, now)) {
+		uint64_t t0 = thread_cpu_ns();
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		int ret;
 
@@ -275,6 +314,9 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		}
 		total += (size_t)n;
 		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
+		t0 = thread_cpu_ns() - t0;
+		c->cpu_spent += t0;
+		a->st->guest_budget_spent_ns += t0;
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,
 				ret == -EBADMSG ? "bytes that are not the agent protocol" :
@@ -298,9 +340,11 @@ static int pair_offset(struct chan *c, struct opd_gclock *gc, const struct dp_ag
 		return err;
 	}
 	if (gc->pp_method == OPD_GCLOCK_PING) {
-		int64_t d = *off - gc->pp_off;
+		/* |off - pp_off| without signed overflow (guest values) */
+		uint64_t d = *off >= gc->pp_off ? (uint64_t)*off - (uint64_t)gc->pp_off :
+						  (uint64_t)gc->pp_off - (uint64_t)*off;
 
-		if ((uint64_t)(d < 0 ? -d : d) > gc->pp_rtt / 2 + CLOCK_SANITY_NS) {
+		if (d > gc->pp_rtt / 2 + CLOCK_SANITY_NS) {
 			opd_gclock_set_why(gc, "the TSC path disagrees with ping/pong by more "
 					   "than its round trip");
 			return -ERANGE;
@@ -356,7 +400,8 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 		for (size_t i = 0; i < n; i++)
 			if (pfd[i].fd == c->fd)
 				rev = pfd[i].revents;
-		if (rev & (POLLIN | POLLHUP | POLLERR))
+		/* a deferred channel is not polled: looked at each round */
+		if ((rev & (POLLIN | POLLHUP | POLLERR)) || c->deferred)
 			chan_read(a, c, now_ns);
 		chan_clock(a, c);
 		if (c->fd < 0)

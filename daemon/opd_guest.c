@@ -69,6 +69,9 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	/* About 1 ms of CPU a second: a guest that says it sends switches and
 	 * sends none cannot make the daemon scan all its tasks per sample. */
 	l->owner_visits = 1u << 20;
+	/* A fifth of a CPU a second: an agent needs a few ms; a guest that
+	 * sends costly frames without end waits, and others do not. */
+	l->cpu_ns = 200ULL * 1000 * 1000;
 }
 
 static int parts_init(struct opd_guest *g, struct opd_images *images,
@@ -87,6 +90,8 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 			     images, cache, &g->out, &g->budget, g->st);
 	if (!ret)
 		ret = opd_gkern_init(&g->kern, g->name, g->dir, lim->max_table_bytes, images, g->st);
+	g->kern.nr_images = &g->imgs.nr_filed;
+	g->kern.max_images = lim->max_images;
 	if (!ret)
 		ret = opd_ghold_init(&g->hold, lim->queue);
 	return ret;
@@ -781,6 +786,12 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 	return true;
 }
 
+void opd_guest_note_deferred(struct opd_guest *g)
+{
+	g->st->guest_budget_deferred++;
+	g->ds.budget_deferred++;
+}
+
 const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g)
 {
 	return &g->ds;
@@ -828,6 +839,7 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 		g->ds.user_resolved, g->ds.user_unresolved);
 	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
 		g->ds.queue_overflow, g->ds.lost_records);
+	fprintf(f, "budget_deferred %" PRIu64 "\n", g->ds.budget_deferred);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,
 		g->tasks.nr_maps, g->budget.used);
 	if (fflush(f))

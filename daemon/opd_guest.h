@@ -53,6 +53,9 @@ struct opd_guest_limits {
 	size_t queue;		/* samples held */
 	uint64_t owner_visits;	/* tasks a second looked at for samples with
 				 * no timeline (sole owner of the pc) */
+	uint64_t cpu_ns;	/* daemon CPU a second for the domain's frames:
+				 * past it, its channel waits for the next
+				 * second (guest_budget_deferred; opd_agent) */
 };
 
 /* Defaults for a live daemon. */
@@ -134,7 +137,12 @@ struct opd_guest_dstats {
 	uint64_t queue_overflow;	/* resolved early: the queue was full */
 	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
 	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
+	uint64_t budget_deferred;	/* seconds its channel was left unread,
+					 * its CPU budget spent */
 };
+
+/* The domain's channel spent its CPU budget and waits (counted). */
+void opd_guest_note_deferred(struct opd_guest *g);
 
 const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
 
@@ -147,7 +155,7 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
  * clock_tsc_offset_changes, clock_tsc_fallbacks, clock_why (why not
  * exact, when it is not), the samples and losses of opd_guest_dstats
  * (samples_user_resolved and samples_user_unresolved for the guest-user
- * ones), samples_held, tasks, mappings, bytes.
+ * ones), budget_deferred, samples_held, tasks, mappings, bytes.
  * 0 or -errno.
  */
 int opd_guest_write_stats(const struct opd_guest *g, bool connected);

@@ -8,12 +8,11 @@
 #include <unistd.h>
 
 #include "opd_guest_images.h"
-#include "util/du_hash.h"
 #include "util/du_log.h"
 
 struct opd_gimg {
 	struct opd_gimg *next;	/* hash chain */
-	uint32_t hash;
+	uint64_t hash;
 	uint32_t cookie;	/* 0: none (or the agent restarted) */
 	uint8_t bid[DP_AG_BUILD_ID_MAX];
 	uint8_t bid_size;
@@ -37,6 +36,7 @@ int opd_gimgs_init(struct opd_gimgs *is, const char *name, const char *dir, size
 	is->out = out;
 	is->budget = budget;
 	is->st = st;
+	opd_ghkey_init(&is->key);
 	if (asprintf(&is->map_path, "%s/images", dir) < 0) {
 		is->map_path = NULL;
 		return -ENOMEM;
@@ -73,12 +73,17 @@ void opd_gimgs_fini(struct opd_gimgs *is)
 
 struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t len)
 {
-	uint32_t h = du_fnv1a32(DU_FNV32_BASIS, path, len);
+	/* keyed: FNV buckets let a guest pick paths that chain */
+	uint64_t h = opd_ghash(&is->key, path, len);
 	struct opd_gimg *x;
 
-	for (x = is->b[h % OPD_GIMG_BUCKETS]; x; x = x->next)
+	for (x = is->b[h & (OPD_GIMG_BUCKETS - 1)]; x; x = x->next)
 		if (x->hash == h && x->len == len && !memcmp(x->path, path, len))
 			return x;
+	if (is->nr_paths >= OPD_GIMG_MAX_PATHS) {
+		is->st->guest_images_capped++;
+		return NULL;
+	}
 	if (!opd_gbudget_take(is->budget, sizeof(*x) + len + 1))
 		return NULL;
 	x = calloc(1, sizeof(*x) + len + 1);
@@ -89,8 +94,9 @@ struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t le
 	x->hash = h;
 	x->len = len;
 	memcpy(x->path, path, len);
-	x->next = is->b[h % OPD_GIMG_BUCKETS];
-	is->b[h % OPD_GIMG_BUCKETS] = x;
+	is->nr_paths++;
+	x->next = is->b[h & (OPD_GIMG_BUCKETS - 1)];
+	is->b[h & (OPD_GIMG_BUCKETS - 1)] = x;
 	return x;
 }
 

@@ -13,8 +13,17 @@ void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
 	memset(ts, 0, sizeof(*ts));
 	ts->max_tasks = max_tasks;
 	ts->max_maps = max_maps;
+	ts->max_task_maps = OPD_GTASK_MAX_TASK_MAPS;
 	ts->budget = budget;
 	ts->st = st;
+	opd_ghkey_init(&ts->key);
+}
+
+/* Not pid % buckets: a guest chooses its pids (a fork loop gives it any
+ * residue it likes), not the key. */
+static size_t bucket(const struct opd_gtasks *ts, uint32_t pid)
+{
+	return opd_ghash_u32(&ts->key, pid) & (OPD_GTASK_BUCKETS - 1);
 }
 
 static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
@@ -41,7 +50,7 @@ void opd_gtasks_fini(struct opd_gtasks *ts)
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid)
 {
-	for (struct opd_gtask *t = ts->b[pid % OPD_GTASK_BUCKETS]; t; t = t->next)
+	for (struct opd_gtask *t = ts->b[bucket(ts, pid)]; t; t = t->next)
 		if (t->pid == pid)
 			return t;
 	return NULL;
@@ -65,8 +74,8 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 		return NULL;
 	}
 	t->pid = pid;
-	t->next = ts->b[pid % OPD_GTASK_BUCKETS];
-	ts->b[pid % OPD_GTASK_BUCKETS] = t;
+	t->next = ts->b[bucket(ts, pid)];
+	ts->b[bucket(ts, pid)] = t;
 	ts->nr_tasks++;
 	return t;
 }
@@ -109,19 +118,18 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 	return NULL;
 }
 
-/* Room for one more mapping in @t. */
-static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
+/* Room for @want mappings in @t's array (budget taken). */
+static int reserve(struct opd_gtasks *ts, struct opd_gtask *t, size_t want)
 {
-	size_t ncap = t->cap ? t->cap * 2 : 8;
-	size_t more = (ncap - t->cap) * sizeof(*t->maps);
+	size_t ncap = t->cap ? t->cap : 8;
+	size_t more;
 	struct opd_gmap *n;
 
-	if (ts->nr_maps >= ts->max_maps) {
-		ts->st->guest_maps_capped++;
-		return -ENOSPC;
-	}
-	if (t->nr < t->cap)
+	if (want <= t->cap)
 		return 0;
+	while (ncap < want)
+		ncap *= 2;
+	more = (ncap - t->cap) * sizeof(*t->maps);
 	if (!opd_gbudget_take(ts->budget, more))
 		return -ENOSPC;
 	n = realloc(t->maps, ncap * sizeof(*n));
@@ -134,13 +142,24 @@ static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
 	return 0;
 }
 
+/* Room for one more mapping in @t. */
+static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
+{
+	if (ts->nr_maps >= ts->max_maps || t->nr >= ts->max_task_maps) {
+		ts->st->guest_maps_capped++;
+		return -ENOSPC;
+	}
+	return reserve(ts, t, t->nr + 1);
+}
+
 static int add_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m)
 {
-	size_t i = 0, j;
+	/* the first that ends above the new start: a binary search, so
+	 * what a frame costs does not grow with the maps already there
+	 * beyond the memmove below (bounded by max_task_maps) */
+	size_t i = DU_FIRST_END_AFTER(t->maps, t->nr, m->start), j;
 	int ret;
 
-	while (i < t->nr && t->maps[i].end <= m->start)
-		i++;
 	j = i;
 	while (j < t->nr && t->maps[j].start < m->end)
 		j++;
@@ -183,6 +202,7 @@ int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_
 void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 {
 	struct opd_gtask *p = opd_gtasks_find(ts, ppid), *c = opd_gtasks_get(ts, pid);
+	size_t n;
 
 	if (!c)
 		return;
@@ -190,10 +210,20 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 	c->exited = false;
 	if (!p || p == c)
 		return;
-	for (size_t i = 0; i < p->nr; i++)
-		if (add_map(ts, c, &p->maps[i]))
-			break;
+	/* the parent's maps are sorted and disjoint already: one copy, not
+	 * one sorted insert each (which made a FORK quadratic) */
+	n = p->nr;
+	if (n > ts->max_maps - ts->nr_maps) {
+		n = ts->max_maps - ts->nr_maps;
+		ts->st->guest_maps_capped++;
+	}
+	if (reserve(ts, c, n))
+		return;
+	memcpy(c->maps, p->maps, n * sizeof(*c->maps));
+	c->nr = n;
+	ts->nr_maps += n;
 	c->main = p->main;
+	c->main_t = p->main_t;
 }
 
 static void reap(struct opd_gtasks *ts, uint64_t seen, uint64_t linger)

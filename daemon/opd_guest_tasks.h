@@ -12,9 +12,13 @@
 #include <stdint.h>
 
 #include "opd_guest_budget.h"
+#include "opd_guest_hash.h"
 #include "opd_stats.h"
 
-#define OPD_GTASK_BUCKETS 4096
+#define OPD_GTASK_BUCKETS 4096	/* a power of two */
+/* Executable mappings one process may have (a real one has hundreds):
+ * what a FORK copies and an MMAP moves is bounded by it. */
+#define OPD_GTASK_MAX_TASK_MAPS 8192
 
 struct opd_gimg;
 
@@ -40,6 +44,8 @@ struct opd_gtasks {
 	struct opd_gtask *b[OPD_GTASK_BUCKETS];
 	size_t nr_tasks, nr_maps;
 	size_t max_tasks, max_maps;
+	size_t max_task_maps;		/* OPD_GTASK_MAX_TASK_MAPS */
+	struct opd_ghkey key;		/* buckets by keyed hash of the pid */
 	uint64_t last_reap;
 	struct opd_gbudget *budget;	/* borrowed */
 	struct opd_stats *st;		/* borrowed */
@@ -58,7 +64,9 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid);
  * -ENOMEM. */
 int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m);
 
-/* @pid forked from @ppid: a copy of the parent's mappings. */
+/* @pid forked from @ppid: a copy of the parent's mappings, in one pass
+ * (the parent's are sorted already), as many as the caps leave room for
+ * (the rest counted guest_maps_capped). */
 void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid);
 
 /* @pid exec'd at guest time @when: mappings made before it go (an MMAP of

@@ -299,8 +299,15 @@ int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *
 		return -ERANGE;
 	}
 	hi_ns = (long double)hns - age;
-	*off = (int64_t)((long double)t->time_ns - hi_ns);
 	gwin = (long double)t->window_tsc * npt * (long double)(1ULL << frac) / (long double)ratio;
+	/* the guest's values may be anything: a conversion out of range
+	 * would be undefined */
+	if (!((long double)t->time_ns - hi_ns < 9.0e18L) ||
+	    !((long double)t->time_ns - hi_ns > -9.0e18L) || !(gwin < 1.0e18L)) {
+		snprintf(k->why, sizeof(k->why), "guest TSC pair out of range");
+		return -ERANGE;
+	}
+	*off = (int64_t)((long double)t->time_ns - hi_ns);
 	*unc = (uint64_t)(gwin / 2) + hwin / 2 + EXTRA_UNC_NS;
 	k->why[0] = 0;
 	return 0;

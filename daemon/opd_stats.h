@@ -84,7 +84,10 @@
 	X(guest_images_cached)			\
 	X(guest_images_dedup)			\
 	X(guest_images_failed)			\
-	X(guest_image_bytes)
+	X(guest_image_bytes)			\
+	X(guest_hostile_image_mismatch)			\
+	X(guest_budget_deferred)			\
+	X(guest_budget_spent_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;
