@@ -85,8 +85,9 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	opd_gout_init(&g->out, &g->st->agent_output_dropped);
 	opd_gclock_init(&g->clock);
 	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, &g->budget, g->st);
-	opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, &g->budget, g->st);
-	ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
+	ret = opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, &g->budget, g->st);
+	if (!ret)
+		ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
 			     images, cache, &g->out, &g->budget, g->st);
 	if (!ret)
 		ret = opd_gkern_init(&g->kern, g->name, g->dir, lim->max_table_bytes, images, g->st);

@@ -12,6 +12,7 @@
 
 struct opd_gimg {
 	struct opd_gimg *next;	/* hash chain */
+	struct opd_gimg *all_next;	/* opd_gimgs.all */
 	uint64_t hash;
 	uint32_t cookie;	/* 0: none (or the agent restarted) */
 	uint8_t bid[DP_AG_BUILD_ID_MAX];
@@ -56,16 +57,16 @@ static void xfer_abort(struct opd_gimgs *is)
 
 void opd_gimgs_fini(struct opd_gimgs *is)
 {
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++) {
-		struct opd_gimg *x, *n;
+	struct opd_gimg *x, *n;
 
-		for (x = is->b[i]; x; x = n) {
-			n = x->next;
-			opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
-			free(x);
-		}
-		is->b[i] = NULL;
+	for (x = is->all; x; x = n) {
+		n = x->all_next;
+		opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
+		free(x);
 	}
+	is->all = NULL;
+	is->nr_paths = 0;
+	memset(is->b, 0, sizeof(is->b));
 	xfer_abort(is);
 	free(is->map_path);
 	is->map_path = NULL;
@@ -95,6 +96,8 @@ struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t le
 	x->len = len;
 	memcpy(x->path, path, len);
 	is->nr_paths++;
+	x->all_next = is->all;
+	is->all = x;
 	x->next = is->b[h & (OPD_GIMG_BUCKETS - 1)];
 	is->b[h & (OPD_GIMG_BUCKETS - 1)] = x;
 	return x;
@@ -269,12 +272,11 @@ void opd_gimgs_end(struct opd_gimgs *is, const struct dp_ag_image_end *e)
 
 void opd_gimgs_agent_restart(struct opd_gimgs *is)
 {
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
-		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
-			if (!x->mapped) {
-				x->cookie = 0;
-				x->requested = false;
-			}
+	for (struct opd_gimg *x = is->all; x; x = x->all_next)
+		if (!x->mapped) {
+			x->cookie = 0;
+			x->requested = false;
+		}
 	xfer_abort(is);
 	is->xfer = NULL;
 }
@@ -284,8 +286,7 @@ void opd_gimgs_reset(struct opd_gimgs *is)
 	xfer_abort(is);
 	is->xfer = NULL;
 	/* what was asked on the old connection is asked again */
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
-		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
-			if (!x->mapped && !x->queued)
-				x->requested = false;
+	for (struct opd_gimg *x = is->all; x; x = x->all_next)
+		if (!x->mapped && !x->queued)
+			x->requested = false;
 }

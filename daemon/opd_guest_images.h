@@ -33,6 +33,7 @@ struct opd_gimgs {
 	char *map_path;			/* SESSION/domains/<esc>/images */
 	struct opd_gimg *b[OPD_GIMG_BUCKETS];	/* by keyed hash of the path */
 	struct opd_ghkey key;
+	struct opd_gimg *all;	/* every entry, for the walks (not the buckets) */
 	size_t nr_paths;
 	size_t nr_filed, max_filed;	/* interned as sample file images */
 	struct opd_gimg *req[OPD_GIMG_MAX_REQ];

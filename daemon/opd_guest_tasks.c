@@ -7,23 +7,30 @@
 #include "opd_guest_tasks.h"
 #include "util/du_range.h"
 
-void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
-		     struct opd_gbudget *budget, struct opd_stats *st)
+int opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		    struct opd_gbudget *budget, struct opd_stats *st)
 {
 	memset(ts, 0, sizeof(*ts));
+	ts->nbuckets = OPD_GTASK_BUCKETS_MIN;
+	while (ts->nbuckets < max_tasks / 2 && ts->nbuckets < OPD_GTASK_BUCKETS_MAX)
+		ts->nbuckets *= 2;
+	ts->b = calloc(ts->nbuckets, sizeof(*ts->b));
+	if (!ts->b)
+		ts->nbuckets = 0;
 	ts->max_tasks = max_tasks;
 	ts->max_maps = max_maps;
 	ts->max_task_maps = OPD_GTASK_MAX_TASK_MAPS;
 	ts->budget = budget;
 	ts->st = st;
 	opd_ghkey_init(&ts->key);
+	return ts->b ? 0 : -ENOMEM;
 }
 
 /* Not pid % buckets: a guest chooses its pids (a fork loop gives it any
  * residue it likes), not the key. */
 static size_t bucket(const struct opd_gtasks *ts, uint32_t pid)
 {
-	return opd_ghash_u32(&ts->key, pid) & (OPD_GTASK_BUCKETS - 1);
+	return opd_ghash_u32(&ts->key, pid) & (ts->nbuckets - 1);
 }
 
 static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
@@ -37,7 +44,7 @@ static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
 
 void opd_gtasks_fini(struct opd_gtasks *ts)
 {
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets && ts->nr_tasks; i++) {
 		struct opd_gtask *t, *n;
 
 		for (t = ts->b[i]; t; t = n) {
@@ -46,10 +53,15 @@ void opd_gtasks_fini(struct opd_gtasks *ts)
 		}
 		ts->b[i] = NULL;
 	}
+	free(ts->b);
+	ts->b = NULL;
+	ts->nbuckets = 0;
 }
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid)
 {
+	if (!ts->nbuckets)
+		return NULL;
 	for (struct opd_gtask *t = ts->b[bucket(ts, pid)]; t; t = t->next)
 		if (t->pid == pid)
 			return t;
@@ -62,7 +74,7 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 
 	if (t)
 		return t;
-	if (ts->nr_tasks >= ts->max_tasks) {
+	if (ts->nr_tasks >= ts->max_tasks || !ts->nbuckets) {
 		ts->st->guest_tasks_capped++;
 		return NULL;
 	}
@@ -217,7 +229,7 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 		n = ts->max_maps - ts->nr_maps;
 		ts->st->guest_maps_capped++;
 	}
-	if (reserve(ts, c, n))
+	if (!n || reserve(ts, c, n))
 		return;
 	memcpy(c->maps, p->maps, n * sizeof(*c->maps));
 	c->nr = n;
@@ -228,7 +240,7 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 
 static void reap(struct opd_gtasks *ts, uint64_t seen, uint64_t linger)
 {
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets; i++) {
 		struct opd_gtask **pp = &ts->b[i];
 
 		while (*pp) {
@@ -265,7 +277,7 @@ const struct opd_gtask *opd_gtasks_sole_owner(const struct opd_gtasks *ts, uint6
 	const struct opd_gtask *found = NULL;
 	const struct opd_gmap *fm = NULL;
 
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets; i++) {
 		for (const struct opd_gtask *t = ts->b[i]; t; t = t->next) {
 			const struct opd_gmap *m = t->exited ? NULL : opd_gtask_find_map(t, pc);
 

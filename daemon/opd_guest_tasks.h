@@ -15,10 +15,12 @@
 #include "opd_guest_hash.h"
 #include "opd_stats.h"
 
-#define OPD_GTASK_BUCKETS 4096	/* a power of two */
+/* Buckets: a power of two near max_tasks / 2, within these. */
+#define OPD_GTASK_BUCKETS_MIN	16
+#define OPD_GTASK_BUCKETS_MAX	16384
 /* Executable mappings one process may have (a real one has hundreds):
  * what a FORK copies and an MMAP moves is bounded by it. */
-#define OPD_GTASK_MAX_TASK_MAPS 8192
+#define OPD_GTASK_MAX_TASK_MAPS 4096
 
 struct opd_gimg;
 
@@ -41,7 +43,8 @@ struct opd_gtask {
 };
 
 struct opd_gtasks {
-	struct opd_gtask *b[OPD_GTASK_BUCKETS];
+	struct opd_gtask **b;		/* nbuckets chains */
+	size_t nbuckets;
 	size_t nr_tasks, nr_maps;
 	size_t max_tasks, max_maps;
 	size_t max_task_maps;		/* OPD_GTASK_MAX_TASK_MAPS */
@@ -51,8 +54,9 @@ struct opd_gtasks {
 	struct opd_stats *st;		/* borrowed */
 };
 
-void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
-		     struct opd_gbudget *budget, struct opd_stats *st);
+/* 0 or -ENOMEM (then fini is still safe). */
+int opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		    struct opd_gbudget *budget, struct opd_stats *st);
 void opd_gtasks_fini(struct opd_gtasks *ts);
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid);
@@ -84,7 +88,7 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 /* Tasks a full scan visits (the owner scan's cost). */
 static inline uint64_t opd_gtasks_scan_cost(const struct opd_gtasks *ts)
 {
-	return OPD_GTASK_BUCKETS + ts->nr_tasks;
+	return ts->nbuckets + ts->nr_tasks;
 }
 
 /*

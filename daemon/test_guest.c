@@ -385,7 +385,9 @@ static void test_owner_budget(void)
 	struct opd_guest_res r;
 
 	opd_guest_limits_default(&lim);
-	/* one scan (the task table's 4096 buckets and its tasks), not two */
+	/* one scan (the task table's 4096 buckets, for 8192 tasks, and its
+	 * tasks), not two */
+	lim.max_tasks = 8192;
 	lim.owner_visits = 6000;
 	g = guest("budget", &lim);
 	CU_ASSERT_FATAL(g != NULL);
