@@ -28,8 +28,19 @@
  * this before the TSC path is distrusted (a wrong KVM offset). */
 #define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
 
+/* A domain identity (its UUID, or its name without one) and the memory
+ * account its guest states share: a VM restarted while its old state
+ * still drains gets one cap, not one per QEMU pid. */
+struct ident {
+	struct ident *next;
+	unsigned int refs;
+	struct opd_gbudget budget;
+	char key[];
+};
+
 struct chan {
 	struct chan *next;
+	struct ident *id;
 	struct opd_image *name;	/* domain key: name and pid */
 	pid_t pid;
 	char *path;
@@ -55,8 +66,11 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
+	struct ident *ids;
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 };
+
+static void chan_free(struct opd_agents *a, struct chan *c);
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
 				  struct opd_images *images, struct opd_stats *st)
@@ -111,14 +125,56 @@ void opd_agents_free(struct opd_agents *a)
 		n = c->next;
 		if (c->fd >= 0)
 			close(c->fd);
-		opd_guest_free(c->g);
-		opd_kvmtsc_free(c->clk);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 	}
 	opd_imgcache_free(a->cache);
 	free(a->session);
 	free(a);
+}
+
+static struct ident *ident_get(struct opd_agents *a, const struct opd_dom *dom)
+{
+	const char *key = dom->uuid ? dom->uuid : dom->name->name;
+	struct ident *id;
+
+	for (id = a->ids; id; id = id->next)
+		if (!strcmp(id->key, key)) {
+			id->refs++;
+			return id;
+		}
+	id = calloc(1, sizeof(*id) + strlen(key) + 1);
+	if (!id)
+		return NULL;
+	strcpy(id->key, key);
+	id->refs = 1;
+	id->budget = (struct opd_gbudget){ .max = a->lim.max_bytes,
+					   .capped = &a->st->guest_bytes_capped };
+	id->next = a->ids;
+	a->ids = id;
+	return id;
+}
+
+static void ident_put(struct opd_agents *a, struct ident *id)
+{
+	struct ident **pp;
+
+	if (!id || --id->refs)
+		return;
+	for (pp = &a->ids; *pp != id; pp = &(*pp)->next)
+		;
+	*pp = id->next;
+	free(id);
+}
+
+/* A channel's state and what it holds, freed (the guest first: it gives
+ * its memory back to the identity's account). */
+static void chan_free(struct opd_agents *a, struct chan *c)
+{
+	opd_guest_free(c->g);
+	opd_kvmtsc_free(c->clk);
+	ident_put(a, c->id);
+	free(c->path);
+	free(c);
 }
 
 static struct chan *find(struct opd_agents *a, const struct opd_image *name, pid_t pid)
@@ -148,14 +204,13 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->pid = dom->pid;
 	c->running = dom->running;
 	c->path = strdup(dom->agent_path);
-	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
+	c->id = ident_get(a, dom);
+	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
+					a->st, &c->id->budget) : NULL;
 	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
 	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
-		opd_kvmtsc_free(c->clk);
-		opd_guest_free(c->g);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 		return NULL;
 	}
 	c->next = a->list;
@@ -451,10 +506,7 @@ size_t opd_agents_reap(struct opd_agents *a)
 		du_info("domain %s: stopped; its guest state is freed", c->name->name);
 		if (c->fd >= 0)
 			chan_close(a, c, UINT64_MAX);
-		opd_guest_free(c->g);
-		opd_kvmtsc_free(c->clk);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 		n++;
 	}
 	return n;

@@ -49,6 +49,8 @@ struct opd_dom {
 	bool running;		/* false during the grace period after it stopped */
 	const char *esc;	/* escaped name: SESSION/domains/<esc> */
 	const char *agent_path;	/* agent channel socket, NULL if none */
+	const char *uuid;	/* its UUID (derived from the name when QEMU
+				 * was given none); NULL in tests */
 };
 
 struct opd_domains;

@@ -23,7 +23,9 @@ struct opd_guest {
 	char *name, *dir;
 	struct opd_guest_limits lim;
 	struct opd_stats *st;
-	struct opd_gbudget budget;
+	/* the domain identity's memory account (opd_guest_new_in), shared by
+	 * the states of one UUID (a VM and its restart), else own_budget */
+	struct opd_gbudget *budget, own_budget;
 
 	/* input */
 	uint8_t *in;
@@ -80,15 +82,17 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	const struct opd_guest_limits *lim = &g->lim;
 	int ret;
 
-	g->budget = (struct opd_gbudget){ .max = lim->max_bytes,
-					  .capped = &g->st->guest_bytes_capped };
+	g->own_budget = (struct opd_gbudget){ .max = lim->max_bytes,
+					      .capped = &g->st->guest_bytes_capped };
+	if (!g->budget)
+		g->budget = &g->own_budget;
 	opd_gout_init(&g->out, &g->st->agent_output_dropped);
 	opd_gclock_init(&g->clock);
-	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, &g->budget, g->st);
-	ret = opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, &g->budget, g->st);
+	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, g->budget, g->st);
+	ret = opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, g->budget, g->st);
 	if (!ret)
 		ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
-			     images, cache, &g->out, &g->budget, g->st);
+			     images, cache, &g->out, g->budget, g->st);
 	if (!ret)
 		ret = opd_gkern_init(&g->kern, g->name, g->dir, lim->max_table_bytes, images, g->st);
 	g->kern.nr_images = &g->imgs.nr_filed;
@@ -102,11 +106,20 @@ struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st)
 {
+	return opd_guest_new_in(name, dir, lim, images, cache, st, NULL);
+}
+
+struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
+				   const struct opd_guest_limits *lim, struct opd_images *images,
+				   struct opd_imgcache *cache, struct opd_stats *st,
+				   struct opd_gbudget *budget)
+{
 	struct opd_guest *g = calloc(1, sizeof(*g));
 	int ret = -ENOMEM;
 
 	if (!g)
 		return NULL;
+	g->budget = budget;
 	g->lim = *lim;
 	g->st = st;
 	g->imgs.xfer_fd = g->kern.ks.fd = g->kern.mods.fd = -1;
@@ -842,7 +855,7 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 		g->ds.queue_overflow, g->ds.lost_records);
 	fprintf(f, "budget_deferred %" PRIu64 "\n", g->ds.budget_deferred);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,
-		g->tasks.nr_maps, g->budget.used);
+		g->tasks.nr_maps, g->budget->used);
 	if (fflush(f))
 		ret = -errno;
 	if (fclose(f) && !ret)
@@ -890,7 +903,7 @@ size_t opd_guest_nr_maps(const struct opd_guest *g)
 
 size_t opd_guest_bytes(const struct opd_guest *g)
 {
-	return g->budget.used;
+	return g->budget->used;
 }
 
 size_t opd_guest_held(const struct opd_guest *g)

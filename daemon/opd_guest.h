@@ -82,6 +82,14 @@ struct opd_guest;
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st);
+/* The same, its memory taken from @budget (borrowed; NULL: its own of
+ * lim->max_bytes): one account for every state of a domain identity,
+ * so that a VM restarted while its old state drains does not get the
+ * cap twice. */
+struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
+				   const struct opd_guest_limits *lim, struct opd_images *images,
+				   struct opd_imgcache *cache, struct opd_stats *st,
+				   struct opd_gbudget *budget);
 void opd_guest_free(struct opd_guest *g);	/* NULL accepted */
 
 /*

@@ -272,6 +272,53 @@ static void test_cpu_budget(void)
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Issue 9 item 6: caps per domain identity.  A VM restarted (same UUID,
+ * new QEMU pid) while its old state still drains shares one memory
+ * account with it; another UUID has its own. */
+static void test_identity_cap(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_agents *a;
+	struct opd_dom d1, d2, d3;
+	struct opd_guest *g1, *g2, *g3;
+	char session[96];
+	static uint8_t buf[4096];
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 2, .nr_cpus = 1 };
+	struct dp_ag_mmap m = { .pid = 7, .tid = 7, .len = 0x1000, .cpu = DP_AG_CPU_UNKNOWN };
+
+	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
+	CU_ASSERT_FATAL(images && mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/s", top);
+	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
+	a = opd_agents_new(session, NULL, images, &st);
+	CU_ASSERT_FATAL(a != NULL);
+	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm", 2), .pid = 10,
+			       .running = true, .selected = true, .esc = "vm",
+			       .agent_path = "/nonexistent/a", .uuid = "uuid-1" };
+	d2 = d1;
+	d2.pid = 11;		/* restarted */
+	d3 = d1;
+	d3.pid = 12;
+	d3.uuid = "uuid-2";	/* another VM of that name */
+	g1 = opd_agents_guest(a, &d1);
+	g2 = opd_agents_guest(a, &d2);
+	g3 = opd_agents_guest(a, &d3);
+	CU_ASSERT_FATAL(g1 && g2 && g3 && g1 != g2);
+	CU_ASSERT(opd_guest_feed(g1, buf, (size_t)ap_put_hello(buf, sizeof(buf), &h, "x", 1), 1) ==
+		  0);
+	for (unsigned i = 0; i < 100; i++) {
+		m.start = 0x100000 + (uint64_t)i * 0x2000;
+		CU_ASSERT(opd_guest_feed(g1, buf, (size_t)ap_put_mmap(buf, sizeof(buf), &m, "/b", 2),
+					 1) == 0);
+	}
+	CU_ASSERT(opd_guest_bytes(g1) > 0);
+	CU_ASSERT(opd_guest_bytes(g2) == opd_guest_bytes(g1));
+	CU_ASSERT(opd_guest_bytes(g3) < opd_guest_bytes(g1));
+	opd_agents_free(a);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void quiet(enum du_log_level level, const char *fmt, va_list ap)
 {
 	(void)level;
@@ -294,6 +341,7 @@ int main(void)
 	CU_add_test(s, "guest clock values without signed overflow", test_clock_overflow);
 	CU_add_test(s, "a domain past its CPU budget is deferred, others read",
 		    test_cpu_budget);
+	CU_add_test(s, "one memory account per domain identity", test_identity_cap);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
