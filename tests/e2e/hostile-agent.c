@@ -5,7 +5,7 @@
  *
  *   hostile-agent busy SECONDS
  *       burn the CPU only (the baseline: same load, no frames)
- *   hostile-agent attack SECONDS VICTIM
+ *   hostile-agent attack SECONDS VICTIM [PORT]
  *       HELLO, then:
  *       - clock: PONG, TSC, LOST and SWITCH values at the ends of their
  *         ranges (on a vCPU of their own, so the timeline below holds);
@@ -278,11 +278,12 @@ static void attack_fork_chains(void)
 	}
 	for (uint32_t c = 101; c <= 103; c++)
 		fork_one(c, 100);
-	for (uint32_t k = 1; k < 32768; k++)
-		mmap_one(k * 4096, 0x400000, 0x1000, 0, "/bin/x", 6, 0);
+	/* paths first: once the task cap is reached, no MMAP gets as far */
 	for (uint32_t k = 0; k < 40000; k++)
 		mmap_one(99, 0x20000000ULL + k * 0x2000ULL, 0x1000, 0, path,
 			 (size_t)snprintf(path, sizeof(path), "/p/%u", k), 0);
+	for (uint32_t k = 1; k < 32768; k++)
+		mmap_one(k * 4096, 0x400000, 0x1000, 0, "/bin/x", 6, 0);
 	printf("HOSTILE-FORK-CHAINS-SENT\n");
 	fflush(stdout);
 }
@@ -330,12 +331,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 4 || strcmp(argv[1], "attack")) {
-		fprintf(stderr, "usage: hostile-agent busy SECONDS | attack SECONDS VICTIM\n");
+		fprintf(stderr, "usage: hostile-agent busy SECONDS | attack SECONDS VICTIM [PORT]\n");
 		return 2;
 	}
-	fd = open(PORT, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	fd = open(argc > 4 ? argv[4] : PORT, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
-		perror(PORT);
+		perror(argc > 4 ? argv[4] : PORT);
 		return 1;
 	}
 	attack(atof(argv[2]), argv[3]);
