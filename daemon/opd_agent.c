@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opd_agent.h"
@@ -20,12 +21,27 @@
 /* Bytes read from one channel per round, so a chatty guest cannot starve
  * the collector or the other channels. */
 #define READ_BUDGET	(1u << 20)
+/* Bytes fed at once between looks at the domain's CPU budget: what the
+ * costliest frames in them take is a few ms at most. */
+#define READ_CHUNK	16384
+#define SECOND_NS	(1000ULL * 1000 * 1000)
 /* The exact offset may differ from ping/pong's by half its round trip plus
  * this before the TSC path is distrusted (a wrong KVM offset). */
 #define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
 
+/* A domain identity (its UUID, or its name without one) and the memory
+ * account its guest states share: a VM restarted while its old state
+ * still drains gets one cap, not one per QEMU pid. */
+struct ident {
+	struct ident *next;
+	unsigned int refs;
+	struct opd_gbudget budget;
+	char key[];
+};
+
 struct chan {
 	struct chan *next;
+	struct ident *id;
 	struct opd_image *name;	/* domain key: name and pid */
 	pid_t pid;
 	char *path;
@@ -37,6 +53,10 @@ struct chan {
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
+	/* the domain's CPU budget (lim.cpu_ns a second): spent, its
+	 * channel is neither polled nor read until the next second */
+	uint64_t cpu_period, cpu_spent;
+	bool deferred;
 	uint64_t next_try, next_ping;
 	uint8_t wbuf[8192];
 	size_t wlen;
@@ -49,6 +69,7 @@ struct opd_agents {
 	struct opd_stats *st;
 	struct opd_imgcache *cache;
 	struct chan *list;
+	struct ident *ids;
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 	opd_agent_connect_fn connect;	/* NULL: connect here */
 	void *connect_ctx;
@@ -59,6 +80,7 @@ void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, voi
 	a->connect = fn;
 	a->connect_ctx = ctx;
 }
+static void chan_free(struct opd_agents *a, struct chan *c);
 
 struct opd_agents *opd_agents_new(const char *session_dir, const struct opd_guest_limits *lim,
 				  struct opd_images *images, struct opd_stats *st)
@@ -113,14 +135,56 @@ void opd_agents_free(struct opd_agents *a)
 		n = c->next;
 		if (c->fd >= 0)
 			close(c->fd);
-		opd_guest_free(c->g);
-		opd_kvmtsc_free(c->clk);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 	}
 	opd_imgcache_free(a->cache);
 	free(a->session);
 	free(a);
+}
+
+static struct ident *ident_get(struct opd_agents *a, const struct opd_dom *dom)
+{
+	const char *key = dom->uuid ? dom->uuid : dom->name->name;
+	struct ident *id;
+
+	for (id = a->ids; id; id = id->next)
+		if (!strcmp(id->key, key)) {
+			id->refs++;
+			return id;
+		}
+	id = calloc(1, sizeof(*id) + strlen(key) + 1);
+	if (!id)
+		return NULL;
+	strcpy(id->key, key);
+	id->refs = 1;
+	id->budget = (struct opd_gbudget){ .max = a->lim.max_bytes,
+					   .capped = &a->st->guest_bytes_capped };
+	id->next = a->ids;
+	a->ids = id;
+	return id;
+}
+
+static void ident_put(struct opd_agents *a, struct ident *id)
+{
+	struct ident **pp;
+
+	if (!id || --id->refs)
+		return;
+	for (pp = &a->ids; *pp != id; pp = &(*pp)->next)
+		;
+	*pp = id->next;
+	free(id);
+}
+
+/* A channel's state and what it holds, freed (the guest first: it gives
+ * its memory back to the identity's account). */
+static void chan_free(struct opd_agents *a, struct chan *c)
+{
+	opd_guest_free(c->g);
+	opd_kvmtsc_free(c->clk);
+	ident_put(a, c->id);
+	free(c->path);
+	free(c);
 }
 
 static struct chan *find(struct opd_agents *a, const struct opd_image *name, pid_t pid)
@@ -151,14 +215,13 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->running = dom->running;
 	c->trusted = dom->agent_trusted;
 	c->path = strdup(dom->agent_path);
-	c->g = opd_guest_new(dom->name->name, dir, &a->lim, a->images, a->cache, a->st);
+	c->id = ident_get(a, dom);
+	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
+					a->st, &c->id->budget) : NULL;
 	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
 	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
-		opd_kvmtsc_free(c->clk);
-		opd_guest_free(c->g);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 		return NULL;
 	}
 	c->next = a->list;
@@ -202,7 +265,7 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
 	size_t n = 0;
 
 	for (struct chan *c = a->list; c && n < max; c = c->next) {
-		if (c->fd < 0)
+		if (c->fd < 0 || c->deferred)
 			continue;
 		pfd[n].fd = c->fd;
 		pfd[n].events = POLLIN | (c->wlen ? POLLOUT : 0);
@@ -315,12 +378,42 @@ static void chan_write(struct opd_agents *a, struct chan *c)
 	c->wlen -= (size_t)n;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * SECOND_NS + (uint64_t)ts.tv_nsec;
+}
+
+/* May @c be read at host time @now?  Not once its domain has spent its
+ * CPU a second on frames (counted once per second it waits): the other
+ * domains' channels, the collector and the pings go on. */
+static bool chan_may_read(struct opd_agents *a, struct chan *c, uint64_t now)
+{
+	if (now - c->cpu_period >= SECOND_NS) {
+		c->cpu_period = now;
+		c->cpu_spent = 0;
+		c->deferred = false;
+	}
+	if (c->cpu_spent < a->lim.cpu_ns)
+		return true;
+	if (!c->deferred) {
+		c->deferred = true;
+		opd_guest_note_deferred(c->g);
+		du_debug("domain %s: its frames took %llu ns of CPU this second; deferred",
+			 c->name->name, (unsigned long long)c->cpu_spent);
+	}
+	return false;
+}
+
 static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 {
-	uint8_t buf[65536];
+	uint8_t buf[READ_CHUNK];
 	size_t total = 0;
 
-	while (total < READ_BUDGET && c->fd >= 0) {
+	while (total < READ_BUDGET && c->fd >= 0 && chan_may_read(a, c, now)) {
+		uint64_t t0 = thread_cpu_ns();
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		int ret;
 
@@ -338,6 +431,9 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		}
 		total += (size_t)n;
 		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
+		t0 = thread_cpu_ns() - t0;
+		c->cpu_spent += t0;
+		a->st->guest_budget_spent_ns += t0;
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,
 				ret == -EBADMSG ? "bytes that are not the agent protocol" :
@@ -361,9 +457,11 @@ static int pair_offset(struct chan *c, struct opd_gclock *gc, const struct dp_ag
 		return err;
 	}
 	if (gc->pp_method == OPD_GCLOCK_PING) {
-		int64_t d = *off - gc->pp_off;
+		/* |off - pp_off| without signed overflow (guest values) */
+		uint64_t d = *off >= gc->pp_off ? (uint64_t)*off - (uint64_t)gc->pp_off :
+						  (uint64_t)gc->pp_off - (uint64_t)*off;
 
-		if ((uint64_t)(d < 0 ? -d : d) > gc->pp_rtt / 2 + CLOCK_SANITY_NS) {
+		if (d > gc->pp_rtt / 2 + CLOCK_SANITY_NS) {
 			opd_gclock_set_why(gc, "the TSC path disagrees with ping/pong by more "
 					   "than its round trip");
 			return -ERANGE;
@@ -421,7 +519,8 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 		for (size_t i = 0; i < n; i++)
 			if (pfd[i].fd == c->fd)
 				rev = pfd[i].revents;
-		if (rev & (POLLIN | POLLHUP | POLLERR))
+		/* a deferred channel is not polled: looked at each round */
+		if ((rev & (POLLIN | POLLHUP | POLLERR)) || c->deferred)
 			chan_read(a, c, now_ns);
 		chan_clock(a, c);
 		if (c->fd < 0)
@@ -471,10 +570,7 @@ size_t opd_agents_reap(struct opd_agents *a)
 		du_info("domain %s: stopped; its guest state is freed", c->name->name);
 		if (c->fd >= 0)
 			chan_close(a, c, UINT64_MAX);
-		opd_guest_free(c->g);
-		opd_kvmtsc_free(c->clk);
-		free(c->path);
-		free(c);
+		chan_free(a, c);
 		n++;
 	}
 	return n;

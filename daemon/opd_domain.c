@@ -521,6 +521,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->pub.running = true;
 	snprintf(e->uuid, sizeof(e->uuid), "%s", dom_domain_uuid(d));
 	e->uuid_cmdline = dom_domain_has_uuid(d);
+	e->pub.uuid = e->uuid;
 	e->vcpus = dom_domain_nr_vcpus(d);
 	e->first_seen = e->last_seen = ds->wall;
 	e->next = ds->list;

@@ -53,6 +53,8 @@ struct opd_dom {
 	 * live XML), not from a command line: its listener need not be the
 	 * domain's own process (libvirt listens and hands the socket over) */
 	bool agent_trusted;
+	const char *uuid;	/* its UUID (derived from the name when QEMU
+				 * was given none); NULL in tests */
 };
 
 struct opd_domains;

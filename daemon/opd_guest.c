@@ -23,7 +23,9 @@ struct opd_guest {
 	char *name, *dir;
 	struct opd_guest_limits lim;
 	struct opd_stats *st;
-	struct opd_gbudget budget;
+	/* the domain identity's memory account (opd_guest_new_in), shared by
+	 * the states of one UUID (a VM and its restart), else own_budget */
+	struct opd_gbudget *budget, own_budget;
 
 	/* input */
 	uint8_t *in;
@@ -70,6 +72,9 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	/* About 1 ms of CPU a second: a guest that says it sends switches and
 	 * sends none cannot make the daemon scan all its tasks per sample. */
 	l->owner_visits = 1u << 20;
+	/* A fifth of a CPU a second: an agent needs a few ms; a guest that
+	 * sends costly frames without end waits, and others do not. */
+	l->cpu_ns = 200ULL * 1000 * 1000;
 }
 
 static int parts_init(struct opd_guest *g, struct opd_images *images,
@@ -78,17 +83,22 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	const struct opd_guest_limits *lim = &g->lim;
 	int ret;
 
-	g->budget = (struct opd_gbudget){ .max = lim->max_bytes,
-					  .capped = &g->st->guest_bytes_capped };
+	g->own_budget = (struct opd_gbudget){ .max = lim->max_bytes,
+					      .capped = &g->st->guest_bytes_capped };
+	if (!g->budget)
+		g->budget = &g->own_budget;
 	opd_gout_init(&g->out, &g->st->agent_output_dropped);
 	opd_gclock_init(&g->clock);
-	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, &g->budget, g->st);
+	opd_gtl_init(&g->tl, lim->max_cpus, lim->ring, g->budget, g->st);
 	opd_gasid_init(&g->asid, OPD_GASID_MAX_SPACES, images);
-	opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, &g->budget, g->st);
-	ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
-			     images, cache, &g->out, &g->budget, g->st);
+	ret = opd_gtasks_init(&g->tasks, lim->max_tasks, lim->max_maps, g->budget, g->st);
+	if (!ret)
+		ret = opd_gimgs_init(&g->imgs, g->name, g->dir, lim->max_images, lim->max_image_bytes,
+			     images, cache, &g->out, g->budget, g->st);
 	if (!ret)
 		ret = opd_gkern_init(&g->kern, g->name, g->dir, lim->max_table_bytes, images, g->st);
+	g->kern.nr_images = &g->imgs.nr_filed;
+	g->kern.max_images = lim->max_images;
 	if (!ret)
 		ret = opd_ghold_init(&g->hold, lim->queue);
 	return ret;
@@ -98,11 +108,20 @@ struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st)
 {
+	return opd_guest_new_in(name, dir, lim, images, cache, st, NULL);
+}
+
+struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
+				   const struct opd_guest_limits *lim, struct opd_images *images,
+				   struct opd_imgcache *cache, struct opd_stats *st,
+				   struct opd_gbudget *budget)
+{
 	struct opd_guest *g = calloc(1, sizeof(*g));
 	int ret = -ENOMEM;
 
 	if (!g)
 		return NULL;
+	g->budget = budget;
 	g->lim = *lim;
 	g->st = st;
 	g->imgs.xfer_fd = g->kern.ks.fd = g->kern.mods.fd = -1;
@@ -837,6 +856,12 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 	return true;
 }
 
+void opd_guest_note_deferred(struct opd_guest *g)
+{
+	g->st->guest_budget_deferred++;
+	g->ds.budget_deferred++;
+}
+
 const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g)
 {
 	return &g->ds;
@@ -884,8 +909,9 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 		g->ds.user_resolved, g->ds.user_unresolved);
 	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
 		g->ds.queue_overflow, g->ds.lost_records);
+	fprintf(f, "budget_deferred %" PRIu64 "\n", g->ds.budget_deferred);
 	fprintf(f, "tasks %zu\nmappings %zu\nbytes %zu\n", g->tasks.nr_tasks,
-		g->tasks.nr_maps, g->budget.used);
+		g->tasks.nr_maps, g->budget->used);
 	opd_gasid_write_stats(&g->asid, f);
 	if (fflush(f))
 		ret = -errno;
@@ -934,7 +960,7 @@ size_t opd_guest_nr_maps(const struct opd_guest *g)
 
 size_t opd_guest_bytes(const struct opd_guest *g)
 {
-	return g->budget.used;
+	return g->budget->used;
 }
 
 size_t opd_guest_held(const struct opd_guest *g)

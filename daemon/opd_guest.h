@@ -60,6 +60,9 @@ struct opd_guest_limits {
 	size_t queue;		/* samples held */
 	uint64_t owner_visits;	/* tasks a second looked at for samples with
 				 * no timeline (sole owner of the pc) */
+	uint64_t cpu_ns;	/* daemon CPU a second for the domain's frames:
+				 * past it, its channel waits for the next
+				 * second (guest_budget_deferred; opd_agent) */
 };
 
 /* Defaults for a live daemon. */
@@ -86,6 +89,14 @@ struct opd_guest;
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st);
+/* The same, its memory taken from @budget (borrowed; NULL: its own of
+ * lim->max_bytes): one account for every state of a domain identity,
+ * so that a VM restarted while its old state drains does not get the
+ * cap twice. */
+struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
+				   const struct opd_guest_limits *lim, struct opd_images *images,
+				   struct opd_imgcache *cache, struct opd_stats *st,
+				   struct opd_gbudget *budget);
 void opd_guest_free(struct opd_guest *g);	/* NULL accepted */
 
 /*
@@ -142,7 +153,12 @@ struct opd_guest_dstats {
 	uint64_t queue_overflow;	/* resolved early: the queue was full */
 	uint64_t lost_records;	/* the agent's own losses (LOST frames) */
 	uint64_t agent_closed_bad;	/* channel closed: not the protocol */
+	uint64_t budget_deferred;	/* seconds its channel was left unread,
+					 * its CPU budget spent */
 };
+
+/* The domain's channel spent its CPU budget and waits (counted). */
+void opd_guest_note_deferred(struct opd_guest *g);
 
 const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
 
@@ -155,7 +171,7 @@ const struct opd_guest_dstats *opd_guest_dstats(const struct opd_guest *g);
  * clock_tsc_offset_changes, clock_tsc_fallbacks, clock_why (why not
  * exact, when it is not), the samples and losses of opd_guest_dstats
  * (samples_user_resolved and samples_user_unresolved for the guest-user
- * ones), samples_held, tasks, mappings, bytes.
+ * ones), budget_deferred, samples_held, tasks, mappings, bytes.
  * 0 or -errno.
  */
 int opd_guest_write_stats(const struct opd_guest *g, bool connected);

@@ -49,7 +49,9 @@ int opd_gclock_pong(struct opd_gclock *c, const struct dp_ag_pong *p, uint64_t h
 		return -EINVAL;
 	rtt = (t3 - t0) - (p->send_ns - p->recv_ns);
 	/* offset = guest - host at the midpoint of the exchange */
-	c->win[c->pos].off = (int64_t)(p->recv_ns / 2 + p->send_ns / 2) - (int64_t)(t0 / 2 + t3 / 2);
+	/* in unsigned arithmetic: the guest's times may be anything, and a
+	 * signed difference of them could overflow */
+	c->win[c->pos].off = (int64_t)((p->recv_ns / 2 + p->send_ns / 2) - (t0 / 2 + t3 / 2));
 	c->win[c->pos].rtt = rtt;
 	c->pos = (c->pos + 1) % OPD_GCLOCK_WINDOW;
 	if (c->nr < OPD_GCLOCK_WINDOW)

@@ -73,7 +73,8 @@ static inline bool opd_gclock_known(const struct opd_gclock *c)
 /* Guest time of host time @host_ns (only meaningful once known). */
 static inline uint64_t opd_gclock_guest(const struct opd_gclock *c, uint64_t host_ns)
 {
-	return (uint64_t)((int64_t)host_ns + c->off);
+	/* modulo 2^64: a guest's offset may be anything (no signed overflow) */
+	return host_ns + (uint64_t)c->off;
 }
 
 /* Keep a TSC pair from the agent (the oldest goes when full). */

@@ -8,12 +8,12 @@
 #include <unistd.h>
 
 #include "opd_guest_images.h"
-#include "util/du_hash.h"
 #include "util/du_log.h"
 
 struct opd_gimg {
 	struct opd_gimg *next;	/* hash chain */
-	uint32_t hash;
+	struct opd_gimg *all_next;	/* opd_gimgs.all */
+	uint64_t hash;
 	uint32_t cookie;	/* 0: none (or the agent restarted) */
 	uint8_t bid[DP_AG_BUILD_ID_MAX];
 	uint8_t bid_size;
@@ -37,6 +37,7 @@ int opd_gimgs_init(struct opd_gimgs *is, const char *name, const char *dir, size
 	is->out = out;
 	is->budget = budget;
 	is->st = st;
+	opd_ghkey_init(&is->key);
 	if (asprintf(&is->map_path, "%s/images", dir) < 0) {
 		is->map_path = NULL;
 		return -ENOMEM;
@@ -56,16 +57,16 @@ static void xfer_abort(struct opd_gimgs *is)
 
 void opd_gimgs_fini(struct opd_gimgs *is)
 {
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++) {
-		struct opd_gimg *x, *n;
+	struct opd_gimg *x, *n;
 
-		for (x = is->b[i]; x; x = n) {
-			n = x->next;
-			opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
-			free(x);
-		}
-		is->b[i] = NULL;
+	for (x = is->all; x; x = n) {
+		n = x->all_next;
+		opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
+		free(x);
 	}
+	is->all = NULL;
+	is->nr_paths = 0;
+	memset(is->b, 0, sizeof(is->b));
 	xfer_abort(is);
 	free(is->map_path);
 	is->map_path = NULL;
@@ -73,12 +74,17 @@ void opd_gimgs_fini(struct opd_gimgs *is)
 
 struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t len)
 {
-	uint32_t h = du_fnv1a32(DU_FNV32_BASIS, path, len);
+	/* keyed: FNV buckets let a guest pick paths that chain */
+	uint64_t h = opd_ghash(&is->key, path, len);
 	struct opd_gimg *x;
 
-	for (x = is->b[h % OPD_GIMG_BUCKETS]; x; x = x->next)
+	for (x = is->b[h & (OPD_GIMG_BUCKETS - 1)]; x; x = x->next)
 		if (x->hash == h && x->len == len && !memcmp(x->path, path, len))
 			return x;
+	if (is->nr_paths >= OPD_GIMG_MAX_PATHS) {
+		is->st->guest_images_capped++;
+		return NULL;
+	}
 	if (!opd_gbudget_take(is->budget, sizeof(*x) + len + 1))
 		return NULL;
 	x = calloc(1, sizeof(*x) + len + 1);
@@ -89,8 +95,11 @@ struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t le
 	x->hash = h;
 	x->len = len;
 	memcpy(x->path, path, len);
-	x->next = is->b[h % OPD_GIMG_BUCKETS];
-	is->b[h % OPD_GIMG_BUCKETS] = x;
+	is->nr_paths++;
+	x->all_next = is->all;
+	is->all = x;
+	x->next = is->b[h & (OPD_GIMG_BUCKETS - 1)];
+	is->b[h & (OPD_GIMG_BUCKETS - 1)] = x;
 	return x;
 }
 
@@ -263,12 +272,11 @@ void opd_gimgs_end(struct opd_gimgs *is, const struct dp_ag_image_end *e)
 
 void opd_gimgs_agent_restart(struct opd_gimgs *is)
 {
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
-		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
-			if (!x->mapped) {
-				x->cookie = 0;
-				x->requested = false;
-			}
+	for (struct opd_gimg *x = is->all; x; x = x->all_next)
+		if (!x->mapped) {
+			x->cookie = 0;
+			x->requested = false;
+		}
 	xfer_abort(is);
 	is->xfer = NULL;
 }
@@ -278,8 +286,7 @@ void opd_gimgs_reset(struct opd_gimgs *is)
 	xfer_abort(is);
 	is->xfer = NULL;
 	/* what was asked on the old connection is asked again */
-	for (size_t i = 0; i < OPD_GIMG_BUCKETS; i++)
-		for (struct opd_gimg *x = is->b[i]; x; x = x->next)
-			if (!x->mapped && !x->queued)
-				x->requested = false;
+	for (struct opd_gimg *x = is->all; x; x = x->all_next)
+		if (!x->mapped && !x->queued)
+			x->requested = false;
 }

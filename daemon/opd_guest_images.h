@@ -15,12 +15,15 @@
 
 #include "agent/agent.h"
 #include "opd_guest_budget.h"
+#include "opd_guest_hash.h"
 #include "opd_guest_out.h"
 #include "opd_image.h"
 #include "opd_imgcache.h"
 #include "opd_stats.h"
 
-#define OPD_GIMG_BUCKETS	1024
+#define OPD_GIMG_BUCKETS	4096	/* a power of two */
+/* Distinct paths a domain's mappings may name (chains stay short). */
+#define OPD_GIMG_MAX_PATHS	32768
 #define OPD_GIMG_MAX_REQ	256
 
 struct opd_gimg;
@@ -28,7 +31,10 @@ struct opd_gimg;
 struct opd_gimgs {
 	const char *name;		/* domain, for messages; borrowed */
 	char *map_path;			/* SESSION/domains/<esc>/images */
-	struct opd_gimg *b[OPD_GIMG_BUCKETS];
+	struct opd_gimg *b[OPD_GIMG_BUCKETS];	/* by keyed hash of the path */
+	struct opd_ghkey key;
+	struct opd_gimg *all;	/* every entry, for the walks (not the buckets) */
+	size_t nr_paths;
 	size_t nr_filed, max_filed;	/* interned as sample file images */
 	struct opd_gimg *req[OPD_GIMG_MAX_REQ];
 	size_t nr_req;

@@ -160,6 +160,7 @@ static void mod_line(struct opd_gkernel *k, char *line)
 	int n = 0;
 	uint64_t size, addr;
 	struct opd_gmod *nv;
+	struct opd_image *img;
 
 	for (tok = strtok_r(line, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save))
 		f[n++] = tok;
@@ -173,13 +174,21 @@ static void mod_line(struct opd_gkernel *k, char *line)
 		k->st->guest_bad_values++;
 		return;
 	}
+	img = opd_image_find(k->images, SFN_KERN, f[0], strlen(f[0]));
+	if (!img && k->nr_images) {
+		if (*k->nr_images >= k->max_images) {
+			k->st->guest_images_capped++;
+			return;
+		}
+		++*k->nr_images;
+	}
 	nv = realloc(k->modv, (k->nr_mod + 1) * sizeof(*nv));
 	if (!nv)
 		return;
 	k->modv = nv;
 	nv[k->nr_mod].start = addr;
 	nv[k->nr_mod].end = addr + size;
-	nv[k->nr_mod].img = opd_image_get(k->images, SFN_KERN, f[0], strlen(f[0]));
+	nv[k->nr_mod].img = img ? img : opd_image_get(k->images, SFN_KERN, f[0], strlen(f[0]));
 	if (nv[k->nr_mod].img)
 		k->nr_mod++;
 }

@@ -36,6 +36,10 @@ struct opd_gkernel {
 	struct opd_gmod *modv;
 	size_t nr_mod, bytes, max_bytes;
 	struct opd_image *vmlinux;
+	/* module names new to the daemon count against the domain's image
+	 * cap (its guest images' count; NULL: no cap), or a guest could
+	 * intern names without end by resending MODULES */
+	size_t *nr_images, max_images;
 	struct opd_images *images;	/* borrowed */
 	struct opd_stats *st;		/* borrowed */
 };

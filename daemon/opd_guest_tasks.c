@@ -7,14 +7,30 @@
 #include "opd_guest_tasks.h"
 #include "util/du_range.h"
 
-void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
-		     struct opd_gbudget *budget, struct opd_stats *st)
+int opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		    struct opd_gbudget *budget, struct opd_stats *st)
 {
 	memset(ts, 0, sizeof(*ts));
+	ts->nbuckets = OPD_GTASK_BUCKETS_MIN;
+	while (ts->nbuckets < max_tasks / 2 && ts->nbuckets < OPD_GTASK_BUCKETS_MAX)
+		ts->nbuckets *= 2;
+	ts->b = calloc(ts->nbuckets, sizeof(*ts->b));
+	if (!ts->b)
+		ts->nbuckets = 0;
 	ts->max_tasks = max_tasks;
 	ts->max_maps = max_maps;
+	ts->max_task_maps = OPD_GTASK_MAX_TASK_MAPS;
 	ts->budget = budget;
 	ts->st = st;
+	opd_ghkey_init(&ts->key);
+	return ts->b ? 0 : -ENOMEM;
+}
+
+/* Not pid % buckets: a guest chooses its pids (a fork loop gives it any
+ * residue it likes), not the key. */
+static size_t bucket(const struct opd_gtasks *ts, uint32_t pid)
+{
+	return opd_ghash_u32(&ts->key, pid) & (ts->nbuckets - 1);
 }
 
 static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
@@ -28,7 +44,7 @@ static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
 
 void opd_gtasks_fini(struct opd_gtasks *ts)
 {
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets && ts->nr_tasks; i++) {
 		struct opd_gtask *t, *n;
 
 		for (t = ts->b[i]; t; t = n) {
@@ -37,11 +53,16 @@ void opd_gtasks_fini(struct opd_gtasks *ts)
 		}
 		ts->b[i] = NULL;
 	}
+	free(ts->b);
+	ts->b = NULL;
+	ts->nbuckets = 0;
 }
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid)
 {
-	for (struct opd_gtask *t = ts->b[pid % OPD_GTASK_BUCKETS]; t; t = t->next)
+	if (!ts->nbuckets)
+		return NULL;
+	for (struct opd_gtask *t = ts->b[bucket(ts, pid)]; t; t = t->next)
 		if (t->pid == pid)
 			return t;
 	return NULL;
@@ -53,7 +74,7 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 
 	if (t)
 		return t;
-	if (ts->nr_tasks >= ts->max_tasks) {
+	if (ts->nr_tasks >= ts->max_tasks || !ts->nbuckets) {
 		ts->st->guest_tasks_capped++;
 		return NULL;
 	}
@@ -65,8 +86,8 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 		return NULL;
 	}
 	t->pid = pid;
-	t->next = ts->b[pid % OPD_GTASK_BUCKETS];
-	ts->b[pid % OPD_GTASK_BUCKETS] = t;
+	t->next = ts->b[bucket(ts, pid)];
+	ts->b[bucket(ts, pid)] = t;
 	ts->nr_tasks++;
 	return t;
 }
@@ -109,19 +130,18 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 	return NULL;
 }
 
-/* Room for one more mapping in @t. */
-static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
+/* Room for @want mappings in @t's array (budget taken). */
+static int reserve(struct opd_gtasks *ts, struct opd_gtask *t, size_t want)
 {
-	size_t ncap = t->cap ? t->cap * 2 : 8;
-	size_t more = (ncap - t->cap) * sizeof(*t->maps);
+	size_t ncap = t->cap ? t->cap : 8;
+	size_t more;
 	struct opd_gmap *n;
 
-	if (ts->nr_maps >= ts->max_maps) {
-		ts->st->guest_maps_capped++;
-		return -ENOSPC;
-	}
-	if (t->nr < t->cap)
+	if (want <= t->cap)
 		return 0;
+	while (ncap < want)
+		ncap *= 2;
+	more = (ncap - t->cap) * sizeof(*t->maps);
 	if (!opd_gbudget_take(ts->budget, more))
 		return -ENOSPC;
 	n = realloc(t->maps, ncap * sizeof(*n));
@@ -134,13 +154,24 @@ static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
 	return 0;
 }
 
+/* Room for one more mapping in @t. */
+static int grow(struct opd_gtasks *ts, struct opd_gtask *t)
+{
+	if (ts->nr_maps >= ts->max_maps || t->nr >= ts->max_task_maps) {
+		ts->st->guest_maps_capped++;
+		return -ENOSPC;
+	}
+	return reserve(ts, t, t->nr + 1);
+}
+
 static int add_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m)
 {
-	size_t i = 0, j;
+	/* the first that ends above the new start: a binary search, so
+	 * what a frame costs does not grow with the maps already there
+	 * beyond the memmove below (bounded by max_task_maps) */
+	size_t i = DU_FIRST_END_AFTER(t->maps, t->nr, m->start), j;
 	int ret;
 
-	while (i < t->nr && t->maps[i].end <= m->start)
-		i++;
 	j = i;
 	while (j < t->nr && t->maps[j].start < m->end)
 		j++;
@@ -183,6 +214,7 @@ int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_
 void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 {
 	struct opd_gtask *p = opd_gtasks_find(ts, ppid), *c = opd_gtasks_get(ts, pid);
+	size_t n;
 
 	if (!c)
 		return;
@@ -190,15 +222,25 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 	c->exited = false;
 	if (!p || p == c)
 		return;
-	for (size_t i = 0; i < p->nr; i++)
-		if (add_map(ts, c, &p->maps[i]))
-			break;
+	/* the parent's maps are sorted and disjoint already: one copy, not
+	 * one sorted insert each (which made a FORK quadratic) */
+	n = p->nr;
+	if (n > ts->max_maps - ts->nr_maps) {
+		n = ts->max_maps - ts->nr_maps;
+		ts->st->guest_maps_capped++;
+	}
+	if (!n || reserve(ts, c, n))
+		return;
+	memcpy(c->maps, p->maps, n * sizeof(*c->maps));
+	c->nr = n;
+	ts->nr_maps += n;
 	c->main = p->main;
+	c->main_t = p->main_t;
 }
 
 static void reap(struct opd_gtasks *ts, uint64_t seen, uint64_t linger)
 {
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets; i++) {
 		struct opd_gtask **pp = &ts->b[i];
 
 		while (*pp) {
@@ -235,7 +277,7 @@ const struct opd_gtask *opd_gtasks_sole_owner(const struct opd_gtasks *ts, uint6
 	const struct opd_gtask *found = NULL;
 	const struct opd_gmap *fm = NULL;
 
-	for (size_t i = 0; i < OPD_GTASK_BUCKETS; i++) {
+	for (size_t i = 0; i < ts->nbuckets; i++) {
 		for (const struct opd_gtask *t = ts->b[i]; t; t = t->next) {
 			const struct opd_gmap *m = t->exited ? NULL : opd_gtask_find_map(t, pc);
 

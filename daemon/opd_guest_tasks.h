@@ -12,9 +12,15 @@
 #include <stdint.h>
 
 #include "opd_guest_budget.h"
+#include "opd_guest_hash.h"
 #include "opd_stats.h"
 
-#define OPD_GTASK_BUCKETS 4096
+/* Buckets: a power of two near max_tasks / 2, within these. */
+#define OPD_GTASK_BUCKETS_MIN	16
+#define OPD_GTASK_BUCKETS_MAX	16384
+/* Executable mappings one process may have (a real one has hundreds):
+ * what a FORK copies and an MMAP moves is bounded by it. */
+#define OPD_GTASK_MAX_TASK_MAPS 4096
 
 struct opd_gimg;
 
@@ -37,16 +43,20 @@ struct opd_gtask {
 };
 
 struct opd_gtasks {
-	struct opd_gtask *b[OPD_GTASK_BUCKETS];
+	struct opd_gtask **b;		/* nbuckets chains */
+	size_t nbuckets;
 	size_t nr_tasks, nr_maps;
 	size_t max_tasks, max_maps;
+	size_t max_task_maps;		/* OPD_GTASK_MAX_TASK_MAPS */
+	struct opd_ghkey key;		/* buckets by keyed hash of the pid */
 	uint64_t last_reap;
 	struct opd_gbudget *budget;	/* borrowed */
 	struct opd_stats *st;		/* borrowed */
 };
 
-void opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
-		     struct opd_gbudget *budget, struct opd_stats *st);
+/* 0 or -ENOMEM (then fini is still safe). */
+int opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
+		    struct opd_gbudget *budget, struct opd_stats *st);
 void opd_gtasks_fini(struct opd_gtasks *ts);
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid);
@@ -58,7 +68,9 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid);
  * -ENOMEM. */
 int opd_gtasks_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_gmap *m);
 
-/* @pid forked from @ppid: a copy of the parent's mappings. */
+/* @pid forked from @ppid: a copy of the parent's mappings, in one pass
+ * (the parent's are sorted already), as many as the caps leave room for
+ * (the rest counted guest_maps_capped). */
 void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid);
 
 /* @pid exec'd at guest time @when: mappings made before it go (an MMAP of
@@ -76,7 +88,7 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 /* Tasks a full scan visits (the owner scan's cost). */
 static inline uint64_t opd_gtasks_scan_cost(const struct opd_gtasks *ts)
 {
-	return OPD_GTASK_BUCKETS + ts->nr_tasks;
+	return ts->nbuckets + ts->nr_tasks;
 }
 
 /*

@@ -5,10 +5,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "opd_guest_hash.h"
 #include "opd_image.h"
 
+/* Keyed (opd_guest_hash.h): guests name images (paths, modules), and
+ * FNV would let them pick names that share a bucket. */
 struct opd_images {
 	struct du_htab tab;
+	struct opd_ghkey key;
 };
 
 struct opd_images *opd_images_new(void)
@@ -17,6 +21,7 @@ struct opd_images *opd_images_new(void)
 
 	if (!t)
 		return NULL;
+	opd_ghkey_init(&t->key);
 	if (du_htab_init(&t->tab, 256)) {
 		free(t);
 		errno = ENOMEM;
@@ -38,9 +43,16 @@ void opd_images_free(struct opd_images *t)
 	free(t);
 }
 
-struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const char *name, size_t len)
+static uint32_t image_hash(const struct opd_images *t, enum sfn_kind kind, const char *name,
+			   size_t len)
 {
-	uint32_t h = du_fnv1a32(DU_FNV32_BASIS ^ (uint32_t)kind, name, len);
+	return (uint32_t)(opd_ghash(&t->key, name, len) ^ (uint32_t)kind * 0x9e3779b9u);
+}
+
+struct opd_image *opd_image_find(const struct opd_images *t, enum sfn_kind kind,
+				 const char *name, size_t len)
+{
+	uint32_t h = image_hash(t, kind, name, len);
 	struct opd_image *img;
 
 	for (struct du_hlink *l = du_htab_chain(&t->tab, h); l; l = l->next) {
@@ -49,6 +61,16 @@ struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const 
 		    !memcmp(img->name, name, len))
 			return img;
 	}
+	return NULL;
+}
+
+struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const char *name, size_t len)
+{
+	uint32_t h = image_hash(t, kind, name, len);
+	struct opd_image *img = opd_image_find(t, kind, name, len);
+
+	if (img)
+		return img;
 	if (t->tab.count > t->tab.mask && du_htab_grow(&t->tab)) {
 		errno = ENOMEM;
 		return NULL;

@@ -27,6 +27,10 @@ struct opd_images;
 struct opd_images *opd_images_new(void);
 void opd_images_free(struct opd_images *t);	/* NULL accepted */
 
+/* The image (@kind, @name[0..@len)) if it is interned already, else NULL. */
+struct opd_image *opd_image_find(const struct opd_images *t, enum sfn_kind kind,
+				 const char *name, size_t len);
+
 /* The image (@kind, @name[0..@len)).  NULL with errno set (ENOMEM). */
 struct opd_image *opd_image_get(struct opd_images *t, enum sfn_kind kind, const char *name, size_t len);
 

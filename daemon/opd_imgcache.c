@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "opd_imgcache.h"
+#include "opd_imgproof.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
 
@@ -103,33 +105,49 @@ bool opd_imgcache_lookup(struct opd_imgcache *c, const char *id, char *rel, size
 	return ok;
 }
 
-/* Two 64-bit FNV-1a lanes over the file: a content key, not a security
- * boundary (a guest can only collide with its own other binaries' names). */
-static int hash_file(const char *path, char id[OPD_IMG_ID_MAX])
+/* The content id of @path: "h" + the hex SHA-256 of its bytes (a guest
+ * cannot make its file collide with another guest's). */
+static int hash_file(int fd, char id[OPD_IMG_ID_MAX])
 {
-	uint64_t h1 = 0xcbf29ce484222325ULL, h2 = 0xcbf29ce484222325ULL ^ 0x5bd1e9955bd1e995ULL;
-	uint8_t buf[65536], out[16];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t out[32];
+	int ret = opd_sha256_fd(fd, out);
+
+	if (!ret)
+		hex(id, 'h', out, sizeof(out));
+	return ret;
+}
+
+/*
+ * The id the file @tmp is stored under (into @out): the @claimed build id
+ * only when the file's own build-id note says the same; else its content
+ * hash, and a claim that the file denies is counted (a guest uploading
+ * bytes under another binary's build id, to poison a domain that runs
+ * that binary).
+ */
+static int proven_id(struct opd_imgcache *c, const char *tmp, const char *claimed,
+		     char out[OPD_IMG_ID_MAX])
+{
+	uint8_t bid[DP_AG_BUILD_ID_MAX];
+	char note[OPD_IMG_ID_MAX];
+	int fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), n, ret;
 
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		for (ssize_t i = 0; i < n; i++) {
-			h1 = (h1 ^ buf[i]) * 0x100000001b3ULL;
-			h2 = (h2 ^ buf[i]) * 0x100000001b3ULL;
-			h2 ^= h2 >> 29;
-		}
+	n = opd_elf_build_id(fd, bid, sizeof(bid));
+	if (claimed && n > 0 && opd_imgcache_build_id(bid, (size_t)n, note) &&
+	    !strcmp(note, claimed)) {
+		close(fd);
+		snprintf(out, OPD_IMG_ID_MAX, "%s", claimed);
+		return 0;
 	}
+	if (claimed) {
+		c->st->guest_hostile_image_mismatch++;
+		du_debug("image cache: an upload claimed build id %s, its file says %s", claimed,
+			 n > 0 ? note : "none");
+	}
+	ret = hash_file(fd, out);
 	close(fd);
-	if (n < 0)
-		return -EIO;
-	for (int i = 0; i < 8; i++) {
-		out[i] = (uint8_t)(h1 >> (56 - 8 * i));
-		out[8 + i] = (uint8_t)(h2 >> (56 - 8 * i));
-	}
-	hex(id, 'h', out, sizeof(out));
-	return 0;
+	return ret;
 }
 
 int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
@@ -139,12 +157,10 @@ int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
 	FILE *f;
 	int ret;
 
-	if (!id) {
-		ret = hash_file(tmp, hid);
-		if (ret)
-			goto out_unlink;
-		id = hid;
-	}
+	ret = proven_id(c, tmp, id, hid);
+	if (ret)
+		goto out_unlink;
+	id = hid;
 	if (opd_imgcache_lookup(c, id, rel, size)) {
 		c->st->guest_images_dedup++;
 		ret = 0;

@@ -1,8 +1,8 @@
 /*
  * The session's content-addressed image cache (DESIGN.md section 5):
  * SESSION/images/<id>/<basename>, where <id> is the hex GNU build id of
- * the binary ("b" + hex) or, without one, a 128-bit hash of its bytes
- * ("h" + hex).  Shared by every domain: a binary that two guests run is
+ * the binary ("b" + hex) when the file's own note proves it, else the
+ * SHA-256 of its bytes ("h" + hex).  Shared by every domain: a binary that two guests run is
  * stored once.  Each domain has a map file SESSION/domains/<esc>/images
  * whose lines are "images/<id>/<basename>\t<guest path>", the guest path
  * with bytes outside '!'..'~' and '\' written as \xHH; opreport reads it
@@ -20,8 +20,9 @@
 
 #include "opd_stats.h"
 
-/* Longest cache id: "b" + 2 * DP_AG_BUILD_ID_MAX hex digits, NUL. */
-#define OPD_IMG_ID_MAX 48
+/* Longest cache id: "h" + 64 hex digits of SHA-256 (a build id is
+ * shorter: "b" + 2 * DP_AG_BUILD_ID_MAX), NUL. */
+#define OPD_IMG_ID_MAX 72
 
 struct opd_imgcache;
 
@@ -40,8 +41,13 @@ bool opd_imgcache_lookup(struct opd_imgcache *c, const char *id, char *rel, size
 
 /*
  * A file received whole into @tmp (a path below SESSION/images): move it
- * into the cache as images/<id>/<escaped @base> (@id NULL: the hash of
- * its bytes), or drop it when the cache already holds that id.  @rel gets
+ * into the cache as images/<id>/<escaped @base>, or drop it when the
+ * cache already holds that id.  <id> is the build id @id the guest
+ * claims only when the file's own build-id note says the same (only then
+ * may other domains find it by build id); else the SHA-256 of its bytes,
+ * so what a guest uploads is shared only with a guest that uploaded the
+ * same bytes (a claim the file denies is counted
+ * guest_hostile_image_mismatch).  @rel gets
  * the entry's relative path.  Returns 1 stored, 0 already present
  * (deduplicated), or -errno (@tmp is removed in every case).
  */

@@ -670,6 +670,13 @@ int opd_kvmtsc_offset(struct opd_kvmtsc *k, const struct dp_ag_tsc *t, int64_t *
 			 "guest TSC does not follow KVM's offset (pair far from now)");
 		return -ERANGE;
 	}
+	/* the guest's values may be anything: a conversion out of range
+	 * would be undefined */
+	if (!((long double)t->time_ns - h < 9.0e18L) || !((long double)t->time_ns - h > -9.0e18L) ||
+	    !(cv.slack < 1.0e18L)) {
+		snprintf(k->why, sizeof(k->why), "guest TSC pair out of range");
+		return -ERANGE;
+	}
 	*off = (int64_t)((long double)t->time_ns - h);
 	*unc = (uint64_t)cv.slack;
 	k->why[0] = 0;

@@ -99,7 +99,10 @@
 	X(cc_arcs)				\
 	X(cc_arcs_dropped)			\
 	X(cc_stacks)				\
-	X(cc_stacks_dropped)
+	X(cc_stacks_dropped)			\
+	X(guest_hostile_image_mismatch)			\
+	X(guest_budget_deferred)			\
+	X(guest_budget_spent_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

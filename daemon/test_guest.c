@@ -19,6 +19,7 @@
 #include "agent/agent.h"
 #include "domprof/raw.h"
 #include "opd_guest.h"
+#include "test_elf.h"
 #include "opd_imgcache.h"
 #include "opd_sfile.h"
 
@@ -407,7 +408,9 @@ static void test_owner_budget(void)
 	struct opd_guest_res r;
 
 	opd_guest_limits_default(&lim);
-	/* one scan (the task table's 4096 buckets and its tasks), not two */
+	/* one scan (the task table's 4096 buckets, for 8192 tasks, and its
+	 * tasks), not two */
+	lim.max_tasks = 8192;
 	lim.owner_visits = 6000;
 	g = guest("budget", &lim);
 	CU_ASSERT_FATAL(g != NULL);
@@ -649,18 +652,21 @@ static void test_image_dedup(void)
 	struct opd_guest *g1 = scene("one"), *g2 = scene("two");
 	struct opd_guest_res r;
 	struct dp_ag_image_data d = { .cookie = 2 };
-	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT, .size = 5 };
+	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT };
 	uint32_t cookie = 0;
 	char path[PATH_MAX], line[512];
+	uint8_t elf[TEST_ELF_MAX];
+	size_t elf_len = test_elf(elf, 0xbb, 20);	/* its own note proves the build id */
 	FILE *f;
 
+	e.size = elf_len;
 	image_request(g1, &cookie);	/* drop HOST_HELLO etc. */
 	image_request(g2, &cookie);
 	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved);
 	CU_ASSERT(image_request(g1, &cookie) == 1);
 	CU_ASSERT(cookie == 2);
-	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "ELF!!", 5), 0) == 0);
+	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, elf, elf_len), 0) == 0);
 	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
 	CU_ASSERT(st.guest_images_cached == 1);
 	/* asked once only */
@@ -686,6 +692,7 @@ static void test_image_dedup(void)
 	CU_ASSERT(cookie == 3);
 	d.cookie = e.cookie = 3;
 	d.offset = 0;
+	e.size = 5;
 	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "ELF", 3), 0) == 0);
 	d.offset = 4;
 	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "!!", 2), 0) == 0);
@@ -700,6 +707,42 @@ static void test_image_dedup(void)
 	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
 	CU_ASSERT(fgets(line, sizeof(line), f) == NULL);	/* /bin/b only */
 	fclose(f);
+	opd_guest_free(g1);
+	opd_guest_free(g2);
+}
+
+/* Issue 9 item 3: domain one uploads bytes under the build id that
+ * domain two's /usr/bin/b has; the file's own note does not say so, so
+ * the upload is counted and kept under its content hash, and domain two
+ * is asked for its own copy rather than given one's. */
+static void test_image_poison(void)
+{
+	struct opd_guest *g1 = scene("one"), *g2 = scene("two");
+	struct opd_guest_res r;
+	struct dp_ag_image_data d = { .cookie = 2 };
+	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT };
+	uint8_t elf[TEST_ELF_MAX];
+	size_t elf_len = test_elf(elf, 0x66, 20);	/* another binary's note */
+	uint32_t cookie = 0;
+
+	e.size = elf_len;
+	image_request(g1, &cookie);
+	image_request(g2, &cookie);
+	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(image_request(g1, &cookie) == 1);
+	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, elf, elf_len), 0) == 0);
+	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	CU_ASSERT(st.guest_images_cached == 1);
+	CU_ASSERT(st.guest_hostile_image_mismatch == 1);
+	resolve(g2, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(st.guest_images_dedup == 0);
+	CU_ASSERT(image_request(g2, &cookie) == 1);	/* its own copy */
+	/* domain two's true file (note bb) is shared by build id again */
+	e.size = test_elf(elf, 0xbb, 20);
+	CU_ASSERT(feed(g2, ap_put_image_data(buf, sizeof(buf), &d, elf, e.size), 0) == 0);
+	CU_ASSERT(feed(g2, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	CU_ASSERT(st.guest_images_cached == 2);
+	CU_ASSERT(st.guest_hostile_image_mismatch == 1);
 	opd_guest_free(g1);
 	opd_guest_free(g2);
 }
@@ -739,6 +782,7 @@ WRAP(test_bad_frames)
 WRAP(test_paths)
 WRAP(test_floods)
 WRAP(test_image_dedup)
+WRAP(test_image_poison)
 WRAP(test_dstats)
 
 static void run_all(CU_pSuite s)
@@ -754,6 +798,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
 	CU_add_test(s, "floods hit caps", test_floods_w);
 	CU_add_test(s, "image cache dedup across domains", test_image_dedup_w);
+	CU_add_test(s, "an upload under another's build id is not shared", test_image_poison_w);
 	CU_add_test(s, "per-domain guest-user counts", test_dstats_w);
 }
 

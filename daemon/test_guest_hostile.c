@@ -1,0 +1,350 @@
+/*
+ * CUnit tests of a hostile guest's attacks on the daemon's guest state
+ * (issue 9, items 2, 6 and 8): each fails with its fix taken out.
+ *  - FORK of a parent with many mappings costs one copy, not a sorted
+ *    insert each, and a parent's mappings are capped per task;
+ *  - task buckets come from a keyed hash: pids a guest picks to share
+ *    pid % buckets do not chain;
+ *  - module names new to the daemon count against the domain's image cap;
+ *  - guest clock values that would overflow signed arithmetic (this file
+ *    is built with opd_guest_clock.c under -fsanitize=signed-integer-
+ *    overflow, trapping);
+ *  - a domain whose frames spent its CPU budget is deferred, and another
+ *    domain's channel is still read.
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "opd_agent.h"
+#include "opd_guest_clock.h"
+#include "opd_guest_kernel.h"
+#include "opd_guest_tasks.h"
+#include "opd_image.h"
+#include "util/du_log.h"
+
+#define MS 1000000ULL
+#define SEC (1000 * MS)
+
+static struct opd_stats st;
+
+static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)sb;
+	(void)type;
+	(void)f;
+	return remove(p);
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The attack of issue 9 item 2: a parent with 20,000 mappings sent in
+ * descending order (each insert at the front), then FORK after FORK.  It
+ * took 47 s of the daemon for 131,072 mappings and 3 FORKs. */
+static void test_fork_linear(void)
+{
+	struct opd_gtasks ts;
+	struct opd_gbudget b = { .max = 256u << 20, .capped = &st.guest_bytes_capped };
+	struct opd_gtask *p;
+	double t0 = cpu_s();
+	int forks = 0;
+
+	memset(&st, 0, sizeof(st));
+	CU_ASSERT_FATAL(opd_gtasks_init(&ts, 32768, 1u << 20, &b, &st) == 0);
+	p = opd_gtasks_get(&ts, 1);
+	CU_ASSERT_FATAL(p != NULL);
+	for (uint64_t i = 20000; i > 0 && cpu_s() - t0 < 3; i--) {
+		struct opd_gmap m = { .start = i * 0x2000, .end = i * 0x2000 + 0x1000 };
+
+		opd_gtasks_map(&ts, p, &m);
+	}
+	CU_ASSERT(p->nr == OPD_GTASK_MAX_TASK_MAPS);
+	CU_ASSERT(st.guest_maps_capped == 20000 - OPD_GTASK_MAX_TASK_MAPS);
+	for (uint32_t pid = 2; pid < 1002 && cpu_s() - t0 < 3; pid++, forks++)
+		opd_gtasks_fork(&ts, pid % 16 + 2, 1);
+	CU_ASSERT(forks == 1000);
+	CU_ASSERT(cpu_s() - t0 < 3);
+	/* the copy is the parent's, sorted: lookups work */
+	CU_ASSERT(opd_gtask_find_map(opd_gtasks_find(&ts, 5), 0x2000 * 20000 + 10) != NULL);
+	CU_ASSERT(ts.nr_maps == 17 * (size_t)OPD_GTASK_MAX_TASK_MAPS);
+	/* a FORK is capped by the domain's mappings too */
+	ts.max_maps = ts.nr_maps + 10;
+	opd_gtasks_fork(&ts, 100, 1);
+	CU_ASSERT(opd_gtasks_find(&ts, 100)->nr == 10);
+	opd_gtasks_fini(&ts);
+	CU_ASSERT(b.used == 0);
+}
+
+/* pids that share pid % 4096 (a fork loop gives a guest any it wants)
+ * spread over the buckets. */
+static void test_task_buckets(void)
+{
+	struct opd_gtasks ts;
+	struct opd_gbudget b = { .max = 256u << 20, .capped = &st.guest_bytes_capped };
+	size_t longest = 0;
+
+	memset(&st, 0, sizeof(st));
+	CU_ASSERT_FATAL(opd_gtasks_init(&ts, 32768, 1u << 20, &b, &st) == 0);
+	for (uint32_t k = 1; k <= 4000; k++)
+		CU_ASSERT_FATAL(opd_gtasks_get(&ts, k * (uint32_t)ts.nbuckets) != NULL);
+	for (size_t i = 0; i < ts.nbuckets; i++) {
+		size_t n = 0;
+
+		for (struct opd_gtask *t = ts.b[i]; t; t = t->next)
+			n++;
+		if (n > longest)
+			longest = n;
+	}
+	CU_ASSERT(longest < 32);
+	opd_gtasks_fini(&ts);
+}
+
+/* MODULES resent with new names each time: the names interned for the
+ * domain stop at its image cap (counted), not at memory. */
+static void test_module_names_capped(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_gkernel k;
+	struct dp_ag_table_end e = { 0 };
+	char text[64], dir[64];
+	size_t nr_images = 0;
+	int interned = 0;
+
+	memset(&st, 0, sizeof(st));
+	snprintf(dir, sizeof(dir), "/tmp/test_hostile_k.XXXXXX");
+	CU_ASSERT_FATAL(images != NULL && mkdtemp(dir) != NULL);
+	CU_ASSERT_FATAL(opd_gkern_init(&k, "d", dir, 1u << 20, images, &st) == 0);
+	k.nr_images = &nr_images;
+	k.max_images = 10;
+	/* one known to the daemon already (another domain's): free */
+	CU_ASSERT_FATAL(opd_image_get(images, SFN_KERN, "kvm", 3) != NULL);
+	for (int i = 0; i < 100; i++) {
+		int n = snprintf(text, sizeof(text), "m%d 4096 0 - Live 0xffffffffc%07x\n", i,
+				 i << 12);
+
+		opd_gkern_text(&k, DP_AG_MODULES, text, (size_t)n);
+		opd_gkern_text(&k, DP_AG_MODULES, "kvm 4096 0 - Live 0xffffffffd0000000\n", 37);
+		opd_gkern_end(&k, DP_AG_MODULES, &e);
+	}
+	for (int i = 0; i < 100; i++) {
+		snprintf(text, sizeof(text), "m%d", i);
+		interned += opd_image_find(images, SFN_KERN, text, strlen(text)) != NULL;
+	}
+	CU_ASSERT(interned == 10);
+	CU_ASSERT(nr_images == 10);
+	CU_ASSERT(st.guest_images_capped == 90);
+	opd_gkern_fini(&k);
+	opd_images_free(images);
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Guest times at the ends of their range: no signed overflow (a trap in
+ * this test's build), and the offset is still defined (modulo 2^64). */
+static void test_clock_overflow(void)
+{
+	struct opd_gclock c;
+	struct dp_ag_pong p;
+	uint64_t tok;
+
+	opd_gclock_init(&c);
+	opd_gclock_hello(&c, UINT64_MAX - 5, 1000);
+	tok = opd_gclock_ping(&c, 10);
+	p = (struct dp_ag_pong){ .token = tok, .recv_ns = (1ULL << 63) + 5,
+				 .send_ns = (1ULL << 63) + 6 };
+	CU_ASSERT(opd_gclock_pong(&c, &p, 20) == 0);
+	CU_ASSERT(c.method == OPD_GCLOCK_PING);
+	(void)opd_gclock_guest(&c, UINT64_MAX - 1);
+	tok = opd_gclock_ping(&c, 1ULL << 62);
+	p = (struct dp_ag_pong){ .token = tok, .recv_ns = UINT64_MAX - 1, .send_ns = UINT64_MAX };
+	CU_ASSERT(opd_gclock_pong(&c, &p, (1ULL << 62) + 100) == 0);
+	(void)opd_gclock_guest(&c, 1ULL << 63);
+	opd_gclock_set_exact(&c, INT64_MAX, 5);
+	CU_ASSERT(opd_gclock_guest(&c, UINT64_MAX) == (uint64_t)INT64_MAX - 1);
+}
+
+/* ---- the CPU budget, through two real channels ---- */
+
+static char top[64];
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	CU_ASSERT_FATAL(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(fd, 4) == 0);
+	return fd;
+}
+
+/* HELLO then @nr MMAP frames into one socket buffer. */
+static void send_frames(int fd, unsigned nr)
+{
+	static uint8_t buf[1 << 20];
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 2, .nr_cpus = 1, .clock_id = 1 };
+	struct dp_ag_mmap m = { .pid = 7, .tid = 7, .len = 0x1000, .cpu = DP_AG_CPU_UNKNOWN };
+	size_t len = (size_t)ap_put_hello(buf, sizeof(buf), &h, "6.1", 3);
+	int sz = 4 << 20;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	for (unsigned i = 0; i < nr && len + 200 < sizeof(buf); i++) {
+		m.start = 0x100000 + (uint64_t)i * 0x2000;
+		len += (size_t)ap_put_mmap(buf + len, sizeof(buf) - len, &m, "/bin/x", 6);
+	}
+	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
+}
+
+static void test_cpu_budget(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_guest_limits lim;
+	struct opd_agents *a;
+	struct opd_dom d1, d2;
+	struct opd_guest *g1, *g2;
+	char session[96], p1[96], p2[96];
+	int l1, l2, c1, c2;
+	size_t after_first;
+
+	memset(&st, 0, sizeof(st));
+	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/s", top);
+	snprintf(p1, sizeof(p1), "%s/a.sock", top);
+	snprintf(p2, sizeof(p2), "%s/b.sock", top);
+	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
+	opd_guest_limits_default(&lim);
+	lim.cpu_ns = 1;	/* spent by the first chunk read */
+	a = opd_agents_new(session, &lim, images, &st);
+	CU_ASSERT_FATAL(a != NULL);
+	l1 = listen_at(p1);
+	l2 = listen_at(p2);
+	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "bad", 3), .pid = 1,
+			       .selected = true, .running = true, .esc = "bad", .agent_path = p1 };
+	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "good", 4), .pid = 2,
+			       .selected = true, .running = true, .esc = "good", .agent_path = p2 };
+	g1 = opd_agents_guest(a, &d1);
+	g2 = opd_agents_guest(a, &d2);
+	CU_ASSERT_FATAL(g1 && g2);
+	opd_agents_io(a, NULL, 0, 10 * SEC);	/* connects */
+	c1 = accept4(l1, NULL, NULL, SOCK_CLOEXEC);
+	c2 = accept4(l2, NULL, NULL, SOCK_CLOEXEC);
+	CU_ASSERT_FATAL(c1 >= 0 && c2 >= 0);
+	send_frames(c1, 4000);	/* ~380 KB: many chunks */
+	send_frames(c2, 10);
+	opd_agents_io(a, NULL, 0, 10 * SEC + 1);
+	/* the flood's channel: one chunk, then deferred; the other: all */
+	after_first = opd_guest_nr_maps(g1);
+	CU_ASSERT(after_first > 0 && after_first < 4000);
+	CU_ASSERT(opd_guest_nr_maps(g2) == 10);
+	CU_ASSERT(st.guest_budget_deferred >= 1);
+	CU_ASSERT(opd_guest_dstats(g1)->budget_deferred == 1);
+	/* the same second: nothing more read */
+	opd_agents_io(a, NULL, 0, 10 * SEC + 500 * MS);
+	CU_ASSERT(opd_guest_nr_maps(g1) == after_first);
+	/* the next second: another chunk */
+	opd_agents_io(a, NULL, 0, 11 * SEC + 2);
+	CU_ASSERT(opd_guest_nr_maps(g1) > after_first);
+	CU_ASSERT(opd_guest_nr_maps(g1) < 4000);
+	close(c1);
+	close(c2);
+	close(l1);
+	close(l2);
+	opd_agents_free(a);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Issue 9 item 6: caps per domain identity.  A VM restarted (same UUID,
+ * new QEMU pid) while its old state still drains shares one memory
+ * account with it; another UUID has its own. */
+static void test_identity_cap(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_agents *a;
+	struct opd_dom d1, d2, d3;
+	struct opd_guest *g1, *g2, *g3;
+	char session[96];
+	static uint8_t buf[4096];
+	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 2, .nr_cpus = 1 };
+	struct dp_ag_mmap m = { .pid = 7, .tid = 7, .len = 0x1000, .cpu = DP_AG_CPU_UNKNOWN };
+
+	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
+	CU_ASSERT_FATAL(images && mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/s", top);
+	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
+	a = opd_agents_new(session, NULL, images, &st);
+	CU_ASSERT_FATAL(a != NULL);
+	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm", 2), .pid = 10,
+			       .running = true, .selected = true, .esc = "vm",
+			       .agent_path = "/nonexistent/a", .uuid = "uuid-1" };
+	d2 = d1;
+	d2.pid = 11;		/* restarted */
+	d3 = d1;
+	d3.pid = 12;
+	d3.uuid = "uuid-2";	/* another VM of that name */
+	g1 = opd_agents_guest(a, &d1);
+	g2 = opd_agents_guest(a, &d2);
+	g3 = opd_agents_guest(a, &d3);
+	CU_ASSERT_FATAL(g1 && g2 && g3 && g1 != g2);
+	CU_ASSERT(opd_guest_feed(g1, buf, (size_t)ap_put_hello(buf, sizeof(buf), &h, "x", 1), 1) ==
+		  0);
+	for (unsigned i = 0; i < 100; i++) {
+		m.start = 0x100000 + (uint64_t)i * 0x2000;
+		CU_ASSERT(opd_guest_feed(g1, buf, (size_t)ap_put_mmap(buf, sizeof(buf), &m, "/b", 2),
+					 1) == 0);
+	}
+	CU_ASSERT(opd_guest_bytes(g1) > 0);
+	CU_ASSERT(opd_guest_bytes(g2) == opd_guest_bytes(g1));
+	CU_ASSERT(opd_guest_bytes(g3) < opd_guest_bytes(g1));
+	opd_agents_free(a);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void quiet(enum du_log_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+}
+
+int main(void)
+{
+	CU_pSuite s;
+	unsigned int failed;
+
+	du_log_set(quiet);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("hostile guest", NULL, NULL);
+	CU_add_test(s, "FORK copies in one pass; mappings capped per task", test_fork_linear);
+	CU_add_test(s, "task buckets from a keyed hash", test_task_buckets);
+	CU_add_test(s, "module names count against the image cap", test_module_names_capped);
+	CU_add_test(s, "guest clock values without signed overflow", test_clock_overflow);
+	CU_add_test(s, "a domain past its CPU budget is deferred, others read",
+		    test_cpu_budget);
+	CU_add_test(s, "one memory account per domain identity", test_identity_cap);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	failed = CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,172 @@
+# A hostile guest beside a normal one (issue 9, items 2, 3, 6, 8): domprof
+# in L1 profiles g1, which runs opagent and a busy workload (ratio), and
+# bad, where tests/e2e/hostile-agent speaks the agent protocol on the port
+# instead of opagent.
+#
+# Phase 1 (baseline): bad only burns its CPU.  Phase 2 (attack): bad sends
+# a parent with 131,072 mappings and FORK frames, pids and paths that would
+# share hash buckets, clock values at the ends of their ranges, its own
+# text under the path and build id of a binary g1 runs later (exact-a),
+# junk bytes when the host asks for that image, and FORK frames without
+# end.  Then g1 runs exact-a.  Must hold:
+#  - g1's samples a second in phase 2 are at least 90% of phase 1's;
+#  - each attack is counted: guest_maps_capped, guest_tasks_capped,
+#    guest_images_capped, guest_bad_values, guest_budget_deferred,
+#    guest_hostile_image_mismatch (when bad's upload was asked for);
+#  - g1's copy of exact-a in the image cache is not bad's junk;
+#  - the daemon's VmHWM stays under two domains' memory caps plus 64 MiB,
+#    and bad's state under its cap;
+#  - the daemon kept pinging bad (its longest gap between PINGs < 3 s)
+#    and g1 (its clock stays ping/pong or exact).
+lab_require_kvm
+lab_check_domprof_libs
+t0=$(lab_now)
+S=/var/lib/domprof-lab/hostile
+PHASE=${HOSTILE_PHASE_SECONDS:-30}
+ratio_bin=$STAGE/lab/ratio-static
+victim_bin=$STAGE/lab/exact-a
+hostile_bin=$STAGE/lab/hostile-agent
+opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
+for b in "$ratio_bin" "$victim_bin" "$hostile_bin" "$opagent_bin"; do
+	[ -x "$b" ] || lab_fail "no $b staged"
+done
+stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1" 2>/dev/null; }
+wait_console() {	# GUEST PATTERN SECONDS
+	local i
+	for i in $(seq 1 "$3"); do
+		grep -q "$2" "$RESULTS/$1.console" 2>/dev/null && return 0
+		sleep 1
+	done
+	return 1
+}
+
+rm -rf /tmp/share-g1 /tmp/share-bad
+mkdir -p /tmp/share-g1 /tmp/share-bad
+cp "$ratio_bin" /tmp/share-g1/ratio
+cp "$victim_bin" /tmp/share-g1/exact-a
+cp "$opagent_bin" /tmp/share-g1/opagent
+cp "$hostile_bin" /tmp/share-bad/hostile-agent
+cp "$victim_bin" /tmp/share-bad/exact-a	# its build id, not run
+cat >/tmp/share-g1/work.sh <<EOF
+w() { i=0; while [ ! -e /share/\$1 ] && [ \$i -lt 3000 ]; do sleep 0.2; i=\$((i + 1)); done; }
+w go1; /share/ratio $PHASE 70 >/dev/null; echo "G1-PHASE1-DONE"
+w go2; /share/ratio $PHASE 70 >/dev/null; echo "G1-PHASE2-DONE"
+w go3; /share/exact-a 3 50; echo "G1-VICTIM-DONE"
+exec sleep 100000
+EOF
+cat >/tmp/share-bad/work.sh <<EOF
+w() { i=0; while [ ! -e /share/\$1 ] && [ \$i -lt 3000 ]; do sleep 0.2; i=\$((i + 1)); done; }
+w go1; /share/hostile-agent busy $PHASE
+w go2; /share/hostile-agent attack $((PHASE + 30)) /share/exact-a
+echo "BAD-DONE"
+exec sleep 100000
+EOF
+
+LAB_GUEST_SHARE=/tmp/share-g1 LAB_GUEST_AGENT=/share/opagent \
+	start_guest g1 6b1b1d6e-0000-4000-8000-0000000000c1 script
+LAB_GUEST_SHARE=/tmp/share-bad start_guest bad 6b1b1d6e-0000-4000-8000-0000000000c2 script
+wait_guest_booted g1
+wait_guest_booted bad
+timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
+for i in $(seq 1 120); do
+	grep -q "domain g1: agent state complete" "$S/oprofiled.log" 2>/dev/null && break
+	sleep 1
+done
+grep -q "domain g1: agent state complete" "$S/oprofiled.log" || lab_fail "g1's agent did not connect"
+dpid=$(pidof oprofiled | awk '{ print $NF }')
+[ -n "$dpid" ] || lab_fail "no oprofiled"
+
+# one phase: its flag, g1's end marker; RATE: g1's samples a second over it
+phase() {
+	local flag=$1 done=$2 a b t1 t2
+	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
+	a=$(stat_of "$S/domains/g1/stats" samples_received)
+	t1=$(lab_now)
+	touch "/tmp/share-g1/$flag" "/tmp/share-bad/$flag"
+	wait_console g1 "$done" $((PHASE * 6 + 60)) || lab_fail "g1's $done did not come"
+	t2=$(lab_now)
+	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
+	b=$(stat_of "$S/domains/g1/stats" samples_received)
+	RATE=$(awk -v a="${a:-0}" -v b="${b:-0}" -v t1="$t1" -v t2="$t2" \
+		'BEGIN { printf "%.1f", (b - a) / (t2 - t1) }')
+	lab_log "$flag: g1 samples $a -> $b over $t1 .. $t2"
+}
+phase go1 G1-PHASE1-DONE
+rate1=$RATE
+lab_log "phase 1 (bad only busy): g1 $rate1 samples/s"
+rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
+phase go2 G1-PHASE2-DONE
+rate2=$RATE
+lab_log "phase 2 (bad attacks): g1 $rate2 samples/s"
+uploaded=0
+wait_console bad HOSTILE-UPLOADED 60 && uploaded=1
+touch /tmp/share-g1/go3
+wait_console g1 G1-VICTIM-DONE 120 || lab_fail "g1's exact-a did not finish"
+sleep 4
+wait_console bad "HOSTILE pings" $((PHASE + 90)) || lab_log "note: no HOSTILE summary line from bad"
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$dpid/status")
+rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
+kill -0 "$dpid" || lab_fail "oprofiled died"
+timeout 60 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
+cp "$S/stats" "$RESULTS/stats.txt"
+cp "$S/domains/g1/stats" "$RESULTS/g1-stats.txt" 2>/dev/null || true
+cp "$S/domains/bad/stats" "$RESULTS/bad-stats.txt" 2>/dev/null || true
+cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"
+cat "$S/domains/g1/images" >"$RESULTS/g1-images.txt" 2>/dev/null || true
+( cd "$S" && find images -type f | sort ) >"$RESULTS/image-files.txt"
+
+hline=$(grep -m1 "HOSTILE pings" "$RESULTS/bad.console" || true)
+hv() { echo "$hline" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+gap=$(hv max_ping_gap_ms)
+victim_entry=$(awk -F'\t' '$2 == "/share/exact-a" { print $1 }' "$S/domains/g1/images" 2>/dev/null | head -n 1)
+poisoned=0
+[ -n "$victim_entry" ] && grep -q DOMPROF-POISON "$S/$victim_entry" && poisoned=1
+cap_kb=$(( 64 * 1024 ))
+bad_bytes=$(stat_of "$S/domains/bad/stats" bytes)
+for k in guest_maps_capped guest_tasks_capped guest_images_capped guest_bad_values \
+	guest_budget_deferred guest_budget_spent_ns guest_hostile_image_mismatch \
+	agent_closed_bad samples_lost guest_queue_overflow; do
+	lab_summary "$k" "$(stat_of "$S/stats" "$k")"
+done
+lab_summary g1_rate_baseline "$rate1"
+lab_summary g1_rate_attacked "$rate2"
+lab_summary daemon_vmrss_kb_before_attack "$rss0"
+lab_summary daemon_vmrss_kb_end "$rss"
+lab_summary daemon_vmhwm_kb "$hwm"
+lab_summary bad_state_bytes "$bad_bytes"
+lab_summary bad_budget_deferred "$(stat_of "$S/domains/bad/stats" budget_deferred)"
+lab_summary g1_budget_deferred "$(stat_of "$S/domains/g1/stats" budget_deferred)"
+lab_summary bad_pings "$(hv pings)"
+lab_summary bad_max_ping_gap_ms "${gap:-none}"
+lab_summary bad_image_requests "$(hv requests)"
+lab_summary bad_uploaded "$uploaded"
+lab_summary g1_victim_entry "${victim_entry:-none}"
+lab_summary g1_victim_poisoned "$poisoned"
+lab_summary g1_clock "$(stat_of "$S/domains/g1/stats" clock_method)"
+
+fail=0
+chk() { awk "BEGIN { exit !($1) }" || { lab_log "FAIL: $2"; fail=1; }; }
+chk "$rate2 >= 0.9 * $rate1 && $rate1 > 0" "g1's rate $rate2/s under attack vs $rate1/s without"
+for k in guest_maps_capped guest_tasks_capped guest_images_capped guest_bad_values guest_budget_deferred; do
+	chk "$(stat_of "$S/stats" "$k") + 0 > 0" "$k not counted"
+done
+if [ $uploaded = 1 ]; then
+	chk "$(stat_of "$S/stats" guest_hostile_image_mismatch) + 0 > 0" "bad's upload not counted as a mismatch"
+else
+	lab_log "FAIL: the host never asked bad for its claimed image (poisoning not exercised)"
+	fail=1
+fi
+[ $poisoned = 0 ] || { lab_log "FAIL: g1's exact-a in the cache is bad's junk"; fail=1; }
+[ -n "$victim_entry" ] || lab_log "note: g1's exact-a has no image map entry"
+chk "${hwm:-999999999} < 2 * $cap_kb + 65536" "daemon VmHWM ${hwm} kB over two domains' caps + 64 MiB"
+chk "${bad_bytes:-999999999} <= 64 * 1048576" "bad's state ${bad_bytes} bytes over its cap"
+chk "${gap:-999999} < 3000" "the daemon stopped pinging bad for ${gap:-?} ms"
+case "$(stat_of "$S/domains/g1/stats" clock_method)" in
+ping|tsc) ;;
+*) lab_log "FAIL: g1's clock is $(stat_of "$S/domains/g1/stats" clock_method)"; fail=1 ;;
+esac
+stop_guest g1
+stop_guest bad
+lab_summary scenario_s "$(lab_since "$t0")"
+[ $fail -eq 0 ] || lab_fail "see above"
+lab_log "PASS: g1 $rate2/s under attack vs $rate1/s; each attack counted; ping gap ${gap} ms; VmHWM ${hwm} kB"
