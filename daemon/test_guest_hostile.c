@@ -236,9 +236,9 @@ static void test_cpu_budget(void)
 	CU_ASSERT_FATAL(a != NULL);
 	l1 = listen_at(p1);
 	l2 = listen_at(p2);
-	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "bad", 3), .pid = 1,
+	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "bad", 3), .pid = getpid(),
 			       .selected = true, .running = true, .esc = "bad", .agent_path = p1 };
-	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "good", 4), .pid = 2,
+	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "good", 4), .pid = getpid(),
 			       .selected = true, .running = true, .esc = "good", .agent_path = p2 };
 	g1 = opd_agents_guest(a, &d1);
 	g2 = opd_agents_guest(a, &d2);

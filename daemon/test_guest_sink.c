@@ -258,9 +258,9 @@ static void test_guest_chain(void)
 	fd = accept(fx.lfd, NULL, NULL);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
-	CU_ASSERT(raw_put_task(fx.w, 4000, 4001) == 0);
+	CU_ASSERT(raw_put_task(fx.w, (uint32_t)getpid(), (uint32_t)getpid() + 1) == 0);
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
-	CU_ASSERT(raw_put_domain(fx.w, 4000, 0) == 0);
+	CU_ASSERT(raw_put_domain(fx.w, (uint64_t)getpid(), 0) == 0);
 	for (int i = 0; i < 3; i++) {
 		CU_ASSERT(raw_put_callchain(fx.w, 2, 1, DP_RAW_CC_GUEST, fr) == 0);
 		CU_ASSERT(raw_put_sample(fx.w, KTEXT + 0x123, 0) == 0);
