@@ -62,10 +62,7 @@ step "host end-to-end: privsep worker unprivileged under seccomp, profile whole"
 lab_checks="smoke libvirt"
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
-# exact (issue 8, the perf collector's clock) is not here: it has not yet
-# met its 2% bar in the TCG lab (doc/clock.md); run it by hand
-# (tests/lab/run.sh exact).  kmod-exact runs the same workload with kmod.
-lab_tests="agent domains kmod kmod-compare kmod-exact libvirt-domprof"
+lab_tests="agent domains exact kmod kmod-compare kmod-exact libvirt-domprof"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"

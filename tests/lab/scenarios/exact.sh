@@ -153,7 +153,11 @@ phase() {
 	lab_summary "phase${ph}_exact_a_one" "measured $meas_a% domprof $dp_a% ($a_one/$a_two) diff $a_diff"
 	lab_summary "phase${ph}_exact_b_one" "measured $meas_b% domprof $dp_b% ($b_one/$b_two) diff $b_diff"
 	lab_summary "phase${ph}_ambiguous" "$(awk '$1 == "guest_user_ambiguous" { print $2 }' "$S/stats")"
-	lab_summary "phase${ph}_status_clock" "$(grep -m1 -E "domain ge: .*(correlation|clock)" "$RESULTS/status$ph.txt" | sed 's/^ *//')"
+	st_clock=$(grep -m1 -E "^ +ge +.*clock" "$RESULTS/status$ph.txt" | sed 's/^ *//')
+	lab_summary "phase${ph}_status_clock" "$st_clock"
+	# opcontrol --status names the method and its uncertainty per domain
+	echo "$st_clock" | grep -qE "clock (tsc|ping) \+/-[0-9.]+ ms" ||
+		lab_fail "phase $ph: opcontrol --status shows no clock method and uncertainty for ge"
 	lab_summary "phase${ph}_ge_clock" "$(grep -E '^clock_' "$RESULTS/ge-stats$ph.txt" 2>/dev/null | tr '\n' ' ')"
 	lab_summary "phase${ph}_kvmtsc" "$(grep -m1 'KVM TSC of pid' "$RESULTS/oprofiled$ph.log" | sed 's/.*info: //')"
 	if [ -n "$perf_pid" ] && [ -s "/tmp/perf$ph.data" ]; then
