@@ -9,16 +9,23 @@ cd "$top"
 lab=1
 [ "${1:-}" = --no-lab ] && lab=0
 
-passed=0 failed=0 failures=()
+passed=0 failed=0 failures=() failure_logs=()
 checks_passed=0 checks_failed=0
+steplogs=$(mktemp -d "${TMPDIR:-/tmp}/domprof-test-steps.XXXXXX")
+# Each step's output goes to the terminal and to its own log, so the end
+# of this script can repeat why a step failed: a CI log that shows only
+# its last lines still names the cause.
 step() {
 	local name=$1; shift
+	local log
+	log=$steplogs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '-').log
 	echo "=== $name"
 	local t0=$SECONDS
-	if "$@"; then
+	if "$@" 2>&1 | tee "$log"; then
 		passed=$((passed + 1)); echo "=== $name: PASS ($((SECONDS - t0)) s)"
 	else
-		failed=$((failed + 1)); failures+=("$name"); echo "=== $name: FAIL ($((SECONDS - t0)) s)"
+		failed=$((failed + 1)); failures+=("$name"); failure_logs+=("$log")
+		echo "=== $name: FAIL ($((SECONDS - t0)) s)"
 	fi
 }
 # A check of the test environment, not of domprof: reported like a step but
@@ -74,6 +81,10 @@ if [ $lab = 1 ]; then
 	step "lab: demo views (flame graph, pprof vs opreport)" tests/lab/lab-views.sh --stage "$build/stage"
 	echo "lab self-checks: $checks_passed passed, $checks_failed failed"
 fi
+for i in "${!failures[@]}"; do
+	echo "--- why '${failures[$i]}' failed: its last 60 lines (${failure_logs[$i]})"
+	tail -n 60 "${failure_logs[$i]}"
+done
 [ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
 echo "tests: $passed passed, $failed failed"
 [ $failed -eq 0 ] && [ $checks_failed -eq 0 ]
