@@ -20,7 +20,7 @@ static const char *const known_keys[] = {
 	"unresolved_no_mapping", "unresolved_kernel", "unresolved_no_task", "unresolved_bad_event",
 	"stream_unknown_records", "stream_bad_records", "processes_seen", "sample_files",
 	"unresolved_no_domain", "domains_seen", "domains_running", "samples_vmm",
-	"samples_domain_unselected", "guest_user_ambiguous",
+	"samples_domain_unselected", "guest_user_ambiguous", "guest_user_past_timeline",
 };
 
 static bool is_known(const char *key)
@@ -182,6 +182,9 @@ static void print_guest_user(FILE *out, const struct du_kv *s)
 	if (all && du_kv_get_u64(s, "guest_user_ambiguous", &u))
 		fprintf(out, "  guest-user samples within a clock uncertainty of a switch"
 			" (ambiguous): %.2f%% (%" PRIu64 ")\n", 100.0 * (double)u / (double)all, u);
+	if (all && du_kv_get_u64(s, "guest_user_past_timeline", &u))
+		fprintf(out, "  guest-user samples placed past the agent's last switch"
+			" (hold ended): %.2f%% (%" PRIu64 ")\n", 100.0 * (double)u / (double)all, u);
 }
 
 static void print_other(FILE *out, const struct ctl_status *st)

@@ -846,12 +846,19 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 		    struct opd_guest_sample *out, struct opd_guest_res *r)
 {
 	const struct opd_guest_sample *s = opd_ghold_oldest(&g->hold);
-
 	uint64_t hold = g->has_agent ? OPD_GUEST_HOLD_NS : OPD_GUEST_HOLD_NOAGENT_NS;
+	bool is_ready;
 
-	if (!s || (!all && !ready(g, s) && host_ns - s->host_ns < hold))
+	if (!s)
+		return false;
+	is_ready = ready(g, s);
+	if (!all && !is_ready && host_ns - s->host_ns < hold)
 		return false;
 	take(g, s, out, r);
+	/* placed by the last switch known, though the agent's stream had not
+	 * passed the sample's time: a guess if the agent lags (doc/clock.md) */
+	g->st->guest_user_past_timeline += !is_ready && r->resolved && !s->asid &&
+					   r->mode != DP_MODE_GUEST_KERNEL && g->has_agent;
 	opd_ghold_pop(&g->hold);
 	return true;
 }

@@ -48,6 +48,7 @@
 	X(guest_user_resolved_vdso)			\
 	X(guest_user_before_timeline)			\
 	X(guest_user_ambiguous)			\
+	X(guest_user_past_timeline)		\
 	X(guest_owner_scans_capped)			\
 	X(guest_user_unresolved_no_agent)			\
 	X(guest_user_unresolved_no_clock)			\

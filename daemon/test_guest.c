@@ -333,6 +333,34 @@ static void test_hold(void)
 	opd_guest_free(g);
 }
 
+/* A sample the agent's stream has passed is placed by the timeline; one
+ * it has not passed when the hold ends is placed by the last switch known,
+ * and counted as such (guest_user_past_timeline). */
+static void test_hold_past_timeline(void)
+{
+	struct opd_guest *g = guest("late", NULL);
+	struct opd_guest_sample s = { .host_ns = 150 * MS, .pc = 0x400010, .vcpu = 0,
+				      .mode = DP_MODE_GUEST_USER };
+
+	CU_ASSERT_FATAL(g != NULL);
+	hello(g, 1000 * MS, 0);
+	clock_sync(g, 10 * MS, 10 * MS, 1000 * MS);
+	mmap_(g, 100, 0x400000, 0x10000, 0, 1, "/bin/a", 6, 0xaa);
+	sw(g, 0, 1000 * MS, 0, 100);
+	defer(g, &s);
+	sw(g, 0, 1300 * MS, 100, 0);
+	CU_ASSERT(drain(g, 160 * MS, false) == 1);
+	CU_ASSERT(st.guest_user_past_timeline == 0);
+	sw(g, 0, 1400 * MS, 0, 100);
+	s.host_ns = 500 * MS;
+	defer(g, &s);
+	CU_ASSERT(drain(g, 500 * MS + OPD_GUEST_HOLD_NS - 1, false) == 0);
+	CU_ASSERT(drain(g, 500 * MS + OPD_GUEST_HOLD_NS, false) == 1);
+	CU_ASSERT(st.guest_user_past_timeline == 1);
+	CU_ASSERT(st.guest_user_resolved >= 2);
+	opd_guest_free(g);
+}
+
 /* With no agent heard (a channel nothing answers on), samples wait only
  * the short hold: no sideband is coming; an agent's HELLO brings the
  * full hold back. */
@@ -776,6 +804,7 @@ WRAP(test_tie_break)
 WRAP(test_kernel)
 WRAP(test_hold)
 WRAP(test_hold_no_agent)
+WRAP(test_hold_past_timeline)
 WRAP(test_kernel_early)
 WRAP(test_owner_budget)
 WRAP(test_bad_frames)
@@ -792,6 +821,7 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "guest kernel and modules", test_kernel_w);
 	CU_add_test(s, "held samples", test_hold_w);
 	CU_add_test(s, "short hold with no agent heard", test_hold_no_agent_w);
+	CU_add_test(s, "a hold that ends before the timeline is counted", test_hold_past_timeline_w);
 	CU_add_test(s, "kernel samples placed before the whole symbol table", test_kernel_early_w);
 	CU_add_test(s, "owner scans within a budget", test_owner_budget_w);
 	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);

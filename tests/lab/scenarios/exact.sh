@@ -153,6 +153,9 @@ phase() {
 	lab_summary "phase${ph}_exact_a_one" "measured $meas_a% domprof $dp_a% ($a_one/$a_two) diff $a_diff"
 	lab_summary "phase${ph}_exact_b_one" "measured $meas_b% domprof $dp_b% ($b_one/$b_two) diff $b_diff"
 	lab_summary "phase${ph}_ambiguous" "$(awk '$1 == "guest_user_ambiguous" { print $2 }' "$S/stats")"
+	# placed after the hold ended, before the agent's stream passed them
+	lab_summary "phase${ph}_past_timeline" "$(awk '$1 == "guest_user_past_timeline" { print $2 }' "$S/stats")"
+	lab_summary "phase${ph}_guest_user_stats" "$(grep -E '^guest_(user|queue|budget)' "$S/stats" | tr '\n' ' ')"
 	st_clock=$(grep -m1 -E "^ +ge +.*clock" "$RESULTS/status$ph.txt" | sed 's/^ *//')
 	lab_summary "phase${ph}_status_clock" "$st_clock"
 	# opcontrol --status names the method and its uncertainty per domain
