@@ -250,12 +250,7 @@ int rep_archive_main(int argc, char **argv)
 	}
 	/* Which binaries: the groups are enough, no need to symbolize. */
 	o.symbols = false;
-	images = rep_images_new(&o);
-	if (!images) {
-		du_err("out of memory");
-		goto out;
-	}
-	if (rep_collect(&o, images, &p))
+	if (rep_view_load(&o, &images, &p))
 		goto out;
 	if (args.tarball) {
 		if (asprintf(&dir, "%s.tmpXXXXXX", args.tarball) < 0 || !mkdtemp(dir)) {

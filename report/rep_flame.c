@@ -668,12 +668,7 @@ int rep_flame_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out;
 	}
-	images = rep_images_new(&o);
-	if (!images) {
-		du_err("out of memory");
-		goto out;
-	}
-	if (rep_collect(&o, images, &p))
+	if (rep_view_load(&o, &images, &p))
 		goto out;
 	if (args.event) {
 		for (cls = 0; cls < p->nclasses && strcmp(p->classes[cls].event, args.event); cls++)

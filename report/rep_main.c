@@ -11,6 +11,7 @@
 #include "rep_main.h"
 #include "rep_opts.h"
 #include "rep_output.h"
+#include "rep_view.h"
 #include "util/du_kv.h"
 #include "util/du_log.h"
 
@@ -72,13 +73,8 @@ int rep_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out_opts;
 	}
-	images = rep_images_new(&o);
-	if (!images) {
-		du_err("out of memory");
-		goto out_opts;
-	}
-	if (rep_collect(&o, images, &p))
-		goto out_images;
+	if (rep_view_load(&o, &images, &p))
+		goto out_profile;
 	if (o.flamegraph) {
 		/* OProfile's spelling of opflame -o FILE: the SVG, no text */
 		status = rep_flame_write_file(&o, images, p, 0, o.flamegraph) ? 1 : 0;
@@ -89,7 +85,6 @@ int rep_main(int argc, char **argv)
 out_profile:
 	free(collector);
 	rep_profile_free(p);
-out_images:
 	rep_images_free(images);
 out_opts:
 	rep_opts_release(&o);

@@ -629,12 +629,7 @@ int rep_pprof_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out;
 	}
-	images = rep_images_new(&o);
-	if (!images) {
-		du_err("out of memory");
-		goto out;
-	}
-	if (rep_collect(&o, images, &p))
+	if (rep_view_load(&o, &images, &p))
 		goto out;
 	rc = rep_pprof_pack(&o, images, p, &buf, &len);
 	if (!rc)

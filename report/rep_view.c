@@ -11,9 +11,23 @@
 #include <unistd.h>
 
 #include "rep_collect.h"
+#include "rep_image.h"
 #include "rep_opts.h"
 #include "rep_spec.h"
 #include "rep_view.h"
+#include "util/du_log.h"
+
+int rep_view_load(const struct rep_opts *o, struct rep_images **images,
+		  struct rep_profile **p)
+{
+	*p = NULL;
+	*images = rep_images_new(o);
+	if (!*images) {
+		du_err("out of memory");
+		return -1;
+	}
+	return rep_collect(o, *images, p) ? -1 : 0;
+}
 
 int rep_view_add_image_path(struct rep_opts *o, const char *list)
 {

@@ -87,6 +87,15 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
 		   void *ctx, void (*usage)(FILE *f));
 
+/* The binaries table and the profile @o selects (rep_collect), for a view
+ * or opreport: 0, or -1 with the reason already said.  Free *@p and
+ * *@images (either may be set on failure) with rep_profile_free and
+ * rep_images_free. */
+struct rep_images;
+struct rep_profile;
+int rep_view_load(const struct rep_opts *o, struct rep_images **images,
+		  struct rep_profile **p);
+
 /* The usage lines of the shared options, for a view's usage(). */
 extern const char rep_view_common_usage[];
 
