@@ -140,26 +140,14 @@ static void guest_samples(int n)
 	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
 }
 
-static int key_cb(void *ctx, uint64_t key, uint64_t count)
-{
-	if (key == 0x401000)
-		*(uint64_t *)ctx += count;
-	return 0;
-}
-
 static int64_t guest_count(void)
 {
 	char path[512];
-	struct odb *db;
-	uint64_t n = 0;
+	uint64_t n;
 
 	tp_pathf(path, sizeof(path), "%s/samples/current/" GUEST_USER
 		 "/CPU_CLK_UNHALTED.100000.0.all.all.all", fx.session);
-	if (odb_open(&db, path, ODB_RDONLY, NULL))
-		return -1;
-	odb_foreach(db, key_cb, &n);
-	odb_close(db);
-	return (int64_t)n;
+	return odb_read_count(path, 0x401000, &n) ? -1 : (int64_t)n;
 }
 
 static void set_profile(virDomainPtr dom, bool on)

@@ -172,34 +172,16 @@ static void samples(uint64_t pc, int n)
 		CU_ASSERT(raw_put_sample(fx.w, pc, 0) == 0);
 }
 
-struct keycount {
-	uint64_t key, count;
-};
-
-static int key_cb(void *ctx, uint64_t key, uint64_t count)
-{
-	struct keycount *kc = ctx;
-
-	if (key == kc->key)
-		kc->count += count;
-	return 0;
-}
-
 /* Count of @key in the sample file at @rel (below samples/current/, the
  * event part appended); -1 if the file does not exist or open. */
 static int64_t count_in(const char *rel, uint64_t key)
 {
 	char path[512];
-	struct odb *db;
-	struct keycount kc = { key, 0 };
+	uint64_t n;
 
 	tp_pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
 	      fx.session, rel);
-	if (odb_open(&db, path, ODB_RDONLY, NULL))
-		return -1;
-	odb_foreach(db, key_cb, &kc);
-	odb_close(db);
-	return (int64_t)kc.count;
+	return odb_read_count(path, key, &n) ? -1 : (int64_t)n;
 }
 
 static uint64_t stat_key(const char *key)

@@ -151,33 +151,15 @@ static void agent_says_hello(int fd)
 	CU_ASSERT(n > 0 && send(fd, buf, (size_t)n, 0) == n);
 }
 
-struct keycount {
-	uint64_t key, count;
-};
-
-static int key_cb(void *ctx, uint64_t key, uint64_t count)
-{
-	struct keycount *kc = ctx;
-
-	if (key == kc->key)
-		kc->count += count;
-	return 0;
-}
-
 /* Count of @key in the sample file @rel; -1 if it cannot be opened. */
 static int64_t count_in(const char *rel, uint64_t key)
 {
 	char path[512];
-	struct odb *db;
-	struct keycount kc = { key, 0 };
+	uint64_t n;
 
 	tp_pathf(path, sizeof(path), "%s/samples/current/%s/CPU_CLK_UNHALTED.100000.0.all.all.all",
 		 fx.session, rel);
-	if (odb_open(&db, path, ODB_RDONLY, NULL))
-		return -1;
-	odb_foreach(db, key_cb, &kc);
-	odb_close(db);
-	return (int64_t)kc.count;
+	return odb_read_count(path, key, &n) ? -1 : (int64_t)n;
 }
 
 /* Value of @key in SESSION/domains/web/stats, or "". */

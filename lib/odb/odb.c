@@ -498,6 +498,35 @@ uint64_t odb_total(const struct odb *db)
 	return db->total;
 }
 
+uint64_t odb_count(const struct odb *db, uint64_t key)
+{
+	uint64_t i, n = 0;
+
+	if (db->buckets) {
+		for (uint32_t b = db->buckets[odb_hash(key, db->shift)]; b; b = db->nodes[b - 1].next)
+			if (db->nodes[b - 1].key == key)
+				return db->nodes[b - 1].count;
+		return 0;
+	}
+	/* a key is in one node only, but a reader checks nothing of that */
+	for (i = 0; i < db->committed; i++)
+		if (db->nodes[i].key == key)
+			n += db->nodes[i].count;
+	return n;
+}
+
+int odb_read_count(const char *path, uint64_t key, uint64_t *count)
+{
+	struct odb *db;
+	int rc = odb_open(&db, path, ODB_RDONLY, NULL);
+
+	if (rc)
+		return rc;
+	*count = odb_count(db, key);
+	odb_close(db);
+	return 0;
+}
+
 int odb_foreach(const struct odb *db, int (*fn)(void *ctx, uint64_t key, uint64_t count), void *ctx)
 {
 	uint64_t i;

@@ -69,6 +69,13 @@ uint64_t odb_nr_keys(const struct odb *db);
 /* Sum of all counts. */
 uint64_t odb_total(const struct odb *db);
 
+/* The count of @key (0 when absent): by the index for a writer, by a scan
+ * of the nodes for a reader (readers keep no index). */
+uint64_t odb_count(const struct odb *db, uint64_t key);
+/* The count of @key in the file at @path, opened read-only for the look:
+ * 0 or -errno from odb_open. */
+int odb_read_count(const char *path, uint64_t key, uint64_t *count);
+
 /* Calls @fn for every (key, count) in insertion order; stops at the first
  * nonzero return and returns it. */
 int odb_foreach(const struct odb *db, int (*fn)(void *ctx, uint64_t key, uint64_t count), void *ctx);

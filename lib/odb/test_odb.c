@@ -133,10 +133,24 @@ static void test_basic(void)
 	CU_ASSERT_EQUAL(odb_add(db, UINT64_MAX, 1ULL << 40), 0);
 	CU_ASSERT_EQUAL(odb_nr_keys(db), 4);
 	CU_ASSERT_EQUAL(odb_total(db), 8 + (1ULL << 40));
+	CU_ASSERT_EQUAL(odb_count(db, 0x1000), 3);
+	CU_ASSERT_EQUAL(odb_count(db, UINT64_MAX), 1ULL << 40);
+	CU_ASSERT_EQUAL(odb_count(db, 0x3000), 0);
 	CU_ASSERT_EQUAL(odb_sync(db), 0);
 	d = odb_get_desc(db);
 	CU_ASSERT_STRING_EQUAL(d->event, "CPU_CLK_UNHALTED");
 	odb_close(db);
+	{
+		uint64_t c = 7;
+
+		CU_ASSERT_EQUAL(odb_read_count(path, 0x2000, &c), 0);
+		CU_ASSERT_EQUAL(c, 5);
+		CU_ASSERT_EQUAL(odb_read_count(path, 0x1000, &c), 0);
+		CU_ASSERT_EQUAL(c, 3);
+		CU_ASSERT_EQUAL(odb_read_count(path, 0x3000, &c), 0);
+		CU_ASSERT_EQUAL(c, 0);
+		CU_ASSERT_EQUAL(odb_read_count(tpath("absent"), 0x1000, &c), -ENOENT);
+	}
 
 	CU_ASSERT_EQUAL_FATAL(dump_file(path, &dp, &total), 0);
 	CU_ASSERT_EQUAL_FATAL(dp.n, 4);
