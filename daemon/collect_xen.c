@@ -33,9 +33,9 @@ struct cx_engine {
 	struct cx_dom *list;	/* CX_MAX_DOMS, reused by rescan */
 	struct cx_stats st;
 	/* context last written to the stream, to skip repeats */
-	uint64_t cur_dom;
+	uint64_t cur_dom, cur_asid;
 	uint32_t cur_vcpu, cur_mode;
-	bool cur_valid;
+	bool cur_valid, asid_valid;
 };
 
 struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns)
@@ -138,6 +138,9 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 		   const struct cx_ctx *c, uint64_t count)
 {
 	uint32_t mode = c->kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+	/* the page-table root names the address space: the low bits (PCID,
+	 * flags) and the no-flush bit 63 are not part of it */
+	uint64_t asid = c->cr3 & CX_CR3_MASK;
 	int rc = 0;
 
 	if (!e->cur_valid || e->cur_dom != domid || e->cur_vcpu != vcpu) {
@@ -152,6 +155,11 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 	}
 	if (!rc && (!e->cur_valid || e->cur_mode != mode))
 		rc = raw_put_mode(w, mode);
+	if (!rc && (!e->cur_valid || !e->asid_valid || e->cur_asid != asid)) {
+		rc = raw_put_asid(w, asid);
+		e->cur_asid = asid;
+		e->asid_valid = !rc;
+	}
 	if (rc)
 		return rc;
 	e->cur_mode = mode;

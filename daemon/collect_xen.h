@@ -14,7 +14,9 @@
  *
  * The stream: the TIMER event (count = the period in ns of CPU time), and
  * per sample a DOMAIN record (key_ns DP_DOMKEY_XEN_DOMID, key = domid,
- * vcpu) and a MODE record (guest kernel or user) when they change.
+ * vcpu), a MODE record (guest kernel or user) and an ASID record (the
+ * vCPU's CR3 with CX_CR3_MASK: the guest address space, as the kmod
+ * collector gives it, doc/guest-asid.md) when they change.
  *
  * The sampling logic reads Xen through a source interface, so the unit
  * test drives it with a fake hypervisor (test_collect_xen.c).
@@ -34,6 +36,9 @@ struct cx_dom {
 	unsigned int nr_vcpus;
 	bool hvm;
 };
+
+/* The bits of CR3 that name an address space (no PCID, no flags). */
+#define CX_CR3_MASK 0x000ffffffffff000ull
 
 /* A vCPU's context at a look. */
 struct cx_ctx {
