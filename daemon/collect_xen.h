@@ -86,6 +86,14 @@ struct cx_stats {
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 
+/* Per domain listed now: the vCPU time Xen counted for it since the
+ * engine first looked at it, and the samples emitted for it. */
+struct cx_dom_use {
+	uint32_t domid;
+	uint64_t used_ns, samples;
+};
+size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t max);
+
 /* --collector=xen; only built with HAVE_XEN (configure found libxen). */
 struct opd_collector_ops;
 extern const struct opd_collector_ops opd_collector_xen;

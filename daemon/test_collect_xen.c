@@ -208,6 +208,19 @@ static void test_busy_idle(void)
 	CU_ASSERT_EQUAL(t.last_ns, DP_DOMKEY_XEN_DOMID);
 	/* the idle vCPU cost a look each time but no context read */
 	CU_ASSERT_EQUAL(r.f.ctx_reads, 150);
+	/* Xen's time of each domain over the run, with its samples */
+	{
+		struct cx_dom_use u[4];
+
+		CU_ASSERT_EQUAL_FATAL(cx_engine_usage(r.e, u, 4), 2);
+		CU_ASSERT_EQUAL(u[0].domid, 1);
+		CU_ASSERT_EQUAL(u[0].used_ns, 0);
+		CU_ASSERT_EQUAL(u[0].samples, 0);
+		CU_ASSERT_EQUAL(u[1].domid, 2);
+		CU_ASSERT_EQUAL(u[1].used_ns, 150 * MS);
+		CU_ASSERT_EQUAL(u[1].samples, 150);
+		CU_ASSERT_EQUAL(cx_engine_usage(r.e, u, 1), 1);
+	}
 	rig_down(&r);
 }
 

@@ -111,6 +111,20 @@ lab_log "web: $sw samples = $(awk -v s="$sw" 'BEGIN { printf "%.1f", s / 1000 }'
 awk -v s="$sw" -v o="$web_s" -v i="$inner_s" 'BEGIN {
 	s /= 1000; exit !(s <= o * 1.02 + 0.2 && s >= i * 0.98 - 0.2) }' ||
 	lab_fail "web's sampled time is not within Xen's accounting over the inner and outer windows"
+# The collector's own report of Xen's counters over its run: each
+# domain's samples are its vCPU time in ms, less under 1 ms per vCPU
+# carried (the guests have one vCPU; the time is printed to the ms, so
+# -0.5 < ms - samples < 1.5); and what went to dom0 and to Xen itself.
+grep "xen collector: over" "$RESULTS/oprofiled.log" | sed 's/.*xen collector: //' |
+	tee "$RESULTS/xen-usage.txt"
+grep -q "xen collector: over" "$RESULTS/oprofiled.log" ||
+	lab_fail "the xen collector did not report Xen's accounting of the run"
+sed -n 's/.*xen collector: domain \([0-9]*\): \([0-9.]*\) s of vCPU time.*, \([0-9]*\) samples/\1 \2 \3/p' \
+	"$RESULTS/oprofiled.log" >"$RESULTS/xen-domain-usage.txt"
+[ -s "$RESULTS/xen-domain-usage.txt" ] || lab_fail "no per-domain usage from the xen collector"
+awk '{ d = $2 * 1000 - $3; if (d <= -0.5 || d >= 1.5) { print "domain " $1 ": " $3 " samples for " $2 " s"; bad = 1 } }
+     END { exit bad }' "$RESULTS/xen-domain-usage.txt" ||
+	lab_fail "samples and the vCPU time Xen counted differ by a period or more"
 grep -q "{anon:guest-user:as[0-9]" "$RESULTS/report-web.txt" ||
 	lab_fail "web's user samples are not split by address space"
 lab_log "PASS: web $sw samples, db $sd; Xen accounting web ${web_s}s, db ${db_s}s, dom0 ${d0_s}s"
