@@ -18,7 +18,10 @@
 #    between the two: sampled <= outer and sampled >= inner, each with 2%
 #    and 0.2 s (xl list rounds each reading to 0.1 s) of slack;
 #  - web's user samples are split by guest address space (CR3): its
-#    report has {anon:guest-user:asN} rows.
+#    report has {anon:guest-user:asN} rows;
+#  - phase 2: web destroyed and created again (a new domid) while a
+#    second session profiles; the daemon keeps going and files both
+#    domains' samples under web.
 . "$LAB/lib-xen.sh"
 lab_require_xen
 t0=$(lab_now)
@@ -83,11 +86,6 @@ lab_summary xen_samples_db "$sd"
 lab_summary xen_cpu_web_s "$web_s"
 lab_summary xen_cpu_db_s "$db_s"
 lab_summary xen_cpu_dom0_s "$d0_s"
-if [ "${LAB_KEEP_GUESTS:-0}" != 1 ]; then
-	xen_destroy web
-	xen_destroy db
-fi
-lab_summary scenario_s "$(lab_since "$t0")"
 
 grep -q "^domain: web\|web" "$RESULTS/report-web.txt" || lab_fail "opreport --domain=web names no web"
 if grep -qw db "$RESULTS/report-web.txt"; then
@@ -127,4 +125,40 @@ awk '{ d = $2 * 1000 - $3; if (d <= -0.5 || d >= 1.5) { print "domain " $1 ": " 
 	lab_fail "samples and the vCPU time Xen counted differ by a period or more"
 grep -q "{anon:guest-user:as[0-9]" "$RESULTS/report-web.txt" ||
 	lab_fail "web's user samples are not split by address space"
-lab_log "PASS: web $sw samples, db $sd; Xen accounting web ${web_s}s, db ${db_s}s, dom0 ${d0_s}s"
+lab_log "phase 1 PASS: web $sw samples, db $sd; Xen accounting web ${web_s}s, db ${db_s}s, dom0 ${d0_s}s"
+
+# ---- phase 2: web destroyed and created again while profiling ----
+# The new domain has a new domid; the daemon must keep going, follow it
+# (xenstore watches, the collector's rescan) and file its samples under
+# the same name, web.
+xen_destroy db
+S2=/var/lib/domprof-lab/xen2
+timeout 120 opcontrol --start --session-dir="$S2" --domains=all >/dev/null 2>&1 ||
+	lab_fail "opcontrol --start (phase 2) failed"
+sleep 3
+old_id=$(xen_domid web)
+xen_destroy web
+xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000021 busy
+new_id=$(xen_domid web)
+xen_wait_booted web
+sleep "${XEN_RECREATE_S:-5}"
+dpid=$(cat "$S2/oprofiled.pid" 2>/dev/null)
+kill -0 "${dpid:-0}" 2>/dev/null || lab_fail "oprofiled died when web was destroyed and created again"
+timeout 120 opcontrol --stop --session-dir="$S2" || lab_fail "opcontrol --stop (phase 2) failed"
+cp "$S2/oprofiled.log" "$RESULTS/phase2-oprofiled.log"
+report "$RESULTS/phase2-report.txt" --session-dir="$S2"
+summary_rows <"$RESULTS/phase2-report.txt" | tee "$RESULTS/phase2-summary-rows.txt"
+sw2=$(($(row_col web 4 "$RESULTS/phase2-summary-rows.txt") + $(row_col web 5 "$RESULTS/phase2-summary-rows.txt")))
+# the collector's count for the new domid (it lists the domains live at its stop)
+new_samples=$(sed -n "s/.*xen collector: domain $new_id: .*, \([0-9]*\) samples/\1/p" "$RESULTS/phase2-oprofiled.log" | tail -n 1)
+lab_summary phase2_web_domids "$old_id $new_id"
+lab_summary phase2_web_samples "$sw2"
+lab_summary phase2_new_domid_samples "${new_samples:-0}"
+xen_destroy web
+lab_summary scenario_s "$(lab_since "$t0")"
+[ -n "$old_id" ] && [ -n "$new_id" ] && [ "$old_id" != "$new_id" ] ||
+	lab_fail "web's domid did not change ($old_id, $new_id)"
+[ "${new_samples:-0}" -ge 1000 ] || lab_fail "the new web (domid $new_id) got ${new_samples:-0} samples"
+[ "$sw2" -gt "$new_samples" ] ||
+	lab_fail "web's samples ($sw2) do not hold both the old and the new domain's ($new_samples)"
+lab_log "PASS: web $sw samples, db $sd; Xen accounting web ${web_s}s, db ${db_s}s, dom0 ${d0_s}s; web re-created (domid $old_id -> $new_id) while profiling: $sw2 samples under web, $new_samples of them the new domain's"
