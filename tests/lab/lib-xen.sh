@@ -6,7 +6,7 @@
 #   lab_require_xen                 dom0 with xenstored/xenconsoled up
 #   xen_start_guest NAME UUID WORKLOAD [XL CONFIG LINES...]
 #   xen_wait_booted NAME [TIMEOUT]
-#   xen_domid NAME / xen_alive NAME
+#   xen_domid NAME / xen_alive NAME / xen_uuid NAME
 #   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
 #   xen_destroy NAME
 #
@@ -35,6 +35,13 @@ lab_require_xen() {
 }
 
 xen_domid() { timeout 10 xl domid "$1" 2>/dev/null; }
+# The UUID of a running domain, from xenstore (its /vm/UUID path).
+xen_uuid() {
+	local id vm
+	id=$(xen_domid "$1") || return 1
+	vm=$(timeout 10 xenstore-read "/local/domain/$id/vm" 2>/dev/null) || return 1
+	echo "${vm#/vm/}"
+}
 xen_alive() { [ -n "$(xen_domid "$1")" ]; }
 
 xen_start_guest() {

@@ -102,7 +102,7 @@ lost=$(sed -n 's/.*xen collector: .* samples, \([0-9]*\) lost.*/\1/p' "$RESULTS/
 [ "${lost:-x}" = 0 ] || lab_fail "the xen collector lost ${lost:-?} samples"
 inner_s=$(awk -v a="$webA" -v b="$webB" 'BEGIN { printf "%.1f", b - a }')
 read -r r_out r_in <<<"$(awk -v s="$sw" -v o="$web_s" -v i="$inner_s" 'BEGIN {
-	printf "%.3f %.3f\n", o > 0 ? s / 1000 / o : 0, i > 0 ? s / 1000 / i : 0 }')"
+	printf "%.3f %.3f\n", (o > 0 ? s / 1000 / o : 0), (i > 0 ? s / 1000 / i : 0) }')"
 lab_summary xen_ratio_web_outer "$r_out"
 lab_summary xen_ratio_web_inner "$r_in"
 lab_log "web: $sw samples = $(awk -v s="$sw" 'BEGIN { printf "%.1f", s / 1000 }')s sampled; Xen accounted ${web_s}s over the outer window (ratio $r_out, must be <= 1), ${inner_s}s over the inner one (ratio $r_in, must be >= 1)"
@@ -137,11 +137,13 @@ timeout 120 opcontrol --start --session-dir="$S2" --domains=all >/dev/null 2>&1 
 	lab_fail "opcontrol --start (phase 2) failed"
 sleep 3
 old_id=$(xen_domid web)
+uuid=$(xen_uuid web) || lab_fail "no UUID for web in xenstore"
 xen_destroy web
-xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000021 busy
+# the same domain again: same name, same UUID (as xl create of its
+# config file would give); its boot is busy work enough to be sampled
+xen_start_guest web "$uuid" busy
 new_id=$(xen_domid web)
-xen_wait_booted web
-sleep "${XEN_RECREATE_S:-5}"
+sleep "${XEN_RECREATE_S:-10}"
 dpid=$(cat "$S2/oprofiled.pid" 2>/dev/null)
 kill -0 "${dpid:-0}" 2>/dev/null || lab_fail "oprofiled died when web was destroyed and created again"
 timeout 120 opcontrol --stop --session-dir="$S2" || lab_fail "opcontrol --stop (phase 2) failed"
