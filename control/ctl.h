@@ -42,7 +42,7 @@ struct ctl_opts {
 	const char *events[CTL_MAX_EVENTS];
 	size_t n_events;
 	const char *separate;		/* NULL: daemon default */
-	const char *collector;		/* "perf" unless given */
+	const char *collector;		/* ctl_default_collector() unless given */
 	const char *domains;		/* NULL: not given */
 	const char *record;
 	const char *events_dir;		/* NULL: DP_EVENTS_DIR */
@@ -59,6 +59,14 @@ struct ctl_opts {
  * here (see ctl_events_resolve).
  */
 int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, size_t errlen);
+
+/*
+ * The collector --start uses when none is given: "xen" when @caps_path
+ * (CTL_XEN_CAPS, xenfs's capabilities file) says this is Xen's control
+ * domain (dom0) and domprof was built with libxen, else "perf".
+ */
+#define CTL_XEN_CAPS "/proc/xen/capabilities"
+const char *ctl_default_collector(const char *caps_path);
 void ctl_usage(FILE *f);
 
 /*

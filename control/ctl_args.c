@@ -85,7 +85,8 @@ void ctl_usage(FILE *f)
 		"  -e, --event=NAME:COUNT:UM:KERNEL:USER\n"
 		"                       event to count (repeat for several; see ophelp)\n"
 		"  --separate=LIST      " DU_SEP_WORDS "\n"
-		"  --collector=NAME     perf (default) or kmod\n"
+		"  --collector=NAME     perf, kmod or xen (default: xen on Xen's dom0,\n"
+		"                       else perf)\n"
 		"  --domains=LIST|all   domains (guests) to profile [all]\n"
 		"  --record=FILE        also write the collector's raw stream to FILE\n"
 		"  -c, --callgraph=DEPTH\n"
@@ -270,14 +271,41 @@ int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, s
 		if (ret)
 			return ret;
 	}
-	if (o->collector && strcmp(o->collector, "perf") && strcmp(o->collector, "kmod")) {
-		snprintf(err, errlen, "unknown collector '%.64s' (perf or kmod)", o->collector);
+	if (o->collector && strcmp(o->collector, "perf") && strcmp(o->collector, "kmod") &&
+	    strcmp(o->collector, "xen")) {
+		snprintf(err, errlen, "unknown collector '%.64s' (perf, kmod or xen)", o->collector);
 		return -EINVAL;
 	}
 defaults:
 	if (!o->session_dir)
 		o->session_dir = DP_DEFAULT_SESSION_DIR;
 	if (!o->collector)
-		o->collector = "perf";
+		o->collector = ctl_default_collector(CTL_XEN_CAPS);
 	return 0;
+}
+
+const char *ctl_default_collector(const char *caps_path)
+{
+	char buf[256];
+	size_t n;
+	FILE *f;
+
+#ifndef HAVE_XEN
+	/* an oprofiled built without libxen has no xen collector */
+	(void)caps_path;
+	(void)buf;
+	(void)n;
+	(void)f;
+	return "perf";
+#else
+	/* perf in dom0 sees dom0 alone: the other domains' vCPUs run under
+	 * Xen, out of its reach; the xen collector reads them from here */
+	f = fopen(caps_path, "re");
+	if (!f)
+		return "perf";
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, "control_d") ? "xen" : "perf";
+#endif
 }

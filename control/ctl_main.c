@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "ctl.h"
 #include "ctl_libvirt.h"
@@ -29,8 +30,9 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 		return 0;
 	case CTL_START:
 		/* kmod samples with what the module picks unless told (its
-		 * TIMER or CPU_CLK_UNHALTED, checked as any event) */
-		if (o.collector[0] != 'k' || o.n_events)
+		 * TIMER or CPU_CLK_UNHALTED, checked as any event); xen with
+		 * its own timer (a period of vCPU time, 1 ms by default) */
+		if ((strcmp(o.collector, "kmod") && strcmp(o.collector, "xen")) || o.n_events)
 			ret = ctl_events_resolve(&o, specs, CTL_MAX_EVENTS, &n_specs, err, sizeof(err));
 		if (!ret)
 			ret = ctl_start(&o, specs, n_specs, out, err, sizeof(err));

@@ -59,6 +59,7 @@ static const struct parse_case parse_cases[] = {
 	/* OProfile's own spelling, which the daemon always took */
 	{ { "--start", "--separate=library,kernel" }, 0, CTL_START, NULL },
 	{ { "--start", "--collector=kmod" }, 0, CTL_START, NULL },
+	{ { "--start", "--collector=xen" }, 0, CTL_START, NULL },
 	{ { "--start", "--callgraph=0" }, 0, CTL_START, NULL },
 	{ { "--start", "-c", "127" }, 0, CTL_START, NULL },
 	/* bad */
@@ -115,6 +116,32 @@ static void test_parse_table(void)
 			CU_FAIL("error message");
 		}
 	}
+}
+
+/* --start without --collector: xen on Xen's dom0 (with libxen), else perf */
+static void test_default_collector(void)
+{
+	char dir[] = "/tmp/test_ctl_caps.XXXXXX", path[64];
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/capabilities", dir);
+	CU_ASSERT_STRING_EQUAL(ctl_default_collector(path), "perf");	/* no xenfs */
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(ctl_default_collector(path), "perf");	/* a domU */
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("control_d\n", f);
+	fclose(f);
+#ifdef HAVE_XEN
+	CU_ASSERT_STRING_EQUAL(ctl_default_collector(path), "xen");
+#else
+	CU_ASSERT_STRING_EQUAL(ctl_default_collector(path), "perf");
+#endif
+	unlink(path);
+	rmdir(dir);
 }
 
 static void test_parse_values(void)
@@ -821,6 +848,7 @@ int main(void)
 	if (!s ||
 	    !CU_add_test(s, "parse table", test_parse_table) ||
 	    !CU_add_test(s, "parse values", test_parse_values) ||
+	    !CU_add_test(s, "default collector", test_default_collector) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
 	    !CU_add_test(s, "--callgraph on the daemon's command line", test_callgraph_argv) ||
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||

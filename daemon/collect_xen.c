@@ -21,6 +21,8 @@ struct cx_vcpu {
 struct cx_slot {
 	struct cx_dom dom;
 	struct cx_vcpu *vcpu;	/* dom.nr_vcpus */
+	uint64_t used_ns;	/* vCPU time seen consumed, all vCPUs */
+	uint64_t samples;	/* emitted for it */
 	bool live;
 };
 
@@ -33,9 +35,9 @@ struct cx_engine {
 	struct cx_dom *list;	/* CX_MAX_DOMS, reused by rescan */
 	struct cx_stats st;
 	/* context last written to the stream, to skip repeats */
-	uint64_t cur_dom;
+	uint64_t cur_dom, cur_asid;
 	uint32_t cur_vcpu, cur_mode;
-	bool cur_valid;
+	bool cur_valid, asid_valid;
 };
 
 struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns)
@@ -138,6 +140,9 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 		   const struct cx_ctx *c, uint64_t count)
 {
 	uint32_t mode = c->kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+	/* the page-table root names the address space: the low bits (PCID,
+	 * flags) and the no-flush bit 63 are not part of it */
+	uint64_t asid = c->cr3 & CX_CR3_MASK;
 	int rc = 0;
 
 	if (!e->cur_valid || e->cur_dom != domid || e->cur_vcpu != vcpu) {
@@ -152,6 +157,11 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 	}
 	if (!rc && (!e->cur_valid || e->cur_mode != mode))
 		rc = raw_put_mode(w, mode);
+	if (!rc && (!e->cur_valid || !e->asid_valid || e->cur_asid != asid)) {
+		rc = raw_put_asid(w, asid);
+		e->cur_asid = asid;
+		e->asid_valid = !rc;
+	}
 	if (rc)
 		return rc;
 	e->cur_mode = mode;
@@ -176,6 +186,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		return 0;
 	}
 	cv->carry_ns += now - cv->last_ns;
+	s->used_ns += now - cv->last_ns;
 	cv->last_ns = now;
 	if (cv->carry_ns < e->period_ns)
 		return 0;	/* idle, or not a period's worth yet */
@@ -191,6 +202,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		count = CX_MAX_BURST;
 	}
 	e->st.samples += count;
+	s->samples += count;
 	return cx_emit(e, w, s->dom.domid, v, &c, count);
 }
 
@@ -211,6 +223,18 @@ int cx_engine_tick(struct cx_engine *e, struct raw_writer *w)
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st)
 {
 	*st = e->st;
+}
+
+size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < e->n && n < max; i++, n++) {
+		out[n].domid = e->slots[i].dom.domid;
+		out[n].used_ns = e->slots[i].used_ns;
+		out[n].samples = e->slots[i].samples;
+	}
+	return n;
 }
 
 /* ---- the collector: libxenctrl source, jittered timer ---------------------- */
@@ -301,8 +325,19 @@ static const struct cx_src_ops cx_xc_ops = {
 	.list = cx_xc_list, .vcpu_time = cx_xc_time, .vcpu_ctx = cx_xc_ctx, .close = cx_xc_close,
 };
 
+/* Xen's own counters at one moment: the wall clock, dom0's CPU time and
+ * the pCPUs' idle time, to report over the run what went to dom0, to the
+ * domUs and to Xen itself. */
+struct cx_xen_counts {
+	uint64_t wall_ns, dom0_ns, idle_ns;
+	int nr_cpus;
+	bool ok;
+};
+
 struct cx_collector {
 	const struct opd_collector_args *a;
+	struct cx_xc *x;
+	struct cx_xen_counts at_start;
 	struct cx_engine *e;
 	struct raw_writer *w;
 	int tfd;
@@ -317,6 +352,52 @@ static uint64_t cx_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define CX_MAX_PCPUS 256
+
+static void cx_xen_counts(struct cx_xc *x, struct cx_xen_counts *k)
+{
+	xc_cpuinfo_t ci[CX_MAX_PCPUS];
+	xc_domaininfo_t d0;
+
+	memset(k, 0, sizeof(*k));
+	k->wall_ns = cx_now();
+	if (xc_domain_getinfolist(x->xch, 0, 1, &d0) != 1 || d0.domain != 0)
+		return;
+	if (xc_getcpuinfo(x->xch, CX_MAX_PCPUS, ci, &k->nr_cpus) < 0 || k->nr_cpus <= 0)
+		return;
+	k->dom0_ns = d0.cpu_time;
+	for (int i = 0; i < k->nr_cpus; i++)
+		k->idle_ns += ci[i].idletime;
+	k->ok = true;
+}
+
+/* The run in Xen's own accounting, into the log: pCPU time busy, dom0's,
+ * each domU's (with its samples) and what is left: Xen itself. */
+static void cx_report_usage(struct cx_collector *c)
+{
+	struct cx_dom_use u[CX_MAX_DOMS];
+	struct cx_xen_counts end;
+	double busy, dom0, domus = 0;
+	size_t n = cx_engine_usage(c->e, u, CX_MAX_DOMS);
+
+	for (size_t i = 0; i < n; i++) {
+		domus += (double)u[i].used_ns / 1e9;
+		du_info("xen collector: domain %u: %.3f s of vCPU time (Xen's cpu_time), %llu samples",
+			(unsigned int)u[i].domid, (double)u[i].used_ns / 1e9,
+			(unsigned long long)u[i].samples);
+	}
+	cx_xen_counts(c->x, &end);
+	if (!c->at_start.ok || !end.ok || end.nr_cpus != c->at_start.nr_cpus)
+		return;
+	busy = (double)(end.wall_ns - c->at_start.wall_ns) / 1e9 * end.nr_cpus -
+	       (double)(end.idle_ns - c->at_start.idle_ns) / 1e9;
+	dom0 = (double)(end.dom0_ns - c->at_start.dom0_ns) / 1e9;
+	du_info("xen collector: over %.3f s on %d pCPU(s): busy %.3f s, dom0 %.3f s, domUs %.3f s, "
+		"Xen itself and unaccounted %.3f s",
+		(double)(end.wall_ns - c->at_start.wall_ns) / 1e9, end.nr_cpus, busy, dom0, domus,
+		busy - dom0 - domus);
 }
 
 static int cx_sink(void *ctx, const void *buf, size_t len)
@@ -384,6 +465,7 @@ static int cx_open(const struct opd_collector_args *a, void **state)
 		free(x);
 		goto out_close;
 	}
+	c->x = x;
 	c->e = cx_engine_new(&cx_xc_ops, x, c->period_ns);
 	c->w = raw_writer_new(cx_sink, (void *)a->sink, 64 * 1024);
 	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -428,6 +510,7 @@ static int cx_start(void *state)
 		rc = raw_writer_flush(c->w);
 	if (!rc)
 		rc = cx_arm(c);
+	cx_xen_counts(c->x, &c->at_start);
 	if (rc)
 		du_err("xen collector: cannot start: %s", strerror(-rc));
 	c->next_rescan = cx_now() + 1000000000ull;
@@ -478,6 +561,7 @@ static int cx_stop(void *state)
 	du_info("xen collector: %llu looks, %llu samples, %llu lost, %llu context errors",
 	       (unsigned long long)st.looks, (unsigned long long)st.samples,
 	       (unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
+	cx_report_usage(c);
 	return rc;
 }
 

@@ -14,7 +14,9 @@
  *
  * The stream: the TIMER event (count = the period in ns of CPU time), and
  * per sample a DOMAIN record (key_ns DP_DOMKEY_XEN_DOMID, key = domid,
- * vcpu) and a MODE record (guest kernel or user) when they change.
+ * vcpu), a MODE record (guest kernel or user) and an ASID record (the
+ * vCPU's CR3 with CX_CR3_MASK: the guest address space, as the kmod
+ * collector gives it, doc/guest-asid.md) when they change.
  *
  * The sampling logic reads Xen through a source interface, so the unit
  * test drives it with a fake hypervisor (test_collect_xen.c).
@@ -34,6 +36,9 @@ struct cx_dom {
 	unsigned int nr_vcpus;
 	bool hvm;
 };
+
+/* The bits of CR3 that name an address space (no PCID, no flags). */
+#define CX_CR3_MASK 0x000ffffffffff000ull
 
 /* A vCPU's context at a look. */
 struct cx_ctx {
@@ -80,6 +85,14 @@ struct cx_stats {
 	uint64_t ticks, looks, samples, lost, ctx_errors;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
+
+/* Per domain listed now: the vCPU time Xen counted for it since the
+ * engine first looked at it, and the samples emitted for it. */
+struct cx_dom_use {
+	uint32_t domid;
+	uint64_t used_ns, samples;
+};
+size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t max);
 
 /* --collector=xen; only built with HAVE_XEN (configure found libxen). */
 struct opd_collector_ops;

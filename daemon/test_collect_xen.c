@@ -95,14 +95,16 @@ static int buf_sink(void *ctx, const void *data, size_t len)
 /* Samples per (domid, vcpu, mode, pc) found by walking the words. */
 struct tally {
 	uint64_t samples[8][FX_VCPUS][DP_MODE_NR];
-	uint64_t last_pc;
-	unsigned int domains, modes;
+	uint64_t last_pc, last_asid;
+	uint64_t asid[4];		/* the address spaces, as first stated */
+	uint64_t by_asid[4];		/* samples under asid[i] */
+	unsigned int domains, modes, asids, nasid;
 	uint32_t last_ns;
 };
 
 static void walk(const struct buf *b, struct tally *t)
 {
-	uint64_t dom = 0;
+	uint64_t dom = 0, asid = 0;
 	uint32_t vcpu = 0, mode = 0;
 	size_t off = 0;
 
@@ -116,6 +118,9 @@ static void walk(const struct buf *b, struct tally *t)
 		if (w0 != DP_RAW_ESCAPE) {
 			if (dom < 8 && vcpu < FX_VCPUS && mode < DP_MODE_NR)
 				t->samples[dom][vcpu][mode]++;
+			for (unsigned int i = 0; i < t->nasid; i++)
+				if (t->asid[i] == asid)
+					t->by_asid[i]++;
 			t->last_pc = w0;
 			continue;
 		}
@@ -135,6 +140,15 @@ static void walk(const struct buf *b, struct tally *t)
 			memcpy(&m, b->p + off, sizeof(m));
 			mode = m.mode;
 			t->modes++;
+		} else if (type == DP_RAW_ASID) {
+			struct dp_raw_asid a;
+
+			memcpy(&a, b->p + off, sizeof(a));
+			asid = a.asid;
+			t->last_asid = a.asid;
+			t->asids++;
+			if (t->nasid < 4 && (!t->nasid || t->asid[t->nasid - 1] != asid))
+				t->asid[t->nasid++] = asid;
 		}
 		off += (len + 7) / 8 * 8;
 	}
@@ -194,6 +208,19 @@ static void test_busy_idle(void)
 	CU_ASSERT_EQUAL(t.last_ns, DP_DOMKEY_XEN_DOMID);
 	/* the idle vCPU cost a look each time but no context read */
 	CU_ASSERT_EQUAL(r.f.ctx_reads, 150);
+	/* Xen's time of each domain over the run, with its samples */
+	{
+		struct cx_dom_use u[4];
+
+		CU_ASSERT_EQUAL_FATAL(cx_engine_usage(r.e, u, 4), 2);
+		CU_ASSERT_EQUAL(u[0].domid, 1);
+		CU_ASSERT_EQUAL(u[0].used_ns, 0);
+		CU_ASSERT_EQUAL(u[0].samples, 0);
+		CU_ASSERT_EQUAL(u[1].domid, 2);
+		CU_ASSERT_EQUAL(u[1].used_ns, 150 * MS);
+		CU_ASSERT_EQUAL(u[1].samples, 150);
+		CU_ASSERT_EQUAL(cx_engine_usage(r.e, u, 1), 1);
+	}
 	rig_down(&r);
 }
 
@@ -274,6 +301,34 @@ static void test_lifecycle_errors(void)
 	CU_ASSERT_EQUAL(errno, EINVAL);
 }
 
+/* The address space: CR3 without its low (PCID, flag) bits and bit 63,
+ * re-stated only when it changes. */
+static void test_asid(void)
+{
+	struct rig r;
+	struct tally t;
+
+	rig_up(&r);
+	r.f.ctx[1][0].cr3 = 0x8000000012345003ull;	/* no-flush bit, PCID 3 */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][0] += 4 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][0] += 2 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* same space: no record */
+	r.f.ctx[1][0].cr3 = 0x77777000ull;	/* another process */
+	r.f.ns[1][0] += 3 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.asids, 2);
+	CU_ASSERT_EQUAL(t.nasid, 2);
+	CU_ASSERT_EQUAL(t.asid[0], 0x12345000ull);
+	CU_ASSERT_EQUAL(t.by_asid[0], 6);
+	CU_ASSERT_EQUAL(t.asid[1], 0x77777000ull);
+	CU_ASSERT_EQUAL(t.by_asid[1], 3);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -284,7 +339,8 @@ int main(void)
 	s = CU_add_suite("collect_xen", NULL, NULL);
 	if (!s || !CU_add_test(s, "busy and idle vCPUs", test_busy_idle) ||
 	    !CU_add_test(s, "weight and carry", test_weight_and_carry) ||
-	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors)) {
+	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors) ||
+	    !CU_add_test(s, "address space from CR3", test_asid)) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -6,7 +6,7 @@
 #   lab_require_xen                 dom0 with xenstored/xenconsoled up
 #   xen_start_guest NAME UUID WORKLOAD [XL CONFIG LINES...]
 #   xen_wait_booted NAME [TIMEOUT]
-#   xen_domid NAME / xen_alive NAME
+#   xen_domid NAME / xen_alive NAME / xen_uuid NAME
 #   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
 #   xen_destroy NAME
 #
@@ -35,6 +35,13 @@ lab_require_xen() {
 }
 
 xen_domid() { timeout 10 xl domid "$1" 2>/dev/null; }
+# The UUID of a running domain, from xenstore (its /vm/UUID path).
+xen_uuid() {
+	local id vm
+	id=$(xen_domid "$1") || return 1
+	vm=$(timeout 10 xenstore-read "/local/domain/$id/vm" 2>/dev/null) || return 1
+	echo "${vm#/vm/}"
+}
 xen_alive() { [ -n "$(xen_domid "$1")" ]; }
 
 xen_start_guest() {
@@ -61,9 +68,24 @@ xen_start_guest() {
 		for l in "$@"; do echo "$l"; done
 	} >"$cfg"
 	lab_now >"$LAB_RUN/$name.start"
-	timeout 240 xl -v create -q "$cfg" >"$RESULTS/$name.xl.log" 2>&1 ||
-		lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
-	lab_log "started PV guest $name ($uuid, $work) domid $(xen_domid "$name")"
+	# xl -vvv's lines stamped with dom0's uptime (a builtin read: no fork
+	# per line), to see which step of the domain build takes the time.
+	local rc=0 t0 t1
+	t0=$(lab_now)
+	timeout 240 xl -vvv create -q "$cfg" 2>&1 | xen_stamp >"$RESULTS/$name.xl.log"
+	rc=${PIPESTATUS[0]}
+	[ $rc = 0 ] || lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
+	t1=$(lab_now)
+	lab_log "started PV guest $name ($uuid, $work) domid $(xen_domid "$name"), xl create $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s"
+}
+
+# Prefix each line of stdin with dom0's uptime.
+xen_stamp() {
+	local up _ l
+	while IFS= read -r l; do
+		read -r up _ </proc/uptime
+		printf '%s %s\n' "$up" "$l"
+	done
 }
 
 # Wait for the L2 init's ready marker on the guest's console.

@@ -9,6 +9,14 @@ lab_require_xen
 t0=$(lab_now)
 timeout 10 xl info >"$RESULTS/xl-info.txt" 2>&1
 lab_log "xen: $(awk '/^xen_version|^nr_cpus|^free_memory/ { printf "%s=%s ", $1, $3 }' "$RESULTS/xl-info.txt")"
+# How fast dom0 is on this emulated CPU: process creation and system
+# calls, the two things xl and the domain builder do most.
+t=$(lab_now)
+for i in $(seq 20); do /bin/true; done
+lab_summary dom0_20_execs_s "$(lab_since "$t")"
+t=$(lab_now)
+dd if=/dev/zero of=/dev/null bs=1 count=20000 2>/dev/null
+lab_summary dom0_40k_syscalls_s "$(lab_since "$t")"
 
 # db first: a busy web would slow down dom0's building of db
 xen_start_guest db 6b1b1d6e-0000-4000-8000-000000000012 idle
