@@ -73,7 +73,15 @@ struct opd_agents {
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 	opd_agent_connect_fn connect;	/* NULL: connect here */
 	void *connect_ctx;
+	opd_kvmtsc_open_fn tsc_open;	/* NULL: open the tracepoint here */
+	void *tsc_open_ctx;
 };
+
+void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx)
+{
+	a->tsc_open = fn;
+	a->tsc_open_ctx = ctx;
+}
 
 void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx)
 {
@@ -218,7 +226,9 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->id = ident_get(a, dom);
 	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
 					a->st, &c->id->budget) : NULL;
-	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
+	c->clk = a->tsc_open ? opd_kvmtsc_new_via(dom->pid, a->pingpong, a->tsc_open,
+						   a->tsc_open_ctx)
+			     : opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
 	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
 		chan_free(a, c);
