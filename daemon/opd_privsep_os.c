@@ -158,24 +158,32 @@ static int install_seccomp(void)
 static void expose_kvm_debugfs(void)
 {
 	char self[64];
-	int fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat sb;
+	int fd;
 
 	/* not mounted yet: where the kernel documents it, as opd_kvmtsc would */
-	if (fd < 0 && errno == ENOENT &&
-	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0) {
+	if (stat("/sys/kernel/debug/kvm", &sb) && errno == ENOENT &&
+	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0)
 		du_info("mounted debugfs on /sys/kernel/debug for KVM's TSC offsets");
-		fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (stat("/sys/kernel/debug/kvm", &sb))
+		return;
+	/* the directory is opened in the new namespace: a bind mount's
+	 * source must be a mount of the caller's own (else EINVAL) */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
+			"the tracepoint or ping/pong", strerror(errno));
+		return;
 	}
+	fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	if (mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=16k") ||
 	    mkdir("/sys/kernel/debug/kvm", 0755) ||
 	    mount(self, "/sys/kernel/debug/kvm", NULL, MS_BIND, NULL))
 		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
-			"ping/pong", strerror(errno));
+			"the tracepoint or ping/pong", strerror(errno));
 	close(fd);
 }
 

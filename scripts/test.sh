@@ -62,7 +62,7 @@ step "host end-to-end: privsep worker unprivileged under seccomp, profile whole"
 lab_checks="smoke libvirt"
 # The lab scenarios that test domprof; demo (the README's main job) and
 # boot-loop (the emulator's fault rate) are not tests.
-lab_tests="agent domains exact kmod kmod-compare kmod-exact libvirt-domprof"
+lab_tests="agent domains exact kmod kmod-compare kmod-exact libvirt-domprof trust-identity"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"
