@@ -527,7 +527,7 @@ static int worker_started(void *ctx)
  */
 static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, int *status)
 {
-	int sv[2];
+	int sv[2], wake[2];
 	pid_t child;
 
 	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
@@ -540,6 +540,12 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		du_err("privsep: socketpair: %s", strerror(errno));
 		return -1;
 	}
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK)) {
+		du_err("privsep: pipe: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	w->conf = c;
 	w->monitor = getpid();
 	fflush(NULL);
@@ -548,13 +554,16 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		du_err("privsep: fork: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
+		close(wake[0]);
+		close(wake[1]);
 		return -1;
 	}
 	if (child > 0) {
 		close(sv[1]);
+		close(wake[0]);
 		if (!c->foreground)	/* the worker says when it is ready */
 			release_parent_quietly();
-		*status = opd_ps_monitor(sv[0], c, child);
+		*status = opd_ps_monitor_wake(sv[0], wake[1], c, child);
 		/* idle, the session is root's again, as an unseparated run
 		 * leaves it (no link followed) */
 		if (opd_ps_chown_tree(c->session_dir, 0, 0))
@@ -562,7 +571,9 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		return 1;
 	}
 	close(sv[0]);
+	close(wake[1]);
 	ch->sock = sv[1];
+	ch->wake = wake[0];
 	c->domain_backend_ops = &opd_ps_backend;
 	c->domain_backend_arg = ch;
 	return 0;
@@ -575,7 +586,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	const struct opd_collector_ops *ops = o->collector;
 	struct opd_conf *c = &o->conf;
 	struct opd_collector_args args;
-	struct opd_ps_chan ch = { .sock = -1 };
+	struct opd_ps_chan ch = { .sock = -1, .wake = -1 };
 	struct worker w;
 	struct opd_daemon d;
 	void *state = NULL;

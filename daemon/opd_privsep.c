@@ -277,6 +277,7 @@ struct mdom {
 
 struct mirror {
 	int sock;
+	int wake;		/* -1: asked about once a second */
 	struct mdom *list;
 };
 
@@ -291,14 +292,16 @@ static int mirror_open(const struct dom_config *cfg, void **state)
 	if (!m)
 		return -ENOMEM;
 	m->sock = ch->sock;
+	m->wake = ch->wake;
 	*state = m;
 	return 0;
 }
 
 static int mirror_fd(void *state)
 {
-	(void)state;
-	return -1;	/* asked about once a second */
+	const struct mirror *m = state;
+
+	return m->wake;	/* -1: asked about once a second */
 }
 
 static struct mdom *mirror_find(struct mirror *m, uint64_t handle)
@@ -444,6 +447,13 @@ static int mirror_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	struct opd_ps_msg msg;
 	int ret;
 
+	/* the wake-ups so far are answered by this refresh */
+	if (m->wake >= 0) {
+		char buf[64];
+
+		while (read(m->wake, buf, sizeof(buf)) > 0)
+			;
+	}
 	opd_ps_msg_init(&msg, OPD_PS_REFRESH);
 	ret = opd_ps_send(m->sock, &msg, -1);
 	while (!ret) {

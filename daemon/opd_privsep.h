@@ -172,6 +172,11 @@ extern const struct dom_backend_ops opd_ps_backend;
 
 struct opd_ps_chan {
 	int sock;
+	/* read end of the monitor's wake-up pipe, -1: none.  The monitor
+	 * writes a byte (no data: the worker then asks) when its domain
+	 * backend's fd says something changed, so a libvirt event reaches
+	 * the worker at once, not at its next once-a-second REFRESH. */
+	int wake;
 };
 
 /* An agent connector (opd_agents_set_connector) through the monitor. */
@@ -211,5 +216,7 @@ int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
  * (opd_sig).  Returns the exit status to give (the worker's).
  */
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker);
+/* The same with the write end of the wake-up pipe (-1: none). */
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker);
 
 #endif

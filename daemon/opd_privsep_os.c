@@ -242,6 +242,7 @@ struct mon {
 	 * perf ring is not charged, so its locked memory is root's */
 	void *ring[OPD_KVMTSC_MAX_CPUS];
 	int nr_ring;
+	bool served_refresh;		/* the last request was a REFRESH */
 	int fds[OPD_KVMTSC_MAX_CPUS];	/* (room for opd_kvmtsc_trace_open_cpus) */
 };
 
@@ -526,6 +527,7 @@ static int mon_serve(struct mon *m)
 	if (msg.type == OPD_PS_MAPS)
 		return mon_maps(m, msg.u.conn.pid);
 	if (msg.type == OPD_PS_REFRESH) {
+		m->served_refresh = true;
 		m->err = 0;
 		ret = m->be ? m->be->refresh(m->bs, &mon_ops, m) : -ENOENT;
 		opd_ps_msg_init(&msg, OPD_PS_END);
@@ -563,6 +565,12 @@ static void forward_signals(pid_t worker)
 
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 {
+	return opd_ps_monitor_wake(sock, -1, conf, worker);
+}
+
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker)
+{
+	bool woken = false;	/* a wake-up not yet answered by a REFRESH */
 	struct mon *mp = calloc(1, sizeof(*mp));	/* large: its rings' tables */
 	int ret, status = 0;
 
@@ -585,14 +593,28 @@ int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 			mp->be->name, (int)worker);
 	}
 	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = -1 } };
+		int bfd = mp->be && mp->be->fd ? mp->be->fd(mp->bs) : -1;
 
+		/* the backend's fd is the worker's to have read (its REFRESH
+		 * does): looked at again only once that came */
+		if (wake >= 0 && bfd >= 0 && !woken)
+			p[1] = (struct pollfd){ .fd = bfd, .events = POLLIN };
 		forward_signals(worker);
-		if (poll(&p, 1, 500) < 0 && errno != EINTR)
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
 			break;
-		if (!p.revents)
+		if (p[1].revents) {
+			woken = true;
+			if (write(wake, "w", 1) < 0 && errno != EAGAIN)
+				du_debug("privsep: wake-up: %s", strerror(errno));
+		}
+		if (!p[0].revents)
 			continue;
 		ret = mon_serve(mp);
+		if (mp->served_refresh) {
+			mp->served_refresh = false;
+			woken = false;
+		}
 		if (ret == -EPIPE)
 			break;		/* the worker is gone */
 		if (ret == -EBADMSG) {
@@ -604,6 +626,8 @@ int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
 		forward_signals(worker);
 	release_rings(mp);
+	if (wake >= 0)
+		close(wake);
 	if (mp->be)
 		mp->be->close(mp->bs);
 	free(mp->hs);

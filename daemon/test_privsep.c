@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <ftw.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "dom_testproc.h"
@@ -248,6 +249,7 @@ static void test_worker_requests(void)
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	CU_ASSERT_FATAL(devnull >= 0);
 	ch.sock = sv[1];
+	ch.wake = -1;
 	good_tcpu(&m, 1);
 	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
 	opd_ps_msg_init(&m, OPD_PS_END);
@@ -374,6 +376,7 @@ static void test_mirror(void)
 
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
 	ch.sock = sv[1];
+	ch.wake = -1;
 	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
 	good_dom(&m, OPD_PS_ADDED);
 	m.u.dom.nr_vcpus = 2;
@@ -508,6 +511,7 @@ static void test_monitor(void)
 	}
 	close(sv[0]);
 	ch.sock = sv[1];
+	ch.wake = -1;
 	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
 	CU_ASSERT(s.added == 2);
@@ -547,6 +551,97 @@ static void test_monitor(void)
 	nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A backend whose fd is a pipe the test writes: "something changed". */
+static int fake_fd = -1;
+
+static int fake_open(const struct dom_config *cfg, void **state)
+{
+	(void)cfg;
+	*state = NULL;
+	return 0;
+}
+
+static int fake_fdfn(void *state)
+{
+	(void)state;
+	return fake_fd;
+}
+
+static int fake_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	char buf[16];
+
+	(void)state;
+	(void)ops;
+	(void)ctx;
+	while (read(fake_fd, buf, sizeof(buf)) > 0)
+		;
+	return 0;
+}
+
+static void fake_close(void *state)
+{
+	(void)state;
+}
+
+static const struct dom_backend_ops fake_backend = {
+	.name = "fake", .open = fake_open, .fd = fake_fdfn, .refresh = fake_refresh,
+	.close = fake_close,
+};
+
+/*
+ * The wake-up: when the monitor's backend fd says something changed, the
+ * worker's mirror fd becomes readable at once (no data: it then asks);
+ * its REFRESH drains it; no new wake-up until the backend speaks again.
+ */
+static void test_wake(void)
+{
+	struct opd_conf conf;
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	struct seen s = { 0 };
+	int sv[2], wake[2], be[2], status = -1;
+	struct pollfd p;
+	pid_t mon;
+	void *st;
+
+	opd_conf_defaults(&conf);
+	conf.domain_backend_ops = &fake_backend;
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CU_ASSERT_FATAL(pipe2(wake, O_CLOEXEC | O_NONBLOCK) == 0);
+	CU_ASSERT_FATAL(pipe2(be, O_CLOEXEC | O_NONBLOCK) == 0);
+	fake_fd = be[0];
+	mon = fork();
+	CU_ASSERT_FATAL(mon >= 0);
+	if (mon == 0) {
+		close(sv[1]);
+		close(wake[0]);
+		_exit(opd_ps_monitor_wake(sv[0], wake[1], &conf, getppid()) ? 3 : 0);
+	}
+	close(sv[0]);
+	close(wake[1]);
+	ch.sock = sv[1];
+	ch.wake = wake[0];
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	CU_ASSERT(opd_ps_backend.fd(st) == wake[0]);
+	p = (struct pollfd){ .fd = wake[0], .events = POLLIN };
+	CU_ASSERT(poll(&p, 1, 300) == 0);	/* nothing said yet */
+	CU_ASSERT(write(be[1], "e", 1) == 1);
+	CU_ASSERT(poll(&p, 1, 2000) == 1);	/* the monitor woke the worker */
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	p.revents = 0;
+	CU_ASSERT(poll(&p, 1, 700) == 0);	/* drained; the backend is quiet */
+	CU_ASSERT(write(be[1], "e", 1) == 1);
+	CU_ASSERT(poll(&p, 1, 2000) == 1);	/* and again */
+	opd_ps_backend.close(st);
+	close(sv[1]);
+	close(wake[0]);
+	CU_ASSERT(waitpid(mon, &status, 0) == mon);
+	close(be[0]);
+	close(be[1]);
+	fake_fd = -1;
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -567,6 +662,7 @@ int main(void)
 	CU_add_test(s, "the worker's tracepoint and mappings requests", test_worker_requests);
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
 	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
+	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();
