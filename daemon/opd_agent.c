@@ -29,13 +29,18 @@
  * this before the TSC path is distrusted (a wrong KVM offset). */
 #define CLOCK_SANITY_NS	(5ULL * 1000 * 1000)
 
-/* A domain identity (its UUID, or its name without one) and the memory
- * account its guest states share: a VM restarted while its old state
- * still drains gets one cap, not one per QEMU pid. */
+/* A domain identity (its UUID, or its name without one) and the accounts
+ * its guest states share: memory, and CPU a second (lim.cpu_ns).  A VM
+ * restarted while its old state still drains, or two QEMUs of one UUID,
+ * get one cap, not one per QEMU pid. */
 struct ident {
 	struct ident *next;
 	unsigned int refs;
 	struct opd_gbudget budget;
+	/* CPU its frames took in the second that began at cpu_period;
+	 * spent, its channels are neither polled nor read until the next */
+	uint64_t cpu_period, cpu_spent;
+	uint64_t period_no;	/* seconds begun */
 	char key[];
 };
 
@@ -53,10 +58,10 @@ struct chan {
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
-	/* the domain's CPU budget (lim.cpu_ns a second): spent, its
-	 * channel is neither polled nor read until the next second */
-	uint64_t cpu_period, cpu_spent;
+	/* deferred in its identity's second number deferred_in (the CPU
+	 * budget is the identity's: struct ident) */
 	bool deferred;
+	uint64_t deferred_in;
 	uint64_t next_try, next_ping;
 	uint8_t wbuf[8192];
 	size_t wlen;
@@ -73,7 +78,15 @@ struct opd_agents {
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 	opd_agent_connect_fn connect;	/* NULL: connect here */
 	void *connect_ctx;
+	opd_kvmtsc_open_fn tsc_open;	/* NULL: open the tracepoint here */
+	void *tsc_open_ctx;
 };
+
+void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx)
+{
+	a->tsc_open = fn;
+	a->tsc_open_ctx = ctx;
+}
 
 void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx)
 {
@@ -218,7 +231,9 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->id = ident_get(a, dom);
 	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
 					a->st, &c->id->budget) : NULL;
-	c->clk = opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
+	c->clk = a->tsc_open ? opd_kvmtsc_new_via(dom->pid, a->pingpong, a->tsc_open,
+						   a->tsc_open_ctx)
+			     : opd_kvmtsc_new(dom->pid, NULL, a->pingpong);
 	if (!c->path || !c->g || !c->clk) {
 		du_warn("domain %s: no guest state: %s", dom->name->name, strerror(errno));
 		chan_free(a, c);
@@ -386,23 +401,29 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * SECOND_NS + (uint64_t)ts.tv_nsec;
 }
 
-/* May @c be read at host time @now?  Not once its domain has spent its
- * CPU a second on frames (counted once per second it waits): the other
- * domains' channels, the collector and the pings go on. */
+/* May @c be read at host time @now?  Not once its domain identity has
+ * spent its CPU a second on frames, over all its channels (counted once
+ * per channel and second it waits): the other domains' channels, the
+ * collector and the pings go on. */
 static bool chan_may_read(struct opd_agents *a, struct chan *c, uint64_t now)
 {
-	if (now - c->cpu_period >= SECOND_NS) {
-		c->cpu_period = now;
-		c->cpu_spent = 0;
-		c->deferred = false;
+	struct ident *id = c->id;
+
+	if (now - id->cpu_period >= SECOND_NS) {
+		id->cpu_period = now;
+		id->cpu_spent = 0;
+		id->period_no++;
 	}
-	if (c->cpu_spent < a->lim.cpu_ns)
+	if (c->deferred && c->deferred_in != id->period_no)
+		c->deferred = false;
+	if (id->cpu_spent < a->lim.cpu_ns)
 		return true;
 	if (!c->deferred) {
 		c->deferred = true;
+		c->deferred_in = id->period_no;
 		opd_guest_note_deferred(c->g);
 		du_debug("domain %s: its frames took %llu ns of CPU this second; deferred",
-			 c->name->name, (unsigned long long)c->cpu_spent);
+			 c->name->name, (unsigned long long)id->cpu_spent);
 	}
 	return false;
 }
@@ -432,7 +453,7 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		total += (size_t)n;
 		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
 		t0 = thread_cpu_ns() - t0;
-		c->cpu_spent += t0;
+		c->id->cpu_spent += t0;
 		a->st->guest_budget_spent_ns += t0;
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,

@@ -27,6 +27,7 @@
 #include "opd_guest.h"
 #include "opd_image.h"
 #include "opd_imgcache.h"
+#include "opd_kvmtsc_trace.h"
 #include "opd_stats.h"
 
 #define OPD_AGENT_PING_NS (250ULL * 1000 * 1000)
@@ -82,6 +83,10 @@ size_t opd_agents_reap(struct opd_agents *a);
  */
 typedef int (*opd_agent_connect_fn)(void *ctx, pid_t pid, const char *path, int *fd);
 void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, void *ctx);
+
+/* Open KVM's TSC offset tracepoint through @fn (opd_kvmtsc_trace.h)
+ * instead of directly: the privsep worker asks its monitor. */
+void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx);
 
 /* True when the listener of the connected unix socket @fd is process
  * @pid (SO_PEERCRED), or a thread of it. */

@@ -23,6 +23,8 @@ void opd_conf_defaults(struct opd_conf *c)
 	c->exit_linger_max = 4096;
 	c->perf_pages = 128;
 	c->vm_users = "libvirt-qemu,qemu";
+	/* no guest byte is parsed as root unless asked (--no-privsep) */
+	c->privsep = true;
 }
 
 int opd_parse_separate(const char *s, unsigned int *out)

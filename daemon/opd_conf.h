@@ -41,9 +41,10 @@ struct opd_conf {
 	const char *vm_users;
 	/* The injected backend's argument (dom_config.backend_arg). */
 	void *domain_backend_arg;
-	/* --privsep: after setup the loop runs as @privsep_user (NULL: a
-	 * "domprof" user if there is one, else nobody) under seccomp, with a
-	 * root monitor beside it (opd_privsep.h) */
+	/* privsep (the default; --no-privsep turns it off): after setup the
+	 * loop runs as @privsep_user (NULL: a "domprof" user if there is
+	 * one, else nobody) under seccomp, with a root monitor beside it
+	 * (opd_privsep.h).  Only as root. */
 	bool privsep;
 	const char *privsep_user;
 	const char *separate_str;	/* as given, for session.conf */

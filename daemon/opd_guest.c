@@ -13,6 +13,7 @@
 #include "opd_guest.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 /* Exited guest processes are kept this long (guest time) for held samples. */
 #define LINGER_NS	(3ULL * OPD_GUEST_HOLD_NS)
@@ -136,7 +137,7 @@ struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
 		goto out_free;
 	ret = parts_init(g, images, cache);
 	if (!ret)
-		ret = du_mkdir_p(g->dir);
+		ret = du_nf_mkdirs(g->dir);
 	if (ret)
 		goto out_free;
 	return g;
@@ -899,7 +900,7 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 	if (snprintf(path, sizeof(path), "%s/stats", g->dir) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.stats.tmp", g->dir) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
+	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f)
 		return -errno;
 	fprintf(f, "agent_connected %d\nagent_seen %d\n", connected ? 1 : 0, g->has_agent ? 1 : 0);
@@ -924,10 +925,10 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 		ret = -errno;
 	if (fclose(f) && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
+	if (!ret)
+		ret = du_nf_rename(tmp, path);
 	if (ret)
-		unlink(tmp);
+		du_nf_unlink(tmp);
 	return ret;
 }
 

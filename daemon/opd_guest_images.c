@@ -9,6 +9,7 @@
 
 #include "opd_guest_images.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 struct opd_gimg {
 	struct opd_gimg *next;	/* hash chain */
@@ -49,7 +50,7 @@ static void xfer_abort(struct opd_gimgs *is)
 {
 	if (is->xfer_fd >= 0) {
 		close(is->xfer_fd);
-		unlink(is->xfer_tmp);
+		du_nf_unlink(is->xfer_tmp);
 	}
 	is->xfer_fd = -1;
 	is->xfer_bytes = 0;
@@ -192,10 +193,16 @@ static int xfer_open(struct opd_gimgs *is)
 		     opd_imgcache_dir(is->cache), (int)getpid(),
 		     (void *)is) >= (int)sizeof(is->xfer_tmp))
 		return -ENAMETOOLONG;
-	is->xfer_fd = open(is->xfer_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-			   0640);
+	is->xfer_fd = du_nf_open(is->xfer_tmp, O_WRONLY | O_CREAT | O_TRUNC, DU_SDIR_FILE_MODE,
+				 false);
 	is->xfer_bytes = 0;
-	return is->xfer_fd < 0 ? -errno : 0;
+	if (is->xfer_fd < 0) {
+		int ret = is->xfer_fd;
+
+		is->xfer_fd = -1;
+		return ret;
+	}
+	return 0;
 }
 
 void opd_gimgs_data(struct opd_gimgs *is, const struct dp_ag_image_data *d, const uint8_t *b,

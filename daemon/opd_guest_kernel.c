@@ -10,6 +10,7 @@
 
 #include "opd_guest_kernel.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 #define MAX_MODULES	4096
 #define KERNEL_IMAGE_MAX (1ULL << 30)	/* x86-64: the kernel image mapping */
@@ -63,9 +64,9 @@ static int table_open(struct opd_gkernel *k, struct opd_gtable *tf, const char *
 		return 0;
 	if (snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", k->dir, name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	tf->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	tf->fd = du_nf_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, DU_SDIR_SECRET_MODE, false);
 	if (tf->fd < 0)
-		return -errno;
+		return tf->fd;
 	tf->bytes = 0;
 	tf->chunks = 0;
 	tf->line_len = 0;
@@ -77,6 +78,7 @@ static void table_close(struct opd_gkernel *k, struct opd_gtable *tf, const char
 			const struct dp_ag_table_end *e)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
+	int ret;
 
 	if (tf->fd < 0 && e->status != DP_AG_TABLE_UNREADABLE)
 		return;
@@ -88,8 +90,9 @@ static void table_close(struct opd_gkernel *k, struct opd_gtable *tf, const char
 	snprintf(path, sizeof(path), "%s/%s", k->dir, name);
 	if (e->total_bytes != tf->bytes || e->chunks != tf->chunks)
 		k->st->guest_bad_values++;
-	if (rename(tmp, path))
-		du_warn("domain %s: cannot write %s: %s", k->name, path, strerror(errno));
+	ret = du_nf_rename(tmp, path);
+	if (ret)
+		du_warn("domain %s: cannot write %s: %s", k->name, path, strerror(-ret));
 }
 
 /* Split text into lines for @fn; a line over OPD_GKERN_LINE_MAX is skipped. */

@@ -14,6 +14,7 @@
 #include "opd_imgproof.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 struct opd_imgcache {
 	char *session;
@@ -24,6 +25,7 @@ struct opd_imgcache {
 struct opd_imgcache *opd_imgcache_new(const char *session_dir, struct opd_stats *st)
 {
 	struct opd_imgcache *c = calloc(1, sizeof(*c));
+	int ret;
 
 	if (!c)
 		return NULL;
@@ -35,11 +37,10 @@ struct opd_imgcache *opd_imgcache_new(const char *session_dir, struct opd_stats 
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (mkdir(c->dir, 0750) && errno != EEXIST) {
-		int e = errno;
-
+	ret = du_nf_mkdirs(c->dir);
+	if (ret) {
 		opd_imgcache_free(c);
-		errno = e;
+		errno = -ret;
 		return NULL;
 	}
 	return c;
@@ -81,24 +82,36 @@ bool opd_imgcache_build_id(const uint8_t *bid, size_t size, char id[OPD_IMG_ID_M
 
 /* The one file inside SESSION/images/<id>/ (its basename is the first
  * guest's; later guests may call it otherwise). */
+/* A regular file at @path, no link followed on the way. */
+static bool is_file(const char *path)
+{
+	struct stat sb;
+	int fd = du_nf_open(path, O_RDONLY | O_NONBLOCK, 0, false);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = !fstat(fd, &sb) && S_ISREG(sb.st_mode);
+	close(fd);
+	return ok;
+}
+
 bool opd_imgcache_lookup(struct opd_imgcache *c, const char *id, char *rel, size_t size)
 {
 	char path[PATH_MAX];
-	struct stat sb;
 	FILE *f;
 	char base[NAME_MAX + 1];
 	bool ok = false;
 
 	if (snprintf(path, sizeof(path), "%s/%s/.name", c->dir, id) >= (int)sizeof(path))
 		return false;
-	f = fopen(path, "r");
+	f = du_nf_fopen(path, "r", 0);
 	if (!f)
 		return false;
 	if (fgets(base, sizeof(base), f)) {
 		base[strcspn(base, "\n")] = '\0';
 		if (snprintf(path, sizeof(path), "%s/%s/%s", c->dir, id, base) < (int)sizeof(path) &&
-		    !stat(path, &sb) && S_ISREG(sb.st_mode) &&
-		    snprintf(rel, size, "images/%s/%s", id, base) < (int)size)
+		    is_file(path) && snprintf(rel, size, "images/%s/%s", id, base) < (int)size)
 			ok = true;
 	}
 	fclose(f);
@@ -129,10 +142,10 @@ static int proven_id(struct opd_imgcache *c, const char *tmp, const char *claime
 {
 	uint8_t bid[DP_AG_BUILD_ID_MAX];
 	char note[OPD_IMG_ID_MAX];
-	int fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), n, ret;
+	int fd = du_nf_open(tmp, O_RDONLY, 0, false), n, ret;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = opd_elf_build_id(fd, bid, sizeof(bid));
 	if (claimed && n > 0 && opd_imgcache_build_id(bid, (size_t)n, note) &&
 	    !strcmp(note, claimed)) {
@@ -175,34 +188,31 @@ int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
 		ret = -ENAMETOOLONG;
 		goto out_unlink;
 	}
-	if (mkdir(dir, 0750) && errno != EEXIST) {
-		ret = -errno;
+	ret = du_nf_mkdirs(dir);
+	if (!ret)
+		ret = du_nf_rename(tmp, path);
+	if (ret)
 		goto out_unlink;
-	}
-	if (rename(tmp, path)) {
-		ret = -errno;
-		goto out_unlink;
-	}
-	chmod(path, 0640);
 	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/.name");
-	f = fopen(dir, "w");
-	if (!f || fprintf(f, "%s\n", esc) < 0 || fclose(f)) {
-		ret = -EIO;
-		return ret;
-	}
+	f = du_nf_fopen(dir, "w", DU_SDIR_FILE_MODE);
+	if (!f)
+		return -EIO;
+	ret = fprintf(f, "%s\n", esc) < 0 ? -EIO : 0;
+	if (fclose(f) || ret)
+		return -EIO;
 	snprintf(rel, size, "images/%s/%s", id, esc);
 	c->st->guest_images_cached++;
 	return 1;
 
 out_unlink:
-	unlink(tmp);
+	du_nf_unlink(tmp);
 	return ret;
 }
 
 int opd_imgcache_map_add(const char *map_path, const char *rel, const char *guest_path,
 			 size_t len)
 {
-	FILE *f = fopen(map_path, "a");
+	FILE *f = du_nf_fopen(map_path, "a", DU_SDIR_FILE_MODE);
 	int ret = 0;
 
 	if (!f)

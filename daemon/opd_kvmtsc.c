@@ -65,6 +65,8 @@ struct opd_kvmtsc {
 	/* KVM's offset writes as they happen (opd_kvmtsc_trace) */
 	char tracefs[160];	/* "" : the default */
 	bool tr_tried, follow;
+	opd_kvmtsc_open_fn open_fn;	/* NULL: open the tracepoint here */
+	void *open_ctx;
 	struct opd_kvmtsc_trace *tr;
 	uint64_t since;
 	struct vtl *vt;
@@ -136,7 +138,8 @@ uint64_t opd_kvmtsc_host_tsc(uint64_t guest_tsc, int64_t offset, uint64_t ratio,
 	return ratio ? (uint64_t)(v / ratio) : 0;
 }
 
-struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong)
+static struct opd_kvmtsc *kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong,
+				     opd_kvmtsc_open_fn open_fn, void *open_ctx)
 {
 	struct opd_kvmtsc *k = calloc(1, sizeof(*k));
 	uint64_t w;
@@ -144,6 +147,8 @@ struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong)
 	if (!k)
 		return NULL;
 	k->pid = pid;
+	k->open_fn = open_fn;
+	k->open_ctx = open_ctx;
 	k->pingpong = pingpong;
 	snprintf(k->debugfs, sizeof(k->debugfs), "%s", debugfs ? debugfs : DEBUGFS);
 	/* a debugfs of the caller's (tests) has its tracefs below it */
@@ -163,6 +168,17 @@ struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong)
 	if (!k->no_exact)
 		open_trace(k);
 	return k;
+}
+
+struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong)
+{
+	return kvmtsc_new(pid, debugfs, pingpong, NULL, NULL);
+}
+
+struct opd_kvmtsc *opd_kvmtsc_new_via(pid_t pid, bool pingpong, opd_kvmtsc_open_fn open_fn,
+				      void *open_ctx)
+{
+	return kvmtsc_new(pid, NULL, pingpong, open_fn, open_ctx);
 }
 
 void opd_kvmtsc_free(struct opd_kvmtsc *k)
@@ -294,7 +310,10 @@ static void open_trace(struct opd_kvmtsc *k)
 {
 	char why[300] = "";
 
-	k->tr = opd_kvmtsc_trace_open(k->tracefs[0] ? k->tracefs : NULL, why, sizeof(why));
+	if (k->open_fn)
+		k->tr = opd_kvmtsc_trace_open_via(k->open_fn, k->open_ctx, why, sizeof(why));
+	else
+		k->tr = opd_kvmtsc_trace_open(k->tracefs[0] ? k->tracefs : NULL, why, sizeof(why));
 	if (!k->tr) {
 		du_debug("KVM TSC of pid %d: offsets read per pair from debugfs: %s", (int)k->pid,
 			 why);

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "domprof/agent.h"
+#include "opd_kvmtsc_trace.h"
 
 /* The environment switch that forces ping/pong (lab comparisons). */
 #define OPD_KVMTSC_ENV	"DOMPROF_CLOCK"
@@ -30,6 +31,10 @@ struct opd_kvmtsc;
  * @debugfs: the debugfs mount point (NULL: /sys/kernel/debug, mounted
  * there if it is not).  @pingpong: never exact.  NULL with errno set. */
 struct opd_kvmtsc *opd_kvmtsc_new(pid_t pid, const char *debugfs, bool pingpong);
+/* The same where this process may not open the tracepoint (the privsep
+ * worker): @open_fn gives its fds (opd_kvmtsc_trace.h). */
+struct opd_kvmtsc *opd_kvmtsc_new_via(pid_t pid, bool pingpong, opd_kvmtsc_open_fn open_fn,
+				      void *open_ctx);
 void opd_kvmtsc_free(struct opd_kvmtsc *k);	/* NULL accepted */
 
 /*

@@ -242,11 +242,12 @@ static int event_info(const char *tracefs, uint64_t *id, struct opd_kvmtsc_fmt *
 	return err;
 }
 
-static int open_cpu(struct opd_kvmtsc_trace *tr, struct tcpu *c, int cpu, uint64_t id)
+/* Open the tracepoint @id on @cpu (not mapped).  The fd or -errno. */
+static int open_cpu(int cpu, uint64_t id)
 {
 	struct perf_event_attr a;
-	size_t len = (RING_PAGES + 1) * tr->page;
-	void *m;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int fd;
 
 	memset(&a, 0, sizeof(a));
 	a.size = sizeof(a);
@@ -258,61 +259,122 @@ static int open_cpu(struct opd_kvmtsc_trace *tr, struct tcpu *c, int cpu, uint64
 	a.use_clockid = 1;
 	a.clockid = CLOCK_MONOTONIC;
 	a.watermark = 1;
-	a.wakeup_watermark = (uint32_t)(RING_PAGES * tr->page);
-	c->fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	if (c->fd < 0)
-		return -errno;
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-	if (m == MAP_FAILED) {
-		int e = errno;
-
-		close(c->fd);
-		c->fd = -1;
-		return -e;
-	}
-	c->meta = m;
-	c->data = (uint8_t *)m + tr->page;
-	c->size = RING_PAGES * tr->page;
-	return 0;
+	a.wakeup_watermark = (uint32_t)(RING_PAGES * page);
+	fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
-struct opd_kvmtsc_trace *opd_kvmtsc_trace_open(const char *tracefs, char *why, size_t whylen)
+size_t opd_kvmtsc_trace_map_len(void)
 {
-	struct opd_kvmtsc_trace *tr = calloc(1, sizeof(*tr));
+	return (RING_PAGES + 1) * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+int opd_kvmtsc_trace_open_cpus(const char *tracefs, struct opd_kvmtsc_fmt *f, int *fds, int max,
+			       char *why, size_t whylen)
+{
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 	uint64_t id;
-	int err = -ENOMEM, opened = 0;
+	int err, opened = 0;
 
-	if (!tr || n <= 0 || !(tr->cpus = calloc((size_t)n, sizeof(*tr->cpus))))
-		goto out_free;
-	tr->nr = (int)n;
-	tr->page = (size_t)sysconf(_SC_PAGESIZE);
-	for (int i = 0; i < tr->nr; i++)
-		tr->cpus[i].fd = -1;
-	err = event_info(tracefs, &id, &tr->fmt, why, whylen);
+	for (int i = 0; i < max; i++)
+		fds[i] = -1;
+	if (n <= 0)
+		return -ENODEV;
+	if (n > max)
+		n = max;
+	err = event_info(tracefs, &id, f, why, whylen);
 	if (err)
-		goto out_free;
-	for (int i = 0; i < tr->nr; i++) {
-		int e = open_cpu(tr, &tr->cpus[i], i, id);
+		return err;
+	for (int i = 0; i < (int)n; i++) {
+		int fd = open_cpu(i, id);
 
-		if (!e)
+		if (fd >= 0) {
+			fds[i] = fd;
 			opened++;
-		else if (e != -ENODEV && e != -EINVAL)	/* (offline CPUs) */
-			err = e;
+		} else if (fd != -ENODEV && fd != -EINVAL) {	/* (offline CPUs) */
+			err = fd;
+		}
 	}
 	if (!opened) {
 		if (!err)
 			err = -ENODEV;
 		snprintf(why, whylen, "perf_event_open(kvm:kvm_write_tsc_offset): %s",
 			 strerror(-err));
+		return err;
+	}
+	return (int)n;
+}
+
+struct opd_kvmtsc_trace *opd_kvmtsc_trace_adopt(const struct opd_kvmtsc_fmt *f, int *fds, int n,
+						char *why, size_t whylen)
+{
+	struct opd_kvmtsc_trace *tr = calloc(1, sizeof(*tr));
+	size_t len = opd_kvmtsc_trace_map_len();
+	int err = -ENOMEM, mapped = 0;
+
+	if (!tr || n <= 0 || !(tr->cpus = calloc((size_t)n, sizeof(*tr->cpus))))
+		goto out_free;
+	tr->fmt = *f;
+	tr->nr = n;
+	tr->page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < n; i++) {
+		struct tcpu *c = &tr->cpus[i];
+		void *m;
+
+		c->fd = fds[i];
+		fds[i] = -1;
+		if (c->fd < 0)
+			continue;
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+		if (m == MAP_FAILED) {
+			err = -errno;
+			continue;
+		}
+		c->meta = m;
+		c->data = (uint8_t *)m + tr->page;
+		c->size = RING_PAGES * tr->page;
+		mapped++;
+	}
+	if (!mapped) {
+		snprintf(why, whylen, "mmap(kvm:kvm_write_tsc_offset): %s", strerror(-err));
 		goto out_free;
 	}
 	tr->since = mono_ns();
 	return tr;
 out_free:
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
 	opd_kvmtsc_trace_close(tr);
 	errno = -err;
 	return NULL;
+}
+
+struct opd_kvmtsc_trace *opd_kvmtsc_trace_open_via(opd_kvmtsc_open_fn open, void *ctx, char *why,
+						   size_t whylen)
+{
+	struct opd_kvmtsc_fmt f;
+	int fds[OPD_KVMTSC_MAX_CPUS], n;
+
+	n = open(ctx, &f, fds, OPD_KVMTSC_MAX_CPUS, why, whylen);
+	if (n < 0) {
+		errno = -n;
+		return NULL;
+	}
+	return opd_kvmtsc_trace_adopt(&f, fds, n, why, whylen);
+}
+
+static int open_local(void *ctx, struct opd_kvmtsc_fmt *f, int *fds, int max, char *why,
+		      size_t whylen)
+{
+	return opd_kvmtsc_trace_open_cpus(ctx, f, fds, max, why, whylen);
+}
+
+struct opd_kvmtsc_trace *opd_kvmtsc_trace_open(const char *tracefs, char *why, size_t whylen)
+{
+	return opd_kvmtsc_trace_open_via(open_local, (void *)tracefs, why, whylen);
 }
 
 void opd_kvmtsc_trace_close(struct opd_kvmtsc_trace *tr)

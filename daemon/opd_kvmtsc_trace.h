@@ -51,6 +51,33 @@ struct opd_kvmtsc_trace;
 struct opd_kvmtsc_trace *opd_kvmtsc_trace_open(const char *tracefs, char *why, size_t whylen);
 void opd_kvmtsc_trace_close(struct opd_kvmtsc_trace *tr);	/* NULL accepted */
 
+/* CPUs followed at most (more are left out). */
+#define OPD_KVMTSC_MAX_CPUS	1024
+
+/*
+ * The parts of opening, for a process that may not open the tracepoint
+ * itself (the privsep worker: its monitor opens, the worker maps).
+ *
+ * open_cpus: read the tracepoint's id and layout (*@f) and open it on each
+ * CPU, not mapped: @fds[i] is CPU i's fd or -1 (offline), for @max CPUs.
+ * Returns how many entries of @fds it covers (> 0), or -errno with @why.
+ */
+int opd_kvmtsc_trace_open_cpus(const char *tracefs, struct opd_kvmtsc_fmt *f, int *fds, int max,
+			       char *why, size_t whylen);
+/* The length every mapping of one CPU's ring has (a second mapping of the
+ * same fd must have it too). */
+size_t opd_kvmtsc_trace_map_len(void);
+/* Map @n fds (-1: none for that CPU) with layout @f into a trace; takes
+ * the fds (each @fds[i] is -1 after).  NULL with errno and @why. */
+struct opd_kvmtsc_trace *opd_kvmtsc_trace_adopt(const struct opd_kvmtsc_fmt *f, int *fds, int n,
+						char *why, size_t whylen);
+/* What gives a process the fds: opd_kvmtsc_trace_open_cpus' contract. */
+typedef int (*opd_kvmtsc_open_fn)(void *ctx, struct opd_kvmtsc_fmt *f, int *fds, int max,
+				  char *why, size_t whylen);
+/* Open through @open (@ctx its argument), then adopt. */
+struct opd_kvmtsc_trace *opd_kvmtsc_trace_open_via(opd_kvmtsc_open_fn open, void *ctx, char *why,
+						   size_t whylen);
+
 /* CLOCK_MONOTONIC after every CPU's event was on: every write since is seen
  * (or its loss reported). */
 uint64_t opd_kvmtsc_trace_since(const struct opd_kvmtsc_trace *tr);

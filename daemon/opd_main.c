@@ -50,8 +50,9 @@ static void usage(FILE *f)
 		"  --callgraph=DEPTH      record call chains of at most DEPTH frames (0: off;\n"
 		"                         at most 127; the collector asks for them)\n"
 		"  --privsep[=USER]       after setup run the loop as USER (default domprof, else\n"
-		"                         nobody) under seccomp, beside a root monitor (also\n"
-		"                         DOMPROF_PRIVSEP=1 or =USER in the environment)\n"
+		"                         nobody) under seccomp, beside a root monitor; on by\n"
+		"                         default as root (DOMPROF_PRIVSEP=USER names the user)\n"
+		"  --no-privsep           run the loop as root (also DOMPROF_PRIVSEP=0)\n"
 		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
@@ -62,6 +63,7 @@ enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
+	OPT_NO_PRIVSEP,
 };
 
 static const struct option long_opts[] = {
@@ -77,6 +79,7 @@ static const struct option long_opts[] = {
 	{ "libvirt-uri", required_argument, NULL, OPT_LIBVIRT_URI },
 	{ "hypervisor-user", required_argument, NULL, OPT_VM_USERS },
 	{ "privsep", optional_argument, NULL, OPT_PRIVSEP },
+	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -134,7 +137,11 @@ static int parse_trust(int opt, struct opd_conf *c)
 		return 0;
 	case OPT_PRIVSEP:
 		c->privsep = true;
-		c->privsep_user = optarg;
+		if (optarg)
+			c->privsep_user = optarg;
+		return 0;
+	case OPT_NO_PRIVSEP:
+		c->privsep = false;
 		return 0;
 	default:
 		return 1;
@@ -230,8 +237,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 
 	opd_conf_defaults(c);
 	o->collector = opd_collector_find(c->collector);
+	/* the environment changes the default, options come after it */
 	env = getenv("DOMPROF_PRIVSEP");
-	if (env && *env && strcmp(env, "0")) {
+	if (env && (!strcmp(env, "0") || !strcmp(env, "no"))) {
+		c->privsep = false;
+	} else if (env && *env) {
 		c->privsep = true;
 		c->privsep_user = strcmp(env, "1") ? env : NULL;
 	}
@@ -517,15 +527,23 @@ static int worker_started(void *ctx)
  */
 static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, int *status)
 {
-	int sv[2];
+	int sv[2], wake[2];
 	pid_t child;
 
 	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
-		du_err("privsep: no user %s", c->privsep_user ? c->privsep_user : "domprof or nobody");
+		du_err("privsep: no user %s to run the loop as (--privsep=USER names one; "
+		       "--no-privsep runs it as root)",
+		       c->privsep_user ? c->privsep_user : "domprof or nobody");
 		return -1;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
 		du_err("privsep: socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK)) {
+		du_err("privsep: pipe: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
 		return -1;
 	}
 	w->conf = c;
@@ -536,13 +554,16 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		du_err("privsep: fork: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
+		close(wake[0]);
+		close(wake[1]);
 		return -1;
 	}
 	if (child > 0) {
 		close(sv[1]);
+		close(wake[0]);
 		if (!c->foreground)	/* the worker says when it is ready */
 			release_parent_quietly();
-		*status = opd_ps_monitor(sv[0], c, child);
+		*status = opd_ps_monitor_wake(sv[0], wake[1], c, child);
 		/* idle, the session is root's again, as an unseparated run
 		 * leaves it (no link followed) */
 		if (opd_ps_chown_tree(c->session_dir, 0, 0))
@@ -550,7 +571,9 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		return 1;
 	}
 	close(sv[0]);
+	close(wake[1]);
 	ch->sock = sv[1];
+	ch->wake = wake[0];
 	c->domain_backend_ops = &opd_ps_backend;
 	c->domain_backend_arg = ch;
 	return 0;
@@ -563,7 +586,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	const struct opd_collector_ops *ops = o->collector;
 	struct opd_conf *c = &o->conf;
 	struct opd_collector_args args;
-	struct opd_ps_chan ch = { .sock = -1 };
+	struct opd_ps_chan ch = { .sock = -1, .wake = -1 };
 	struct worker w;
 	struct opd_daemon d;
 	void *state = NULL;
@@ -586,8 +609,11 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 		w.st = &d.st;
 		d.started = worker_started;
 		d.started_ctx = &w;
-		if (d.agents)
+		if (d.agents) {
 			opd_agents_set_connector(d.agents, opd_ps_connect, &ch);
+			opd_agents_set_tsc_opener(d.agents, opd_ps_tsc_open, &ch);
+		}
+		opd_trans_set_maps_source(d.trans, opd_ps_maps, &ch);
 	}
 	memset(&args, 0, sizeof(args));
 	args.conf = c;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -30,10 +31,16 @@ static uint32_t body_len(unsigned int type)
 {
 	switch (type) {
 	case OPD_PS_REFRESH:
+	case OPD_PS_TRACE_OPEN:
 		return 0;
 	case OPD_PS_CONNECT:
 	case OPD_PS_CONNECTED:
+	case OPD_PS_MAPS:
 		return sizeof(struct opd_ps_conn);
+	case OPD_PS_TRACE_CPU:
+		return sizeof(struct opd_ps_tcpu);
+	case OPD_PS_MAP:
+		return sizeof(struct opd_ps_map);
 	case OPD_PS_ADDED:
 	case OPD_PS_CHANGED:
 		return sizeof(struct opd_ps_dom);
@@ -95,11 +102,34 @@ static bool vcpus_ok(const struct opd_ps_vcpus *v)
 	return true;
 }
 
+static bool tcpu_ok(const struct opd_ps_tcpu *t)
+{
+	if (!t->nr || t->nr > OPD_KVMTSC_MAX_CPUS || t->cpu < 0 || (uint32_t)t->cpu >= t->nr ||
+	    t->err > 0 || t->err <= -4096)
+		return false;
+	if (t->err)	/* no layout with a failure */
+		return !t->vcpu_off && !t->prev_off && !t->next_off && !t->vcpu_size;
+	return t->vcpu_off < 4096 && t->prev_off < 4096 && t->next_off < 4096 &&
+	       (t->vcpu_size == 4 || t->vcpu_size == 8);
+}
+
+static bool map_ok(const struct opd_ps_map *m)
+{
+	return m->pid > 0 && str_ok(m->comm, sizeof(m->comm), false) &&
+	       str_ok(m->path, sizeof(m->path), true) && m->path_len == strlen(m->path) &&
+	       m->len && m->start + m->len > m->start;
+}
+
 static bool body_ok(const struct opd_ps_msg *m)
 {
 	switch (m->type) {
 	case OPD_PS_CONNECT:
+	case OPD_PS_MAPS:
 		return m->u.conn.pid > 0 && m->u.conn.err == 0;
+	case OPD_PS_TRACE_CPU:
+		return tcpu_ok(&m->u.tcpu);
+	case OPD_PS_MAP:
+		return map_ok(&m->u.map);
 	case OPD_PS_CONNECTED:
 		return m->u.conn.pid > 0 && m->u.conn.err <= 0 && m->u.conn.err > -4096;
 	case OPD_PS_ADDED:
@@ -116,7 +146,7 @@ static bool body_ok(const struct opd_ps_msg *m)
 	case OPD_PS_END:
 		return m->u.end <= 0 && m->u.end > -4096;
 	default:
-		return true;	/* REFRESH: no body */
+		return true;	/* REFRESH, TRACE_OPEN: no body */
 	}
 }
 
@@ -127,13 +157,14 @@ int opd_ps_check(const struct opd_ps_msg *m, size_t n, bool from_monitor, int nf
 	if (n != sizeof(*m) || m->magic != OPD_PS_MAGIC || m->zero || m->zero2 ||
 	    m->type < OPD_PS_REFRESH || m->type >= OPD_PS_TYPE_MAX || m->len != body_len(m->type))
 		return -EBADMSG;
-	to_monitor = m->type == OPD_PS_REFRESH || m->type == OPD_PS_CONNECT;
+	to_monitor = OPD_PS_TO_MONITOR(m->type);
 	if (to_monitor == from_monitor)
 		return -EBADMSG;
 	for (size_t i = m->len; i < sizeof(m->u.raw); i++)
 		if (m->u.raw[i])
 			return -EBADMSG;
-	if (nfds != ((m->type == OPD_PS_CONNECTED && m->u.conn.err == 0) ? 1 : 0))
+	if (nfds != (((m->type == OPD_PS_CONNECTED && m->u.conn.err == 0) ||
+		      (m->type == OPD_PS_TRACE_CPU && m->u.tcpu.err == 0)) ? 1 : 0))
 		return -EBADMSG;
 	return body_ok(m) ? 0 : -EBADMSG;
 }
@@ -246,6 +277,7 @@ struct mdom {
 
 struct mirror {
 	int sock;
+	int wake;		/* -1: asked about once a second */
 	struct mdom *list;
 };
 
@@ -260,14 +292,16 @@ static int mirror_open(const struct dom_config *cfg, void **state)
 	if (!m)
 		return -ENOMEM;
 	m->sock = ch->sock;
+	m->wake = ch->wake;
 	*state = m;
 	return 0;
 }
 
 static int mirror_fd(void *state)
 {
-	(void)state;
-	return -1;	/* asked about once a second */
+	const struct mirror *m = state;
+
+	return m->wake;	/* -1: asked about once a second */
 }
 
 static struct mdom *mirror_find(struct mirror *m, uint64_t handle)
@@ -413,6 +447,13 @@ static int mirror_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	struct opd_ps_msg msg;
 	int ret;
 
+	/* the wake-ups so far are answered by this refresh */
+	if (m->wake >= 0) {
+		char buf[64];
+
+		while (read(m->wake, buf, sizeof(buf)) > 0)
+			;
+	}
 	opd_ps_msg_init(&msg, OPD_PS_REFRESH);
 	ret = opd_ps_send(m->sock, &msg, -1);
 	while (!ret) {
@@ -531,4 +572,108 @@ int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd)
 	if (ret)
 		return ret;
 	return m.u.conn.err;
+}
+
+int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, char *why,
+		    size_t whylen)
+{
+	const struct opd_ps_chan *ch = chan;
+	struct opd_ps_msg m;
+	uint32_t nr = 0;
+	int ret, fd, got = 0;
+
+	for (int i = 0; i < max; i++)
+		fds[i] = -1;
+	memset(f, 0, sizeof(*f));
+	opd_ps_msg_init(&m, OPD_PS_TRACE_OPEN);
+	ret = opd_ps_send(ch->sock, &m, -1);
+	while (!ret) {
+		ret = opd_ps_recv(ch->sock, &m, true, &fd);
+		if (ret)
+			break;
+		if (m.type == OPD_PS_END) {
+			ret = m.u.end;
+			break;
+		}
+		/* one layout, one CPU count, each CPU once, within @max */
+		if (m.type != OPD_PS_TRACE_CPU || (nr && m.u.tcpu.nr != nr) || m.u.tcpu.cpu >= max ||
+		    (fd >= 0 && fds[m.u.tcpu.cpu] >= 0) ||
+		    (got && fd >= 0 && (f->vcpu_off != m.u.tcpu.vcpu_off ||
+					f->prev_off != m.u.tcpu.prev_off ||
+					f->next_off != m.u.tcpu.next_off ||
+					f->vcpu_size != m.u.tcpu.vcpu_size))) {
+			if (fd >= 0)
+				close(fd);
+			ret = -EBADMSG;
+			break;
+		}
+		nr = m.u.tcpu.nr;
+		if (fd < 0)
+			continue;
+		fds[m.u.tcpu.cpu] = fd;
+		f->vcpu_off = m.u.tcpu.vcpu_off;
+		f->prev_off = m.u.tcpu.prev_off;
+		f->next_off = m.u.tcpu.next_off;
+		f->vcpu_size = m.u.tcpu.vcpu_size;
+		got++;
+	}
+	if (!ret && !got)
+		ret = -ENODEV;
+	if (ret) {
+		for (int i = 0; i < max; i++)
+			if (fds[i] >= 0) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+		if (ret == -EBADMSG)
+			du_err("privsep: a malformed tracepoint answer from the monitor");
+		snprintf(why, whylen, "the monitor did not open kvm:kvm_write_tsc_offset: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	return (int)(nr < (uint32_t)max ? nr : (uint32_t)max);
+}
+
+int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx)
+{
+	const struct opd_ps_chan *ch = chan;
+	struct opd_ps_msg m;
+	int ret, cb = 0;
+
+	opd_ps_msg_init(&m, OPD_PS_MAPS);
+	m.u.conn.pid = pid;
+	ret = opd_ps_send(ch->sock, &m, -1);
+	while (!ret) {
+		struct dp_raw_mmap mm;
+
+		ret = opd_ps_recv(ch->sock, &m, true, NULL);
+		if (ret)
+			break;
+		if (m.type == OPD_PS_END) {
+			ret = m.u.end;
+			break;
+		}
+		if (m.type != OPD_PS_MAP || m.u.map.pid != pid) {
+			ret = -EBADMSG;
+			break;
+		}
+		if (!comm[0])
+			memcpy(comm, m.u.map.comm, 16);
+		if (cb)
+			continue;	/* read to the END all the same */
+		memset(&mm, 0, sizeof(mm));
+		mm.pid = mm.tid = (uint32_t)pid;
+		mm.start = m.u.map.start;
+		mm.len = m.u.map.len;
+		mm.pgoff = m.u.map.pgoff;
+		mm.ino = m.u.map.ino;
+		mm.maj = m.u.map.maj;
+		mm.min = m.u.map.min;
+		mm.prot = PROT_READ | PROT_EXEC;
+		mm.path_len = (uint16_t)m.u.map.path_len;
+		cb = fn(fctx, &mm, m.u.map.path, m.u.map.path_len);
+	}
+	if (ret == -EBADMSG)
+		du_err("privsep: a malformed mappings answer from the monitor");
+	return ret ? ret : cb;
 }

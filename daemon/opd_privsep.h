@@ -17,9 +17,13 @@
  * (struct opd_ps_msg), each checked whole (opd_ps_check) before use: its
  * exact size, magic, a type allowed in its direction, the body length that
  * type has, zeros after the body, strings NUL-terminated in their fields,
- * and a file descriptor only on a CONNECTED that reports success.  The
- * worker asks (REFRESH, CONNECT) and the monitor answers; the monitor never
- * speaks unasked.
+ * and a file descriptor only on a CONNECTED or TRACE_CPU that reports
+ * success.  The
+ * worker asks (REFRESH, CONNECT, TRACE_OPEN, MAPS) and the monitor answers;
+ * the monitor never speaks unasked.  What the worker may not open once it
+ * dropped (agent sockets, KVM's TSC tracepoint, /proc/PID/maps of root's
+ * processes) the monitor opens and hands over, as fds or fixed records;
+ * it parses no guest byte.
  */
 #ifndef OPD_PRIVSEP_H
 #define OPD_PRIVSEP_H
@@ -32,6 +36,8 @@
 #include "dom.h"
 #include "dom_backend.h"
 #include "opd_conf.h"
+#include "opd_kvmtsc_trace.h"
+#include "opd_procfs.h"
 
 #define OPD_PS_MAGIC	0x64707370u	/* "dpsp" */
 #define OPD_PS_MSG_SIZE	2048
@@ -52,8 +58,19 @@ enum opd_ps_type {
 	OPD_PS_REFUSED,		/* refused */
 	OPD_PS_END,		/* end: the refresh's return value */
 	OPD_PS_CONNECTED,	/* conn: err, with the fd when err is 0 */
+	/* worker -> monitor */
+	OPD_PS_TRACE_OPEN,	/* no body: KVM's TSC offset tracepoint */
+	OPD_PS_MAPS,		/* conn: pid (err 0) */
+	/* monitor -> worker */
+	OPD_PS_TRACE_CPU,	/* tcpu, with the fd when err is 0; END closes */
+	OPD_PS_MAP,		/* map: one executable mapping; END closes */
 	OPD_PS_TYPE_MAX,
 };
+
+/* What a request of the worker's may be: whether the monitor answers it. */
+#define OPD_PS_TO_MONITOR(t) \
+	((t) == OPD_PS_REFRESH || (t) == OPD_PS_CONNECT || (t) == OPD_PS_TRACE_OPEN || \
+	 (t) == OPD_PS_MAPS)
 
 struct opd_ps_dom {
 	uint64_t handle;		/* the monitor's, never reused */
@@ -85,6 +102,29 @@ struct opd_ps_conn {
 	int32_t err;			/* CONNECTED: 0 or -errno (-EPERM: wrong listener) */
 };
 
+/* One CPU of the tracepoint kvm:kvm_write_tsc_offset (opd_kvmtsc_trace.h),
+ * opened by the monitor and mapped by it until the worker's next request,
+ * so the ring's locked memory is charged to root, not to the worker. */
+struct opd_ps_tcpu {
+	int32_t cpu;			/* < nr */
+	int32_t err;			/* 0: the fd came */
+	uint32_t nr;			/* CPUs covered, <= OPD_KVMTSC_MAX_CPUS */
+	uint32_t vcpu_off, prev_off, next_off, vcpu_size;	/* the layout */
+};
+
+#define OPD_PS_MAP_PATH	1536
+
+/* One executable mapping of a process (opd_procfs_maps), read by the
+ * monitor for a live lookup (the worker may not read root's /proc/PID). */
+struct opd_ps_map {
+	int32_t pid;
+	uint32_t path_len;		/* strlen(path), > 0 */
+	uint64_t start, len, pgoff, ino;
+	uint32_t maj, min;
+	char comm[16];			/* NUL-terminated, may be empty */
+	char path[OPD_PS_MAP_PATH];	/* NUL-terminated */
+};
+
 struct opd_ps_msg {
 	uint32_t magic;
 	uint16_t type;
@@ -96,6 +136,8 @@ struct opd_ps_msg {
 		struct opd_ps_vcpus vcpus;
 		struct opd_ps_refused refused;
 		struct opd_ps_conn conn;
+		struct opd_ps_tcpu tcpu;
+		struct opd_ps_map map;
 		uint64_t handle;
 		int32_t end;
 		uint8_t raw[OPD_PS_MSG_SIZE - 16];
@@ -130,10 +172,25 @@ extern const struct dom_backend_ops opd_ps_backend;
 
 struct opd_ps_chan {
 	int sock;
+	/* read end of the monitor's wake-up pipe, -1: none.  The monitor
+	 * writes a byte (no data: the worker then asks) when its domain
+	 * backend's fd says something changed, so a libvirt event reaches
+	 * the worker at once, not at its next once-a-second REFRESH. */
+	int wake;
 };
 
 /* An agent connector (opd_agents_set_connector) through the monitor. */
 int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd);
+
+/* KVM's TSC offset tracepoint opened by the monitor (an opd_kvmtsc_open_fn
+ * for opd_agents_set_tsc_opener): @fds[cpu] its fds, mapped by the caller
+ * before its next request. */
+int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, char *why,
+		    size_t whylen);
+
+/* A process's comm and executable mappings read by the monitor (an
+ * opd_maps_src_fn for opd_trans_set_maps_source). */
+int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx);
 
 /*
  * The worker's user: @name, else "domprof" if it exists, else "nobody".
@@ -159,5 +216,7 @@ int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
  * (opd_sig).  Returns the exit status to give (the worker's).
  */
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker);
+/* The same with the write end of the wake-up pipe (-1: none). */
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker);
 
 #endif

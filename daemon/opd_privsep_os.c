@@ -21,6 +21,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -157,18 +158,32 @@ static int install_seccomp(void)
 static void expose_kvm_debugfs(void)
 {
 	char self[64];
-	int fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat sb;
+	int fd;
 
+	/* not mounted yet: where the kernel documents it, as opd_kvmtsc would */
+	if (stat("/sys/kernel/debug/kvm", &sb) && errno == ENOENT &&
+	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0)
+		du_info("mounted debugfs on /sys/kernel/debug for KVM's TSC offsets");
+	if (stat("/sys/kernel/debug/kvm", &sb))
+		return;
+	/* the directory is opened in the new namespace: a bind mount's
+	 * source must be a mount of the caller's own (else EINVAL) */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
+			"the tracepoint or ping/pong", strerror(errno));
+		return;
+	}
+	fd = open("/sys/kernel/debug/kvm", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	if (mount("tmpfs", "/sys/kernel/debug", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  "mode=0755,size=16k") ||
 	    mkdir("/sys/kernel/debug/kvm", 0755) ||
 	    mount(self, "/sys/kernel/debug/kvm", NULL, MS_BIND, NULL))
 		du_info("privsep: KVM's debugfs not shown to the worker (%s): guest clocks by "
-			"ping/pong", strerror(errno));
+			"the tracepoint or ping/pong", strerror(errno));
 	close(fd);
 }
 
@@ -221,7 +236,107 @@ struct mon {
 	size_t nh, cap;
 	uint64_t next_handle;
 	int err;			/* first send error in a refresh */
+	const char *proc_root;		/* "/proc" (tests: a fake tree) */
+	/* the rings of the last TRACE_OPEN, mapped here until the worker's
+	 * next request (by then it mapped them too): a second mapping of a
+	 * perf ring is not charged, so its locked memory is root's */
+	void *ring[OPD_KVMTSC_MAX_CPUS];
+	int nr_ring;
+	bool served_refresh;		/* the last request was a REFRESH */
+	int fds[OPD_KVMTSC_MAX_CPUS];	/* (room for opd_kvmtsc_trace_open_cpus) */
 };
+
+static void release_rings(struct mon *m)
+{
+	size_t len = opd_kvmtsc_trace_map_len();
+
+	for (int i = 0; i < m->nr_ring; i++)
+		if (m->ring[i])
+			munmap(m->ring[i], len);
+	m->nr_ring = 0;
+}
+
+/* TRACE_OPEN: open the tracepoint on each CPU and hand the fds over. */
+static int mon_trace(struct mon *m)
+{
+	int *fds = m->fds;
+	struct opd_kvmtsc_fmt f;
+	struct opd_ps_msg msg;
+	size_t len = opd_kvmtsc_trace_map_len();
+	char why[300] = "";
+	int n, ret = 0;
+
+	n = opd_kvmtsc_trace_open_cpus(NULL, &f, fds, OPD_KVMTSC_MAX_CPUS, why, sizeof(why));
+	if (n < 0)
+		du_debug("privsep: no TSC offset tracepoint for the worker: %s", why);
+	for (int i = 0; i < n; i++) {
+		void *r;
+
+		if (fds[i] < 0)
+			continue;
+		r = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+		m->ring[m->nr_ring++] = r == MAP_FAILED ? NULL : r;
+		opd_ps_msg_init(&msg, OPD_PS_TRACE_CPU);
+		msg.u.tcpu.cpu = i;
+		msg.u.tcpu.nr = (uint32_t)n;
+		msg.u.tcpu.vcpu_off = f.vcpu_off;
+		msg.u.tcpu.prev_off = f.prev_off;
+		msg.u.tcpu.next_off = f.next_off;
+		msg.u.tcpu.vcpu_size = f.vcpu_size;
+		if (!ret)
+			ret = opd_ps_send(m->sock, &msg, fds[i]);
+		close(fds[i]);
+	}
+	opd_ps_msg_init(&msg, OPD_PS_END);
+	msg.u.end = n < 0 ? n : 0;
+	return ret ? ret : opd_ps_send(m->sock, &msg, -1);
+}
+
+struct map_ctx {
+	struct mon *m;
+	pid_t pid;
+	char comm[16];
+	int err;
+};
+
+static int send_map(void *ctx, const struct dp_raw_mmap *mm, const char *path, size_t len)
+{
+	struct map_ctx *mc = ctx;
+	struct opd_ps_msg msg;
+
+	if (!len || len >= OPD_PS_MAP_PATH || !mm->len || memchr(path, '\0', len))
+		return 0;	/* (not sent: a path this long is not filed) */
+	opd_ps_msg_init(&msg, OPD_PS_MAP);
+	msg.u.map.pid = mc->pid;
+	msg.u.map.path_len = (uint32_t)len;
+	msg.u.map.start = mm->start;
+	msg.u.map.len = mm->start + mm->len > mm->start ? mm->len : UINT64_MAX - mm->start;
+	msg.u.map.pgoff = mm->pgoff;
+	msg.u.map.ino = mm->ino;
+	msg.u.map.maj = mm->maj;
+	msg.u.map.min = mm->min;
+	memcpy(msg.u.map.comm, mc->comm, 15);
+	memcpy(msg.u.map.path, path, len);
+	mc->err = opd_ps_send(mc->m->sock, &msg, -1);
+	return mc->err;
+}
+
+/* MAPS: a process's executable mappings from /proc, as records. */
+static int mon_maps(struct mon *m, pid_t pid)
+{
+	struct map_ctx mc = { .m = m, .pid = pid };
+	struct opd_ps_msg msg;
+	int ret;
+
+	opd_procfs_comm(m->proc_root, pid, mc.comm);
+	mc.comm[15] = 0;
+	ret = opd_procfs_maps(m->proc_root, pid, send_map, &mc);
+	if (mc.err)
+		return mc.err;
+	opd_ps_msg_init(&msg, OPD_PS_END);
+	msg.u.end = ret < 0 && ret > -4096 ? ret : (ret ? -EIO : 0);
+	return opd_ps_send(m->sock, &msg, -1);
+}
 
 static void mon_send(struct mon *m, const struct opd_ps_msg *msg, int fd)
 {
@@ -406,7 +521,13 @@ static int mon_serve(struct mon *m)
 
 	if (ret)
 		return ret;
+	release_rings(m);
+	if (msg.type == OPD_PS_TRACE_OPEN)
+		return mon_trace(m);
+	if (msg.type == OPD_PS_MAPS)
+		return mon_maps(m, msg.u.conn.pid);
 	if (msg.type == OPD_PS_REFRESH) {
+		m->served_refresh = true;
 		m->err = 0;
 		ret = m->be ? m->be->refresh(m->bs, &mon_ops, m) : -ENOENT;
 		opd_ps_msg_init(&msg, OPD_PS_END);
@@ -444,27 +565,56 @@ static void forward_signals(pid_t worker)
 
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 {
-	struct mon m = { .sock = sock };
+	return opd_ps_monitor_wake(sock, -1, conf, worker);
+}
+
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker)
+{
+	bool woken = false;	/* a wake-up not yet answered by a REFRESH */
+	struct mon *mp = calloc(1, sizeof(*mp));	/* large: its rings' tables */
 	int ret, status = 0;
 
-	ret = opd_domains_open_backend(conf, &m.be, &m.bs);
+	if (!mp) {
+		du_err("privsep monitor: out of memory");
+		kill(worker, SIGKILL);
+		waitpid(worker, &status, 0);
+		close(sock);
+		return 1;
+	}
+	mp->sock = sock;
+	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
+	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
 	if (ret) {
 		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
-		m.be = NULL;
+		mp->be = NULL;
 	} else {
-		m.trusted = !strcmp(m.be->name, "libvirt");
+		mp->trusted = !strcmp(mp->be->name, "libvirt");
 		du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
-			m.be->name, (int)worker);
+			mp->be->name, (int)worker);
 	}
 	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = -1 } };
+		int bfd = mp->be && mp->be->fd ? mp->be->fd(mp->bs) : -1;
 
+		/* the backend's fd is the worker's to have read (its REFRESH
+		 * does): looked at again only once that came */
+		if (wake >= 0 && bfd >= 0 && !woken)
+			p[1] = (struct pollfd){ .fd = bfd, .events = POLLIN };
 		forward_signals(worker);
-		if (poll(&p, 1, 500) < 0 && errno != EINTR)
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
 			break;
-		if (!p.revents)
+		if (p[1].revents) {
+			woken = true;
+			if (write(wake, "w", 1) < 0 && errno != EAGAIN)
+				du_debug("privsep: wake-up: %s", strerror(errno));
+		}
+		if (!p[0].revents)
 			continue;
-		ret = mon_serve(&m);
+		ret = mon_serve(mp);
+		if (mp->served_refresh) {
+			mp->served_refresh = false;
+			woken = false;
+		}
 		if (ret == -EPIPE)
 			break;		/* the worker is gone */
 		if (ret == -EBADMSG) {
@@ -475,9 +625,13 @@ int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 	}
 	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
 		forward_signals(worker);
-	if (m.be)
-		m.be->close(m.bs);
-	free(m.hs);
+	release_rings(mp);
+	if (wake >= 0)
+		close(wake);
+	if (mp->be)
+		mp->be->close(mp->bs);
+	free(mp->hs);
+	free(mp);
 	close(sock);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -381,7 +381,15 @@ static int live_map(void *ctx, const struct dp_raw_mmap *m, const char *path, si
 	return opd_proc_mmap(lc->t, &mm, path, len) < 0 ? -ENOMEM : 0;
 }
 
-int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root)
+/* @src's context when the source is a proc root */
+static int from_procfs(void *ctx, pid_t pid, char comm[16], opd_map_fn fn, void *fctx)
+{
+	if (!comm[0])
+		opd_procfs_comm(ctx, pid, comm);
+	return opd_procfs_maps(ctx, pid, fn, fctx);
+}
+
+int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn src, void *ctx)
 {
 	struct live_ctx lc = { t, p };
 	int ret;
@@ -390,10 +398,13 @@ int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *pr
 		return 0;
 	p->lookup_tried = true;
 	t->st->processes_proc_lookups++;
-	if (!p->comm[0])
-		opd_procfs_comm(proc_root, (pid_t)p->tgid, p->comm);
-	ret = opd_procfs_maps(proc_root, (pid_t)p->tgid, live_map, &lc);
+	ret = src(ctx, (pid_t)p->tgid, p->comm, live_map, &lc);
 	if (ret)
-		du_debug("no mappings for pid %u from %s: %s", p->tgid, proc_root, strerror(-ret));
+		du_debug("no mappings for pid %u: %s", p->tgid, strerror(-ret));
 	return ret;
+}
+
+int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root)
+{
+	return opd_proc_lookup_via(t, p, from_procfs, (void *)proc_root);
 }

@@ -18,6 +18,7 @@
 #include "domprof/raw.h"
 #include "opd_conf.h"
 #include "opd_image.h"
+#include "opd_procfs.h"
 #include "opd_stats.h"
 
 struct opd_map {
@@ -68,6 +69,8 @@ bool opd_proc_exited(const struct opd_proc *p);
  * (-ENOENT when the process is gone).
  */
 int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root);
+/* The same from @src (opd_procfs.h), @ctx its argument. */
+int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn src, void *ctx);
 
 /* Number of processes in the table (lingering ones included). */
 size_t opd_procs_count(const struct opd_procs *t);

@@ -23,6 +23,14 @@ typedef int (*opd_map_fn)(void *ctx, const struct dp_raw_mmap *m, const char *pa
  */
 int opd_procfs_maps(const char *proc_root, pid_t pid, opd_map_fn fn, void *ctx);
 
+/*
+ * Where a process's comm and mappings come from: opd_procfs_comm and
+ * opd_procfs_maps' contracts in one (@comm may be left empty), for a
+ * process that may not read /proc itself (the privsep worker asks its
+ * monitor).
+ */
+typedef int (*opd_maps_src_fn)(void *ctx, pid_t pid, char comm[16], opd_map_fn fn, void *fctx);
+
 /* Read @proc_root/PID/comm into @comm[16] (NUL-padded). 0 or -errno. */
 int opd_procfs_comm(const char *proc_root, pid_t pid, char comm[16]);
 

@@ -30,8 +30,9 @@ struct opd_sfiles {
 	struct opd_event_desc ev[DP_RAW_MAX_EVENTS];
 	unsigned int nr_ev;
 	struct du_htab tab;
-	struct sfile **by_id;	/* [tab.count], by sfile.id */
+	struct sfile **by_id;	/* [next_id], by sfile.id; NULL: released */
 	size_t by_id_cap;
+	uint32_t next_id;	/* ids are never reused */
 	void (*close_hook)(void *ctx);
 	void *close_ctx;
 	struct sfile *lru_head, *lru_tail;
@@ -253,9 +254,8 @@ struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id)
 {
 	struct sfile *sf;
 
-	if (id >= t->tab.count)
+	if (id >= t->next_id || !(sf = t->by_id[id]))
 		return NULL;
-	sf = t->by_id[id];
 	if (sf->db) {
 		if (t->lru_head != sf) {
 			lru_unlink(t, sf);
@@ -304,7 +304,7 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 	}
 	if (t->tab.count > t->tab.mask && du_htab_grow(&t->tab))
 		return NULL;
-	if (t->tab.count == t->by_id_cap) {
+	if (t->next_id == t->by_id_cap) {
 		size_t cap = t->by_id_cap ? t->by_id_cap * 2 : 1024;
 		struct sfile **n = cap <= UINT32_MAX ? realloc(t->by_id, cap * sizeof(*n)) : NULL;
 
@@ -317,7 +317,7 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 	if (!sf)
 		return NULL;
 	sf->key = *key;
-	sf->id = (uint32_t)t->tab.count;
+	sf->id = t->next_id++;
 	t->by_id[sf->id] = sf;
 	*id = sf->id;
 	du_htab_add(&t->tab, &sf->hl, h);
@@ -331,24 +331,35 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 
 size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain)
 {
-	struct sfile *sf, *next;
-	size_t n = 0;
+	size_t n = 0, freed = 0;
 
-	if (t->close_hook)
+	if (t->close_hook)	/* (what is queued goes in first) */
 		t->close_hook(t->close_ctx);
-	for (sf = t->lru_head; sf; sf = next) {
-		next = sf->lnext;
-		if (sf->key.domain != domain)
+	/* every entry of the domain, open or not, synced, closed and freed:
+	 * a stopped domain costs nothing; if it comes back, its files are
+	 * found again by name and appended to */
+	for (uint32_t id = 0; id < t->next_id; id++) {
+		struct sfile *sf = t->by_id[id];
+
+		if (!sf || sf->key.domain != domain)
 			continue;
-		lru_unlink(t, sf);
-		if (odb_sync(sf->db))
-			t->st->sample_file_errors++;
-		odb_close(sf->db);
-		sf->db = NULL;
-		t->nr_open--;
-		n++;
+		if (sf->db) {
+			lru_unlink(t, sf);
+			if (odb_sync(sf->db))
+				t->st->sample_file_errors++;
+			odb_close(sf->db);
+			sf->db = NULL;
+			t->nr_open--;
+			n++;
+		}
+		du_htab_del(&t->tab, &sf->hl);
+		t->by_id[id] = NULL;
+		free(sf);
+		freed++;
 	}
-	if (n)
+	t->st->sample_files_released += freed;
+	/* also drops cached odb pointers and ids (opd_trans) */
+	if (freed)
 		t->evictions++;
 	return n;
 }

@@ -77,9 +77,13 @@ uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
 
 /*
  * Sync and close every open file of @domain (all of its files, guest and
- * {vmm}): a domain that stopped holds no fds or mappings.  A later sample
- * reopens a file as usual (appending).  Counts as evictions, so cached
- * odb pointers are dropped.  Returns the number of files closed.
+ * {vmm}) and free every entry it has, open or not (counted
+ * sample_files_released): a domain that stopped holds no fds, mappings or
+ * memory here.  Its ids are not reused (opd_sfile_by_id gives NULL).  A
+ * later sample makes a new entry and reopens the file as usual
+ * (appending: a restart continues its tree).  Counts as an eviction, so
+ * cached odb pointers and ids are dropped.  Returns the number of files
+ * closed.
  */
 size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain);
 

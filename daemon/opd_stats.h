@@ -30,6 +30,7 @@
 	X(samples_bad_mode)			\
 	X(sample_file_errors)			\
 	X(sample_files_evicted)			\
+	X(sample_files_released)		\
 	X(processes_exited)			\
 	X(processes_freed)			\
 	X(processes_proc_lookups)		\

@@ -42,6 +42,8 @@ struct opd_trans {
 	struct opd_kernel *kernel;
 	struct opd_sfiles *sfiles;
 	const char *proc_root;	/* for live lookups, "/proc" */
+	opd_maps_src_fn maps_src;	/* instead, when set (privsep worker) */
+	void *maps_ctx;
 	/* Live domains (NULL in replay: guest samples then go to domain
 	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
 	struct opd_domains *domains;
@@ -206,6 +208,12 @@ void opd_trans_set_agents(struct opd_trans *t, struct opd_agents *agents)
 struct opd_stats *opd_trans_stats(const struct opd_trans *t)
 {
 	return t->st;
+}
+
+void opd_trans_set_maps_source(struct opd_trans *t, opd_maps_src_fn fn, void *ctx)
+{
+	t->maps_src = fn;
+	t->maps_ctx = ctx;
 }
 
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
@@ -528,7 +536,9 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 				return -ENOMEM;
 			t->proc = p;
 		}
-		if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup)
+		if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup && t->maps_src)
+			opd_proc_lookup_via(t->procs, p, t->maps_src, t->maps_ctx);
+		else if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup)
 			opd_proc_lookup_live(t->procs, p, t->proc_root);
 		m = opd_proc_find_map(p, pc, &gs, &ge);
 		if (!m) {

@@ -41,6 +41,10 @@ struct opd_trans *opd_trans_new(const struct opd_conf *conf, struct opd_stats *s
 				struct opd_kernel *kernel, struct opd_sfiles *sfiles);
 void opd_trans_free(struct opd_trans *t);	/* NULL accepted */
 
+/* Live lookups of unknown processes through @fn (opd_procfs.h) instead of
+ * /proc: the privsep worker asks its monitor. */
+void opd_trans_set_maps_source(struct opd_trans *t, opd_maps_src_fn fn, void *ctx);
+
 /* Live domains (NULL, the default, in replay: guest samples then go to
  * domain "pid-<hypervisor pid>", and no host work is {vmm}).  Borrowed. */
 void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains);

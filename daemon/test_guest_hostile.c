@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,9 @@
 #include "opd_guest_kernel.h"
 #include "opd_guest_tasks.h"
 #include "opd_image.h"
+#include "opd_imgcache.h"
+#include "opd_sfile.h"
+#include "odb/odb.h"
 #include "util/du_log.h"
 
 #define MS 1000000ULL
@@ -45,6 +49,13 @@ static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
 	(void)type;
 	(void)f;
 	return remove(p);
+}
+
+static int sum_count(void *ctx, uint64_t key, uint64_t count)
+{
+	(void)key;
+	*(uint64_t *)ctx += count;
+	return 0;
 }
 
 static double cpu_s(void)
@@ -272,6 +283,76 @@ static void test_cpu_budget(void)
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The CPU budget is the domain identity's: two channels of one UUID (a
+ * VM restarted while its old state drains; here two names, as both
+ * listeners are this process) share one second's budget, so once one
+ * spent it the other is not read either; another UUID's channel is. */
+static void test_cpu_budget_identity(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_guest_limits lim;
+	struct opd_agents *a;
+	struct opd_dom d1, d2, d3;
+	struct opd_guest *g1, *g2, *g3;
+	char session[96], p1[96], p2[96], p3[96];
+	int l1, l2, l3, c1, c2, c3;
+
+	memset(&st, 0, sizeof(st));
+	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	snprintf(session, sizeof(session), "%s/s", top);
+	snprintf(p1, sizeof(p1), "%s/a.sock", top);
+	snprintf(p2, sizeof(p2), "%s/b.sock", top);
+	snprintf(p3, sizeof(p3), "%s/c.sock", top);
+	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
+	opd_guest_limits_default(&lim);
+	lim.cpu_ns = 1;	/* spent by the first chunk read */
+	a = opd_agents_new(session, &lim, images, &st);
+	CU_ASSERT_FATAL(a != NULL);
+	l1 = listen_at(p1);
+	l2 = listen_at(p2);
+	l3 = listen_at(p3);
+	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm-old", 6), .pid = getpid(),
+			       .selected = true, .running = true, .esc = "vm-old", .agent_path = p1,
+			       .uuid = "uuid-1" };
+	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm", 2), .pid = getpid(),
+			       .selected = true, .running = true, .esc = "vm", .agent_path = p2,
+			       .uuid = "uuid-1" };
+	d3 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "other", 5), .pid = getpid(),
+			       .selected = true, .running = true, .esc = "other", .agent_path = p3,
+			       .uuid = "uuid-2" };
+	g1 = opd_agents_guest(a, &d1);
+	g2 = opd_agents_guest(a, &d2);
+	g3 = opd_agents_guest(a, &d3);
+	CU_ASSERT_FATAL(g1 && g2 && g3);
+	opd_agents_io(a, NULL, 0, 10 * SEC);	/* connects */
+	c1 = accept4(l1, NULL, NULL, SOCK_CLOEXEC);
+	c2 = accept4(l2, NULL, NULL, SOCK_CLOEXEC);
+	c3 = accept4(l3, NULL, NULL, SOCK_CLOEXEC);
+	CU_ASSERT_FATAL(c1 >= 0 && c2 >= 0 && c3 >= 0);
+	send_frames(c1, 4000);
+	send_frames(c2, 10);
+	send_frames(c3, 10);
+	opd_agents_io(a, NULL, 0, 10 * SEC + 1);
+	/* whichever of uuid-1's channels was read first spent the second */
+	CU_ASSERT(opd_guest_nr_maps(g1) == 0 || opd_guest_nr_maps(g2) == 0);
+	CU_ASSERT(opd_guest_nr_maps(g1) + opd_guest_nr_maps(g2) > 0);
+	CU_ASSERT(opd_guest_nr_maps(g3) == 10);
+	/* the next second: read again */
+	opd_agents_io(a, NULL, 0, 11 * SEC + 2);
+	opd_agents_io(a, NULL, 0, 12 * SEC + 3);
+	CU_ASSERT(opd_guest_nr_maps(g1) > 0 && opd_guest_nr_maps(g2) > 0);
+	close(c1);
+	close(c2);
+	close(c3);
+	close(l1);
+	close(l2);
+	close(l3);
+	opd_agents_free(a);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Issue 9 item 6: caps per domain identity.  A VM restarted (same UUID,
  * new QEMU pid) while its old state still drains shares one memory
  * account with it; another UUID has its own. */
@@ -319,6 +400,123 @@ static void test_identity_cap(void)
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * Issue 9 item 4: nothing the guest state writes in the session follows a
+ * link, not only at the last component: with a directory on the way
+ * swapped for a link to elsewhere, the domain's stats, its kernel tables,
+ * the image cache and its map are refused, and nothing lands elsewhere.
+ */
+static void test_no_links(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_guest_limits lim;
+	struct opd_gkernel k;
+	struct opd_imgcache *c;
+	struct opd_guest *g;
+	struct dp_ag_table_end e = { 0 };
+	char dom[128], away[128], other[128], link_s[128], p[256];
+	struct stat sb;
+
+	memset(&st, 0, sizeof(st));
+	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
+	CU_ASSERT_FATAL(images && mkdtemp(top) != NULL);
+	snprintf(dom, sizeof(dom), "%s/s/domains/d", top);
+	snprintf(away, sizeof(away), "%s/s/domains/d.away", top);
+	snprintf(other, sizeof(other), "%s/other", top);
+	CU_ASSERT_FATAL(mkdir(other, 0700) == 0);
+	opd_guest_limits_default(&lim);
+	g = opd_guest_new("d", dom, &lim, images, NULL, &st);
+	CU_ASSERT_FATAL(g != NULL);
+	CU_ASSERT_FATAL(opd_gkern_init(&k, "d", dom, 1u << 20, images, &st) == 0);
+	CU_ASSERT(opd_guest_write_stats(g, false) == 0);
+	/* the domain's directory becomes a link to elsewhere */
+	CU_ASSERT_FATAL(rename(dom, away) == 0);
+	CU_ASSERT_FATAL(symlink(other, dom) == 0);
+	CU_ASSERT(opd_guest_write_stats(g, false) == -ELOOP);
+	opd_gkern_text(&k, DP_AG_KALLSYMS, "ffffffff81000000 T _text\n", 25);
+	opd_gkern_end(&k, DP_AG_KALLSYMS, &e);
+	CU_ASSERT(access(away, F_OK) == 0);
+	snprintf(p, sizeof(p), "%s/stats", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	snprintf(p, sizeof(p), "%s/.stats.tmp", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	snprintf(p, sizeof(p), "%s/kallsyms", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	snprintf(p, sizeof(p), "%s/.kallsyms.tmp", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	/* no new guest state under a link either */
+	snprintf(p, sizeof(p), "%s/sub", dom);
+	CU_ASSERT(opd_guest_new("e", p, &lim, images, NULL, &st) == NULL);
+	/* the image cache of a session reached through a link; its map */
+	snprintf(link_s, sizeof(link_s), "%s/s-link", top);
+	CU_ASSERT_FATAL(symlink(other, link_s) == 0);
+	c = opd_imgcache_new(link_s, &st);
+	CU_ASSERT(c == NULL);
+	opd_imgcache_free(c);
+	snprintf(p, sizeof(p), "%s/images", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	snprintf(p, sizeof(p), "%s/images.map", dom);
+	CU_ASSERT(opd_imgcache_map_add(p, "images/x/y", "/bin/y", 6) == -ELOOP);
+	snprintf(p, sizeof(p), "%s/images.map", other);
+	CU_ASSERT(stat(p, &sb) != 0);
+	opd_gkern_fini(&k);
+	opd_guest_free(g);
+	opd_images_free(images);
+	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Issue 9 item 6: a stopped domain's sample-file entries are freed, its
+ * files synced and closed first; another domain's stay; the domain back
+ * (a restart) finds its files and appends to them. */
+static void test_sfiles_released(void)
+{
+	char tmpl[] = "/tmp/test_hostile_sf.XXXXXX";
+	struct opd_event_desc ev = { .name = "CPU_CLK", .count = 100000 };
+	struct opd_images *images = opd_images_new();
+	struct opd_sfile_key k = { .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct opd_sfiles *sf;
+	struct opd_conf conf;
+	struct odb *db;
+	uint32_t ids[3], other, again;
+	uint64_t count = 0;
+	static const char *const bins[] = { "/bin/a", "/bin/b", "/bin/c" };
+
+	CU_ASSERT_FATAL(images && mkdtemp(tmpl));
+	memset(&st, 0, sizeof(st));
+	opd_conf_defaults(&conf);
+	conf.session_dir = tmpl;
+	sf = opd_sfiles_new(&conf, &st);
+	CU_ASSERT_FATAL(sf && opd_sfiles_set_events(sf, &ev, 1) == 0);
+	k.domain = opd_image_get(images, SFN_ANON, "gone", 4);
+	for (int i = 0; i < 3; i++) {
+		k.image = k.dep = opd_image_get(images, SFN_ROOT, bins[i], 6);
+		db = opd_sfile_get_id(sf, &k, &ids[i]);
+		CU_ASSERT_FATAL(db != NULL);
+		CU_ASSERT(odb_add(db, 0x10, 5) == 0);
+	}
+	k.domain = opd_image_get(images, SFN_ANON, "stays", 5);
+	CU_ASSERT_FATAL(opd_sfile_get_id(sf, &k, &other) != NULL);
+	CU_ASSERT(opd_sfiles_close_domain(sf, opd_image_get(images, SFN_ANON, "gone", 4)) == 3);
+	CU_ASSERT(st.sample_files_released == 3);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT(opd_sfile_by_id(sf, ids[i]) == NULL);
+	CU_ASSERT(opd_sfile_by_id(sf, other) != NULL);
+	/* nothing more to free the second time */
+	CU_ASSERT(opd_sfiles_close_domain(sf, opd_image_get(images, SFN_ANON, "gone", 4)) == 0);
+	CU_ASSERT(st.sample_files_released == 3);
+	/* back: a new entry, the same file, appended */
+	k.domain = opd_image_get(images, SFN_ANON, "gone", 4);
+	db = opd_sfile_get_id(sf, &k, &again);
+	CU_ASSERT_FATAL(db != NULL);
+	CU_ASSERT(again != ids[2] && again != other);
+	CU_ASSERT(odb_add(db, 0x10, 1) == 0);
+	CU_ASSERT(odb_foreach(db, sum_count, &count) == 0);
+	CU_ASSERT(count == 6);
+	opd_sfiles_free(sf);
+	opd_images_free(images);
+	nftw(tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void quiet(enum du_log_level level, const char *fmt, va_list ap)
 {
 	(void)level;
@@ -342,6 +540,9 @@ int main(void)
 	CU_add_test(s, "a domain past its CPU budget is deferred, others read",
 		    test_cpu_budget);
 	CU_add_test(s, "one memory account per domain identity", test_identity_cap);
+	CU_add_test(s, "one CPU budget per domain identity", test_cpu_budget_identity);
+	CU_add_test(s, "no link followed in the session", test_no_links);
+	CU_add_test(s, "a stopped domain's sample-file entries freed", test_sfiles_released);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();

@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <ftw.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "dom_testproc.h"
@@ -133,6 +134,174 @@ static void test_malformed_more(void)
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 }
 
+static void good_tcpu(struct opd_ps_msg *m, int cpu)
+{
+	opd_ps_msg_init(m, OPD_PS_TRACE_CPU);
+	m->u.tcpu.cpu = cpu;
+	m->u.tcpu.nr = 2;
+	m->u.tcpu.vcpu_off = 8;
+	m->u.tcpu.prev_off = 16;
+	m->u.tcpu.next_off = 24;
+	m->u.tcpu.vcpu_size = 4;
+}
+
+static void good_map(struct opd_ps_msg *m, const char *path)
+{
+	opd_ps_msg_init(m, OPD_PS_MAP);
+	m->u.map.pid = 42;
+	m->u.map.start = 0x400000;
+	m->u.map.len = 0x1000;
+	m->u.map.pgoff = 0x2000;
+	m->u.map.ino = 77;
+	m->u.map.maj = 8;
+	m->u.map.min = 1;
+	strcpy(m->u.map.comm, "daemon");
+	strcpy(m->u.map.path, path);
+	m->u.map.path_len = (uint32_t)strlen(path);
+}
+
+/* The tracepoint and mappings requests and their answers. */
+static void test_malformed_trace_maps(void)
+{
+	struct opd_ps_msg m;
+
+	/* TRACE_OPEN and MAPS go to the monitor only; MAPS with a pid */
+	opd_ps_msg_init(&m, OPD_PS_TRACE_OPEN);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 1) == -EBADMSG);
+	opd_ps_msg_init(&m, OPD_PS_MAPS);
+	m.u.conn.pid = 42;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == 0);
+	m.u.conn.pid = -1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	/* TRACE_CPU: an fd exactly when it succeeded, a CPU below the count,
+	 * a layout within a record, none with an error */
+	good_tcpu(&m, 1);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 1) == -EBADMSG);
+	m.u.tcpu.cpu = 2;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	good_tcpu(&m, 0);
+	m.u.tcpu.nr = OPD_KVMTSC_MAX_CPUS + 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	good_tcpu(&m, 0);
+	m.u.tcpu.next_off = 4096;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	good_tcpu(&m, 0);
+	m.u.tcpu.vcpu_size = 2;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	good_tcpu(&m, 0);
+	m.u.tcpu.err = -ENODEV;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	memset(&m.u.tcpu.vcpu_off, 0, 4 * sizeof(uint32_t));
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	/* MAP: a path with its length, no wrap, a comm with its NUL */
+	good_map(&m, "/usr/sbin/x");
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	m.u.map.path_len = 3;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_map(&m, "");
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_map(&m, "/x");
+	m.u.map.start = UINT64_MAX - 10;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_map(&m, "/x");
+	memset(m.u.map.comm, 'c', sizeof(m.u.map.comm));
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+}
+
+struct maps_seen {
+	int n;
+	struct dp_raw_mmap last;
+	char path[64];
+};
+
+static int maps_cb(void *ctx, const struct dp_raw_mmap *m, const char *path, size_t len)
+{
+	struct maps_seen *ms = ctx;
+
+	ms->n++;
+	ms->last = *m;
+	snprintf(ms->path, sizeof(ms->path), "%.*s", (int)len, path);
+	return 0;
+}
+
+/*
+ * The worker's side of both requests, the answers queued beforehand on
+ * the socketpair: the tracepoint's fds land at their CPUs with the layout;
+ * a CPU twice, or a layout that changes, is refused with every fd closed;
+ * mappings reach the callback as raw MMAP records, the comm filled.
+ */
+static void test_worker_requests(void)
+{
+	struct opd_ps_chan ch;
+	struct opd_ps_msg m;
+	struct opd_kvmtsc_fmt f;
+	struct maps_seen ms = { 0 };
+	char why[128], comm[16] = "";
+	int sv[2], fds[4], devnull;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(devnull >= 0);
+	ch.sock = sv[1];
+	ch.wake = -1;
+	good_tcpu(&m, 1);
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_tsc_open(&ch, &f, fds, 4, why, sizeof(why)) == 2);
+	CU_ASSERT(fds[0] == -1 && fds[1] >= 0 && fds[2] == -1);
+	CU_ASSERT(f.vcpu_off == 8 && f.prev_off == 16 && f.next_off == 24 && f.vcpu_size == 4);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	/* the same CPU twice */
+	good_tcpu(&m, 0);
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_tsc_open(&ch, &f, fds, 4, why, sizeof(why)) == -EBADMSG);
+	CU_ASSERT(fds[0] == -1 && fds[1] == -1);
+	CU_ASSERT(recv(sv[1], &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m));	/* its END */
+	/* a layout that changes between CPUs */
+	good_tcpu(&m, 0);
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	good_tcpu(&m, 1);
+	m.u.tcpu.prev_off = 32;
+	CU_ASSERT(opd_ps_send(sv[0], &m, devnull) == 0);
+	CU_ASSERT(opd_ps_tsc_open(&ch, &f, fds, 4, why, sizeof(why)) == -EBADMSG);
+	CU_ASSERT(fds[0] == -1 && fds[1] == -1);
+	/* a failure: no fd, the monitor's error */
+	opd_ps_msg_init(&m, OPD_PS_END);
+	m.u.end = -ENOENT;
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_tsc_open(&ch, &f, fds, 4, why, sizeof(why)) == -ENOENT);
+	/* mappings */
+	good_map(&m, "/usr/lib/a.so");
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	good_map(&m, "/usr/sbin/x");
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_maps(&ch, 42, comm, maps_cb, &ms) == 0);
+	CU_ASSERT(ms.n == 2 && !strcmp(ms.path, "/usr/sbin/x") && !strcmp(comm, "daemon"));
+	CU_ASSERT(ms.last.pid == 42 && ms.last.start == 0x400000 && ms.last.len == 0x1000 &&
+		  ms.last.pgoff == 0x2000 && ms.last.ino == 77 && ms.last.path_len == 11);
+	/* another process's mapping in the answer: refused */
+	good_map(&m, "/x");
+	m.u.map.pid = 43;
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_maps(&ch, 42, comm, maps_cb, &ms) == -EBADMSG);
+	close(sv[0]);
+	close(sv[1]);
+	close(devnull);
+}
+
 /* Over a real socketpair: a whole message and its fd pass; a short or
  * an oversized datagram is refused and any fd that came with it closed. */
 static void test_wire(void)
@@ -207,6 +376,7 @@ static void test_mirror(void)
 
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
 	ch.sock = sv[1];
+	ch.wake = -1;
 	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
 	good_dom(&m, OPD_PS_ADDED);
 	m.u.dom.nr_vcpus = 2;
@@ -265,6 +435,12 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 	return remove(path);
 }
 
+/* One executable file mapping among others */
+#define MAPS_TEXT \
+	"55550000-55553000 r-xp 00001000 08:01 1234 /usr/bin/qemu-system-x86_64\n" \
+	"55553000-55554000 rw-p 00004000 08:01 1234 /usr/bin/qemu-system-x86_64\n" \
+	"7f0000000000-7f0000001000 r-xp 00000000 00:00 0 \n"
+
 /* A QEMU @pid called @name whose agent socket is @sock. */
 static void fake_qemu(int pid, const char *name, const char *sock)
 {
@@ -290,6 +466,8 @@ static void fake_qemu(int pid, const char *name, const char *sock)
 	tp_pathf(p, sizeof(p), "%s/%d/comm", tree, pid);
 	tp_write_file(p, "qemu-system-x86\n", 16);
 	tp_thread(tree, pid, pid, "qemu-system-x86");
+	tp_pathf(p, sizeof(p), "%s/%d/maps", tree, pid);
+	tp_write_file(p, MAPS_TEXT, strlen(MAPS_TEXT));
 }
 
 /*
@@ -305,7 +483,9 @@ static void test_monitor(void)
 	struct opd_ps_chan ch;
 	struct dom_config cfg = { .backend_arg = &ch };
 	struct seen s = { 0 };
-	char sock[128];
+	struct maps_seen ms = { 0 };
+	struct opd_kvmtsc_trace *tr;
+	char sock[128], comm[16] = "", why[300];
 	int sv[2], lfd, fd = -1, status = -1, acc;
 	pid_t mon;
 	void *st;
@@ -331,6 +511,7 @@ static void test_monitor(void)
 	}
 	close(sv[0]);
 	ch.sock = sv[1];
+	ch.wake = -1;
 	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
 	CU_ASSERT(s.added == 2);
@@ -348,12 +529,117 @@ static void test_monitor(void)
 		close(fd);
 	CU_ASSERT(opd_ps_connect(&ch, 1, NULL, &fd) == -EPERM && fd == -1);
 	CU_ASSERT(opd_ps_connect(&ch, 999999, NULL, &fd) == -ENOENT && fd == -1);
+	/* a live lookup: the monitor reads the maps, the worker gets records */
+	CU_ASSERT(opd_ps_maps(&ch, getpid(), comm, maps_cb, &ms) == 0);
+	CU_ASSERT(ms.n == 1 && !strcmp(ms.path, "/usr/bin/qemu-system-x86_64") &&
+		  ms.last.start == 0x55550000 && ms.last.len == 0x3000 && ms.last.pgoff == 0x1000);
+	CU_ASSERT(!strcmp(comm, "qemu-system-x86"));
+	CU_ASSERT(opd_ps_maps(&ch, 999999, comm, maps_cb, &ms) == -ENOENT);
+	/* KVM's TSC tracepoint: opened by the monitor, mapped here; where the
+	 * kernel has it and this is root, a trace; else the monitor's error */
+	tr = opd_kvmtsc_trace_open_via(opd_ps_tsc_open, &ch, why, sizeof(why));
+	if (geteuid() == 0 && !access("/sys/kernel/tracing/events/kvm/kvm_write_tsc_offset", F_OK))
+		CU_ASSERT(tr != NULL);
+	opd_kvmtsc_trace_close(tr);
+	/* and the channel still answers after it */
+	CU_ASSERT(opd_ps_connect(&ch, 1, NULL, &fd) == -EPERM && fd == -1);
 	opd_ps_backend.close(st);
 	close(sv[1]);
 	CU_ASSERT(waitpid(mon, &status, 0) == mon);
 	CU_ASSERT(WIFEXITED(status));
 	close(lfd);
 	nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A backend whose fd is a pipe the test writes: "something changed". */
+static int fake_fd = -1;
+
+static int fake_open(const struct dom_config *cfg, void **state)
+{
+	(void)cfg;
+	*state = NULL;
+	return 0;
+}
+
+static int fake_fdfn(void *state)
+{
+	(void)state;
+	return fake_fd;
+}
+
+static int fake_refresh(void *state, const struct dom_ops *ops, void *ctx)
+{
+	char buf[16];
+
+	(void)state;
+	(void)ops;
+	(void)ctx;
+	while (read(fake_fd, buf, sizeof(buf)) > 0)
+		;
+	return 0;
+}
+
+static void fake_close(void *state)
+{
+	(void)state;
+}
+
+static const struct dom_backend_ops fake_backend = {
+	.name = "fake", .open = fake_open, .fd = fake_fdfn, .refresh = fake_refresh,
+	.close = fake_close,
+};
+
+/*
+ * The wake-up: when the monitor's backend fd says something changed, the
+ * worker's mirror fd becomes readable at once (no data: it then asks);
+ * its REFRESH drains it; no new wake-up until the backend speaks again.
+ */
+static void test_wake(void)
+{
+	struct opd_conf conf;
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	struct seen s = { 0 };
+	int sv[2], wake[2], be[2], status = -1;
+	struct pollfd p;
+	pid_t mon;
+	void *st;
+
+	opd_conf_defaults(&conf);
+	conf.domain_backend_ops = &fake_backend;
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CU_ASSERT_FATAL(pipe2(wake, O_CLOEXEC | O_NONBLOCK) == 0);
+	CU_ASSERT_FATAL(pipe2(be, O_CLOEXEC | O_NONBLOCK) == 0);
+	fake_fd = be[0];
+	mon = fork();
+	CU_ASSERT_FATAL(mon >= 0);
+	if (mon == 0) {
+		close(sv[1]);
+		close(wake[0]);
+		_exit(opd_ps_monitor_wake(sv[0], wake[1], &conf, getppid()) ? 3 : 0);
+	}
+	close(sv[0]);
+	close(wake[1]);
+	ch.sock = sv[1];
+	ch.wake = wake[0];
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	CU_ASSERT(opd_ps_backend.fd(st) == wake[0]);
+	p = (struct pollfd){ .fd = wake[0], .events = POLLIN };
+	CU_ASSERT(poll(&p, 1, 300) == 0);	/* nothing said yet */
+	CU_ASSERT(write(be[1], "e", 1) == 1);
+	CU_ASSERT(poll(&p, 1, 2000) == 1);	/* the monitor woke the worker */
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	p.revents = 0;
+	CU_ASSERT(poll(&p, 1, 700) == 0);	/* drained; the backend is quiet */
+	CU_ASSERT(write(be[1], "e", 1) == 1);
+	CU_ASSERT(poll(&p, 1, 2000) == 1);	/* and again */
+	opd_ps_backend.close(st);
+	close(sv[1]);
+	close(wake[0]);
+	CU_ASSERT(waitpid(mon, &status, 0) == mon);
+	close(be[0]);
+	close(be[1]);
+	fake_fd = -1;
 }
 
 int main(void)
@@ -372,8 +658,11 @@ int main(void)
 	CU_add_test(s, "malformed messages refused", test_malformed);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);
+	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);
+	CU_add_test(s, "the worker's tracepoint and mappings requests", test_worker_requests);
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
 	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
+	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

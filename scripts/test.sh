@@ -72,7 +72,7 @@ lab_checks="smoke libvirt"
 # xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line; run.sh
 # gives it one CPU): xen-smoke then xen-domains, 329 s in all on a busy
 # build machine (2026-11-23).
-lab_tests="agent domains exact kmod kmod-compare kmod-exact libvirt-domprof xen-all"
+lab_tests="agent domains exact kmod kmod-compare kmod-exact libvirt-domprof trust-identity xen-all"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"

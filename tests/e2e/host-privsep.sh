@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End to end on the host, as root: oprofiled --privsep (DOMPROF_PRIVSEP=1
-# through opcontrol) while the ratio program runs.
+# End to end on the host, as root: oprofiled's default privilege separation
+# (through opcontrol, nothing asked) while the ratio program runs.
 #   the worker (child of the pid in oprofiled.pid) runs unprivileged: its
 #   uid is not 0, no capabilities, NoNewPrivs 1, Seccomp 2; the monitor is
 #   root; the profile is whole (opreport -l names burn_a and burn_b);
@@ -13,7 +13,8 @@ set -euo pipefail
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
 bin=$DP_PREFIX/bin
 ratio=$DP_BUILD/tests/e2e/ratio
-export DP_NO_PROGRESS=1 DOMPROF_PRIVSEP=1
+export DP_NO_PROGRESS=1
+unset DOMPROF_PRIVSEP
 
 work=$(mktemp -d /tmp/dp-privsep.XXXXXX)
 session=$work/session
@@ -69,5 +70,15 @@ alive "$wk" && { fail "worker $wk outlived its monitor"; kill "$wk"; } ||
 grep -q '^running 0' "$session/stats" && ok "its last stats say it stopped" ||
 	fail "stats still say running"
 rm -f "$session/oprofiled.pid"
+
+# turned off: one process, root (a new session: the killed monitor left the
+# last one to the worker's user, and a session another user owns is refused)
+session=$work/session-root
+DOMPROF_PRIVSEP=0 "$bin/opcontrol" --start --session-dir="$session" >/dev/null
+mon=$(cat "$session/oprofiled.pid")
+kids=$(pgrep -P "$mon" -x oprofiled || true)
+[ -z "$kids" ] && [ "$(field Uid "$mon")" = 0 ] && ok "DOMPROF_PRIVSEP=0: one root process" ||
+	fail "DOMPROF_PRIVSEP=0: children '$kids', uid $(field Uid "$mon")"
+"$bin/opcontrol" --stop --session-dir="$session" >/dev/null
 [ $fails -eq 0 ] || { echo "host-privsep: $fails failures"; exit 1; }
 echo "host-privsep: all checks passed"

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,20 +125,37 @@ static void pump(int timeout_ms)
 static void answer_image(uint32_t cookie)
 {
 	static uint8_t junk[4096];
-	struct dp_ag_image_data d = { .cookie = cookie };
-	struct dp_ag_image_end e = { .cookie = cookie, .status = DP_AG_IMAGE_SENT,
-				     .size = sizeof(junk) };
+	/* put() pumps, and a request read meanwhile must not put its frames
+	 * between this one's DATA and END: it waits its turn */
+	static bool busy;
+	static uint32_t pending;
 
 	requests++;
+	if (busy) {
+		pending = cookie;
+		return;
+	}
+	busy = true;
 	memset(junk, 'x', sizeof(junk));
 	for (size_t i = 0; i + 15 < sizeof(junk); i += 64)
 		memcpy(junk + i, "DOMPROF-POISON", 14);
-	put(ap_put_image_data(AT, ROOM, &d, junk, sizeof(junk)));
-	e.build_id_size = victim_bid_size;
-	memcpy(e.build_id, victim_bid, victim_bid_size);
-	put(ap_put_image_end(AT, ROOM, &e));
-	printf("HOSTILE-UPLOADED cookie=%u\n", cookie);
-	fflush(stdout);
+	for (;;) {
+		struct dp_ag_image_data d = { .cookie = cookie };
+		struct dp_ag_image_end e = { .cookie = cookie, .status = DP_AG_IMAGE_SENT,
+					     .size = sizeof(junk) };
+
+		put(ap_put_image_data(AT, ROOM, &d, junk, sizeof(junk)));
+		e.build_id_size = victim_bid_size;
+		memcpy(e.build_id, victim_bid, victim_bid_size);
+		put(ap_put_image_end(AT, ROOM, &e));
+		printf("HOSTILE-UPLOADED cookie=%u\n", cookie);
+		fflush(stdout);
+		if (!pending)
+			break;
+		cookie = pending;
+		pending = 0;
+	}
+	busy = false;
 }
 
 /* PINGs get PONGs (a daemon that stops pinging shows as a gap); image

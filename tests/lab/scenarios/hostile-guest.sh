@@ -9,7 +9,9 @@
 # text under the path and build id of a binary g1 runs later (exact-a),
 # junk bytes when the host asks for that image, and FORK frames without
 # end.  Then g1 runs exact-a.  Must hold:
-#  - g1's samples a second in phase 2 are at least 90% of phase 1's;
+#  - g1's samples a second in phase 2 are at least 90% of phase 1's, with
+#    bad's QEMU and g1's on CPUs of their own (the daemon on either), so
+#    that what is compared is the daemon's cost, not the attacker's CPU;
 #  - each attack is counted: guest_maps_capped, guest_tasks_capped,
 #    guest_images_capped, guest_bad_values, guest_budget_deferred,
 #    guest_hostile_image_mismatch (when bad's upload was asked for);
@@ -67,6 +69,12 @@ LAB_GUEST_SHARE=/tmp/share-g1 LAB_GUEST_AGENT=/share/opagent \
 LAB_GUEST_SHARE=/tmp/share-bad start_guest bad 6b1b1d6e-0000-4000-8000-0000000000c2 script
 wait_guest_booted g1
 wait_guest_booted bad
+# What is measured is the daemon's effect on g1, not the attacker's own
+# CPU: bad's QEMU (its vCPU and the I/O thread that carries its frames)
+# runs on CPU 0, g1's on CPU 1, in both phases; the daemon may run on
+# either, so the time it spends on bad's frames competes with g1.
+taskset -a -cp 0 "$(guest_pid bad)" >/dev/null || lab_fail "cannot pin bad's QEMU"
+taskset -a -cp 1 "$(guest_pid g1)" >/dev/null || lab_fail "cannot pin g1's QEMU"
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
 for i in $(seq 1 120); do
 	grep -q "domain g1: agent state complete" "$S/oprofiled.log" 2>/dev/null && break
@@ -76,27 +84,44 @@ grep -q "domain g1: agent state complete" "$S/oprofiled.log" || lab_fail "g1's a
 dpid=$(pidof oprofiled | awk '{ print $NF }')
 [ -n "$dpid" ] || lab_fail "no oprofiled"
 
+# CPU seconds (user + system) of processes: the daemon's (monitor and
+# worker), each guest's QEMU
+cpu_s() {
+	local p s=0 t
+	for p in "$@"; do
+		t=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null) || t=0
+		s=$((s + ${t:-0}))
+	done
+	awk -v t="$s" 'BEGIN { printf "%.2f", t / 100 }'
+}
+cpu_all() { echo "$(cpu_s $(pidof oprofiled)) $(cpu_s "$(guest_pid g1)") $(cpu_s "$(guest_pid bad)")"; }
 # one phase: its flag, g1's end marker; RATE: g1's samples a second over it
 phase() {
-	local flag=$1 done=$2 a b t1 t2
+	local flag=$1 done=$2 a b t1 t2 c1 c2
 	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
 	a=$(stat_of "$S/domains/g1/stats" samples_received)
 	t1=$(lab_now)
+	c1=$(cpu_all)
 	touch "/tmp/share-g1/$flag" "/tmp/share-bad/$flag"
 	wait_console g1 "$done" $((PHASE * 6 + 60)) || lab_fail "g1's $done did not come"
 	t2=$(lab_now)
+	c2=$(cpu_all)
 	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
 	b=$(stat_of "$S/domains/g1/stats" samples_received)
 	RATE=$(awk -v a="${a:-0}" -v b="${b:-0}" -v t1="$t1" -v t2="$t2" \
 		'BEGIN { printf "%.1f", (b - a) / (t2 - t1) }')
 	lab_log "$flag: g1 samples $a -> $b over $t1 .. $t2"
+	CPU=$(echo "$c1 $c2" | awk -v t="$t1" -v u="$t2" '{ d = u - t; printf "daemon %.2f g1-qemu %.2f bad-qemu %.2f", ($4 - $1) / d, ($5 - $2) / d, ($6 - $3) / d }')
+	lab_log "$flag: CPU seconds a second: $CPU"
 }
 phase go1 G1-PHASE1-DONE
 rate1=$RATE
+cpu1=$CPU
 lab_log "phase 1 (bad only busy): g1 $rate1 samples/s"
 rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
 phase go2 G1-PHASE2-DONE
 rate2=$RATE
+cpu2=$CPU
 lab_log "phase 2 (bad attacks): g1 $rate2 samples/s"
 uploaded=0
 wait_console bad HOSTILE-UPLOADED 60 && uploaded=1
@@ -130,6 +155,8 @@ for k in guest_maps_capped guest_tasks_capped guest_images_capped guest_bad_valu
 done
 lab_summary g1_rate_baseline "$rate1"
 lab_summary g1_rate_attacked "$rate2"
+lab_summary cpu_phase1 "$cpu1"
+lab_summary cpu_phase2 "$cpu2"
 lab_summary daemon_vmrss_kb_before_attack "$rss0"
 lab_summary daemon_vmrss_kb_end "$rss"
 lab_summary daemon_vmhwm_kb "$hwm"

@@ -1,6 +1,6 @@
 # Who counts as a domain, and who parses guest bytes (DESIGN.md section 7,
-# issue 9 item 1 and privilege separation).  domprof in L1 runs with
-# --privsep (DOMPROF_PRIVSEP=1) while:
+# issue 9 item 1 and privilege separation).  domprof in L1 runs as it
+# does by default (privilege separation on) while:
 #  - a real KVM guest "victim" runs opagent and a workload;
 #  - as nobody, a process started with exec -a qemu-system-x86_64 claims
 #    -name guest=victim with an agent -chardev on a socket that a listener
@@ -17,7 +17,7 @@
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
-export DOMPROF_PRIVSEP=1
+unset DOMPROF_PRIVSEP	# the default: separated
 S=/var/lib/domprof-lab/trust-identity
 ATK=/tmp/impostor
 ratio_bin=$STAGE/lab/ratio-static
