@@ -1,42 +1,43 @@
 /*
- * A workload with a known call graph: one hot leaf function, burn(),
- * reached from two callers, caller_a() and caller_b(), that call it for
- * CPU time in a ratio the program measures itself (2:1 by default), so a
- * call-graph report can be checked against it.  Build with frame pointers
- * (-fno-omit-frame-pointer).  Usage: callers [SECONDS [PERCENT_A]]
- * Prints "callers: caller_a=NN.NN% caller_b=NN.NN% cpu_seconds=S".
+ * A workload with a known call graph (issue 12), for the host
+ * (host-callgraph.sh, built as e2e/callers) and for lab guests
+ * (callgraph-guest, built static and non-PIE as e2e/cg-guest).  Build with
+ * frame pointers (-fno-omit-frame-pointer).
+ *
+ *   callers [SECONDS [PERCENT_A]]
+ *	one hot leaf, burn(), reached from caller_a() and caller_b(), which
+ *	call it for CPU time in a ratio the program measures itself (2:1 by
+ *	default); prints
+ *	"callers: caller_a=NN.NN% caller_b=NN.NN% cpu_seconds=S"
+ *   callers syscalls SECONDS
+ *	run_syscalls() -> sys_reader() reads /dev/zero: kernel time whose
+ *	user callers are known; prints "callers: syscalls reads=N"
+ *   callers scribble SECONDS
+ *	spins with RBP set to garbage frames (misaligned, low, kernel,
+ *	unmapped, not canonical, a frame that is its own caller, a
+ *	1024-deep fake chain): a profiler that walks frame pointers must
+ *	stop, and only count; prints "callers: scribble rounds=N"
+ *	(x86-64 only)
  */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spin.h"
 
 static volatile uint64_t sink;
 
-static uint64_t thread_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* The hot leaf: spins for @ns of CPU time, reading the clock rarely so
- * that nearly every sample falls in the loop itself. */
+/* The hot leaf (the loop is spin.h's, inlined here). */
 __attribute__((noinline)) static uint64_t burn(uint64_t ns)
 {
-	uint64_t end = thread_ns() + ns, x = sink, now;
-
-	do {
-		for (int i = 0; i < 20000; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-		now = thread_ns();
-	} while (now < end);
-	sink = x;
-	return now;
+	return e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink);
 }
 
-/* Two distinct call sites; the volatile add keeps each a real frame. */
+/* Two distinct call sites; the volatile add keeps each a real frame (no
+ * tail call) and the two functions apart. */
 __attribute__((noinline)) static uint64_t caller_a(uint64_t ns)
 {
 	uint64_t r = burn(ns);
@@ -53,25 +54,17 @@ __attribute__((noinline)) static uint64_t caller_b(uint64_t ns)
 	return r;
 }
 
-int main(int argc, char **argv)
+static int run_ratio(double seconds, double pct_a)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 5.0;
-	double pct_a = argc > 2 ? atof(argv[2]) : 100.0 * 2 / 3;
 	uint64_t slice, spent_a = 0, spent_b = 0, start, t0, t1, rng = 1;
 
-	if (seconds <= 0 || pct_a < 0 || pct_a > 100) {
-		fprintf(stderr, "usage: callers [SECONDS [PERCENT_A]]\n");
-		return 1;
-	}
-	start = thread_ns();
-	while (thread_ns() - start < (uint64_t)(seconds * 1e9)) {
-		/* slices of 2 to 6 ms, varied, so no timer stays in phase */
-		rng = rng * 6364136223846793005ull + 1;
-		slice = 2000000 + (rng >> 33) % 4000000;
-		t0 = thread_ns();
+	start = e2e_thread_ns();
+	while (e2e_thread_ns() - start < (uint64_t)(seconds * 1e9)) {
+		slice = e2e_slice_ns(&rng);
+		t0 = e2e_thread_ns();
 		t1 = caller_a((uint64_t)(slice * pct_a / 100.0));
 		spent_a += t1 - t0;
-		t0 = thread_ns();
+		t0 = e2e_thread_ns();
 		t1 = caller_b((uint64_t)(slice * (100.0 - pct_a) / 100.0));
 		spent_b += t1 - t0;
 	}
@@ -79,4 +72,116 @@ int main(int argc, char **argv)
 	       100.0 * spent_a / (spent_a + spent_b), 100.0 * spent_b / (spent_a + spent_b),
 	       (spent_a + spent_b) / 1e9);
 	return 0;
+}
+
+__attribute__((noinline)) static uint64_t sys_reader(int fd, uint64_t ns)
+{
+	static char buf[65536];
+	uint64_t end = e2e_thread_ns() + ns, reads = 0;
+
+	while (e2e_thread_ns() < end && read(fd, buf, sizeof(buf)) > 0)
+		reads++;
+	sink++;
+	return reads;
+}
+
+__attribute__((noinline)) static int run_syscalls(double seconds)
+{
+	int fd = open("/dev/zero", O_RDONLY);
+	uint64_t reads;
+
+	if (fd < 0) {
+		perror("/dev/zero");
+		return 1;
+	}
+	reads = sys_reader(fd, (uint64_t)(seconds * 1e9));
+	close(fd);
+	printf("callers: syscalls reads=%llu\n", (unsigned long long)reads);
+	return 0;
+}
+
+#ifdef __x86_64__
+/*
+ * scribble_spin(iters, rbp): spin @iters times with RBP = @rbp.  In
+ * assembly: C code may not clobber the frame pointer.
+ */
+uint64_t scribble_spin(uint64_t iters, uint64_t rbp);
+__asm__(".text\n"
+	".globl scribble_spin\n"
+	".type scribble_spin, @function\n"
+	"scribble_spin:\n"
+	"	push %rbp\n"
+	"	mov %rsi, %rbp\n"
+	"	xor %eax, %eax\n"
+	"1:	add $7, %rax\n"
+	"	imul %rax, %rax\n"
+	"	dec %rdi\n"
+	"	jnz 1b\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size scribble_spin, .-scribble_spin\n");
+
+#define FAKE_DEPTH 1024
+static uint64_t fake[2 * FAKE_DEPTH];
+
+static int run_scribble(double seconds)
+{
+	uint64_t self[2] __attribute__((aligned(16)));
+	uint64_t bad[8], rounds = 0, end = e2e_thread_ns() + (uint64_t)(seconds * 1e9);
+	int i;
+
+	/* a long chain of plausible frames (return addresses in this
+	 * program's text): the walk must stop at its depth */
+	for (i = 0; i < FAKE_DEPTH; i++) {
+		fake[2 * i] = i + 1 < FAKE_DEPTH ? (uint64_t)(uintptr_t)&fake[2 * i + 2] : 0;
+		fake[2 * i + 1] = (uint64_t)(uintptr_t)burn + 1 + (uint64_t)(i % 8);
+	}
+	/* a frame whose caller is itself: not increasing */
+	self[0] = (uint64_t)(uintptr_t)self;
+	self[1] = (uint64_t)(uintptr_t)burn + 1;
+	bad[0] = 0x1;				/* misaligned */
+	bad[1] = 0x10;				/* below any mapping */
+	bad[2] = 0xffffffff81000000ull;		/* kernel half, from user */
+	bad[3] = 0x00007ffffffff000ull;		/* unmapped */
+	bad[4] = (uint64_t)(uintptr_t)self;
+	bad[5] = (uint64_t)(uintptr_t)fake;
+	bad[6] = 0x8000000000000000ull;		/* not canonical */
+	bad[7] = 0x0000555555554008ull;		/* unmapped, aligned */
+	while (e2e_thread_ns() < end) {
+		for (i = 0; i < 8; i++)
+			sink += scribble_spin(200000, bad[i]);
+		rounds++;
+	}
+	printf("callers: scribble rounds=%llu\n", (unsigned long long)rounds);
+	return 0;
+}
+#else
+static int run_scribble(double seconds)
+{
+	(void)seconds;
+	fprintf(stderr, "callers: scribble is x86-64 only\n");
+	return 2;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	double seconds, pct_a;
+
+	if (!strcmp(mode, "syscalls") || !strcmp(mode, "scribble")) {
+		seconds = argc > 2 ? atof(argv[2]) : 5.0;
+		if (seconds <= 0)
+			goto usage;
+		return mode[1] == 'y' ? run_syscalls(seconds) : run_scribble(seconds);
+	}
+	seconds = argc > 1 ? atof(argv[1]) : 5.0;
+	pct_a = argc > 2 ? atof(argv[2]) : 100.0 * 2 / 3;
+
+	if (seconds <= 0 || pct_a < 0 || pct_a > 100)
+		goto usage;
+	return run_ratio(seconds, pct_a);
+usage:
+	fprintf(stderr, "usage: callers [SECONDS [PERCENT_A]] | syscalls SECONDS | scribble SECONDS\n");
+	return 1;
 }
