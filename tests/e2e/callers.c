@@ -6,9 +6,12 @@
  *
  *   callers [SECONDS [PERCENT_A]]
  *	one hot leaf, burn(), reached from caller_a() and caller_b(), which
- *	call it for CPU time in a ratio the program measures itself (2:1 by
- *	default); prints
- *	"callers: caller_a=NN.NN% caller_b=NN.NN% cpu_seconds=S"
+ *	call it for CPU time in a ratio (2:1 by default); the program counts
+ *	the work burn did for each (blocks of its loop: the same code, so
+ *	the same time per block) and prints that split,
+ *	"callers: caller_a=NN.NN% caller_b=NN.NN% cpu_seconds=S".  Work,
+ *	not CPU time: a guest's thread clock may tick in jiffies, too
+ *	coarse for slices of a few ms.
  *   callers syscalls SECONDS
  *	run_syscalls() -> sys_reader() reads /dev/zero: kernel time whose
  *	user callers are known; prints "callers: syscalls reads=N"
@@ -30,47 +33,42 @@
 
 static volatile uint64_t sink;
 
-/* The hot leaf (the loop is spin.h's, inlined here). */
-__attribute__((noinline)) static uint64_t burn(uint64_t ns)
+/* The hot leaf (the loop is spin.h's, inlined here); its work in blocks
+ * is added to *@blocks. */
+__attribute__((noinline)) static void burn(uint64_t ns, uint64_t *blocks)
 {
-	return e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink);
+	e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink, blocks);
 }
 
 /* Two distinct call sites; the volatile add keeps each a real frame (no
  * tail call) and the two functions apart. */
-__attribute__((noinline)) static uint64_t caller_a(uint64_t ns)
+__attribute__((noinline)) static void caller_a(uint64_t ns, uint64_t *blocks)
 {
-	uint64_t r = burn(ns);
-
+	burn(ns, blocks);
 	sink += 1;
-	return r;
 }
 
-__attribute__((noinline)) static uint64_t caller_b(uint64_t ns)
+__attribute__((noinline)) static void caller_b(uint64_t ns, uint64_t *blocks)
 {
-	uint64_t r = burn(ns);
-
+	burn(ns, blocks);
 	sink += 2;
-	return r;
 }
 
 static int run_ratio(double seconds, double pct_a)
 {
-	uint64_t slice, spent_a = 0, spent_b = 0, start, t0, t1, rng = 1;
+	uint64_t slice, work_a = 0, work_b = 0, start, rng = 1;
+	double work;
 
 	start = e2e_thread_ns();
 	while (e2e_thread_ns() - start < (uint64_t)(seconds * 1e9)) {
 		slice = e2e_slice_ns(&rng);
-		t0 = e2e_thread_ns();
-		t1 = caller_a((uint64_t)(slice * pct_a / 100.0));
-		spent_a += t1 - t0;
-		t0 = e2e_thread_ns();
-		t1 = caller_b((uint64_t)(slice * (100.0 - pct_a) / 100.0));
-		spent_b += t1 - t0;
+		caller_a((uint64_t)(slice * pct_a / 100.0), &work_a);
+		caller_b((uint64_t)(slice * (100.0 - pct_a) / 100.0), &work_b);
 	}
-	printf("callers: caller_a=%.2f%% caller_b=%.2f%% cpu_seconds=%.2f\n",
-	       100.0 * spent_a / (spent_a + spent_b), 100.0 * spent_b / (spent_a + spent_b),
-	       (spent_a + spent_b) / 1e9);
+	work = (double)(work_a + work_b);
+	printf("callers: caller_a=%.2f%% caller_b=%.2f%% cpu_seconds=%.2f blocks=%llu\n",
+	       100.0 * work_a / work, 100.0 * work_b / work, (e2e_thread_ns() - start) / 1e9,
+	       (unsigned long long)(work_a + work_b));
 	return 0;
 }
 
@@ -122,23 +120,24 @@ __asm__(".text\n"
 	".size scribble_spin, .-scribble_spin\n");
 
 #define FAKE_DEPTH 1024
-static uint64_t fake[2 * FAKE_DEPTH];
 
 static int run_scribble(double seconds)
 {
 	uint64_t self[2] __attribute__((aligned(16)));
 	uint64_t bad[8], rounds = 0, end = e2e_thread_ns() + (uint64_t)(seconds * 1e9);
+	/* on the stack, above scribble_spin's frame, as real frames are */
+	uint64_t fake[2 * FAKE_DEPTH] __attribute__((aligned(16)));
 	int i;
 
 	/* a long chain of plausible frames (return addresses in this
 	 * program's text): the walk must stop at its depth */
 	for (i = 0; i < FAKE_DEPTH; i++) {
 		fake[2 * i] = i + 1 < FAKE_DEPTH ? (uint64_t)(uintptr_t)&fake[2 * i + 2] : 0;
-		fake[2 * i + 1] = (uint64_t)(uintptr_t)burn + 1 + (uint64_t)(i % 8);
+		fake[2 * i + 1] = (uint64_t)(uintptr_t)&burn + 1 + (uint64_t)(i % 8);
 	}
 	/* a frame whose caller is itself: not increasing */
 	self[0] = (uint64_t)(uintptr_t)self;
-	self[1] = (uint64_t)(uintptr_t)burn + 1;
+	self[1] = (uint64_t)(uintptr_t)&burn + 1;
 	bad[0] = 0x1;				/* misaligned */
 	bad[1] = 0x10;				/* below any mapping */
 	bad[2] = 0xffffffff81000000ull;		/* kernel half, from user */
