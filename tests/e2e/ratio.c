@@ -16,12 +16,12 @@ static volatile uint64_t sink;
  * samples follows the ratio of time. */
 __attribute__((noinline)) static uint64_t burn_a(uint64_t ns)
 {
-	return e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink, NULL);
+	return e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink);
 }
 
 __attribute__((noinline)) static uint64_t burn_b(uint64_t ns)
 {
-	return e2e_spin(ns, 2862933555777941757ull, 3037000493ull, &sink, NULL);
+	return e2e_spin(ns, 2862933555777941757ull, 3037000493ull, &sink);
 }
 
 int main(int argc, char **argv)

@@ -22,30 +22,33 @@ static inline uint64_t e2e_thread_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/*
- * Spin for @ns of this thread's CPU time on the generator x = x * @mul +
- * @add, seeded from and stored back to *@sink; returns the clock at the
- * end, and adds the blocks of E2E_SPIN_BLOCK steps done to *@blocks
- * (NULL: not counted).  The clock is read only once a block: in a nested
- * guest each read is a slow system call, and kernel time inside the
- * slices would blur what a profile sees of them.
- */
-#define E2E_SPIN_BLOCK 20000
-
+/* @n steps of the generator x = x * @mul + @add from @x: the loop every
+ * hot function of these programs spends its time in. */
 static inline __attribute__((always_inline)) uint64_t
-e2e_spin(uint64_t ns, uint64_t mul, uint64_t add, volatile uint64_t *sink, uint64_t *blocks)
+e2e_steps(uint64_t x, uint64_t n, uint64_t mul, uint64_t add)
 {
-	uint64_t end = e2e_thread_ns() + ns, x = *sink, now, n = 0;
+	for (uint64_t i = 0; i < n; i++)
+		x = x * mul + add;
+	return x;
+}
+
+/*
+ * Spin for @ns of this thread's CPU time on the generator, seeded from
+ * and stored back to *@sink; returns the clock at the end.  The clock is
+ * read only every 20000 steps: in a nested guest each read is a slow
+ * system call, and kernel time inside the slices would blur what a
+ * profile sees of them.
+ */
+static inline __attribute__((always_inline)) uint64_t
+e2e_spin(uint64_t ns, uint64_t mul, uint64_t add, volatile uint64_t *sink)
+{
+	uint64_t end = e2e_thread_ns() + ns, x = *sink, now;
 
 	do {
-		for (int i = 0; i < E2E_SPIN_BLOCK; i++)
-			x = x * mul + add;
-		n++;
+		x = e2e_steps(x, 20000, mul, add);
 		now = e2e_thread_ns();
 	} while (now < end);
 	*sink = x;
-	if (blocks)
-		*blocks += n;
 	return now;
 }
 
