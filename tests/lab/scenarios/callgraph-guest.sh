@@ -189,11 +189,11 @@ lab_summary phase1_kmod_ns_per_walk "$(awk '{ for (i = 1; i < NF; i++) { if ($i 
 [ $((ca + cb)) -ge 100 ] || lab_fail "too few arcs into burn from caller_a/caller_b: $ca + $cb"
 awk -v s="$share" -v m="$measured" -v t="$TOL" 'BEGIN { d = s - m; exit !(d <= t && d >= -t) }' ||
 	lab_fail "caller_a's share of burn's callers $share%, measured $measured% (tolerance $TOL points)"
-# the guest kernel's samples have chains: a fifth at least have callers (the
+# the guest kernel's samples have chains: a tenth at least have callers (the
 # kernel frames when the guest kernel keeps frame pointers, and the user
 # code that entered the kernel; doc/callgraph.md), and the syscall phase's
 # kernel time is reached from its user callers
-awk -v c="$(kv kernel_called "$P")" -v k="$(kv kernel_samples "$P")" 'BEGIN { exit !(k >= 100 && c >= k / 5) }' ||
+awk -v c="$(kv kernel_called "$P")" -v k="$(kv kernel_samples "$P")" 'BEGIN { exit !(k >= 100 && c >= k / 10) }' ||
 	lab_fail "guest kernel samples without call chains: $(kv kernel_samples "$P") samples, $(kv kernel_called "$P") caller arcs"
 [ "$(kv user_to_kernel_arcs "$P")" -ge 10 ] ||
 	lab_fail "no arcs from cg-guest's code into the guest kernel (kernel chains end in the kernel)"
