@@ -53,6 +53,8 @@ struct dp_cc_counts {
 	u64 empty;
 	u64 no_walk;
 	u64 nmi;
+	u64 walks;	/* walks tried (chains + empty) */
+	u64 walk_ns;	/* time in them, for the cost per walk (sysfs) */
 };
 
 /*

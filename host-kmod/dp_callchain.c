@@ -31,6 +31,7 @@
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/srcu.h>
+#include <linux/timekeeping.h>
 
 #if IS_ENABLED(CONFIG_KVM) && defined(CONFIG_X86_64)
 #include <linux/kvm_host.h>
@@ -78,7 +79,7 @@ void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
 	};
 	bool user = e->mode == DP_MODE_GUEST_USER;
 	u32 avail, nr_kernel = 0, flags = DP_RAW_CC_GUEST;
-	u64 fp, sp;
+	u64 fp, sp, t0;
 	int idx;
 
 	if (in_nmi()) {
@@ -107,6 +108,8 @@ void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
 	fp = vcpu->arch.regs[VCPU_REGS_RBP];
 	sp = vcpu->arch.regs[VCPU_REGS_RSP];
 
+	/* the walk's own cost, for the figure in doc/callgraph.md */
+	t0 = ktime_get_mono_fast_ns();
 	idx = srcu_read_lock(&vcpu->kvm->srcu);
 	dp_walk_fp(&w, fp, sp, user);
 	if (!user) {
@@ -114,6 +117,9 @@ void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
 		dp_walk_user_tail(&w, sp);
 	}
 	srcu_read_unlock(&vcpu->kvm->srcu, idx);
+	WRITE_ONCE(c->ccs.walk_ns,
+		   c->ccs.walk_ns + ktime_get_mono_fast_ns() - t0);
+	WRITE_ONCE(c->ccs.walks, c->ccs.walks + 1);
 
 	if (w.truncated) {
 		flags |= DP_RAW_CC_TRUNCATED;

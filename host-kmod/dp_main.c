@@ -594,13 +594,14 @@ static ssize_t callchain_show(struct device *dev,
 		struct dp_cc_counts *n = &per_cpu_ptr(&dp_cpus, cpu)->ccs;
 
 		len += sysfs_emit_at(buf, len,
-				     "cpu %u chains %llu frames %llu truncated %llu depth_limited %llu empty %llu no_walk %llu nmi %llu\n",
+				     "cpu %u chains %llu frames %llu truncated %llu depth_limited %llu empty %llu no_walk %llu nmi %llu walks %llu walk_ns %llu\n",
 				     cpu, READ_ONCE(n->chains),
 				     READ_ONCE(n->frames),
 				     READ_ONCE(n->truncated),
 				     READ_ONCE(n->depth_limited),
 				     READ_ONCE(n->empty), READ_ONCE(n->no_walk),
-				     READ_ONCE(n->nmi));
+				     READ_ONCE(n->nmi), READ_ONCE(n->walks),
+				     READ_ONCE(n->walk_ns));
 	}
 	return len;
 }

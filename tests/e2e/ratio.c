@@ -7,46 +7,21 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "spin.h"
 
 static volatile uint64_t sink;
 
-static uint64_t thread_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Spin for @ns of CPU time; the loop body is the same in both functions so
- * the ratio of samples follows the ratio of time.  The clock is read only
- * every 20000 steps: in a nested guest each read is a slow system call, and
- * kernel time inside the slices would blur what a profile sees of them. */
+/* The same loop in both (spin.h), on different constants, so the ratio of
+ * samples follows the ratio of time. */
 __attribute__((noinline)) static uint64_t burn_a(uint64_t ns)
 {
-	uint64_t end = thread_ns() + ns, x = sink, now;
-
-	do {
-		for (int i = 0; i < 20000; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-		now = thread_ns();
-	} while (now < end);
-	sink = x;
-	return now;
+	return e2e_spin(ns, 6364136223846793005ull, 1442695040888963407ull, &sink);
 }
 
 __attribute__((noinline)) static uint64_t burn_b(uint64_t ns)
 {
-	uint64_t end = thread_ns() + ns, x = sink, now;
-
-	do {
-		for (int i = 0; i < 20000; i++)
-			x = x * 2862933555777941757ull + 3037000493ull;
-		now = thread_ns();
-	} while (now < end);
-	sink = x;
-	return now;
+	return e2e_spin(ns, 2862933555777941757ull, 3037000493ull, &sink);
 }
 
 int main(int argc, char **argv)
@@ -59,16 +34,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: ratio [SECONDS [PERCENT_A]]\n");
 		return 1;
 	}
-	start = thread_ns();
-	while (thread_ns() - start < (uint64_t)(seconds * 1e9)) {
-		/* Slices of 2 to 6 ms, varied, so no timer (the profiler's, a
-		 * guest's scheduler tick) can stay in phase with them. */
-		rng = rng * 6364136223846793005ull + 1;
-		slice = 2000000 + (rng >> 33) % 4000000;
-		t0 = thread_ns();
+	start = e2e_thread_ns();
+	while (e2e_thread_ns() - start < (uint64_t)(seconds * 1e9)) {
+		slice = e2e_slice_ns(&rng);
+		t0 = e2e_thread_ns();
 		t1 = burn_a((uint64_t)(slice * pct_a / 100.0));
 		spent_a += t1 - t0;
-		t0 = thread_ns();
+		t0 = e2e_thread_ns();
 		t1 = burn_b((uint64_t)(slice * (100.0 - pct_a) / 100.0));
 		spent_b += t1 - t0;
 	}
