@@ -527,13 +527,27 @@ static int worker_started(void *ctx)
  */
 static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, int *status)
 {
-	int sv[2], wake[2];
+	char bad[PATH_MAX];
+	struct stat st;
+	int sv[2], wake[2], ret;
 	pid_t child;
 
 	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
 		du_err("privsep: no user %s to run the loop as (--privsep=USER names one; "
 		       "--no-privsep runs it as root)",
 		       c->privsep_user ? c->privsep_user : "domprof or nobody");
+		return -1;
+	}
+	ret = opd_ps_reachable(c->session_dir, w->uid, w->gid, bad, sizeof(bad), &st);
+	if (ret == -EACCES) {
+		du_err("privsep: the worker (uid %u) cannot reach the session directory %s: "
+		       "%s is mode %04o, owner uid %u; make it searchable (chmod o+x) or "
+		       "start with --no-privsep", (unsigned int)w->uid, c->session_dir, bad,
+		       (unsigned int)(st.st_mode & 07777), (unsigned int)st.st_uid);
+		return -1;
+	}
+	if (ret) {
+		du_err("privsep: %s: %s", c->session_dir, strerror(-ret));
 		return -1;
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {

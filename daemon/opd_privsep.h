@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "dom.h"
@@ -197,6 +198,16 @@ int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx)
  * 0 with *@uid and *@gid, or -ENOENT.
  */
 int opd_ps_user(const char *name, uid_t *uid, gid_t *gid);
+
+/*
+ * Can @uid:@gid (no supplementary groups, as the worker runs) search every
+ * directory above @dir?  The worker reaches the session by its path, and
+ * the tree below @dir becomes its own.  0, or -EACCES with the first
+ * directory it cannot pass in @bad (its mode and owner in *@st), or
+ * -errno when a directory cannot be looked at.
+ */
+int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
+		     struct stat *st);
 
 /* Give the session tree (no symlink followed) to @uid:@gid.  0 or -errno. */
 int opd_ps_chown_tree(const char *dir, uid_t uid, gid_t gid);

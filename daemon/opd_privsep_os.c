@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,37 @@ int opd_ps_user(const char *name, uid_t *uid, gid_t *gid)
 	*uid = pw->pw_uid;
 	*gid = pw->pw_gid;
 	return 0;
+}
+
+int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
+		     struct stat *st)
+{
+	char *real = realpath(dir, NULL);
+	int ret = 0;
+
+	if (!real)
+		return -errno;
+	/* each ancestor in turn, "/", "/a/", "/a/b/": the text up to each
+	 * slash (dir itself, after the last one, becomes the worker's) */
+	for (char *slash = real; slash && ret == 0; slash = strchr(slash + 1, '/')) {
+		char keep = slash[1];
+		bool ok;
+
+		slash[1] = '\0';
+		if (stat(real, st)) {
+			ret = -errno;
+		} else {
+			ok = st->st_uid == uid ? st->st_mode & S_IXUSR :
+			     st->st_gid == gid ? st->st_mode & S_IXGRP : st->st_mode & S_IXOTH;
+			if (!ok)
+				ret = -EACCES;
+		}
+		if (ret)
+			snprintf(bad, badlen, "%s", real);
+		slash[1] = keep;
+	}
+	free(real);
+	return ret;
 }
 
 /* nftw has no context argument: the owner travels in these two, set and

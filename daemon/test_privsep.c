@@ -642,6 +642,39 @@ static void test_wake(void)
 	fake_fd = -1;
 }
 
+/* The worker reaches the session by its path: every directory above it
+ * must let the worker's uid through, by owner, group or other bits. */
+static void test_reachable(void)
+{
+	char top[] = "/tmp/test_reach.XXXXXX", dir[128], bad[256];
+	struct stat st;
+
+	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
+	tp_pathf(dir, sizeof(dir), "%s/a", top);
+	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	tp_pathf(dir, sizeof(dir), "%s/a/session", top);
+	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
+	CU_ASSERT_FATAL(chmod(top, 0755) == 0);
+	/* top/a is 0700, owned by us: not for uid 65534 */
+	bad[0] = '\0';
+	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), -EACCES);
+	CU_ASSERT(strstr(bad, "/a") != NULL && (st.st_mode & 07777) == 0700);
+	/* the owner (by uid) passes; so does anyone once it is o+x; the
+	 * session itself, 0700, is the worker's own and not looked at */
+	CU_ASSERT_EQUAL(opd_ps_reachable(dir, getuid(), 65534, bad, sizeof(bad), &st), 0);
+	tp_pathf(bad, sizeof(bad), "%s/a", top);
+	CU_ASSERT_FATAL(chmod(bad, 0701) == 0);
+	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), 0);
+	/* by group only when the group matches */
+	CU_ASSERT_FATAL(chmod(bad, 0710) == 0);
+	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), -EACCES);
+	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, getgid(), bad, sizeof(bad), &st), 0);
+	tp_pathf(bad, sizeof(bad), "%s/nothing", top);
+	CU_ASSERT_EQUAL(opd_ps_reachable(bad, 65534, 65534, bad, sizeof(bad), &st), -ENOENT);
+	tp_pathf(bad, sizeof(bad), "rm -rf %s", top);
+	CU_ASSERT(system(bad) == 0);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -655,6 +688,7 @@ int main(void)
 		CU_cleanup_registry();
 		return 2;
 	}
+	CU_add_test(s, "a session the worker cannot reach is named", test_reachable);
 	CU_add_test(s, "malformed messages refused", test_malformed);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);

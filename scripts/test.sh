@@ -79,7 +79,7 @@ if [ $lab = 1 ]; then
 	done
 	for n in $lab_tests; do
 		# a lab run is timing-sensitive: say what else was busy
-		echo "load before lab $n: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(top -b -n 1 | awk 'NR > 7 && NR <= 10 { printf "%s %s%%; ", $12, $9 }')"
+		echo "load before lab $n: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(top -b -n 2 -d 0.5 | awk '/^top -/ { f++ } f == 2 && /^ *[0-9]+ / && n++ < 3 { printf "%s %s%%; ", $12, $9 }')"
 		step "lab: $n" tests/lab/run.sh "$n" --stage "$build/stage"
 	done
 	# the demo's session, read here: flame graph, pprof and opreport agree

@@ -17,6 +17,9 @@ tolerance=5
 seconds=${DP_CALLERS_SECONDS:-5}
 
 work=$(mktemp -d /tmp/dp-cg.XXXXXX)
+# the daemon's unprivileged worker (privsep, the default) reaches the
+# session through this directory
+chmod 0755 "$work"
 session=$work/session
 cleanup() {
 	"$bin/opcontrol" --stop --session-dir="$session" >/dev/null 2>&1 || true

@@ -21,6 +21,9 @@ seconds=${DP_RATIO_SECONDS:-4}
 export DP_NO_PROGRESS=1
 
 work=$(mktemp -d /tmp/dp-views.XXXXXX)
+# the daemon's unprivileged worker (privsep, the default) reaches the
+# session through this directory
+chmod 0755 "$work"
 session=$work/session
 cleanup() {
 	"$bin/opcontrol" --stop --session-dir="$session" >/dev/null 2>&1 || true
