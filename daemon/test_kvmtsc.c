@@ -258,6 +258,21 @@ static void test_follow(void)
 	pair_now(&t, o1, ahead, &ns);
 	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
 	CU_ASSERT(near_ns(off, ahead));
+	/* a pair that moves the clock 5 ms is held, the last offset kept;
+	 * the next pair back where it was drops it (a pair placed under the
+	 * wrong offset); two pairs that agree on a move make it */
+	pair_now(&t, o1, ahead + 5000000, &ns);
+	off = 0;
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), -EAGAIN);
+	CU_ASSERT_PTR_NOT_NULL(strstr(opd_kvmtsc_why(k), "held until the next pair"));
+	pair_now(&t, o1, ahead, &ns);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead));
+	pair_now(&t, o1, ahead + 5000000, &ns);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), -EAGAIN);
+	pair_now(&t, o1, ahead + 5000000, &ns);
+	CU_ASSERT_EQUAL(opd_kvmtsc_offset(k, &t, &off, &unc), 0);
+	CU_ASSERT(near_ns(off, ahead + 5000000));
 	opd_kvmtsc_free(k);
 }
 
