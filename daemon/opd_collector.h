@@ -43,6 +43,9 @@
 #define OPD_CAP_INPUT		0x40	/* reads --input=FILE (required) */
 #define OPD_CAP_EVENTS_OPT	0x80	/* programs the --event list when one is
 					 * given, else its own default (kmod) */
+#define OPD_CAP_PRIVSEP		0x100	/* seen working beside the privsep
+					 * monitor: privsep by default (else
+					 * only when asked for) */
 
 /* read(): the input is exhausted (a replay reached its end). */
 #define OPD_COLLECT_EOF 1
