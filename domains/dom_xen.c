@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "domprof/raw.h"
@@ -31,7 +32,36 @@ struct dom_xen {
 	struct dom_xen_ent *ents;	/* sorted by domid */
 	size_t n, cap;
 	struct dom_xen_info *info;	/* DOM_XEN_MAX_DOMS, reused by refresh */
+	/* domains seen with no name yet (being built), and since when */
+	struct {
+		uint32_t domid;
+		uint64_t since_ns;
+	} unnamed[8];
+	unsigned int next_unnamed;
 };
+
+/* How long a new domain with no name in xenstore waits before it is
+ * taken under "xen-DOMID": xl names a domain while it builds it, so a
+ * refresh in between (a watch fired for another domain) would file the
+ * domain's first samples under a name it never has. */
+#define DOM_XEN_NAME_WAIT_NS	(5ULL * 1000 * 1000 * 1000)
+
+static bool dom_xen_wait_for_name(struct dom_xen *x, uint32_t domid)
+{
+	struct timespec ts;
+	uint64_t now;
+	size_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	for (i = 0; i < sizeof(x->unnamed) / sizeof(x->unnamed[0]); i++)
+		if (x->unnamed[i].since_ns && x->unnamed[i].domid == domid)
+			return now - x->unnamed[i].since_ns < DOM_XEN_NAME_WAIT_NS;
+	i = x->next_unnamed++ % (sizeof(x->unnamed) / sizeof(x->unnamed[0]));
+	x->unnamed[i].domid = domid;
+	x->unnamed[i].since_ns = now;
+	return true;
+}
 
 void dom_xen_uuid_str(const uint8_t h[16], char out[DOM_UUID_STRLEN + 1])
 {
@@ -149,6 +179,10 @@ static struct dom_domain *dom_xen_build(struct dom_xen *x, const struct dom_xen_
 	struct dom_domain *d;
 
 	name = dom_xen_readf(x, "/local/domain/%u/name", in->domid, 0);
+	if (!(name && name[0]) && dom_xen_wait_for_name(x, in->domid)) {
+		free(name);
+		return NULL;	/* being built: looked at again next refresh */
+	}
 	snprintf(fallback, sizeof(fallback), "xen-%u", in->domid);
 	d = dom_domain_new(name && name[0] && strlen(name) <= DOM_NAME_MAX ? name : fallback);
 	free(name);
