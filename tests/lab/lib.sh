@@ -237,6 +237,20 @@ perf_guest_samples_by_pid() {
 # perf_rec_start OUT EVENT-ARGS... sets PERF_REC_PID; perf_rec_on OUT turns
 # the events on and returns once perf said so (bounded); stop perf with
 # kill -INT.
+# Wait up to $3 s (default 120) until session $1's log says $2 agents
+# (default 1) sent their whole state ("agent state complete"); with $4, that
+# domain's agent only.  Returns 1 on the timeout.
+wait_agents_complete() {
+	local log=$1/oprofiled.log want=${2:-1} pat="agent state complete" i n
+	[ -n "${4:-}" ] && pat="domain $4: $pat"
+	for i in $(seq 1 "${3:-120}"); do
+		n=$(grep -c "$pat" "$log" 2>/dev/null || true)
+		[ "${n:-0}" -ge "$want" ] && return 0
+		sleep 1
+	done
+	return 1
+}
+
 perf_rec_start() {
 	local out=$1
 	shift

@@ -100,13 +100,9 @@ if command -v perf >/dev/null && [ -s "$STAGE/lab/ratio-static.syms" ]; then
 fi
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
 # both agents connected and their snapshots in (bounded)
-for i in $(seq 1 120); do
-	n=$(grep -c "agent state complete" "$S/oprofiled.log" 2>/dev/null || true)
-	[ "${n:-0}" -ge 2 ] && break
-	sleep 1
-done
+wait_agents_complete "$S" 2; ok=$?
 grep "agent" "$S/oprofiled.log" | head -n 20
-[ "${n:-0}" -ge 2 ] || lab_fail "agents not both connected after 120 s"
+[ $ok -eq 0 ] || lab_fail "agents not both connected after 120 s"
 lab_log "both agents connected"
 
 if [ -n "$perf_pid" ]; then

@@ -91,16 +91,11 @@ wait_guest_booted cg "${CG_BOOT_S:-300}"
 
 # One phase: a kmod session with call graphs around the guest's phase $1.
 run_phase() {
-	local ph=$1 S=/var/lib/domprof-lab/cg$1 i n
+	local ph=$1 S=/var/lib/domprof-lab/cg$1
 	rm -rf "$S"
 	timeout 60 opcontrol --start --collector=kmod --callgraph="$DEPTH" --event="TIMER:$NS" \
 		--session-dir="$S" --domains=all || lab_fail "phase $ph: opcontrol --start failed"
-	for i in $(seq 1 120); do
-		n=$(grep -c "agent state complete" "$S/oprofiled.log" 2>/dev/null || true)
-		[ "${n:-0}" -ge 1 ] && break
-		sleep 1
-	done
-	[ "${n:-0}" -ge 1 ] || lab_fail "phase $ph: agent not connected after 120 s"
+	wait_agents_complete "$S" || lab_fail "phase $ph: agent not connected after 120 s"
 	sleep 2
 	touch "$SHARE/go$ph"
 	wait_console "CG-PHASE$ph-DONE" 600

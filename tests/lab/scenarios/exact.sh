@@ -116,7 +116,7 @@ tp_ev=
 # One phase: start domprof (environment $2), run the workload, report.
 # Sets mis_pct, a_diff and b_diff.
 phase() {
-	local ph=$1 envset=$2 S=/var/lib/domprof-lab/exact-$COLL$1 i n perf_pid=
+	local ph=$1 envset=$2 S=/var/lib/domprof-lab/exact-$COLL$1 i perf_pid=
 	rm -rf "$S"
 	# perf starts now (slow to start in L1), its events on with the workload
 	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
@@ -126,12 +126,7 @@ phase() {
 	# shellcheck disable=SC2086
 	env $envset timeout 60 opcontrol --start $start_args --session-dir="$S" --domains=all ||
 		lab_fail "phase $ph: opcontrol --start failed"
-	for i in $(seq 1 120); do
-		n=$(grep -c "agent state complete" "$S/oprofiled.log" 2>/dev/null || true)
-		[ "${n:-0}" -ge 1 ] && break
-		sleep 1
-	done
-	[ "${n:-0}" -ge 1 ] || lab_fail "phase $ph: agent not connected after 120 s"
+	wait_agents_complete "$S" || lab_fail "phase $ph: agent not connected after 120 s"
 	if [ -n "$perf_pid" ]; then
 		perf_rec_on "/tmp/perf$ph.data" && lab_log "phase $ph: perf recording" ||
 			lab_log "phase $ph: perf did not say its events are on"

@@ -76,11 +76,7 @@ wait_guest_booted bad
 taskset -a -cp 0 "$(guest_pid bad)" >/dev/null || lab_fail "cannot pin bad's QEMU"
 taskset -a -cp 1 "$(guest_pid g1)" >/dev/null || lab_fail "cannot pin g1's QEMU"
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
-for i in $(seq 1 120); do
-	grep -q "domain g1: agent state complete" "$S/oprofiled.log" 2>/dev/null && break
-	sleep 1
-done
-grep -q "domain g1: agent state complete" "$S/oprofiled.log" || lab_fail "g1's agent did not connect"
+wait_agents_complete "$S" 1 120 g1 || lab_fail "g1's agent did not connect"
 dpid=$(pidof oprofiled | awk '{ print $NF }')
 [ -n "$dpid" ] || lab_fail "no oprofiled"
 

@@ -56,11 +56,7 @@ sleep 1
 lab_log "impostor pid $imp: $(tr '\0' ' ' </proc/$imp/cmdline | cut -c1-120)"
 
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
-for i in $(seq 1 120); do
-	grep -q "agent state complete" "$S/oprofiled.log" 2>/dev/null && break
-	sleep 1
-done
-grep -q "agent state complete" "$S/oprofiled.log" || lab_fail "victim's agent did not connect in 120 s"
+wait_agents_complete "$S" || lab_fail "victim's agent did not connect in 120 s"
 touch /tmp/share-victim/go
 for i in $(seq 1 300); do
 	grep -q WORK-DONE "$RESULTS/victim.console" && break
