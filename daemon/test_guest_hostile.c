@@ -223,64 +223,97 @@ static void send_frames(int fd, unsigned nr)
 	CU_ASSERT_FATAL(write(fd, buf, len) == (ssize_t)len);
 }
 
-static void test_cpu_budget(void)
+/* One agent channel of the CPU budget tests: a listener at TOP/NAME.sock,
+ * the domain that names it, its guest state and the accepted socket. */
+struct bchan {
+	char path[96];
+	struct opd_dom d;
+	struct opd_guest *g;
+	int l, c;
+};
+
+/* The agents of a fresh session whose per-domain CPU budget is spent by
+ * the first chunk read. */
+static struct opd_agents *budget_agents(struct opd_images *images)
 {
-	struct opd_images *images = opd_images_new();
 	struct opd_guest_limits lim;
+	char session[96];
 	struct opd_agents *a;
-	struct opd_dom d1, d2;
-	struct opd_guest *g1, *g2;
-	char session[96], p1[96], p2[96];
-	int l1, l2, c1, c2;
-	size_t after_first;
 
 	memset(&st, 0, sizeof(st));
 	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
 	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
 	snprintf(session, sizeof(session), "%s/s", top);
-	snprintf(p1, sizeof(p1), "%s/a.sock", top);
-	snprintf(p2, sizeof(p2), "%s/b.sock", top);
 	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
 	opd_guest_limits_default(&lim);
 	lim.cpu_ns = 1;	/* spent by the first chunk read */
 	a = opd_agents_new(session, &lim, images, &st);
 	CU_ASSERT_FATAL(a != NULL);
-	l1 = listen_at(p1);
-	l2 = listen_at(p2);
-	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "bad", 3), .pid = getpid(),
-			       .selected = true, .running = true, .esc = "bad", .agent_path = p1 };
-	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "good", 4), .pid = getpid(),
-			       .selected = true, .running = true, .esc = "good", .agent_path = p2 };
-	g1 = opd_agents_guest(a, &d1);
-	g2 = opd_agents_guest(a, &d2);
-	CU_ASSERT_FATAL(g1 && g2);
-	opd_agents_io(a, NULL, 0, 10 * SEC);	/* connects */
-	c1 = accept4(l1, NULL, NULL, SOCK_CLOEXEC);
-	c2 = accept4(l2, NULL, NULL, SOCK_CLOEXEC);
-	CU_ASSERT_FATAL(c1 >= 0 && c2 >= 0);
-	send_frames(c1, 4000);	/* ~380 KB: many chunks */
-	send_frames(c2, 10);
-	opd_agents_io(a, NULL, 0, 10 * SEC + 1);
-	/* the flood's channel: one chunk, then deferred; the other: all */
-	after_first = opd_guest_nr_maps(g1);
-	CU_ASSERT(after_first > 0 && after_first < 4000);
-	CU_ASSERT(opd_guest_nr_maps(g2) == 10);
-	CU_ASSERT(st.guest_budget_deferred >= 1);
-	CU_ASSERT(opd_guest_dstats(g1)->budget_deferred == 1);
-	/* the same second: nothing more read */
-	opd_agents_io(a, NULL, 0, 10 * SEC + 500 * MS);
-	CU_ASSERT(opd_guest_nr_maps(g1) == after_first);
-	/* the next second: another chunk */
-	opd_agents_io(a, NULL, 0, 11 * SEC + 2);
-	CU_ASSERT(opd_guest_nr_maps(g1) > after_first);
-	CU_ASSERT(opd_guest_nr_maps(g1) < 4000);
-	close(c1);
-	close(c2);
-	close(l1);
-	close(l2);
+	return a;
+}
+
+/* Domain @name (UUID @uuid, NULL: none) with a listener for its agent. */
+static void bchan_add(struct opd_agents *a, struct opd_images *images, struct bchan *b,
+		      const char *name, const char *uuid)
+{
+	snprintf(b->path, sizeof(b->path), "%s/%s.sock", top, name);
+	b->l = listen_at(b->path);
+	b->d = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, name, strlen(name)),
+				 .pid = getpid(), .selected = true, .running = true, .esc = name,
+				 .agent_path = b->path, .uuid = uuid };
+	b->g = opd_agents_guest(a, &b->d);
+	CU_ASSERT_FATAL(b->g != NULL);
+}
+
+/* Connect every channel (one round of the agents) and accept each. */
+static void bchan_connect(struct opd_agents *a, struct bchan *b, size_t n, uint64_t now)
+{
+	opd_agents_io(a, NULL, 0, now);
+	for (size_t i = 0; i < n; i++) {
+		b[i].c = accept4(b[i].l, NULL, NULL, SOCK_CLOEXEC);
+		CU_ASSERT_FATAL(b[i].c >= 0);
+	}
+}
+
+static void budget_done(struct opd_agents *a, struct opd_images *images, struct bchan *b,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		close(b[i].c);
+		close(b[i].l);
+	}
 	opd_agents_free(a);
 	opd_images_free(images);
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_cpu_budget(void)
+{
+	struct opd_images *images = opd_images_new();
+	struct opd_agents *a = budget_agents(images);
+	struct bchan b[2];
+	size_t after_first;
+
+	bchan_add(a, images, &b[0], "bad", NULL);
+	bchan_add(a, images, &b[1], "good", NULL);
+	bchan_connect(a, b, 2, 10 * SEC);
+	send_frames(b[0].c, 4000);	/* ~380 KB: many chunks */
+	send_frames(b[1].c, 10);
+	opd_agents_io(a, NULL, 0, 10 * SEC + 1);
+	/* the flood's channel: one chunk, then deferred; the other: all */
+	after_first = opd_guest_nr_maps(b[0].g);
+	CU_ASSERT(after_first > 0 && after_first < 4000);
+	CU_ASSERT(opd_guest_nr_maps(b[1].g) == 10);
+	CU_ASSERT(st.guest_budget_deferred >= 1);
+	CU_ASSERT(opd_guest_dstats(b[0].g)->budget_deferred == 1);
+	/* the same second: nothing more read */
+	opd_agents_io(a, NULL, 0, 10 * SEC + 500 * MS);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) == after_first);
+	/* the next second: another chunk */
+	opd_agents_io(a, NULL, 0, 11 * SEC + 2);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) > after_first);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) < 4000);
+	budget_done(a, images, b, 2);
 }
 
 /* The CPU budget is the domain identity's: two channels of one UUID (a
@@ -290,67 +323,26 @@ static void test_cpu_budget(void)
 static void test_cpu_budget_identity(void)
 {
 	struct opd_images *images = opd_images_new();
-	struct opd_guest_limits lim;
-	struct opd_agents *a;
-	struct opd_dom d1, d2, d3;
-	struct opd_guest *g1, *g2, *g3;
-	char session[96], p1[96], p2[96], p3[96];
-	int l1, l2, l3, c1, c2, c3;
+	struct opd_agents *a = budget_agents(images);
+	struct bchan b[3];
 
-	memset(&st, 0, sizeof(st));
-	snprintf(top, sizeof(top), "/tmp/test_hostile.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
-	snprintf(session, sizeof(session), "%s/s", top);
-	snprintf(p1, sizeof(p1), "%s/a.sock", top);
-	snprintf(p2, sizeof(p2), "%s/b.sock", top);
-	snprintf(p3, sizeof(p3), "%s/c.sock", top);
-	CU_ASSERT_FATAL(mkdir(session, 0700) == 0);
-	opd_guest_limits_default(&lim);
-	lim.cpu_ns = 1;	/* spent by the first chunk read */
-	a = opd_agents_new(session, &lim, images, &st);
-	CU_ASSERT_FATAL(a != NULL);
-	l1 = listen_at(p1);
-	l2 = listen_at(p2);
-	l3 = listen_at(p3);
-	d1 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm-old", 6), .pid = getpid(),
-			       .selected = true, .running = true, .esc = "vm-old", .agent_path = p1,
-			       .uuid = "uuid-1" };
-	d2 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "vm", 2), .pid = getpid(),
-			       .selected = true, .running = true, .esc = "vm", .agent_path = p2,
-			       .uuid = "uuid-1" };
-	d3 = (struct opd_dom){ .name = opd_image_get(images, SFN_ANON, "other", 5), .pid = getpid(),
-			       .selected = true, .running = true, .esc = "other", .agent_path = p3,
-			       .uuid = "uuid-2" };
-	g1 = opd_agents_guest(a, &d1);
-	g2 = opd_agents_guest(a, &d2);
-	g3 = opd_agents_guest(a, &d3);
-	CU_ASSERT_FATAL(g1 && g2 && g3);
-	opd_agents_io(a, NULL, 0, 10 * SEC);	/* connects */
-	c1 = accept4(l1, NULL, NULL, SOCK_CLOEXEC);
-	c2 = accept4(l2, NULL, NULL, SOCK_CLOEXEC);
-	c3 = accept4(l3, NULL, NULL, SOCK_CLOEXEC);
-	CU_ASSERT_FATAL(c1 >= 0 && c2 >= 0 && c3 >= 0);
-	send_frames(c1, 4000);
-	send_frames(c2, 10);
-	send_frames(c3, 10);
+	bchan_add(a, images, &b[0], "vm-old", "uuid-1");
+	bchan_add(a, images, &b[1], "vm", "uuid-1");
+	bchan_add(a, images, &b[2], "other", "uuid-2");
+	bchan_connect(a, b, 3, 10 * SEC);
+	send_frames(b[0].c, 4000);
+	send_frames(b[1].c, 10);
+	send_frames(b[2].c, 10);
 	opd_agents_io(a, NULL, 0, 10 * SEC + 1);
 	/* whichever of uuid-1's channels was read first spent the second */
-	CU_ASSERT(opd_guest_nr_maps(g1) == 0 || opd_guest_nr_maps(g2) == 0);
-	CU_ASSERT(opd_guest_nr_maps(g1) + opd_guest_nr_maps(g2) > 0);
-	CU_ASSERT(opd_guest_nr_maps(g3) == 10);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) == 0 || opd_guest_nr_maps(b[1].g) == 0);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) + opd_guest_nr_maps(b[1].g) > 0);
+	CU_ASSERT(opd_guest_nr_maps(b[2].g) == 10);
 	/* the next second: read again */
 	opd_agents_io(a, NULL, 0, 11 * SEC + 2);
 	opd_agents_io(a, NULL, 0, 12 * SEC + 3);
-	CU_ASSERT(opd_guest_nr_maps(g1) > 0 && opd_guest_nr_maps(g2) > 0);
-	close(c1);
-	close(c2);
-	close(c3);
-	close(l1);
-	close(l2);
-	close(l3);
-	opd_agents_free(a);
-	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	CU_ASSERT(opd_guest_nr_maps(b[0].g) > 0 && opd_guest_nr_maps(b[1].g) > 0);
+	budget_done(a, images, b, 3);
 }
 
 /* Issue 9 item 6: caps per domain identity.  A VM restarted (same UUID,
