@@ -451,15 +451,16 @@ static int choose(const struct opd_kvmtsc *k, const int64_t *c, size_t nc, uint6
 
 /* debugfs is mounted by most distributions; where it is not, the daemon
  * (root) mounts it once, where the kernel documents it. */
-static bool have_kvm_dir(struct opd_kvmtsc *k)
+bool opd_kvmtsc_have_kvm_dir(const char *debugfs)
 {
 	char p[256];
 	struct stat sb;
 
-	snprintf(p, sizeof(p), "%s/kvm", k->debugfs);
+	debugfs = debugfs ? debugfs : DEBUGFS;
+	snprintf(p, sizeof(p), "%s/kvm", debugfs);
 	if (!stat(p, &sb))
 		return true;
-	if (!strcmp(k->debugfs, DEBUGFS) && mount("debugfs", DEBUGFS, "debugfs", 0, NULL) == 0)
+	if (!strcmp(debugfs, DEBUGFS) && mount("debugfs", DEBUGFS, "debugfs", 0, NULL) == 0)
 		du_info("mounted debugfs on %s for KVM's TSC offsets", DEBUGFS);
 	return stat(p, &sb) == 0;
 }
@@ -473,7 +474,7 @@ static int find_dir(struct opd_kvmtsc *k)
 
 	if (k->dir[0])
 		return 0;
-	if (!have_kvm_dir(k)) {
+	if (!opd_kvmtsc_have_kvm_dir(k->debugfs)) {
 		snprintf(k->why, sizeof(k->why), "no KVM debugfs (%s/kvm)", k->debugfs);
 		return -ENOENT;
 	}

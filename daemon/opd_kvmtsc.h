@@ -37,6 +37,10 @@ struct opd_kvmtsc *opd_kvmtsc_new_via(pid_t pid, bool pingpong, opd_kvmtsc_open_
 				      void *open_ctx);
 void opd_kvmtsc_free(struct opd_kvmtsc *k);	/* NULL accepted */
 
+/* Is DEBUGFS/kvm there (@debugfs NULL: /sys/kernel/debug)?  debugfs is
+ * mounted at the default place first if it is not (the daemon is root). */
+bool opd_kvmtsc_have_kvm_dir(const char *debugfs);
+
 /*
  * The guest-minus-host offset (ns) that the guest pair @t implies, and
  * its uncertainty (ns).  0, or -errno when the exact path is not there

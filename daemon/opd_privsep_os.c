@@ -35,6 +35,7 @@
 #include "opd_agent.h"
 #include "opd_daemon.h"
 #include "opd_domain.h"
+#include "opd_kvmtsc.h"
 #include "opd_privsep.h"
 #include "util/du_log.h"
 
@@ -190,14 +191,9 @@ static int install_seccomp(void)
 static void expose_kvm_debugfs(void)
 {
 	char self[64];
-	struct stat sb;
 	int fd;
 
-	/* not mounted yet: where the kernel documents it, as opd_kvmtsc would */
-	if (stat("/sys/kernel/debug/kvm", &sb) && errno == ENOENT &&
-	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) == 0)
-		du_info("mounted debugfs on /sys/kernel/debug for KVM's TSC offsets");
-	if (stat("/sys/kernel/debug/kvm", &sb))
+	if (!opd_kvmtsc_have_kvm_dir(NULL))
 		return;
 	/* the directory is opened in the new namespace: a bind mount's
 	 * source must be a mount of the caller's own (else EINVAL) */
