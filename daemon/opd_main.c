@@ -94,7 +94,6 @@ struct opts {
 	const char *event_args[DP_RAW_MAX_EVENTS];
 	unsigned int nr_event_args;
 	bool max_files_given;
-	bool privsep_not_for_collector;	/* default privsep, off for this one */
 	char session_canon[PATH_MAX];	/* conf.session_dir once checked */
 	char sdir_err[PATH_MAX + 256];
 };
@@ -144,6 +143,7 @@ static int parse_trust(int opt, struct opd_conf *c)
 		return 0;
 	case OPT_NO_PRIVSEP:
 		c->privsep = false;
+		c->privsep_asked = true;
 		return 0;
 	default:
 		return 1;
@@ -243,6 +243,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	env = getenv("DOMPROF_PRIVSEP");
 	if (env && (!strcmp(env, "0") || !strcmp(env, "no"))) {
 		c->privsep = false;
+		c->privsep_asked = true;
 	} else if (env && *env) {
 		c->privsep = true;
 		c->privsep_asked = true;
@@ -272,10 +273,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	/* the default holds for collectors seen working under it; the xen
 	 * collector was not yet (and parses no guest byte on Xen yet: no
 	 * agent there), so it runs unseparated unless asked */
-	if (c->privsep && !c->privsep_asked && !(caps & OPD_CAP_PRIVSEP)) {
+	if (!c->privsep_asked && !(caps & OPD_CAP_PRIVSEP))
 		c->privsep = false;
-		o->privsep_not_for_collector = true;
-	}
 	return 0;
 }
 
@@ -616,7 +615,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	void *state = NULL;
 	int ret, status = 1;
 
-	if (o->privsep_not_for_collector)
+	if (!c->privsep_asked && !(ops->caps & OPD_CAP_PRIVSEP))
 		du_info("privsep: not by default with the %s collector (not yet seen working "
 			"beside the monitor); --privsep asks for it", ops->name);
 	if (c->privsep && geteuid() != 0) {
