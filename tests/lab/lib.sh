@@ -54,6 +54,8 @@ lab_summary() {
 	echo "$1 ${*:2}" >>"$RESULTS/summary.txt"
 	lab_log "summary: $*"
 }
+# |$1 - $2|, 2 decimals
+absdiff() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2f", d }'; }
 # Elapsed seconds (2 decimals) since uptime value $1.
 lab_since() { awk -v a="$1" -v b="$(lab_now)" 'BEGIN { printf "%.2f", b - a }'; }
 
@@ -211,8 +213,9 @@ lab_kill_all_guests() {
 
 # Samples in a perf.data file by host pid and cpumode, read from perf's raw
 # dump (exact, independent of perf's guest machine handling).  Prints
-# "total N" and then "PID GUEST_SAMPLES" lines, guest meaning cpumode guest
-# kernel (misc 4) or guest user (misc 5).
+# "total N" and then "PID GUEST_SAMPLES ALL_SAMPLES" lines, guest meaning
+# cpumode guest kernel (misc 4) or guest user (misc 5), all meaning every
+# sample of that pid (a guest's QEMU: its guest and its host work).
 perf_guest_samples_by_pid() {
 	perf report -D -i "$1" 2>/dev/null | awk '
 		/PERF_RECORD_SAMPLE\(/ {
@@ -224,19 +227,13 @@ perf_guest_samples_by_pid() {
 			misc = (index("0123456789abcdef", substr(s, length(s), 1)) - 1) % 8
 			for (i = 1; i <= NF; i++)
 				if ($i ~ /^-?[0-9]+\/-?[0-9]+:$/) { split($i, p, "/"); break }
+			all[p[1]]++
 			if (misc == 4 || misc == 5)
 				n[p[1]]++
 		}
-		END { print "total", total + 0; for (k in n) print k, n[k] }'
+		END { print "total", total + 0; for (k in all) print k, n[k] + 0, all[k] }'
 }
 
-# perf record on all CPUs, started with its events off, so a scenario can
-# start it early and turn it on when the workload starts: perf in L1 takes
-# tens of seconds to start (it reads every process first), and one started
-# just before a workload recorded only its last half second.
-# perf_rec_start OUT EVENT-ARGS... sets PERF_REC_PID; perf_rec_on OUT turns
-# the events on and returns once perf said so (bounded); stop perf with
-# kill -INT.
 # Wait up to $3 s (default 120) until session $1's log says $2 agents
 # (default 1) sent their whole state ("agent state complete"); with $4, that
 # domain's agent only.  Returns 1 on the timeout.
@@ -251,6 +248,13 @@ wait_agents_complete() {
 	return 1
 }
 
+# perf record on all CPUs, started with its events off, so a scenario can
+# start it early and turn it on when the workload starts: perf in L1 takes
+# tens of seconds to start (it reads every process first), and one started
+# just before a workload recorded only its last half second.
+# perf_rec_start OUT EVENT-ARGS... sets PERF_REC_PID; perf_rec_on OUT turns
+# the events on and returns once perf said so (bounded); stop perf with
+# kill -INT.
 perf_rec_start() {
 	local out=$1
 	shift
@@ -261,6 +265,10 @@ perf_rec_start() {
 }
 perf_rec_on() {
 	timeout "${2:-180}" sh -c "echo enable >'$1.ctl' && head -c 3 <'$1.ack'" >/dev/null 2>&1
+}
+# perf_rec_off OUT turns them off again (perf keeps running; bounded).
+perf_rec_off() {
+	timeout "${2:-30}" sh -c "echo disable >'$1.ctl' && head -c 3 <'$1.ack'" >/dev/null 2>&1
 }
 
 # perf's split of one guest's user samples by address: samples of host

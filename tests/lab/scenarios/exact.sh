@@ -84,7 +84,6 @@ iter_split() {
 # Sum of a report's samples for symbol $2 ("" = every symbol row).
 rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END { print n + 0 }' "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + b == 0) print "n/a"; else printf "%.2f", 100 * a / (a + b) }'; }
-absdiff() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; printf "%.2f", d }'; }
 
 # The hot ranges by address, as the programs print them (L1 has no nm):
 # lines "LO HI NAME" for perf's split (same addresses in the guest).
