@@ -167,6 +167,7 @@ P=$RESULTS/cg1-check.txt
 ca=$(kv burn_caller_a "$P"); cb=$(kv burn_caller_b "$P")
 share=$(awk -v a="${ca:-0}" -v b="${cb:-0}" 'BEGIN { if (a + b) printf "%.2f", 100 * a / (a + b); else print "none" }')
 lab_summary cg_measured_caller_a "$measured"
+lab_summary cg_tsc_caller_a "$(sed -n 's/.*callers: caller_a=.* tsc_a=\([0-9.]*\)%.*/\1/p' "$RESULTS/cg.console" | tail -n 1)"
 lab_summary cg_opreport_caller_a "$share (caller_a ${ca:-0}, caller_b ${cb:-0}, other $(kv burn_caller_other "$P"))"
 lab_summary cg_kernel "samples $(kv kernel_samples "$P"), arcs from their callers $(kv kernel_called "$P") (from guest kernel code $(kv kernel_kernel_arcs "$P"))"
 lab_summary cg_kernel_top "$(kv kernel_top "$P") samples $(kv kernel_top_samples "$P") callers $(kv kernel_top_callers "$P")"

@@ -89,13 +89,16 @@ profile() {
 	perf_pid=$PERF_REC_PID
 	timeout 60 opcontrol --start --collector="$c" --event="TIMER:$NS" --session-dir="$S" --domains=all ||
 		lab_fail "$tag: opcontrol --start --collector=$c failed"
+	sleep 3	# the daemon's first seconds (its own start) outside the window
 	perf_rec_on "$pd" || lab_fail "$tag: perf record did not turn its events on"
 	timeout 60 opcontrol --dump --session-dir="$S" || lab_fail "$tag: opcontrol --dump failed"
 	cp -a "$S" "$S.a"
 	sleep "$SEC"
 	timeout 60 opcontrol --dump --session-dir="$S" || lab_fail "$tag: opcontrol --dump failed"
-	cp -a "$S" "$S.b"
+	# off before the copy: the copy is host work perf record would see
+	# and the dump would not
 	perf_rec_off "$pd" || lab_log "$tag: perf record did not say its events are off"
+	cp -a "$S" "$S.b"
 	kill -INT "$perf_pid"
 	wait "$perf_pid" 2>/dev/null || true
 	timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/kcmp-$tag-status.txt" 2>&1 || true
@@ -111,8 +114,10 @@ profile() {
 		summary_rows <"$RESULTS/kcmp-$tag-report-$w.txt" >"$RESULTS/kcmp-$tag-summary-$w.txt"
 	done
 	# the window's samples per row: copy b minus copy a
-	awk 'NR == FNR { a[$1] = $2; next } { $2 -= a[$1]; print $1, $2 }' \
-		"$RESULTS/kcmp-$tag-summary-a.txt" "$RESULTS/kcmp-$tag-summary-b.txt" >"$RESULTS/kcmp-$tag-summary.txt"
+	# (copy a may have no summary at all: no sample filed yet)
+	awk -v a="$RESULTS/kcmp-$tag-summary-a.txt" 'BEGIN { while ((getline l < a) > 0) { split(l, f, " "); n[f[1]] = f[2] } }
+		{ print $1, $2 - n[$1] }' "$RESULTS/kcmp-$tag-summary-b.txt" >"$RESULTS/kcmp-$tag-summary.txt"
+	lab_summary "${tag}_window_samples" "$(awk '{ s += $2 } END { print s + 0 }' "$RESULTS/kcmp-$tag-summary.txt") (before it: $(awk '{ s += $2 } END { print s + 0 }' "$RESULTS/kcmp-$tag-summary-a.txt"))"
 	timeout 120 opreport --session-dir="$S" --domain=db >"$RESULTS/kcmp-$tag-db.txt" 2>&1 ||
 		lab_fail "$tag: opreport --domain=db failed"
 	perf_shares "$pd" "$RESULTS/kcmp-$tag-perfrec.txt" ||
