@@ -11,6 +11,7 @@
 
 #include "domprof/raw.h"
 #include "collect_xen.h"
+#include "gwalk.h"
 
 struct cx_vcpu {
 	uint64_t last_ns;	/* cpu_time at the previous look */
@@ -38,6 +39,14 @@ struct cx_engine {
 	uint64_t cur_dom, cur_asid;
 	uint32_t cur_vcpu, cur_mode;
 	bool cur_valid, asid_valid;
+	unsigned int cc_depth;	/* 0: no call chains */
+	uint32_t cc_dom;	/* the domain being walked (for read_mem) */
+};
+
+/* A look's call chain: frames[0..res.nr) and how the walk ended. */
+struct cx_chain {
+	uint64_t frames[DP_RAW_CC_MAX];
+	struct gwalk_res res;
 };
 
 struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns)
@@ -136,9 +145,59 @@ int cx_engine_rescan(struct cx_engine *e)
 	return 0;
 }
 
-static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, unsigned int vcpu,
-		   const struct cx_ctx *c, uint64_t count)
+void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth)
 {
+	e->cc_depth = depth < DP_RAW_CC_MAX ? depth : DP_RAW_CC_MAX;
+}
+
+static int cx_read_mem(void *ctx, uint64_t addr, void *buf, unsigned long len)
+{
+	struct cx_engine *e = ctx;
+
+	return e->sops->read_mem(e->src, e->cc_dom, addr, buf, len);
+}
+
+/* The call chain at @c, counted in the stats. */
+static void cx_walk(struct cx_engine *e, uint32_t domid, const struct cx_ctx *c, struct cx_chain *ch)
+{
+	struct gwalk_req r = {
+		.read = cx_read_mem, .ctx = e,
+		.root = c->cr3 & CX_CR3_MASK, .levels = c->la57 ? 5 : 4,
+		.fp = c->fp, .sp = c->sp, .user = !c->kernel,
+	};
+
+	e->cc_dom = domid;
+	gwalk(&r, ch->frames, e->cc_depth, &ch->res);
+	if (e->sops->mem_done)
+		e->sops->mem_done(e->src);
+	e->st.cc_walks++;
+	e->st.cc_truncated += ch->res.truncated;
+	e->st.cc_empty += !ch->res.nr;
+	e->st.cc_chains += !!ch->res.nr;
+	e->st.cc_frames += ch->res.nr;
+}
+
+/* The context of a vCPU (and with call graphs its chain, the domain
+ * paused meanwhile when the source can).  0 or -errno. */
+static int cx_read_vcpu(struct cx_engine *e, const struct cx_slot *s, unsigned int v,
+			struct cx_ctx *c, struct cx_chain *ch)
+{
+	bool walk = e->cc_depth && e->sops->read_mem;
+	bool paused = walk && e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
+	int rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
+
+	ch->res = (struct gwalk_res){ 0 };
+	if (!rc && walk)
+		cx_walk(e, s->dom.domid, c, ch);
+	if (paused)
+		e->sops->pause(e->src, s->dom.domid, false);
+	return rc;
+}
+
+static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, unsigned int vcpu,
+		   const struct cx_ctx *c, const struct cx_chain *ch, uint64_t count)
+{
+	uint32_t ccflags = DP_RAW_CC_GUEST | (ch->res.truncated ? DP_RAW_CC_TRUNCATED : 0);
 	uint32_t mode = c->kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
 	/* the page-table root names the address space: the low bits (PCID,
 	 * flags) and the no-flush bit 63 are not part of it */
@@ -166,8 +225,13 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 		return rc;
 	e->cur_mode = mode;
 	e->cur_valid = true;
-	for (uint64_t i = 0; i < count && !rc; i++)
-		rc = raw_put_sample(w, c->pc, 0);
+	for (uint64_t i = 0; i < count && !rc; i++) {
+		/* a chain belongs to the one sample after it */
+		if (ch->res.nr)
+			rc = raw_put_callchain(w, ch->res.nr, ch->res.nr_kernel, ccflags, ch->frames);
+		if (!rc)
+			rc = raw_put_sample(w, c->pc, 0);
+	}
 	return rc;
 }
 
@@ -175,6 +239,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 {
 	struct cx_vcpu *cv = &s->vcpu[v];
 	struct cx_ctx c;
+	struct cx_chain ch;
 	uint64_t now, count;
 
 	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
@@ -192,7 +257,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		return 0;	/* idle, or not a period's worth yet */
 	count = cv->carry_ns / e->period_ns;
 	cv->carry_ns -= count * e->period_ns;
-	if (e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, &c) < 0) {
+	if (cx_read_vcpu(e, s, v, &c, &ch) < 0) {
 		e->st.ctx_errors++;
 		e->st.lost += count;
 		return 0;
@@ -203,7 +268,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	}
 	e->st.samples += count;
 	s->samples += count;
-	return cx_emit(e, w, s->dom.domid, v, &c, count);
+	return cx_emit(e, w, s->dom.domid, v, &c, &ch, count);
 }
 
 int cx_engine_tick(struct cx_engine *e, struct raw_writer *w)
@@ -245,7 +310,9 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #include <unistd.h>
 #include <sys/timerfd.h>
 
+#include <sys/mman.h>
 #include <xenctrl.h>
+#include <xenforeignmemory.h>
 
 #include "opd_collector.h"
 #include "util/du_log.h"
@@ -257,9 +324,20 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 /* The sampling period without a TIMER event on the command line: 1 kHz. */
 #define CX_DEFAULT_PERIOD_NS 1000000ull
 
+/* Guest frames a walk keeps mapped until mem_done: its stack pages and
+ * the page tables above them. */
+#define CX_MAP_CACHE 8
+
 struct cx_xc {
 	xc_interface *xch;
 	xc_domaininfo_t info[CX_MAX_DOMS];
+	xenforeignmemory_handle *fmem;	/* call chains only */
+	struct {
+		uint32_t domid;
+		uint64_t frame;
+		void *p;
+	} map[CX_MAP_CACHE];
+	unsigned int nmap;
 };
 
 static int cx_xc_list(void *src, struct cx_dom *out, size_t max)
@@ -304,10 +382,64 @@ static int cx_xc_ctx(void *src, uint32_t domid, unsigned int vcpu, bool hvm, str
 		return errno ? -errno : -EIO;
 	c->pc = ctx.x64.user_regs.rip;
 	c->cr3 = ctx.x64.ctrlreg[3];
+	c->fp = ctx.x64.user_regs.rbp;
+	c->sp = ctx.x64.user_regs.rsp;
+	c->la57 = !!(ctx.x64.ctrlreg[4] & (1ull << 12));
 	/* A 64-bit PV kernel runs in ring 3 like its user space: Xen says
 	 * which one the vCPU is in.  HVM and PVH: the CPL. */
 	c->kernel = hvm ? (ctx.x64.user_regs.cs & 3) == 0 : !!(ctx.x64.flags & VGCF_in_kernel);
 	return 0;
+}
+
+/* A word of the domain's memory by frame: for a PV guest the frame is a
+ * machine frame (its page tables hold those), for HVM a guest one;
+ * Xen's foreign mapping takes each kind for its guest. */
+static int cx_xc_read(void *src, uint32_t domid, uint64_t addr, void *buf, unsigned long len)
+{
+	struct cx_xc *x = src;
+	uint64_t frame = addr >> XC_PAGE_SHIFT, off = addr & (XC_PAGE_SIZE - 1);
+	void *p = NULL;
+
+	if (!x->fmem || len > XC_PAGE_SIZE - off)
+		return -EINVAL;
+	for (unsigned int i = 0; i < x->nmap && !p; i++)
+		if (x->map[i].domid == domid && x->map[i].frame == frame)
+			p = x->map[i].p;
+	if (!p) {
+		xen_pfn_t pfn = (xen_pfn_t)frame;
+		int err = 0;
+
+		if (x->nmap == CX_MAP_CACHE)
+			return -ENOSPC;	/* a walk past its pages: stop it */
+		p = xenforeignmemory_map(x->fmem, domid, PROT_READ, 1, &pfn, &err);
+		if (!p || err) {
+			if (p)
+				xenforeignmemory_unmap(x->fmem, p, 1);
+			return -EFAULT;
+		}
+		x->map[x->nmap].domid = domid;
+		x->map[x->nmap].frame = frame;
+		x->map[x->nmap++].p = p;
+	}
+	memcpy(buf, (const char *)p + off, len);
+	return 0;
+}
+
+static void cx_xc_mem_done(void *src)
+{
+	struct cx_xc *x = src;
+
+	for (unsigned int i = 0; i < x->nmap; i++)
+		xenforeignmemory_unmap(x->fmem, x->map[i].p, 1);
+	x->nmap = 0;
+}
+
+static int cx_xc_pause(void *src, uint32_t domid, bool on)
+{
+	struct cx_xc *x = src;
+	int rc = on ? xc_domain_pause(x->xch, domid) : xc_domain_unpause(x->xch, domid);
+
+	return rc < 0 ? (errno ? -errno : -EIO) : 0;
 }
 
 static void cx_xc_close(void *src)
@@ -316,6 +448,10 @@ static void cx_xc_close(void *src)
 
 	if (!x)
 		return;
+	if (x->fmem) {
+		cx_xc_mem_done(x);
+		xenforeignmemory_close(x->fmem);
+	}
 	if (x->xch)
 		xc_interface_close(x->xch);
 	free(x);
@@ -323,6 +459,7 @@ static void cx_xc_close(void *src)
 
 static const struct cx_src_ops cx_xc_ops = {
 	.list = cx_xc_list, .vcpu_time = cx_xc_time, .vcpu_ctx = cx_xc_ctx, .close = cx_xc_close,
+	.read_mem = cx_xc_read, .mem_done = cx_xc_mem_done, .pause = cx_xc_pause,
 };
 
 /* Xen's own counters at one moment: the wall clock, dom0's CPU time and
@@ -465,8 +602,17 @@ static int cx_open(const struct opd_collector_args *a, void **state)
 		free(x);
 		goto out_close;
 	}
+	/* call chains read guest stacks through foreign mappings */
+	if (a->conf->callgraph_depth) {
+		x->fmem = xenforeignmemory_open(NULL, 0);
+		if (!x->fmem)
+			du_warn("xen collector: no foreign memory mappings (%s): no call chains",
+				strerror(errno));
+	}
 	c->x = x;
 	c->e = cx_engine_new(&cx_xc_ops, x, c->period_ns);
+	if (c->e && x->fmem)
+		cx_engine_set_callgraph(c->e, a->conf->callgraph_depth);
 	c->w = raw_writer_new(cx_sink, (void *)a->sink, 64 * 1024);
 	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (!c->e || !c->w || c->tfd < 0) {
@@ -561,13 +707,19 @@ static int cx_stop(void *state)
 	du_info("xen collector: %llu looks, %llu samples, %llu lost, %llu context errors",
 	       (unsigned long long)st.looks, (unsigned long long)st.samples,
 	       (unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
+	if (st.cc_walks)
+		du_info("xen collector: call chains: %llu walks, %llu chains, %llu frames, "
+			"%llu truncated, %llu empty",
+			(unsigned long long)st.cc_walks, (unsigned long long)st.cc_chains,
+			(unsigned long long)st.cc_frames, (unsigned long long)st.cc_truncated,
+			(unsigned long long)st.cc_empty);
 	cx_report_usage(c);
 	return rc;
 }
 
 const struct opd_collector_ops opd_collector_xen = {
 	.name = "xen",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_LIVE,
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_CALLCHAIN | OPD_CAP_LIVE,
 	.open = cx_open,
 	.pollfds = cx_pollfds,
 	.start = cx_start,

@@ -16,7 +16,10 @@
  * per sample a DOMAIN record (key_ns DP_DOMKEY_XEN_DOMID, key = domid,
  * vcpu), a MODE record (guest kernel or user) and an ASID record (the
  * vCPU's CR3 with CX_CR3_MASK: the guest address space, as the kmod
- * collector gives it, doc/guest-asid.md) when they change.
+ * collector gives it, doc/guest-asid.md) when they change.  With
+ * --callgraph, each sample follows a call chain: the kernel collector's
+ * frame-pointer walk (gwalk.h) over the domain's memory, mapped from dom0,
+ * with the domain paused for the look.
  *
  * The sampling logic reads Xen through a source interface, so the unit
  * test drives it with a fake hypervisor (test_collect_xen.c).
@@ -44,7 +47,9 @@ struct cx_dom {
 struct cx_ctx {
 	uint64_t pc;
 	uint64_t cr3;
+	uint64_t fp, sp;	/* rbp and rsp, for the call chain */
 	bool kernel;
+	bool la57;		/* 5-level paging (CR4.LA57) */
 };
 
 struct cx_src_ops {
@@ -55,6 +60,18 @@ struct cx_src_ops {
 	/* Its context now.  0 or -errno. */
 	int (*vcpu_ctx)(void *src, uint32_t domid, unsigned int vcpu, bool hvm, struct cx_ctx *c);
 	void (*close)(void *src);	/* NULL accepted */
+	/*
+	 * Call chains (all optional; without read_mem there are none).
+	 * read_mem: @len bytes (<= 8, within a page) at @addr in the space
+	 * the domain's page tables point into (guest physical; machine
+	 * addresses for a PV guest), 0 or -errno; what it maps it may keep
+	 * until mem_done, called after each walk.  pause: stop (@on) or
+	 * restart the domain, so that a context and its stack are read at
+	 * one moment.
+	 */
+	int (*read_mem)(void *src, uint32_t domid, uint64_t addr, void *buf, unsigned long len);
+	void (*mem_done)(void *src);
+	int (*pause)(void *src, uint32_t domid, bool on);
 };
 
 /* Most samples one look emits for one vCPU (a collector stalled for long
@@ -81,8 +98,16 @@ int cx_engine_rescan(struct cx_engine *e);
  */
 int cx_engine_tick(struct cx_engine *e, struct raw_writer *w);
 
+/* Walk each sampled vCPU's frame pointers, at most @depth frames (0: off;
+ * cut to DP_RAW_CC_MAX), through the source's read_mem: every sample then
+ * carries its guest call chain (DP_RAW_CALLCHAIN, DP_RAW_CC_GUEST). */
+void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
+
 struct cx_stats {
 	uint64_t ticks, looks, samples, lost, ctx_errors;
+	/* call chains: walks made, chains found, frames in them, walks cut
+	 * at an implausible frame, walks that found nothing */
+	uint64_t cc_walks, cc_chains, cc_frames, cc_truncated, cc_empty;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

@@ -24,6 +24,12 @@ struct fake {
 	struct cx_ctx ctx[FX_DOMS][FX_VCPUS];
 	int ctx_err;
 	unsigned int ctx_reads;
+	/* guest memory for call chains: "machine" addresses 0..FX_MEM */
+	unsigned char *mem;
+	unsigned int mem_reads, mem_dones, pauses, unpauses;
+	bool paused;
+	uint32_t read_dom;	/* the domain of the last read */
+	uint64_t next_table;	/* the next free page-table page */
 };
 
 static size_t fx_idx(struct fake *f, uint32_t domid)
@@ -69,8 +75,44 @@ static void fx_close(void *src)
 {
 }
 
+#define FX_MEM (1u << 20)
+
+static int fx_read_mem(void *src, uint32_t domid, uint64_t addr, void *buf, unsigned long len)
+{
+	struct fake *f = src;
+
+	f->mem_reads++;
+	f->read_dom = domid;
+	/* a read only while the domain stands still */
+	CU_ASSERT_TRUE(f->paused);
+	if (!f->mem || addr >= FX_MEM || len > FX_MEM - addr)
+		return -EFAULT;
+	memcpy(buf, f->mem + addr, len);
+	return 0;
+}
+
+static void fx_mem_done(void *src)
+{
+	((struct fake *)src)->mem_dones++;
+}
+
+static int fx_pause(void *src, uint32_t domid, bool on)
+{
+	struct fake *f = src;
+
+	(void)domid;
+	CU_ASSERT_NOT_EQUAL(f->paused, on);	/* balanced */
+	f->paused = on;
+	if (on)
+		f->pauses++;
+	else
+		f->unpauses++;
+	return 0;
+}
+
 static const struct cx_src_ops fx_ops = {
 	.list = fx_list, .vcpu_time = fx_time, .vcpu_ctx = fx_ctx, .close = fx_close,
+	.read_mem = fx_read_mem, .mem_done = fx_mem_done, .pause = fx_pause,
 };
 
 /* The stream, in memory. */
@@ -100,6 +142,10 @@ struct tally {
 	uint64_t by_asid[4];		/* samples under asid[i] */
 	unsigned int domains, modes, asids, nasid;
 	uint32_t last_ns;
+	/* call chains: records, samples right after one, the last one */
+	unsigned int chains, chained_samples;
+	struct dp_raw_callchain last_cc;
+	uint64_t last_frames[DP_RAW_CC_MAX];
 };
 
 static void walk(const struct buf *b, struct tally *t)
@@ -107,6 +153,7 @@ static void walk(const struct buf *b, struct tally *t)
 	uint64_t dom = 0, asid = 0;
 	uint32_t vcpu = 0, mode = 0;
 	size_t off = 0;
+	bool chain = false;
 
 	memset(t, 0, sizeof(*t));
 	while (off + 16 <= b->len) {
@@ -122,6 +169,8 @@ static void walk(const struct buf *b, struct tally *t)
 				if (t->asid[i] == asid)
 					t->by_asid[i]++;
 			t->last_pc = w0;
+			t->chained_samples += chain;
+			chain = false;
 			continue;
 		}
 		uint32_t type = (uint32_t)w1, len = (uint32_t)(w1 >> 32);
@@ -149,6 +198,12 @@ static void walk(const struct buf *b, struct tally *t)
 			t->asids++;
 			if (t->nasid < 4 && (!t->nasid || t->asid[t->nasid - 1] != asid))
 				t->asid[t->nasid++] = asid;
+		} else if (type == DP_RAW_CALLCHAIN) {
+			memcpy(&t->last_cc, b->p + off, sizeof(t->last_cc));
+			CU_ASSERT_EQUAL_FATAL(len, 8 + 8 * t->last_cc.nr);
+			memcpy(t->last_frames, b->p + off + 8, 8 * t->last_cc.nr);
+			t->chains++;
+			chain = true;
 		}
 		off += (len + 7) / 8 * 8;
 	}
@@ -329,6 +384,124 @@ static void test_asid(void)
 	rig_down(&r);
 }
 
+/* ---- call chains ---- */
+
+#define PT_ROOT 0x1000ull
+
+/* Map the 4 KiB page at @va to @pa in the fake's 4-level tables (user). */
+static void fx_map(struct fake *f, uint64_t va, uint64_t pa)
+{
+	uint64_t table = PT_ROOT, *pte;
+
+	if (!f->next_table)
+		f->next_table = PT_ROOT + 0x1000;
+	for (int level = 4; level > 1; level--) {
+		pte = (uint64_t *)(f->mem + table + ((va >> (12 + 9 * (level - 1))) & 511) * 8);
+		if (!(*pte & 1)) {
+			*pte = f->next_table | 0x7;	/* present, writable, user */
+			f->next_table += 0x1000;
+		}
+		table = *pte & ~0xfffull;
+	}
+	pte = (uint64_t *)(f->mem + table + ((va >> 12) & 511) * 8);
+	*pte = pa | 0x7;
+}
+
+static void fx_word(struct fake *f, uint64_t pa, uint64_t v)
+{
+	memcpy(f->mem + pa, &v, 8);
+}
+
+#define STACK_VA 0x7ffff000ull
+#define STACK_PA 0x80000ull
+
+/*
+ * A user sample in web's vCPU 0 with three good frames; then the same
+ * vCPU with a misaligned frame pointer (nothing, counted truncated); then
+ * a depth limit of two.  The chain comes before every sample of a look,
+ * the domain is paused around the reads, the mappings are let go after
+ * each walk, and with call graphs off nothing is read.
+ */
+static void test_callchain(void)
+{
+	struct rig r;
+	struct tally t;
+	struct cx_stats st;
+
+	rig_up(&r);
+	r.f.mem = calloc(1, FX_MEM);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.f.mem);
+	fx_map(&r.f, STACK_VA, STACK_PA);
+	/* frames at rbp: [saved rbp, return address] */
+	fx_word(&r.f, STACK_PA + 0x100, STACK_VA + 0x200);
+	fx_word(&r.f, STACK_PA + 0x108, 0x401111);
+	fx_word(&r.f, STACK_PA + 0x200, STACK_VA + 0x300);
+	fx_word(&r.f, STACK_PA + 0x208, 0x402222);
+	fx_word(&r.f, STACK_PA + 0x300, 0);
+	fx_word(&r.f, STACK_PA + 0x308, 0x403333);
+	r.f.ctx[1][0] = (struct cx_ctx){ .pc = 0x401000, .cr3 = PT_ROOT,
+					 .fp = STACK_VA + 0x100, .sp = STACK_VA + 0x80 };
+
+	/* off: no pause, no read */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][0] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(r.f.pauses + r.f.mem_reads, 0);
+
+	cx_engine_set_callgraph(r.e, 16);
+	r.f.ns[1][0] += 3 * MS;	/* three samples in one look */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.chains, 3);
+	CU_ASSERT_EQUAL(t.chained_samples, 3);
+	CU_ASSERT_EQUAL(t.last_cc.nr, 3);
+	CU_ASSERT_EQUAL(t.last_cc.nr_kernel, 0);
+	CU_ASSERT_EQUAL(t.last_cc.flags, DP_RAW_CC_GUEST);
+	CU_ASSERT_EQUAL(t.last_frames[0], 0x401111);
+	CU_ASSERT_EQUAL(t.last_frames[1], 0x402222);
+	CU_ASSERT_EQUAL(t.last_frames[2], 0x403333);
+	CU_ASSERT_EQUAL(r.f.read_dom, 2);
+	CU_ASSERT_EQUAL(r.f.pauses, 1);
+	CU_ASSERT_EQUAL(r.f.unpauses, 1);
+	CU_ASSERT_EQUAL(r.f.mem_dones, 1);
+	CU_ASSERT_FALSE(r.f.paused);
+
+	/* garbage: a misaligned frame pointer gives no chain, counted */
+	r.f.ctx[1][0].fp = STACK_VA + 0x101;
+	r.f.ns[1][0] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	/* a frame that points below itself (a loop) stops the walk */
+	r.f.ctx[1][0].fp = STACK_VA + 0x200;
+	fx_word(&r.f, STACK_PA + 0x300, STACK_VA + 0x100);
+	r.f.ns[1][0] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.chains, 4);
+	CU_ASSERT_EQUAL(t.last_cc.nr, 2);
+	CU_ASSERT_EQUAL(t.last_cc.flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.cc_walks, 3);
+	CU_ASSERT_EQUAL(st.cc_chains, 2);
+	CU_ASSERT_EQUAL(st.cc_empty, 1);
+	CU_ASSERT_EQUAL(st.cc_truncated, 2);
+	CU_ASSERT_EQUAL(st.cc_frames, 5);
+
+	/* the depth bound */
+	fx_word(&r.f, STACK_PA + 0x300, 0);
+	r.f.ctx[1][0].fp = STACK_VA + 0x100;
+	cx_engine_set_callgraph(r.e, 2);
+	r.f.ns[1][0] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.last_cc.nr, 2);
+	CU_ASSERT_EQUAL(t.last_frames[1], 0x402222);
+	free(r.f.mem);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -340,7 +513,8 @@ int main(void)
 	if (!s || !CU_add_test(s, "busy and idle vCPUs", test_busy_idle) ||
 	    !CU_add_test(s, "weight and carry", test_weight_and_carry) ||
 	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors) ||
-	    !CU_add_test(s, "address space from CR3", test_asid)) {
+	    !CU_add_test(s, "address space from CR3", test_asid) ||
+	    !CU_add_test(s, "guest call chains", test_callchain)) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -30,6 +30,10 @@
 #define DP_PTREGS_SS	160
 #define DP_USER_CS	0x33
 #define DP_USER_SS	0x2b
+/* a Xen PV guest's user selectors (Xen's flat ring 3): the xen collector
+ * walks such guests with this code too (daemon/gwalk.c) */
+#define DP_PV_USER_CS	0xe033
+#define DP_PV_USER_SS	0xe02b
 
 /*
  * Guest virtual to guest physical by the guest's own page tables (64-bit,
@@ -119,7 +123,8 @@ void dp_walk_user_tail(struct dp_walk *w, u64 sp)
 	    dp_read_word(w, regs + DP_PTREGS_SS, false, &ss) ||
 	    dp_read_word(w, regs + DP_PTREGS_BP, false, &bp))
 		return;
-	if (cs != DP_USER_CS || ss != DP_USER_SS || !dp_in_half(ip, true) ||
+	if (!((cs == DP_USER_CS && ss == DP_USER_SS) ||
+	      (cs == DP_PV_USER_CS && ss == DP_PV_USER_SS)) || !dp_in_half(ip, true) ||
 	    !dp_in_half(usp, true))
 		return;
 	w->out[w->n++] = ip;

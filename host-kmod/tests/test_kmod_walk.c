@@ -242,6 +242,18 @@ static void test_kernel_and_user_tail(void)
 	CU_ASSERT_EQUAL(out[3], 0x401111);
 	CU_ASSERT_EQUAL(out[4], 0x402222);
 
+	/* a Xen PV guest's user selectors (the xen collector's walk) */
+	*word(kva_pa(regs + 136)) = 0xe033;
+	*word(kva_pa(regs + 160)) = 0xe02b;
+	walk_init(&w, out, 16);
+	dp_walk_user_tail(&w, sp);
+	CU_ASSERT_EQUAL(w.n, 3);
+	CU_ASSERT_EQUAL(out[0], 0x404444);
+	/* mixed: a PV CS with a native SS is no entry frame */
+	*word(kva_pa(regs + 160)) = 0x2b;
+	walk_init(&w, out, 16);
+	dp_walk_user_tail(&w, sp);
+	CU_ASSERT_EQUAL(w.n, 0);
 	/* not user registers there (a kernel CS): nothing appended */
 	*word(kva_pa(regs + 136)) = 0x10;
 	walk_init(&w, out, 16);
