@@ -325,8 +325,9 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #define CX_DEFAULT_PERIOD_NS 1000000ull
 
 /* Guest frames a walk keeps mapped until mem_done: its stack pages and
- * the page tables above them. */
-#define CX_MAP_CACHE 8
+ * the page tables above them (a kernel sample's walk into user space
+ * needs about a dozen). */
+#define CX_MAP_CACHE 16
 
 struct cx_xc {
 	xc_interface *xch;
