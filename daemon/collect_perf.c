@@ -83,6 +83,10 @@ struct collect_perf {
 	bool have_cpu, have_task, have_mode, have_time;
 	uint32_t cur_cpu, cur_pid, cur_tid, cur_mode;
 	uint64_t cur_time;
+	/* PERF_RECORD_THROTTLE: the kernel stopped an event for the rest of
+	 * a tick, its sampling interrupts taking too long
+	 * (kernel.perf_cpu_time_max_percent): samples not taken, not lost */
+	uint64_t throttles;
 	uint8_t tmp[65536];	/* a record wrapping the ring's end */
 };
 
@@ -625,6 +629,13 @@ static int parse_record(struct collect_perf *p, struct pcpu *pc, const uint8_t *
 	memcpy(&h, rec, sizeof(h));
 	blen = size - sizeof(h);
 	switch (h.type) {
+	case PERF_RECORD_THROTTLE:
+		if (!p->throttles++)
+			du_warn("perf collector: the kernel throttles sampling on cpu %d "
+				"(its sampling interrupts take too long; see "
+				"kernel.perf_event_max_sample_rate): fewer samples than the rate asks",
+				pc->cpu);
+		return 0;
 	case PERF_RECORD_SAMPLE:
 	case PERF_RECORD_MMAP2:
 	case PERF_RECORD_COMM:
@@ -813,6 +824,9 @@ static int perf_stop(void *state)
 	ret = collect_round(p);
 	if (!ret)
 		ret = raw_writer_flush(p->w);
+	if (p->throttles)
+		du_warn("perf collector: the kernel throttled sampling %llu times",
+			(unsigned long long)p->throttles);
 	return ret;
 }
 

@@ -120,6 +120,9 @@ phase() {
 	lab_log "$flag: g1 samples $a -> $b over $t1 .. $t2"
 	CPU=$(echo "$c1 $c2" | awk -v t="$t1" -v u="$t2" '{ d = u - t; printf "daemon %.2f g1-qemu %.2f bad-qemu %.2f", ($4 - $1) / d, ($5 - $2) / d, ($6 - $3) / d }')
 	lab_log "$flag: CPU seconds a second: $CPU"
+	# the kernel's own limit on sampling (lowered when its sampling
+	# interrupts take too long; the daemon logs the throttling)
+	lab_log "$flag: kernel.perf_event_max_sample_rate $(cat /proc/sys/kernel/perf_event_max_sample_rate)"
 }
 phase go1 G1-PHASE1-DONE
 rate1=$RATE
@@ -177,6 +180,7 @@ lab_summary bad_uploaded "$uploaded"
 lab_summary g1_victim_entry "${victim_entry:-none}"
 lab_summary g1_victim_poisoned "$poisoned"
 lab_summary g1_clock "$(stat_of "$S/domains/g1/stats" clock_method)"
+lab_summary perf_throttled "$(grep -m1 'throttled sampling' "$RESULTS/oprofiled.log" | sed 's/.*: //') $(dmesg | grep -c 'took too long') kernel lines 'took too long'"
 
 fail=0
 chk() { awk "BEGIN { exit !($1) }" || { lab_log "FAIL: $2"; fail=1; }; }
