@@ -720,7 +720,8 @@ static int cx_stop(void *state)
 
 const struct opd_collector_ops opd_collector_xen = {
 	.name = "xen",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_CALLCHAIN | OPD_CAP_LIVE,
+	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_CALLCHAIN | OPD_CAP_LIVE |
+		OPD_CAP_EVENTS_OPT,
 	.open = cx_open,
 	.pollfds = cx_pollfds,
 	.start = cx_start,
