@@ -3,8 +3,9 @@
 # guessed"): a figure, not a test.  One PV guest, web, runs a fixed piece
 # of work over and over (XO_MB MiB of zeros through md5sum, guest user and
 # guest kernel time) and prints each round's run time by its own clock.
-# dom0 profiles it in turns of XO_SECONDS: none, 100 Hz, 1 kHz, 4 kHz, then
-# none again (drift of the emulated machine shows as the two "none"
+# dom0 profiles it in turns of XO_SECONDS: none, 100 Hz, 1 kHz, 4 kHz,
+# 1 kHz with call chains (--callgraph=16: the walk through foreign
+# mappings, the domain paused for each look), then none again (drift of the emulated machine shows as the two "none"
 # figures' difference).  Per turn: the median run time of the rounds that
 # ran wholly inside it, against the mean of the two "none" turns, and the
 # dom0 CPU the daemon took (its processes' user + system time a second of
@@ -60,7 +61,8 @@ turn() {
 	local tag=$1 ev=$2 n0 n1 c0=0 c1=0 w0 w1
 	rm -rf "$S"
 	if [ -n "$ev" ]; then
-		timeout 120 opcontrol --start --session-dir="$S" --event="$ev" --domains=web >/dev/null ||
+		# shellcheck disable=SC2086
+		timeout 120 opcontrol --start --session-dir="$S" --event="$ev" --domains=web ${3:-} >/dev/null ||
 			lab_fail "$tag: opcontrol --start failed"
 		sleep 2
 		c0=$(cpu_s)
@@ -73,7 +75,8 @@ turn() {
 	if [ -n "$ev" ]; then
 		c1=$(cpu_s)
 		timeout 120 opcontrol --stop --session-dir="$S" >/dev/null || lab_fail "$tag: opcontrol --stop failed"
-		grep "xen collector:" "$S/oprofiled.log" | tail -n 3
+		grep "xen collector:" "$S/oprofiled.log" | tail -n 4
+		cp "$S/oprofiled.log" "$RESULTS/oprofiled-$tag.log"
 	fi
 	# rounds that started after the turn began and ended before it ended:
 	# the line numbers n0+2 .. n1 (the round running at n0 began before)
@@ -90,13 +93,15 @@ turn none1 ""
 turn hz100 "TIMER:10000000"
 turn hz1000 "TIMER:1000000"
 turn hz4000 "TIMER:250000"
+turn hz1000cg "TIMER:1000000" --callgraph=16
 turn none2 ""
 base=$(awk -v a="${MED[none1]}" -v b="${MED[none2]}" 'BEGIN { printf "%.3f", (a + b) / 2 }')
 lab_summary xo_round_mb "$MB"
 lab_summary xo_none "median round ${MED[none1]} s, then ${MED[none2]} s (mean $base s)"
-for t in hz100 hz1000 hz4000; do
+for t in hz100 hz1000 hz4000 hz1000cg; do
 	lab_summary "xo_$t" "median round ${MED[$t]} s, $(awk -v m="${MED[$t]}" -v b="$base" 'BEGIN { printf "%+.1f%%", 100 * (m - b) / b }') against none; daemon (dom0) ${CPU[$t]} CPU seconds a second"
 done
+lab_summary xo_hz1000cg_chains "$(grep -m1 'call chains:' "$RESULTS/oprofiled-hz1000cg.log" | sed 's/.*call chains: //')"
 xen_destroy web
 lab_summary scenario_s "$(lab_since "$t0")"
 lab_log "PASS: overhead figures in summary.txt"
