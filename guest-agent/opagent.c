@@ -265,6 +265,9 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 		/* one chunk of the symbol table per turn, after the stream */
 		if (!err && s->ks.pending) {
 			err = ag_table_send(&s->ks, &s->out, 1);
+			if (err > 0 && s->opts->verbose)
+				du_info("kernel symbols sent: %llu bytes in %u chunks",
+					(unsigned long long)s->ks.end.total_bytes, s->ks.end.chunks);
 			if (err > 0)
 				err = 0;
 			if (!err)

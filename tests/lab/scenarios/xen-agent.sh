@@ -1,0 +1,174 @@
+# lab-kind: xen
+# opagent in a Xen PV guest over its PV console channel (issue 13, "guest
+# attribution as on KVM"; doc/xen.md).  web is started with
+#   channel = [ "name=org.domprof.agent.0,connection=socket,path=/run/domprof/web.agent" ]
+# (libxl then runs a QEMU for the domain as the channel's backend, the
+# unix socket's server), and its initramfs carries /share (a cpio appended
+# to the lab's: a PV guest has no 9p) with opagent, ratio-static and
+# exact-a/exact-b.  opagent finds the channel itself (xenstore through
+# /dev/xen/xenbus, then /dev/hvcN), the daemon (xen collector and xenctrl
+# backend, picked by opcontrol) connects to the socket and says HOST_JOIN,
+# the agent starts over on it.  The guest's workload waits until the agent
+# says its kernel symbols are sent, then runs:
+#   1. ratio (70/30 between burn_a and burn_b) beside dd (guest kernel work);
+#   2. exact-a and exact-b at once (tests/e2e/exact.c: the same addresses,
+#      crossed hot and never-run code).
+# Must hold:
+#  - the daemon logs "agent state complete" for web;
+#  - opreport --domain=web -l names guest user symbols (burn_a, burn_b) and
+#    guest kernel symbols (vmlinux rows with a symbol name);
+#  - burn_a's share of burn_a + burn_b within 5 points of the share ratio
+#    measured (XA_TOL);
+#  - exact-a/exact-b: samples filed under the other program's never-run
+#    code under 1% (XA_MAX_MIS) of the two programs' samples, over at least
+#    XA_MIN_SAMPLES samples (the xen collector gives one a ms of vCPU time).
+. "$LAB/lib-xen.sh"
+lab_require_xen
+t0=$(lab_now)
+S=/var/lib/domprof-lab/xen-agent
+RATIO_S=${XA_RATIO_S:-4}
+EXACT_S=${XA_EXACT_S:-3}
+TOL=${XA_TOL:-5}
+MAXMIS=${XA_MAX_MIS:-1}
+MINS=${XA_MIN_SAMPLES:-1000}
+opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
+for f in ratio-static exact-a exact-b; do
+	[ -x "$STAGE/lab/$f" ] || lab_fail "no $STAGE/lab/$f staged (tests/e2e/$f)"
+done
+[ -x "$opagent_bin" ] || lab_fail "no opagent installed"
+CONS=$XEN_CONSOLES/guest-web.log
+
+# /share for the guest, as a second cpio archive after the lab's initramfs
+# (the kernel unpacks both)
+root=/tmp/xa-root
+rm -rf "$root"
+mkdir -p "$root/share"
+cp "$opagent_bin" "$root/share/opagent"
+cp "$STAGE/lab/ratio-static" "$root/share/ratio"
+cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$root/share/"
+cat >"$root/share/agent.sh" <<'EOF'
+#!/bin/sh
+exec /share/opagent --verbose
+EOF
+cat >"$root/share/work.sh" <<EOF
+# where the channel is: xenbus console devices and the hvc ttys
+echo "XA-SYSFS \$(ls /sys/bus/xen/devices 2>&1 | tr '\n' ' ')"
+for d in /sys/bus/xen/devices/console-*; do
+	echo "XA-CONSOLE \${d##*/} driver \$(readlink \$d/driver 2>/dev/null | sed 's,.*/,,')"
+done
+echo "XA-HVC \$(ls /dev/hvc* 2>&1 | tr '\n' ' ') xenbus: \$(ls -l /dev/xen/xenbus 2>&1)"
+i=0
+while ! grep -q "kernel symbols sent" /tmp/agent.log 2>/dev/null && [ \$i -lt 3000 ]; do
+	sleep 0.2; i=\$((i + 1))
+done
+echo "XA-AGENT-LOG-BEGIN"; cat /tmp/agent.log; echo "XA-AGENT-LOG-END"
+sleep 2
+echo "WORK-START \$(cut -d' ' -f1 /proc/uptime)"
+dd if=/dev/zero of=/dev/null bs=4k count=20000 2>/dev/null &
+/share/ratio $RATIO_S 70 >/tmp/r.out
+wait
+echo "RATIO \$(cat /tmp/r.out)"
+/share/exact-a $EXACT_S 70 >/tmp/a.out &
+/share/exact-b $EXACT_S 40 >/tmp/b.out &
+wait
+echo "EXACT-A \$(cat /tmp/a.out)"
+echo "EXACT-B \$(cat /tmp/b.out)"
+echo "WORK-DONE \$(cut -d' ' -f1 /proc/uptime)"
+tail -n 5 /tmp/agent.log
+exec sleep 100000
+EOF
+chmod +x "$root/share/agent.sh"
+initrd=$LAB_RUN/web-agent.cpio
+mkdir -p "$LAB_RUN"
+(cd "$root" && find . | busybox cpio -o -H newc >/tmp/xa-share.cpio) ||
+	lab_fail "busybox cpio -o failed"
+cat "$LAB_XEN_L2_INITRD" /tmp/xa-share.cpio >"$initrd"
+
+xen_alive web && xen_destroy web
+LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
+	xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000031 script \
+	"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/web.agent\" ]"
+xen_wait_booted web
+dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
+lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
+ls -l "$LAB_RUN/web.agent" || lab_log "no agent socket $LAB_RUN/web.agent"
+timeout 10 xenstore-ls "/local/domain/$(xen_domid web)/device/console" >"$RESULTS/web-consoles.txt" 2>&1
+
+rm -rf "$S"
+timeout 120 opcontrol --start --session-dir="$S" --domains=web >"$RESULTS/opcontrol-start.txt" 2>&1 ||
+	lab_fail "opcontrol --start failed: $(tail -n 5 "$RESULTS/opcontrol-start.txt")"
+t=$(lab_now)
+wait_agents_complete "$S" 1 "${XA_AGENT_WAIT_S:-300}"; ok=$?
+grep -E "agent|HELLO" "$S/oprofiled.log" | head -n 20
+[ $ok -eq 0 ] || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
+	lab_fail "web's agent state not complete after ${XA_AGENT_WAIT_S:-300} s"; }
+lab_summary xen_agent_complete_s "$(lab_since "$t")"
+for i in $(seq 1 600); do
+	grep -q WORK-DONE "$CONS" && break
+	xen_alive web || break
+	sleep 1
+done
+grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
+	lab_fail "web's workload did not finish"; }
+sleep 2
+timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status-running.txt" 2>&1 || true
+timeout 120 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
+cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"
+cp "$S/stats" "$RESULTS/stats.txt" 2>/dev/null
+cp "$S/domains/web/stats" "$RESULTS/web-stats.txt" 2>/dev/null
+grep -E "^XA-" "$CONS"
+sed -n '/XA-AGENT-LOG-BEGIN/,/XA-AGENT-LOG-END/p' "$CONS" | head -n 20
+timeout 120 opreport --session-dir="$S" --domain=web -l >"$RESULTS/web-report.txt" 2>"$RESULTS/web-report.err" ||
+	lab_fail "opreport --domain=web -l failed: $(head -n 5 "$RESULTS/web-report.err")"
+head -n 30 "$RESULTS/web-report.txt"
+for p in a b; do
+	timeout 120 opreport --session-dir="$S" --domain=web -l "image:exact-$p" \
+		>"$RESULTS/report-$p.txt" 2>"$RESULTS/report-$p.err" ||
+		lab_fail "opreport image:exact-$p failed: $(head -n 3 "$RESULTS/report-$p.err")"
+done
+
+# ratio: measured split against the report's
+measured=$(sed -n 's/.*RATIO .*burn_a=\([0-9.]*\)%.*/\1/p' "$CONS" | tail -n 1)
+[ -n "$measured" ] || lab_fail "no RATIO line in web's console"
+read -r na nb <<<"$(awk '$NF == "burn_a" { a += $1 } $NF == "burn_b" { b += $1 }
+	END { print a + 0, b + 0 }' "$RESULTS/web-report.txt")"
+share=$(awk -v a="$na" -v b="$nb" 'BEGIN { if (a + b == 0) print "n/a"; else printf "%.2f", 100 * a / (a + b) }')
+diff=$(absdiff "$measured" "${share/n\/a/-1000}")
+# guest kernel rows with a symbol name (not g1/vmm, not {anon:...})
+kern_named=$(awk '$1 ~ /^[0-9]+$/ && $3 == "web" && $4 == "vmlinux" && !/\(no symbols\)$/ && $NF !~ /^0x/ { s += $1 }
+	END { print s + 0 }' "$RESULTS/web-report.txt")
+# exact: samples in never-run code
+rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END { print n + 0 }' "$1"; }
+ra=$RESULTS/report-a.txt rb=$RESULTS/report-b.txt
+all=$(( $(rows "$ra" "") + $(rows "$rb" "") ))
+a_one=$(rows "$ra" a_one) a_two=$(rows "$ra" a_two) a_never=$(rows "$ra" a_never)
+b_one=$(rows "$rb" b_one) b_two=$(rows "$rb" b_two) b_never=$(rows "$rb" b_never)
+mis=$((a_never + b_never))
+mis_pct=$(awk -v m="$mis" -v a="$all" 'BEGIN { if (a == 0) print "n/a"; else printf "%.2f", 100 * m / a }')
+
+lab_summary xa_measured_share_a "$measured"
+lab_summary xa_samples_burn_a "$na"
+lab_summary xa_samples_burn_b "$nb"
+lab_summary xa_opreport_share_a "$share"
+lab_summary xa_share_diff_points "$diff"
+lab_summary xa_guest_kernel_named "$kern_named"
+lab_summary xa_exact_samples "$all (a $a_one/$a_two/$a_never, b $b_one/$b_two/$b_never)"
+lab_summary xa_exact_misattributed_pct "$mis_pct"
+lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|learned|filed|overrode_clock|no_mapping|forgotten)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
+lab_summary xa_web_clock "$(grep -E '^clock_' "$RESULTS/web-stats.txt" 2>/dev/null | tr '\n' ' ')"
+lab_summary xa_agent_stats "$(grep -E '^agent_(frames|bytes|skipped_bytes|bad_frames|closed_bad|connects|disconnects) ' "$RESULTS/stats.txt" | tr '\n' ' ')"
+xen_destroy web
+lab_summary scenario_s "$(lab_since "$t0")"
+
+fail=0
+[ "$na" -gt 0 ] && [ "$nb" -gt 0 ] ||
+	{ lab_log "FAIL: opreport --domain=web -l names no guest user symbols burn_a ($na), burn_b ($nb)"; fail=1; }
+[ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
+awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d >= 0 && d <= t) }' ||
+	{ lab_log "FAIL: burn_a share $share% vs measured $measured% (diff $diff > $TOL)"; fail=1; }
+awk -v m="$mis_pct" -v t="$MAXMIS" 'BEGIN { exit !(m != "n/a" && m < t) }' ||
+	{ lab_log "FAIL: exact: misattributed $mis of $all = $mis_pct% (bar $MAXMIS%)"; fail=1; }
+[ $((a_one + a_two)) -ge "$MINS" ] && [ $((b_one + b_two)) -ge "$MINS" ] ||
+	{ lab_log "FAIL: exact: too few samples in the programs' hot code ($((a_one + a_two)), $((b_one + b_two)); want $MINS)"; fail=1; }
+[ $fail -eq 0 ] || lab_fail "see above"
+lab_log "PASS: Xen agent: burn_a $share% vs measured $measured% (diff $diff), guest kernel named $kern_named, exact misattributed $mis_pct% of $all"
