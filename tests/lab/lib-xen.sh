@@ -9,6 +9,7 @@
 #   xen_domid NAME / xen_alive NAME / xen_uuid NAME
 #   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
 #   xen_destroy NAME
+#   xen_channel_fixup NAME CHANNEL SOCKET   the PV console channel libxl 4.17 drops
 #
 # A guest is the lab's kernel booted as a PV domU with the lab's
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
@@ -120,4 +121,41 @@ xen_destroy() {
 	timeout 30 xl destroy "$1" >/dev/null 2>&1 || lab_log "xl destroy $1 failed"
 	rm -f "$LAB_RUN/$1.booted"
 	lab_log "destroyed PV guest $1"
+}
+
+# A PV console channel (xl channel=["name=CHANNEL,connection=socket,
+# path=SOCKET"]) as libxl would have written it in xenstore, when libxl did
+# not.  Xen 4.17's libxl drops every channel xl gives it: xl numbers a
+# domain's channels from 0, libxl__init_console_from_channel keeps that
+# number as the console's devid, and libxl__device_console_add refuses a
+# console 0 with a name ("Primary console has invalid configuration" in
+# NAME.xl.log) -- after the device model was started with the channel's
+# chardev (libxl-channel0, the socket's server).  The nodes written here
+# are console 1's, as libxl writes them for a channel: QEMU's console
+# backend watches its backend directory and the guest's hvc_xen its device
+# directory, so both take the console when it appears.
+xen_channel_fixup() {
+	local name=$1 cname=$2 sock=$3 id fe be
+	id=$(xen_domid "$name") || lab_fail "xen_channel_fixup: no domain $name"
+	fe=/local/domain/$id/device/console/1
+	be=/local/domain/0/backend/console/$id/1
+	if timeout 10 xenstore-read "$fe/name" >/dev/null 2>&1; then
+		lab_log "channel $cname of $name: in xenstore already ($fe)"
+		return 0
+	fi
+	grep -q "Primary console has invalid configuration" "$RESULTS/$name.xl.log" 2>/dev/null &&
+		lab_log "libxl dropped channel $cname of $name (Primary console has invalid configuration): writing its xenstore nodes"
+	timeout 10 xenstore-write "$fe/backend" "$be" "$fe/backend-id" 0 "$fe/state" 1 \
+		"$fe/protocol" vt100 "$fe/name" "$cname" "$fe/limit" 1048576 "$fe/type" ioemu \
+		"$fe/output" chardev:libxl-channel0 "$fe/tty" "" ||
+		lab_fail "xenstore-write $fe failed"
+	timeout 10 xenstore-chmod "/local/domain/$id/device" "n$id" &&
+		timeout 10 xenstore-chmod "/local/domain/$id/device/console" "n$id" &&
+		timeout 10 xenstore-chmod -r "$fe" "n$id" ||
+		lab_fail "xenstore-chmod $fe failed"
+	timeout 10 xenstore-write "$be/frontend" "$fe" "$be/frontend-id" "$id" "$be/online" 1 \
+		"$be/state" 1 "$be/protocol" vt100 "$be/name" "$cname" "$be/connection" socket \
+		"$be/path" "$sock" ||
+		lab_fail "xenstore-write $be failed"
+	timeout 10 xenstore-chmod -r "$be" n0 "r$id" || lab_fail "xenstore-chmod $be failed"
 }

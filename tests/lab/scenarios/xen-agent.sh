@@ -51,17 +51,17 @@ cat >"$root/share/agent.sh" <<'EOF'
 exec /share/opagent --verbose
 EOF
 cat >"$root/share/work.sh" <<EOF
+i=0
+while ! grep -q "kernel symbols sent" /tmp/agent.log 2>/dev/null && [ \$i -lt 3000 ]; do
+	sleep 0.2; i=\$((i + 1))
+done
+echo "XA-AGENT-LOG-BEGIN"; cat /tmp/agent.log; echo "XA-AGENT-LOG-END"
 # where the channel is: xenbus console devices and the hvc ttys
 echo "XA-SYSFS \$(ls /sys/bus/xen/devices 2>&1 | tr '\n' ' ')"
 for d in /sys/bus/xen/devices/console-*; do
 	echo "XA-CONSOLE \${d##*/} driver \$(readlink \$d/driver 2>/dev/null | sed 's,.*/,,')"
 done
 echo "XA-HVC \$(ls /dev/hvc* 2>&1 | tr '\n' ' ') xenbus: \$(ls -l /dev/xen/xenbus 2>&1)"
-i=0
-while ! grep -q "kernel symbols sent" /tmp/agent.log 2>/dev/null && [ \$i -lt 3000 ]; do
-	sleep 0.2; i=\$((i + 1))
-done
-echo "XA-AGENT-LOG-BEGIN"; cat /tmp/agent.log; echo "XA-AGENT-LOG-END"
 sleep 2
 echo "WORK-START \$(cut -d' ' -f1 /proc/uptime)"
 dd if=/dev/zero of=/dev/null bs=4k count=20000 2>/dev/null &
@@ -88,11 +88,15 @@ xen_alive web && xen_destroy web
 LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
 	xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000031 script \
 	"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/web.agent\" ]"
+xen_channel_fixup web org.domprof.agent.0 "$LAB_RUN/web.agent"
 xen_wait_booted web
 dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
 lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
 ls -l "$LAB_RUN/web.agent" || lab_log "no agent socket $LAB_RUN/web.agent"
-timeout 10 xenstore-ls "/local/domain/$(xen_domid web)/device/console" >"$RESULTS/web-consoles.txt" 2>&1
+sleep 3
+{ timeout 10 xenstore-ls "/local/domain/$(xen_domid web)/device/console"
+  timeout 10 xenstore-ls "/local/domain/0/backend/console/$(xen_domid web)"; } >"$RESULTS/web-consoles.txt" 2>&1
+cat "$RESULTS/web-consoles.txt"
 
 rm -rf "$S"
 timeout 120 opcontrol --start --session-dir="$S" --domains=web >"$RESULTS/opcontrol-start.txt" 2>&1 ||
