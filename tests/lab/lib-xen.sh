@@ -145,17 +145,19 @@ xen_channel_fixup() {
 	fi
 	grep -q "Primary console has invalid configuration" "$RESULTS/$name.xl.log" 2>/dev/null &&
 		lab_log "libxl dropped channel $cname of $name (Primary console has invalid configuration): writing its xenstore nodes"
-	timeout 10 xenstore-write "$fe/backend" "$be" "$fe/backend-id" 0 "$fe/state" 1 \
-		"$fe/protocol" vt100 "$fe/name" "$cname" "$fe/limit" 1048576 "$fe/type" ioemu \
-		"$fe/output" chardev:libxl-channel0 "$fe/tty" "" ||
-		lab_fail "xenstore-write $fe failed"
-	timeout 10 xenstore-chmod "/local/domain/$id/device" "n$id" &&
-		timeout 10 xenstore-chmod "/local/domain/$id/device/console" "n$id" &&
-		timeout 10 xenstore-chmod -r "$fe" "n$id" ||
-		lab_fail "xenstore-chmod $fe failed"
+	# The backend first (the guest reads it as soon as its frontend
+	# appears: a console whose other end is missing is closed for good),
+	# readable by the guest; then the frontend in one transaction (one
+	# xenstore-write), under the guest's own device directory, whose
+	# owner its new nodes inherit.
 	timeout 10 xenstore-write "$be/frontend" "$fe" "$be/frontend-id" "$id" "$be/online" 1 \
 		"$be/state" 1 "$be/protocol" vt100 "$be/name" "$cname" "$be/connection" socket \
 		"$be/path" "$sock" ||
 		lab_fail "xenstore-write $be failed"
 	timeout 10 xenstore-chmod -r "$be" n0 "r$id" || lab_fail "xenstore-chmod $be failed"
+	timeout 10 xenstore-write "$fe/backend" "$be" "$fe/backend-id" 0 "$fe/state" 1 \
+		"$fe/protocol" vt100 "$fe/name" "$cname" "$fe/limit" 1048576 "$fe/type" ioemu \
+		"$fe/output" chardev:libxl-channel0 "$fe/tty" "" ||
+		lab_fail "xenstore-write $fe failed"
+	timeout 10 xenstore-chmod -r "$fe" "n$id" || lab_fail "xenstore-chmod $fe failed"
 }
