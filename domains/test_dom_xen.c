@@ -337,8 +337,9 @@ static void test_late_channel(void)
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *web ");
 	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
-	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
 	CU_ASSERT_EQUAL(dom_domain_pid(d), 777);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dom_domain_agent_path(d));
+	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
 	/* nothing new: no more news */
 	for (int i = 0; i < 100; i++)
 		CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
