@@ -15,7 +15,8 @@
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
 # Its console goes through xenconsoled to
 # $RESULTS/xen-consoles/guest-NAME.log (l1-init starts it so).
-# Environment: LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
+# Environment: XEN_CREATE_PAUSED=1 (xl create -p: the domain waits for
+#   xl unpause), LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
 #   dom0 and Xen on the emulated CPU, the less the faster), LAB_GUEST_SMP (1),
 #   LAB_GUEST_APPEND extra kernel command line words.
 
@@ -73,7 +74,7 @@ xen_start_guest() {
 	# per line), to see which step of the domain build takes the time.
 	local rc=0 t0 t1
 	t0=$(lab_now)
-	timeout 240 xl -vvv create -q "$cfg" 2>&1 | xen_stamp >"$RESULTS/$name.xl.log"
+	timeout 240 xl -vvv create ${XEN_CREATE_PAUSED:+-p} -q "$cfg" 2>&1 | xen_stamp >"$RESULTS/$name.xl.log"
 	rc=${PIPESTATUS[0]}
 	[ $rc = 0 ] || lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
 	t1=$(lab_now)
@@ -132,8 +133,10 @@ xen_destroy() {
 # NAME.xl.log) -- after the device model was started with the channel's
 # chardev (libxl-channel0, the socket's server).  The nodes written here
 # are console 1's, as libxl writes them for a channel: QEMU's console
-# backend watches its backend directory and the guest's hvc_xen its device
-# directory, so both take the console when it appears.
+# backend watches its backend directory and takes it when it appears.  The
+# domain must be paused (XEN_CREATE_PAUSED=1; xl unpause after): the
+# guest's xenbus probes a device the moment it appears, and one it finds
+# half written (no backend yet, or nodes it may not write) stays broken.
 xen_channel_fixup() {
 	local name=$1 cname=$2 sock=$3 id fe be
 	id=$(xen_domid "$name") || lab_fail "xen_channel_fixup: no domain $name"

@@ -85,10 +85,11 @@ mkdir -p "$LAB_RUN"
 cat "$LAB_XEN_L2_INITRD" /tmp/xa-share.cpio >"$initrd"
 
 xen_alive web && xen_destroy web
-LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
+XEN_CREATE_PAUSED=1 LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
 	xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000031 script \
 	"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/web.agent\" ]"
 xen_channel_fixup web org.domprof.agent.0 "$LAB_RUN/web.agent"
+timeout 30 xl unpause web || lab_fail "xl unpause web failed"
 xen_wait_booted web
 dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
 lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
