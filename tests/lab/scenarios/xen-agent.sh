@@ -115,6 +115,19 @@ for i in $(seq 1 600); do
 done
 grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
 	lab_fail "web's workload did not finish"; }
+lab_summary xa_workload_done_s "$(lab_since "$t")"
+# the binaries come over the same slow channel after their first samples:
+# wait (bounded) until the image cache has the three programs
+t=$(lab_now)
+for i in $(seq 1 "${XA_IMAGE_WAIT_S:-180}"); do
+	n=0
+	for p in ratio exact-a exact-b; do
+		find "$S/images" -type f ! -name '.*' -name "$p*" 2>/dev/null | grep -q . && n=$((n + 1))
+	done
+	[ $n -eq 3 ] && break
+	sleep 1
+done
+lab_summary xa_images_wait_s "$(lab_since "$t") ($n of 3 programs cached)"
 sleep 2
 timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status-running.txt" 2>&1 || true
 timeout 120 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
