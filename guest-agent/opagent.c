@@ -285,6 +285,13 @@ out_perf:
 	return err;
 }
 
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 /* A tty shows no hang-up: wait until a host says it is there (HOST_JOIN);
  * 0 then, -EINTR on a stop or at @deadline, or -errno. */
 static int wait_join(struct ag_state *s, uint64_t deadline)
@@ -300,18 +307,18 @@ static int wait_join(struct ag_state *s, uint64_t deadline)
 		err = read_host(s, s->out.fd, &join_ops);
 		if (err == -ECONNRESET)
 			return 0;
+		/* a tty whose other side hung up reads as the end: it
+		 * may come back, looked at no faster than the polls */
+		if (err == -EPIPE) {
+			sleep_ms(AG_POLL_MS);
+			continue;
+		}
 		if (err)
 			return err;
 	}
 	return -EINTR;
 }
 
-static void sleep_ms(unsigned int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 /* The port, once the host side is open.  A missing port is looked for with
  * backoff; a port whose host side is closed is kept open and looked at
