@@ -587,6 +587,12 @@ static void on_changed(void *ctx, const struct dom_domain *d)
 
 	if (!e)
 		return;
+	/* a device model started after its domain (Xen): its work is the
+	 * domain's {vmm} and it serves the agent socket */
+	if (e->pub.pid <= 0 && dom_domain_pid(d) > 0) {
+		e->pub.pid = dom_domain_pid(d);
+		du_info("domain %s: device model pid %d", e->pub.name->name, (int)e->pub.pid);
+	}
 	if ((agent == NULL) != (e->agent_path == NULL) ||
 	    (agent && strcmp(agent, e->agent_path))) {
 		char *copy = agent ? strdup(agent) : NULL;

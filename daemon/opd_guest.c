@@ -32,6 +32,7 @@ struct opd_guest {
 	uint8_t *in;
 	size_t in_len;
 	bool synced;		/* a HELLO was found on this connection */
+	uint64_t joins;		/* connections begun (HOST_JOIN tokens) */
 	bool has_agent;
 	uint64_t instance;
 	uint32_t flags;
@@ -435,6 +436,7 @@ void opd_guest_reset_input(struct opd_guest *g)
 	opd_gkern_reset(&g->kern);
 	opd_gimgs_reset(&g->imgs);
 	opd_gout_clear(&g->out);
+	opd_gout_host_join(&g->out, ++g->joins);
 }
 static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *used)
 {

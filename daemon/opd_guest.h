@@ -107,7 +107,9 @@ void opd_guest_free(struct opd_guest *g);	/* NULL accepted */
  */
 int opd_guest_feed(struct opd_guest *g, const void *buf, size_t len, uint64_t host_ns);
 
-/* A new connection: forget partial input, wait for a HELLO. */
+/* A new connection: forget partial input and queued output, queue a
+ * HOST_JOIN (the agent on a channel without hang-up, a Xen PV console,
+ * starts over on it), wait for a HELLO. */
 void opd_guest_reset_input(struct opd_guest *g);
 
 /* Frames for the agent (HOST_HELLO, CONFIG, PING, IMAGE_REQUEST) are

@@ -43,6 +43,11 @@ void opd_gout_image_request(struct opd_gout *o, uint32_t cookie)
 	account(o, ap_put_image_request(o->buf + o->len, sizeof(o->buf) - o->len, cookie));
 }
 
+void opd_gout_host_join(struct opd_gout *o, uint64_t token)
+{
+	account(o, ap_put_host_join(o->buf + o->len, sizeof(o->buf) - o->len, token));
+}
+
 size_t opd_gout_take(struct opd_gout *o, void *buf, size_t size)
 {
 	size_t n = 0;

@@ -1,6 +1,6 @@
 /*
- * The frames a domain's guest state has for its agent (HOST_HELLO,
- * CONFIG, PING, IMAGE_REQUEST), queued until the channel takes them.  A
+ * The frames a domain's guest state has for its agent (HOST_JOIN,
+ * HOST_HELLO, CONFIG, PING, IMAGE_REQUEST), queued until the channel takes them.  A
  * frame that does not fit is dropped and counted: the agent protocol
  * repeats what matters (PINGs recur, requests are asked again on a new
  * connection).
@@ -29,6 +29,7 @@ void opd_gout_host_hello(struct opd_gout *o, const struct dp_ag_host_hello *hh);
 void opd_gout_config(struct opd_gout *o, const struct dp_ag_config *cfg);
 void opd_gout_ping(struct opd_gout *o, uint64_t token);
 void opd_gout_image_request(struct opd_gout *o, uint32_t cookie);
+void opd_gout_host_join(struct opd_gout *o, uint64_t token);
 
 /* Move up to @size bytes of whole frames into @buf; returns the bytes. */
 size_t opd_gout_take(struct opd_gout *o, void *buf, size_t size);

@@ -115,9 +115,19 @@ static void agent_hello(int fd, uint64_t guest_now)
 
 /* What the daemon sent the agent, decoded. */
 struct seen {
-	unsigned int host_hello, config, ping;
-	uint64_t ping_token;
+	unsigned int host_hello, config, ping, join;
+	uint64_t ping_token, join_token;
+	uint16_t first_type;	/* of the first frame read */
 };
+
+static int s_join(void *ctx, const struct dp_ag_host_join *j)
+{
+	struct seen *s = ctx;
+
+	s->join++;
+	s->join_token = j->token;
+	return 0;
+}
 
 static int s_host_hello(void *ctx, const struct dp_ag_host_hello *h)
 {
@@ -146,6 +156,7 @@ static const struct ap_ops host_side = {
 	.host_hello = s_host_hello,
 	.config = s_config,
 	.ping = s_ping,
+	.host_join = s_join,
 };
 
 static void read_daemon(int fd, struct seen *s)
@@ -156,6 +167,8 @@ static void read_daemon(int fd, struct seen *s)
 	memset(s, 0, sizeof(*s));
 	if (n <= 0)
 		return;
+	if ((size_t)n >= sizeof(struct dp_ag_frame))
+		s->first_type = ((struct dp_ag_frame *)buf)->type;
 	CU_ASSERT(ap_decode(&host_side, s, buf, (size_t)n, &used, NULL) == 0);
 	CU_ASSERT(used == (size_t)n);
 }
@@ -260,6 +273,57 @@ static void test_reconnect(void)
 	fd = agent_session(3 * S, 3 * S, &s);
 	CU_ASSERT(s.host_hello == 1 && s.config == 1);
 	CU_ASSERT(opd_guest_has_agent(g));
+	close(fd);
+}
+
+/*
+ * Every connection begins with HOST_JOIN, before anything else: an agent
+ * on a channel without hang-up (a Xen PV console) starts over on it.  The
+ * answer comes into a stream joined midway (the tail of frames sent before
+ * the host connected): the daemon skips to the next HELLO, and serves it.
+ */
+static void test_join_and_midway(void)
+{
+	struct opd_guest *g = opd_agents_guest(agents, &dom);
+	struct dp_ag_mmap m = { .pid = 1, .start = 0x400000, .len = 4096 };
+	struct dp_ag_frame f = { .magic = DP_AG_MAGIC, .type = DP_AG_COMM, .len = 40 };
+	struct seen s;
+	ssize_t n;
+	int fd;
+
+	CU_ASSERT_FATAL(g != NULL);
+	turn(1 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	turn(1 * S + 1 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.first_type == DP_AG_HOST_JOIN);
+	CU_ASSERT(s.join == 1 && s.join_token == 1);
+	CU_ASSERT(s.host_hello == 0);
+	/* the tail of an MMAP frame, a whole MMAP, a header cut short, then
+	 * the agent's answer to the JOIN */
+	n = ap_put_mmap(buf, sizeof(buf), &m, "/usr/bin/make", 13);
+	CU_ASSERT_FATAL(n > 30);
+	send_all(fd, buf + 30, (size_t)n - 30);
+	send_all(fd, buf, (size_t)n);
+	send_all(fd, &f, 7);
+	agent_hello(fd, 1 * S);
+	turn(1 * S + 2 * MS);
+	turn(1 * S + 3 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.host_hello == 1 && s.config == 1);
+	CU_ASSERT(opd_guest_has_agent(g));
+	CU_ASSERT(st.agent_closed_bad == 0);
+	CU_ASSERT(st.agent_skipped_bytes == (uint64_t)(n - 30 + n + 7));
+	close(fd);
+	/* the next connection: a JOIN again, the next token */
+	turn(1 * S + 4 * MS);
+	turn(3 * S);
+	fd = accept_daemon();
+	CU_ASSERT_FATAL(fd >= 0);
+	turn(3 * S + 1 * MS);
+	read_daemon(fd, &s);
+	CU_ASSERT(s.first_type == DP_AG_HOST_JOIN && s.join_token == 2);
 	close(fd);
 }
 
@@ -450,6 +514,7 @@ WRAP(test_trusted_listener)
 WRAP(test_connect_and_clock)
 WRAP(test_reconnect)
 WRAP(test_hostile_bytes)
+WRAP(test_join_and_midway)
 WRAP(test_stopped_and_absent)
 WRAP(test_gone_domain)
 WRAP(test_domain_stats)
@@ -470,6 +535,7 @@ int main(void)
 	CU_add_test(s, "connect, HELLO answered, clock from ping and pong", test_connect_and_clock_w);
 	CU_add_test(s, "reconnect after the other side closed", test_reconnect_w);
 	CU_add_test(s, "bytes that are not the protocol", test_hostile_bytes_w);
+	CU_add_test(s, "HOST_JOIN first; a stream joined midway", test_join_and_midway_w);
 	CU_add_test(s, "stopped and absent sockets", test_stopped_and_absent_w);
 	CU_add_test(s, "a gone domain: held samples out, then freed", test_gone_domain_w);
 	CU_add_test(s, "per-domain statistics", test_domain_stats_w);

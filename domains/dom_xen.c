@@ -22,8 +22,14 @@ struct dom_xen_ent {
 	unsigned int nr_vcpus;
 	unsigned int flags;
 	bool reported;		/* its added callback ran */
+	unsigned int late_looks;	/* refreshes that looked for a late channel */
 	struct dom_domain *d;
 };
+
+/* libxl adds a new domain's consoles (the agent channel) and starts its
+ * device model after xenstore introduced it: a domain built then is looked
+ * at again for them, this many refreshes at most. */
+#define DOM_XEN_LATE_LOOKS	64
 
 struct dom_xen {
 	const struct dom_xen_src_ops *sops;
@@ -155,6 +161,41 @@ static int dom_xen_agent(struct dom_xen *x, struct dom_domain *d, uint32_t domid
 	return rc;
 }
 
+/* The device model (QEMU) serving the domain, if any: its work in dom0 is
+ * the domain's {vmm}, and it serves the agent channel's socket. */
+static void dom_xen_dm_pid(struct dom_xen *x, struct dom_domain *d, uint32_t domid)
+{
+	char *pid = dom_xen_readf(x, "/local/domain/%u/image/device-model-pid", domid, 0);
+
+	if (pid) {
+		char *end;
+		long v = strtol(pid, &end, 10);
+
+		if (end != pid && *end == '\0' && v > 0 && v < (1L << 22))
+			dom_domain_set_pid(d, (pid_t)v);
+		free(pid);
+	}
+}
+
+/* A reported domain without a channel or device model yet: look again.
+ * True when something was found (the registry is then told). */
+static bool dom_xen_late_facts(struct dom_xen *x, struct dom_xen_ent *e)
+{
+	bool had_agent = dom_domain_agent_path(e->d) != NULL;
+	pid_t had_pid = dom_domain_pid(e->d);
+
+	if (had_agent && had_pid > 0)
+		return false;
+	if (e->late_looks >= DOM_XEN_LATE_LOOKS)
+		return false;
+	e->late_looks++;
+	if (had_pid <= 0)
+		dom_xen_dm_pid(x, e->d, e->domid);
+	if (!had_agent && dom_xen_agent(x, e->d, e->domid) < 0)
+		return false;
+	return (!had_agent && dom_domain_agent_path(e->d)) || dom_domain_pid(e->d) != had_pid;
+}
+
 static int dom_xen_vcpus(struct dom_domain *d, unsigned int n)
 {
 	pid_t *tids;
@@ -175,7 +216,7 @@ static int dom_xen_vcpus(struct dom_domain *d, unsigned int n)
 
 static struct dom_domain *dom_xen_build(struct dom_xen *x, const struct dom_xen_info *in)
 {
-	char uuid[DOM_UUID_STRLEN + 1], fallback[32], *name, *pid;
+	char uuid[DOM_UUID_STRLEN + 1], fallback[32], *name;
 	struct dom_domain *d;
 
 	name = dom_xen_readf(x, "/local/domain/%u/name", in->domid, 0);
@@ -193,17 +234,7 @@ static struct dom_domain *dom_xen_build(struct dom_xen *x, const struct dom_xen_
 	dom_domain_set_hypervisor(d, "xen");
 	dom_domain_set_id(d, in->domid);
 	dom_domain_set_state(d, dom_xen_state(in->flags));
-	/* The device model (QEMU) serving the domain, if any: its work in
-	 * dom0 is the domain's {vmm}. */
-	pid = dom_xen_readf(x, "/local/domain/%u/image/device-model-pid", in->domid, 0);
-	if (pid) {
-		char *end;
-		long v = strtol(pid, &end, 10);
-
-		if (end != pid && *end == '\0' && v > 0 && v < (1L << 22))
-			dom_domain_set_pid(d, (pid_t)v);
-		free(pid);
-	}
+	dom_xen_dm_pid(x, d, in->domid);
 	if (dom_xen_vcpus(d, in->nr_vcpus) < 0 || dom_xen_agent(x, d, in->domid) < 0) {
 		dom_domain_free(d);
 		errno = ENOMEM;
@@ -369,6 +400,7 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 		e->nr_vcpus = in->nr_vcpus;
 		e->flags = in->flags;
 		e->reported = false;
+		e->late_looks = 0;
 		x->n++;
 	}
 	if (x->n != first_new)
@@ -385,6 +417,8 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 		}
 		dom_domain_set_state(e->d, dom_xen_state(in->flags));
 		e->flags = in->flags;
+		if (dom_xen_late_facts(x, e) && ops && ops->changed)
+			ops->changed(ctx, e->d);
 		if (in->nr_vcpus != e->nr_vcpus && dom_xen_vcpus(e->d, in->nr_vcpus) == 0) {
 			e->nr_vcpus = in->nr_vcpus;
 			if (ops && ops->vcpus_changed)

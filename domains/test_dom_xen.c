@@ -113,9 +113,11 @@ static void seen_add(struct seen *s, char c, const struct dom_domain *d)
 static void cb_added(void *ctx, const struct dom_domain *d) { seen_add(ctx, '+', d); }
 static void cb_removed(void *ctx, const struct dom_domain *d) { seen_add(ctx, '-', d); }
 static void cb_vcpus(void *ctx, const struct dom_domain *d) { seen_add(ctx, '~', d); }
+static void cb_changed(void *ctx, const struct dom_domain *d) { seen_add(ctx, '*', d); }
 
 static const struct dom_ops cb_ops = {
 	.added = cb_added, .removed = cb_removed, .vcpus_changed = cb_vcpus,
+	.changed = cb_changed,
 };
 
 static void *open_fake(struct fake_xen *f, const char *const *names)
@@ -308,6 +310,52 @@ static void test_xenstore_facts(void)
 	dom_backend_xenctrl.close(st);
 }
 
+/* libxl adds the channel and starts the device model after the domain is
+ * introduced: a domain seen before them gets them at a later refresh (the
+ * registry is told once), and a domain that never has them is looked at a
+ * bounded number of times. */
+static void test_late_channel(void)
+{
+	struct fake_xen f;
+	struct seen s = { "" };
+	const struct dom_domain *d;
+	int v;
+	void *st;
+
+	lab_like(&f);
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
+	fake_put(&f, "/local/domain/2/device/console/1/name", DOM_AGENT_PORT);
+	fake_put(&f, "/local/domain/2/device/console/1/backend",
+		 "/local/domain/0/backend/console/2/1");
+	fake_put(&f, "/local/domain/0/backend/console/2/1/connection", "socket");
+	fake_put(&f, "/local/domain/0/backend/console/2/1/path", "/run/domprof/web.agent");
+	fake_put(&f, "/local/domain/2/image/device-model-pid", "777");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *web ");
+	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_domain_pid(d), 777);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dom_domain_agent_path(d));
+	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
+	/* nothing new: no more news */
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *web ");
+	/* db never got a channel; after the bounded looks one appearing is
+	 * not seen (its next start is) */
+	fake_put(&f, "/local/domain/1/device/console/1/name", DOM_AGENT_PORT);
+	fake_put(&f, "/local/domain/1/device/console/1/backend",
+		 "/local/domain/0/backend/console/1/1");
+	fake_put(&f, "/local/domain/0/backend/console/1/1/connection", "socket");
+	fake_put(&f, "/local/domain/0/backend/console/1/1/path", "/run/domprof/db.agent");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *web ");
+	dom_backend_xenctrl.close(st);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -320,7 +368,8 @@ int main(void)
 	    !CU_add_test(s, "lookup by domid", test_lookup) ||
 	    !CU_add_test(s, "destroyed and created again", test_recreate) ||
 	    !CU_add_test(s, "vCPUs, state, errors", test_vcpus_state_errors) ||
-	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts)) {
+	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts) ||
+	    !CU_add_test(s, "a channel and device model that come late", test_late_channel)) {
 		CU_cleanup_registry();
 		return 1;
 	}

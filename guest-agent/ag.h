@@ -7,6 +7,7 @@
  *   ag_cookie.c  file cookies and build ids
  *   ag_image.c   answering IMAGE_REQUEST within budget and rate
  *   ag_tsc.c     guest clock against guest TSC (TSC frames)
+ *   ag_xen.c     the Xen PV console channel (xenstore through xenbus)
  */
 #ifndef AG_H
 #define AG_H
@@ -52,6 +53,7 @@ int ag_tsc_send(struct ag_out *o);
 struct ag_out {
 	int fd;
 	bool is_file;
+	bool is_tty;		/* a Xen PV console: no hang-up, raw mode */
 	uint8_t *buf;
 	size_t len, cap;
 	uint64_t bytes;		/* written to fd */
@@ -77,12 +79,47 @@ int ag_out_flush(struct ag_out *o);
 	_n < 0 ? (int)_n : 0;						\
 })
 
-/* Find the agent's virtio-serial port: a path, or NULL (errno ENOENT). */
+/* Find the agent's channel: the virtio-serial port first, then the Xen PV
+ * console channel; a path, or NULL (errno ENOENT). */
 char *ag_port_find(void);
-/* Open @path for the channel, non-blocking; -errno. */
-int ag_port_open(const char *path);
+/* Open @path for the channel, non-blocking, a tty in raw mode (no echo, no
+ * CR/LF mapping: frames are binary); -errno.  *@is_tty says which. */
+int ag_port_open(const char *path, bool *is_tty);
 /* True when the host side of the port is connected. */
 bool ag_port_connected(int fd);
+
+/* ---- ag_xen.c ---------------------------------------------------------- */
+
+/* The xenstore wire protocol (the header of every message, both ways). */
+struct ag_xs_hdr {
+	uint32_t type;
+	uint32_t req_id;
+	uint32_t tx_id;
+	uint32_t len;		/* payload bytes after the header */
+};
+_Static_assert(sizeof(struct ag_xs_hdr) == 16, "ag_xs_hdr");
+#define AG_XS_READ		2
+#define AG_XS_ERROR		16
+#define AG_XS_PAYLOAD_MAX	4096
+
+/* A request of @type for @path (with its NUL) into @buf; its size, -ENOSPC,
+ * -ENAMETOOLONG. */
+ssize_t ag_xs_request(uint8_t *buf, size_t size, uint32_t type, uint32_t req_id, const char *path);
+/*
+ * The answer to XS_READ request @req_id in @buf[0..@len): the value's
+ * length, copied NUL-terminated into @out (room @cap); -EAGAIN while
+ * incomplete; -errno from an XS_ERROR answer (-ENOENT: no such node);
+ * -EPROTO for an answer that is not this one (another id or type, a
+ * length over AG_XS_PAYLOAD_MAX, bytes after it); -EMSGSIZE for a value
+ * that does not fit @cap or holds a NUL.  Pure.
+ */
+ssize_t ag_xs_parse_read(const uint8_t *buf, size_t len, uint32_t req_id, char *out, size_t cap);
+/* One XS_READ over the xenbus device @fd, within a bounded time. */
+ssize_t ag_xs_read(int fd, uint32_t req_id, const char *path, char *out, size_t cap);
+/* The hvc index of PV console @n: 1 + the consoles 1..n-1 that @bound. */
+unsigned int ag_xen_hvc_index(unsigned int n, bool (*bound)(unsigned int k));
+/* /dev/hvcM of the console channel named DP_AG_PORT_NAME, or NULL (errno). */
+char *ag_xen_port_find(void);
 
 /* ---- ag_cookie.c ------------------------------------------------------- */
 

@@ -2,7 +2,9 @@
  * The channel: frames are batched in one buffer and written in large
  * pieces.  The port is non-blocking so that a host that stops reading, or
  * goes away mid-write, shows up as a timeout or POLLHUP instead of an agent
- * stuck in write() forever.
+ * stuck in write() forever.  A Xen PV console (a tty) shows no hang-up:
+ * there a shorter timeout is what says the host is gone (dom0's backend
+ * stops taking bytes once its ring is full and nobody reads).
  */
 #include "config.h"
 
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +24,7 @@
 
 /* A host that takes no bytes for this long is treated as gone. */
 #define AG_WRITE_TIMEOUT_MS	30000
+#define AG_TTY_WRITE_TIMEOUT_MS	5000
 
 uint64_t ag_now_ns(void)
 {
@@ -75,7 +79,7 @@ int ag_out_flush(struct ag_out *o)
 			err = -errno;
 			break;
 		}
-		r = poll(&pfd, 1, AG_WRITE_TIMEOUT_MS);
+		r = poll(&pfd, 1, o->is_tty ? AG_TTY_WRITE_TIMEOUT_MS : AG_WRITE_TIMEOUT_MS);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || (pfd.revents & (POLLHUP | POLLERR | POLLNVAL))) {
@@ -118,10 +122,8 @@ char *ag_port_find(void)
 		return strdup(path);
 	/* No udev in a minimal guest: the name is in sysfs, the node is vportNpM. */
 	d = opendir(sysdir);
-	if (!d) {
-		errno = ENOENT;
-		return NULL;
-	}
+	if (!d)
+		return ag_xen_port_find();
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || !port_name_is_ours(sysdir, de->d_name))
 			continue;
@@ -134,15 +136,38 @@ char *ag_port_find(void)
 		return strdup(path);
 	}
 	closedir(d);
-	errno = ENOENT;
-	return NULL;
+	return ag_xen_port_find();
 }
 
-int ag_port_open(const char *path)
+int ag_port_open(const char *path, bool *is_tty)
 {
 	int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct termios t;
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	*is_tty = isatty(fd);
+	if (!*is_tty)
+		return fd;
+	/* Binary frames: no echo, no line editing, no CR/LF mapping, no
+	 * signals from bytes, 8 bits. */
+	if (tcgetattr(fd, &t)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	cfmakeraw(&t);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	if (tcsetattr(fd, TCSANOW, &t)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	tcflush(fd, TCIOFLUSH);
+	return fd;
 }
 
 bool ag_port_connected(int fd)

@@ -179,7 +179,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.frames, (unsigned long long)st.bytes,
 	       (unsigned long long)st.unknown_type, (unsigned long long)st.bad_payload,
 	       (unsigned long long)st.switches);
-	for (t = 0; t <= DP_AG_CONFIG; t++)
+	for (t = 0; t <= DP_AG_TYPE_LAST; t++)
 		if (st.by_type[t])
 			printf("type %s %llu\n", ap_type_name(t), (unsigned long long)st.by_type[t]);
 	if (err)

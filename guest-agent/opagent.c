@@ -46,6 +46,7 @@ struct ag_state {
 	uint8_t *in;
 	size_t inlen;
 	int err;		/* from a handler: ends the connection */
+	bool hello_wait;	/* HELLO sent, HOST_HELLO not seen yet */
 	bool tsc;		/* TSC frames are sent on this connection */
 	uint64_t next_tsc;
 };
@@ -84,6 +85,9 @@ static int on_config(void *ctx, const struct dp_ag_config *c)
 
 static int on_host_hello(void *ctx, const struct dp_ag_host_hello *h)
 {
+	struct ag_state *s = ctx;
+
+	s->hello_wait = false;
 	if (h->proto_version < DP_AG_PROTO_MIN || h->proto_version > DP_AG_PROTO_VERSION) {
 		du_warn("host chose protocol %u, this agent speaks %u..%u", h->proto_version,
 			DP_AG_PROTO_MIN, DP_AG_PROTO_VERSION);
@@ -92,15 +96,53 @@ static int on_host_hello(void *ctx, const struct dp_ag_host_hello *h)
 	return 0;
 }
 
+/* A host connected (HOST_JOIN): start over with HELLO and the whole state
+ * (-ECONNRESET ends this connection's loop), unless this is a
+ * virtio-serial port whose HELLO, sent when the port's host side opened,
+ * is still unanswered: that HELLO is on its way to this very host. */
+static int on_host_join(void *ctx, const struct dp_ag_host_join *j)
+{
+	struct ag_state *s = ctx;
+
+	if (!s->out.is_tty && s->hello_wait)
+		return 0;
+	if (s->opts->verbose)
+		du_info("a host joined (its connection %llu): starting over",
+			(unsigned long long)j->token);
+	return -ECONNRESET;
+}
+
 static const struct ap_ops host_ops = {
 	.host_hello = on_host_hello,
 	.ping = on_ping,
 	.image_request = on_image_request,
 	.config = on_config,
+	.host_join = on_host_join,
 };
 
-/* Read and act on what the host sent; -EPIPE when it went away. */
-static int read_host(struct ag_state *s, int fd)
+/* Waiting for a host on a tty: nothing but HOST_JOIN counts. */
+static const struct ap_ops join_ops = {
+	.host_join = on_host_join,
+};
+
+/* Offset of the next frame magic in @p after its first byte (@n if none). */
+static size_t next_magic(const uint8_t *p, size_t n)
+{
+	for (size_t i = 1; i + sizeof(uint32_t) <= n; i++) {
+		uint32_t m;
+
+		memcpy(&m, p + i, sizeof(m));
+		if (m == DP_AG_MAGIC)
+			return i;
+	}
+	return n > sizeof(uint32_t) ? n - sizeof(uint32_t) + 1 : 0;
+}
+
+/* Read and act on what the host sent; -EPIPE when it went away,
+ * -ECONNRESET when a host joined.  Bytes that are not frames (a channel
+ * joined midway: a tty keeps what the last host left) are skipped up to
+ * the next frame magic. */
+static int read_host(struct ag_state *s, int fd, const struct ap_ops *ops)
 {
 	struct ap_stats st = { 0 };
 	size_t used = 0;
@@ -113,7 +155,12 @@ static int read_host(struct ag_state *s, int fd)
 	if (n == 0)
 		return -EPIPE;
 	s->inlen += (size_t)n;
-	err = ap_decode(&host_ops, s, s->in, s->inlen, &used, &st);
+	err = ap_decode(ops, s, s->in, s->inlen, &used, &st);
+	if (err == -EBADMSG) {
+		du_debug("host bytes out of step; looking for the next frame");
+		used += next_magic(s->in + used, s->inlen - used);
+		err = 0;
+	}
 	if (st.unknown_type || st.bad_payload)
 		du_debug("host sent %llu unknown and %llu malformed frames",
 			 (unsigned long long)st.unknown_type, (unsigned long long)st.bad_payload);
@@ -142,6 +189,7 @@ static int send_state(struct ag_state *s)
 	s->tsc = !s->opts->no_tsc && ag_tsc_usable();
 	if (s->tsc)
 		flags |= DP_AG_HELLO_F_TSC;
+	s->hello_wait = true;
 	err = ag_send_hello(&s->out, flags, s->instance);
 	if (!err && s->tsc) {
 		err = ag_tsc_send(&s->out);
@@ -167,7 +215,6 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 	unsigned int i, n;
 
 	ag_images_reset(s->im);
-	s->inlen = 0;
 	err = send_state(s);
 	if (err || s->opts->once) {
 		if (!err)
@@ -203,7 +250,7 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 				break;
 			}
 			if (pfd[0].revents & POLLIN) {
-				err = read_host(s, s->out.fd);
+				err = read_host(s, s->out.fd, &host_ops);
 				if (err)
 					break;
 			}
@@ -218,6 +265,9 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 		/* one chunk of the symbol table per turn, after the stream */
 		if (!err && s->ks.pending) {
 			err = ag_table_send(&s->ks, &s->out, 1);
+			if (err > 0 && s->opts->verbose)
+				du_info("kernel symbols sent: %llu bytes in %u chunks",
+					(unsigned long long)s->ks.end.total_bytes, s->ks.end.chunks);
 			if (err > 0)
 				err = 0;
 			if (!err)
@@ -242,16 +292,52 @@ static void sleep_ms(unsigned int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* A tty shows no hang-up: wait until a host says it is there (HOST_JOIN);
+ * 0 then, -EINTR on a stop or at @deadline, or -errno. */
+static int wait_join(struct ag_state *s, uint64_t deadline)
+{
+	while (!stop && (!deadline || ag_now_ns() < deadline)) {
+		struct pollfd pfd = { .fd = s->out.fd, .events = POLLIN };
+		int err;
+
+		if (poll(&pfd, 1, AG_POLL_MS) < 0 && errno != EINTR)
+			return -errno;
+		if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		err = read_host(s, s->out.fd, &join_ops);
+		if (err == -ECONNRESET)
+			return 0;
+		/* a tty whose other side hung up reads as the end: it
+		 * may come back, looked at no faster than the polls */
+		if (err == -EPIPE) {
+			sleep_ms(AG_POLL_MS);
+			continue;
+		}
+		if (err)
+			return err;
+	}
+	return -EINTR;
+}
+
+
 /* The port, once the host side is open.  A missing port is looked for with
  * backoff; a port whose host side is closed is kept open and looked at
  * every AG_HOST_POLL_MS, because the daemon holds a new domain's samples
  * only briefly while it waits for the agent. */
-static int connect_port(const struct ag_opts *o, unsigned int *backoff_ms)
+static int connect_port(const struct ag_opts *o, unsigned int *backoff_ms, bool *is_tty)
 {
 	while (!stop) {
 		char *path = o->port ? strdup(o->port) : ag_port_find();
-		int fd = path ? ag_port_open(path) : -ENOENT;
+		int fd = path ? ag_port_open(path, is_tty) : -ENOENT;
 
+		if (fd >= 0 && *is_tty) {
+			/* no hang-up to look at: a host says HOST_JOIN */
+			if (o->verbose)
+				du_info("channel %s (a tty): waiting for a host", path);
+			free(path);
+			*backoff_ms = 100;
+			return fd;
+		}
 		if (fd >= 0) {
 			if (o->verbose && !ag_port_connected(fd))
 				du_info("port %s: host not connected; waiting", path);
@@ -285,7 +371,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: opagent [OPTION]...\n"
 		"Send this guest's task, mapping, module and symbol sideband to the\n"
-		"domprof host over the virtio-serial port " DP_AG_PORT_NAME ".\n\n"
+		"domprof host over the channel " DP_AG_PORT_NAME ": a virtio-serial\n"
+		"port, or a Xen PV console channel (/dev/hvcN, found through xenstore).\n\n"
 		"  --port=PATH       channel device (default: discover)\n"
 		"  --output=FILE     write frames to FILE instead of the port\n"
 		"  --budget=BYTES    image bytes sent per connection (default 256M)\n"
@@ -415,12 +502,36 @@ int main(int argc, char **argv)
 		/* A host that closes or restarts is waited for and given
 		 * everything again: it may have lost all it knew. */
 		while (!stop && (!deadline || ag_now_ns() < deadline)) {
-			int fd = connect_port(&opts, &backoff);
+			bool tty = false, joined;
+			int fd = connect_port(&opts, &backoff, &tty);
 
 			if (fd < 0)
 				break;
 			s.out.fd = fd;
-			err = run_connection(&s, deadline);
+			s.out.is_tty = tty;
+			s.inlen = 0;
+			joined = !tty;
+			for (;;) {
+				if (!joined) {
+					err = wait_join(&s, deadline);
+					if (err)
+						break;
+				}
+				err = run_connection(&s, deadline);
+				/* a host (re)joined: start over on the same channel */
+				joined = err == -ECONNRESET;
+				if (joined)
+					continue;
+				/* a tty nobody reads: wait for the next host */
+				if (tty && err == -EPIPE && !stop) {
+					if (opts.verbose)
+						du_info("no host is reading; waiting for one");
+					continue;
+				}
+				break;
+			}
+			if (err == -EINTR)
+				err = 0;
 			close(fd);
 			s.out.fd = -1;
 			if (opts.once)

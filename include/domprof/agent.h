@@ -34,7 +34,8 @@
 #define DP_AG_MAX_COMM		64	/* bytes of a task name in COMM */
 #define DP_AG_MAX_RELEASE	256	/* bytes of the kernel release in HELLO */
 #define DP_AG_BUILD_ID_MAX	20
-/* Name of the virtio-serial port (libvirt <channel> target name). */
+/* Name of the virtio-serial port (libvirt <channel> target name), and of
+ * the Xen PV console channel (xl channel=["name=..."]). */
 #define DP_AG_PORT_NAME		"org.domprof.agent.0"
 
 struct dp_ag_frame {
@@ -70,7 +71,10 @@ enum dp_ag_type {
 	DP_AG_PING = 65,	/* dp_ag_ping */
 	DP_AG_IMAGE_REQUEST = 66, /* dp_ag_image_request */
 	DP_AG_CONFIG = 67,	/* dp_ag_config */
+	DP_AG_HOST_JOIN = 68,	/* dp_ag_host_join: a host connected (the first frame) */
 };
+/* Highest type this header defines (tables indexed by type). */
+#define DP_AG_TYPE_LAST		DP_AG_HOST_JOIN
 
 /* HELLO: first frame of every connection. */
 struct dp_ag_hello {
@@ -254,5 +258,20 @@ struct dp_ag_config {
 	uint32_t image_max;	/* largest file sent whole */
 };
 _Static_assert(sizeof(struct dp_ag_config) == 16, "dp_ag_config");
+
+/*
+ * HOST_JOIN: the first frame the host sends on every new connection.  A
+ * channel that shows the agent no hang-up (a Xen PV console, /dev/hvcN)
+ * cannot tell when a host connects: there the agent sends nothing until a
+ * JOIN, and starts over (HELLO and the full state) on each one.  On
+ * virtio-serial, where the port's hang-up says it, an agent that has sent
+ * HELLO and not yet seen HOST_HELLO ignores the JOIN (its HELLO is on the
+ * way to this host); otherwise it starts over too (a host that reconnected
+ * between two of its looks at the port).  Older agents skip it.
+ */
+struct dp_ag_host_join {
+	uint64_t token;		/* the host's count of its connections: for logs */
+};
+_Static_assert(sizeof(struct dp_ag_host_join) == 8, "dp_ag_host_join");
 
 #endif

@@ -53,6 +53,7 @@ struct ap_ops {
 	int (*ping)(void *ctx, const struct dp_ag_ping *p);
 	int (*image_request)(void *ctx, const struct dp_ag_image_request *r);
 	int (*config)(void *ctx, const struct dp_ag_config *c);
+	int (*host_join)(void *ctx, const struct dp_ag_host_join *j);
 };
 
 /* What the decoder saw.  Added to, never reset, by ap_decode. */
@@ -62,7 +63,7 @@ struct ap_stats {
 	uint64_t switches;	/* switch records handed on */
 	uint64_t unknown_type;	/* skipped by length */
 	uint64_t bad_payload;	/* known type, payload did not parse exactly */
-	uint64_t by_type[DP_AG_CONFIG + 1];	/* good frames per known type */
+	uint64_t by_type[DP_AG_TYPE_LAST + 1];	/* good frames per known type */
 };
 
 /*
@@ -127,6 +128,7 @@ ssize_t ap_put_host_hello(void *buf, size_t size, const struct dp_ag_host_hello 
 ssize_t ap_put_ping(void *buf, size_t size, uint64_t token);
 ssize_t ap_put_image_request(void *buf, size_t size, uint32_t cookie);
 ssize_t ap_put_config(void *buf, size_t size, const struct dp_ag_config *c);
+ssize_t ap_put_host_join(void *buf, size_t size, uint64_t token);
 
 /* Name of a frame type ("MMAP"), "?" for an unknown one. */
 const char *ap_type_name(uint32_t type);

@@ -235,10 +235,20 @@ static int p_config(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 	return ops->config ? ops->config(ctx, &cf) : 0;
 }
 
+static int p_host_join(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
+		       uint16_t type, struct ap_stats *st)
+{
+	struct dp_ag_host_join j;
+
+	if (!FIXED(c, &j))
+		return AP_BAD;
+	return ops->host_join ? ops->host_join(ctx, &j) : 0;
+}
+
 static const struct {
 	ap_parse_fn fn;
 	const char *name;
-} ap_types[DP_AG_CONFIG + 1] = {
+} ap_types[DP_AG_TYPE_LAST + 1] = {
 	[DP_AG_HELLO] = { p_hello, "HELLO" },
 	[DP_AG_KALLSYMS] = { p_text, "KALLSYMS" },
 	[DP_AG_KALLSYMS_END] = { p_table_end, "KALLSYMS_END" },
@@ -259,6 +269,7 @@ static const struct {
 	[DP_AG_PING] = { p_ping, "PING" },
 	[DP_AG_IMAGE_REQUEST] = { p_image_request, "IMAGE_REQUEST" },
 	[DP_AG_CONFIG] = { p_config, "CONFIG" },
+	[DP_AG_HOST_JOIN] = { p_host_join, "HOST_JOIN" },
 };
 
 const char *ap_type_name(uint32_t type)

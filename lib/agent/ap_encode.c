@@ -150,3 +150,10 @@ ssize_t ap_put_config(void *buf, size_t size, const struct dp_ag_config *c)
 {
 	return put2(buf, size, DP_AG_CONFIG, c, sizeof(*c), NULL, 0);
 }
+
+ssize_t ap_put_host_join(void *buf, size_t size, uint64_t token)
+{
+	struct dp_ag_host_join j = { .token = token };
+
+	return put2(buf, size, DP_AG_HOST_JOIN, &j, sizeof(j), NULL, 0);
+}

@@ -9,12 +9,14 @@
 #   xen_domid NAME / xen_alive NAME / xen_uuid NAME
 #   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
 #   xen_destroy NAME
+#   xen_channel_fixup NAME CHANNEL SOCKET   the PV console channel libxl 4.17 drops
 #
 # A guest is the lab's kernel booted as a PV domU with the lab's
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
 # Its console goes through xenconsoled to
 # $RESULTS/xen-consoles/guest-NAME.log (l1-init starts it so).
-# Environment: LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
+# Environment: XEN_CREATE_PAUSED=1 (xl create -p: the domain waits for
+#   xl unpause), LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
 #   dom0 and Xen on the emulated CPU, the less the faster), LAB_GUEST_SMP (1),
 #   LAB_GUEST_APPEND extra kernel command line words.
 
@@ -72,7 +74,7 @@ xen_start_guest() {
 	# per line), to see which step of the domain build takes the time.
 	local rc=0 t0 t1
 	t0=$(lab_now)
-	timeout 240 xl -vvv create -q "$cfg" 2>&1 | xen_stamp >"$RESULTS/$name.xl.log"
+	timeout 240 xl -vvv create ${XEN_CREATE_PAUSED:+-p} -q "$cfg" 2>&1 | xen_stamp >"$RESULTS/$name.xl.log"
 	rc=${PIPESTATUS[0]}
 	[ $rc = 0 ] || lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
 	t1=$(lab_now)
@@ -120,4 +122,45 @@ xen_destroy() {
 	timeout 30 xl destroy "$1" >/dev/null 2>&1 || lab_log "xl destroy $1 failed"
 	rm -f "$LAB_RUN/$1.booted"
 	lab_log "destroyed PV guest $1"
+}
+
+# A PV console channel (xl channel=["name=CHANNEL,connection=socket,
+# path=SOCKET"]) as libxl would have written it in xenstore, when libxl did
+# not.  Xen 4.17's libxl drops every channel xl gives it: xl numbers a
+# domain's channels from 0, libxl__init_console_from_channel keeps that
+# number as the console's devid, and libxl__device_console_add refuses a
+# console 0 with a name ("Primary console has invalid configuration" in
+# NAME.xl.log) -- after the device model was started with the channel's
+# chardev (libxl-channel0, the socket's server).  The nodes written here
+# are console 1's, as libxl writes them for a channel: QEMU's console
+# backend watches its backend directory and takes it when it appears.  The
+# domain must be paused (XEN_CREATE_PAUSED=1; xl unpause after): the
+# guest's xenbus probes a device the moment it appears, and one it finds
+# half written (no backend yet, or nodes it may not write) stays broken.
+xen_channel_fixup() {
+	local name=$1 cname=$2 sock=$3 id fe be
+	id=$(xen_domid "$name") || lab_fail "xen_channel_fixup: no domain $name"
+	fe=/local/domain/$id/device/console/1
+	be=/local/domain/0/backend/console/$id/1
+	if timeout 10 xenstore-read "$fe/name" >/dev/null 2>&1; then
+		lab_log "channel $cname of $name: in xenstore already ($fe)"
+		return 0
+	fi
+	grep -q "Primary console has invalid configuration" "$RESULTS/$name.xl.log" 2>/dev/null &&
+		lab_log "libxl dropped channel $cname of $name (Primary console has invalid configuration): writing its xenstore nodes"
+	# The backend first (the guest reads it as soon as its frontend
+	# appears: a console whose other end is missing is closed for good),
+	# readable by the guest; then the frontend in one transaction (one
+	# xenstore-write), under the guest's own device directory, whose
+	# owner its new nodes inherit.
+	timeout 10 xenstore-write "$be/frontend" "$fe" "$be/frontend-id" "$id" "$be/online" 1 \
+		"$be/state" 1 "$be/protocol" vt100 "$be/name" "$cname" "$be/connection" socket \
+		"$be/path" "$sock" ||
+		lab_fail "xenstore-write $be failed"
+	timeout 10 xenstore-chmod -r "$be" n0 "r$id" || lab_fail "xenstore-chmod $be failed"
+	timeout 10 xenstore-write "$fe/backend" "$be" "$fe/backend-id" 0 "$fe/state" 1 \
+		"$fe/protocol" vt100 "$fe/name" "$cname" "$fe/limit" 1048576 "$fe/type" ioemu \
+		"$fe/output" chardev:libxl-channel0 "$fe/tty" "" ||
+		lab_fail "xenstore-write $fe failed"
+	timeout 10 xenstore-chmod -r "$fe" "n$id" || lab_fail "xenstore-chmod $fe failed"
 }

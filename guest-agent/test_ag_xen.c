@@ -1,0 +1,303 @@
+/*
+ * CUnit tests of opagent's Xen channel: the xenstore answer parser (ag_xen.c)
+ * on good and hostile answers, the hvc numbering, and the agent itself on
+ * a tty (a pty stands in for /dev/hvcN; this test plays the host on the
+ * master side): nothing is sent before HOST_JOIN, HELLO and the state
+ * after it, the frames arrive unmangled (raw mode), and a second JOIN
+ * starts it over.  $OPAGENT names the binary (the tty tests are skipped
+ * without it).
+ */
+#include "config.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ag.h"
+
+/* An answer: header and payload. */
+static size_t answer(uint8_t *buf, uint32_t type, uint32_t id, const void *p, uint32_t n)
+{
+	struct ag_xs_hdr h = { .type = type, .req_id = id, .len = n };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), p, n);
+	return sizeof(h) + n;
+}
+
+static void test_xs_request(void)
+{
+	uint8_t buf[64];
+	struct ag_xs_hdr h;
+	char big[AG_XS_PAYLOAD_MAX + 1];
+
+	CU_ASSERT_EQUAL(ag_xs_request(buf, sizeof(buf), AG_XS_READ, 7, "device/console/1/name"),
+			16 + 22);
+	memcpy(&h, buf, sizeof(h));
+	CU_ASSERT(h.type == AG_XS_READ && h.req_id == 7 && h.tx_id == 0 && h.len == 22);
+	CU_ASSERT_STRING_EQUAL((char *)buf + 16, "device/console/1/name");
+	CU_ASSERT_EQUAL(ag_xs_request(buf, 20, AG_XS_READ, 7, "device/console/1/name"), -ENOSPC);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CU_ASSERT_EQUAL(ag_xs_request(buf, sizeof(buf), AG_XS_READ, 7, big), -ENAMETOOLONG);
+}
+
+static void test_xs_parse(void)
+{
+	uint8_t buf[sizeof(struct ag_xs_hdr) + AG_XS_PAYLOAD_MAX + 8];
+	struct ag_xs_hdr h;
+	char out[32];
+	size_t n;
+
+	/* a value, with or without its NUL */
+	n = answer(buf, AG_XS_READ, 3, "org.domprof.agent.0", 19);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), 19);
+	CU_ASSERT_STRING_EQUAL(out, DP_AG_PORT_NAME);
+	n = answer(buf, AG_XS_READ, 3, "abc", 4);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), 3);
+	CU_ASSERT_STRING_EQUAL(out, "abc");
+	n = answer(buf, AG_XS_READ, 3, "", 0);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), 0);
+	/* every cut is "more to come" */
+	n = answer(buf, AG_XS_READ, 3, "org.domprof.agent.0", 19);
+	for (size_t k = 0; k < n; k++)
+		CU_ASSERT_EQUAL(ag_xs_parse_read(buf, k, 3, out, sizeof(out)), -EAGAIN);
+	/* errors by name */
+	n = answer(buf, AG_XS_ERROR, 3, "ENOENT", 7);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -ENOENT);
+	n = answer(buf, AG_XS_ERROR, 3, "EACCES", 6);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EACCES);
+	n = answer(buf, AG_XS_ERROR, 3, "ENOENTX", 7);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EIO);
+	/* not this answer: another id, another type, bytes after it */
+	n = answer(buf, AG_XS_READ, 4, "abc", 3);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EPROTO);
+	n = answer(buf, 15 /* XS_WATCH_EVENT */, 3, "abc", 3);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EPROTO);
+	n = answer(buf, AG_XS_READ, 3, "abcd", 4);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n - 1 + 1, 3, out, sizeof(out)), 4);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n + 1, 3, out, sizeof(out)), -EPROTO);
+	/* a length over the protocol's limit, even before its bytes came */
+	h = (struct ag_xs_hdr){ .type = AG_XS_READ, .req_id = 3, .len = AG_XS_PAYLOAD_MAX + 1 };
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, sizeof(h), 3, out, sizeof(out)), -EPROTO);
+	h.len = UINT32_MAX;
+	memcpy(buf, &h, sizeof(h));
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, sizeof(h), 3, out, sizeof(out)), -EPROTO);
+	/* values that do not fit, or hold a NUL */
+	n = answer(buf, AG_XS_READ, 3, "0123456789012345678901234567890123456789", 40);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EMSGSIZE);
+	n = answer(buf, AG_XS_READ, 3, "ab\0cd", 5);
+	CU_ASSERT_EQUAL(ag_xs_parse_read(buf, n, 3, out, sizeof(out)), -EMSGSIZE);
+	/* the largest answer the protocol allows is read whole */
+	memset(buf + sizeof(h), 'x', AG_XS_PAYLOAD_MAX);
+	h.len = AG_XS_PAYLOAD_MAX;
+	memcpy(buf, &h, sizeof(h));
+	{
+		char *big = malloc(AG_XS_PAYLOAD_MAX + 1);
+
+		CU_ASSERT_FATAL(big != NULL);
+		CU_ASSERT_EQUAL(ag_xs_parse_read(buf, sizeof(h) + AG_XS_PAYLOAD_MAX, 3, big,
+						 AG_XS_PAYLOAD_MAX + 1), AG_XS_PAYLOAD_MAX);
+		free(big);
+	}
+}
+
+static bool odd_bound(unsigned int k)
+{
+	return k & 1;
+}
+
+static bool all_bound(unsigned int k)
+{
+	return true;
+}
+
+static void test_hvc_index(void)
+{
+	CU_ASSERT_EQUAL(ag_xen_hvc_index(1, all_bound), 1);
+	CU_ASSERT_EQUAL(ag_xen_hvc_index(3, all_bound), 3);
+	/* console 2 has no tty: console 3 is the second channel, hvc2 */
+	CU_ASSERT_EQUAL(ag_xen_hvc_index(3, odd_bound), 2);
+}
+
+/* ---- the agent on a tty ---- */
+
+static int master = -1;
+static pid_t agent = -1;
+
+struct got {
+	unsigned int hello, state_end, join;
+	uint64_t instance;
+};
+
+static int g_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size_t len)
+{
+	struct got *g = ctx;
+
+	g->hello++;
+	g->instance = h->instance;
+	return 0;
+}
+
+static int g_state_end(void *ctx, const struct dp_ag_state_end *e)
+{
+	((struct got *)ctx)->state_end++;
+	return 0;
+}
+
+static const struct ap_ops got_ops = { .hello = g_hello, .state_end = g_state_end };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Read what the agent sends for @ms (or until a STATE_END when @until_state)
+ * and decode it as a whole: it must be clean frames from its first byte
+ * (from its first HELLO when @from_hello: a read that joins the stream). */
+static size_t read_agent(struct got *g, unsigned int ms, bool until_state, bool from_hello,
+			 int *decode_err)
+{
+	static uint8_t buf[8 << 20];
+	size_t len = 0, used = 0;
+	uint64_t end = now_ms() + ms;
+
+	memset(g, 0, sizeof(*g));
+	*decode_err = 0;
+	while (now_ms() < end && len < sizeof(buf)) {
+		struct pollfd pfd = { .fd = master, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		n = read(master, buf + len, sizeof(buf) - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (until_state) {
+			struct got t = { 0 };
+			size_t o = from_hello ? ap_find_hello(buf, len) : 0;
+
+			used = 0;
+			if (ap_decode(&got_ops, &t, buf + o, len - o, &used, NULL) == 0 && t.state_end)
+				break;
+		}
+	}
+	used = 0;
+	{
+		size_t o = from_hello ? ap_find_hello(buf, len) : 0;
+
+		*decode_err = ap_decode(&got_ops, g, buf + o, len - o, &used, NULL);
+	}
+	return len;
+}
+
+static void send_join(uint64_t token)
+{
+	uint8_t f[64];
+	ssize_t n = ap_put_host_join(f, sizeof(f), token);
+
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_FATAL(write(master, f, (size_t)n) == n);
+}
+
+static int tty_setup(void)
+{
+	const char *bin = getenv("OPAGENT");
+	char *slave;
+
+	if (!bin || access(bin, X_OK))
+		return 0;
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) || unlockpt(master) || !(slave = ptsname(master)))
+		return -1;
+	agent = fork();
+	if (agent < 0)
+		return -1;
+	if (!agent) {
+		char port[128];
+		int null = open("/dev/null", O_RDWR);
+
+		snprintf(port, sizeof(port), "--port=%s", slave);
+		dup2(null, 0);
+		execl(bin, "opagent", port, "--no-tsc", "--duration=60", (char *)NULL);
+		_exit(127);
+	}
+	return 0;
+}
+
+static int tty_teardown(void)
+{
+	if (agent > 0) {
+		kill(agent, SIGTERM);
+		waitpid(agent, NULL, 0);
+	}
+	if (master >= 0)
+		close(master);
+	return 0;
+}
+
+static void test_tty_join(void)
+{
+	struct got g;
+	uint64_t first;
+	size_t n;
+	int err;
+
+	if (agent <= 0) {
+		fprintf(stderr, "(no $OPAGENT: skipped) ");
+		return;
+	}
+	/* no host has said JOIN: the agent sends nothing */
+	n = read_agent(&g, 1500, false, false, &err);
+	CU_ASSERT_EQUAL(n, 0);
+	/* JOIN: HELLO and the state, clean frames from the first byte (a tty
+	 * left cooked would turn a 0x0a into 0x0d 0x0a, or hold the JOIN
+	 * back until a newline) */
+	send_join(1);
+	n = read_agent(&g, 20000, true, false, &err);
+	CU_ASSERT(n > 0);
+	CU_ASSERT_EQUAL(err, 0);
+	CU_ASSERT_EQUAL(g.hello, 1);
+	CU_ASSERT_EQUAL(g.state_end, 1);
+	first = g.instance;
+	/* another JOIN (no HOST_HELLO came): the same agent starts over */
+	send_join(2);
+	read_agent(&g, 20000, true, true, &err);
+	CU_ASSERT_EQUAL(err, 0);
+	CU_ASSERT_EQUAL(g.hello, 1);
+	CU_ASSERT_EQUAL(g.state_end, 1);
+	CU_ASSERT_EQUAL(g.instance, first);
+}
+
+int main(void)
+{
+	CU_pSuite s, t;
+	int fails;
+
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 1;
+	s = CU_add_suite("opagent xen channel", NULL, NULL);
+	CU_add_test(s, "xenstore request", test_xs_request);
+	CU_add_test(s, "xenstore answers, good and hostile", test_xs_parse);
+	CU_add_test(s, "hvc numbering", test_hvc_index);
+	t = CU_add_suite("opagent on a tty", tty_setup, tty_teardown);
+	CU_add_test(t, "nothing before JOIN, raw frames after, JOIN starts over", test_tty_join);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	fails = (int)CU_get_number_of_failures();
+	CU_cleanup_registry();
+	return fails ? 1 : 0;
+}
