@@ -30,8 +30,10 @@
 #define DP_PTREGS_SS	160
 #define DP_USER_CS	0x33
 #define DP_USER_SS	0x2b
-/* a Xen PV guest's user selectors (Xen's flat ring 3): the xen collector
- * walks such guests with this code too (daemon/gwalk.c) */
+/*
+ * A Xen PV guest's user selectors (Xen's flat ring 3): the xen collector
+ * walks such guests with this code too (daemon/gwalk.c).
+ */
 #define DP_PV_USER_CS	0xe033
 #define DP_PV_USER_SS	0xe02b
 
