@@ -10,6 +10,8 @@
 #   xen_cpu_s NAME                  Xen's CPU time of the domain, in s
 #   xen_destroy NAME
 #   xen_channel_fixup NAME CHANNEL SOCKET   the PV console channel libxl 4.17 drops
+#   xen_share_initrd ROOT OUT       the lab's initramfs with ROOT appended
+#   xen_start_agent_guest NAME UUID INITRD  a guest with opagent on its channel
 #
 # A guest is the lab's kernel booted as a PV domU with the lab's
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
@@ -163,4 +165,30 @@ xen_channel_fixup() {
 		"$fe/output" chardev:libxl-channel0 "$fe/tty" "" ||
 		lab_fail "xenstore-write $fe failed"
 	timeout 10 xenstore-chmod -r "$fe" "n$id" || lab_fail "xenstore-chmod $fe failed"
+}
+
+# A PV guest has no 9p share: OUT becomes the lab's L2 initramfs with the
+# tree ROOT (its share/ becomes the guest's /share) appended as a second
+# cpio archive, which the guest kernel unpacks after the first.
+xen_share_initrd() {
+	local root=$1 out=$2
+	mkdir -p "${out%/*}"
+	(cd "$root" && find . | busybox cpio -o -H newc >"$out.share") || lab_fail "busybox cpio -o failed"
+	cat "$LAB_XEN_L2_INITRD" "$out.share" >"$out" || lab_fail "cannot write $out"
+	rm -f "$out.share"
+}
+
+# Guest NAME (UUID) booted from INITRD (xen_share_initrd) running
+# /share/work.sh, with the agent channel org.domprof.agent.0 on
+# $LAB_RUN/NAME.agent and /share/agent.sh started as its agent.  Created
+# paused, its channel written (xen_channel_fixup), then let run: a guest
+# that probes a half-written console keeps it broken.
+xen_start_agent_guest() {
+	local name=$1 uuid=$2 initrd=$3
+	XEN_CREATE_PAUSED=1 LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
+		xen_start_guest "$name" "$uuid" script \
+		"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/$name.agent\" ]"
+	xen_channel_fixup "$name" org.domprof.agent.0 "$LAB_RUN/$name.agent"
+	timeout 30 xl unpause "$name" || lab_fail "xl unpause $name failed"
+	xen_wait_booted "$name"
 }

@@ -93,19 +93,10 @@ tail -n 5 /tmp/agent.log
 exec sleep 100000
 EOF
 chmod +x "$root/share/agent.sh"
-initrd=$LAB_RUN/web-agent.cpio
-mkdir -p "$LAB_RUN"
-(cd "$root" && find . | busybox cpio -o -H newc >/tmp/xa-share.cpio) ||
-	lab_fail "busybox cpio -o failed"
-cat "$LAB_XEN_L2_INITRD" /tmp/xa-share.cpio >"$initrd"
+xen_share_initrd "$root" "$LAB_RUN/web-agent.cpio"
 
 xen_alive web && xen_destroy web
-XEN_CREATE_PAUSED=1 LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
-	xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000031 script \
-	"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/web.agent\" ]"
-xen_channel_fixup web org.domprof.agent.0 "$LAB_RUN/web.agent"
-timeout 30 xl unpause web || lab_fail "xl unpause web failed"
-xen_wait_booted web
+xen_start_agent_guest web 6b1b1d6e-0000-4000-8000-000000000031 "$LAB_RUN/web-agent.cpio"
 dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
 lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
 ls -l "$LAB_RUN/web.agent" || lab_log "no agent socket $LAB_RUN/web.agent"

@@ -39,17 +39,10 @@ echo "XCG-START"
 echo "XCG-DONE"
 exec sleep 100000
 EOF
-mkdir -p "$LAB_RUN"
-(cd "$root" && find . | busybox cpio -o -H newc >/tmp/xcg-share.cpio) || lab_fail "busybox cpio -o failed"
-cat "$LAB_XEN_L2_INITRD" /tmp/xcg-share.cpio >"$LAB_RUN/web-xcg.cpio"
+xen_share_initrd "$root" "$LAB_RUN/web-xcg.cpio"
 
 xen_alive web && xen_destroy web
-XEN_CREATE_PAUSED=1 LAB_XEN_L2_INITRD=$LAB_RUN/web-xcg.cpio LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
-	xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000051 script \
-	"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/web.agent\" ]"
-xen_channel_fixup web org.domprof.agent.0 "$LAB_RUN/web.agent"
-timeout 30 xl unpause web || lab_fail "xl unpause web failed"
-xen_wait_booted web
+xen_start_agent_guest web 6b1b1d6e-0000-4000-8000-000000000051 "$LAB_RUN/web-xcg.cpio"
 
 rm -rf "$S"
 timeout 120 opcontrol --start --session-dir="$S" --domains=web --callgraph=16 >"$RESULTS/opcontrol-start.txt" 2>&1 ||

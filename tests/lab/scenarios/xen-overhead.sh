@@ -33,9 +33,7 @@ while :; do
 	echo "XO-ROUND \$n \$a \$b"
 done
 EOF
-mkdir -p "$LAB_RUN"
-(cd "$root" && find . | busybox cpio -o -H newc >/tmp/xo-share.cpio) || lab_fail "busybox cpio -o failed"
-cat "$LAB_XEN_L2_INITRD" /tmp/xo-share.cpio >"$LAB_RUN/web-xo.cpio"
+xen_share_initrd "$root" "$LAB_RUN/web-xo.cpio"
 
 xen_alive web && xen_destroy web
 LAB_XEN_L2_INITRD=$LAB_RUN/web-xo.cpio xen_start_guest web 6b1b1d6e-0000-4000-8000-000000000041 script
