@@ -46,6 +46,12 @@ xen_uuid() {
 	vm=$(timeout 10 xenstore-read "/local/domain/$id/vm" 2>/dev/null) || return 1
 	echo "${vm#/vm/}"
 }
+# pCPUs Xen has (xl info), once
+xen_nr_cpus() {
+	[ -n "${XEN_NR_CPUS:-}" ] || XEN_NR_CPUS=$(timeout 20 xl info 2>/dev/null | awk '$1 == "nr_cpus" { print $3 }')
+	echo "${XEN_NR_CPUS:-1}"
+}
+
 xen_alive() { [ -n "$(xen_domid "$1")" ]; }
 
 xen_start_guest() {
@@ -65,6 +71,10 @@ xen_start_guest() {
 		echo "extra = \"$append\""
 		echo "memory = ${LAB_GUEST_MEM:-128}"
 		echo "vcpus = ${LAB_GUEST_SMP:-1}"
+		# dom0 is pinned to pCPU 0 when there are more (run.sh)
+		local ncpu
+		ncpu=$(xen_nr_cpus)
+		if [ "$ncpu" -gt 1 ]; then echo "cpus = \"1-$((ncpu - 1))\""; fi
 		echo 'on_poweroff = "destroy"'
 		echo 'on_reboot = "destroy"'
 		echo 'on_crash = "destroy"'

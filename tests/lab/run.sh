@@ -5,7 +5,7 @@
 #
 # Usage: tests/lab/run.sh SCENARIO [--out DIR] [--timeout SEC]
 #            [--stage DIR | --no-domprof] [--mem SIZE] [--smp N] [--keep]
-#            [--kind kvm|xen]   (--smp: 2, the Xen kind 1)
+#            [--kind kvm|xen]   (--smp: 2; LAB_SMP sets it too)
 #   SCENARIO     name in tests/lab/scenarios/ (smoke) or a path to a script
 #   --out DIR    results directory (default /tmp/domprof-lab/SCENARIO-DATE);
 #                shared writable with L1 as /results
@@ -32,7 +32,7 @@ usage() { sed -n '6,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 log() { echo "lab: $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-scenario= out= timeout_s=900 stage_in= no_domprof=0 mem=6G smp= keep=0 kind=
+scenario= out= timeout_s=900 stage_in= no_domprof=0 mem=6G smp=${LAB_SMP:-} keep=0 kind=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -60,12 +60,15 @@ scen_name=$(basename "$scen_file" .sh)
 [ -n "$kind" ] || kind=$(sed -n 's/^# lab-kind: *\([a-z]*\).*/\1/p' "$scen_file" | head -n 1)
 kind=${kind:-kvm}
 case $kind in kvm|xen) ;; *) die "--kind wants kvm or xen" ;; esac
-# Xen gets one CPU unless told.  With two, on this 2-core host while
-# other work ran, dom0 took 110 s to mount its shares and xl create of a
-# PV guest 170 s to over 240 s; with one, 17 s and 10-14 s (the likely
-# cause: Xen's cross-CPU waits, IPIs and TLB flushes, stall whenever the
-# host deschedules the other emulated CPU's thread; tests/lab/README.md).
-[ -n "$smp" ] || { [ "$kind" = xen ] && smp=1 || smp=2; }
+# Two emulated CPUs for both kinds.  Under Xen, dom0 gets one vCPU pinned
+# to pCPU 0 and the guests pCPU 1 (lib-xen.sh), as on a host that keeps
+# CPUs for dom0: the xen collector then reads the context of a vCPU that
+# is running, at the time of the look.  With one pCPU every look finds the
+# guest descheduled (its pc and CR3 saved before dom0 ran) and guest
+# process attribution suffers (doc/xen.md).  The README has the figures;
+# on a loaded host two emulated CPUs crawl under Xen (its cross-CPU waits
+# stall whenever the host deschedules one of QEMU's CPU threads).
+[ -n "$smp" ] || smp=2
 [ -n "$out" ] || out=/tmp/domprof-lab/$scen_name-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -210,9 +213,14 @@ boot_l1() {
 		# port.  Xen's own CI boots it under TCG with this CPU model.
 		# bootscrub=0: scrubbing free RAM costs emulated CPU for nothing.
 		local dom0_mem=${LAB_XEN_DOM0_MEM:-1024M}
+		# More than one pCPU: dom0 gets one vCPU pinned to pCPU 0 and the
+		# guests the others (lib-xen.sh), as on a host that reserves
+		# CPUs for dom0; the collector then looks at running vCPUs.
+		local dom0_cpus="dom0_max_vcpus=1 dom0_vcpus_pin"
+		[ "$smp" -gt 1 ] || dom0_cpus="dom0_max_vcpus=1"
 		cpu=qemu64,+svm
 		boot=(-kernel "$img/xen"
-			-append "com1=115200,8n1 console=com1 dom0_mem=$dom0_mem,max:$dom0_mem dom0_max_vcpus=$smp bootscrub=0"
+			-append "com1=115200,8n1 console=com1 dom0_mem=$dom0_mem,max:$dom0_mem $dom0_cpus bootscrub=0"
 			-initrd "$img/vmlinuz console=hvc0 $append,$img/initramfs.gz")
 	else
 		boot=(-kernel "$img/vmlinuz" -initrd "$img/initramfs.gz"
