@@ -46,6 +46,9 @@
 #define OPD_CAP_PRIVSEP		0x100	/* seen working beside the privsep
 					 * monitor: privsep by default (else
 					 * only when asked for) */
+#define OPD_CAP_MONITOR		0x200	/* every read needs root: under privsep
+					 * the monitor runs it and relays its
+					 * stream to the worker (opd_relay.h) */
 
 /* read(): the input is exhausted (a replay reached its end). */
 #define OPD_COLLECT_EOF 1
@@ -73,6 +76,10 @@ struct opd_collector_args {
 	const struct opd_conf *conf;	/* session dir, input, perf sizes, events */
 	const struct ev_table *events;	/* loaded events (OPD_CAP_EVENTS), else NULL */
 	const struct opd_raw_sink *sink;
+	/* the relay (opd_relay.h) only: the pipe's read end and the privsep
+	 * channel (a struct opd_ps_chan) */
+	int relay_fd;
+	void *relay_chan;
 };
 
 struct opd_collector_ops {

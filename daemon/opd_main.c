@@ -22,6 +22,7 @@
 #include "opd_log.h"
 #include "opd_main.h"
 #include "opd_privsep.h"
+#include "opd_relay.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -270,9 +271,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	c->live_proc_lookup = caps & OPD_CAP_LIVE;
 	c->track_domains = caps & OPD_CAP_LIVE;
-	/* the default holds for collectors seen working under it; the xen
-	 * collector was not yet (and parses no guest byte on Xen yet: no
-	 * agent there), so it runs unseparated unless asked */
+	/* the default holds for collectors seen working under it (all the
+	 * built-in ones; the file collector reads no guest but the file) */
 	if (!c->privsep_asked && !(caps & OPD_CAP_PRIVSEP))
 		c->privsep = false;
 	return 0;
@@ -529,17 +529,12 @@ static int worker_started(void *ctx)
 	return opd_ps_drop(w->uid, w->gid, w->monitor);
 }
 
-/*
- * --privsep as root: fork.  The parent becomes the monitor and returns
- * 1 with *@status its exit status; the child, the worker, returns 0 with
- * the conf pointed at the monitor.  -1 on failure (logged).
- */
-static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, int *status)
+/* The worker's user, and whether it can reach the session: 0 or -1 (logged). */
+static int check_worker(const struct opd_conf *c, struct worker *w)
 {
 	char bad[PATH_MAX];
 	struct stat st;
-	int sv[2], wake[2], ret;
-	pid_t child;
+	int ret;
 
 	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
 		du_err("privsep: no user %s to run the loop as (--privsep=USER names one; "
@@ -559,44 +554,78 @@ static int split(struct opd_conf *c, struct opd_ps_chan *ch, struct worker *w, i
 		du_err("privsep: %s: %s", c->session_dir, strerror(-ret));
 		return -1;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
-		du_err("privsep: socketpair: %s", strerror(errno));
+	return 0;
+}
+
+/* The split's fds: the channel, the wake-up pipe, the relayed collector's
+ * stream (opd_relay.h).  -1 entries are not open. */
+enum { SV0, SV1, WAKE0, WAKE1, STREAM0, STREAM1, NR_SPLIT_FDS };
+
+static void close_fds(int *fd, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+}
+
+static int open_fds(int *fd, bool relay)
+{
+	for (int i = 0; i < NR_SPLIT_FDS; i++)
+		fd[i] = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd + SV0) ||
+	    pipe2(fd + WAKE0, O_CLOEXEC | O_NONBLOCK) || (relay && pipe2(fd + STREAM0, O_CLOEXEC))) {
+		du_err("privsep: socketpair or pipe: %s", strerror(errno));
+		close_fds(fd, NR_SPLIT_FDS);
 		return -1;
 	}
-	if (pipe2(wake, O_CLOEXEC | O_NONBLOCK)) {
-		du_err("privsep: pipe: %s", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
+	return 0;
+}
+
+/*
+ * --privsep as root: fork.  The parent becomes the monitor and returns
+ * 1 with *@status its exit status; the child, the worker, returns 0 with
+ * the conf pointed at the monitor and *@relay_fd the stream of a collector
+ * the monitor runs (OPD_CAP_MONITOR), else -1.  -1 on failure (logged).
+ */
+static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
+		 const struct ev_table *tab, struct opd_ps_chan *ch, struct worker *w, int *status,
+		 int *relay_fd)
+{
+	int fd[NR_SPLIT_FDS];
+	pid_t child;
+
+	if (check_worker(c, w) || open_fds(fd, ops->caps & OPD_CAP_MONITOR))
 		return -1;
-	}
 	w->conf = c;
 	w->monitor = getpid();
 	fflush(NULL);
 	child = fork();
 	if (child < 0) {
 		du_err("privsep: fork: %s", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
-		close(wake[0]);
-		close(wake[1]);
+		close_fds(fd, NR_SPLIT_FDS);
 		return -1;
 	}
 	if (child > 0) {
-		close(sv[1]);
-		close(wake[0]);
+		struct opd_relay_mon *rm = NULL;
+
+		close_fds((int[]){ fd[SV1], fd[WAKE0], fd[STREAM0] }, 3);
+		/* NULL (logged): the worker's start is then refused */
+		if (fd[STREAM1] >= 0)
+			rm = opd_relay_mon_open(ops, c, tab, fd[STREAM1]);
 		if (!c->foreground)	/* the worker says when it is ready */
 			release_parent_quietly();
-		*status = opd_ps_monitor_wake(sv[0], wake[1], c, child);
+		*status = opd_ps_monitor_wake(fd[SV0], fd[WAKE1], c, child, rm);
+		opd_relay_mon_close(rm);
 		/* idle, the session is root's again, as an unseparated run
 		 * leaves it (no link followed) */
 		if (opd_ps_chown_tree(c->session_dir, 0, 0))
 			du_warn("privsep: cannot give the session back to root");
 		return 1;
 	}
-	close(sv[0]);
-	close(wake[1]);
-	ch->sock = sv[1];
-	ch->wake = wake[0];
+	close_fds((int[]){ fd[SV0], fd[WAKE1], fd[STREAM1] }, 3);
+	*relay_fd = fd[STREAM0];
+	ch->sock = fd[SV1];
+	ch->wake = fd[WAKE0];
 	c->domain_backend_ops = &opd_ps_backend;
 	c->domain_backend_arg = ch;
 	return 0;
@@ -608,7 +637,9 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 {
 	const struct opd_collector_ops *ops = o->collector;
 	struct opd_conf *c = &o->conf;
+	struct opd_collector_ops relay_ops;
 	struct opd_collector_args args;
+	int relay_fd = -1;
 	struct opd_ps_chan ch = { .sock = -1, .wake = -1 };
 	struct worker w;
 	struct opd_daemon d;
@@ -623,10 +654,15 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 		c->privsep = false;
 	}
 	if (c->privsep) {
-		ret = split(c, &ch, &w, &status);
+		ret = split(c, ops, tab, &ch, &w, &status, &relay_fd);
 		if (ret)
 			return ret > 0 ? status : 1;
 		*worker = true;
+		if (relay_fd >= 0) {
+			/* the monitor runs the collector: read its stream */
+			opd_relay_worker_ops(ops, &relay_ops);
+			ops = &relay_ops;
+		}
 	}
 	ret = opd_daemon_init(&d, c, c->input ? c->input : c->collector);
 	if (ret)
@@ -645,6 +681,8 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	args.conf = c;
 	args.events = tab;
 	args.sink = &d.sink;
+	args.relay_fd = relay_fd;
+	args.relay_chan = &ch;
 	if (ops->open(&args, &state))
 		goto out_daemon;
 	if (opd_daemon_write_stats(&d))

@@ -51,6 +51,7 @@ static uint32_t body_len(unsigned int type)
 	case OPD_PS_REFUSED:
 		return sizeof(struct opd_ps_refused);
 	case OPD_PS_END:
+	case OPD_PS_COLLECT:
 		return sizeof(int32_t);
 	default:
 		return UINT32_MAX;
@@ -145,6 +146,8 @@ static bool body_ok(const struct opd_ps_msg *m)
 		       str_ok(m->u.refused.why, sizeof(m->u.refused.why), true);
 	case OPD_PS_END:
 		return m->u.end <= 0 && m->u.end > -4096;
+	case OPD_PS_COLLECT:
+		return m->u.end == 0 || m->u.end == 1;
 	default:
 		return true;	/* REFRESH, TRACE_OPEN: no body */
 	}

@@ -65,13 +65,16 @@ enum opd_ps_type {
 	/* monitor -> worker */
 	OPD_PS_TRACE_CPU,	/* tcpu, with the fd when err is 0; END closes */
 	OPD_PS_MAP,		/* map: one executable mapping; END closes */
+	/* worker -> monitor */
+	OPD_PS_COLLECT,		/* end: 1 start, 0 stop the monitor's collector
+				 * (opd_relay.h); END answers */
 	OPD_PS_TYPE_MAX,
 };
 
 /* What a request of the worker's may be: whether the monitor answers it. */
 #define OPD_PS_TO_MONITOR(t) \
 	((t) == OPD_PS_REFRESH || (t) == OPD_PS_CONNECT || (t) == OPD_PS_TRACE_OPEN || \
-	 (t) == OPD_PS_MAPS)
+	 (t) == OPD_PS_MAPS || (t) == OPD_PS_COLLECT)
 
 struct opd_ps_dom {
 	uint64_t handle;		/* the monitor's, never reused */
@@ -227,7 +230,10 @@ int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
  * (opd_sig).  Returns the exit status to give (the worker's).
  */
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker);
-/* The same with the write end of the wake-up pipe (-1: none). */
-int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker);
+/* The same with the write end of the wake-up pipe (-1: none), and a
+ * collector the monitor runs for the worker (opd_relay.h; NULL: none). */
+struct opd_relay_mon;
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker,
+			struct opd_relay_mon *relay);
 
 #endif

@@ -37,6 +37,7 @@
 #include "opd_domain.h"
 #include "opd_kvmtsc.h"
 #include "opd_privsep.h"
+#include "opd_relay.h"
 #include "util/du_log.h"
 
 int opd_ps_user(const char *name, uid_t *uid, gid_t *gid)
@@ -271,6 +272,7 @@ struct mon {
 	void *ring[OPD_KVMTSC_MAX_CPUS];
 	int nr_ring;
 	bool served_refresh;		/* the last request was a REFRESH */
+	struct opd_relay_mon *relay;	/* a collector run here, or NULL */
 	int fds[OPD_KVMTSC_MAX_CPUS];	/* (room for opd_kvmtsc_trace_open_cpus) */
 };
 
@@ -554,6 +556,12 @@ static int mon_serve(struct mon *m)
 		return mon_trace(m);
 	if (msg.type == OPD_PS_MAPS)
 		return mon_maps(m, msg.u.conn.pid);
+	if (msg.type == OPD_PS_COLLECT) {
+		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
+		opd_ps_msg_init(&msg, OPD_PS_END);
+		msg.u.end = ret < 0 && ret > -4096 ? ret : (ret ? -EIO : 0);
+		return opd_ps_send(m->sock, &msg, -1);
+	}
 	if (msg.type == OPD_PS_REFRESH) {
 		m->served_refresh = true;
 		m->err = 0;
@@ -593,10 +601,14 @@ static void forward_signals(pid_t worker)
 
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 {
-	return opd_ps_monitor_wake(sock, -1, conf, worker);
+	return opd_ps_monitor_wake(sock, -1, conf, worker, NULL);
 }
 
-int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker)
+/* The pollfds past the channel's and the backend's: the relayed collector's. */
+#define MON_POLL_MAX 64
+
+int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker,
+			struct opd_relay_mon *relay)
 {
 	bool woken = false;	/* a wake-up not yet answered by a REFRESH */
 	struct mon *mp = calloc(1, sizeof(*mp));	/* large: its rings' tables */
@@ -610,6 +622,7 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 		return 1;
 	}
 	mp->sock = sock;
+	mp->relay = relay;
 	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
 	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
 	if (ret) {
@@ -621,16 +634,23 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 			mp->be->name, (int)worker);
 	}
 	for (;;) {
-		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = -1 } };
+		struct pollfd p[2 + MON_POLL_MAX] = { { .fd = sock, .events = POLLIN }, { .fd = -1 } };
 		int bfd = mp->be && mp->be->fd ? mp->be->fd(mp->bs) : -1;
+		size_t nr = opd_relay_mon_pollfds(relay, p + 2, MON_POLL_MAX);
 
 		/* the backend's fd is the worker's to have read (its REFRESH
 		 * does): looked at again only once that came */
 		if (wake >= 0 && bfd >= 0 && !woken)
 			p[1] = (struct pollfd){ .fd = bfd, .events = POLLIN };
 		forward_signals(worker);
-		if (poll(p, 2, 500) < 0 && errno != EINTR)
-			break;
+		if (poll(p, 2 + nr, 500) < 0) {
+			if (errno != EINTR)
+				break;
+			continue;
+		}
+		/* a collector that fails ends its stream; the worker then stops */
+		if (nr)
+			opd_relay_mon_service(relay, p + 2, nr);
 		if (p[1].revents) {
 			woken = true;
 			if (write(wake, "w", 1) < 0 && errno != EAGAIN)

@@ -22,6 +22,7 @@
 
 #include "dom_testproc.h"
 #include "opd_privsep.h"
+#include "opd_relay.h"
 #include "util/du_log.h"
 
 static void quiet_log(enum du_log_level l, const char *fmt, va_list ap)
@@ -616,7 +617,7 @@ static void test_wake(void)
 	if (mon == 0) {
 		close(sv[1]);
 		close(wake[0]);
-		_exit(opd_ps_monitor_wake(sv[0], wake[1], &conf, getppid()) ? 3 : 0);
+		_exit(opd_ps_monitor_wake(sv[0], wake[1], &conf, getppid(), NULL) ? 3 : 0);
 	}
 	close(sv[0]);
 	close(wake[1]);
@@ -640,6 +641,246 @@ static void test_wake(void)
 	close(be[0]);
 	close(be[1]);
 	fake_fd = -1;
+}
+
+/* ---- the relay: a collector run by the monitor ---- */
+
+/* A collector in the monitor: each byte on its tick pipe makes it deliver
+ * RELAY_CHUNK bytes (a counter in each), start and stop deliver markers. */
+#define RELAY_CHUNK (40 * 1024)
+static int relay_tick = -1;
+static unsigned int relay_n;
+static bool relay_open_fails;
+static const struct opd_raw_sink *relay_sink;
+
+static int rf_open(const struct opd_collector_args *a, void **state)
+{
+	if (relay_open_fails)
+		return -ENODEV;
+	relay_sink = a->sink;
+	*state = &relay_n;
+	return 0;
+}
+
+static size_t rf_pollfds(void *state, struct pollfd *pfd, size_t max)
+{
+	(void)state;
+	if (max < 1)
+		return 0;
+	pfd[0] = (struct pollfd){ .fd = relay_tick, .events = POLLIN };
+	return 1;
+}
+
+static int rf_start(void *state)
+{
+	(void)state;
+	return relay_sink->feed(relay_sink->ctx, "HDR", 3);
+}
+
+static void relay_chunk(unsigned int k, char *buf)
+{
+	memset(buf, 'a' + (int)(k % 26), RELAY_CHUNK);
+	memcpy(buf, &k, sizeof(k));
+}
+
+static int rf_read(void *state, const struct pollfd *pfd, size_t n)
+{
+	static char buf[RELAY_CHUNK];
+	char t[64];
+	ssize_t got;
+	int ret = 0;
+
+	(void)state;
+	if (n < 1 || !(pfd[0].revents & POLLIN))
+		return 0;
+	got = read(relay_tick, t, sizeof(t));
+	for (ssize_t i = 0; i < got && !ret; i++) {
+		relay_chunk(relay_n++, buf);
+		ret = relay_sink->feed(relay_sink->ctx, buf, RELAY_CHUNK);
+	}
+	return ret;
+}
+
+/* at stop more than the pipe holds: the monitor must write it all out */
+#define RELAY_TAIL (2u << 20)
+
+static int rf_stop(void *state)
+{
+	static char tail[RELAY_TAIL];
+	int ret;
+
+	(void)state;
+	memset(tail, 'z', sizeof(tail));
+	ret = relay_sink->feed(relay_sink->ctx, "END!", 4);
+	return ret ? ret : relay_sink->feed(relay_sink->ctx, tail, sizeof(tail));
+}
+
+static void rf_close(void *state)
+{
+	(void)state;
+}
+
+static const struct opd_collector_ops relay_fake = {
+	.name = "fake", .caps = OPD_CAP_LIVE | OPD_CAP_MONITOR, .open = rf_open,
+	.pollfds = rf_pollfds, .start = rf_start, .read = rf_read, .stop = rf_stop,
+	.close = rf_close,
+};
+
+/* What the worker's daemon would decode: the bytes, in order. */
+struct got {
+	char *p;
+	size_t len, cap;
+};
+
+static int got_feed(void *ctx, const void *buf, size_t len)
+{
+	struct got *g = ctx;
+
+	if (g->len + len > g->cap) {
+		g->cap = (g->len + len) * 2;
+		g->p = realloc(g->p, g->cap);
+		if (!g->p)
+			return -ENOMEM;
+	}
+	memcpy(g->p + g->len, buf, len);
+	g->len += len;
+	return 0;
+}
+
+struct relay_run {
+	pid_t mon;
+	int sv, tick;
+	struct opd_ps_chan ch;
+	struct opd_collector_ops ops;
+	struct opd_collector_args args;
+	struct opd_raw_sink sink;
+	struct got got;
+	void *state;
+};
+
+/* A monitor running relay_fake for us; our end of it opened. */
+static void relay_begin(struct relay_run *r)
+{
+	static struct opd_conf conf;
+	int sv[2], stream[2], tick[2];
+
+	memset(r, 0, sizeof(*r));
+	opd_conf_defaults(&conf);
+	conf.domain_backend_ops = &fake_backend;
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CU_ASSERT_FATAL(pipe2(stream, O_CLOEXEC) == 0);
+	CU_ASSERT_FATAL(pipe2(tick, O_CLOEXEC) == 0);
+	r->mon = fork();
+	CU_ASSERT_FATAL(r->mon >= 0);
+	if (r->mon == 0) {
+		struct opd_relay_mon *rm;
+
+		close(sv[1]);
+		close(stream[0]);
+		close(tick[1]);
+		relay_tick = tick[0];
+		rm = opd_relay_mon_open(&relay_fake, &conf, NULL, stream[1]);
+		_exit(opd_ps_monitor_wake(sv[0], -1, &conf, getppid(), rm) ? 3 : 0);
+	}
+	close(sv[0]);
+	close(stream[1]);
+	close(tick[0]);
+	r->sv = sv[1];
+	r->tick = tick[1];
+	r->ch = (struct opd_ps_chan){ .sock = sv[1], .wake = -1 };
+	opd_relay_worker_ops(&relay_fake, &r->ops);
+	CU_ASSERT(!strcmp(r->ops.name, "fake") && r->ops.caps == relay_fake.caps);
+	r->sink = (struct opd_raw_sink){ .ctx = &r->got, .feed = got_feed };
+	r->args = (struct opd_collector_args){ .sink = &r->sink, .relay_fd = stream[0],
+					       .relay_chan = &r->ch };
+	CU_ASSERT_FATAL(r->ops.open(&r->args, &r->state) == 0);
+}
+
+static void relay_end(struct relay_run *r)
+{
+	int status = -1;
+
+	r->ops.close(r->state);
+	close(r->sv);
+	close(r->tick);
+	CU_ASSERT(waitpid(r->mon, &status, 0) == r->mon);
+	free(r->got.p);
+}
+
+/* One turn of the worker's loop on the relay; its read()'s return. */
+static int relay_turn(struct relay_run *r, int ms)
+{
+	struct pollfd p[4];
+	size_t n = r->ops.pollfds(r->state, p, 4);
+
+	if (poll(p, n, ms) <= 0)
+		return 0;
+	return r->ops.read(r->state, p, n);
+}
+
+/*
+ * The worker gets the monitor's collector's bytes whole and in order:
+ * the start marker, 200 chunks of 40 KiB (more than the pipe holds: the
+ * monitor keeps the rest and writes it as the pipe drains), and at stop
+ * the collector's last bytes (more than the pipe holds) before the end
+ * of the stream.
+ */
+static void test_relay(void)
+{
+	struct relay_run r;
+	char want[RELAY_CHUNK];
+	size_t total = 3 + 200 * (size_t)RELAY_CHUNK;
+	bool same = true;
+
+	relay_begin(&r);
+	CU_ASSERT_EQUAL_FATAL(r.ops.start(r.state), 0);
+	for (int i = 0; i < 200; i++)
+		CU_ASSERT(write(r.tick, "t", 1) == 1);
+	for (int k = 0; k < 2000 && r.got.len < total; k++)
+		CU_ASSERT(relay_turn(&r, 1000) == 0);
+	CU_ASSERT_EQUAL(r.got.len, total);
+	CU_ASSERT_EQUAL(r.ops.stop(r.state), 0);
+	CU_ASSERT_EQUAL_FATAL(r.got.len, total + 4 + RELAY_TAIL);
+	CU_ASSERT(!memcmp(r.got.p, "HDR", 3));
+	for (unsigned int k = 0; k < 200 && same; k++) {
+		relay_chunk(k, want);
+		same = !memcmp(r.got.p + 3 + (size_t)k * RELAY_CHUNK, want, RELAY_CHUNK);
+	}
+	CU_ASSERT(same);
+	CU_ASSERT(!memcmp(r.got.p + total, "END!", 4));
+	CU_ASSERT(r.got.p[total + 4] == 'z' && r.got.p[total + 3 + RELAY_TAIL] == 'z');
+	relay_end(&r);
+}
+
+/*
+ * A worker that reads nothing: the monitor keeps up to
+ * OPD_RELAY_MAX_PENDING bytes, then stops the collector and ends the
+ * stream rather than leave a hole in it; the worker's read says so.
+ * A collector that cannot open: the worker's start is refused.
+ */
+static void test_relay_stalled(void)
+{
+	struct relay_run r;
+	int chunks = (int)(OPD_RELAY_MAX_PENDING / RELAY_CHUNK) + 64, ret = 0;
+
+	relay_begin(&r);
+	CU_ASSERT_EQUAL_FATAL(r.ops.start(r.state), 0);
+	for (int i = 0; i < chunks; i++)
+		CU_ASSERT(write(r.tick, "t", 1) == 1);
+	sleep(1);
+	for (int k = 0; k < 5000 && !ret; k++)
+		ret = relay_turn(&r, 2000);
+	CU_ASSERT_EQUAL(ret, -EPIPE);
+	CU_ASSERT(r.got.len < (size_t)chunks * RELAY_CHUNK);
+	CU_ASSERT(r.got.len >= 3 && !memcmp(r.got.p, "HDR", 3));	/* a prefix */
+	CU_ASSERT_EQUAL(r.ops.stop(r.state), 0);	/* the stream had ended */
+	relay_end(&r);
+
+	relay_open_fails = true;
+	relay_begin(&r);
+	CU_ASSERT_EQUAL(r.ops.start(r.state), -ENODEV);
+	relay_end(&r);
+	relay_open_fails = false;
 }
 
 /* The worker reaches the session by its path: every directory above it
@@ -697,6 +938,8 @@ int main(void)
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
 	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
 	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);
+	CU_add_test(s, "the monitor's collector reaches the worker whole, in order", test_relay);
+	CU_add_test(s, "a stalled worker ends the relayed stream, not the monitor", test_relay_stalled);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

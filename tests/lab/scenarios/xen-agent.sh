@@ -15,6 +15,9 @@
 #      crossed hot and never-run code).
 # Must hold:
 #  - the daemon logs "agent state complete" for web;
+#  - privilege separation: the daemon's worker (which parses the agent's
+#    bytes) is not root and runs under seccomp, and only the monitor holds
+#    a privcmd fd (it runs the xen collector; opd_relay.h);
 #  - opreport --domain=web -l names guest user symbols (burn_a, burn_b) and
 #    guest kernel symbols (vmlinux rows with a symbol name);
 #  - burn_a's share of burn_a + burn_b against the share ratio measured:
@@ -122,6 +125,17 @@ done
 grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
 	lab_fail "web's workload did not finish"; }
 lab_summary xa_workload_done_s "$(lab_since "$t")"
+# privilege separation with the xen collector (doc/trust.md): the worker,
+# which parses the agent's bytes, runs unprivileged under seccomp and holds
+# no privcmd (the monitor runs the collector and relays its stream)
+mon=$(cat "$S/oprofiled.pid")
+wk=$(pgrep -P "$mon" -x oprofiled | head -n 1)
+ps -o user,pid,ppid,comm -p "$mon,${wk:-$mon}" | tee "$RESULTS/ps.txt"
+wk_uid=$(awk '/^Uid:/ { print $3 }' "/proc/${wk:-0}/status" 2>/dev/null)
+wk_seccomp=$(awk '/^Seccomp:/ { print $2 }' "/proc/${wk:-0}/status" 2>/dev/null)
+privcmd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c privcmd || true; }
+mon_privcmd=$(privcmd "$mon") wk_privcmd=$(privcmd "${wk:-0}")
+lab_summary xa_privsep "worker ${wk:-none} uid ${wk_uid:-?} seccomp ${wk_seccomp:-?}; privcmd fds: monitor $mon_privcmd, worker $wk_privcmd"
 # the binaries come over the same slow channel after their first samples:
 # wait (bounded) until the image cache has the three programs
 t=$(lab_now)
@@ -185,6 +199,10 @@ xen_destroy web
 lab_summary scenario_s "$(lab_since "$t0")"
 
 fail=0
+[ -n "$wk" ] && [ "${wk_uid:-0}" != 0 ] && [ "$wk_seccomp" = 2 ] ||
+	{ lab_log "FAIL: no unprivileged worker under seccomp (worker ${wk:-none}, uid ${wk_uid:-?}, seccomp ${wk_seccomp:-?})"; fail=1; }
+[ "$wk_privcmd" = 0 ] && [ "$mon_privcmd" -gt 0 ] ||
+	{ lab_log "FAIL: privcmd fds: monitor $mon_privcmd, worker $wk_privcmd (want >0 and 0)"; fail=1; }
 [ "$na" -gt 0 ] && [ "$nb" -gt 0 ] ||
 	{ lab_log "FAIL: opreport --domain=web -l names no guest user symbols burn_a ($na), burn_b ($nb)"; fail=1; }
 [ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
