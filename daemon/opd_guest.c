@@ -667,7 +667,7 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 		nc = candidates(g, s, cand, &early);
 	if (nc >= 1 && !early)
 		clock_pid = cand[0];
-	if (nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
+	if (!s->voted && nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
 	    opd_gtask_find_map(t, s->pc))
 		opd_gasid_vote(&g->asid, s->asid, clock_pid, opd_gclock_guest(&g->clock, s->host_ns));
 	owner = opd_gasid_owner(&g->asid, s->asid);
@@ -829,6 +829,58 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 	return now;
 }
 
+static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s);
+
+/* Does the sample with this ASID vote, as resolve_asid would? */
+static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
+{
+	uint32_t cand[MAX_CAND];
+	const struct opd_gtask *t;
+	bool early = false;
+
+	q->voted = true;
+	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, q->vcpu))
+		return;
+	if (candidates(g, q, cand, &early) == 1 && !early && cand[0] &&
+	    (t = opd_gtasks_find(&g->tasks, cand[0])) && opd_gtask_find_map(t, q->pc))
+		opd_gasid_vote(&g->asid, q->asid, cand[0], opd_gclock_guest(&g->clock, q->host_ns));
+}
+
+/*
+ * Hold @s, the oldest sample, its time passed by the timeline, while its
+ * address space has no owner yet: the held samples behind it whose time
+ * the timeline passed vote meanwhile (each once: the scan resumes where
+ * it stopped), and the owner they elect files @s (doc/guest-asid.md), not
+ * the clock, which may be wrong by more than it knows (a ping/pong clock
+ * over a slow channel) and cannot tell apart two processes of one binary.
+ * At most @hold after @s; then the clock places it.
+ */
+static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint64_t host_ns,
+			   uint64_t hold)
+{
+	if (!s->asid || s->mode != DP_MODE_GUEST_USER || !g->has_agent ||
+	    opd_gasid_owner(&g->asid, s->asid))
+		return false;
+	while (g->hold.scanned < g->hold.count) {
+		struct opd_guest_sample *q = opd_ghold_at(&g->hold, g->hold.scanned);
+
+		if (!ready(g, q))
+			break;
+		if (q->asid && q->mode == DP_MODE_GUEST_USER && !q->voted)
+			vote_now(g, q);
+		g->hold.scanned++;
+		if (opd_gasid_owner(&g->asid, s->asid))
+			return false;
+	}
+	if (host_ns - s->host_ns >= hold) {
+		g->asid.s.wait_expired++;
+		return false;
+	}
+	g->asid.s.waited += !s->waited;
+	s->waited = true;
+	return true;
+}
+
 /* Has the sideband passed @s's time?  Its vCPU's timeline says so when a
  * switch after it arrived; kernel samples need no timeline. */
 static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
@@ -856,6 +908,8 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 		return false;
 	is_ready = ready(g, s);
 	if (!all && !is_ready && host_ns - s->host_ns < hold)
+		return false;
+	if (!all && is_ready && wait_for_owner(g, opd_ghold_at(&g->hold, 0), host_ns, hold))
 		return false;
 	take(g, s, out, r);
 	/* placed by the last switch known, though the agent's stream had not

@@ -67,6 +67,8 @@ struct opd_gasid_stats {
 	uint64_t evicted;	/* spaces pushed out of a full set */
 	uint64_t spaces;	/* numbered buckets made (no agent) */
 	uint64_t spaces_capped;	/* samples of spaces past max_spaces */
+	uint64_t waited;	/* held until their space's owner was learned */
+	uint64_t wait_expired;	/* ... and placed by the clock after all */
 };
 
 struct opd_gasid {

@@ -8,7 +8,7 @@
 int opd_ghold_init(struct opd_ghold *h, size_t cap)
 {
 	h->q = calloc(cap ? cap : 1, sizeof(*h->q));
-	h->head = h->count = 0;
+	h->head = h->count = h->scanned = 0;
 	h->cap = cap;
 	return h->q ? 0 : -ENOMEM;
 }
@@ -35,4 +35,11 @@ void opd_ghold_pop(struct opd_ghold *h)
 {
 	h->head = (h->head + 1) % h->cap;
 	h->count--;
+	if (h->scanned)
+		h->scanned--;
+}
+
+struct opd_guest_sample *opd_ghold_at(struct opd_ghold *h, size_t i)
+{
+	return &h->q[(h->head + i) % h->cap];
 }

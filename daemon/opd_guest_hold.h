@@ -20,11 +20,14 @@ struct opd_guest_sample {
 	uint8_t mode;		/* DP_MODE_GUEST_KERNEL or DP_MODE_GUEST_USER */
 	uint32_t cc;		/* its call chain held in opd_cc (opd_cc_hold), 0: none */
 	uint64_t asid;		/* guest address space (DP_RAW_ASID), 0 unknown */
+	bool voted;		/* its ASID vote was looked at (opd_guest.c) */
+	bool waited;		/* held for its ASID's owner (opd_guest.c) */
 };
 
 struct opd_ghold {
 	struct opd_guest_sample *q;
 	size_t head, count, cap;
+	size_t scanned;		/* oldest samples a caller's scan has passed */
 };
 
 /* Room for @cap samples (0: none are held).  0 or -ENOMEM. */
@@ -42,5 +45,7 @@ void opd_ghold_push(struct opd_ghold *h, const struct opd_guest_sample *s);
 /* The oldest held sample, NULL when empty; pop removes it. */
 const struct opd_guest_sample *opd_ghold_oldest(const struct opd_ghold *h);
 void opd_ghold_pop(struct opd_ghold *h);
+/* The @i-th oldest held sample (@i < count), to update in place. */
+struct opd_guest_sample *opd_ghold_at(struct opd_ghold *h, size_t i);
 
 #endif

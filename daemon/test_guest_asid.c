@@ -293,6 +293,55 @@ static void test_wrong_clock(void)
 	opd_guest_free(g);
 }
 
+/*
+ * Held samples wait for their space's owner: the same scene through the
+ * hold queue (opd_guest_defer, opd_guest_next), the ASIDs never seen
+ * before.  The clock alone would pick a pid for the first samples of each
+ * space (the two programs map the pc alike); held, they wait while the
+ * samples behind them vote, and the owner files every one of them.
+ */
+static void test_wait_owner(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_sample s, out;
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+	int wrong = 0, n = 0;
+	uint64_t last = 0;
+
+	for (uint64_t gt = 1100 * MS; gt < 1300 * MS; gt += MS / 2) {
+		s = (struct opd_guest_sample){ .host_ns = gt - 1003 * MS, .pc = 0x400100,
+					       .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+					       .asid = truth(gt) == 100 ? AS_A : AS_B };
+		last = s.host_ns;
+		if (opd_guest_defer(g, &s, &out, &r)) {
+			n++;
+			wrong += !r.resolved || r.pid != truth(out.host_ns + 1003 * MS);
+		}
+		while (opd_guest_next(g, last, false, &out, &r)) {
+			n++;
+			wrong += !r.resolved || r.pid != truth(out.host_ns + 1003 * MS);
+		}
+	}
+	CU_ASSERT(!opd_guest_next(g, last, true, &out, &r));	/* all were filed */
+	/* a space no sample votes for waits out the hold, then the clock
+	 * places its sample */
+	s.host_ns = 1300 * MS - 1003 * MS;
+	s.asid = AS_A + 0x10000;
+	CU_ASSERT(!opd_guest_defer(g, &s, &out, &r));
+	CU_ASSERT(!opd_guest_next(g, s.host_ns + OPD_GUEST_HOLD_NS / 2, false, &out, &r));
+	CU_ASSERT(opd_guest_next(g, s.host_ns + OPD_GUEST_HOLD_NS, false, &out, &r) && r.resolved);
+	printf("\n  held: wrong %d of %d\n", wrong, n);
+	CU_ASSERT_EQUAL(n, 400);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_waited") > 0);
+	CU_ASSERT(stat_of(path, "asid_wait_expired") == 1);
+	CU_ASSERT(stat_of(path, "asid_learned") == 2);
+	opd_guest_free(g);
+}
+
 /* Exit and exec: the space is learned again, not kept for the old pid. */
 static void test_exit_exec(void)
 {
@@ -368,6 +417,7 @@ static void test_no_agent(void)
 WRAP(test_votes)
 WRAP(test_bounds)
 WRAP(test_wrong_clock)
+WRAP(test_wait_owner)
 WRAP(test_exit_exec)
 WRAP(test_no_agent)
 
@@ -382,6 +432,7 @@ int main(void)
 	CU_add_test(s, "votes, owner, forget, stale votes", test_votes_w);
 	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
+	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
 	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
 	CU_add_test(s, "no agent: a bucket per address space", test_no_agent_w);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
