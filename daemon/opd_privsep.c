@@ -501,7 +501,10 @@ static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vc
 		ret = mirror_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
 	} else if (key_ns == DP_DOMKEY_XEN_DOMID) {
 		for (struct mdom *e = m->list; e; e = e->next) {
-			if (!e->announced || dom_domain_pid(e->d) || dom_domain_id(e->d) != key)
+			/* a Xen domain may have a QEMU (its device model or
+			 * console back end) and with it a pid */
+			if (!e->announced || strcmp(dom_domain_hypervisor(e->d), "xen") ||
+			    dom_domain_id(e->d) != key)
 				continue;
 			*d = e->d;
 			ret = 0;

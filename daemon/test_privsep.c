@@ -417,6 +417,29 @@ static void test_mirror(void)
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
 	CU_ASSERT(s.removed == 1);
 	CU_ASSERT(opd_ps_backend.next(st, NULL) == NULL);
+	/* a Xen domain found by its domid, device model (a QEMU pid) or not;
+	 * a KVM domain with that id is not a Xen domain */
+	for (int k = 0; k < 3; k++) {
+		good_dom(&m, OPD_PS_ADDED);
+		m.u.dom.handle = 20 + (uint64_t)k;
+		m.u.dom.id = 5 + (uint64_t)k;
+		m.u.dom.xen = k < 2;
+		m.u.dom.pid = k == 1 ? 0 : 4321 + k;
+		snprintf(m.u.dom.name, sizeof(m.u.dom.name), "x%d", k);
+		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	}
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	for (int k = 0; k < 3; k++) {
+		int ret = opd_ps_backend.lookup(st, DP_DOMKEY_XEN_DOMID, 5 + (uint64_t)k, 1, 0, &d,
+						&vcpu);
+
+		bool found = ret == 0 && d && !strcmp(dom_domain_name(d), k ? "x1" : "x0") &&
+			     vcpu == 1;
+
+		CU_ASSERT(k < 2 ? found : ret == -ENOENT);
+	}
 	/* the monitor gone */
 	close(sv[0]);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) < 0);
