@@ -22,24 +22,21 @@
 #    guest kernel symbols (vmlinux rows with a symbol name);
 #  - burn_a's share of burn_a + burn_b against the share ratio measured:
 #    printed, checked within 5 points (XA_TOL) only with XA_CHECK_RATIO=1.
-#    Three lab runs (2026-11-23) gave 71.81 vs 66.23, 66.82 vs 66.62 and
-#    61.35 vs 67.18 (454, 1323 and 1710 samples): off by more than the
-#    sampling noise either way, from the xen collector, not the agent (a
-#    sample is the pc at the collector's look, and the looks are not
-#    independent of what the guest does; see the exact figures below);
-#  - exact-a/exact-b (the two-process same-address check): the share of
-#    samples filed under the other program's never-run code is printed,
-#    NOT checked yet (bar 1%, XA_MAX_MIS, checked with XA_CHECK_EXACT=1).
-#    In the lab it was 3.73% and 7.14% (35 and 67 of 938, 2026-11-23): the
-#    guest's CR3 names its process only once a CR3 was seen while the
-#    agent's timeline says which process runs, and on Xen that timeline is
-#    read at the collector's look, which on the lab's one pCPU comes while
-#    the guest is descheduled, milliseconds after the pc and CR3 were
-#    saved, with a ping/pong clock of +-5 ms.  The programs also got far
-#    fewer samples than their CPU time: a sample is the pc at the look,
-#    and the looks found the guest in its kernel (xen_hypercall_pv) most
-#    of the time, in user code at about 90 samples per CPU second
-#    (doc/xen.md); hence the 8 and 5 s runs.
+#    With one pCPU (2026-11-23): 71.81 vs 66.23, 66.82 vs 66.62, 61.35 vs
+#    67.18; with two (dom0 pinned): 67.28 vs 67.66, 69.24 vs 68.10, 63.12
+#    vs 68.56 (2081, 1879, 2202 samples).  The misses are more than the
+#    sampling noise (about 1 point): dom0's one vCPU is busy (86% in the
+#    last run: the agent's frames, the console QEMU, the looks themselves
+#    at 1 to 2 ms each under the emulator), the looks come every 2.7 ms
+#    on average instead of 1 and each is weighted by the vCPU time since
+#    the last, so a few late looks carry many samples of one pc;
+#  - exact-a/exact-b (the two-process same-address check): under 1%
+#    (XA_MAX_MIS) of their samples in the other program's never-run code,
+#    and at least XA_MIN_SAMPLES in each program's hot code
+#    (XA_CHECK_EXACT=0 prints without checking).  With one pCPU it was
+#    3.73% to 36% (every look found the guest descheduled); with two,
+#    0.92% and 0.62% before held samples waited for their address space's
+#    owner (doc/guest-asid.md), 0.00% of 3775 after.
 . "$LAB/lib-xen.sh"
 lab_require_xen
 t0=$(lab_now)
@@ -214,7 +211,7 @@ else
 fi
 [ $((a_one + a_two)) -gt 0 ] && [ $((b_one + b_two)) -gt 0 ] ||
 	{ lab_log "FAIL: opreport names no exact-a/exact-b functions ($((a_one + a_two)), $((b_one + b_two)))"; fail=1; }
-if [ "${XA_CHECK_EXACT:-0}" = 1 ]; then
+if [ "${XA_CHECK_EXACT:-1}" = 1 ]; then
 	awk -v m="$mis_pct" -v t="$MAXMIS" 'BEGIN { exit !(m != "n/a" && m < t) }' ||
 		{ lab_log "FAIL: exact: misattributed $mis of $all = $mis_pct% (bar $MAXMIS%)"; fail=1; }
 	[ $((a_one + a_two)) -ge "$MINS" ] && [ $((b_one + b_two)) -ge "$MINS" ] ||
@@ -223,4 +220,4 @@ else
 	lab_log "exact (printed, not checked): misattributed $mis of $all = $mis_pct% (bar $MAXMIS%), hot-code samples $((a_one + a_two)) and $((b_one + b_two))"
 fi
 [ $fail -eq 0 ] || lab_fail "see above"
-lab_log "PASS: Xen agent: guest user symbols (burn_a $na, burn_b $nb), guest kernel named $kern_named; not checked: burn_a $share% vs measured $measured% (diff $diff), exact misattributed $mis_pct% of $all"
+lab_log "PASS: Xen agent: guest user symbols (burn_a $na, burn_b $nb), guest kernel named $kern_named, worker uid $wk_uid under seccomp; exact misattributed $mis_pct% of $all; not checked: burn_a $share% vs measured $measured% (diff $diff)"
