@@ -114,6 +114,19 @@ grep -E "agent|HELLO" "$S/oprofiled.log" | head -n 20
 [ $ok -eq 0 ] || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
 	lab_fail "web's agent state not complete after ${XA_AGENT_WAIT_S:-300} s"; }
 lab_summary xen_agent_complete_s "$(lab_since "$t")"
+# dom0's own work at the same time, in a second session with the perf
+# collector (issue 13 asks for one session; printed, not checked): the
+# console QEMU that carries web's channel is web's device model, so its
+# samples belong under {domain}/web/{vmm}
+S2=/var/lib/domprof-lab/xen-agent-dom0
+rm -rf "$S2"
+dom0_perf=0
+if timeout 60 opcontrol --start --session-dir="$S2" --collector=perf --domains=web \
+	>"$RESULTS/dom0-start.txt" 2>&1; then
+	dom0_perf=1
+else
+	lab_log "dom0's perf session did not start: $(tail -n 3 "$RESULTS/dom0-start.txt")"
+fi
 for i in $(seq 1 600); do
 	grep -q WORK-DONE "$CONS" && break
 	xen_alive web || break
@@ -147,6 +160,13 @@ done
 lab_summary xa_images_wait_s "$(lab_since "$t") ($n of 3 programs cached)"
 sleep 2
 timeout 30 opcontrol --status --session-dir="$S" >"$RESULTS/status-running.txt" 2>&1 || true
+if [ "$dom0_perf" = 1 ]; then
+	timeout 120 opcontrol --stop --session-dir="$S2" >/dev/null 2>&1 || lab_log "dom0's perf session: stop failed"
+	timeout 120 opreport --session-dir="$S2" >"$RESULTS/dom0-report.txt" 2>&1 || true
+	cp "$S2/oprofiled.log" "$RESULTS/dom0-oprofiled.log" 2>/dev/null
+	lab_summary xa_dom0_perf "$(awk '$1 == "web" && NF >= 6 { print "web: " $2 " samples, vmm " $6; exit }' "$RESULTS/dom0-report.txt")"
+	lab_summary xa_dom0_perf_rows "$(grep -m 5 -E '^ *[0-9]+ ' "$RESULTS/dom0-report.txt" | tr -s ' ' | tr '\n' ';')"
+fi
 timeout 120 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
 cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"
 cp "$S/stats" "$RESULTS/stats.txt" 2>/dev/null
