@@ -853,8 +853,9 @@ static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
  * it stopped), and the owner they elect files @s (doc/guest-asid.md), not
  * the clock, which may be wrong by more than it knows (a ping/pong clock
  * over a slow channel) and cannot tell apart two processes of one binary.
- * Only while the space has votes (its owner being learned), at most @hold
- * after @s; otherwise the clock places it.
+ * At most @hold after @s; then the clock places it.  (Waiting only while
+ * the space had votes filed more by the clock: 4.31% of the Xen lab's
+ * same-address samples misattributed against 0.00 to 0.39%.)
  */
 static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint64_t host_ns,
 			   uint64_t hold)
@@ -873,12 +874,8 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint
 		if (opd_gasid_owner(&g->asid, s->asid))
 			return false;
 	}
-	/* no sample voted for the space yet: nothing is being learned, and
-	 * waiting would only delay every sample behind this one */
-	if (!opd_gasid_has_votes(&g->asid, s->asid))
-		return false;
 	if (host_ns - s->host_ns >= hold) {
-		g->asid.s.wait_expired++;
+		g->asid.s.wait_expired += s->waited;
 		return false;
 	}
 	g->asid.s.waited += !s->waited;

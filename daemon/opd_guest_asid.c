@@ -142,16 +142,6 @@ bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t g
 	return true;
 }
 
-bool opd_gasid_has_votes(const struct opd_gasid *a, uint64_t asid)
-{
-	const struct opd_gasid_ent *e = find(a, asid);
-
-	for (int k = 0; e && k < OPD_GASID_VOTERS; k++)
-		if (e->v[k].n)
-			return true;
-	return false;
-}
-
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid)
 {
 	const struct opd_gasid_ent *e = find(a, asid);

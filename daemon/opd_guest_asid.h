@@ -87,8 +87,6 @@ void opd_gasid_fini(struct opd_gasid *a);
 bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt);
 
 /* The owner of @asid (0: none, or @asid 0).  Counts nothing. */
-/* Has @asid any vote yet (its owner being learned)? */
-bool opd_gasid_has_votes(const struct opd_gasid *a, uint64_t asid);
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid);
 
 /* Guest pid @pid exited or exec'd at guest time @gt: its spaces have no

@@ -324,12 +324,6 @@ static void test_wait_owner(void)
 		}
 	}
 	CU_ASSERT(!opd_guest_next(g, last, true, &out, &r));	/* all were filed */
-	/* a space with no vote is not waited for: its sample, by the clock
-	 * at a switch (no vote), goes at once */
-	s = (struct opd_guest_sample){ .host_ns = 1203 * MS - 1003 * MS, .pc = 0x400100,
-				       .vcpu = 0, .mode = DP_MODE_GUEST_USER, .asid = AS_A + 0x20000 };
-	CU_ASSERT(!opd_guest_defer(g, &s, &out, &r));
-	CU_ASSERT(opd_guest_next(g, s.host_ns + MS, false, &out, &r) && r.resolved);
 	/* a space too few samples vote for waits out the hold, then the
 	 * clock places its sample */
 	s.host_ns = 1300 * MS - 1003 * MS;
