@@ -19,8 +19,10 @@
  * type has, zeros after the body, strings NUL-terminated in their fields,
  * and a file descriptor only on a CONNECTED or TRACE_CPU that reports
  * success.  The
- * worker asks (REFRESH, CONNECT, TRACE_OPEN, MAPS) and the monitor answers;
- * the monitor never speaks unasked.  What the worker may not open once it
+ * worker asks (REFRESH, CONNECT, TRACE_OPEN, MAPS, COLLECT) and the monitor
+ * answers; the monitor never speaks unasked.  A collector whose every read
+ * needs root (OPD_CAP_MONITOR: xen) runs in the monitor, its raw stream
+ * on a pipe of its own (opd_relay.h).  What the worker may not open once it
  * dropped (agent sockets, KVM's TSC tracepoint, /proc/PID/maps of root's
  * processes) the monitor opens and hands over, as fds or fixed records;
  * it parses no guest byte.
