@@ -526,7 +526,11 @@ static int worker_started(void *ctx)
 		du_warn("privsep: giving the session to uid %u: %s", (unsigned int)w->uid,
 			strerror(-ret));
 	w->st->privsep_worker_uid = w->uid;
-	return opd_ps_drop(w->uid, w->gid, w->monitor);
+	ret = opd_ps_drop(w->uid, w->gid, w->monitor);
+	/* ready only now: whoever started us may check the worker at once */
+	if (!ret && !w->conf->foreground)
+		release_parent();
+	return ret;
 }
 
 /* The worker's user, and whether it can reach the session: 0 or -1 (logged). */
@@ -688,7 +692,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	if (opd_daemon_write_stats(&d))
 		goto out_close;
 	*ready = true;
-	if (!c->foreground)
+	if (!c->foreground && !c->privsep)	/* the worker: once it dropped */
 		release_parent();
 	ret = opd_daemon_run(&d, ops, state);
 	if (!ret)
