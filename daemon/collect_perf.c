@@ -79,6 +79,8 @@ struct collect_perf {
 	struct id_ev *ids;
 	int nr_ids;
 	size_t mmap_len;
+	/* part of another collector's stream (opd_collector_args.embedded) */
+	bool embedded;
 	/* what the stream's context says right now */
 	bool have_cpu, have_task, have_mode, have_time;
 	uint32_t cur_cpu, cur_pid, cur_tid, cur_mode;
@@ -281,6 +283,7 @@ static int perf_open_ops(const struct opd_collector_args *a, void **state)
 		return -ENOMEM;
 	}
 	p->conf = a->conf;
+	p->embedded = a->embedded;
 	ret = perf_alloc(p);
 	if (ret)
 		goto out_close;
@@ -312,6 +315,8 @@ out_close:
 
 static int put_time(struct collect_perf *p, uint64_t t, bool exact)
 {
+	if (p->embedded)
+		return 0;	/* the other collector's TIME records rule */
 	if (p->have_time && (t == p->cur_time || (!exact && t >= p->cur_time &&
 						   t - p->cur_time < TIME_GRAIN_NS)))
 		return 0;
@@ -714,6 +719,9 @@ static int collect_round(struct collect_perf *p)
 {
 	int ret = 0;
 
+	/* another collector's records came since our last: say it all again */
+	if (p->embedded)
+		p->have_cpu = p->have_task = p->have_mode = false;
 	for (int i = 0; i < p->nr_cpus; i++) {
 		p->cpus[i].nr = p->cpus[i].pos = 0;
 		p->cpus[i].arena_len = 0;
@@ -765,8 +773,8 @@ static int perf_start(void *state)
 		ev[i].unit_mask = s->unit_mask;
 		ev[i].flags = (s->kernel ? DP_RAW_EV_KERNEL : 0) | (s->user ? DP_RAW_EV_USER : 0);
 	}
-	ret = raw_put_header(p->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_PERF, now_ns(), ev,
-			     p->conf->nr_events);
+	ret = p->embedded ? 0 : raw_put_header(p->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_PERF,
+					       now_ns(), ev, p->conf->nr_events);
 	if (!ret)
 		ret = put_time(p, now_ns(), true);
 	if (!ret)
@@ -833,7 +841,7 @@ static int perf_stop(void *state)
 const struct opd_collector_ops opd_collector_perf = {
 	.name = "perf",
 	.caps = OPD_CAP_GUEST_PC | OPD_CAP_LIVE | OPD_CAP_EVENTS | OPD_CAP_CALLCHAIN |
-		OPD_CAP_PRIVSEP,
+		OPD_CAP_PRIVSEP | OPD_CAP_EMBED,
 	.open = perf_open_ops,
 	.pollfds = perf_pollfds,
 	.start = perf_start,

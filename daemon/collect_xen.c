@@ -150,6 +150,12 @@ void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth)
 	e->cc_depth = depth < DP_RAW_CC_MAX ? depth : DP_RAW_CC_MAX;
 }
 
+void cx_engine_forget(struct cx_engine *e)
+{
+	e->cur_valid = false;
+	e->asid_valid = false;
+}
+
 static int cx_read_mem(void *ctx, uint64_t addr, void *buf, unsigned long len)
 {
 	struct cx_engine *e = ctx;
@@ -314,6 +320,7 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #include <xenctrl.h>
 #include <xenforeignmemory.h>
 
+#include "events/ev.h"
 #include "opd_collector.h"
 #include "util/du_log.h"
 
@@ -482,7 +489,20 @@ struct cx_collector {
 	uint64_t period_ns;	/* of vCPU time per sample, and of the timer */
 	uint64_t rng;
 	uint64_t next_rescan;
+	/* dom0's own work: the perf collector writing into this stream
+	 * (opd_collector_args.embedded), its TIMER at our period so that a
+	 * sample is the same CPU time on both sides.  NULL: not sampled. */
+	void *d0;
+	struct opd_conf d0_conf;
+	struct ev_table *d0_tab;
+	struct opd_collector_args d0_args;
+	size_t d0_nfds;		/* its pollfds after our timer's */
+	uint64_t d0_next_read;
 };
+
+/* dom0's rings are read at least this often (besides their watermark),
+ * so that a dump sees dom0's recent work too */
+#define CX_D0_READ_NS 100000000ull
 
 static uint64_t cx_now(void)
 {
@@ -566,11 +586,48 @@ static void cx_close(void *state)
 
 	if (!c)
 		return;
+	if (c->d0)
+		opd_collector_perf.close(c->d0);
+	ev_table_free(c->d0_tab);
 	cx_engine_free(c->e);
 	raw_writer_close(c->w);
 	if (c->tfd >= 0)
 		close(c->tfd);
 	free(c);
+}
+
+/* dom0 through the perf collector, embedded; without it (logged) the
+ * domUs are sampled all the same. */
+static void cx_open_dom0(struct cx_collector *c)
+{
+	const struct opd_collector_args *a = c->a;
+	struct ev_spec *ev = &c->d0_conf.events[0];
+	char err[256];
+
+	if (!a->conf->xen_dom0)
+		return;
+	c->d0_tab = ev_table_load(a->conf->events_dir, "timer", err, sizeof(err));
+	if (!c->d0_tab) {
+		du_warn("xen collector: dom0 not sampled: no timer event: %s", err);
+		return;
+	}
+	c->d0_conf = *a->conf;
+	memset(ev, 0, sizeof(*ev));
+	snprintf(ev->name, sizeof(ev->name), "TIMER");
+	ev->count = c->period_ns;
+	ev->kernel = ev->user = true;
+	c->d0_conf.nr_events = 1;
+	c->d0_args = *a;
+	c->d0_args.conf = &c->d0_conf;
+	c->d0_args.events = c->d0_tab;
+	c->d0_args.embedded = true;
+	if (opd_collector_perf.open(&c->d0_args, &c->d0)) {
+		c->d0 = NULL;
+		du_warn("xen collector: dom0 not sampled (the perf collector, above, cannot run)");
+		return;
+	}
+	du_info("xen collector: dom0 sampled by the perf collector in the same stream "
+		"(TIMER every %llu ns of CPU time)", (unsigned long long)c->period_ns);
 }
 
 static int cx_open(const struct opd_collector_args *a, void **state)
@@ -621,6 +678,7 @@ static int cx_open(const struct opd_collector_args *a, void **state)
 		du_err("xen collector: %s", strerror(-rc));
 		goto out_close;
 	}
+	cx_open_dom0(c);
 	*state = c;
 	return 0;
 
@@ -637,7 +695,8 @@ static size_t cx_pollfds(void *state, struct pollfd *pfd, size_t max)
 		return 0;
 	pfd[0].fd = c->tfd;
 	pfd[0].events = POLLIN;
-	return 1;
+	c->d0_nfds = c->d0 ? opd_collector_perf.pollfds(c->d0, pfd + 1, max - 1) : 0;
+	return 1 + c->d0_nfds;
 }
 
 static int cx_start(void *state)
@@ -655,6 +714,12 @@ static int cx_start(void *state)
 		rc = cx_engine_rescan(c->e);
 	if (!rc)
 		rc = raw_writer_flush(c->w);
+	/* dom0's present (its tasks and mappings) after our header */
+	if (!rc && c->d0 && opd_collector_perf.start(c->d0)) {
+		du_warn("xen collector: dom0 not sampled (its perf collector did not start)");
+		opd_collector_perf.close(c->d0);
+		c->d0 = NULL;
+	}
 	if (!rc)
 		rc = cx_arm(c);
 	cx_xen_counts(c->x, &c->at_start);
@@ -664,12 +729,33 @@ static int cx_start(void *state)
 	return rc;
 }
 
+/* dom0's rings, when one reached its watermark or it is time. */
+static int cx_read_dom0(struct cx_collector *c, const struct pollfd *pfd, size_t n)
+{
+	bool ready = cx_now() >= c->d0_next_read;
+	int rc;
+
+	for (size_t i = 0; i < n && !ready; i++)
+		ready = pfd[i].revents != 0;
+	if (!ready)
+		return 0;
+	rc = opd_collector_perf.read(c->d0, pfd, n);
+	c->d0_next_read = cx_now() + CX_D0_READ_NS;
+	cx_engine_forget(c->e);	/* its records came between ours */
+	return rc;
+}
+
 static int cx_read(void *state, const struct pollfd *pfd, size_t n)
 {
 	struct cx_collector *c = state;
 	uint64_t expirations, now;
 	int rc;
 
+	if (c->d0 && n > 1) {
+		rc = cx_read_dom0(c, pfd + 1, n - 1 < c->d0_nfds ? n - 1 : c->d0_nfds);
+		if (rc)
+			return rc;
+	}
 	if (n < 1 || !(pfd[0].revents & POLLIN))
 		return 0;
 	if (read(c->tfd, &expirations, sizeof(expirations)) < 0)
@@ -701,8 +787,12 @@ static int cx_stop(void *state)
 	int rc;
 
 	timerfd_settime(c->tfd, 0, &off, NULL);
+	/* dom0's last records first: ours then re-state the context */
+	rc = c->d0 ? opd_collector_perf.stop(c->d0) : 0;
+	cx_engine_forget(c->e);
 	cx_engine_stats(c->e, &st);
-	rc = st.lost ? raw_put_lost(c->w, st.lost) : 0;
+	if (!rc && st.lost)
+		rc = raw_put_lost(c->w, st.lost);
 	if (!rc)
 		rc = raw_writer_flush(c->w);
 	du_info("xen collector: %llu looks, %llu samples, %llu lost, %llu context errors",

@@ -102,6 +102,9 @@ int cx_engine_tick(struct cx_engine *e, struct raw_writer *w);
  * cut to DP_RAW_CC_MAX), through the source's read_mem: every sample then
  * carries its guest call chain (DP_RAW_CALLCHAIN, DP_RAW_CC_GUEST). */
 void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
+/* Other records came between (dom0's, from the embedded perf collector):
+ * the next tick re-states domain, mode and address space. */
+void cx_engine_forget(struct cx_engine *e);
 
 struct cx_stats {
 	uint64_t ticks, looks, samples, lost, ctx_errors;

@@ -49,6 +49,7 @@
 #define OPD_CAP_MONITOR		0x200	/* every read needs root: under privsep
 					 * the monitor runs it and relays its
 					 * stream to the worker (opd_relay.h) */
+#define OPD_CAP_EMBED		0x400	/* honours opd_collector_args.embedded */
 
 /* read(): the input is exhausted (a replay reached its end). */
 #define OPD_COLLECT_EOF 1
@@ -80,6 +81,14 @@ struct opd_collector_args {
 	 * channel (a struct opd_ps_chan) */
 	int relay_fd;
 	void *relay_chan;
+	/*
+	 * Part of another collector's stream (the xen collector samples dom0
+	 * through the perf collector so): no stream header, no TIME records
+	 * (the host collector's clock rules), and the context (CPU, task,
+	 * mode) re-stated at each read, since the other collector's records
+	 * come between.  Only collectors with OPD_CAP_EMBED honour it.
+	 */
+	bool embedded;
 };
 
 struct opd_collector_ops {

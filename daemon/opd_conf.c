@@ -25,6 +25,7 @@ void opd_conf_defaults(struct opd_conf *c)
 	c->vm_users = "libvirt-qemu,qemu";
 	/* no guest byte is parsed as root unless asked (--no-privsep) */
 	c->privsep = true;
+	c->xen_dom0 = true;
 }
 
 int opd_parse_separate(const char *s, unsigned int *out)

@@ -63,6 +63,9 @@ struct opd_conf {
 	 * Collectors that can walk stacks ask for them (OPD_CAP_CALLCHAIN);
 	 * the daemon files any DP_RAW_CALLCHAIN a stream carries. */
 	unsigned int callgraph_depth;
+	/* the xen collector samples dom0's own work too, through the perf
+	 * collector in the same stream (default; --no-dom0 turns it off) */
+	bool xen_dom0;
 	struct ev_spec events[DP_RAW_MAX_EVENTS];	/* perf collector */
 	unsigned int nr_events;
 };

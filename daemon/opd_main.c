@@ -54,6 +54,8 @@ static void usage(FILE *f)
 		"                         nobody) under seccomp, beside a root monitor; on by\n"
 		"                         default as root (DOMPROF_PRIVSEP=USER names the user)\n"
 		"  --no-privsep           run the loop as root (also DOMPROF_PRIVSEP=0)\n"
+		"  --no-dom0              xen collector: sample the other domains only, not\n"
+		"                         dom0's own work (the perf collector in its stream)\n"
 		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
@@ -64,7 +66,7 @@ enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
-	OPT_NO_PRIVSEP,
+	OPT_NO_PRIVSEP, OPT_NO_DOM0,
 };
 
 static const struct option long_opts[] = {
@@ -81,6 +83,7 @@ static const struct option long_opts[] = {
 	{ "hypervisor-user", required_argument, NULL, OPT_VM_USERS },
 	{ "privsep", optional_argument, NULL, OPT_PRIVSEP },
 	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
+	{ "no-dom0", no_argument, NULL, OPT_NO_DOM0 },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -145,6 +148,9 @@ static int parse_trust(int opt, struct opd_conf *c)
 	case OPT_NO_PRIVSEP:
 		c->privsep = false;
 		c->privsep_asked = true;
+		return 0;
+	case OPT_NO_DOM0:
+		c->xen_dom0 = false;
 		return 0;
 	default:
 		return 1;

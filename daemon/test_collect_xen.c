@@ -384,6 +384,43 @@ static void test_asid(void)
 	rig_down(&r);
 }
 
+/*
+ * Records of another collector between two ticks (dom0's, embedded) may
+ * have changed the decoder's domain, mode and address space: after
+ * cx_engine_forget the next sample re-states all three, without it none.
+ */
+static void test_forget(void)
+{
+	struct rig r;
+	struct tally t;
+
+	rig_up(&r);
+	r.f.ndom = 1;	/* db alone: one context throughout */
+	r.f.ctx[0][0].cr3 = 0x12345000ull;
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][0] += 2 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[0][0] += 2 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* unchanged: nothing re-stated */
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 4);
+	CU_ASSERT_EQUAL(t.domains, 1);
+	CU_ASSERT_EQUAL(t.modes, 1);
+	CU_ASSERT_EQUAL(t.asids, 1);
+	cx_engine_forget(r.e);
+	r.f.ns[0][0] += 2 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 6);
+	CU_ASSERT_EQUAL(t.domains, 2);
+	CU_ASSERT_EQUAL(t.modes, 2);
+	CU_ASSERT_EQUAL(t.asids, 2);
+	rig_down(&r);
+}
+
 /* ---- call chains ---- */
 
 #define PT_ROOT 0x1000ull
@@ -514,6 +551,7 @@ int main(void)
 	    !CU_add_test(s, "weight and carry", test_weight_and_carry) ||
 	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors) ||
 	    !CU_add_test(s, "address space from CR3", test_asid) ||
+	    !CU_add_test(s, "context re-stated after another collector's records", test_forget) ||
 	    !CU_add_test(s, "guest call chains", test_callchain)) {
 		CU_cleanup_registry();
 		return 1;
