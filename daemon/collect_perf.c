@@ -215,6 +215,10 @@ static int open_cpu(struct collect_perf *p, const struct ev_table *t, struct pcp
 			return ret;
 		}
 		fill_attr(conf, e, pagesz, &attr);
+		/* embedded, a sample is CPU time used, as the other
+		 * collector's are (the xen collector's vCPU time): the idle
+		 * task's is not (the timer honours it) */
+		attr.exclude_idle = p->embedded;
 		fd = perf_open(&attr, pc->cpu);
 		if (fd < 0) {
 			int e2 = errno;

@@ -86,7 +86,9 @@ struct opd_collector_args {
 	 * through the perf collector so): no stream header, no TIME records
 	 * (the host collector's clock rules), and the context (CPU, task,
 	 * mode) re-stated at each read, since the other collector's records
-	 * come between.  Only collectors with OPD_CAP_EMBED honour it.
+	 * come between; the idle task is not sampled (a sample is CPU time
+	 * used, as the other's are).  Only collectors with OPD_CAP_EMBED
+	 * honour it.
 	 */
 	bool embedded;
 };
