@@ -38,7 +38,7 @@ static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
 	ts->nr_maps -= t->nr;
 	opd_gbudget_give(ts->budget, sizeof(*t) + t->cap * sizeof(struct opd_gmap));
 	ts->nr_tasks--;
-	free(t->maps);
+	free(t->base);
 	free(t);
 }
 
@@ -96,6 +96,8 @@ static void clear_maps(struct opd_gtasks *ts, struct opd_gtask *t)
 {
 	ts->nr_maps -= t->nr;
 	t->nr = 0;
+	t->front = 0;
+	t->maps = t->base;
 	t->main = NULL;
 }
 
@@ -130,7 +132,16 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 	return NULL;
 }
 
-/* Room for @want mappings in @t's array (budget taken). */
+/* Put @t's maps at @front in its array (the free slots around them). */
+static void place(struct opd_gtask *t, size_t front)
+{
+	memmove(t->base + front, t->maps, t->nr * sizeof(*t->maps));
+	t->front = front;
+	t->maps = t->base + front;
+}
+
+/* Room for @want mappings in @t's array (budget taken); the maps then
+ * lie in the middle of it. */
 static int reserve(struct opd_gtasks *ts, struct opd_gtask *t, size_t want)
 {
 	size_t ncap = t->cap ? t->cap : 8;
@@ -144,14 +155,37 @@ static int reserve(struct opd_gtasks *ts, struct opd_gtask *t, size_t want)
 	more = (ncap - t->cap) * sizeof(*t->maps);
 	if (!opd_gbudget_take(ts->budget, more))
 		return -ENOSPC;
-	n = realloc(t->maps, ncap * sizeof(*n));
+	n = realloc(t->base, ncap * sizeof(*n));
 	if (!n) {
 		opd_gbudget_give(ts->budget, more);
 		return -ENOMEM;
 	}
-	t->maps = n;
+	t->base = n;
+	t->maps = n + t->front;
 	t->cap = ncap;
+	place(t, (ncap - t->nr) / 2);
 	return 0;
+}
+
+/* A free slot at @i of @t's maps (room for one more is there), moving
+ * the shorter side; when that side has no room, the maps are centred
+ * first (which leaves half the free slots on each side: a run of inserts
+ * at one end costs one move per half of them). */
+static void open_slot(struct opd_gtask *t, size_t i)
+{
+	size_t back = t->cap - t->front - t->nr;
+
+	if (i < t->nr - i ? !t->front : !back)
+		place(t, (t->cap - t->nr) / 2);
+	back = t->cap - t->front - t->nr;
+	if (t->front && (i < t->nr - i || !back)) {
+		memmove(t->maps - 1, t->maps, i * sizeof(*t->maps));
+		t->front--;
+		t->maps--;
+	} else {
+		memmove(t->maps + i + 1, t->maps + i, (t->nr - i) * sizeof(*t->maps));
+	}
+	t->nr++;
 }
 
 /* Room for one more mapping in @t. */
@@ -183,8 +217,7 @@ static int add_map(struct opd_gtasks *ts, struct opd_gtask *t, const struct opd_
 		ret = grow(ts, t);
 		if (ret)
 			return ret;
-		memmove(t->maps + i + 1, t->maps + i, (t->nr - i) * sizeof(*m));
-		t->nr++;
+		open_slot(t, i);
 		ts->nr_maps++;
 	} else {
 		/* drop maps i+1..j-1, reuse slot i */
@@ -231,6 +264,7 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 	}
 	if (!n || reserve(ts, c, n))
 		return;
+	place(c, (c->cap - n) / 2);	/* c has none yet: no move */
 	memcpy(c->maps, p->maps, n * sizeof(*c->maps));
 	c->nr = n;
 	ts->nr_maps += n;

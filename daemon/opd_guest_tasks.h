@@ -38,8 +38,13 @@ struct opd_gtask {
 	uint64_t exit_ns;
 	struct opd_gimg *main;	/* the executable: its oldest mapping */
 	uint64_t main_t;
-	struct opd_gmap *maps;	/* sorted by start, disjoint */
-	size_t nr, cap;
+	/* maps[0..nr), sorted by start, disjoint, lie in base[0..cap) at
+	 * base + front: free slots on both sides, so that an insert moves
+	 * the shorter side (the kernel places new mappings top-down, the
+	 * snapshot lists them bottom-up: both are then O(1)) */
+	struct opd_gmap *maps;
+	struct opd_gmap *base;
+	size_t nr, cap, front;
 };
 
 struct opd_gtasks {

@@ -204,6 +204,103 @@ static void test_tasks(void)
 	CU_ASSERT(b.used == 0);
 }
 
+/* The maps of @t are sorted, disjoint, inside the array, and each of the
+ * @n expected ones (start k * 0x2000, pgoff k, for k with want[k]) is
+ * found by its pc. */
+static void check_maps(const struct opd_gtask *t, const bool *want, size_t n)
+{
+	size_t count = 0;
+
+	CU_ASSERT_FATAL(t->maps >= t->base && t->maps + t->nr <= t->base + t->cap);
+	for (size_t i = 1; i < t->nr; i++)
+		CU_ASSERT_FATAL(t->maps[i - 1].end <= t->maps[i].start);
+	for (size_t k = 0; k < n; k++) {
+		const struct opd_gmap *m = opd_gtask_find_map(t, k * 0x2000 + 0x800);
+
+		if (!want[k]) {
+			CU_ASSERT(m == NULL);
+			continue;
+		}
+		count++;
+		CU_ASSERT_FATAL(m != NULL);
+		CU_ASSERT(m->pgoff == k);
+	}
+	CU_ASSERT(t->nr == count);
+}
+
+/*
+ * Mappings arrive in any order: top-down (the kernel's mmap), bottom-up
+ * (the agent's snapshot), from both ends at once, and at random; each
+ * insert moves the shorter side of the array.  Whatever the order, the
+ * maps stay sorted and each is found; fork copies them, replacement and
+ * exec work on the moved array.
+ */
+static void test_tasks_any_order(void)
+{
+	enum { N = 3000 };
+	static bool want[N];
+	struct opd_gbudget b = { .max = 64 << 20, .capped = &st.guest_bytes_capped };
+	struct opd_gimg *x = (struct opd_gimg *)&b;
+	struct opd_gtasks ts;
+	struct opd_gtask *t;
+	uint32_t rng = 12345;
+
+	opd_gtasks_init(&ts, 8, 8 * N, &b, &st);
+	for (int order = 0; order < 4; order++) {
+		t = opd_gtasks_get(&ts, 20 + (uint32_t)order);
+		CU_ASSERT_FATAL(t != NULL);
+		memset(want, 0, sizeof(want));
+		for (size_t i = 0; i < N; i++) {
+			size_t k;
+
+			switch (order) {
+			case 0: k = N - 1 - i; break;			/* top-down */
+			case 1: k = i; break;				/* bottom-up */
+			case 2: k = i % 2 ? N - 1 - i / 2 : i / 2; break; /* both ends */
+			default:					/* random */
+				rng = rng * 1103515245u + 12345u;
+				k = (rng >> 8) % N;
+				break;
+			}
+			struct opd_gmap gm = { .start = k * 0x2000, .end = k * 0x2000 + 0x1000,
+					       .pgoff = k, .gi = x };
+
+			CU_ASSERT_FATAL(opd_gtasks_map(&ts, t, &gm) == 0);
+			want[k] = true;
+		}
+		check_maps(t, want, N);
+	}
+	/* fork the random one, replace a run of its maps by one, exec */
+	opd_gtasks_fork(&ts, 30, 23);
+	t = opd_gtasks_find(&ts, 30);
+	CU_ASSERT_FATAL(t != NULL);
+	check_maps(t, want, N);
+	{
+		struct opd_gmap gm = { .start = 10 * 0x2000, .end = 20 * 0x2000 + 0x1000,
+				       .pgoff = 10, .gi = x, .t = 50 };
+
+		CU_ASSERT(opd_gtasks_map(&ts, t, &gm) == 0);
+		for (size_t k = 11; k <= 20; k++)
+			want[k] = false;
+		want[10] = true;
+		CU_ASSERT(opd_gtask_find_map(t, 20 * 0x2000 + 0x800)->pgoff == 10);
+		want[20] = false;
+		for (size_t k = 0; k < N; k++)
+			if (k != 10 && want[k])
+				CU_ASSERT(opd_gtask_find_map(t, k * 0x2000 + 0x800)->pgoff == k);
+	}
+	opd_gtasks_exec(&ts, 30, 40);	/* only the replacement (t 50) stays */
+	CU_ASSERT(t->nr == 1 && t->maps[0].pgoff == 10);
+	{
+		struct opd_gmap gm = { .start = 0, .end = 0x1000, .pgoff = 0, .gi = x };
+
+		CU_ASSERT(opd_gtasks_map(&ts, t, &gm) == 0);	/* below it, after the exec */
+		CU_ASSERT(t->nr == 2 && t->maps[0].pgoff == 0 && t->maps[1].pgoff == 10);
+	}
+	opd_gtasks_fini(&ts);
+	CU_ASSERT(b.used == 0);
+}
+
 /* ---- images ---- */
 
 static void test_images(void)
@@ -381,6 +478,7 @@ int main(void)
 		{ "guest clock", "narrowest exchange wins; bad PONGs refused", test_clock },
 		{ "guest timeline", "ring, order and budget", test_timeline },
 		{ "guest tasks", "maps, fork, exec, caps, owner, linger", test_tasks },
+		{ "guest tasks, maps in any order", "top-down, bottom-up, both ends, random", test_tasks_any_order },
 		{ "guest images", "intern, request, transfer, cap", test_images },
 		{ "guest images map file", "a write error is not dropped", test_images_map_error },
 		{ "guest kernel tables", "kallsyms, modules, counts, cap", test_kernel },
