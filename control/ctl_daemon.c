@@ -214,6 +214,27 @@ static int spawn_daemon(const char *const *argv, int timeout_ms, int *status,
 	}
 }
 
+/* A session a killed daemon left to its privsep worker's user (the one
+ * the daemon would pick: DOMPROF_PRIVSEP=USER, else domprof or nobody) is
+ * root's again before it is checked; no daemon runs there (checked). */
+static void take_back(const char *dir)
+{
+	const char *env = getenv("DOMPROF_PRIVSEP");
+	char msg[PATH_MAX + 200];
+	uid_t uid;
+	gid_t gid;
+	int ret;
+
+	if (du_sdir_worker_user(env && strcmp(env, "0") && strcmp(env, "1") ? env : NULL,
+				&uid, &gid))
+		return;
+	ret = du_sdir_take_back(dir, uid, msg, sizeof(msg));
+	if (ret > 0)
+		du_warn("%s", msg);
+	else if (ret < 0)
+		du_warn("cannot take back session directory %s: %s", dir, strerror(-ret));
+}
+
 int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *out,
 	      char *err, size_t errlen)
 {
@@ -233,17 +254,18 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 		snprintf(err, errlen, "session directory %s: %s", o->session_dir, strerror(-ret));
 		return ret;
 	}
+	ctl_pid_probe(daemon, &info);
+	if (info.state == CTL_PID_RUNNING) {
+		snprintf(err, errlen, "oprofiled already running (pid %d) for session %s",
+			 (int)info.pid, daemon);
+		return -EALREADY;
+	}
+	take_back(daemon);
 	/* created and checked as the daemon will (util/du_sdir.h), so that a
 	 * refused directory is said before anything is started */
 	ret = du_sdir_prepare(daemon, session, sizeof(session), err, errlen);
 	if (ret)
 		return ret;
-	ctl_pid_probe(session, &info);
-	if (info.state == CTL_PID_RUNNING) {
-		snprintf(err, errlen, "oprofiled already running (pid %d) for session %s",
-			 (int)info.pid, session);
-		return -EALREADY;
-	}
 	ctl_pid_warn_stale(session, &info);
 	warn_privileges(o->collector);
 

@@ -752,6 +752,34 @@ out_unlock:
 	return status;
 }
 
+/* A session a killed daemon left to its privsep worker's user is ours
+ * again, unless a daemon still runs there (its pid file locked). */
+static void take_back_session(const struct opd_conf *c)
+{
+	char real[PATH_MAX], pidpath[PATH_MAX + 16], msg[PATH_MAX + 200];
+	uid_t uid;
+	gid_t gid;
+	int fd, ret;
+
+	if (geteuid() != 0 || !realpath(c->session_dir, real) ||
+	    opd_ps_user(c->privsep_user, &uid, &gid))
+		return;
+	snprintf(pidpath, sizeof(pidpath), "%s/oprofiled.pid", real);
+	fd = du_nf_open(pidpath, O_RDONLY, 0, false);
+	if (fd >= 0) {
+		bool running = flock(fd, LOCK_SH | LOCK_NB) != 0;
+
+		close(fd);
+		if (running)
+			return;	/* take_lock says so */
+	}
+	ret = du_sdir_take_back(real, uid, msg, sizeof(msg));
+	if (ret > 0)
+		du_warn("%s", msg);
+	else if (ret < 0)
+		du_warn("cannot take back session directory %s: %s", real, strerror(-ret));
+}
+
 int opd_main(int argc, char **argv)
 {
 	static struct opts o;	/* large; the config outlives every module */
@@ -772,6 +800,7 @@ int opd_main(int argc, char **argv)
 	if (((o.collector->caps & OPD_CAP_EVENTS) ||
 	     ((o.collector->caps & OPD_CAP_EVENTS_OPT) && o.nr_event_args)) && load_events(&o, &tab))
 		return 1;
+	take_back_session(c);
 	/* created or checked before anything is written in it, and known by
 	 * its canonical path from here on (util/du_sdir.h) */
 	ret = du_sdir_prepare(c->session_dir, o.session_canon, sizeof(o.session_canon), o.sdir_err,

@@ -39,20 +39,11 @@
 #include "opd_privsep.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 int opd_ps_user(const char *name, uid_t *uid, gid_t *gid)
 {
-	struct passwd *pw = getpwnam(name ? name : "domprof");
-
-	if (!pw && !name)
-		pw = getpwnam("nobody");
-	if (!pw)
-		return -ENOENT;
-	if (pw->pw_uid == 0)
-		return -EINVAL;
-	*uid = pw->pw_uid;
-	*gid = pw->pw_gid;
-	return 0;
+	return du_sdir_worker_user(name, uid, gid);
 }
 
 int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,

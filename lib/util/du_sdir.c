@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,57 @@ FILE *du_nf_fopen(const char *path, const char *mode, mode_t perm)
 		errno = e;
 	}
 	return f;
+}
+
+int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam(name ? name : "domprof");
+
+	if (!pw && !name)
+		pw = getpwnam("nobody");
+	if (!pw)
+		return -ENOENT;
+	if (pw->pw_uid == 0)
+		return -EINVAL;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+/* nftw() has no argument for its callback: the owner to give, and the
+ * first error.  Not reentrant (a start-up step). */
+static uid_t back_uid;
+static gid_t back_gid;
+static int back_err;
+
+static int give_back_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	if (lchown(path, back_uid, back_gid) && !back_err)
+		back_err = errno;
+	return 0;
+}
+
+int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen)
+{
+	struct stat sb;
+
+	if (geteuid() != 0 || worker == 0 || lstat(dir, &sb) || !S_ISDIR(sb.st_mode) ||
+	    sb.st_uid != worker)
+		return 0;
+	back_uid = 0;
+	back_gid = 0;
+	back_err = 0;
+	if (nftw(dir, give_back_one, 32, FTW_PHYS | FTW_MOUNT))
+		return -errno;
+	if (back_err)
+		return -back_err;
+	snprintf(msg, msglen, "took back session directory %s from uid %u, the privsep worker's "
+		 "user: the daemon that ran there was stopped without giving it back (killed?)",
+		 dir, (unsigned)worker);
+	return 1;
 }
 
 /* The rules for one directory on the way: owned by @want (or root, for an

@@ -44,6 +44,23 @@
  */
 int du_sdir_prepare(const char *dir, char *canon, size_t canon_size, char *err, size_t errlen);
 
+/*
+ * The privsep worker's user: @name, or with NULL "domprof" when that user
+ * exists, else "nobody" (never root).  0, or -ENOENT / -EINVAL (root).
+ */
+int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid);
+
+/*
+ * A session directory that a killed daemon left to its privsep worker's
+ * user @worker (a monitor that lives to see the stop gives it back): when
+ * @dir is owned by @worker, give it and everything below it back to the
+ * effective user, no link followed (as that stop would have).  Only as
+ * root, and only when no daemon runs for it (the caller knows).  1 when
+ * taken back (a message for the log in @msg), 0 when not @worker's, or
+ * -errno.
+ */
+int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen);
+
 /* Check only (no creation, no mode change): the same rules as above. */
 int du_sdir_check(const char *canon, char *err, size_t errlen);
 

@@ -303,6 +303,35 @@ static void test_sdir(void)
 		CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
 		CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), -EPERM);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "owned by uid 65534"));
+		/* ...unless it is the worker's (a killed daemon's): taken back,
+		 * links below it changed, not followed */
+		{
+			char f[PATH_MAX + 8], l[PATH_MAX + 8], out[PATH_MAX + 8], msg[PATH_MAX + 200];
+			struct stat fs;
+
+			snprintf(f, sizeof(f), "%s/s/f", base);
+			snprintf(l, sizeof(l), "%s/s/l", base);
+			snprintf(out, sizeof(out), "%s/outside", base);
+			fd = open(f, O_WRONLY | O_CREAT, 0600);
+			CU_ASSERT(fd >= 0 && close(fd) == 0);
+			fd = open(out, O_WRONLY | O_CREAT, 0600);
+			CU_ASSERT(fd >= 0 && close(fd) == 0);
+			CU_ASSERT_EQUAL(chown(out, 65533, 65533), 0);
+			CU_ASSERT_EQUAL(symlink(out, l), 0);
+			CU_ASSERT_EQUAL(chown(f, 65534, 65534), 0);
+			CU_ASSERT_EQUAL(lchown(l, 65534, 65534), 0);
+			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65533, msg, sizeof(msg)), 0);
+			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 1);
+			CU_ASSERT_PTR_NOT_NULL(strstr(msg, "took back"));
+			CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
+			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
+			CU_ASSERT(!lstat(l, &fs) && fs.st_uid == 0);
+			CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);	/* not followed */
+			CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
+			unlink(f);
+			unlink(l);
+			unlink(out);
+		}
 		CU_ASSERT_EQUAL(chown(path, 0, 0), 0);
 	}
 	/* a symlink as the session directory is resolved first, then checked */

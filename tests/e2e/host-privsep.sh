@@ -6,7 +6,8 @@
 #   root; the profile is whole (opreport -l names burn_a and burn_b);
 #   a dump (SIGUSR1 to the monitor) reaches the worker; after the stop the
 #   session is root's again; a killed monitor takes the worker with it,
-#   whose last stats say it stopped.
+#   whose last stats say it stopped, and the next start takes back the
+#   session it left to the worker's user.
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/e2e/ratio).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
@@ -69,10 +70,20 @@ alive "$wk" && { fail "worker $wk outlived its monitor"; kill "$wk"; } ||
 	ok "worker $wk ended with its monitor"
 grep -q '^running 0' "$session/stats" && ok "its last stats say it stopped" ||
 	fail "stats still say running"
-rm -f "$session/oprofiled.pid"
+# the killed monitor left the session to the worker's user; no daemon
+# runs there, so the next start takes it back (said) and starts
+[ -n "$(find "$session" -maxdepth 0 ! -user root)" ] && ok "session left to the worker's user" ||
+	fail "the killed monitor's session is root's (nothing to take back)"
+"$bin/opcontrol" --start --session-dir="$session" >"$work/restart.out" 2>&1 &&
+	ok "started again in the killed monitor's session" ||
+	fail "no start in the killed monitor's session: $(cat "$work/restart.out")"
+grep -q "took back session directory" "$work/restart.out" && ok "the take-back is said" ||
+	fail "the take-back is not said: $(cat "$work/restart.out")"
+"$bin/opcontrol" --stop --session-dir="$session" >/dev/null || fail "stop after the restart"
+owner=$(find "$session" ! -user root | head -n 3)
+[ -z "$owner" ] && ok "session root's after the restart's stop" || fail "not root's: $owner"
 
-# turned off: one process, root (a new session: the killed monitor left the
-# last one to the worker's user, and a session another user owns is refused)
+# turned off: one process, root
 session=$work/session-root
 DOMPROF_PRIVSEP=0 "$bin/opcontrol" --start --session-dir="$session" >/dev/null
 mon=$(cat "$session/oprofiled.pid")
