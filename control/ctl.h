@@ -47,6 +47,7 @@ struct ctl_opts {
 	const char *record;
 	const char *events_dir;		/* NULL: DP_EVENTS_DIR */
 	bool verbose;
+	bool no_dom0;		/* --no-dom0: the xen collector leaves dom0 out */
 	unsigned int callgraph;		/* --callgraph depth, 0: off */
 	bool callgraph_given;
 };

@@ -14,7 +14,7 @@
 enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
 	OPT_EVENT, OPT_SEPARATE, OPT_SESSION_DIR, OPT_COLLECTOR, OPT_DOMAINS,
-	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH,
+	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH, OPT_NO_DOM0,
 };
 
 struct opt_def {
@@ -42,6 +42,7 @@ static const struct opt_def opt_table[] = {
 	{ "events-dir",  0,   OPT_EVENTS_DIR,  true,  true  },
 	{ "verbose",     0,   OPT_VERBOSE,     false, true  },
 	{ "callgraph",   'c', OPT_CALLGRAPH,   true,  true  },
+	{ "no-dom0",     0,   OPT_NO_DOM0,     false, true  },
 };
 
 static const struct {
@@ -93,6 +94,8 @@ void ctl_usage(FILE *f)
 		"                       record call chains of at most DEPTH frames (0: off,\n"
 		"                       the default; at most 127); frame pointers needed\n"
 		"  --events-dir=DIR     event description files [%s]\n"
+		"  --no-dom0            xen collector: the other domains only, not dom0's own\n"
+		"                       work\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
 	ctl_lv_usage(f);
@@ -194,6 +197,9 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val,
 		return set_once(&o->events_dir, val, d->name, err, errlen);
 	case OPT_VERBOSE:
 		o->verbose = true;
+		return 0;
+	case OPT_NO_DOM0:
+		o->no_dom0 = true;
 		return 0;
 	case OPT_CALLGRAPH:
 		return set_callgraph(o, val, err, errlen);

@@ -121,6 +121,8 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 	}
 	if (o->verbose)
 		PUSH("--verbose");
+	if (o->no_dom0)
+		PUSH("--no-dom0");
 	/* 0 is the daemon's default: pass nothing, so nothing changes */
 	if (o->callgraph) {
 		char depth[16];
