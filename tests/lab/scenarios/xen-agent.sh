@@ -133,7 +133,9 @@ wk=$(pgrep -P "$mon" -x oprofiled | head -n 1)
 ps -o user,pid,ppid,comm -p "$mon,${wk:-$mon}" | tee "$RESULTS/ps.txt"
 wk_uid=$(awk '/^Uid:/ { print $3 }' "/proc/${wk:-0}/status" 2>/dev/null)
 wk_seccomp=$(awk '/^Seccomp:/ { print $2 }' "/proc/${wk:-0}/status" 2>/dev/null)
-privcmd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c privcmd || true; }
+# the device itself (a sample file of dom0's xen_privcmd module has the
+# word in its path)
+privcmd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -cE -- '-> /(dev|proc)/xen/privcmd$' || true; }
 mon_privcmd=$(privcmd "$mon") wk_privcmd=$(privcmd "${wk:-0}")
 lab_summary xa_privsep "worker ${wk:-none} uid ${wk_uid:-?} seccomp ${wk_seccomp:-?}; privcmd fds: monitor $mon_privcmd, worker $wk_privcmd"
 # the binaries come over the same slow channel after their first samples:
