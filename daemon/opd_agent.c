@@ -62,7 +62,7 @@ struct chan {
 	 * budget is the identity's: struct ident) */
 	bool deferred;
 	uint64_t deferred_in;
-	uint64_t next_try, next_ping;
+	uint64_t next_try, next_ping, next_join;
 	uint8_t wbuf[8192];
 	size_t wlen;
 };
@@ -368,6 +368,7 @@ connected:
 	c->fd = fd;
 	c->wlen = 0;
 	c->next_ping = now;
+	c->next_join = now + SECOND_NS;
 	opd_guest_reset_input(c->g);
 	a->st->agent_connects++;
 	a->st->agent_channels++;
@@ -546,6 +547,10 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 		chan_clock(a, c);
 		if (c->fd < 0)
 			continue;
+		if (now_ns >= c->next_join) {
+			opd_guest_rejoin(c->g);
+			c->next_join = now_ns + SECOND_NS;
+		}
 		if (now_ns >= c->next_ping && opd_guest_has_agent(c->g)) {
 			opd_guest_ping(c->g, now_ns);
 			c->next_ping = now_ns + OPD_AGENT_PING_NS;

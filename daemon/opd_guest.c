@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -32,7 +33,7 @@ struct opd_guest {
 	uint8_t *in;
 	size_t in_len;
 	bool synced;		/* a HELLO was found on this connection */
-	uint64_t joins;		/* connections begun (HOST_JOIN tokens) */
+	uint64_t joins;		/* the last connection's HOST_JOIN token */
 	bool has_agent;
 	uint64_t instance;
 	uint32_t flags;
@@ -106,6 +107,17 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	return ret;
 }
 
+/* Tokens of this daemon's connections: from the wall clock, so that an
+ * agent that started over for another daemon's JOIN (or this one's in an
+ * earlier life) does not take ours for a repeat. */
+static uint64_t join_seed(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) << 8;
+}
+
 struct opd_guest *opd_guest_new(const char *name, const char *dir,
 				const struct opd_guest_limits *lim, struct opd_images *images,
 				struct opd_imgcache *cache, struct opd_stats *st)
@@ -126,6 +138,7 @@ struct opd_guest *opd_guest_new_in(const char *name, const char *dir,
 	g->budget = budget;
 	g->lim = *lim;
 	g->st = st;
+	g->joins = join_seed();
 	g->imgs.xfer_fd = g->kern.ks.fd = g->kern.mods.fd = -1;
 	g->name = strdup(name);
 	g->dir = strdup(dir);
@@ -428,6 +441,12 @@ static const struct ap_ops guest_ops = {
 	.image_end = h_image_end,
 	.state_end = h_state_end,
 };
+
+void opd_guest_rejoin(struct opd_guest *g)
+{
+	if (!g->synced)
+		opd_gout_host_join(&g->out, g->joins);
+}
 
 void opd_guest_reset_input(struct opd_guest *g)
 {

@@ -112,6 +112,12 @@ int opd_guest_feed(struct opd_guest *g, const void *buf, size_t len, uint64_t ho
  * starts over on it), wait for a HELLO. */
 void opd_guest_reset_input(struct opd_guest *g);
 
+/* No HELLO yet on this connection: queue its HOST_JOIN again, the same
+ * token (the daemon does so each second).  A partial frame the previous
+ * connection left in a tty's buffer can swallow one JOIN; the agent takes
+ * a JOIN with the token it already started over for as a repeat. */
+void opd_guest_rejoin(struct opd_guest *g);
+
 /* Frames for the agent (HOST_HELLO, CONFIG, PING, IMAGE_REQUEST) are
  * queued in the guest; take up to @size bytes of them (whole frames).
  * Returns the bytes copied into @buf. */

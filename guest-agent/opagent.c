@@ -47,6 +47,10 @@ struct ag_state {
 	size_t inlen;
 	int err;		/* from a handler: ends the connection */
 	bool hello_wait;	/* HELLO sent, HOST_HELLO not seen yet */
+	/* the HOST_JOIN this agent last started over for (or whose HELLO
+	 * was on its way): the host says it again until it sees a HELLO */
+	uint64_t join_token;
+	bool joined_once;
 	bool tsc;		/* TSC frames are sent on this connection */
 	uint64_t next_tsc;
 };
@@ -103,8 +107,11 @@ static int on_host_hello(void *ctx, const struct dp_ag_host_hello *h)
 static int on_host_join(void *ctx, const struct dp_ag_host_join *j)
 {
 	struct ag_state *s = ctx;
+	bool repeat = s->joined_once && j->token == s->join_token;
 
-	if (!s->out.is_tty && s->hello_wait)
+	s->join_token = j->token;
+	s->joined_once = true;
+	if (repeat || (!s->out.is_tty && s->hello_wait))
 		return 0;
 	if (s->opts->verbose)
 		du_info("a host joined (its connection %llu): starting over",

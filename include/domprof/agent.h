@@ -270,7 +270,9 @@ _Static_assert(sizeof(struct dp_ag_config) == 16, "dp_ag_config");
  * between two of its looks at the port).  Older agents skip it.
  */
 struct dp_ag_host_join {
-	uint64_t token;		/* the host's count of its connections: for logs */
+	uint64_t token;		/* the host's connection: a JOIN with the token the
+				 * agent already started over for is a repeat
+				 * (the host says it until a HELLO comes) */
 };
 _Static_assert(sizeof(struct dp_ag_host_join) == 8, "dp_ag_host_join");
 
