@@ -246,7 +246,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	struct cx_vcpu *cv = &s->vcpu[v];
 	struct cx_ctx c;
 	struct cx_chain ch;
-	uint64_t now, count;
+	uint64_t now, count, t0;
 
 	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
 		return 0;	/* offline, or the domain just went */
@@ -263,10 +263,18 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		return 0;	/* idle, or not a period's worth yet */
 	count = cv->carry_ns / e->period_ns;
 	cv->carry_ns -= count * e->period_ns;
+	t0 = e->sops->clock ? e->sops->clock(e->src) : 0;
 	if (cx_read_vcpu(e, s, v, &c, &ch) < 0) {
 		e->st.ctx_errors++;
 		e->st.lost += count;
 		return 0;
+	}
+	if (e->sops->clock) {
+		uint64_t t1 = e->sops->clock(e->src);
+		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
+
+		if (rc)
+			return rc;
 	}
 	if (count > CX_MAX_BURST) {
 		e->st.lost += count - CX_MAX_BURST;
@@ -465,9 +473,18 @@ static void cx_xc_close(void *src)
 	free(x);
 }
 
+static uint64_t cx_now(void);
+
+static uint64_t cx_xc_clock(void *src)
+{
+	(void)src;
+	return cx_now();
+}
+
 static const struct cx_src_ops cx_xc_ops = {
 	.list = cx_xc_list, .vcpu_time = cx_xc_time, .vcpu_ctx = cx_xc_ctx, .close = cx_xc_close,
 	.read_mem = cx_xc_read, .mem_done = cx_xc_mem_done, .pause = cx_xc_pause,
+	.clock = cx_xc_clock,
 };
 
 /* Xen's own counters at one moment: the wall clock, dom0's CPU time and

@@ -72,6 +72,14 @@ struct cx_src_ops {
 	int (*read_mem)(void *src, uint32_t domid, uint64_t addr, void *buf, unsigned long len);
 	void (*mem_done)(void *src);
 	int (*pause)(void *src, uint32_t domid, bool on);
+	/*
+	 * Optional: the host clock (CLOCK_MONOTONIC ns).  With it each look
+	 * states its own time (DP_RAW_TIME, the middle of the context read)
+	 * before its samples: the daemon places guest samples on the guest's
+	 * timeline by it, and a look that comes late in its tick (dom0 busy)
+	 * is not dated at the tick's start.
+	 */
+	uint64_t (*clock)(void *src);
 };
 
 /* Most samples one look emits for one vCPU (a collector stalled for long

@@ -141,6 +141,8 @@ struct tally {
 	uint64_t asid[4];		/* the address spaces, as first stated */
 	uint64_t by_asid[4];		/* samples under asid[i] */
 	unsigned int domains, modes, asids, nasid;
+	unsigned int times, timed_samples;	/* TIME records; samples after one */
+	uint64_t time[8];			/* the first TIME values */
 	uint32_t last_ns;
 	/* call chains: records, samples right after one, the last one */
 	unsigned int chains, chained_samples;
@@ -163,6 +165,7 @@ static void walk(const struct buf *b, struct tally *t)
 		memcpy(&w1, b->p + off + 8, 8);
 		off += 16;
 		if (w0 != DP_RAW_ESCAPE) {
+			t->timed_samples += t->times > 0;
 			if (dom < 8 && vcpu < FX_VCPUS && mode < DP_MODE_NR)
 				t->samples[dom][vcpu][mode]++;
 			for (unsigned int i = 0; i < t->nasid; i++)
@@ -198,6 +201,13 @@ static void walk(const struct buf *b, struct tally *t)
 			t->asids++;
 			if (t->nasid < 4 && (!t->nasid || t->asid[t->nasid - 1] != asid))
 				t->asid[t->nasid++] = asid;
+		} else if (type == DP_RAW_TIME) {
+			struct dp_raw_time tr;
+
+			memcpy(&tr, b->p + off, sizeof(tr));
+			if (t->times < 8)
+				t->time[t->times] = tr.ns;
+			t->times++;
 		} else if (type == DP_RAW_CALLCHAIN) {
 			memcpy(&t->last_cc, b->p + off, sizeof(t->last_cc));
 			CU_ASSERT_EQUAL_FATAL(len, 8 + 8 * t->last_cc.nr);
@@ -421,6 +431,56 @@ static void test_forget(void)
 	rig_down(&r);
 }
 
+/*
+ * With the source's clock, each look dates its samples itself: a TIME
+ * record (the middle of the context read) before them; without it, none.
+ */
+static uint64_t fx_clock_ns;
+
+static uint64_t fx_clock(void *src)
+{
+	(void)src;
+	return fx_clock_ns += 10;
+}
+
+static void test_look_time(void)
+{
+	struct cx_src_ops ops = fx_ops;
+	struct rig r;
+	struct tally t;
+
+	rig_up(&r);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][0] += 3 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.samples[2][0][DP_MODE_GUEST_USER], 3);
+	CU_ASSERT_EQUAL(t.times, 0);
+	rig_down(&r);
+
+	rig_up(&r);
+	ops.clock = fx_clock;
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, MS);
+	CU_ASSERT_FATAL(r.e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	fx_clock_ns = 1000;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* first looks: no samples, no time */
+	r.f.ns[1][0] += 3 * MS;		/* web vCPU 0 ran: one look with samples */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	r.f.ns[1][1] += 2 * MS;		/* then vCPU 1 */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.times, 2);
+	CU_ASSERT_EQUAL(t.timed_samples, 5);
+	/* the clock read before and after each read: 1010/1020, 1030/1040 */
+	CU_ASSERT_EQUAL(t.time[0], 1015);
+	CU_ASSERT_EQUAL(t.time[1], 1035);
+	rig_down(&r);
+}
+
 /* ---- call chains ---- */
 
 #define PT_ROOT 0x1000ull
@@ -552,6 +612,7 @@ int main(void)
 	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors) ||
 	    !CU_add_test(s, "address space from CR3", test_asid) ||
 	    !CU_add_test(s, "context re-stated after another collector's records", test_forget) ||
+	    !CU_add_test(s, "each look dated by the source's clock", test_look_time) ||
 	    !CU_add_test(s, "guest call chains", test_callchain)) {
 		CU_cleanup_registry();
 		return 1;
