@@ -830,11 +830,15 @@ static void take(struct opd_guest *g, const struct opd_guest_sample *s,
 bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 		     struct opd_guest_sample *out, struct opd_guest_res *r)
 {
+	struct opd_guest_sample q = *s;
 	bool now = false;
 
+	/* the hold's own marks start clear, whatever the caller left there */
+	q.voted = false;
+	q.waited = false;
 	g->ds.received++;
 	if (!g->hold.cap) {
-		take(g, s, out, r);
+		take(g, &q, out, r);
 		return true;
 	}
 	if (opd_ghold_full(&g->hold)) {
@@ -844,7 +848,7 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 		opd_ghold_pop(&g->hold);
 		now = true;
 	}
-	opd_ghold_push(&g->hold, s);
+	opd_ghold_push(&g->hold, &q);
 	return now;
 }
 

@@ -345,7 +345,7 @@ static void file_guest(struct opd_trans *t, struct opd_guest *g,
 static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu, uint64_t pc,
 			uint32_t event)
 {
-	struct opd_guest_sample s, out;
+	struct opd_guest_sample s = { 0 }, out;
 	struct opd_guest_res r;
 	struct opd_guest *g = opd_agents_guest(t->agents, dom);
 
