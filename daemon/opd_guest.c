@@ -33,6 +33,7 @@ struct opd_guest {
 	uint8_t *in;
 	size_t in_len;
 	bool synced;		/* a HELLO was found on this connection */
+	uint64_t fed;		/* bytes decoded on this connection, skipped ones too */
 	uint64_t joins;		/* the last connection's HOST_JOIN token */
 	bool has_agent;
 	uint64_t instance;
@@ -451,6 +452,7 @@ void opd_guest_rejoin(struct opd_guest *g)
 void opd_guest_reset_input(struct opd_guest *g)
 {
 	g->in_len = 0;
+	g->fed = 0;
 	g->synced = false;
 	opd_gkern_reset(&g->kern);
 	opd_gimgs_reset(&g->imgs);
@@ -459,6 +461,7 @@ void opd_guest_reset_input(struct opd_guest *g)
 }
 static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *used)
 {
+	const uint8_t *start = buf;
 	struct ap_stats before = g->ast;
 	int ret;
 
@@ -470,6 +473,7 @@ static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *u
 			/* keep a possible partial header */
 			*used = len > sizeof(struct dp_ag_frame) ? len - sizeof(struct dp_ag_frame) + 1 : 0;
 			g->st->agent_skipped_bytes += *used;
+			g->fed += *used;
 			return 0;
 		}
 		g->st->agent_skipped_bytes += off;
@@ -488,7 +492,18 @@ static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *u
 	g->st->agent_bytes += g->ast.bytes - before.bytes;
 	g->st->agent_bad_frames += g->ast.bad_payload - before.bad_payload;
 	g->st->agent_unknown_frames += g->ast.unknown_type - before.unknown_type;
+	g->fed += *used;
 	if (ret == -EBADMSG) {
+		struct dp_ag_frame f;
+		size_t off = *used - (size_t)(buf - start);	/* the bad header */
+
+		/* where and what, for the log (numbers only: hostile bytes) */
+		memset(&f, 0, sizeof(f));
+		memcpy(&f, buf + (off < len ? off : len), len - off < sizeof(f) ? len - off : sizeof(f));
+		du_warn("domain %s: not a frame at byte %llu of this connection: magic 0x%08x "
+			"type %u len %u (%llu frames before it)", g->name,
+			(unsigned long long)g->fed, f.magic, f.type, f.len,
+			(unsigned long long)g->ast.frames);
 		g->st->agent_closed_bad++;
 		g->ds.agent_closed_bad++;
 	}
