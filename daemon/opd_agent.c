@@ -542,8 +542,11 @@ void opd_agents_io(struct opd_agents *a, const struct pollfd *pfd, size_t n, uin
 			if (pfd[i].fd == c->fd)
 				rev = pfd[i].revents;
 		/* a deferred channel is not polled: looked at each round */
-		if ((rev & (POLLIN | POLLHUP | POLLERR)) || c->deferred)
+		if ((rev & (POLLIN | POLLHUP | POLLERR)) || c->deferred) {
 			chan_read(a, c, now_ns);
+			if (c->fd >= 0)
+				opd_guest_ack(c->g, false);
+		}
 		chan_clock(a, c);
 		if (c->fd < 0)
 			continue;

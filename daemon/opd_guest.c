@@ -34,6 +34,10 @@ struct opd_guest {
 	size_t in_len;
 	bool synced;		/* a HELLO was found on this connection */
 	uint64_t fed;		/* bytes decoded on this connection, skipped ones too */
+	uint64_t rx;		/* bytes received on this connection */
+	uint64_t hello_at;	/* where its HELLO began (rx counts) */
+	uint64_t acked;		/* rx - hello_at last said in a HOST_ACK */
+	bool ack_due;		/* a HELLO was found: say HOST_ACK at once */
 	uint64_t joins;		/* the last connection's HOST_JOIN token */
 	bool has_agent;
 	uint64_t instance;
@@ -195,7 +199,22 @@ bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const c
 
 void opd_guest_ping(struct opd_guest *g, uint64_t host_ns)
 {
+	opd_guest_ack(g, true);
 	opd_gout_ping(&g->out, opd_gclock_ping(&g->clock, host_ns));
+}
+
+void opd_guest_ack(struct opd_guest *g, bool force)
+{
+	uint64_t n;
+
+	if (!g->synced)
+		return;
+	n = g->rx - g->hello_at;
+	if (!force && !g->ack_due && n - g->acked < OPD_GUEST_ACK_EVERY)
+		return;
+	opd_gout_host_ack(&g->out, n);
+	g->acked = n;
+	g->ack_due = false;
 }
 
 static void seen(struct opd_guest *g, uint64_t t)
@@ -453,6 +472,10 @@ void opd_guest_reset_input(struct opd_guest *g)
 {
 	g->in_len = 0;
 	g->fed = 0;
+	g->rx = 0;
+	g->hello_at = 0;
+	g->acked = 0;
+	g->ack_due = false;
 	g->synced = false;
 	opd_gkern_reset(&g->kern);
 	opd_gimgs_reset(&g->imgs);
@@ -481,6 +504,8 @@ static int decode(struct opd_guest *g, const uint8_t *buf, size_t len, size_t *u
 		len -= off;
 		*used = off;
 		g->synced = true;
+		g->hello_at = g->fed + off;
+		g->ack_due = true;
 	}
 	{
 		size_t c = 0;
@@ -518,6 +543,7 @@ int opd_guest_feed(struct opd_guest *g, const void *buf, size_t len, uint64_t ho
 	int ret;
 
 	g->host_now = host_ns;
+	g->rx += len;
 	while (len) {
 		if (g->in_len) {
 			/* complete the held partial frame first */

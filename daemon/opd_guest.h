@@ -118,6 +118,14 @@ void opd_guest_reset_input(struct opd_guest *g);
  * a JOIN with the token it already started over for as a repeat. */
 void opd_guest_rejoin(struct opd_guest *g);
 
+/* HOST_ACK (doc/agent-protocol.md): the bytes of this connection taken
+ * off the channel since the HELLO, when a HELLO was just found, when
+ * OPD_GUEST_ACK_EVERY more came since the last one, or with @force (each
+ * PING does).  An agent on a lossy channel (a Xen PV console) keeps its
+ * bulk within a window of bytes not yet acknowledged. */
+#define OPD_GUEST_ACK_EVERY (32u << 10)
+void opd_guest_ack(struct opd_guest *g, bool force);
+
 /* Frames for the agent (HOST_HELLO, CONFIG, PING, IMAGE_REQUEST) are
  * queued in the guest; take up to @size bytes of them (whole frames).
  * Returns the bytes copied into @buf. */

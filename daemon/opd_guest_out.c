@@ -48,6 +48,11 @@ void opd_gout_host_join(struct opd_gout *o, uint64_t token)
 	account(o, ap_put_host_join(o->buf + o->len, sizeof(o->buf) - o->len, token));
 }
 
+void opd_gout_host_ack(struct opd_gout *o, uint64_t bytes)
+{
+	account(o, ap_put_host_ack(o->buf + o->len, sizeof(o->buf) - o->len, bytes));
+}
+
 size_t opd_gout_take(struct opd_gout *o, void *buf, size_t size)
 {
 	size_t n = 0;

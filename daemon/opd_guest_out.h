@@ -30,6 +30,7 @@ void opd_gout_config(struct opd_gout *o, const struct dp_ag_config *cfg);
 void opd_gout_ping(struct opd_gout *o, uint64_t token);
 void opd_gout_image_request(struct opd_gout *o, uint32_t cookie);
 void opd_gout_host_join(struct opd_gout *o, uint64_t token);
+void opd_gout_host_ack(struct opd_gout *o, uint64_t bytes);
 
 /* Move up to @size bytes of whole frames into @buf; returns the bytes. */
 size_t opd_gout_take(struct opd_gout *o, void *buf, size_t size);

@@ -102,7 +102,7 @@ static void send_all(int fd, const void *p, size_t n)
 	CU_ASSERT_FATAL(write(fd, p, n) == (ssize_t)n);
 }
 
-static void agent_hello(int fd, uint64_t guest_now)
+static size_t agent_hello(int fd, uint64_t guest_now)
 {
 	struct dp_ag_hello h = { .proto_min = 1, .proto_max = 1, .nr_cpus = 1, .clock_id = 1,
 				 .flags = DP_AG_HELLO_F_PERF | DP_AG_HELLO_F_SWITCH,
@@ -111,14 +111,24 @@ static void agent_hello(int fd, uint64_t guest_now)
 
 	CU_ASSERT_FATAL(n > 0);
 	send_all(fd, buf, (size_t)n);
+	return (size_t)n;
 }
 
 /* What the daemon sent the agent, decoded. */
 struct seen {
-	unsigned int host_hello, config, ping, join;
-	uint64_t ping_token, join_token;
+	unsigned int host_hello, config, ping, join, ack;
+	uint64_t ping_token, join_token, ack_bytes;
 	uint16_t first_type;	/* of the first frame read */
 };
+
+static int s_ack(void *ctx, const struct dp_ag_host_ack *a)
+{
+	struct seen *s = ctx;
+
+	s->ack++;
+	s->ack_bytes = a->bytes;
+	return 0;
+}
 
 static int s_join(void *ctx, const struct dp_ag_host_join *j)
 {
@@ -156,7 +166,7 @@ static const struct ap_ops host_side = {
 	.host_hello = s_host_hello,
 	.config = s_config,
 	.ping = s_ping,
-	.host_join = s_join,
+	.host_join = s_join, .host_ack = s_ack,
 };
 
 static void read_daemon(int fd, struct seen *s)
@@ -289,6 +299,7 @@ static void test_join_and_midway(void)
 	struct dp_ag_frame f = { .magic = DP_AG_MAGIC, .type = DP_AG_COMM, .len = 40 };
 	struct seen s;
 	uint64_t token;
+	size_t hello_len;
 	ssize_t n;
 	int fd;
 
@@ -314,11 +325,13 @@ static void test_join_and_midway(void)
 	send_all(fd, buf + 30, (size_t)n - 30);
 	send_all(fd, buf, (size_t)n);
 	send_all(fd, &f, 7);
-	agent_hello(fd, 2 * S);
+	hello_len = agent_hello(fd, 2 * S);
 	turn(2 * S + 2 * MS);
 	turn(2 * S + 3 * MS);
 	read_daemon(fd, &s);
 	CU_ASSERT(s.host_hello == 1 && s.config == 1);
+	/* the HELLO found: the bytes from its first on, acknowledged */
+	CU_ASSERT(s.ack >= 1 && s.ack_bytes == (uint64_t)hello_len);
 	CU_ASSERT(opd_guest_has_agent(g));
 	CU_ASSERT(st.agent_closed_bad == 0);
 	CU_ASSERT(st.agent_skipped_bytes == (uint64_t)(n - 30 + n + 7));

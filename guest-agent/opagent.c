@@ -27,6 +27,12 @@
 /* TSC pairs: the host's exact correlation follows the guest clock's NTP
  * slew through them (doc/clock.md). */
 #define AG_TSC_NS	(1000ULL * 1000 * 1000)
+/* A tty (a Xen PV console) loses what the host has not read beyond its
+ * back end's limit (1 MiB from libxl): bulk waits while this much is not
+ * acknowledged (HOST_ACK), and after HELLO until the first ACK, at most
+ * AG_ACK_WAIT_NS (a host that never says it is an older one). */
+#define AG_TTY_WINDOW	(256u << 10)
+#define AG_ACK_WAIT_NS	(2000ULL * 1000 * 1000)
 
 static volatile sig_atomic_t stop;
 
@@ -51,6 +57,11 @@ struct ag_state {
 	 * was on its way): the host says it again until it sees a HELLO */
 	uint64_t join_token;
 	bool joined_once;
+	/* this connection's HOST_ACKs against the bytes sent since HELLO */
+	uint64_t hello_bytes;	/* out.bytes + out.len when HELLO was queued */
+	uint64_t hello_ns;
+	uint64_t acked;
+	bool ack_seen;
 	bool tsc;		/* TSC frames are sent on this connection */
 	uint64_t next_tsc;
 };
@@ -119,12 +130,37 @@ static int on_host_join(void *ctx, const struct dp_ag_host_join *j)
 	return -ECONNRESET;
 }
 
+static int on_host_ack(void *ctx, const struct dp_ag_host_ack *a)
+{
+	struct ag_state *s = ctx;
+
+	if (a->bytes > s->acked)
+		s->acked = a->bytes;
+	s->ack_seen = true;
+	return 0;
+}
+
+/* May bulk (the symbol table, binaries) go out now?  Always on a lossless
+ * channel; on a tty, within the window of bytes not acknowledged. */
+static bool bulk_ok(const struct ag_state *s)
+{
+	uint64_t sent;
+
+	if (!s->out.is_tty)
+		return true;
+	if (!s->ack_seen)
+		return ag_now_ns() - s->hello_ns >= AG_ACK_WAIT_NS;
+	sent = s->out.bytes + s->out.len - s->hello_bytes;
+	return sent < s->acked || sent - s->acked < AG_TTY_WINDOW;
+}
+
 static const struct ap_ops host_ops = {
 	.host_hello = on_host_hello,
 	.ping = on_ping,
 	.image_request = on_image_request,
 	.config = on_config,
 	.host_join = on_host_join,
+	.host_ack = on_host_ack,
 };
 
 /* Waiting for a host on a tty: nothing but HOST_JOIN counts. */
@@ -197,6 +233,10 @@ static int send_state(struct ag_state *s)
 	if (s->tsc)
 		flags |= DP_AG_HELLO_F_TSC;
 	s->hello_wait = true;
+	s->hello_bytes = s->out.bytes + s->out.len;
+	s->hello_ns = ag_now_ns();
+	s->acked = 0;
+	s->ack_seen = false;
 	err = ag_send_hello(&s->out, flags, s->instance);
 	if (!err && s->tsc) {
 		err = ag_tsc_send(&s->out);
@@ -220,6 +260,7 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 	struct pollfd pfd[1 + 512];
 	int err, wait;
 	unsigned int i, n;
+	bool bulk;
 
 	ag_images_reset(s->im);
 	err = send_state(s);
@@ -240,12 +281,18 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
 		for (i = 0; i < ag_perf_nfds(s->perf) && n < sizeof(pfd) / sizeof(pfd[0]); i++)
 			pfd[n++] = (struct pollfd){ .fd = ag_perf_fd(s->perf, i), .events = POLLIN };
-		err = ag_images_work(s->im, &s->out, s->ck, &wait);
-		if (err)
-			break;
+		bulk = bulk_ok(s);
+		wait = AG_POLL_MS;
+		if (bulk) {
+			err = ag_images_work(s->im, &s->out, s->ck, &wait);
+			if (err)
+				break;
+		} else {
+			wait = 50;	/* an ACK wakes the poll sooner */
+		}
 		if (wait < 0 || wait > AG_POLL_MS)
 			wait = AG_POLL_MS;
-		if (s->out.len || s->ks.pending)
+		if (s->out.len || (s->ks.pending && bulk))
 			wait = 0;
 		if (poll(pfd, n, wait) < 0 && errno != EINTR) {
 			err = -errno;
@@ -270,7 +317,7 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 		if (!err)
 			err = ag_out_flush(&s->out);
 		/* one chunk of the symbol table per turn, after the stream */
-		if (!err && s->ks.pending) {
+		if (!err && s->ks.pending && bulk_ok(s)) {
 			err = ag_table_send(&s->ks, &s->out, 1);
 			if (err > 0 && s->opts->verbose)
 				du_info("kernel symbols sent: %llu bytes in %u chunks",

@@ -137,6 +137,8 @@ static pid_t agent = -1;
 struct got {
 	unsigned int hello, state_end, join;
 	uint64_t instance;
+	size_t since_hello;	/* bytes from the first HELLO on */
+	size_t ks_bytes;	/* of symbol table chunks */
 };
 
 static int g_hello(void *ctx, const struct dp_ag_hello *h, const char *rel, size_t len)
@@ -154,7 +156,15 @@ static int g_state_end(void *ctx, const struct dp_ag_state_end *e)
 	return 0;
 }
 
-static const struct ap_ops got_ops = { .hello = g_hello, .state_end = g_state_end };
+static int g_text(void *ctx, const char *text, size_t len)
+{
+	(void)text;
+	((struct got *)ctx)->ks_bytes += len;
+	return 0;
+}
+
+static const struct ap_ops got_ops = { .hello = g_hello, .state_end = g_state_end,
+				       .kallsyms = g_text };
 
 static uint64_t now_ms(void)
 {
@@ -162,6 +172,21 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The first frame header in @buf (a read that starts mid-stream may
+ * begin inside a frame the last read cut); @len if none. */
+static size_t first_frame(const uint8_t *buf, size_t len)
+{
+	for (size_t i = 0; i + sizeof(struct dp_ag_frame) <= len; i++) {
+		struct dp_ag_frame f;
+
+		memcpy(&f, buf + i, sizeof(f));
+		if (f.magic == DP_AG_MAGIC && f.len <= DP_AG_MAX_PAYLOAD && f.type >= 1 &&
+		    f.type <= DP_AG_TYPE_LAST)
+			return i;
+	}
+	return len;
 }
 
 /* Read what the agent sends for @ms (or until a STATE_END when @until_state)
@@ -197,9 +222,10 @@ static size_t read_agent(struct got *g, unsigned int ms, bool until_state, bool 
 	}
 	used = 0;
 	{
-		size_t o = from_hello ? ap_find_hello(buf, len) : 0;
+		size_t o = from_hello ? ap_find_hello(buf, len) : first_frame(buf, len);
 
 		*decode_err = ap_decode(&got_ops, g, buf + o, len - o, &used, NULL);
+		g->since_hello = len - o;
 	}
 	return len;
 }
@@ -208,6 +234,15 @@ static void send_join(uint64_t token)
 {
 	uint8_t f[64];
 	ssize_t n = ap_put_host_join(f, sizeof(f), token);
+
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_FATAL(write(master, f, (size_t)n) == n);
+}
+
+static void send_ack(uint64_t bytes)
+{
+	uint8_t f[64];
+	ssize_t n = ap_put_host_ack(f, sizeof(f), bytes);
 
 	CU_ASSERT_FATAL(n > 0);
 	CU_ASSERT_FATAL(write(master, f, (size_t)n) == n);
@@ -306,6 +341,39 @@ static void test_tty_join(void)
 	CU_ASSERT_EQUAL(g.hello, 0);
 }
 
+/*
+ * A tty loses what the host has not read beyond its back end's limit:
+ * after HELLO the agent sends no bulk (the symbol table) until the host's
+ * first HOST_ACK; then at most a window (256 KiB, and the chunk that
+ * crossed it) ahead of what the host acknowledged; a later ACK lets more
+ * go.
+ */
+static void test_tty_window(void)
+{
+	struct got g;
+	size_t first;
+	int err;
+
+	if (agent <= 0) {
+		fprintf(stderr, "(no $OPAGENT: skipped) ");
+		return;
+	}
+	send_join(40);
+	read_agent(&g, 1000, false, true, &err);
+	CU_ASSERT_EQUAL(g.hello, 1);
+	CU_ASSERT_EQUAL(g.ks_bytes, 0);	/* no ACK yet: no bulk */
+	first = g.since_hello;
+	send_ack(0);
+	read_agent(&g, 1500, false, false, &err);
+	CU_ASSERT(g.ks_bytes > 0);
+	/* what went since HELLO stays within the window, one chunk over */
+	CU_ASSERT(first + g.since_hello <= (256u << 10) + DP_AG_MAX_PAYLOAD + 4096);
+	printf("\n  window: %zu bytes after HELLO before the second ACK\n", first + g.since_hello);
+	send_ack(1u << 30);
+	read_agent(&g, 1500, false, false, &err);
+	CU_ASSERT(g.ks_bytes > 0);
+}
+
 int main(void)
 {
 	CU_pSuite s, t;
@@ -319,6 +387,7 @@ int main(void)
 	CU_add_test(s, "hvc numbering", test_hvc_index);
 	t = CU_add_suite("opagent on a tty", tty_setup, tty_teardown);
 	CU_add_test(t, "nothing before JOIN, raw frames after, JOIN starts over, once", test_tty_join);
+	CU_add_test(t, "bulk within the window the host's ACKs open", test_tty_window);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();

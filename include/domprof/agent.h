@@ -72,9 +72,10 @@ enum dp_ag_type {
 	DP_AG_IMAGE_REQUEST = 66, /* dp_ag_image_request */
 	DP_AG_CONFIG = 67,	/* dp_ag_config */
 	DP_AG_HOST_JOIN = 68,	/* dp_ag_host_join: a host connected (the first frame) */
+	DP_AG_HOST_ACK = 69,	/* dp_ag_host_ack: bytes taken off the channel */
 };
 /* Highest type this header defines (tables indexed by type). */
-#define DP_AG_TYPE_LAST		DP_AG_HOST_JOIN
+#define DP_AG_TYPE_LAST		DP_AG_HOST_ACK
 
 /* HELLO: first frame of every connection. */
 struct dp_ag_hello {
@@ -275,5 +276,22 @@ struct dp_ag_host_join {
 				 * (the host says it until a HELLO comes) */
 };
 _Static_assert(sizeof(struct dp_ag_host_join) == 8, "dp_ag_host_join");
+
+/*
+ * HOST_ACK: how many bytes of this connection, counted from the first byte
+ * of the agent's HELLO, the host has taken off the channel.  A Xen PV
+ * console is lossy under backlog: dom0's back end keeps at most the
+ * console's "limit" (1 MiB from libxl) of bytes the host has not read and
+ * drops the middle of the rest.  An agent on such a channel that has seen
+ * an ACK keeps its bulk transfers (the symbol table, binaries) within a
+ * window of bytes not yet acknowledged; before the first ACK it sends no
+ * bulk for a while, then, hearing none (an older host), sends as before.
+ * The host says it when a HELLO starts the stream, every 32 KiB it reads
+ * and with every PING.  Older agents skip it.
+ */
+struct dp_ag_host_ack {
+	uint64_t bytes;
+};
+_Static_assert(sizeof(struct dp_ag_host_ack) == 8, "dp_ag_host_ack");
 
 #endif

@@ -54,6 +54,7 @@ struct ap_ops {
 	int (*image_request)(void *ctx, const struct dp_ag_image_request *r);
 	int (*config)(void *ctx, const struct dp_ag_config *c);
 	int (*host_join)(void *ctx, const struct dp_ag_host_join *j);
+	int (*host_ack)(void *ctx, const struct dp_ag_host_ack *a);
 };
 
 /* What the decoder saw.  Added to, never reset, by ap_decode. */
@@ -129,6 +130,7 @@ ssize_t ap_put_ping(void *buf, size_t size, uint64_t token);
 ssize_t ap_put_image_request(void *buf, size_t size, uint32_t cookie);
 ssize_t ap_put_config(void *buf, size_t size, const struct dp_ag_config *c);
 ssize_t ap_put_host_join(void *buf, size_t size, uint64_t token);
+ssize_t ap_put_host_ack(void *buf, size_t size, uint64_t bytes);
 
 /* Name of a frame type ("MMAP"), "?" for an unknown one. */
 const char *ap_type_name(uint32_t type);

@@ -245,6 +245,16 @@ static int p_host_join(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 	return ops->host_join ? ops->host_join(ctx, &j) : 0;
 }
 
+static int p_host_ack(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
+		      uint16_t type, struct ap_stats *st)
+{
+	struct dp_ag_host_ack a;
+
+	if (!FIXED(c, &a))
+		return AP_BAD;
+	return ops->host_ack ? ops->host_ack(ctx, &a) : 0;
+}
+
 static const struct {
 	ap_parse_fn fn;
 	const char *name;
@@ -270,6 +280,7 @@ static const struct {
 	[DP_AG_IMAGE_REQUEST] = { p_image_request, "IMAGE_REQUEST" },
 	[DP_AG_CONFIG] = { p_config, "CONFIG" },
 	[DP_AG_HOST_JOIN] = { p_host_join, "HOST_JOIN" },
+	[DP_AG_HOST_ACK] = { p_host_ack, "HOST_ACK" },
 };
 
 const char *ap_type_name(uint32_t type)

@@ -157,3 +157,10 @@ ssize_t ap_put_host_join(void *buf, size_t size, uint64_t token)
 
 	return put2(buf, size, DP_AG_HOST_JOIN, &j, sizeof(j), NULL, 0);
 }
+
+ssize_t ap_put_host_ack(void *buf, size_t size, uint64_t bytes)
+{
+	struct dp_ag_host_ack a = { .bytes = bytes };
+
+	return put2(buf, size, DP_AG_HOST_ACK, &a, sizeof(a), NULL, 0);
+}

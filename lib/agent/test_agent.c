@@ -207,6 +207,12 @@ static int r_join(void *ctx, const struct dp_ag_host_join *j)
 	return 0;
 }
 
+static int r_ack(void *ctx, const struct dp_ag_host_ack *a)
+{
+	rec_add(ctx, "ack %llu\n", (unsigned long long)a->bytes);
+	return 0;
+}
+
 static int r_config(void *ctx, const struct dp_ag_config *c)
 {
 	rec_add(ctx, "config %llu %u %u\n", (unsigned long long)c->image_budget, c->image_rate, c->image_max);
@@ -219,7 +225,7 @@ static const struct ap_ops rec_ops = {
 	.fork = r_fork, .exit = r_exit, .lost = r_lost, .pong = r_pong, .tsc = r_tsc,
 	.image_data = r_idata, .image_end = r_iend, .state_end = r_send,
 	.host_hello = r_hhello, .ping = r_ping, .image_request = r_ireq, .config = r_config,
-	.host_join = r_join,
+	.host_join = r_join, .host_ack = r_ack,
 };
 
 /* ---- a buffer with one frame of every type ------------------------------ */
@@ -293,6 +299,7 @@ static void build_all(struct obuf *b)
 	PUT(b, ap_put_image_request, 5);
 	PUT(b, ap_put_config, &cf);
 	PUT(b, ap_put_host_join, 0x1234567890abcdefULL);
+	PUT(b, ap_put_host_ack, 1048577ULL);
 }
 
 static const char *all_expected_head =
@@ -309,7 +316,7 @@ static void test_roundtrip(void)
 	build_all(&b);
 	CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p, b.len, &used, &st), 0);
 	CU_ASSERT_EQUAL(used, b.len);
-	CU_ASSERT_EQUAL(st.frames, 21);
+	CU_ASSERT_EQUAL(st.frames, 22);
 	CU_ASSERT_EQUAL(st.bytes, b.len);
 	CU_ASSERT_EQUAL(st.switches, 3);
 	CU_ASSERT_EQUAL(st.unknown_type, 0);
@@ -327,7 +334,7 @@ static void test_roundtrip(void)
 					 "pong 1122334455667788 1000 1005\nidata c5 @65536 4 "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.s, "iend c5 s0 65540 bid20\nstate_end 999 12 34\n"
 					 "tsc 500 78187493530 2 40\nhost_hello 1 0\nping feed\nireq c5\nconfig 1048576 4096 65536\n"
-					 "join 1234567890abcdef\n"));
+					 "join 1234567890abcdef\nack 1048577\n"));
 	CU_ASSERT_STRING_EQUAL(ap_type_name(DP_AG_MMAP), "MMAP");
 	CU_ASSERT_STRING_EQUAL(ap_type_name(999), "?");
 	rec_free(&r);
@@ -357,7 +364,7 @@ static void test_truncation(void)
 		CU_ASSERT(k - u1 < sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD);
 		CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p + u1, b.len - u1, &u2, &st), 0);
 		CU_ASSERT_EQUAL(u1 + u2, b.len);
-		CU_ASSERT_EQUAL(st.frames, 21);
+		CU_ASSERT_EQUAL(st.frames, 22);
 		CU_ASSERT_EQUAL(st.bad_payload, 0);
 		CU_ASSERT_STRING_EQUAL(r.s ? r.s : "", whole.s);
 		rec_free(&r);
@@ -496,6 +503,8 @@ static void test_bad_payloads(void)
 	ADD(DP_AG_CONFIG, 8);
 	ADD(DP_AG_HOST_JOIN, 7);
 	ADD(DP_AG_HOST_JOIN, 9);
+	ADD(DP_AG_HOST_ACK, 7);
+	ADD(DP_AG_HOST_ACK, 9);
 	memcpy(pl, &ie, sizeof(ie));
 	ADD(DP_AG_IMAGE_END, sizeof(ie));
 	/* image data: none, or running past 2^64 */

@@ -173,12 +173,18 @@ static int f_join(void *ctx, const struct dp_ag_host_join *j)
 	return 0;
 }
 
+static int f_ack(void *ctx, const struct dp_ag_host_ack *a)
+{
+	mix(ctx, 18); mix_bytes(ctx, a, sizeof(*a));
+	return 0;
+}
+
 static const struct ap_ops ops = {
 	.hello = f_hello, .kallsyms = f_text, .kallsyms_end = f_tend, .modules = f_text,
 	.modules_end = f_tend, .task_switch = f_switch, .mmap = f_mmap, .comm = f_comm,
 	.fork = f_task, .exit = f_task, .lost = f_lost, .pong = f_pong, .image_data = f_idata,
 	.image_end = f_iend, .state_end = f_send, .host_hello = f_hhello, .ping = f_ping,
-	.image_request = f_ireq, .config = f_config, .host_join = f_join,
+	.image_request = f_ireq, .config = f_config, .host_join = f_join, .host_ack = f_ack,
 };
 
 /* Good frames of every known type: by_type covers them all, so a type
