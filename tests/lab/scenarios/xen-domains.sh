@@ -20,7 +20,7 @@
 #  - dom0's own work is sampled in the same session (the perf collector
 #    in the xen collector's stream, idle not sampled): the host row's
 #    time lies within Xen's accounting of dom0 over the outer window and
-#    covers at least 70% (XD_DOM0_MIN) of the inner one;
+#    covers at least 50% (XD_DOM0_MIN) of the inner one;
 #  - web's user samples are split by guest address space (CR3): its
 #    report has {anon:guest-user:asN} rows;
 #  - phase 2: web destroyed and created again (a new domid) while a
@@ -133,18 +133,21 @@ grep -q "{anon:guest-user:as[0-9]" "$RESULTS/report-web.txt" ||
 # dom0's own work, sampled in the same stream (the perf collector
 # embedded, idle not sampled): the host row is dom0's busy time, in the
 # same unit as the domUs' (a sample a period of CPU time), so it lies
-# within Xen's accounting of dom0 over the outer window, and covers most
-# of the inner one (dom0's timer wake-ups in idle cost it time that is
-# never sampled)
+# within Xen's accounting of dom0 over the outer window, and covers at
+# least half of the inner one: Xen counts in dom0's time what it does for
+# dom0 (the collector's hypercalls, each look a few) and dom0's timer
+# wake-ups in idle, and a timer sample is taken once when dom0 runs again,
+# however long it was away (0.85 and 0.75 of the inner window in two runs,
+# 2026-11-25)
 grep -q "dom0 sampled by the perf collector" "$RESULTS/oprofiled.log" ||
 	lab_fail "the xen collector did not sample dom0"
 sh=$(row_col host 2 "$RESULTS/summary-rows.txt")
 d0_in=$(awk -v a="$d0A" -v b="$d0B" 'BEGIN { printf "%.1f", b - a }')
 lab_summary xen_samples_dom0 "$sh"
 lab_log "dom0: $sh samples = $(awk -v s="$sh" 'BEGIN { printf "%.1f", s / 1000 }')s sampled; Xen accounted ${d0_s}s over the outer window, ${d0_in}s over the inner one"
-awk -v s="$sh" -v o="$d0_s" -v i="$d0_in" -v m="${XD_DOM0_MIN:-0.7}" 'BEGIN {
+awk -v s="$sh" -v o="$d0_s" -v i="$d0_in" -v m="${XD_DOM0_MIN:-0.5}" 'BEGIN {
 	s /= 1000; exit !(s > 0 && s <= o * 1.02 + 0.2 && s >= i * m - 0.2) }' ||
-	lab_fail "dom0's sampled time is not within Xen's accounting of dom0 (outer window, ${XD_DOM0_MIN:-0.7} of the inner)"
+	lab_fail "dom0's sampled time is not within Xen's accounting of dom0 (outer window, ${XD_DOM0_MIN:-0.5} of the inner)"
 lab_log "phase 1 PASS: web $sw samples, db $sd, dom0 $sh; Xen accounting web ${web_s}s, db ${db_s}s, dom0 ${d0_s}s"
 
 # ---- phase 2: web destroyed and created again while profiling ----
