@@ -222,15 +222,16 @@ static int spawn_daemon(const char *const *argv, int timeout_ms, int *status,
 static void take_back(const char *dir)
 {
 	const char *env = getenv("DOMPROF_PRIVSEP");
-	char msg[PATH_MAX + 200];
+	char msg[PATH_MAX + 200], real[PATH_MAX];
 	uid_t uid;
 	gid_t gid;
 	int ret;
 
-	if (du_sdir_worker_user(env && strcmp(env, "0") && strcmp(env, "1") ? env : NULL,
+	if (!realpath(dir, real) ||
+	    du_sdir_worker_user(env && strcmp(env, "0") && strcmp(env, "1") ? env : NULL,
 				&uid, &gid))
 		return;
-	ret = du_sdir_take_back(dir, uid, msg, sizeof(msg));
+	ret = du_sdir_take_back(real, uid, msg, sizeof(msg));
 	if (ret > 0)
 		du_warn("%s", msg);
 	else if (ret < 0)

@@ -526,7 +526,15 @@ struct worker {
 static int worker_started(void *ctx)
 {
 	struct worker *w = ctx;
-	int ret = opd_ps_chown_tree(w->conf->session_dir, w->uid, w->gid);
+	int ret;
+
+	/* noted where only root writes, so that a start after a monitor
+	 * killed before its give-back may take the session back */
+	ret = du_sdir_mark_given(w->conf->session_dir);
+	if (ret)
+		du_warn("privsep: cannot note the session as given (%s): if the monitor is "
+			"killed, the session stays the worker's user's", strerror(-ret));
+	ret = opd_ps_chown_tree(w->conf->session_dir, w->uid, w->gid);
 
 	if (ret)
 		du_warn("privsep: giving the session to uid %u: %s", (unsigned int)w->uid,
@@ -630,6 +638,8 @@ static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 		 * leaves it (no link followed) */
 		if (opd_ps_chown_tree(c->session_dir, 0, 0))
 			du_warn("privsep: cannot give the session back to root");
+		else
+			du_sdir_unmark_given(c->session_dir);
 		return 1;
 	}
 	close_fds((int[]){ fd[SV0], fd[WAKE1], fd[STREAM1] }, 3);

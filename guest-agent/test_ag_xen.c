@@ -366,9 +366,11 @@ static void test_tty_window(void)
 	send_ack(0);
 	read_agent(&g, 1500, false, false, &err);
 	CU_ASSERT(g.ks_bytes > 0);
-	/* what went since HELLO stays within the window, one chunk over */
-	CU_ASSERT(first + g.since_hello <= (256u << 10) + DP_AG_MAX_PAYLOAD + 4096);
-	printf("\n  window: %zu bytes after HELLO before the second ACK\n", first + g.since_hello);
+	/* the bulk stays within the window, one chunk over (the sideband
+	 * is not held, and on a busy machine it is much: not counted) */
+	CU_ASSERT(g.ks_bytes <= (256u << 10) + DP_AG_MAX_PAYLOAD);
+	printf("\n  window: %zu symbol table bytes (%zu in all) after HELLO before the second ACK\n",
+	       g.ks_bytes, first + g.since_hello);
 	send_ack(1u << 30);
 	read_agent(&g, 1500, false, false, &err);
 	CU_ASSERT(g.ks_bytes > 0);

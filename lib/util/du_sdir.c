@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <limits.h>
+#include <stdint.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,12 +233,72 @@ static int give_back_one(const char *path, const struct stat *sb, int flag, stru
 	return 0;
 }
 
+/* The note for @canon: DU_SDIR_GIVEN_DIR/<FNV-1a of the path>. */
+static void given_path(const char *canon, char *out, size_t size)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (const char *p = canon; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	snprintf(out, size, "%s/%016llx", DU_SDIR_GIVEN_DIR, (unsigned long long)h);
+}
+
+int du_sdir_mark_given(const char *canon)
+{
+	char path[128];
+	struct stat sb;
+	size_t len = strlen(canon);
+	int fd, ret = 0;
+
+	(void)mkdir("/run/domprof", 0755);
+	(void)mkdir(DU_SDIR_GIVEN_DIR, 0700);
+	/* root's alone, or no note */
+	if (lstat(DU_SDIR_GIVEN_DIR, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 ||
+	    (sb.st_mode & 077))
+		return -EPERM;
+	given_path(canon, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, canon, len) != (ssize_t)len)
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
+void du_sdir_unmark_given(const char *canon)
+{
+	char path[128];
+
+	given_path(canon, path, sizeof(path));
+	(void)unlink(path);
+}
+
+/* Is @canon noted as given? */
+static bool is_given(const char *canon)
+{
+	char path[128], buf[PATH_MAX + 1];
+	ssize_t n;
+	int fd;
+
+	given_path(canon, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return !strcmp(buf, canon);
+}
+
 int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen)
 {
 	struct stat sb;
 
 	if (geteuid() != 0 || worker == 0 || lstat(dir, &sb) || !S_ISDIR(sb.st_mode) ||
-	    sb.st_uid != worker)
+	    sb.st_uid != worker || !is_given(dir))
 		return 0;
 	back_uid = 0;
 	back_gid = 0;
@@ -246,6 +307,7 @@ int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen)
 		return -errno;
 	if (back_err)
 		return -back_err;
+	du_sdir_unmark_given(dir);
 	snprintf(msg, msglen, "took back session directory %s from uid %u, the privsep worker's "
 		 "user: the daemon that ran there was stopped without giving it back (killed?)",
 		 dir, (unsigned)worker);

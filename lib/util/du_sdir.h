@@ -51,12 +51,24 @@ int du_sdir_prepare(const char *dir, char *canon, size_t canon_size, char *err, 
 int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid);
 
 /*
+ * Sessions a root daemon gave to its privsep worker, noted where only
+ * root writes (DU_SDIR_GIVEN_DIR, a file per canonical path): marked
+ * before the give, unmarked when the monitor gave it back.  A directory
+ * some other process of the worker's user made is not marked.  0 or
+ * -errno (mark); unmark ignores errors.
+ */
+#define DU_SDIR_GIVEN_DIR "/run/domprof/given"
+int du_sdir_mark_given(const char *canon);
+void du_sdir_unmark_given(const char *canon);
+
+/*
  * A session directory that a killed daemon left to its privsep worker's
  * user @worker (a monitor that lives to see the stop gives it back): when
- * @dir is owned by @worker, give it and everything below it back to the
- * effective user, no link followed (as that stop would have).  Only as
- * root, and only when no daemon runs for it (the caller knows).  1 when
- * taken back (a message for the log in @msg), 0 when not @worker's, or
+ * canonical @dir is owned by @worker and marked as given, give it and
+ * everything below it back to the effective user, no link followed (as
+ * that stop would have), and unmark it.  Only as root, and only when no
+ * daemon runs for it (the caller knows).  1 when taken back (a message
+ * for the log in @msg), 0 when not a given session of @worker's, or
  * -errno.
  */
 int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen);

@@ -321,12 +321,20 @@ static void test_sdir(void)
 			CU_ASSERT_EQUAL(chown(f, 65534, 65534), 0);
 			CU_ASSERT_EQUAL(lchown(l, 65534, 65534), 0);
 			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65533, msg, sizeof(msg)), 0);
+			/* not noted as given by a root daemon: another process
+			 * of that user may have made it; refused as before */
+			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 0);
+			CU_ASSERT_EQUAL(du_sdir_mark_given(path), 0);
 			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 1);
 			CU_ASSERT_PTR_NOT_NULL(strstr(msg, "took back"));
 			CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
 			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
 			CU_ASSERT(!lstat(l, &fs) && fs.st_uid == 0);
 			CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);	/* not followed */
+			/* the note goes with the take-back */
+			CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
+			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 0);
+			CU_ASSERT_EQUAL(chown(path, 0, 0), 0);
 			CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
 			unlink(f);
 			unlink(l);
