@@ -31,6 +31,20 @@ LAB_AGENT_PORT=org.domprof.agent.0
 
 lab_now() { cut -d' ' -f1 /proc/uptime; }
 lab_log() { echo "lab [$(lab_now)]: $*"; }
+# The kernel log's trouble @2 (lines since the scenario began, in @3: a
+# file of dmesg) after @1: a failure of the scenario, unless it is only a
+# stall report (an RCU stall or a soft lockup) with no frame of domprof's
+# module in the log: the emulated CPU stalled (seen: rcu_preempt stalls in
+# KVM's interrupt delivery), which run.sh retries as a LAB-FAULT.
+lab_kernel_trouble() {
+	local what=$1 trouble=$2 log=$3 other
+	other=$(echo "$trouble" | grep -vE 'rcu: INFO|self-detected stall|rcu_preempt|soft lockup|Call Trace' || true)
+	if [ -z "$other" ] && grep -qE 'rcu: INFO: .*stall|soft lockup' "$log" 2>/dev/null &&
+		! grep -q '\[domprof\]' "$log" 2>/dev/null; then
+		lab_log "LAB-FAULT: a stall report in the L1 kernel log after $what, no domprof frame in it: $(echo "$trouble" | head -n 2 | tr '\n' ' ')"
+	fi
+	lab_fail "kernel log after $what: $(echo "$trouble" | head -n 5)"
+}
 lab_fail() {
 	lab_log "FAIL: $*"
 	_lab_note_dead

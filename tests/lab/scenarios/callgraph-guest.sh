@@ -50,7 +50,7 @@ kernel_trouble() {
 check_kernel() {
 	local t
 	t=$(kernel_trouble)
-	[ -z "$t" ] || { dmesg >"$RESULTS/l1-dmesg-cg.txt"; lab_fail "kernel log after $1: $(echo "$t" | head -n 5)"; }
+	[ -z "$t" ] || { dmesg >"$RESULTS/l1-dmesg-cg.txt"; lab_kernel_trouble "$1" "$t" "$RESULTS/l1-dmesg-cg.txt"; }
 }
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 # the module's call-chain counters (since the last enable), summed over CPUs

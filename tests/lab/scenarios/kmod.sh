@@ -49,7 +49,7 @@ kernel_trouble() {
 check_kernel() {
 	local t
 	t=$(kernel_trouble)
-	[ -z "$t" ] || { dmesg >"$RESULTS/l1-dmesg-kmod.txt"; lab_fail "kernel log after $1: $(echo "$t" | head -n 5)"; }
+	[ -z "$t" ] || { dmesg >"$RESULTS/l1-dmesg-kmod.txt"; lab_kernel_trouble "$1" "$t" "$RESULTS/l1-dmesg-kmod.txt"; }
 }
 unload() {
 	local i
