@@ -50,6 +50,8 @@ struct ctl_opts {
 	bool no_dom0;		/* --no-dom0: the xen collector leaves dom0 out */
 	unsigned int callgraph;		/* --callgraph depth, 0: off */
 	bool callgraph_given;
+	unsigned int guest_cpu_ms;	/* --guest-cpu, 0: the daemon's default */
+	bool guest_cpu_given;
 };
 
 /*

@@ -15,6 +15,7 @@ enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
 	OPT_EVENT, OPT_SEPARATE, OPT_SESSION_DIR, OPT_COLLECTOR, OPT_DOMAINS,
 	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH, OPT_NO_DOM0,
+	OPT_GUEST_CPU,
 };
 
 struct opt_def {
@@ -43,6 +44,7 @@ static const struct opt_def opt_table[] = {
 	{ "verbose",     0,   OPT_VERBOSE,     false, true  },
 	{ "callgraph",   'c', OPT_CALLGRAPH,   true,  true  },
 	{ "no-dom0",     0,   OPT_NO_DOM0,     false, true  },
+	{ "guest-cpu",   0,   OPT_GUEST_CPU,   true,  true  },
 };
 
 static const struct {
@@ -96,6 +98,8 @@ void ctl_usage(FILE *f)
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --no-dom0            xen collector: the other domains only, not dom0's own\n"
 		"                       work\n"
+		"  --guest-cpu=MS       daemon CPU a second each domain's agent may take\n"
+		"                       (1..1000) [200]\n"
 		"  --verbose            make the daemon log more\n",
 		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
 	ctl_lv_usage(f);
@@ -132,24 +136,28 @@ static int set_once(const char **slot, const char *val, const char *name, char *
 }
 
 /* --callgraph=DEPTH: 0..DP_RAW_CC_MAX, decimal; given once. */
-static int set_callgraph(struct ctl_opts *o, const char *val, char *err, size_t errlen)
+/* A decimal @val in @lo..@hi for option @name, given once (@given): 0, or
+ * -EINVAL with a message saying what @what it needs. */
+static int set_number(unsigned int *out, bool *given, const char *val, unsigned long lo,
+		      unsigned long hi, const char *name, const char *what, char *err,
+		      size_t errlen)
 {
 	char *end;
 	unsigned long v;
 
-	if (o->callgraph_given) {
-		snprintf(err, errlen, "--callgraph given twice");
+	if (*given) {
+		snprintf(err, errlen, "--%s given twice", name);
 		return -EINVAL;
 	}
 	errno = 0;
 	v = strtoul(val, &end, 10);
-	if (!*val || *end || errno || val[0] == '-' || v > DP_RAW_CC_MAX) {
-		snprintf(err, errlen, "--callgraph needs a depth 0..%d, not '%.32s'", DP_RAW_CC_MAX,
+	if (!*val || *end || errno || val[0] == '-' || v < lo || v > hi) {
+		snprintf(err, errlen, "--%s needs %s %lu..%lu, not '%.32s'", name, what, lo, hi,
 			 val);
 		return -EINVAL;
 	}
-	o->callgraph_given = true;
-	o->callgraph = (unsigned int)v;
+	*given = true;
+	*out = (unsigned int)v;
 	return 0;
 }
 
@@ -202,7 +210,11 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val,
 		o->no_dom0 = true;
 		return 0;
 	case OPT_CALLGRAPH:
-		return set_callgraph(o, val, err, errlen);
+		return set_number(&o->callgraph, &o->callgraph_given, val, 0, DP_RAW_CC_MAX,
+				  d->name, "a depth", err, errlen);
+	case OPT_GUEST_CPU:
+		return set_number(&o->guest_cpu_ms, &o->guest_cpu_given, val, 1, 1000, d->name,
+				  "milliseconds", err, errlen);
 	default:
 		break;
 	}

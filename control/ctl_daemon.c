@@ -130,6 +130,12 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 		snprintf(depth, sizeof(depth), "%u", o->callgraph);
 		PUSH(store_opt(&store, &storelen, "callgraph", depth));
 	}
+	if (o->guest_cpu_given) {
+		char ms[16];
+
+		snprintf(ms, sizeof(ms), "%u", o->guest_cpu_ms);
+		PUSH(store_opt(&store, &storelen, "guest-cpu", ms));
+	}
 	argv[n] = NULL;
 	return 0;
 #undef PUSH

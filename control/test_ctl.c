@@ -68,6 +68,11 @@ static const struct parse_case parse_cases[] = {
 	{ { "--start", "--callgraph=4x" }, -EINVAL, CTL_NONE, "depth 0..127" },
 	{ { "--start", "-c", "3", "--callgraph=4" }, -EINVAL, CTL_NONE, "given twice" },
 	{ { "--stop", "--callgraph=4" }, -EINVAL, CTL_NONE, "only applies to --start" },
+	{ { "--start", "--guest-cpu=0" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
+	{ { "--start", "--guest-cpu=1001" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
+	{ { "--start", "--guest-cpu=20ms" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
+	{ { "--start", "--guest-cpu=5", "--guest-cpu=6" }, -EINVAL, CTL_NONE, "given twice" },
+	{ { "--dump", "--guest-cpu=5" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--session-dir=/tmp/s" }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--start", "--stop" }, -EINVAL, CTL_NONE, "only one action at a time: --start and --stop" },
@@ -190,6 +195,32 @@ static void test_callgraph_argv(void)
 					sizeof(store)) == 0);
 	for (size_t i = 0; dargv[i]; i++)
 		CU_ASSERT(strncmp(dargv[i], "--callgraph", 11) != 0);
+}
+
+/* --guest-cpu=MS reaches the daemon's command line; not given, nothing does
+ * (the daemon keeps its default). */
+static void test_guest_cpu_argv(void)
+{
+	char *argv[] = { "opcontrol", "--start", "--guest-cpu", "20", NULL };
+	char *argv0[] = { "opcontrol", "--start", NULL };
+	char specs[1][96] = { "TIMER:1:0:1:1" };
+	const char *dargv[32];
+	char store[4096], err[256];
+	struct ctl_opts o;
+	bool found = false;
+
+	CU_ASSERT_FATAL(ctl_parse_args(4, argv, &o, err, sizeof(err)) == 0);
+	CU_ASSERT_EQUAL(o.guest_cpu_ms, 20);
+	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
+					sizeof(store)) == 0);
+	for (size_t i = 0; dargv[i]; i++)
+		found |= !strcmp(dargv[i], "--guest-cpu=20");
+	CU_ASSERT(found);
+	CU_ASSERT_FATAL(ctl_parse_args(2, argv0, &o, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
+					sizeof(store)) == 0);
+	for (size_t i = 0; dargv[i]; i++)
+		CU_ASSERT(strncmp(dargv[i], "--guest-cpu", 11) != 0);
 }
 
 static void test_parse_too_many_events(void)
@@ -851,6 +882,7 @@ int main(void)
 	    !CU_add_test(s, "default collector", test_default_collector) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
 	    !CU_add_test(s, "--callgraph on the daemon's command line", test_callgraph_argv) ||
+	    !CU_add_test(s, "--guest-cpu on the daemon's command line", test_guest_cpu_argv) ||
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||
 	    !CU_add_test(s, "pid probe", test_pid_probe) ||
 	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||

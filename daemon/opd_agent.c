@@ -456,6 +456,8 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		t0 = thread_cpu_ns() - t0;
 		c->id->cpu_spent += t0;
 		a->st->guest_budget_spent_ns += t0;
+		if (c->id->cpu_spent > a->st->guest_budget_peak_ns)
+			a->st->guest_budget_peak_ns = c->id->cpu_spent;
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,
 				ret == -EBADMSG ? "bytes that are not the agent protocol" :

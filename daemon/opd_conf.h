@@ -66,6 +66,9 @@ struct opd_conf {
 	/* the xen collector samples dom0's own work too, through the perf
 	 * collector in the same stream (default; --no-dom0 turns it off) */
 	bool xen_dom0;
+	/* --guest-cpu: daemon CPU a second each domain's agent frames may
+	 * take (ms; 0: opd_guest_limits_default's) */
+	unsigned int guest_cpu_ms;
 	struct ev_spec events[DP_RAW_MAX_EVENTS];	/* perf collector */
 	unsigned int nr_events;
 };

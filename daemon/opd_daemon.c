@@ -80,7 +80,12 @@ static int open_trans(struct opd_daemon *d, const struct opd_conf *conf)
 	if (!d->trans)
 		return -errno;
 	if (d->domains) {
-		d->agents = opd_agents_new(conf->session_dir, NULL, d->images, &d->st);
+		struct opd_guest_limits lim;
+
+		opd_guest_limits_default(&lim);
+		if (conf->guest_cpu_ms)
+			lim.cpu_ns = conf->guest_cpu_ms * 1000ULL * 1000;
+		d->agents = opd_agents_new(conf->session_dir, &lim, d->images, &d->st);
 		if (!d->agents) {
 			int ret = -errno;
 

@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		"  --no-dom0              xen collector: sample the other domains only, not\n"
 		"                         dom0's own work (the perf collector in its stream)\n"
 		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
+		"  --guest-cpu=MS         daemon CPU a second each domain's agent frames may take\n"
+		"                         (1..1000, default 200); past it the domain's channel\n"
+		"                         waits for the next second\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
 		"  --help                 this text\n", coll, back);
@@ -66,7 +69,7 @@ enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
-	OPT_NO_PRIVSEP, OPT_NO_DOM0,
+	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU,
 };
 
 static const struct option long_opts[] = {
@@ -84,6 +87,7 @@ static const struct option long_opts[] = {
 	{ "privsep", optional_argument, NULL, OPT_PRIVSEP },
 	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "no-dom0", no_argument, NULL, OPT_NO_DOM0 },
+	{ "guest-cpu", required_argument, NULL, OPT_GUEST_CPU },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -151,6 +155,13 @@ static int parse_trust(int opt, struct opd_conf *c)
 		return 0;
 	case OPT_NO_DOM0:
 		c->xen_dom0 = false;
+		return 0;
+	case OPT_GUEST_CPU:
+		if (parse_count(optarg, &c->guest_cpu_ms) || c->guest_cpu_ms > 1000) {
+			fprintf(stderr, "oprofiled: bad --guest-cpu '%s' (milliseconds, 1..1000)\n",
+				optarg);
+			return 1;
+		}
 		return 0;
 	default:
 		return 1;

@@ -104,7 +104,8 @@
 	X(cc_stacks_dropped)			\
 	X(guest_hostile_image_mismatch)			\
 	X(guest_budget_deferred)			\
-	X(guest_budget_spent_ns)
+	X(guest_budget_spent_ns)			\
+	X(guest_budget_peak_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;
