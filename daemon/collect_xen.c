@@ -281,6 +281,8 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		count = CX_MAX_BURST;
 	}
 	e->st.samples += count;
+	e->st.reads++;
+	e->st.weight_sq += count * count;
 	s->samples += count;
 	return cx_emit(e, w, s->dom.domid, v, &c, &ch, count);
 }
@@ -812,9 +814,12 @@ static int cx_stop(void *state)
 		rc = raw_put_lost(c->w, st.lost);
 	if (!rc)
 		rc = raw_writer_flush(c->w);
-	du_info("xen collector: %llu looks, %llu samples, %llu lost, %llu context errors",
-	       (unsigned long long)st.looks, (unsigned long long)st.samples,
-	       (unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
+	du_info("xen collector: %llu ticks, %llu looks, %llu samples from %llu context reads "
+		"(worth %.0f independent ones), %llu lost, %llu context errors",
+		(unsigned long long)st.ticks, (unsigned long long)st.looks,
+		(unsigned long long)st.samples, (unsigned long long)st.reads,
+		st.weight_sq ? (double)st.samples * st.samples / st.weight_sq : 0.0,
+		(unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
 	if (st.cc_walks)
 		du_info("xen collector: call chains: %llu walks, %llu chains, %llu frames, "
 			"%llu truncated, %llu empty",

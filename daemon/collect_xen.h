@@ -116,6 +116,11 @@ void cx_engine_forget(struct cx_engine *e);
 
 struct cx_stats {
 	uint64_t ticks, looks, samples, lost, ctx_errors;
+	/* contexts read for samples, and the sum of the squares of the
+	 * samples each read gave: (samples^2 / weight_sq) is how many
+	 * independent samples they are worth (a read that stands for 20
+	 * periods of one PC is one observation, not 20) */
+	uint64_t reads, weight_sq;
 	/* call chains: walks made, chains found, frames in them, walks cut
 	 * at an implausible frame, walks that found nothing */
 	uint64_t cc_walks, cc_chains, cc_frames, cc_truncated, cc_empty;

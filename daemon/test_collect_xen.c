@@ -312,6 +312,9 @@ static void test_weight_and_carry(void)
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.lost, 5);
 	CU_ASSERT_EQUAL(st.samples, 11 + CX_MAX_BURST);
+	/* three reads: 10, 1 and CX_MAX_BURST samples */
+	CU_ASSERT_EQUAL(st.reads, 3);
+	CU_ASSERT_EQUAL(st.weight_sq, 100 + 1 + (uint64_t)CX_MAX_BURST * CX_MAX_BURST);
 	/* context records only when the context changes */
 	CU_ASSERT_EQUAL(t.domains, 1);
 	CU_ASSERT_EQUAL(t.modes, 1);

@@ -23,8 +23,13 @@
 #  - dom0's own work is sampled in the same session (the perf collector in
 #    the xen collector's stream): web's {vmm}, the console QEMU carrying
 #    its channel, has samples;
-#  - burn_a's share of burn_a + burn_b against the share ratio measured:
-#    printed, checked within 5 points (XA_TOL) only with XA_CHECK_RATIO=1.
+#  - burn_a's share of burn_a + burn_b within 5 points (XA_TOL) of the
+#    share ratio measured (XA_CHECK_RATIO=0 prints without checking).
+#    ratio runs 40 s (XA_RATIO_S): at 8 s, ten runs (2026-11-25) were off
+#    by -5.99 to +5.07 points, a spread of 3.4 points, three times the
+#    binomial one of their 2,000 samples, because the looks are late and
+#    weighted (below), so that a read of one pc often stands for several
+#    samples; five times the data is about 2.2 times less spread.
 #    With one pCPU (2026-11-23): 71.81 vs 66.23, 66.82 vs 66.62, 61.35 vs
 #    67.18; with two (dom0 pinned): 67.28 vs 67.66, 69.24 vs 68.10, 63.12
 #    vs 68.56 (2081, 1879, 2202 samples).  The misses are more than the
@@ -44,7 +49,7 @@
 lab_require_xen
 t0=$(lab_now)
 S=/var/lib/domprof-lab/xen-agent
-RATIO_S=${XA_RATIO_S:-8}
+RATIO_S=${XA_RATIO_S:-40}
 EXACT_S=${XA_EXACT_S:-5}
 TOL=${XA_TOL:-5}
 MAXMIS=${XA_MAX_MIS:-1}
@@ -222,7 +227,7 @@ fail=0
 [ "$na" -gt 0 ] && [ "$nb" -gt 0 ] ||
 	{ lab_log "FAIL: opreport --domain=web -l names no guest user symbols burn_a ($na), burn_b ($nb)"; fail=1; }
 [ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
-if [ "${XA_CHECK_RATIO:-0}" = 1 ]; then
+if [ "${XA_CHECK_RATIO:-1}" = 1 ]; then
 	awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d >= 0 && d <= t) }' ||
 		{ lab_log "FAIL: burn_a share $share% vs measured $measured% (diff $diff > $TOL)"; fail=1; }
 else
