@@ -36,6 +36,7 @@ struct dentry {
 	char uuid[DOM_UUID_STRLEN + 1];
 	bool uuid_cmdline;
 	unsigned int vcpus;
+	unsigned int helpers;		/* back-end threads said in the log */
 	char *agent_path;
 	char *esc;			/* escaped name: SESSION/domains/<esc> */
 	/* what the guest's agent said in HELLO (opd_domains_set_guest) */
@@ -454,6 +455,25 @@ static const struct dentry *find_running_name(struct opd_domains *ds, const char
 	return NULL;
 }
 
+/* dom0's back-end threads working for @d (dom_domain_set_helpers), in the
+ * log when their set changes. */
+static void log_helpers(struct dentry *e, const struct dom_domain *d)
+{
+	const pid_t *tids;
+	unsigned int n = dom_domain_helpers(d, &tids);
+	char list[128];
+	size_t len = 0;
+
+	if (n == e->helpers)
+		return;
+	e->helpers = n;
+	list[0] = '\0';
+	for (unsigned int i = 0; i < n && len + 16 < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, " %d", (int)tids[i]);
+	du_info("domain %s: %u back-end threads in dom0, its {vmm} work:%s", e->pub.name->name, n,
+		n ? list : " none");
+}
+
 /* The name as a log line may hold it: control bytes as \xNN, cut. */
 static void log_name(const char *name, char *buf, size_t size)
 {
@@ -534,6 +554,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	du_info("domain %s started: pid %d, uuid %s (%s), %u vcpus, %s", name, (int)e->pub.pid,
 		e->uuid, e->uuid_cmdline ? "cmdline" : "derived", e->vcpus,
 		e->pub.selected ? "profiled" : "not selected");
+	log_helpers(e, d);
 	return;
 
 out_nomem:
@@ -613,6 +634,7 @@ static void on_changed(void *ctx, const struct dom_domain *d)
 		if (!sel)
 			opd_sfiles_close_domain(ds->sfiles, e->pub.name);
 	}
+	log_helpers(e, d);
 	e->state = dom_domain_state(d);
 	e->last_seen = ds->wall;
 	ds->changes++;

@@ -79,9 +79,19 @@ static bool str_ok(const char *s, size_t size, bool nonempty)
 	return true;
 }
 
+static bool helpers_ok(const struct opd_ps_dom *d)
+{
+	if (d->nr_helpers > DOM_HELPER_MAX)
+		return false;
+	for (uint32_t i = 0; i < DOM_HELPER_MAX; i++)
+		if ((i < d->nr_helpers) != (d->helpers[i] > 0) || d->helpers[i] < 0)
+			return false;
+	return true;
+}
+
 static bool dom_ok(const struct opd_ps_dom *d)
 {
-	return d->handle && d->pid >= 0 && d->state <= DOM_STATE_STOPPED &&
+	return helpers_ok(d) && d->handle && d->pid >= 0 && d->state <= DOM_STATE_STOPPED &&
 	       d->nr_vcpus <= DOM_VCPU_MAX && d->selected <= 1 && d->has_uuid <= 1 && d->xen <= 1 &&
 	       d->has_path <= 1 && str_ok(d->uuid, sizeof(d->uuid), false) &&
 	       strlen(d->uuid) <= DOM_UUID_STRLEN && str_ok(d->name, sizeof(d->name), true) &&
@@ -332,6 +342,13 @@ static int apply_dom(struct dom_domain *d, const struct opd_ps_dom *pd)
 	if (pd->has_uuid && dom_domain_set_uuid(d, pd->uuid))
 		return -EBADMSG;
 	dom_domain_select(d, pd->selected ? NULL : (const char *const[]){ NULL });
+	{
+		pid_t tids[DOM_HELPER_MAX];
+
+		for (uint32_t i = 0; i < pd->nr_helpers; i++)
+			tids[i] = pd->helpers[i];
+		dom_domain_set_helpers(d, tids, pd->nr_helpers);
+	}
 	return dom_domain_set_agent_path(d, pd->has_path ? pd->path : NULL);
 }
 
@@ -480,7 +497,8 @@ static int mirror_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom
 	*d = NULL;
 	*vcpu_out = -1;
 	for (struct mdom *e = m->list; e; e = e->next) {
-		if (!e->announced || pid <= 0 || dom_domain_pid(e->d) != pid)
+		if (!e->announced || pid <= 0 ||
+		    (dom_domain_pid(e->d) != pid && !dom_domain_is_helper(e->d, pid)))
 			continue;
 		*d = e->d;
 		*vcpu_out = dom_domain_vcpu_of_tid(e->d, tid);

@@ -88,6 +88,10 @@ struct opd_ps_dom {
 	char uuid[40];			/* NUL-terminated */
 	char name[DOM_NAME_MAX + 8];	/* NUL-terminated, not empty */
 	char path[OPD_PS_PATH_MAX];	/* NUL-terminated; for messages only */
+	/* host threads working for it (dom_domain_set_helpers): > 0, sorted
+	 * as the monitor's domain has them, zeros after */
+	uint32_t nr_helpers;		/* <= DOM_HELPER_MAX */
+	int32_t helpers[DOM_HELPER_MAX];
 };
 
 struct opd_ps_vcpus {

@@ -395,6 +395,13 @@ static void fill_dom(struct opd_ps_msg *msg, enum opd_ps_type type, const struct
 	snprintf(pd->name, sizeof(pd->name), "%s", dom_domain_name(d));
 	if (pd->has_path)
 		snprintf(pd->path, sizeof(pd->path), "%s", path);
+	{
+		const pid_t *tids;
+
+		pd->nr_helpers = dom_domain_helpers(d, &tids);
+		for (uint32_t i = 0; i < pd->nr_helpers; i++)
+			pd->helpers[i] = tids[i];
+	}
 }
 
 static void send_vcpus(struct mon *m, const struct dom_domain *d, uint64_t h)

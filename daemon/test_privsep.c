@@ -96,6 +96,21 @@ static void test_malformed(void)
 	good_dom(&m, OPD_PS_ADDED);
 	m.u.dom.selected = 2;
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* helper threads: a count over the array, a hole, one past the count,
+	 * a negative tid */
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.nr_helpers = DOM_HELPER_MAX + 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.nr_helpers = 2;
+	m.u.dom.helpers[0] = 300;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.dom.helpers[1] = 301;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	m.u.dom.helpers[2] = 302;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.dom.helpers[2] = -5;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 }
 
 /* The other types: vCPU chunks, requests and answers. */
@@ -444,6 +459,49 @@ static void test_mirror(void)
 	close(sv[0]);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) < 0);
 	opd_ps_backend.close(st);
+	close(sv[1]);
+}
+
+/* A Xen domain's back-end threads in dom0 (dom_domain_set_helpers) come
+ * with its facts and are looked up as its {vmm}, as its device model
+ * would be; gone from the facts, gone from the lookup. */
+static void test_mirror_helpers(void)
+{
+	struct opd_ps_chan ch;
+	struct dom_config cfg = { .backend_arg = &ch };
+	const struct dom_domain *d;
+	struct opd_ps_msg m;
+	struct seen s = { 0 };
+	void *st;
+	int sv[2], vcpu;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	ch.sock = sv[1];
+	ch.wake = -1;
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	for (int k = 0; k < 2; k++) {
+		good_dom(&m, k ? OPD_PS_CHANGED : OPD_PS_ADDED);
+		m.u.dom.id = 6;
+		m.u.dom.xen = 1;
+		m.u.dom.pid = 0;
+		m.u.dom.nr_helpers = k ? 0 : 2;
+		m.u.dom.helpers[0] = k ? 0 : 700;
+		m.u.dom.helpers[1] = k ? 0 : 702;
+		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+		opd_ps_msg_init(&m, OPD_PS_END);
+		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+		CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+		if (k == 0) {
+			CU_ASSERT(opd_ps_backend.lookup_pid(st, 700, 700, &d, &vcpu) == 0 && d &&
+				  !strcmp(dom_domain_name(d), "web") && vcpu == -1);
+			CU_ASSERT(opd_ps_backend.lookup_pid(st, 702, 702, &d, &vcpu) == 0);
+			CU_ASSERT(opd_ps_backend.lookup_pid(st, 701, 701, &d, &vcpu) == -ENOENT);
+		} else {
+			CU_ASSERT(opd_ps_backend.lookup_pid(st, 700, 700, &d, &vcpu) == -ENOENT);
+		}
+	}
+	opd_ps_backend.close(st);
+	close(sv[0]);
 	close(sv[1]);
 }
 
@@ -959,6 +1017,7 @@ int main(void)
 	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);
 	CU_add_test(s, "the worker's tracepoint and mappings requests", test_worker_requests);
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
+	CU_add_test(s, "back-end threads in the mirror", test_mirror_helpers);
 	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
 	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);
 	CU_add_test(s, "the monitor's collector reaches the worker whole, in order", test_relay);

@@ -30,6 +30,8 @@ struct dom_domain {
 	pid_t *ht_tid;			/* 0: empty slot */
 	unsigned int *ht_vcpu;
 	unsigned int ht_mask;
+	pid_t helper[DOM_HELPER_MAX];	/* sorted */
+	unsigned int nr_helpers;
 	void *priv;			/* the backend's */
 };
 
@@ -166,6 +168,41 @@ void dom_domain_select(struct dom_domain *d, const char *const *names)
 	for (; names && *names; names++)
 		if (!strcmp(*names, d->name) || !strcasecmp(*names, d->uuid))
 			d->selected = true;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned int n)
+{
+	pid_t set[DOM_HELPER_MAX];
+	unsigned int m = 0;
+
+	for (unsigned int i = 0; i < n && m < DOM_HELPER_MAX; i++)
+		if (tids[i] > 0)
+			set[m++] = tids[i];
+	qsort(set, m, sizeof(set[0]), cmp_pid);
+	if (m == d->nr_helpers && !memcmp(set, d->helper, m * sizeof(set[0])))
+		return false;
+	memcpy(d->helper, set, m * sizeof(set[0]));
+	d->nr_helpers = m;
+	return true;
+}
+
+bool dom_domain_is_helper(const struct dom_domain *d, pid_t tid)
+{
+	return tid > 0 && d->nr_helpers &&
+	       bsearch(&tid, d->helper, d->nr_helpers, sizeof(tid), cmp_pid) != NULL;
+}
+
+unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids)
+{
+	*tids = d->helper;
+	return d->nr_helpers;
 }
 
 void dom_domain_set_priv(struct dom_domain *d, void *priv)

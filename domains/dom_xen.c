@@ -23,6 +23,9 @@ struct dom_xen_ent {
 	unsigned int flags;
 	bool reported;		/* its added callback ran */
 	unsigned int late_looks;	/* refreshes that looked for a late channel */
+	/* its back-end threads in dom0 found by this refresh's scan */
+	pid_t helper[DOM_HELPER_MAX];
+	unsigned int nr_helpers;
 	struct dom_domain *d;
 };
 
@@ -44,6 +47,7 @@ struct dom_xen {
 		uint64_t since_ns;
 	} unnamed[8];
 	unsigned int next_unnamed;
+	char *proc_root;		/* where dom0's back-end threads are looked for */
 };
 
 /* How long a new domain with no name in xenstore waits before it is
@@ -263,10 +267,14 @@ int dom_xen_open_src(const struct dom_xen_src_ops *sops, void *src,
 		if (!x->names)
 			goto out_free;
 	}
+	x->proc_root = strdup(cfg && cfg->proc_root ? cfg->proc_root : "/proc");
+	if (!x->proc_root)
+		goto out_free;
 	*state = x;
 	return 0;
 
 out_free:
+	dom_xen_free_names(x->names);
 	free(x->info);
 	free(x);
 out_nomem:
@@ -284,6 +292,7 @@ static void dom_xen_close(void *state)
 		dom_domain_free(x->ents[i].d);
 	free(x->ents);
 	free(x->info);
+	free(x->proc_root);
 	dom_xen_free_names(x->names);
 	x->sops->close(x->src);
 	free(x);
@@ -341,6 +350,36 @@ static bool dom_xen_gone(const struct dom_xen_ent *e, const struct dom_xen_info 
 {
 	return !in || (in->flags & DOM_XEN_F_DYING) ||
 	       memcmp(in->handle, e->handle, sizeof(e->handle)) != 0;
+}
+
+static void dom_xen_helper_found(void *arg, uint32_t domid, pid_t tid)
+{
+	struct dom_xen_ent *e = dom_xen_find(arg, domid);
+
+	if (e && e->nr_helpers < DOM_HELPER_MAX)
+		e->helper[e->nr_helpers++] = tid;
+}
+
+/* Each domain's back-end threads in dom0, as they are now (a device
+ * connected or gone since the last refresh).  A tree that cannot be read
+ * leaves each domain's as they were. */
+static void dom_xen_scan_helpers(struct dom_xen *x)
+{
+	size_t i;
+
+	if (!x->n)
+		return;
+	for (i = 0; i < x->n; i++)
+		x->ents[i].nr_helpers = 0;
+	if (dom_xenback_scan(x->proc_root, dom_xen_helper_found, x) >= 0)
+		return;
+	for (i = 0; i < x->n; i++) {
+		const pid_t *tids;
+		unsigned int k = dom_domain_helpers(x->ents[i].d, &tids);
+
+		memcpy(x->ents[i].helper, tids, k * sizeof(*tids));
+		x->ents[i].nr_helpers = k;
+	}
 }
 
 static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
@@ -405,9 +444,11 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	}
 	if (x->n != first_new)
 		qsort(x->ents, x->n, sizeof(*x->ents), dom_xen_cmp);
+	dom_xen_scan_helpers(x);
 	for (size_t i = 0; i < x->n; i++) {
 		struct dom_xen_ent *e = &x->ents[i];
 		const struct dom_xen_info *in = dom_xen_find_info(x->info, (size_t)n, e->domid);
+		bool helpers = dom_domain_set_helpers(e->d, e->helper, e->nr_helpers);
 
 		if (!e->reported) {
 			e->reported = true;
@@ -417,7 +458,7 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 		}
 		dom_domain_set_state(e->d, dom_xen_state(in->flags));
 		e->flags = in->flags;
-		if (dom_xen_late_facts(x, e) && ops && ops->changed)
+		if ((dom_xen_late_facts(x, e) || helpers) && ops && ops->changed)
 			ops->changed(ctx, e->d);
 		if (in->nr_vcpus != e->nr_vcpus && dom_xen_vcpus(e->d, in->nr_vcpus) == 0) {
 			e->nr_vcpus = in->nr_vcpus;
@@ -458,7 +499,7 @@ static int dom_xen_lookup_pid(void *state, pid_t pid, pid_t tid, const struct do
 	if (pid <= 0)
 		return -ENOENT;
 	for (size_t i = 0; i < x->n; i++) {
-		if (dom_domain_pid(x->ents[i].d) == pid) {
+		if (dom_domain_pid(x->ents[i].d) == pid || dom_domain_is_helper(x->ents[i].d, pid)) {
 			*d = x->ents[i].d;
 			return 0;
 		}

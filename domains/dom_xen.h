@@ -16,8 +16,10 @@
 #ifndef DOM_XEN_H
 #define DOM_XEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "dom_backend.h"
 
@@ -60,6 +62,23 @@ struct dom_xen_src_ops {
  */
 int dom_xen_open_src(const struct dom_xen_src_ops *sops, void *src,
 		     const struct dom_config *cfg, void **state);
+
+/*
+ * dom0's back-end kernel threads (dom_xenback.c): Linux's blkback and
+ * netback run threads named for the domain they serve ("blkback.DOMID.DEV",
+ * "vifDOMID.HANDLE-..."); their work is that domain's {vmm}
+ * (dom_domain_set_helpers).  Only kernel threads count (PF_KTHREAD in
+ * their stat): a process cannot name itself into a domain.
+ *
+ * dom_xenback_domid: the domain a thread named @comm serves (true, and
+ * *@domid), or false.
+ * dom_xenback_scan: every such thread under @proc_root (NULL: /proc),
+ * @fn called for each; their number, or -errno when the tree cannot be
+ * read.
+ */
+bool dom_xenback_domid(const char *comm, uint32_t *domid);
+int dom_xenback_scan(const char *proc_root, void (*fn)(void *arg, uint32_t domid, pid_t tid),
+		     void *arg);
 
 /* The UUID string of a domain handle, lowercase 8-4-4-4-12. */
 void dom_xen_uuid_str(const uint8_t handle[16], char out[DOM_UUID_STRLEN + 1]);

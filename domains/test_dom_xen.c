@@ -5,14 +5,23 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
 #include "domprof/raw.h"
 #include "dom_backend.h"
+#include "dom_testproc.h"
 #include "dom_xen.h"
+
+/* A fake proc tree for dom0's back-end threads (empty unless a test puts
+ * threads in it), so that no test reads the machine's own /proc. */
+static char proc_root[PATH_MAX];
 
 #define FAKE_MAX 16
 
@@ -122,7 +131,7 @@ static const struct dom_ops cb_ops = {
 
 static void *open_fake(struct fake_xen *f, const char *const *names)
 {
-	struct dom_config cfg = { .names = names };
+	struct dom_config cfg = { .names = names, .proc_root = proc_root };
 	void *st = NULL;
 
 	CU_ASSERT_EQUAL_FATAL(dom_xen_open_src(&fake_ops, f, &cfg, &st), 0);
@@ -356,12 +365,102 @@ static void test_late_channel(void)
 	dom_backend_xenctrl.close(st);
 }
 
+/* /proc/PID/stat of a task named @comm with @flags (its ninth field). */
+static void put_task(int pid, const char *comm, unsigned long flags)
+{
+	char path[PATH_MAX + 32], line[256];
+	int n;
+
+	tp_pathf(path, sizeof(path), "%s/%d", proc_root, pid);
+	mkdir(path, 0755);
+	tp_pathf(path, sizeof(path), "%s/%d/stat", proc_root, pid);
+	n = snprintf(line, sizeof(line), "%d (%s) S 2 0 0 0 -1 %lu 0 0 0 0 0 0 0 0 20 0 1 0 5\n",
+		     pid, comm, flags);
+	tp_write_file(path, line, (size_t)n);
+}
+
+#define KTHREAD_FLAGS 0x208040UL	/* PF_KTHREAD | PF_NOFREEZE | PF_FORKNOEXEC */
+#define USER_FLAGS 0x400100UL		/* PF_RANDOMIZE | PF_SUPERPRIV */
+
+static void test_backend_names(void)
+{
+	uint32_t id = 0;
+
+	CU_ASSERT_TRUE(dom_xenback_domid("blkback.12.xvda", &id) && id == 12);
+	CU_ASSERT_TRUE(dom_xenback_domid("blkback.3.xvdb-", &id) && id == 3);
+	CU_ASSERT_TRUE(dom_xenback_domid("vif7.0-q0-guest", &id) && id == 7);
+	CU_ASSERT_TRUE(dom_xenback_domid("vif7.1-dealloc", &id) && id == 7);
+	CU_ASSERT_TRUE(dom_xenback_domid("vif32751.0-q0-g", &id) && id == 32751);
+	id = 99;
+	CU_ASSERT_FALSE(dom_xenback_domid("vif0.0-q0-guest", &id));	/* dom0 */
+	CU_ASSERT_FALSE(dom_xenback_domid("vif32752.0", &id));	/* reserved */
+	CU_ASSERT_FALSE(dom_xenback_domid("vif07.0", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("vif.0", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("vif123456.0", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("blkback.3", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("blkback.x.xvda", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("virtio0", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("kworker/0:1", &id));
+	CU_ASSERT_EQUAL(id, 99);
+}
+
+/* dom0's blkback and netback threads are their domain's: found by name
+ * among kernel threads only, followed as they come and go (the registry
+ * told: changed), and looked up like the device model. */
+static void test_backend_threads(void)
+{
+	struct fake_xen f;
+	struct seen s = { 0 };
+	const struct dom_domain *d;
+	const pid_t *tids;
+	int v;
+	void *st;
+
+	lab_like(&f);
+	put_task(300, "blkback.2.xvda", KTHREAD_FLAGS);
+	put_task(301, "vif2.0-q0-guest", KTHREAD_FLAGS);
+	put_task(302, "blkback.1.xvda", USER_FLAGS);	/* a process naming itself */
+	put_task(303, "vif9.0-q0-guest", KTHREAD_FLAGS);	/* no such domain */
+	put_task(304, "kworker/0:1", KTHREAD_FLAGS);
+	put_task(305, "blkback.1.x) S", KTHREAD_FLAGS);	/* ')' in the name */
+	st = open_fake(&f, NULL);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
+	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 300, 300, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
+	CU_ASSERT_EQUAL(v, -1);
+	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 301, 301, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
+	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 2);
+	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 305, 305, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 302, 302, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 303, 303, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 304, 304, &d, &v), -ENOENT);
+	/* nothing new: nothing said */
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
+	/* web's disk goes, db gets one */
+	tp_kill(proc_root, 300);
+	put_task(306, "blkback.1.xvdb", KTHREAD_FLAGS);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *db *web ");
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 300, 300, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 306, 306, &d, &v), 0);
+	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
+	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 2);
+	for (int pid = 301; pid <= 306; pid++)
+		tp_kill(proc_root, pid);
+	dom_backend_xenctrl.close(st);
+}
+
 int main(void)
 {
 	CU_pSuite s;
 	int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
+	snprintf(proc_root, sizeof(proc_root), "/tmp/test_dom_xen.XXXXXX");
+	if (!mkdtemp(proc_root) || CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	s = CU_add_suite("dom_xen", NULL, NULL);
 	if (!s || !CU_add_test(s, "added, dom0 left out", test_added_not_dom0) ||
@@ -369,7 +468,9 @@ int main(void)
 	    !CU_add_test(s, "destroyed and created again", test_recreate) ||
 	    !CU_add_test(s, "vCPUs, state, errors", test_vcpus_state_errors) ||
 	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts) ||
-	    !CU_add_test(s, "a channel and device model that come late", test_late_channel)) {
+	    !CU_add_test(s, "a channel and device model that come late", test_late_channel) ||
+	    !CU_add_test(s, "back-end thread names", test_backend_names) ||
+	    !CU_add_test(s, "dom0's back-end threads are their domain's", test_backend_threads)) {
 		CU_cleanup_registry();
 		return 1;
 	}
@@ -377,5 +478,6 @@ int main(void)
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
 	CU_cleanup_registry();
+	rmdir(proc_root);
 	return fails ? 1 : 0;
 }

@@ -11,7 +11,7 @@
 #   xen_destroy NAME
 #   xen_channel_fixup NAME CHANNEL SOCKET   the PV console channel libxl 4.17 drops
 #   xen_share_initrd ROOT OUT       the lab's initramfs with ROOT appended
-#   xen_start_agent_guest NAME UUID INITRD  a guest with opagent on its channel
+#   xen_start_agent_guest NAME UUID INITRD [XL LINES]  a guest with opagent on its channel
 #
 # A guest is the lab's kernel booted as a PV domU with the lab's
 # initramfs (the same workloads as the KVM guests: busy, idle, script).
@@ -195,9 +195,10 @@ xen_share_initrd() {
 # that probes a half-written console keeps it broken.
 xen_start_agent_guest() {
 	local name=$1 uuid=$2 initrd=$3
+	shift 3
 	XEN_CREATE_PAUSED=1 LAB_XEN_L2_INITRD=$initrd LAB_GUEST_APPEND="dpagent=/share/agent.sh" \
 		xen_start_guest "$name" "$uuid" script \
-		"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/$name.agent\" ]"
+		"channel = [ \"name=org.domprof.agent.0,connection=socket,path=$LAB_RUN/$name.agent\" ]" "$@"
 	xen_channel_fixup "$name" org.domprof.agent.0 "$LAB_RUN/$name.agent"
 	timeout 30 xl unpause "$name" || lab_fail "xl unpause $name failed"
 	xen_wait_booted "$name"

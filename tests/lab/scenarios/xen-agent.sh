@@ -38,6 +38,11 @@
 #    at 1 to 2 ms each under the emulator), the looks come every 2.7 ms
 #    on average instead of 1 and each is weighted by the vCPU time since
 #    the last, so a few late looks carry many samples of one pc;
+#  - dom0's back-end threads are the domain's: web has a disk (a loop
+#    device through blkback) and reads and writes it after the other
+#    work (XA_IO_S seconds); web's {vmm} has samples in blkback's
+#    functions, which only its blkback threads run, and the host rows
+#    none (they would all be host work if the threads were not found);
 #  - exact-a/exact-b (the two-process same-address check): under 1%
 #    (XA_MAX_MIS) of their samples in the other program's never-run code,
 #    and at least XA_MIN_SAMPLES in each program's hot code
@@ -54,6 +59,7 @@ EXACT_S=${XA_EXACT_S:-5}
 TOL=${XA_TOL:-5}
 MAXMIS=${XA_MAX_MIS:-1}
 MINS=${XA_MIN_SAMPLES:-300}
+IO_S=${XA_IO_S:-8}
 opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 for f in ratio-static exact-a exact-b; do
 	[ -x "$STAGE/lab/$f" ] || lab_fail "no $STAGE/lab/$f staged (tests/e2e/$f)"
@@ -69,11 +75,23 @@ mkdir -p "$root/share"
 cp "$opagent_bin" "$root/share/opagent"
 cp "$STAGE/lab/ratio-static" "$root/share/ratio"
 cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$root/share/"
+# web's disk: a loop device in dom0, served by blkback; the guest's
+# blkfront from dom0's modules (the same kernel), loaded by the workload
+kver=$(uname -r)
+cp "/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" "$root/share/" ||
+	lab_fail "no xen-blkfront.ko for $kver in dom0"
+modprobe loop && modprobe xen-blkback || lab_fail "cannot load loop and xen-blkback in dom0"
+truncate -s 64M "$LAB_RUN/web.disk"
+loopdev=$(losetup -f --show "$LAB_RUN/web.disk") || lab_fail "losetup failed"
 cat >"$root/share/agent.sh" <<'EOF'
 #!/bin/sh
 exec /share/opagent --verbose
 EOF
 cat >"$root/share/work.sh" <<EOF
+insmod /share/xen-blkfront.ko 2>&1 | head -n 3
+i=0
+while [ ! -b /dev/xvda ] && [ \$i -lt 100 ]; do sleep 0.2; i=\$((i + 1)); done
+echo "XA-DISK \$(ls -l /dev/xvda 2>&1)"
 i=0
 while ! grep -q "kernel symbols sent" /tmp/agent.log 2>/dev/null && [ \$i -lt 3000 ]; do
 	sleep 0.2; i=\$((i + 1))
@@ -96,6 +114,17 @@ echo "RATIO \$(cat /tmp/r.out)"
 wait
 echo "EXACT-A \$(cat /tmp/a.out)"
 echo "EXACT-B \$(cat /tmp/b.out)"
+# disk I/O through blkback: written through, caches dropped, read back
+n=0 end=\$(( \$(cut -d. -f1 /proc/uptime) + $IO_S ))
+if [ -b /dev/xvda ]; then
+	while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do
+		dd if=/dev/zero of=/dev/xvda bs=64k count=256 conv=fsync 2>/dev/null
+		echo 3 >/proc/sys/vm/drop_caches
+		dd if=/dev/xvda of=/dev/null bs=64k count=256 2>/dev/null
+		n=\$((n + 1))
+	done
+fi
+echo "XA-IO rounds \$n (16 MiB written and read each)"
 echo "WORK-DONE \$(cut -d' ' -f1 /proc/uptime)"
 tail -n 5 /tmp/agent.log
 exec sleep 100000
@@ -104,7 +133,8 @@ chmod +x "$root/share/agent.sh"
 xen_share_initrd "$root" "$LAB_RUN/web-agent.cpio"
 
 xen_alive web && xen_destroy web
-xen_start_agent_guest web 6b1b1d6e-0000-4000-8000-000000000031 "$LAB_RUN/web-agent.cpio"
+xen_start_agent_guest web 6b1b1d6e-0000-4000-8000-000000000031 "$LAB_RUN/web-agent.cpio" \
+	"disk = [ \"phy:$loopdev,xvda,w\" ]"
 dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
 lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
 ls -l "$LAB_RUN/web.agent" || lab_log "no agent socket $LAB_RUN/web.agent"
@@ -180,6 +210,18 @@ case " ${XA_START_ARGS:-} " in
 		lab_fail "the xen collector did not sample dom0"
 	[ "${web_vmm:-0}" -gt 0 ] || lab_fail "no dom0 work under web's {vmm} (its console QEMU)" ;;
 esac
+# dom0's blkback threads: their own functions (xen_blkif_be_int, the
+# interrupt handler, and the completions run in whatever they interrupt)
+timeout 120 opreport --session-dir="$S" -l >"$RESULTS/report-all.txt" 2>&1 ||
+	lab_fail "opreport -l failed: $(head -n 3 "$RESULTS/report-all.txt")"
+blk() {
+	awk -v who="$1" '$1 ~ /^[0-9]+$/ && $3 == who &&
+		$NF ~ /^(xen_blkif_schedule|__do_block_io_op|do_block_io_op|dispatch_rw_block_io|xen_blkbk_)/ { n += $1 }
+		END { print n + 0 }' "$RESULTS/report-all.txt"
+}
+web_blk=$(blk web/vmm) host_blk=$(blk host)
+io_rounds=$(sed -n 's/.*XA-IO rounds \([0-9]*\).*/\1/p' "$CONS" | tail -n 1)
+lab_summary xa_blkback "web's {vmm} $web_blk, host $host_blk samples in blkback's functions; $(grep -c 'back-end threads' "$RESULTS/oprofiled.log") log lines on back-end threads; ${io_rounds:-no} I/O rounds"
 for p in a b; do
 	timeout 120 opreport --session-dir="$S" --domain=web -l "image:exact-$p" \
 		>"$RESULTS/report-$p.txt" 2>"$RESULTS/report-$p.err" ||
@@ -227,6 +269,12 @@ fail=0
 [ "$na" -gt 0 ] && [ "$nb" -gt 0 ] ||
 	{ lab_log "FAIL: opreport --domain=web -l names no guest user symbols burn_a ($na), burn_b ($nb)"; fail=1; }
 [ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
+case " ${XA_START_ARGS:-} " in
+*" --no-dom0 "*) ;;
+*)	[ "${io_rounds:-0}" -gt 0 ] || { lab_log "FAIL: web did no disk I/O (no /dev/xvda?)"; fail=1; }
+	[ "$web_blk" -gt 0 ] && [ "$host_blk" = 0 ] ||
+		{ lab_log "FAIL: blkback's functions: web's {vmm} $web_blk samples, host $host_blk (want > 0 and 0)"; fail=1; } ;;
+esac
 if [ "${XA_CHECK_RATIO:-1}" = 1 ]; then
 	awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d >= 0 && d <= t) }' ||
 		{ lab_log "FAIL: burn_a share $share% vs measured $measured% (diff $diff > $TOL)"; fail=1; }
