@@ -545,7 +545,7 @@ static int worker_started(void *ctx)
 	if (ret)
 		du_warn("privsep: cannot note the session as given (%s): if the monitor is "
 			"killed, the session stays the worker's user's", strerror(-ret));
-	ret = opd_ps_chown_tree(w->conf->session_dir, w->uid, w->gid);
+	ret = du_sdir_chown_tree(w->conf->session_dir, w->uid, w->gid);
 
 	if (ret)
 		du_warn("privsep: giving the session to uid %u: %s", (unsigned int)w->uid,
@@ -565,7 +565,7 @@ static int check_worker(const struct opd_conf *c, struct worker *w)
 	struct stat st;
 	int ret;
 
-	if (opd_ps_user(c->privsep_user, &w->uid, &w->gid)) {
+	if (du_sdir_worker_user(c->privsep_user, &w->uid, &w->gid)) {
 		du_err("privsep: no user %s to run the loop as (--privsep=USER names one; "
 		       "--no-privsep runs it as root)",
 		       c->privsep_user ? c->privsep_user : "domprof or nobody");
@@ -636,6 +636,7 @@ static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 	}
 	if (child > 0) {
 		struct opd_relay_mon *rm = NULL;
+		int ret;
 
 		close_fds((int[]){ fd[SV1], fd[WAKE0], fd[STREAM0] }, 3);
 		/* NULL (logged): the worker's start is then refused */
@@ -647,8 +648,9 @@ static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 		opd_relay_mon_close(rm);
 		/* idle, the session is root's again, as an unseparated run
 		 * leaves it (no link followed) */
-		if (opd_ps_chown_tree(c->session_dir, 0, 0))
-			du_warn("privsep: cannot give the session back to root");
+		ret = du_sdir_chown_tree(c->session_dir, 0, 0);
+		if (ret)
+			du_warn("privsep: cannot give the session back to root: %s", strerror(-ret));
 		else
 			du_sdir_unmark_given(c->session_dir);
 		return 1;
@@ -783,7 +785,7 @@ static void take_back_session(const struct opd_conf *c)
 	int fd, ret;
 
 	if (geteuid() != 0 || !realpath(c->session_dir, real) ||
-	    opd_ps_user(c->privsep_user, &uid, &gid))
+	    du_sdir_worker_user(c->privsep_user, &uid, &gid))
 		return;
 	snprintf(pidpath, sizeof(pidpath), "%s/oprofiled.pid", real);
 	fd = du_nf_open(pidpath, O_RDONLY, 0, false);

@@ -203,12 +203,6 @@ int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, cha
 int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx);
 
 /*
- * The worker's user: @name, else "domprof" if it exists, else "nobody".
- * 0 with *@uid and *@gid, or -ENOENT.
- */
-int opd_ps_user(const char *name, uid_t *uid, gid_t *gid);
-
-/*
  * Can @uid:@gid (no supplementary groups, as the worker runs) search every
  * directory above @dir?  The worker reaches the session by its path, and
  * the tree below @dir becomes its own.  0, or -EACCES with the first
@@ -217,9 +211,6 @@ int opd_ps_user(const char *name, uid_t *uid, gid_t *gid);
  */
 int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
 		     struct stat *st);
-
-/* Give the session tree (no symlink followed) to @uid:@gid.  0 or -errno. */
-int opd_ps_chown_tree(const char *dir, uid_t uid, gid_t gid);
 
 /*
  * Become @uid:@gid for good: no supplementary groups, no capabilities,

@@ -7,7 +7,6 @@
 
 #define _GNU_SOURCE 1
 #include <errno.h>
-#include <ftw.h>
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -41,11 +40,6 @@
 #include "util/du_log.h"
 #include "util/du_sdir.h"
 
-int opd_ps_user(const char *name, uid_t *uid, gid_t *gid)
-{
-	return du_sdir_worker_user(name, uid, gid);
-}
-
 int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
 		     struct stat *st)
 {
@@ -77,27 +71,6 @@ int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t ba
 	return ret;
 }
 
-/* nftw has no context argument: the owner travels in these two, set and
- * used only by opd_ps_chown_tree before any thread exists. */
-static uid_t chown_uid;
-static gid_t chown_gid;
-
-static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	if (lchown(path, chown_uid, chown_gid))
-		du_warn("privsep: cannot give %s to the worker: %s", path, strerror(errno));
-	return 0;
-}
-
-int opd_ps_chown_tree(const char *dir, uid_t uid, gid_t gid)
-{
-	chown_uid = uid;
-	chown_gid = gid;
-	return nftw(dir, chown_one, 32, FTW_PHYS | FTW_MOUNT) ? -errno : 0;
-}
 
 /* ---- seccomp ------------------------------------------------------------- */
 

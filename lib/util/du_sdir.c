@@ -218,19 +218,30 @@ int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid)
 }
 
 /* nftw() has no argument for its callback: the owner to give, and the
- * first error.  Not reentrant (a start-up step). */
-static uid_t back_uid;
-static gid_t back_gid;
-static int back_err;
+ * first error.  Not reentrant (a start-up and stop step, before and after
+ * any thread). */
+static uid_t chown_uid;
+static gid_t chown_gid;
+static int chown_err;
 
-static int give_back_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)flag;
 	(void)ftw;
-	if (lchown(path, back_uid, back_gid) && !back_err)
-		back_err = errno;
+	if (lchown(path, chown_uid, chown_gid) && !chown_err)
+		chown_err = errno;
 	return 0;
+}
+
+int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid)
+{
+	chown_uid = uid;
+	chown_gid = gid;
+	chown_err = 0;
+	if (nftw(dir, chown_one, 32, FTW_PHYS | FTW_MOUNT))
+		return -errno;
+	return -chown_err;
 }
 
 /* The note for @canon: DU_SDIR_GIVEN_DIR/<FNV-1a of the path>. */
@@ -296,17 +307,14 @@ static bool is_given(const char *canon)
 int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen)
 {
 	struct stat sb;
+	int ret;
 
 	if (geteuid() != 0 || worker == 0 || lstat(dir, &sb) || !S_ISDIR(sb.st_mode) ||
 	    sb.st_uid != worker || !is_given(dir))
 		return 0;
-	back_uid = 0;
-	back_gid = 0;
-	back_err = 0;
-	if (nftw(dir, give_back_one, 32, FTW_PHYS | FTW_MOUNT))
-		return -errno;
-	if (back_err)
-		return -back_err;
+	ret = du_sdir_chown_tree(dir, 0, 0);
+	if (ret)
+		return ret;
 	du_sdir_unmark_given(dir);
 	snprintf(msg, msglen, "took back session directory %s from uid %u, the privsep worker's "
 		 "user: the daemon that ran there was stopped without giving it back (killed?)",

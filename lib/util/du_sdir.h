@@ -73,6 +73,13 @@ void du_sdir_unmark_given(const char *canon);
  */
 int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen);
 
+/*
+ * Give @dir and everything below it to @uid:@gid, no link followed and no
+ * other file system entered (the privsep worker's session, and back).
+ * Goes on past a file it cannot change: 0, or the first -errno.
+ */
+int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid);
+
 /* Check only (no creation, no mode change): the same rules as above. */
 int du_sdir_check(const char *canon, char *err, size_t errlen);
 
