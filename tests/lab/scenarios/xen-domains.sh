@@ -103,7 +103,7 @@ awk -v sw="$sw" -v sd="$sd" -v w="$web_s" -v d="$db_s" 'BEGIN {
 	ps = 100 * sw / (sw + sd); px = 100 * w / (w + d)
 	printf "web share: samples %.1f%%, Xen accounting %.1f%%\n", ps, px
 	exit !(ps - px < 10 && px - ps < 10) }' || lab_fail "sample shares and Xen's accounting differ by 10 points or more"
-lost=$(sed -n 's/.*xen collector: .* samples, \([0-9]*\) lost.*/\1/p' "$RESULTS/oprofiled.log" | tail -n 1)
+lost=$(sed -n 's/.*xen collector: .* \([0-9]*\) lost, .*/\1/p' "$RESULTS/oprofiled.log" | tail -n 1)
 [ "${lost:-x}" = 0 ] || lab_fail "the xen collector lost ${lost:-?} samples"
 inner_s=$(awk -v a="$webA" -v b="$webB" 'BEGIN { printf "%.1f", b - a }')
 read -r r_out r_in <<<"$(awk -v s="$sw" -v o="$web_s" -v i="$inner_s" 'BEGIN {
