@@ -32,6 +32,7 @@ struct ag_opts {
 	bool once;
 	bool verbose;
 	bool no_tsc;		/* send no TSC frames: the host falls back to ping/pong */
+	uint32_t tty_window;	/* on a tty: bytes sent ahead of the host's ACK */
 };
 
 uint64_t ag_now_ns(void);
@@ -58,7 +59,16 @@ struct ag_out {
 	size_t len, cap;
 	uint64_t bytes;		/* written to fd */
 	uint64_t frames;
+	/* Called between the pieces of a long send (the snapshot, a process
+	 * at a time): may wait for the host (a tty's window), 0 or -errno. */
+	int (*pace)(void *ctx);
+	void *pace_ctx;
 };
+
+static inline int ag_out_pace(struct ag_out *o)
+{
+	return o->pace ? o->pace(o->pace_ctx) : 0;
+}
 
 int ag_out_init(struct ag_out *o, size_t cap);
 void ag_out_free(struct ag_out *o);

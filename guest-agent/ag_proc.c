@@ -274,7 +274,9 @@ int ag_send_snapshot(struct ag_out *o, struct ag_cookies *ck)
 
 		if (*end || !pid || pid == self)
 			continue;
-		err = send_comms(o, (uint32_t)pid, &e.nr_tasks);
+		err = ag_out_pace(o);
+		if (!err)
+			err = send_comms(o, (uint32_t)pid, &e.nr_tasks);
 		if (!err)
 			err = send_maps(o, ck, (uint32_t)pid, &e.nr_mmaps);
 	}

@@ -28,11 +28,14 @@
  * slew through them (doc/clock.md). */
 #define AG_TSC_NS	(1000ULL * 1000 * 1000)
 /* A tty (a Xen PV console) loses what the host has not read beyond its
- * back end's limit (1 MiB from libxl): bulk waits while this much is not
- * acknowledged (HOST_ACK), and after HELLO until the first ACK, at most
- * AG_ACK_WAIT_NS (a host that never says it is an older one). */
+ * back end's limit (1 MiB from libxl): bulk and the snapshot wait while
+ * this much (--tty-window) is not acknowledged (HOST_ACK), and after
+ * HELLO until the first ACK, at most AG_ACK_WAIT_NS (a host that never
+ * says it is an older one).  A snapshot that waits AG_PACE_MAX_NS with no
+ * ACK gives up the connection. */
 #define AG_TTY_WINDOW	(256u << 10)
 #define AG_ACK_WAIT_NS	(2000ULL * 1000 * 1000)
+#define AG_PACE_MAX_NS	(60ULL * 1000 * 1000 * 1000)
 
 static volatile sig_atomic_t stop;
 
@@ -151,7 +154,7 @@ static bool bulk_ok(const struct ag_state *s)
 	if (!s->ack_seen)
 		return ag_now_ns() - s->hello_ns >= AG_ACK_WAIT_NS;
 	sent = s->out.bytes + s->out.len - s->hello_bytes;
-	return sent < s->acked || sent - s->acked < AG_TTY_WINDOW;
+	return sent < s->acked || sent - s->acked < s->opts->tty_window;
 }
 
 static const struct ap_ops host_ops = {
@@ -218,6 +221,36 @@ static int read_host(struct ag_state *s, int fd, const struct ap_ops *ops)
  * a piece at a time beside the stream, so that the host can place samples
  * from the first seconds; its first lines give the host the kernel's
  * _text. */
+/* The snapshot on a tty, between processes: what is queued goes out, then
+ * it waits while the window is full, reading the host's frames (its ACKs;
+ * a JOIN ends the connection with -ECONNRESET as in the loop). */
+static int pace_tty(void *ctx)
+{
+	struct ag_state *s = ctx;
+	uint64_t since = ag_now_ns(), acked = s->acked;
+	int err = ag_out_flush(&s->out);
+
+	while (!err && !stop && !bulk_ok(s)) {
+		struct pollfd p = { .fd = s->out.fd, .events = POLLIN };
+
+		if (s->acked != acked) {
+			acked = s->acked;
+			since = ag_now_ns();
+		} else if (ag_now_ns() - since > AG_PACE_MAX_NS) {
+			du_warn("the host acknowledged nothing for %llu s: starting over",
+				(unsigned long long)(AG_PACE_MAX_NS / 1000000000ULL));
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, 50) < 0 && errno != EINTR)
+			return -errno;
+		if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+			return -EPIPE;
+		if (p.revents & POLLIN)
+			err = read_host(s, s->out.fd, &host_ops);
+	}
+	return err;
+}
+
 static int send_state(struct ag_state *s)
 {
 	uint32_t flags = DP_AG_HELLO_F_IMAGES;
@@ -244,8 +277,14 @@ static int send_state(struct ag_state *s)
 	}
 	if (!err)
 		err = ag_send_table(&s->out, "/proc/modules", DP_AG_MODULES, DP_AG_MODULES_END);
-	if (!err)
+	if (!err) {
+		if (s->out.is_tty) {
+			s->out.pace = pace_tty;
+			s->out.pace_ctx = s;
+		}
 		err = ag_send_snapshot(&s->out, s->ck);
+		s->out.pace = NULL;
+	}
 	if (!err)
 		err = ag_out_flush(&s->out);
 	if (!err)
@@ -436,6 +475,8 @@ static void usage(FILE *f)
 		"  --duration=SECS   stop after SECS seconds\n"
 		"  --once            send the current state and exit\n"
 		"  --no-tsc          send no TSC pairs (the host correlates by ping/pong)\n"
+		"  --tty-window=BYTES  on a tty, bytes sent ahead of the host's\n"
+		"                    acknowledgement (default 256K, at least 4K)\n"
 		"  --verbose         say what happens\n"
 		"  --help            this text\n"
 		"Sizes take a K, M or G suffix.\n");
@@ -473,6 +514,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "once", no_argument, NULL, '1' },
 		{ "no-tsc", no_argument, NULL, 'T' },
+		{ "tty-window", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -481,7 +523,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 	int c;
 
 	*o = (struct ag_opts){ .budget = 256ULL << 20, .image_max = 64ULL << 20,
-			       .rate = 8U << 20, .ring_pages = 64 };
+			       .rate = 8U << 20, .ring_pages = 64, .tty_window = AG_TTY_WINDOW };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': o->port = optarg; break;
@@ -505,6 +547,11 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 			break;
 		case '1': o->once = true; break;
 		case 'T': o->no_tsc = true; break;
+		case 'W':
+			if (parse_size(optarg, &v) || v < 4096 || v > (1u << 30))
+				return -EINVAL;
+			o->tty_window = (uint32_t)v;
+			break;
 		case 'v': o->verbose = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;
@@ -576,8 +623,9 @@ int main(int argc, char **argv)
 				joined = err == -ECONNRESET;
 				if (joined)
 					continue;
-				/* a tty nobody reads: wait for the next host */
-				if (tty && err == -EPIPE && !stop) {
+				/* a tty nobody reads (or acknowledges): wait
+				 * for the next host */
+				if (tty && (err == -EPIPE || err == -ETIMEDOUT) && !stop) {
 					if (opts.verbose)
 						du_info("no host is reading; waiting for one");
 					continue;

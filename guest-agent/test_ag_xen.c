@@ -208,6 +208,11 @@ static size_t read_agent(struct got *g, unsigned int ms, bool until_state, bool 
 		if (poll(&pfd, 1, 50) <= 0)
 			continue;
 		n = read(master, buf + len, sizeof(buf) - len);
+		/* EIO: no one has the pty's other side open (yet, or again) */
+		if (n < 0 && errno == EIO) {
+			usleep(20 * 1000);
+			continue;
+		}
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -248,7 +253,9 @@ static void send_ack(uint64_t bytes)
 	CU_ASSERT_FATAL(write(master, f, (size_t)n) == n);
 }
 
-static int tty_setup(void)
+/* opagent on a new pty, with @window as its --tty-window (NULL: the
+ * default). */
+static int tty_start(const char *window)
 {
 	const char *bin = getenv("OPAGENT");
 	char *slave;
@@ -267,10 +274,20 @@ static int tty_setup(void)
 
 		snprintf(port, sizeof(port), "--port=%s", slave);
 		dup2(null, 0);
-		execl(bin, "opagent", port, "--no-tsc", "--duration=60", (char *)NULL);
+		execl(bin, "opagent", port, "--no-tsc", "--duration=60", window, (char *)NULL);
 		_exit(127);
 	}
 	return 0;
+}
+
+static int tty_setup(void)
+{
+	return tty_start(NULL);
+}
+
+static int tty_setup_small(void)
+{
+	return tty_start("--tty-window=4096");
 }
 
 static int tty_teardown(void)
@@ -376,6 +393,52 @@ static void test_tty_window(void)
 	CU_ASSERT(g.ks_bytes > 0);
 }
 
+/*
+ * The snapshot of the tasks that exist (a process at a time) keeps to the
+ * window too: a guest with many processes would otherwise put megabytes
+ * on the console at once.  With a 4 KiB window: nothing past the first
+ * process before the first ACK, at most a window and one process's
+ * frames ahead of each ACK, and the whole snapshot as the ACKs come.
+ */
+static void test_tty_snapshot_window(void)
+{
+	struct got g;
+	size_t total, n, most = 0;
+	unsigned int steps = 0;
+	int err;
+
+	if (agent <= 0) {
+		fprintf(stderr, "(no $OPAGENT: skipped) ");
+		return;
+	}
+	/* a JOIN before the agent opened its side is lost: said again, as
+	 * the host does, until a HELLO comes */
+	for (int i = 0; i < 10; i++) {
+		send_join(50);
+		read_agent(&g, 1000, false, true, &err);
+		if (g.hello)
+			break;
+	}
+	CU_ASSERT_EQUAL(g.hello, 1);
+	CU_ASSERT_EQUAL(g.state_end, 0);	/* held for the first ACK */
+	total = g.since_hello;
+	while (steps++ < 400) {
+		send_ack(total);
+		n = read_agent(&g, 300, true, false, &err);
+		total += n;
+		if (n > most)
+			most = n;
+		if (g.state_end)
+			break;
+	}
+	printf("\n  snapshot: %zu bytes after HELLO in %u acknowledged steps, at most %zu a step\n",
+	       total, steps, most);
+	CU_ASSERT_EQUAL(g.state_end, 1);
+	CU_ASSERT(steps > 1);	/* the test machine's snapshot is over 4 KiB */
+	/* a window, plus the frames of the process that crossed it */
+	CU_ASSERT(most <= 4096 + 64 * 1024);
+}
+
 int main(void)
 {
 	CU_pSuite s, t;
@@ -390,6 +453,8 @@ int main(void)
 	t = CU_add_suite("opagent on a tty", tty_setup, tty_teardown);
 	CU_add_test(t, "nothing before JOIN, raw frames after, JOIN starts over, once", test_tty_join);
 	CU_add_test(t, "bulk within the window the host's ACKs open", test_tty_window);
+	t = CU_add_suite("opagent on a tty, a 4 KiB window", tty_setup_small, tty_teardown);
+	CU_add_test(t, "the snapshot within the window", test_tty_snapshot_window);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
