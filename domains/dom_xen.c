@@ -15,6 +15,7 @@
 #include "domprof/raw.h"
 #include "dom_backend.h"
 #include "dom_xen.h"
+#include "util/du_log.h"
 
 struct dom_xen_ent {
 	uint32_t domid;
@@ -373,6 +374,7 @@ static void dom_xen_scan_helpers(struct dom_xen *x)
 		x->ents[i].nr_helpers = 0;
 	if (dom_xenback_scan(x->proc_root, dom_xen_helper_found, x) >= 0)
 		return;
+	du_debug("xenctrl backend: cannot scan %s for dom0's back-end threads", x->proc_root);
 	for (i = 0; i < x->n; i++) {
 		const pid_t *tids;
 		unsigned int k = dom_domain_helpers(x->ents[i].d, &tids);
