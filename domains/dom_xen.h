@@ -65,8 +65,9 @@ int dom_xen_open_src(const struct dom_xen_src_ops *sops, void *src,
 
 /*
  * dom0's back-end kernel threads (dom_xenback.c): Linux's blkback and
- * netback run threads named for the domain they serve ("blkback.DOMID.DEV",
- * "vifDOMID.HANDLE-..."); their work is that domain's {vmm}
+ * netback run threads named for the domain they serve ("DOMID.DEV-N", or
+ * "blkback.DOMID.DEV" before, and "vifDOMID.HANDLE-..."); their work is
+ * that domain's {vmm}
  * (dom_domain_set_helpers).  Only kernel threads count (PF_KTHREAD in
  * their stat): a process cannot name itself into a domain.
  *

@@ -28,19 +28,23 @@ bool dom_xenback_domid(const char *comm, uint32_t *domid)
 	uint32_t v = 0;
 	int digits = 0;
 
-	/* blkback: "blkback.DOMID.DEV", a ring's thread "-N" after it;
-	 * netback: "vifDOMID.HANDLE-qN-guest-rx" and "...-dealloc"
-	 * (older kernels: no "-qN"); all cut to 15 bytes, which never cuts
-	 * the domid and the dot after it */
+	/* blkback: a ring's thread "DOMID.DEV-N" (Linux 6.1's; older
+	 * kernels: "blkback.DOMID.DEV"), DEV the guest's name for the disk
+	 * (xvda, sda, hda...); netback: "vifDOMID.HANDLE-qN-guest-rx" and
+	 * "...-dealloc" (older kernels: no "-qN").  All cut to 15 bytes, which
+	 * never cuts the domid and the dot after it. */
 	if (!strncmp(comm, "blkback.", 8))
 		p = comm + 8;
 	else if (!strncmp(comm, "vif", 3))
 		p = comm + 3;
 	else
-		return false;
+		p = comm;
 	for (; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
 		v = v * 10 + (uint32_t)(*p - '0');
 	if (!digits || digits > 5 || *p != '.' || v == 0 || v >= XB_DOMID_LIMIT)
+		return false;
+	/* the bare form: a disk's name, a letter first, after the dot */
+	if (p - digits == comm && !(p[1] >= 'a' && p[1] <= 'z'))
 		return false;
 	if (digits > 1 && comm[p - comm - digits] == '0')
 		return false;	/* the kernel prints no leading zero */

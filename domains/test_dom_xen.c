@@ -386,6 +386,8 @@ static void test_backend_names(void)
 {
 	uint32_t id = 0;
 
+	CU_ASSERT_TRUE(dom_xenback_domid("4.xvda-0", &id) && id == 4);
+	CU_ASSERT_TRUE(dom_xenback_domid("12345.xvdaa-1", &id) && id == 12345);
 	CU_ASSERT_TRUE(dom_xenback_domid("blkback.12.xvda", &id) && id == 12);
 	CU_ASSERT_TRUE(dom_xenback_domid("blkback.3.xvdb-", &id) && id == 3);
 	CU_ASSERT_TRUE(dom_xenback_domid("vif7.0-q0-guest", &id) && id == 7);
@@ -401,6 +403,10 @@ static void test_backend_names(void)
 	CU_ASSERT_FALSE(dom_xenback_domid("blkback.x.xvda", &id));
 	CU_ASSERT_FALSE(dom_xenback_domid("virtio0", &id));
 	CU_ASSERT_FALSE(dom_xenback_domid("kworker/0:1", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("4.0-q0", &id));	/* no letter after the dot */
+	CU_ASSERT_FALSE(dom_xenback_domid("4.", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("0.xvda-0", &id));
+	CU_ASSERT_FALSE(dom_xenback_domid("4xvda", &id));
 	CU_ASSERT_EQUAL(id, 99);
 }
 
@@ -417,7 +423,7 @@ static void test_backend_threads(void)
 	void *st;
 
 	lab_like(&f);
-	put_task(300, "blkback.2.xvda", KTHREAD_FLAGS);
+	put_task(300, "2.xvda-0", KTHREAD_FLAGS);
 	put_task(301, "vif2.0-q0-guest", KTHREAD_FLAGS);
 	put_task(302, "blkback.1.xvda", USER_FLAGS);	/* a process naming itself */
 	put_task(303, "vif9.0-q0-guest", KTHREAD_FLAGS);	/* no such domain */

@@ -175,7 +175,8 @@ grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$C
 	lab_fail "web's workload did not finish"; }
 lab_summary xa_workload_done_s "$(lab_since "$t")"
 # dom0's back-end threads: pid, name, flags (PF_KTHREAD is 0x200000)
-awk '$2 ~ /^\((blkback|vif)/ { printf "%s %s %x\n", $1, $2, $9 }' /proc/[0-9]*/stat >"$RESULTS/backend-threads.txt" 2>/dev/null
+cat /proc/[0-9]*/stat 2>/dev/null |
+	awk '$2 ~ /^\((blkback|vif|[0-9]+\.[a-z])/ { printf "%s %s %x\n", $1, $2, $9 }' >"$RESULTS/backend-threads.txt"
 lab_log "dom0 back-end threads: $(tr '\n' ';' <"$RESULTS/backend-threads.txt")"
 # privilege separation with the xen collector (doc/trust.md): the worker,
 # which parses the agent's bytes, runs unprivileged under seccomp and holds
