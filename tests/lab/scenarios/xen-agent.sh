@@ -228,13 +228,14 @@ case " ${XA_START_ARGS:-} " in
 		lab_fail "the xen collector did not sample dom0"
 	[ "${web_vmm:-0}" -gt 0 ] || lab_fail "no dom0 work under web's {vmm} (its console QEMU)" ;;
 esac
-# dom0's blkback threads: their own functions (xen_blkif_be_int, the
-# interrupt handler, and the completions run in whatever they interrupt)
+# dom0's blkback threads: the functions only they run (the interrupt
+# handler xen_blkif_be_int and the completions, end_block_io_op and the
+# unmaps after it, run in whatever they interrupt)
 timeout 120 opreport --session-dir="$S" -l >"$RESULTS/report-all.txt" 2>&1 ||
 	lab_fail "opreport -l failed: $(head -n 3 "$RESULTS/report-all.txt")"
 blk() {
 	awk -v who="$1" '$1 ~ /^[0-9]+$/ && $3 == who &&
-		$NF ~ /^(xen_blkif_schedule|__do_block_io_op|do_block_io_op|dispatch_rw_block_io|xen_blkbk_)/ { n += $1 }
+		$NF ~ /^(xen_blkif_schedule|__do_block_io_op|do_block_io_op|dispatch_rw_block_io|xen_blkbk_map|xen_blkbk_parse_indirect)/ { n += $1 }
 		END { print n + 0 }' "$RESULTS/report-all.txt"
 }
 web_blk=$(blk web/vmm) host_blk=$(blk host)
