@@ -40,9 +40,11 @@
 #    the last, so a few late looks carry many samples of one pc;
 #  - dom0's back-end threads are the domain's: web has a disk (a loop
 #    device through blkback) and reads and writes it after the other
-#    work (XA_IO_S seconds); web's {vmm} has samples in blkback's
-#    functions, which only its blkback threads run, and the host rows
-#    none (they would all be host work if the threads were not found);
+#    work (XA_IO_S seconds), while dom0 sends it UDP through netback (a
+#    vif with an address at each end); web's {vmm} has samples in
+#    blkback's and in netback's guest-rx functions, which only their
+#    threads run, and the host rows none (they would all be host work if
+#    the threads were not found);
 #  - exact-a/exact-b (the two-process same-address check): under 1%
 #    (XA_MAX_MIS) of their samples in the other program's never-run code,
 #    and at least XA_MIN_SAMPLES in each program's hot code
@@ -78,9 +80,11 @@ cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$root/share/"
 # web's disk: a loop device in dom0, served by blkback; the guest's
 # blkfront from dom0's modules (the same kernel), loaded by the workload
 kver=$(uname -r)
-cp "/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" "$root/share/" ||
-	lab_fail "no xen-blkfront.ko for $kver in dom0"
-modprobe loop && modprobe xen-blkback || lab_fail "cannot load loop and xen-blkback in dom0"
+cp "/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" \
+	"/lib/modules/$kver/kernel/drivers/net/xen-netfront.ko" "$root/share/" ||
+	lab_fail "no xen-blkfront.ko or xen-netfront.ko for $kver in dom0"
+modprobe loop && modprobe xen-blkback && modprobe xen-netback ||
+	lab_fail "cannot load loop, xen-blkback and xen-netback in dom0"
 mkdir -p "$LAB_RUN"
 truncate -s 64M "$LAB_RUN/web.disk"
 loopdev=$(losetup -f --show "$LAB_RUN/web.disk") || lab_fail "losetup failed"
@@ -97,12 +101,30 @@ dev=$(xenstore-read "$XENBUS_PATH/params") &&
 		"$XENBUS_PATH/physical-device-path" "$dev" "$XENBUS_PATH/hotplug-status" connected
 EOF
 chmod +x "$LAB_RUN/lab-block"
+# and for its vif: no bridge, an address on dom0's end (10.99.0.1; the
+# guest takes 10.99.0.2)
+cat >"$LAB_RUN/lab-vif" <<'EOF'
+#!/bin/sh
+case "$1" in
+online|add)
+	ip link set "$vif" up
+	ip addr add 10.99.0.1/24 dev "$vif" 2>/dev/null
+	xenstore-write "$XENBUS_PATH/hotplug-status" connected ;;
+esac
+exit 0
+EOF
+chmod +x "$LAB_RUN/lab-vif"
 cat >"$root/share/agent.sh" <<'EOF'
 #!/bin/sh
 exec /share/opagent --verbose
 EOF
 cat >"$root/share/work.sh" <<EOF
 insmod /share/xen-blkfront.ko 2>&1 | head -n 3
+insmod /share/xen-netfront.ko 2>&1 | head -n 3
+i=0
+while [ ! -e /sys/class/net/eth0 ] && [ \$i -lt 100 ]; do sleep 0.2; i=\$((i + 1)); done
+ip link set eth0 up && ip addr add 10.99.0.2/24 dev eth0
+echo "XA-NET \$(ip -o addr show eth0 2>&1 | tr '\n' ' ')"
 i=0
 while [ ! -b /dev/xvda ] && [ \$i -lt 100 ]; do sleep 0.2; i=\$((i + 1)); done
 echo "XA-DISK \$(ls -l /dev/xvda 2>&1)"
@@ -128,7 +150,9 @@ echo "RATIO \$(cat /tmp/r.out)"
 wait
 echo "EXACT-A \$(cat /tmp/a.out)"
 echo "EXACT-B \$(cat /tmp/b.out)"
-# disk I/O through blkback: written through, caches dropped, read back
+# disk I/O through blkback: written through, caches dropped, read back;
+# meanwhile dom0 sends UDP (XA-IO-START)
+echo "XA-IO-START \$(cut -d' ' -f1 /proc/uptime)"
 n=0 end=\$(( \$(cut -d. -f1 /proc/uptime) + $IO_S ))
 if [ -b /dev/xvda ]; then
 	while [ \$(cut -d. -f1 /proc/uptime) -lt \$end ]; do
@@ -148,7 +172,8 @@ xen_share_initrd "$root" "$LAB_RUN/web-agent.cpio"
 
 xen_alive web && xen_destroy web
 xen_start_agent_guest web 6b1b1d6e-0000-4000-8000-000000000031 "$LAB_RUN/web-agent.cpio" \
-	"disk = [ \"format=raw,vdev=xvda,access=rw,script=$LAB_RUN/lab-block,target=$loopdev\" ]"
+	"disk = [ \"format=raw,vdev=xvda,access=rw,script=$LAB_RUN/lab-block,target=$loopdev\" ]" \
+	"vif = [ \"mac=00:16:3e:00:00:31,script=$LAB_RUN/lab-vif\" ]"
 dm=$(timeout 10 xenstore-read "/local/domain/$(xen_domid web)/image/device-model-pid" 2>/dev/null)
 lab_log "web's device model: pid ${dm:-none} ($(cat "/proc/${dm:-0}/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200))"
 ls -l "$LAB_RUN/web.agent" || lab_log "no agent socket $LAB_RUN/web.agent"
@@ -166,9 +191,16 @@ grep -E "agent|HELLO" "$S/oprofiled.log" | head -n 20
 [ $ok -eq 0 ] || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
 	lab_fail "web's agent state not complete after ${XA_AGENT_WAIT_S:-300} s"; }
 lab_summary xen_agent_complete_s "$(lab_since "$t")"
+udp=0
 for i in $(seq 1 600); do
 	grep -q WORK-DONE "$CONS" && break
 	xen_alive web || break
+	# web's I/O phase: dom0 sends it datagrams through netback's
+	# guest-rx thread (nothing listens: the guest's kernel drops them)
+	if [ $udp = 0 ] && grep -q XA-IO-START "$CONS"; then
+		udp=1
+		timeout "$IO_S" socat -u OPEN:/dev/zero UDP-SENDTO:10.99.0.2:9 >"$RESULTS/udp.txt" 2>&1 &
+	fi
 	sleep 1
 done
 grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
@@ -239,8 +271,17 @@ blk() {
 		END { print n + 0 }' "$RESULTS/report-all.txt"
 }
 web_blk=$(blk web/vmm) host_blk=$(blk host)
+# netback's guest-rx thread (dom0 to the guest); its TX side runs in NAPI
+# (softirq), whatever it interrupts
+net() {
+	awk -v who="$1" '$1 ~ /^[0-9]+$/ && $3 == who &&
+		$NF ~ /^(xenvif_kthread_guest_rx|xenvif_rx_action|xenvif_rx_skb|xenvif_rx_copy|xenvif_rx_next|xenvif_rx_data_slot|xenvif_rx_complete|xenvif_rx_extra_slot|xenvif_dealloc_kthread)/ { n += $1 }
+		END { print n + 0 }' "$RESULTS/report-all.txt"
+}
+web_net=$(net web/vmm) host_net=$(net host)
 io_rounds=$(sed -n 's/.*XA-IO rounds \([0-9]*\).*/\1/p' "$CONS" | tail -n 1)
 lab_summary xa_blkback "web's {vmm} $web_blk, host $host_blk samples in blkback's functions; $(grep -c 'back-end threads' "$RESULTS/oprofiled.log") log lines on back-end threads; ${io_rounds:-no} I/O rounds"
+lab_summary xa_netback "web's {vmm} $web_net, host $host_net samples in netback's guest-rx functions; $(grep -m1 XA-NET "$CONS" | cut -c1-120)"
 for p in a b; do
 	timeout 120 opreport --session-dir="$S" --domain=web -l "image:exact-$p" \
 		>"$RESULTS/report-$p.txt" 2>"$RESULTS/report-$p.err" ||
@@ -293,7 +334,9 @@ case " ${XA_START_ARGS:-} " in
 *" --no-dom0 "*) ;;
 *)	[ "${io_rounds:-0}" -gt 0 ] || { lab_log "FAIL: web did no disk I/O (no /dev/xvda?)"; fail=1; }
 	[ "$web_blk" -gt 0 ] && [ "$host_blk" = 0 ] ||
-		{ lab_log "FAIL: blkback's functions: web's {vmm} $web_blk samples, host $host_blk (want > 0 and 0)"; fail=1; } ;;
+		{ lab_log "FAIL: blkback's functions: web's {vmm} $web_blk samples, host $host_blk (want > 0 and 0)"; fail=1; }
+	[ "$web_net" -gt 0 ] && [ "$host_net" = 0 ] ||
+		{ lab_log "FAIL: netback's guest-rx functions: web's {vmm} $web_net samples, host $host_net (want > 0 and 0)"; fail=1; } ;;
 esac
 if [ "${XA_CHECK_RATIO:-1}" = 1 ]; then
 	awk -v d="$diff" -v t="$TOL" 'BEGIN { exit !(d >= 0 && d <= t) }' ||
