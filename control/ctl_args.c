@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domprof/agent.h"
 #include "domprof/raw.h"
 
 #include "ctl.h"
@@ -99,9 +100,9 @@ void ctl_usage(FILE *f)
 		"  --no-dom0            xen collector: the other domains only, not dom0's own\n"
 		"                       work\n"
 		"  --guest-cpu=MS       daemon CPU a second each domain's agent may take\n"
-		"                       (1..1000) [200]\n"
+		"                       (1..%d) [%d]\n"
 		"  --verbose            make the daemon log more\n",
-		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR);
+		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_MS);
 	ctl_lv_usage(f);
 }
 
@@ -135,7 +136,6 @@ static int set_once(const char **slot, const char *val, const char *name, char *
 	return 0;
 }
 
-/* --callgraph=DEPTH: 0..DP_RAW_CC_MAX, decimal; given once. */
 /* A decimal @val in @lo..@hi for option @name, given once (@given): 0, or
  * -EINVAL with a message saying what @what it needs. */
 static int set_number(unsigned int *out, bool *given, const char *val, unsigned long lo,
@@ -213,7 +213,7 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val,
 		return set_number(&o->callgraph, &o->callgraph_given, val, 0, DP_RAW_CC_MAX,
 				  d->name, "a depth", err, errlen);
 	case OPT_GUEST_CPU:
-		return set_number(&o->guest_cpu_ms, &o->guest_cpu_given, val, 1, 1000, d->name,
+		return set_number(&o->guest_cpu_ms, &o->guest_cpu_given, val, 1, DP_AG_GUEST_CPU_MS_MAX, d->name,
 				  "milliseconds", err, errlen);
 	default:
 		break;

@@ -721,13 +721,20 @@ static size_t cx_pollfds(void *state, struct pollfd *pfd, size_t max)
 
 /* The looks are the sampling: a late one weighs many periods on one pc
  * (cx_look), so a collector that waits behind dom0's other work (device
- * models, the daemon's own parsing) makes a coarse profile.  Its process
- * asks to run first when its timer wakes it (root may; under privsep the
- * monitor, which does nothing else but relay). */
+ * models, the daemon's own parsing) makes a coarse profile.  Under privsep
+ * its process, the monitor, does nothing else but relay, and asks to run
+ * first when its timer wakes it.  Without privsep the same process parses
+ * the guests' frames, which must not run ahead of dom0's back ends: it
+ * keeps its priority. */
 #define CX_NICE (-10)
 
-static void cx_prioritize(void)
+static void cx_prioritize(const struct opd_conf *conf)
 {
+	if (!conf->privsep) {
+		du_info("xen collector: runs at the daemon's priority (without privsep it "
+			"shares its process with the parsing of guest frames)");
+		return;
+	}
 	if (setpriority(PRIO_PROCESS, 0, CX_NICE) == 0)
 		du_info("xen collector: runs at nice %d, so that its looks come on time", CX_NICE);
 	else
@@ -759,7 +766,7 @@ static int cx_start(void *state)
 	if (!rc)
 		rc = cx_arm(c);
 	if (!rc)
-		cx_prioritize();
+		cx_prioritize(c->a->conf);
 	cx_xen_counts(c->x, &c->at_start);
 	if (rc)
 		du_err("xen collector: cannot start: %s", strerror(-rc));

@@ -36,7 +36,9 @@ struct dentry {
 	char uuid[DOM_UUID_STRLEN + 1];
 	bool uuid_cmdline;
 	unsigned int vcpus;
-	unsigned int helpers;		/* back-end threads said in the log */
+	/* the back-end threads said in the log last */
+	pid_t helper[DOM_HELPER_MAX];
+	unsigned int helpers;
 	char *agent_path;
 	char *esc;			/* escaped name: SESSION/domains/<esc> */
 	/* what the guest's agent said in HELLO (opd_domains_set_guest) */
@@ -460,18 +462,19 @@ static const struct dentry *find_running_name(struct opd_domains *ds, const char
 static void log_helpers(struct dentry *e, const struct dom_domain *d)
 {
 	const pid_t *tids;
-	unsigned int n = dom_domain_helpers(d, &tids);
-	char list[128];
+	unsigned int n = dom_domain_helpers(d, &tids), i;
+	char list[160];
 	size_t len = 0;
 
-	if (n == e->helpers)
+	if (n == e->helpers && !memcmp(tids, e->helper, n * sizeof(*tids)))
 		return;
+	memcpy(e->helper, tids, n * sizeof(*tids));
 	e->helpers = n;
 	list[0] = '\0';
-	for (unsigned int i = 0; i < n && len + 16 < sizeof(list); i++)
+	for (i = 0; i < n && len + 16 < sizeof(list); i++)
 		len += (size_t)snprintf(list + len, sizeof(list) - len, " %d", (int)tids[i]);
-	du_info("domain %s: %u back-end threads in dom0, its {vmm} work:%s", e->pub.name->name, n,
-		n ? list : " none");
+	du_info("domain %s: %u back-end threads in dom0, its {vmm} work:%s%s", e->pub.name->name, n,
+		n ? list : " none", i < n ? " ..." : "");
 }
 
 /* The name as a log line may hold it: control bytes as \xNN, cut. */

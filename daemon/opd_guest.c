@@ -82,7 +82,7 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	l->owner_visits = 1u << 20;
 	/* A fifth of a CPU a second: an agent needs a few ms; a guest that
 	 * sends costly frames without end waits, and others do not. */
-	l->cpu_ns = 200ULL * 1000 * 1000;
+	l->cpu_ns = DP_AG_GUEST_CPU_MS * 1000ULL * 1000;
 }
 
 static int parts_init(struct opd_guest *g, struct opd_images *images,

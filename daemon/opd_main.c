@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dom_backend.h"
+#include "domprof/agent.h"
 #include "events/ev.h"
 #include "opd_collector.h"
 #include "opd_daemon.h"
@@ -58,11 +59,12 @@ static void usage(FILE *f)
 		"                         dom0's own work (the perf collector in its stream)\n"
 		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --guest-cpu=MS         daemon CPU a second each domain's agent frames may take\n"
-		"                         (1..1000, default 200); past it the domain's channel\n"
+		"                         (1..%d, default %d); past it the domain's channel\n"
 		"                         waits for the next second\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
-		"  --help                 this text\n", coll, back);
+		"  --help                 this text\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
+		DP_AG_GUEST_CPU_MS);
 }
 
 enum {
@@ -157,9 +159,9 @@ static int parse_trust(int opt, struct opd_conf *c)
 		c->xen_dom0 = false;
 		return 0;
 	case OPT_GUEST_CPU:
-		if (parse_count(optarg, &c->guest_cpu_ms) || c->guest_cpu_ms > 1000) {
-			fprintf(stderr, "oprofiled: bad --guest-cpu '%s' (milliseconds, 1..1000)\n",
-				optarg);
+		if (parse_count(optarg, &c->guest_cpu_ms) || c->guest_cpu_ms > DP_AG_GUEST_CPU_MS_MAX) {
+			fprintf(stderr, "oprofiled: bad --guest-cpu '%s' (milliseconds, 1..%d)\n",
+				optarg, DP_AG_GUEST_CPU_MS_MAX);
 			return 1;
 		}
 		return 0;

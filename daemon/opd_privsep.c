@@ -81,11 +81,14 @@ static bool str_ok(const char *s, size_t size, bool nonempty)
 
 static bool helpers_ok(const struct opd_ps_dom *d)
 {
-	if (d->nr_helpers > DOM_HELPER_MAX)
+	if (d->nr_helpers > DOM_HELPER_MAX || d->reserved)
 		return false;
-	for (uint32_t i = 0; i < DOM_HELPER_MAX; i++)
+	for (uint32_t i = 0; i < DOM_HELPER_MAX; i++) {
 		if ((i < d->nr_helpers) != (d->helpers[i] > 0) || d->helpers[i] < 0)
 			return false;
+		if (i && i < d->nr_helpers && d->helpers[i] <= d->helpers[i - 1])
+			return false;
+	}
 	return true;
 }
 
@@ -489,22 +492,26 @@ static int mirror_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	return ret;
 }
 
+/* The domain whose process is @pid, or (@helpers) one of whose dom0
+ * back-end threads it is; NULL if none. */
+static struct mdom *mirror_by_pid(struct mirror *m, pid_t pid, bool helpers)
+{
+	for (struct mdom *e = m->list; pid > 0 && e; e = e->next)
+		if (e->announced && (dom_domain_pid(e->d) == pid ||
+				     (helpers && dom_domain_is_helper(e->d, pid))))
+			return e;
+	return NULL;
+}
+
+/* Host work: the domain's process, or a back-end thread working for it. */
 static int mirror_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
 			     int *vcpu_out)
 {
-	struct mirror *m = state;
+	struct mdom *e = mirror_by_pid(state, pid, true);
 
-	*d = NULL;
-	*vcpu_out = -1;
-	for (struct mdom *e = m->list; e; e = e->next) {
-		if (!e->announced || pid <= 0 ||
-		    (dom_domain_pid(e->d) != pid && !dom_domain_is_helper(e->d, pid)))
-			continue;
-		*d = e->d;
-		*vcpu_out = dom_domain_vcpu_of_tid(e->d, tid);
-		return 0;
-	}
-	return -ENOENT;
+	*d = e ? e->d : NULL;
+	*vcpu_out = e ? dom_domain_vcpu_of_tid(e->d, tid) : -1;
+	return e ? 0 : -ENOENT;
 }
 
 static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
@@ -516,7 +523,15 @@ static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vc
 	*d = NULL;
 	*vcpu_out = -1;
 	if (key_ns == DP_DOMKEY_HOST_PID && key && key <= INT_MAX) {
-		ret = mirror_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
+		/* a guest sample's key is its hypervisor process, never a
+		 * back-end thread (as the backends' own lookups have it) */
+		struct mdom *e = mirror_by_pid(m, (pid_t)key, false);
+
+		if (e) {
+			*d = e->d;
+			*vcpu_out = dom_domain_vcpu_of_tid(e->d, tid);
+			ret = 0;
+		}
 	} else if (key_ns == DP_DOMKEY_XEN_DOMID) {
 		for (struct mdom *e = m->list; e; e = e->next) {
 			/* a Xen domain may have a QEMU (its device model or

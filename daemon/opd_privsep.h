@@ -88,11 +88,14 @@ struct opd_ps_dom {
 	char uuid[40];			/* NUL-terminated */
 	char name[DOM_NAME_MAX + 8];	/* NUL-terminated, not empty */
 	char path[OPD_PS_PATH_MAX];	/* NUL-terminated; for messages only */
-	/* host threads working for it (dom_domain_set_helpers): > 0, sorted
-	 * as the monitor's domain has them, zeros after */
+	/* host threads working for it (dom_domain_set_helpers): > 0,
+	 * strictly increasing as the monitor's domain has them, zeros after */
 	uint32_t nr_helpers;		/* <= DOM_HELPER_MAX */
 	int32_t helpers[DOM_HELPER_MAX];
+	uint32_t reserved;		/* 0: the struct has no padding to check */
 };
+_Static_assert(sizeof(struct opd_ps_dom) == offsetof(struct opd_ps_dom, reserved) + 4,
+	       "struct opd_ps_dom has padding");
 
 struct opd_ps_vcpus {
 	uint64_t handle;

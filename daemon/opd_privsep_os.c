@@ -71,7 +71,6 @@ int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t ba
 	return ret;
 }
 
-
 /* ---- seccomp ------------------------------------------------------------- */
 
 #if defined(__x86_64__)

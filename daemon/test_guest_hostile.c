@@ -306,6 +306,10 @@ static void test_cpu_budget(void)
 	CU_ASSERT(opd_guest_nr_maps(b[1].g) == 10);
 	CU_ASSERT(st.guest_budget_deferred >= 1);
 	CU_ASSERT(opd_guest_dstats(b[0].g)->budget_deferred == 1);
+	/* the most one domain took in a second: at least the budget it
+	 * spent (1 ns here), at most all the frames took */
+	CU_ASSERT(st.guest_budget_peak_ns >= 1);
+	CU_ASSERT(st.guest_budget_peak_ns <= st.guest_budget_spent_ns);
 	/* the same second: nothing more read */
 	opd_agents_io(a, NULL, 0, 10 * SEC + 500 * MS);
 	CU_ASSERT(opd_guest_nr_maps(b[0].g) == after_first);

@@ -111,6 +111,16 @@ static void test_malformed(void)
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 	m.u.dom.helpers[2] = -5;
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* out of order or twice; the reserved word not zero */
+	m.u.dom.helpers[2] = 0;
+	m.u.dom.helpers[1] = 300;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.dom.helpers[1] = 299;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	m.u.dom.helpers[1] = 301;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	m.u.dom.reserved = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 }
 
 /* The other types: vCPU chunks, requests and answers. */
@@ -496,6 +506,9 @@ static void test_mirror_helpers(void)
 				  !strcmp(dom_domain_name(d), "web") && vcpu == -1);
 			CU_ASSERT(opd_ps_backend.lookup_pid(st, 702, 702, &d, &vcpu) == 0);
 			CU_ASSERT(opd_ps_backend.lookup_pid(st, 701, 701, &d, &vcpu) == -ENOENT);
+			/* a guest sample's key is never a back-end thread */
+			CU_ASSERT(opd_ps_backend.lookup(st, DP_DOMKEY_HOST_PID, 700, 0, 700, &d,
+							&vcpu) == -ENOENT);
 		} else {
 			CU_ASSERT(opd_ps_backend.lookup_pid(st, 700, 700, &d, &vcpu) == -ENOENT);
 		}

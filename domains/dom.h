@@ -137,6 +137,7 @@ void dom_domain_select(struct dom_domain *d, const char *const *names);
  * 0, -EINVAL or -ENOMEM (then unchanged).
  */
 int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n);
+#define DOM_HELPER_MAX 64
 /*
  * Host threads that work for the domain beside its QEMU process, such as
  * the back-end kernel threads of a Xen dom0 (blkback, netback): their
@@ -144,7 +145,6 @@ int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n
  * DOM_HELPER_MAX; more are left out) are copied and sorted.  Returns true
  * when the set changed.
  */
-#define DOM_HELPER_MAX 64
 bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned int n);
 /* Whether host thread @tid is one of @d's helpers.  O(log n). */
 bool dom_domain_is_helper(const struct dom_domain *d, pid_t tid);

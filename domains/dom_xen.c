@@ -24,9 +24,11 @@ struct dom_xen_ent {
 	unsigned int flags;
 	bool reported;		/* its added callback ran */
 	unsigned int late_looks;	/* refreshes that looked for a late channel */
-	/* its back-end threads in dom0 found by this refresh's scan */
+	/* its back-end threads in dom0 found by this refresh's scan, and
+	 * how many more there were (said once: they stay dom0's work) */
 	pid_t helper[DOM_HELPER_MAX];
-	unsigned int nr_helpers;
+	unsigned int nr_helpers, over;
+	bool over_said;
 	struct dom_domain *d;
 };
 
@@ -359,6 +361,8 @@ static void dom_xen_helper_found(void *arg, uint32_t domid, pid_t tid)
 
 	if (e && e->nr_helpers < DOM_HELPER_MAX)
 		e->helper[e->nr_helpers++] = tid;
+	else if (e)
+		e->over++;
 }
 
 /* Each domain's back-end threads in dom0, as they are now (a device
@@ -371,9 +375,19 @@ static void dom_xen_scan_helpers(struct dom_xen *x)
 	if (!x->n)
 		return;
 	for (i = 0; i < x->n; i++)
-		x->ents[i].nr_helpers = 0;
-	if (dom_xenback_scan(x->proc_root, dom_xen_helper_found, x) >= 0)
+		x->ents[i].nr_helpers = x->ents[i].over = 0;
+	if (dom_xenback_scan(x->proc_root, dom_xen_helper_found, x) >= 0) {
+		for (i = 0; i < x->n; i++) {
+			struct dom_xen_ent *e = &x->ents[i];
+
+			if (e->over && !e->over_said)
+				du_warn("domain %u: %u back-end threads in dom0 past the first %d: "
+					"their work counts as dom0's", e->domid, e->over,
+					DOM_HELPER_MAX);
+			e->over_said |= e->over != 0;
+		}
 		return;
+	}
 	du_debug("xenctrl backend: cannot scan %s for dom0's back-end threads", x->proc_root);
 	for (i = 0; i < x->n; i++) {
 		const pid_t *tids;
@@ -442,6 +456,8 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 		e->flags = in->flags;
 		e->reported = false;
 		e->late_looks = 0;
+		e->nr_helpers = e->over = 0;
+		e->over_said = false;
 		x->n++;
 	}
 	if (x->n != first_new)

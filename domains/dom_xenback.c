@@ -31,8 +31,9 @@ bool dom_xenback_domid(const char *comm, uint32_t *domid)
 	/* blkback: a ring's thread "DOMID.DEV-N" (Linux 6.1's; older
 	 * kernels: "blkback.DOMID.DEV"), DEV the guest's name for the disk
 	 * (xvda, sda, hda...); netback: "vifDOMID.HANDLE-qN-guest-rx" and
-	 * "...-dealloc" (older kernels: no "-qN").  All cut to 15 bytes, which
-	 * never cuts the domid and the dot after it. */
+	 * "...-dealloc" (older kernels: no "-qN").  /proc shows a kernel
+	 * thread's whole name (since Linux 5.17) or its first 15 bytes, which
+	 * never cut the domid and the dot after it. */
 	if (!strncmp(comm, "blkback.", 8))
 		p = comm + 8;
 	else if (!strncmp(comm, "vif", 3))
@@ -82,9 +83,10 @@ static int read_stat(int dirfd, const char *pid, char *comm, size_t size, unsign
 		len = size - 1;
 	memcpy(comm, open_p + 1, len);
 	comm[len] = '\0';
-	f = close_p + 1;
-	/* to the space before FLAGS, the sixth field after COMM */
-	for (field = 0; field < 6 && f; field++)
+	/* to the space before FLAGS, the seventh after COMM's ')' (each
+	 * step starts past a space, never past the NUL) */
+	f = close_p;
+	for (field = 0; field < 7 && f; field++)
 		f = strchr(f + 1, ' ');
 	if (!f)
 		return -1;

@@ -392,6 +392,7 @@ static void test_backend_names(void)
 	CU_ASSERT_TRUE(dom_xenback_domid("blkback.3.xvdb-", &id) && id == 3);
 	CU_ASSERT_TRUE(dom_xenback_domid("vif7.0-q0-guest", &id) && id == 7);
 	CU_ASSERT_TRUE(dom_xenback_domid("vif7.1-dealloc", &id) && id == 7);
+	CU_ASSERT_TRUE(dom_xenback_domid("vif1.0-q0-guest-rx", &id) && id == 1);	/* whole */
 	CU_ASSERT_TRUE(dom_xenback_domid("vif32751.0-q0-g", &id) && id == 32751);
 	id = 99;
 	CU_ASSERT_FALSE(dom_xenback_domid("vif0.0-q0-guest", &id));	/* dom0 */
@@ -429,6 +430,7 @@ static void test_backend_threads(void)
 	put_task(303, "vif9.0-q0-guest", KTHREAD_FLAGS);	/* no such domain */
 	put_task(304, "kworker/0:1", KTHREAD_FLAGS);
 	put_task(305, "blkback.1.x) S", KTHREAD_FLAGS);	/* ')' in the name */
+	put_task(307, "vif2.0-q0-dealloc", KTHREAD_FLAGS);	/* a whole name */
 	st = open_fake(&f, NULL);
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
@@ -437,7 +439,7 @@ static void test_backend_threads(void)
 	CU_ASSERT_EQUAL(v, -1);
 	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 301, 301, &d, &v), 0);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
-	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 2);
+	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 3);
 	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 305, 305, &d, &v), 0);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 302, 302, &d, &v), -ENOENT);
@@ -455,7 +457,7 @@ static void test_backend_threads(void)
 	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 306, 306, &d, &v), 0);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
 	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 2);
-	for (int pid = 301; pid <= 306; pid++)
+	for (int pid = 301; pid <= 307; pid++)
 		tp_kill(proc_root, pid);
 	dom_backend_xenctrl.close(st);
 }

@@ -215,21 +215,20 @@ static int read_host(struct ag_state *s, int fd, const struct ap_ops *ops)
 	return err;
 }
 
-/* Everything a new connection needs before the stream: who we are, the
- * modules, and the tasks that already exist.  The kernel's symbol table
- * (megabytes, against a channel that may carry a few hundred KB/s) follows
- * a piece at a time beside the stream, so that the host can place samples
- * from the first seconds; its first lines give the host the kernel's
- * _text. */
-/* The snapshot on a tty, between processes: what is queued goes out, then
- * it waits while the window is full, reading the host's frames (its ACKs;
- * a JOIN ends the connection with -ECONNRESET as in the loop). */
+/* The snapshot on a tty, between processes: while the window is full, it
+ * waits, reading the host's frames (its ACKs; a JOIN ends the connection
+ * with -ECONNRESET as in the loop) and passing the sideband on as the loop
+ * does, which is not held (its rings would overflow).  Given up when the
+ * host's acknowledgement has not moved for AG_PACE_MAX_NS. */
 static int pace_tty(void *ctx)
 {
 	struct ag_state *s = ctx;
 	uint64_t since = ag_now_ns(), acked = s->acked;
-	int err = ag_out_flush(&s->out);
+	int err;
 
+	if (bulk_ok(s))
+		return 0;
+	err = ag_out_flush(&s->out);
 	while (!err && !stop && !bulk_ok(s)) {
 		struct pollfd p = { .fd = s->out.fd, .events = POLLIN };
 
@@ -247,9 +246,20 @@ static int pace_tty(void *ctx)
 			return -EPIPE;
 		if (p.revents & POLLIN)
 			err = read_host(s, s->out.fd, &host_ops);
+		if (!err)
+			err = ag_perf_drain(s->perf, &s->out, s->ck);
+		if (!err)
+			err = ag_out_flush(&s->out);
 	}
 	return err;
 }
+
+/* Everything a new connection needs before the stream: who we are, the
+ * modules, and the tasks that already exist.  The kernel's symbol table
+ * (megabytes, against a channel that may carry a few hundred KB/s) follows
+ * a piece at a time beside the stream, so that the host can place samples
+ * from the first seconds; its first lines give the host the kernel's
+ * _text. */
 
 static int send_state(struct ag_state *s)
 {
@@ -476,7 +486,8 @@ static void usage(FILE *f)
 		"  --once            send the current state and exit\n"
 		"  --no-tsc          send no TSC pairs (the host correlates by ping/pong)\n"
 		"  --tty-window=BYTES  on a tty, bytes sent ahead of the host's\n"
-		"                    acknowledgement (default 256K, at least 4K)\n"
+		"                    acknowledgement (default 256K, at least 4K; the host\n"
+		"                    acknowledges every 32K and each ping: less crawls)\n"
 		"  --verbose         say what happens\n"
 		"  --help            this text\n"
 		"Sizes take a K, M or G suffix.\n");

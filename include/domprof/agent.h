@@ -33,6 +33,10 @@
 #define DP_AG_MAX_PATH		4096	/* bytes of a path in MMAP */
 #define DP_AG_MAX_COMM		64	/* bytes of a task name in COMM */
 #define DP_AG_MAX_RELEASE	256	/* bytes of the kernel release in HELLO */
+/* The host's CPU budget for one domain's frames, in ms of daemon CPU a
+ * second (oprofiled --guest-cpu): its default and largest value. */
+#define DP_AG_GUEST_CPU_MS	200
+#define DP_AG_GUEST_CPU_MS_MAX	1000
 #define DP_AG_BUILD_ID_MAX	20
 /* Name of the virtio-serial port (libvirt <channel> target name), and of
  * the Xen PV console channel (xl channel=["name=..."]). */

@@ -2,7 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <grp.h>
 #include <limits.h>
 #include <stdint.h>
@@ -217,31 +217,96 @@ int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid)
 	return 0;
 }
 
-/* nftw() has no argument for its callback: the owner to give, and the
- * first error.  Not reentrant (a start-up and stop step, before and after
- * any thread). */
-static uid_t chown_uid;
-static gid_t chown_gid;
-static int chown_err;
+/* Deepest directory the walk below follows. */
+#define CHOWN_MAX_DEPTH 32
 
-static int chown_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static void note_err(int *err, int e)
 {
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	if (lchown(path, chown_uid, chown_gid) && !chown_err)
-		chown_err = errno;
-	return 0;
+	if (!*err)
+		*err = e;
+}
+
+/* One entry of directory @dfd that is not a directory, through an O_PATH
+ * descriptor of the inode itself (no link followed, no device opened):
+ * left alone if it has other names, which a user who owns the directory
+ * could have linked in from anywhere. */
+static void chown_entry(int dfd, const char *name, uid_t uid, gid_t gid, int *err)
+{
+	struct stat sb;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		note_err(err, errno);
+		return;
+	}
+	if (fstat(fd, &sb))
+		note_err(err, errno);
+	else if (!S_ISDIR(sb.st_mode) && sb.st_nlink > 1)
+		note_err(err, EMLINK);
+	else if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH))
+		note_err(err, errno);
+	close(fd);
+}
+
+/* Everything below directory @dfd, each directory's entries before the
+ * directory itself: a directory stays its old owner's while its entries
+ * change hands, so the new owner cannot swap one for a link meanwhile.
+ * Directories are opened O_NOFOLLOW, on @dev only. */
+static void chown_below(int dfd, dev_t dev, uid_t uid, gid_t gid, unsigned int depth, int *err)
+{
+	struct dirent *de;
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		note_err(err, errno);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat sb;
+		int sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0) {
+			chown_entry(dfd, de->d_name, uid, gid, err);
+			continue;
+		}
+		if (fstat(sub, &sb) || sb.st_dev != dev) {
+			close(sub);	/* another file system: not entered */
+			continue;
+		}
+		if (depth < CHOWN_MAX_DEPTH)
+			chown_below(sub, dev, uid, gid, depth + 1, err);
+		else
+			note_err(err, ELOOP);
+		if (fchown(sub, uid, gid))
+			note_err(err, errno);
+		close(sub);
+	}
+	closedir(d);
 }
 
 int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid)
 {
-	chown_uid = uid;
-	chown_gid = gid;
-	chown_err = 0;
-	if (nftw(dir, chown_one, 32, FTW_PHYS | FTW_MOUNT))
+	struct stat sb;
+	int err = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
 		return -errno;
-	return -chown_err;
+	if (fstat(fd, &sb)) {
+		err = errno;
+	} else {
+		chown_below(fd, sb.st_dev, uid, gid, 0, &err);
+		if (fchown(fd, uid, gid))
+			note_err(&err, errno);
+	}
+	close(fd);
+	return -err;
 }
 
 /* The note for @canon: DU_SDIR_GIVEN_DIR/<FNV-1a of the path>. */

@@ -74,9 +74,13 @@ void du_sdir_unmark_given(const char *canon);
 int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen);
 
 /*
- * Give @dir and everything below it to @uid:@gid, no link followed and no
- * other file system entered (the privsep worker's session, and back).
- * Goes on past a file it cannot change: 0, or the first -errno.
+ * Give @dir and everything below it to @uid:@gid (the privsep worker's
+ * session, and back), walking by file descriptor: no link followed, no
+ * other file system entered, a directory's entries changed before the
+ * directory itself, and a file with more than one name (a hard link, which
+ * the tree's owner could have made to anyone's file) left alone
+ * (-EMLINK).  Goes on past what it cannot change or open: 0, or the first
+ * -errno.
  */
 int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid);
 

@@ -331,6 +331,23 @@ static void test_sdir(void)
 			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
 			CU_ASSERT(!lstat(l, &fs) && fs.st_uid == 0);
 			CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);	/* not followed */
+			/* a hard link the tree's owner made to a file outside
+			 * it: that file keeps its owner (-EMLINK), the rest is
+			 * taken back */
+			{
+				char hl[PATH_MAX + 8];
+
+				snprintf(hl, sizeof(hl), "%s/s/hl", base);
+				CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 65534, 65534), 0);
+				CU_ASSERT(!stat(f, &fs) && fs.st_uid == 65534);
+				CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);
+				CU_ASSERT_EQUAL(link(out, hl), 0);
+				CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 0, 0), -EMLINK);
+				CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);
+				CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
+				CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
+				unlink(hl);
+			}
 			/* the note goes with the take-back */
 			CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
 			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 0);
