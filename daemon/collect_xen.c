@@ -327,7 +327,6 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #include <sys/timerfd.h>
 
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <xenctrl.h>
 #include <xenforeignmemory.h>
 
@@ -719,29 +718,6 @@ static size_t cx_pollfds(void *state, struct pollfd *pfd, size_t max)
 	return 1 + c->d0_nfds;
 }
 
-/* The looks are the sampling: a late one weighs many periods on one pc
- * (cx_look), so a collector that waits behind dom0's other work (device
- * models, the daemon's own parsing) makes a coarse profile.  Under privsep
- * its process, the monitor, does nothing else but relay, and asks to run
- * first when its timer wakes it.  Without privsep the same process parses
- * the guests' frames, which must not run ahead of dom0's back ends: it
- * keeps its priority. */
-#define CX_NICE (-10)
-
-static void cx_prioritize(const struct opd_conf *conf)
-{
-	if (!conf->privsep) {
-		du_info("xen collector: runs at the daemon's priority (without privsep it "
-			"shares its process with the parsing of guest frames)");
-		return;
-	}
-	if (setpriority(PRIO_PROCESS, 0, CX_NICE) == 0)
-		du_info("xen collector: runs at nice %d, so that its looks come on time", CX_NICE);
-	else
-		du_info("xen collector: cannot run at nice %d (%s): its looks may come late "
-			"when dom0 is busy", CX_NICE, strerror(errno));
-}
-
 static int cx_start(void *state)
 {
 	struct cx_collector *c = state;
@@ -765,8 +741,6 @@ static int cx_start(void *state)
 	}
 	if (!rc)
 		rc = cx_arm(c);
-	if (!rc)
-		cx_prioritize(c->a->conf);
 	cx_xen_counts(c->x, &c->at_start);
 	if (rc)
 		du_err("xen collector: cannot start: %s", strerror(-rc));
