@@ -388,22 +388,32 @@ static const struct dom_ops seen_ops = {
 	.changed = s_changed, .refused = s_refused,
 };
 
+/* The mirror backend over a socketpair: the scripted monitor writes to
+ * sv[0]. */
+static void *mirror_open(struct opd_ps_chan *ch, int sv[2])
+{
+	struct dom_config cfg = { .backend_arg = ch };
+	void *st = NULL;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	ch->sock = sv[1];
+	ch->wake = -1;
+	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	return st;
+}
+
 /* The mirror backend against a scripted monitor: the answer to one
  * REFRESH is queued before the refresh reads it. */
 static void test_mirror(void)
 {
 	struct opd_ps_chan ch;
-	struct dom_config cfg = { .backend_arg = &ch };
 	const struct dom_domain *d;
 	struct opd_ps_msg m;
 	struct seen s = { 0 };
 	void *st;
 	int sv[2], vcpu;
 
-	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
-	ch.sock = sv[1];
-	ch.wake = -1;
-	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	st = mirror_open(&ch, sv);
 	good_dom(&m, OPD_PS_ADDED);
 	m.u.dom.nr_vcpus = 2;
 	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
@@ -478,17 +488,13 @@ static void test_mirror(void)
 static void test_mirror_helpers(void)
 {
 	struct opd_ps_chan ch;
-	struct dom_config cfg = { .backend_arg = &ch };
 	const struct dom_domain *d;
 	struct opd_ps_msg m;
 	struct seen s = { 0 };
 	void *st;
 	int sv[2], vcpu;
 
-	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
-	ch.sock = sv[1];
-	ch.wake = -1;
-	CU_ASSERT_FATAL(opd_ps_backend.open(&cfg, &st) == 0);
+	st = mirror_open(&ch, sv);
 	for (int k = 0; k < 2; k++) {
 		good_dom(&m, k ? OPD_PS_CHANGED : OPD_PS_ADDED);
 		m.u.dom.id = 6;
