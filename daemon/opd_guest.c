@@ -403,6 +403,14 @@ static int h_pong(void *ctx, const struct dp_ag_pong *p)
 		return 0;
 	}
 	g->st->guest_clock_rtt_ns = g->clock.rtt;
+	{
+		const struct opd_gclock *c = &g->clock;
+		size_t last = (c->pos + OPD_GCLOCK_WINDOW - 1) % OPD_GCLOCK_WINDOW;
+
+		du_debug("domain %s: pong at %" PRIu64 ": offset %" PRId64 " rtt %" PRIu64
+			 " (in use %" PRId64 " rtt %" PRIu64 ")", g->name, g->host_now,
+			 c->win[last].off, c->win[last].rtt, c->off, c->rtt);
+	}
 	seen(g, p->send_ns);
 	return 0;
 }
@@ -708,6 +716,20 @@ static bool place_candidate(struct opd_guest *g, const struct opd_guest_sample *
 	return false;
 }
 
+/* @s votes for @pid as its address space's owner; a new owner is logged
+ * (--verbose). */
+static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid)
+{
+	uint32_t was = opd_gasid_owner(&g->asid, s->asid);
+
+	if (opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
+			   s->host_ns))
+		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
+			 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64 " near %" PRIu64,
+			 g->name, s->asid, pid, was, s->host_ns, s->vcpu, g->clock.off,
+			 opd_gclock_near(&g->clock));
+}
+
 /*
  * The kernel collector's guest address space (opd_guest_asid.h): a sample
  * the clock places without doubt votes for its ASID's owner; a known owner
@@ -729,7 +751,7 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 		clock_pid = cand[0];
 	if (!s->voted && nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
 	    opd_gtask_find_map(t, s->pc))
-		opd_gasid_vote(&g->asid, s->asid, clock_pid, opd_gclock_guest(&g->clock, s->host_ns));
+		vote(g, s, clock_pid);
 	owner = opd_gasid_owner(&g->asid, s->asid);
 	if (!owner)
 		return false;
@@ -907,7 +929,7 @@ static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
 		return;
 	if (candidates(g, q, cand, &early) == 1 && !early && cand[0] &&
 	    (t = opd_gtasks_find(&g->tasks, cand[0])) && opd_gtask_find_map(t, q->pc))
-		opd_gasid_vote(&g->asid, q->asid, cand[0], opd_gclock_guest(&g->clock, q->host_ns));
+		vote(g, q, cand[0]);
 }
 
 /*

@@ -121,7 +121,8 @@ static bool elect(struct opd_gasid_ent *e)
 	return true;
 }
 
-bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt)
+bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
+		    uint64_t obs)
 {
 	struct opd_gasid_ent *e;
 
@@ -134,6 +135,11 @@ bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t g
 		a->s.votes_stale++;
 		return false;
 	}
+	if (obs && e->last_obs == obs) {
+		a->s.votes_same_obs++;
+		return false;
+	}
+	e->last_obs = obs;
 	a->s.votes++;
 	tally(e, pid);
 	if (!elect(e))
@@ -198,12 +204,14 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 {
 	const struct opd_gasid_stats *s = &a->s;
 
-	fprintf(f, "asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
-		"\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64 "\nasid_overrode_clock %" PRIu64
-		"\nasid_no_mapping %" PRIu64 "\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64
-		"\nasid_spaces %" PRIu64 "\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
+	fprintf(f,
+		"asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
+		"\nasid_votes_same_obs %" PRIu64 "\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64
+		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
+		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
+		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
 		"\nasid_wait_expired %" PRIu64 "\n",
-		s->seen, s->votes, s->votes_stale, s->learned, s->filed, s->overrode_clock,
-		s->no_mapping, s->forgotten, s->evicted, s->spaces, s->spaces_capped, s->waited,
-		s->wait_expired);
+		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->learned, s->filed,
+		s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
+		s->spaces_capped, s->waited, s->wait_expired);
 }

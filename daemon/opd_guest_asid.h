@@ -48,6 +48,7 @@ struct opd_gasid_ent {
 	uint64_t asid;		/* 0: free */
 	uint64_t used;		/* LRU tick */
 	uint64_t since;		/* guest time: older votes are refused */
+	uint64_t last_obs;	/* the last vote's observation (host time) */
 	uint32_t owner;		/* learned pid, 0 none */
 	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
 	struct opd_image *img;	/* that bucket's image, once asked for */
@@ -59,6 +60,7 @@ struct opd_gasid_stats {
 	uint64_t seen;		/* guest-user samples that carried an ASID */
 	uint64_t votes;		/* clock-placed samples that voted */
 	uint64_t votes_stale;	/* refused: older than the owner's exit/exec */
+	uint64_t votes_same_obs;	/* not counted: one observation's further samples */
 	uint64_t learned;	/* an owner set or changed */
 	uint64_t filed;		/* samples filed by their ASID's owner */
 	uint64_t overrode_clock;	/* ... where the clock named another pid */
@@ -83,8 +85,13 @@ void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images 
 void opd_gasid_fini(struct opd_gasid *a);
 
 /* "ASID @asid ran pid @pid at guest time @gt" (a sample the clock
- * placed without doubt).  Returns true when the owner changed. */
-bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt);
+ * placed without doubt), seen by the collector at host time @obs.  The
+ * samples of one observation (the xen collector's look weighted by the
+ * vCPU time since the last: N samples with one time) vote once, so that
+ * the votes count what was seen, not how long it stood for.  Returns true
+ * when the owner changed. */
+bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
+		    uint64_t obs);
 
 /* The owner of @asid (0: none, or @asid 0).  Counts nothing. */
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid);

@@ -34,18 +34,20 @@ e2e_steps(uint64_t x, uint64_t n, uint64_t mul, uint64_t add)
 
 /*
  * Spin for @ns of this thread's CPU time on the generator, seeded from
- * and stored back to *@sink; returns the clock at the end.  The clock is
+ * and stored back to *@sink, counting its blocks of 20000 steps in
+ * *@blocks; returns the clock at the end.  The clock is
  * read only every 20000 steps: in a nested guest each read is a slow
  * system call, and kernel time inside the slices would blur what a
  * profile sees of them.
  */
 static inline __attribute__((always_inline)) uint64_t
-e2e_spin(uint64_t ns, uint64_t mul, uint64_t add, volatile uint64_t *sink)
+e2e_spin(uint64_t ns, uint64_t mul, uint64_t add, volatile uint64_t *sink, uint64_t *blocks)
 {
 	uint64_t end = e2e_thread_ns() + ns, x = *sink, now;
 
 	do {
 		x = e2e_steps(x, 20000, mul, add);
+		++*blocks;
 		now = e2e_thread_ns();
 	} while (now < end);
 	*sink = x;
