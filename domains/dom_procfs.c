@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dom_backend.h"
+#include "dom_proc.h"
 #include "dom_procfs.h"
 #include "domprof/raw.h"
 #include "dom_cmdline.h"
@@ -109,40 +110,18 @@ static ssize_t read_at(int dirfd, const char *path, char *buf, size_t cap,
 	return (ssize_t)got;
 }
 
-/*
- * Start time and state from /proc/PID/stat.  comm (field 2) may hold any
- * bytes, ')' included, so fields are counted from the last ')'.
- * Returns 0, -ENOENT when the file is absent (a fake tree may omit it),
- * -EINVAL when malformed.
- */
-static int read_stat(int dirfd, pid_t pid, unsigned long long *start,
-		     char *state)
+/* Start time and state from /proc/PID/stat (dom_proc.h: 0, -ENOENT when
+ * absent, -EINVAL when malformed). */
+static int read_stat(int dirfd, pid_t pid, unsigned long long *start, char *state)
 {
-	char path[32], buf[1024];
-	const char *p, *end;
-	ssize_t n;
-	int field;
+	struct dom_pstat st;
+	int r = dom_proc_stat(dirfd, pid, &st);
 
-	snprintf(path, sizeof(path), "%d/stat", (int)pid);
-	n = read_at(dirfd, path, buf, sizeof(buf) - 1, NULL);
-	if (n < 0)
-		return (int)n;
-	buf[n] = '\0';
-	end = buf + n;
-	p = memrchr(buf, ')', (size_t)n);
-	if (!p || p + 2 >= end)
-		return -EINVAL;
-	p += 2;			/* ") " */
-	*state = *p;
-	/* p is at field 3; field 22 is starttime. */
-	for (field = 3; field < 22; field++) {
-		p = memchr(p, ' ', (size_t)(end - p));
-		if (!p)
-			return -EINVAL;
-		p++;
+	if (r == 0) {
+		*start = st.start;
+		*state = st.state;
 	}
-	*start = strtoull(p, NULL, 10);
-	return 0;
+	return r;
 }
 
 /* ---- domains ------------------------------------------------------------ */
@@ -316,17 +295,12 @@ static void domain_read_tasks(struct dom_table *t, struct pdom *d)
 		return;
 	}
 	while ((de = readdir(dir))) {
-		char *end;
-		long tid;
+		pid_t tid = dom_proc_pid(de->d_name);
 		ssize_t n;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (!tid)
 			continue;
-		errno = 0;
-		tid = strtol(de->d_name, &end, 10);
-		if (*end || errno || tid <= 0 || tid > INT_MAX)
-			continue;
-		snprintf(path, sizeof(path), "%d/task/%ld/comm", (int)d->pid, tid);
+		snprintf(path, sizeof(path), "%d/task/%d/comm", (int)d->pid, (int)tid);
 		n = read_at(t->proc_fd, path, comm, sizeof(comm), NULL);
 		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
 			continue;
@@ -681,17 +655,10 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		unsigned long long start;
 		const char *why;
 		char state;
-		char *end;
-		long v;
-		pid_t pid;
+		pid_t pid = dom_proc_pid(de->d_name);
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (!pid)
 			continue;
-		errno = 0;
-		v = strtol(de->d_name, &end, 10);
-		if (*end || errno || v <= 0 || v > INT_MAX)
-			continue;
-		pid = (pid_t)v;
 		d = table_find(t, pid);
 		if (d) {
 			int r = read_stat(t->proc_fd, pid, &start, &state);

@@ -7,12 +7,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "dom_proc.h"
 #include "dom_xen.h"
 
 /* PF_KTHREAD in the flags field of /proc/PID/stat (include/linux/sched.h):
@@ -53,47 +50,6 @@ bool dom_xenback_domid(const char *comm, uint32_t *domid)
 	return true;
 }
 
-/* comm and flags of /proc/@pid/stat under @dirfd: 0, or -1 (gone, or not
- * a stat line). */
-static int read_stat(int dirfd, const char *pid, char *comm, size_t size, unsigned long *flags)
-{
-	char path[64], buf[512];
-	const char *open_p, *close_p, *f;
-	ssize_t n;
-	size_t len;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "%s/stat", pid);
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* "PID (COMM) S PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may hold
-	 * ')' and spaces, so it ends at the last ')' */
-	open_p = strchr(buf, '(');
-	close_p = strrchr(buf, ')');
-	if (!open_p || !close_p || close_p < open_p)
-		return -1;
-	len = (size_t)(close_p - open_p - 1);
-	if (len >= size)
-		len = size - 1;
-	memcpy(comm, open_p + 1, len);
-	comm[len] = '\0';
-	/* to the space before FLAGS, the seventh after COMM's ')' (each
-	 * step starts past a space, never past the NUL) */
-	f = close_p;
-	for (field = 0; field < 7 && f; field++)
-		f = strchr(f + 1, ' ');
-	if (!f)
-		return -1;
-	*flags = strtoul(f + 1, NULL, 10);
-	return 0;
-}
-
 int dom_xenback_scan(const char *proc_root, void (*fn)(void *arg, uint32_t domid, pid_t tid),
 		     void *arg)
 {
@@ -106,21 +62,15 @@ int dom_xenback_scan(const char *proc_root, void (*fn)(void *arg, uint32_t domid
 		return -errno;
 	dfd = dirfd(dir);
 	while ((de = readdir(dir))) {
-		char comm[32], *end;
-		unsigned long flags;
+		struct dom_pstat st;
 		uint32_t domid;
-		long pid;
+		pid_t pid = dom_proc_pid(de->d_name);
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		if (!pid || pid > (1 << 22) || dom_proc_stat(dfd, pid, &st))
 			continue;
-		pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || pid > (1L << 22))
+		if (!(st.flags & XB_PF_KTHREAD) || !dom_xenback_domid(st.comm, &domid))
 			continue;
-		if (read_stat(dfd, de->d_name, comm, sizeof(comm), &flags))
-			continue;
-		if (!(flags & XB_PF_KTHREAD) || !dom_xenback_domid(comm, &domid))
-			continue;
-		fn(arg, domid, (pid_t)pid);
+		fn(arg, domid, pid);
 		found++;
 	}
 	closedir(dir);

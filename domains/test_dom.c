@@ -17,6 +17,7 @@
 #include <CUnit/Basic.h>
 
 #include "dom_backend.h"
+#include "dom_proc.h"
 #include "dom_procfs.h"
 #include "domprof/raw.h"
 #include "dom_testproc.h"
@@ -1058,6 +1059,66 @@ static void test_identity(void)
 	dom_table_free(t);
 }
 
+/* The proc tree's pid names and stat lines (dom_proc.h), good and bad. */
+static void test_proc_stat(void)
+{
+	static const char *const bad[] = {
+		"",
+		"12 x S 1",				/* no parentheses */
+		"12 (x",				/* no ')' */
+		"12 x) (y S 1 1 1 0 -1 64 0 0 0 0 0 0 0 0 20 0 1 0 5", /* ")" before "(" */
+		"12 (x)",				/* nothing after */
+		"12 (x) S 1 1 1 0 -1 64 0 0",		/* cut before field 22 */
+	};
+	struct dom_pstat st;
+	char p[256], line[512], comm[200];
+	int fd;
+
+	CU_ASSERT_EQUAL(dom_proc_pid("1"), 1);
+	CU_ASSERT_EQUAL(dom_proc_pid("4194304"), 4194304);
+	CU_ASSERT_EQUAL(dom_proc_pid("2147483647"), 2147483647);
+	CU_ASSERT_EQUAL(dom_proc_pid("2147483648"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("99999999999999999999"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("0"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("01"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("-1"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("12a"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid("self"), 0);
+	CU_ASSERT_EQUAL(dom_proc_pid(""), 0);
+
+	reset_root();
+	fd = open(root, O_RDONLY | O_DIRECTORY);
+	CU_ASSERT_FATAL(fd >= 0);
+	tp_pathf(p, sizeof(p), "%s/12", root);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/12/stat", root);
+	/* a comm with ") S" in it, then fields 3 to 22 and more */
+	snprintf(line, sizeof(line),
+		 "12 (a) R (b) S 1 1 1 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0\n");
+	tp_write_file(p, line, strlen(line));
+	CU_ASSERT_EQUAL(dom_proc_stat(fd, 12, &st), 0);
+	CU_ASSERT_STRING_EQUAL(st.comm, "a) R (b");
+	CU_ASSERT_EQUAL(st.state, 'S');
+	CU_ASSERT_EQUAL(st.flags, 2097216UL);
+	CU_ASSERT_EQUAL(st.start, 777ULL);
+	/* a name longer than the field: cut, the rest still read */
+	memset(comm, 'n', sizeof(comm) - 1);
+	comm[sizeof(comm) - 1] = '\0';
+	snprintf(line, sizeof(line), "12 (%s) Z 1 1 1 0 -1 5 0 0 0 0 0 0 0 0 20 0 1 0 9\n", comm);
+	tp_write_file(p, line, strlen(line));
+	CU_ASSERT_EQUAL(dom_proc_stat(fd, 12, &st), 0);
+	CU_ASSERT_EQUAL(strlen(st.comm), sizeof(st.comm) - 1);
+	CU_ASSERT_EQUAL(st.state, 'Z');
+	CU_ASSERT_EQUAL(st.flags, 5UL);
+	CU_ASSERT_EQUAL(st.start, 9ULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		tp_write_file(p, bad[i], strlen(bad[i]));
+		CU_ASSERT_EQUAL(dom_proc_stat(fd, 12, &st), -EINVAL);
+	}
+	CU_ASSERT_EQUAL(dom_proc_stat(fd, 13, &st), -ENOENT);
+	close(fd);
+}
+
 static void test_bad_root(void)
 {
 	struct dom_config cfg = { .proc_root = "/nonexistent/proc" };
@@ -1087,6 +1148,7 @@ int main(void)
 		{ "selection", test_selection },
 		{ "many domains", test_many },
 		{ "bad root", test_bad_root },
+		{ "proc tree pids and stat lines", test_proc_stat },
 		{ "identity: KVM VM fd and owner", test_identity },
 		{ "procfs through the backend ops", test_procfs_ops },
 		{ "neutral domain", test_neutral_domain },
