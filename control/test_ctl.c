@@ -172,55 +172,44 @@ static void test_parse_values(void)
 	CU_ASSERT_STRING_EQUAL(o.session_dir, DP_DEFAULT_SESSION_DIR);
 }
 
-/* --callgraph=N reaches the daemon's command line; 0 (off) passes nothing. */
-static void test_callgraph_argv(void)
+/* Does the daemon's command line for opcontrol @args hold @want (an
+ * argument), or, @want NULL, no argument starting with @prefix? */
+static bool daemon_gets(const char *const *args, const char *want, const char *prefix)
 {
-	char *argv[] = { "opcontrol", "--start", "--callgraph=16", NULL };
-	char *argv0[] = { "opcontrol", "--start", "--callgraph=0", NULL };
+	char *argv[8] = { "opcontrol" };
 	char specs[1][96] = { "TIMER:1:0:1:1" };
 	const char *dargv[32];
 	char store[4096], err[256];
 	struct ctl_opts o;
 	bool found = false;
+	int argc = 1;
 
-	CU_ASSERT_FATAL(ctl_parse_args(3, argv, &o, err, sizeof(err)) == 0);
-	CU_ASSERT_EQUAL(o.callgraph, 16);
+	for (; args[argc - 1] && argc < 7; argc++)
+		argv[argc] = (char *)args[argc - 1];
+	CU_ASSERT_FATAL(ctl_parse_args(argc, argv, &o, err, sizeof(err)) == 0);
 	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
 					sizeof(store)) == 0);
 	for (size_t i = 0; dargv[i]; i++)
-		found |= !strcmp(dargv[i], "--callgraph=16");
-	CU_ASSERT(found);
-	CU_ASSERT_FATAL(ctl_parse_args(3, argv0, &o, err, sizeof(err)) == 0);
-	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
-					sizeof(store)) == 0);
-	for (size_t i = 0; dargv[i]; i++)
-		CU_ASSERT(strncmp(dargv[i], "--callgraph", 11) != 0);
+		found |= want ? !strcmp(dargv[i], want) : !strncmp(dargv[i], prefix, strlen(prefix));
+	return want ? found : !found;
 }
 
-/* --guest-cpu=MS reaches the daemon's command line; not given, nothing does
- * (the daemon keeps its default). */
-static void test_guest_cpu_argv(void)
+/* Options that reach the daemon's command line; 0 (off) or not given,
+ * nothing does (the daemon keeps its default). */
+static void test_daemon_argv(void)
 {
-	char *argv[] = { "opcontrol", "--start", "--guest-cpu", "20", NULL };
-	char *argv0[] = { "opcontrol", "--start", NULL };
-	char specs[1][96] = { "TIMER:1:0:1:1" };
-	const char *dargv[32];
-	char store[4096], err[256];
-	struct ctl_opts o;
-	bool found = false;
+	static const struct {
+		const char *args[4];
+		const char *want, *prefix;
+	} cases[] = {
+		{ { "--start", "--callgraph=16" }, "--callgraph=16", NULL },
+		{ { "--start", "--callgraph=0" }, NULL, "--callgraph" },
+		{ { "--start", "--guest-cpu", "20" }, "--guest-cpu=20", NULL },
+		{ { "--start" }, NULL, "--guest-cpu" },
+	};
 
-	CU_ASSERT_FATAL(ctl_parse_args(4, argv, &o, err, sizeof(err)) == 0);
-	CU_ASSERT_EQUAL(o.guest_cpu_ms, 20);
-	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
-					sizeof(store)) == 0);
-	for (size_t i = 0; dargv[i]; i++)
-		found |= !strcmp(dargv[i], "--guest-cpu=20");
-	CU_ASSERT(found);
-	CU_ASSERT_FATAL(ctl_parse_args(2, argv0, &o, err, sizeof(err)) == 0);
-	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,
-					sizeof(store)) == 0);
-	for (size_t i = 0; dargv[i]; i++)
-		CU_ASSERT(strncmp(dargv[i], "--guest-cpu", 11) != 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CU_ASSERT(daemon_gets(cases[i].args, cases[i].want, cases[i].prefix));
 }
 
 static void test_parse_too_many_events(void)
@@ -881,8 +870,7 @@ int main(void)
 	    !CU_add_test(s, "parse values", test_parse_values) ||
 	    !CU_add_test(s, "default collector", test_default_collector) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
-	    !CU_add_test(s, "--callgraph on the daemon's command line", test_callgraph_argv) ||
-	    !CU_add_test(s, "--guest-cpu on the daemon's command line", test_guest_cpu_argv) ||
+	    !CU_add_test(s, "options on the daemon's command line", test_daemon_argv) ||
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||
 	    !CU_add_test(s, "pid probe", test_pid_probe) ||
 	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||
