@@ -716,11 +716,17 @@ static bool place_candidate(struct opd_guest *g, const struct opd_guest_sample *
 	return false;
 }
 
+/* The owner of @s's address space at its time (opd_gasid_owner). */
+static uint32_t owner_of(const struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	return opd_gasid_owner(&g->asid, s->asid, opd_gclock_guest(&g->clock, s->host_ns));
+}
+
 /* @s votes for @pid as its address space's owner; a new owner is logged
  * (--verbose). */
 static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid)
 {
-	uint32_t was = opd_gasid_owner(&g->asid, s->asid);
+	uint32_t was = owner_of(g, s);
 
 	if (opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
 			   s->host_ns))
@@ -752,7 +758,7 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 	if (!s->voted && nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
 	    opd_gtask_find_map(t, s->pc))
 		vote(g, s, clock_pid);
-	owner = opd_gasid_owner(&g->asid, s->asid);
+	owner = owner_of(g, s);
 	if (!owner)
 		return false;
 	t = opd_gtasks_find(&g->tasks, owner);
@@ -947,7 +953,7 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint
 			   uint64_t hold)
 {
 	if (!s->asid || s->mode != DP_MODE_GUEST_USER || !g->has_agent ||
-	    opd_gasid_owner(&g->asid, s->asid))
+	    owner_of(g, s))
 		return false;
 	while (g->hold.scanned < g->hold.count) {
 		struct opd_guest_sample *q = opd_ghold_at(&g->hold, g->hold.scanned);
@@ -957,11 +963,15 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint
 		if (q->asid && q->mode == DP_MODE_GUEST_USER && !q->voted)
 			vote_now(g, q);
 		g->hold.scanned++;
-		if (opd_gasid_owner(&g->asid, s->asid))
+		if (owner_of(g, s))
 			return false;
 	}
 	if (host_ns - s->host_ns >= hold) {
 		g->asid.s.wait_expired += s->waited;
+		if (s->waited)
+			du_debug("domain %s: address space %#" PRIx64 " has no owner after %" PRIu64
+				 " ms: the clock places its sample at %" PRIu64, g->name, s->asid,
+				 (host_ns - s->host_ns) / 1000000, s->host_ns);
 		return false;
 	}
 	g->asid.s.waited += !s->waited;

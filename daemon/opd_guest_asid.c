@@ -148,11 +148,13 @@ bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t g
 	return true;
 }
 
-uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid)
+uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt)
 {
 	const struct opd_gasid_ent *e = find(a, asid);
 
-	return e ? e->owner : 0;
+	if (!e)
+		return 0;
+	return gt < e->since ? e->prev_owner : e->owner;
 }
 
 void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
@@ -161,15 +163,24 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 		return;
 	for (size_t i = 0; i < OPD_GASID_SETS * OPD_GASID_WAYS; i++) {
 		struct opd_gasid_ent *e = &a->e[i];
-		bool voted = false;
+		struct opd_gasid_vote *mine = NULL;
 
 		if (!e->asid)
 			continue;
 		for (int k = 0; k < OPD_GASID_VOTERS; k++)
-			voted |= e->v[k].n && e->v[k].pid == pid;
-		if (e->owner != pid && !voted)
+			if (e->v[k].n && e->v[k].pid == pid)
+				mine = &e->v[k];
+		if (e->owner && e->owner != pid) {
+			/* another's space: its owner stays */
+			if (mine)
+				mine->n = 0;
 			continue;
+		}
+		if (e->owner != pid && !mine)
+			continue;
+		/* before @gt: its own, or nobody's known */
 		a->s.forgotten += e->owner == pid;
+		e->prev_owner = e->owner;
 		e->owner = 0;
 		memset(e->v, 0, sizeof(e->v));
 		if (gt > e->since)

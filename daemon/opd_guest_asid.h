@@ -48,6 +48,7 @@ struct opd_gasid_ent {
 	uint64_t asid;		/* 0: free */
 	uint64_t used;		/* LRU tick */
 	uint64_t since;		/* guest time: older votes are refused */
+	uint32_t prev_owner;	/* the owner until @since (exited or exec'd then) */
 	uint64_t last_obs;	/* the last vote's observation (host time) */
 	uint32_t owner;		/* learned pid, 0 none */
 	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
@@ -93,11 +94,15 @@ void opd_gasid_fini(struct opd_gasid *a);
 bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
 		    uint64_t obs);
 
-/* The owner of @asid (0: none, or @asid 0).  Counts nothing. */
-uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid);
+/* The owner of @asid at guest time @gt (0: none, or @asid 0): before the
+ * last owner's exit or exec, that owner.  Counts nothing. */
+uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt);
 
-/* Guest pid @pid exited or exec'd at guest time @gt: its spaces have no
- * owner any more, and votes from before @gt are refused. */
+/* Guest pid @pid exited or exec'd at guest time @gt.  A space it owned has
+ * no owner from @gt on (samples from before are still its own: held
+ * samples come after the agent's word), and votes from before @gt are
+ * refused; a space without an owner where it voted starts over the same
+ * way; in a space another pid owns, only its votes go. */
 void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt);
 
 /* The {anon:guest-user:asN} image of @asid's space (numbered on first

@@ -24,6 +24,7 @@
 #include "sfname/sfname.h"
 
 #define MS 1000000ULL
+#define NOW UINT64_MAX	/* a guest time after everything */
 #define AS_A 0x12346000ULL	/* pid 100's CR3 (masked) */
 #define AS_B 0x2a000000ULL	/* pid 200's */
 
@@ -74,41 +75,61 @@ static void test_votes(void)
 	uint64_t o = 0;	/* each vote its own observation */
 
 	opd_gasid_init(&a, 8, images);
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	/* fewer than OPD_GASID_MIN_VOTES: no owner yet */
 	for (int i = 0; i < OPD_GASID_MIN_VOTES - 1; i++)
 		CU_ASSERT(!opd_gasid_vote(&a, AS_A, 100, 10, ++o));
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	CU_ASSERT(opd_gasid_vote(&a, AS_A, 100, 10, ++o));
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 100);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
 	/* a minority of wrong votes (a clock off near switches) changes nothing */
 	for (int i = 0; i < 40; i++) {
 		opd_gasid_vote(&a, AS_A, 100, 20, ++o);
 		if (i % 3 == 0)
 			opd_gasid_vote(&a, AS_A, 200, 20, ++o);
 	}
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 100);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
 	/* one observation weighted 40 times is one vote */
 	for (int i = 0; i < 40; i++)
 		opd_gasid_vote(&a, AS_B, 200, 20, 5000);
-	CU_ASSERT(opd_gasid_owner(&a, AS_B) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_B, NOW) == 0);
 	CU_ASSERT(a.s.votes_same_obs == 39);
 	/* zero asid or pid: nothing */
 	CU_ASSERT(!opd_gasid_vote(&a, 0, 100, 20, ++o));
 	CU_ASSERT(!opd_gasid_vote(&a, AS_B, 0, 20, ++o));
-	CU_ASSERT(opd_gasid_owner(&a, 0) == 0 && opd_gasid_owner(&a, AS_B) == 0);
-	/* pid 100 exits at t=30: the space has no owner, older votes are refused */
+	CU_ASSERT(opd_gasid_owner(&a, 0, NOW) == 0 && opd_gasid_owner(&a, AS_B, NOW) == 0);
+	/* pid 200, a minority voter there, exits: pid 100 keeps its space */
+	opd_gasid_forget(&a, 200, 28);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
+	CU_ASSERT(a.s.forgotten == 0);
+	/* pid 100 exits at t=30: the space has no owner from then on, older
+	 * votes are refused, and a sample from before is still pid 100's */
 	opd_gasid_forget(&a, 100, 30);
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 30) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
 	CU_ASSERT(a.s.forgotten == 1);
 	for (int i = 0; i < 10; i++)
 		opd_gasid_vote(&a, AS_A, 100, 25, ++o);
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 0);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	CU_ASSERT(a.s.votes_stale == 10);
 	/* the CR3 reused by pid 300 after that: learned again */
 	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
 		opd_gasid_vote(&a, AS_A, 300, 40, ++o);
-	CU_ASSERT(opd_gasid_owner(&a, AS_A) == 300);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 300);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
+	/* a space with votes and no owner yet, its leader gone: starts over,
+	 * and nobody owned it before */
+	for (int i = 0; i < 3; i++)
+		opd_gasid_vote(&a, AS_B, 400, 50, ++o);
+	opd_gasid_forget(&a, 400, 60);
+	for (int i = 0; i < OPD_GASID_MIN_VOTES - 1; i++)
+		opd_gasid_vote(&a, AS_B, 400, 55, ++o);	/* stale */
+	CU_ASSERT(a.s.votes_stale == 10 + OPD_GASID_MIN_VOTES - 1);
+	for (int i = 0; i < OPD_GASID_MIN_VOTES - 1; i++)
+		opd_gasid_vote(&a, AS_B, 500, 70, ++o);
+	CU_ASSERT(opd_gasid_owner(&a, AS_B, NOW) == 0);	/* 7 of 8 */
+	CU_ASSERT(opd_gasid_owner(&a, AS_B, 59) == 0);
 	opd_gasid_fini(&a);
 }
 
@@ -135,7 +156,7 @@ static void test_bounds(void)
 	/* the most recent spaces are still there */
 	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
 		opd_gasid_vote(&a, 100000ULL << 13, 9, 2, 200000 + (uint64_t)i);
-	CU_ASSERT(opd_gasid_owner(&a, 100000ULL << 13) == 9);
+	CU_ASSERT(opd_gasid_owner(&a, 100000ULL << 13, NOW) == 9);
 	opd_gasid_fini(&a);
 }
 
@@ -385,35 +406,54 @@ static void test_wait_owner(void)
 	opd_guest_free(g);
 }
 
-/* Exit and exec: the space is learned again, not kept for the old pid. */
+/*
+ * Exit and exec: from that time on the space is learned again, not kept
+ * for the old pid; a sample from before (held while the agent's word came)
+ * is still the old pid's.  A pid with only a minority of votes in another
+ * pid's space exits: that space keeps its owner.
+ */
 static void test_exit_exec(void)
 {
 	struct opd_guest *g = scene();
 	struct opd_guest_sample s = { .pc = 0x400100, .vcpu = 0, .mode = DP_MODE_GUEST_USER,
 				      .asid = AS_A };
 	struct opd_guest_res r;
+	char path[PATH_MAX];
 
+	/* the scene's 3 ms clock error gives pid 200 wrong votes in AS_A */
 	CU_ASSERT(run(g, 1000, 1200, true) < 20);
 	/* the ASID wins over the clock: at guest 1001 ms (clock 998 ms) */
 	s.host_ns = 1001 * MS - 1003 * MS;
 	opd_guest_resolve(g, &s, &r);
 	CU_ASSERT(r.resolved && r.pid == 100);
-	/* pid 100 exits (guest 1395 ms): AS_A has no owner; the clock decides */
-	task_ev(g, DP_AG_EXIT, 100, 1395 * MS);
+	/* pid 100 exits (guest 1385 ms): a sample from before is still its
+	 * own, whatever the clock says */
+	task_ev(g, DP_AG_EXIT, 100, 1385 * MS);
 	s.host_ns = 1002 * MS - 1003 * MS;	/* clock: 999 ms, pid 200's slice */
 	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
+	/* after the exit AS_A has no owner: the clock decides (1392 ms by the
+	 * clock, pid 200's slice) */
+	s.host_ns = 1395 * MS - 1003 * MS;
+	opd_guest_resolve(g, &s, &r);
 	CU_ASSERT(r.resolved && r.pid == 200);
-	/* pid 200 execs: AS_B forgotten too */
+	/* pid 100 had wrong votes in AS_B: its exit leaves AS_B pid 200's
+	 * after the exit too (1388 ms by the clock: pid 100's slice, which
+	 * its lingering task would take) */
+	s.asid = AS_B;
+	s.host_ns = 1391 * MS - 1003 * MS;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.resolved && r.pid == 200);
+	/* pid 200 execs (guest 1396 ms): AS_B forgotten too */
 	{
 		struct dp_ag_comm c = { .time_ns = 1396 * MS, .pid = 200, .tid = 200,
 					.flags = DP_AG_COMM_EXEC };
 
 		feed(g, ap_put_comm(buf, sizeof(buf), &c, "b", 1), 0);
 	}
-	s.asid = AS_B;
-	s.host_ns = 1011 * MS - 1003 * MS;	/* clock: 1008 ms, pid 100's slice */
-	opd_guest_resolve(g, &s, &r);
-	CU_ASSERT(!r.resolved || r.pid == 100);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_forgotten") == 2);
 	opd_guest_free(g);
 }
 
