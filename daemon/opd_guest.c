@@ -394,6 +394,18 @@ static int h_lost(void *ctx, const struct dp_ag_lost *l)
 	return 0;
 }
 
+/* The exchange just counted and the offset in use (--verbose): how the
+ * guest's clock moves against the host's. */
+static void log_pong(const struct opd_guest *g)
+{
+	const struct opd_gclock *c = &g->clock;
+	size_t last = (c->pos + OPD_GCLOCK_WINDOW - 1) % OPD_GCLOCK_WINDOW;
+
+	du_debug("domain %s: pong at %" PRIu64 ": offset %" PRId64 " rtt %" PRIu64
+		 " (in use %" PRId64 " rtt %" PRIu64 ")", g->name, g->host_now, c->win[last].off,
+		 c->win[last].rtt, c->off, c->rtt);
+}
+
 static int h_pong(void *ctx, const struct dp_ag_pong *p)
 {
 	struct opd_guest *g = ctx;
@@ -403,14 +415,7 @@ static int h_pong(void *ctx, const struct dp_ag_pong *p)
 		return 0;
 	}
 	g->st->guest_clock_rtt_ns = g->clock.rtt;
-	{
-		const struct opd_gclock *c = &g->clock;
-		size_t last = (c->pos + OPD_GCLOCK_WINDOW - 1) % OPD_GCLOCK_WINDOW;
-
-		du_debug("domain %s: pong at %" PRIu64 ": offset %" PRId64 " rtt %" PRIu64
-			 " (in use %" PRId64 " rtt %" PRIu64 ")", g->name, g->host_now,
-			 c->win[last].off, c->win[last].rtt, c->off, c->rtt);
-	}
+	log_pong(g);
 	seen(g, p->send_ns);
 	return 0;
 }
