@@ -66,7 +66,7 @@ int dom_xenback_scan(const char *proc_root, void (*fn)(void *arg, uint32_t domid
 		uint32_t domid;
 		pid_t pid = dom_proc_pid(de->d_name);
 
-		if (!pid || pid > (1 << 22) || dom_proc_stat(dfd, pid, &st))
+		if (!pid || dom_proc_stat(dfd, pid, &st))
 			continue;
 		if (!(st.flags & XB_PF_KTHREAD) || !dom_xenback_domid(st.comm, &domid))
 			continue;
