@@ -721,6 +721,8 @@ static bool place_candidate(struct opd_guest *g, const struct opd_guest_sample *
 	return false;
 }
 
+static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s);
+
 /* The owner of @s's address space at its time (opd_gasid_owner). */
 static uint32_t owner_of(const struct opd_guest *g, const struct opd_guest_sample *s)
 {
@@ -761,8 +763,14 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 	if (nc >= 1 && !early)
 		clock_pid = cand[0];
 	if (!s->voted && nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
-	    opd_gtask_find_map(t, s->pc))
-		vote(g, s, clock_pid);
+	    opd_gtask_find_map(t, s->pc)) {
+		/* only where the agent's stream has passed the sample: beyond
+		 * it, the last switch known is not what ran */
+		if (ready(g, s))
+			vote(g, s, clock_pid);
+		else
+			g->asid.s.votes_ahead++;
+	}
 	owner = owner_of(g, s);
 	if (!owner)
 		return false;
@@ -925,8 +933,6 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 	opd_ghold_push(&g->hold, &q);
 	return now;
 }
-
-static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s);
 
 /* Does the sample with this ASID vote, as resolve_asid would? */
 static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)

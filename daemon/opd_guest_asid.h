@@ -62,6 +62,7 @@ struct opd_gasid_stats {
 	uint64_t votes;		/* clock-placed samples that voted */
 	uint64_t votes_stale;	/* refused: older than the owner's exit/exec */
 	uint64_t votes_same_obs;	/* not counted: one observation's further samples */
+	uint64_t votes_ahead;	/* not cast: the agent's stream had not reached the sample */
 	uint64_t learned;	/* an owner set or changed */
 	uint64_t filed;		/* samples filed by their ASID's owner */
 	uint64_t overrode_clock;	/* ... where the clock named another pid */

@@ -355,6 +355,33 @@ static void test_one_look(void)
 }
 
 /*
+ * Samples beyond the agent's stream do not vote: the scene's timeline ends
+ * with pid 200 switched in at 1390 ms; 40 looks of a new space AS_C at
+ * 1450 to 1470 ms (the agent lagging, the hold over) would all name pid
+ * 200 by the last switch known, and elect it.
+ */
+static void test_lagging_stream(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+
+	for (int i = 0; i < 40; i++) {
+		struct opd_guest_sample s = { .host_ns = (1450 * MS + (uint64_t)i * MS / 2) - 1003 * MS,
+					      .pc = 0x400100, .vcpu = 0,
+					      .mode = DP_MODE_GUEST_USER, .asid = AS_A + 0x20000 };
+
+		opd_guest_resolve(g, &s, &r);
+	}
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_votes_ahead") == 40);
+	CU_ASSERT(stat_of(path, "asid_votes") == 0);
+	CU_ASSERT(stat_of(path, "asid_learned") == 0);
+	opd_guest_free(g);
+}
+
+/*
  * Held samples wait for their space's owner: the same scene through the
  * hold queue (opd_guest_defer, opd_guest_next), the ASIDs never seen
  * before.  The clock alone would pick a pid for the first samples of each
@@ -501,6 +528,7 @@ WRAP(test_votes)
 WRAP(test_bounds)
 WRAP(test_wrong_clock)
 WRAP(test_one_look)
+WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
 WRAP(test_exit_exec)
 WRAP(test_no_agent)
@@ -517,6 +545,7 @@ int main(void)
 	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
 	CU_add_test(s, "one weighted look is one vote", test_one_look_w);
+	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
 	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
 	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
 	CU_add_test(s, "no agent: a bucket per address space", test_no_agent_w);

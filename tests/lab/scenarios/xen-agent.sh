@@ -211,7 +211,10 @@ sleep 3
 cat "$RESULTS/web-consoles.txt"
 
 rm -rf "$S"
-timeout 120 opcontrol --start --session-dir="$S" --domains=web ${XA_START_ARGS:-} >"$RESULTS/opcontrol-start.txt" 2>&1 ||
+# --verbose: the daemon's log then says when an address space got its
+# owner, the clock's exchanges and the samples the clock placed for want
+# of an owner (a few hundred lines), what a failed exact check needs
+timeout 120 opcontrol --start --session-dir="$S" --domains=web --verbose ${XA_START_ARGS:-} >"$RESULTS/opcontrol-start.txt" 2>&1 ||
 	lab_fail "opcontrol --start failed: $(tail -n 5 "$RESULTS/opcontrol-start.txt")"
 t=$(lab_now)
 wait_agents_complete "$S" 1 "${XA_AGENT_WAIT_S:-300}"; ok=$?
