@@ -729,18 +729,66 @@ static uint32_t owner_of(const struct opd_guest *g, const struct opd_guest_sampl
 	return opd_gasid_owner(&g->asid, s->asid, opd_gclock_guest(&g->clock, s->host_ns));
 }
 
+/* Is @t known to run in another address space than @asid at guest time
+ * @gt (the owner of one)?  A process runs in one at a time. */
+static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t, uint64_t asid,
+			   uint64_t gt)
+{
+	return t->asid && t->asid != asid && opd_gasid_owner(&g->asid, t->asid, gt) == t->pid;
+}
+
+/*
+ * The pid @s votes for as its address space's owner, or 0: the one task the
+ * clock places it in, once the tasks known to run in another address space
+ * are set aside (so that, of two processes taking turns, the second is
+ * learned from the turns' edges too once the first is known), and whose
+ * mappings hold the pc.  A task the agent has not named is never set aside.
+ */
+static uint32_t voter(struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	uint32_t cand[MAX_CAND], one = 0;
+	const struct opd_gtask *t;
+	bool early = false;
+	uint64_t gt;
+	int nc;
+
+	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, s->vcpu))
+		return 0;
+	nc = candidates(g, s, cand, &early);
+	if (early)
+		return 0;
+	gt = opd_gclock_guest(&g->clock, s->host_ns);
+	for (int k = 0; k < nc; k++) {
+		if (!cand[k] || cand[k] == one)
+			continue;
+		t = opd_gtasks_find(&g->tasks, cand[k]);
+		if (t && runs_elsewhere(g, t, s->asid, gt))
+			continue;
+		if (one)
+			return 0;	/* two remain */
+		one = cand[k];
+	}
+	t = one ? opd_gtasks_find(&g->tasks, one) : NULL;
+	return t && opd_gtask_find_map(t, s->pc) ? one : 0;
+}
+
 /* @s votes for @pid as its address space's owner; a new owner is logged
- * (--verbose). */
+ * (--verbose) and noted in its task. */
 static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid)
 {
 	uint32_t was = owner_of(g, s);
+	struct opd_gtask *t;
 
-	if (opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
-			   s->host_ns))
-		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
-			 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64 " near %" PRIu64,
-			 g->name, s->asid, pid, was, s->host_ns, s->vcpu, g->clock.off,
-			 opd_gclock_near(&g->clock));
+	if (!opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
+			    s->host_ns))
+		return;
+	t = opd_gtasks_find(&g->tasks, pid);
+	if (t)
+		t->asid = s->asid;
+	du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
+		 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64 " near %" PRIu64,
+		 g->name, s->asid, pid, was, s->host_ns, s->vcpu, g->clock.off,
+		 opd_gclock_near(&g->clock));
 }
 
 /*
@@ -751,7 +799,7 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 			 struct opd_guest_res *r)
 {
-	uint32_t cand[MAX_CAND], clock_pid = 0, owner;
+	uint32_t cand[MAX_CAND], clock_pid = 0, owner, v;
 	const struct opd_gtask *t;
 	const struct opd_gmap *m;
 	bool early = false;
@@ -762,12 +810,11 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 		nc = candidates(g, s, cand, &early);
 	if (nc >= 1 && !early)
 		clock_pid = cand[0];
-	if (!s->voted && nc == 1 && clock_pid && (t = opd_gtasks_find(&g->tasks, clock_pid)) &&
-	    opd_gtask_find_map(t, s->pc)) {
+	if (!s->voted && (v = voter(g, s))) {
 		/* only where the agent's stream has passed the sample: beyond
 		 * it, the last switch known is not what ran */
 		if (ready(g, s))
-			vote(g, s, clock_pid);
+			vote(g, s, v);
 		else
 			g->asid.s.votes_ahead++;
 	}
@@ -937,16 +984,11 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 /* Does the sample with this ASID vote, as resolve_asid would? */
 static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
 {
-	uint32_t cand[MAX_CAND];
-	const struct opd_gtask *t;
-	bool early = false;
+	uint32_t v = voter(g, q);
 
 	q->voted = true;
-	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, q->vcpu))
-		return;
-	if (candidates(g, q, cand, &early) == 1 && !early && cand[0] &&
-	    (t = opd_gtasks_find(&g->tasks, cand[0])) && opd_gtask_find_map(t, q->pc))
-		vote(g, q, cand[0]);
+	if (v)
+		vote(g, q, v);
 }
 
 /*

@@ -355,6 +355,41 @@ static void test_one_look(void)
 }
 
 /*
+ * A task known to run in another address space is set aside: once pid 100
+ * owns AS_A, a sample of a new space at the edge of a turn, which the
+ * clock cannot give to either pid, is pid 200's.  pid 200 execs at 1200 ms
+ * into AS_C; eight samples 3.5 ms into its turns (0.5 ms by the clock,
+ * within its uncertainty) teach AS_C; then a sample 1 ms into its turn,
+ * which the clock (2 ms before the switch) would give to pid 100, is
+ * filed under pid 200.  Without the setting aside, AS_C would have no
+ * votes and the clock would file it.
+ */
+static void test_elsewhere(void)
+{
+	struct opd_guest *g = scene();
+	struct dp_ag_comm c = { .time_ns = 1200 * MS, .pid = 200, .tid = 200,
+				.flags = DP_AG_COMM_EXEC };
+	struct opd_guest_sample s = { .pc = 0x400100, .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+				      .asid = AS_B + 0x40000 };
+	struct opd_guest_res r;
+	struct dp_ag_mmap m = { .time_ns = 1200 * MS + 1, .cpu = DP_AG_CPU_UNKNOWN, .pid = 200,
+				.tid = 200, .cookie = 201, .start = 0x400000, .len = 0x10000,
+				.prot = 5 };
+
+	CU_ASSERT(run(g, 1000, 1200, true) < 20);
+	feed(g, ap_put_comm(buf, sizeof(buf), &c, "b", 1), 0);
+	feed(g, ap_put_mmap(buf, sizeof(buf), &m, "/bin/exact-b", 12), 0);
+	for (uint64_t t = 1210; t <= 1350; t += 20) {	/* pid 200's turns */
+		s.host_ns = t * MS + 3 * MS + MS / 2 - 1003 * MS;
+		opd_guest_resolve(g, &s, &r);
+	}
+	s.host_ns = 1371 * MS - 1003 * MS;
+	opd_guest_resolve(g, &s, &r);
+	CU_ASSERT(r.resolved && r.pid == 200);
+	opd_guest_free(g);
+}
+
+/*
  * Samples beyond the agent's stream do not vote: the scene's timeline ends
  * with pid 200 switched in at 1390 ms; 40 looks of a new space AS_C at
  * 1450 to 1470 ms (the agent lagging, the hold over) would all name pid
@@ -528,6 +563,7 @@ WRAP(test_votes)
 WRAP(test_bounds)
 WRAP(test_wrong_clock)
 WRAP(test_one_look)
+WRAP(test_elsewhere)
 WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
 WRAP(test_exit_exec)
@@ -545,6 +581,7 @@ int main(void)
 	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
 	CU_add_test(s, "one weighted look is one vote", test_one_look_w);
+	CU_add_test(s, "a task known to run elsewhere is set aside", test_elsewhere_w);
 	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
 	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
 	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);

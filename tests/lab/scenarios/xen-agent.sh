@@ -361,7 +361,7 @@ lab_summary xa_exact_samples "$rowsum"
 lab_summary xa_exact_misattributed_pct "$mis_pct"
 lab_summary xa_exact_late_samples "$late_rows"
 lab_summary xa_exact_late_misattributed_pct "$late_pct"
-lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_same_obs|learned|filed|overrode_clock|no_mapping|forgotten|wait_expired)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
+lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_same_obs|votes_ahead|learned|filed|overrode_clock|no_mapping|forgotten|wait_expired)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
 lab_summary xa_web_clock "$(grep -E '^clock_' "$RESULTS/web-stats.txt" 2>/dev/null | tr '\n' ' ')"
 lab_summary xa_agent_stats "$(grep -E '^agent_(frames|bytes|skipped_bytes|bad_frames|closed_bad|connects|disconnects) ' "$RESULTS/stats.txt" | tr '\n' ' ')"
 xen_destroy web
