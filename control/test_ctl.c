@@ -172,9 +172,10 @@ static void test_parse_values(void)
 	CU_ASSERT_STRING_EQUAL(o.session_dir, DP_DEFAULT_SESSION_DIR);
 }
 
-/* Does the daemon's command line for opcontrol @args hold @want (an
- * argument), or, @want NULL, no argument starting with @prefix? */
-static bool daemon_gets(const char *const *args, const char *want, const char *prefix)
+/* Does the daemon's command line for opcontrol @args (at most 4, NULL
+ * after the last when fewer) hold @want (an argument), or, @want NULL, no
+ * argument starting with @prefix? */
+static bool daemon_gets(const char *const args[4], const char *want, const char *prefix)
 {
 	char *argv[8] = { "opcontrol" };
 	char specs[1][96] = { "TIMER:1:0:1:1" };
@@ -184,7 +185,7 @@ static bool daemon_gets(const char *const *args, const char *want, const char *p
 	bool found = false;
 	int argc = 1;
 
-	for (; args[argc - 1] && argc < 7; argc++)
+	for (; argc <= 4 && args[argc - 1]; argc++)
 		argv[argc] = (char *)args[argc - 1];
 	CU_ASSERT_FATAL(ctl_parse_args(argc, argv, &o, err, sizeof(err)) == 0);
 	CU_ASSERT_FATAL(ctl_daemon_argv("oprofiled", "/tmp/s", &o, specs, 1, dargv, 32, store,

@@ -46,6 +46,10 @@ struct opd_guest {
 	uint32_t agent_version;			/* from HELLO */
 	char release[DP_AG_MAX_RELEASE + 1];	/* guest uname -r, from HELLO */
 	uint64_t host_now;
+	/* --verbose lines about address spaces, at most OPD_GUEST_DEBUG_PER_S
+	 * in a second of samples (a guest can make many) */
+	uint64_t dbg_sec;
+	uint32_t dbg_n, dbg_dropped;
 	uint64_t seen_ns;	/* latest guest time in the stream */
 	struct ap_stats ast;
 
@@ -723,6 +727,31 @@ static bool place_candidate(struct opd_guest *g, const struct opd_guest_sample *
 
 static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s);
 
+#define OPD_GUEST_DEBUG_PER_S 20
+
+/* May a --verbose line about sample @s be written?  At most
+ * OPD_GUEST_DEBUG_PER_S a second of sample time; the rest are counted and
+ * said when the next second starts. */
+static bool debug_ok(struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	uint64_t sec = s->host_ns / 1000000000ull;
+
+	if (sec != g->dbg_sec) {
+		if (g->dbg_dropped)
+			du_debug("domain %s: %" PRIu32 " more lines on address spaces left out",
+				 g->name, g->dbg_dropped);
+		g->dbg_sec = sec;
+		g->dbg_n = 0;
+		g->dbg_dropped = 0;
+	}
+	if (g->dbg_n >= OPD_GUEST_DEBUG_PER_S) {
+		g->dbg_dropped++;
+		return false;
+	}
+	g->dbg_n++;
+	return true;
+}
+
 /* The owner of @s's address space at its time (opd_gasid_owner). */
 static uint32_t owner_of(const struct opd_guest *g, const struct opd_guest_sample *s)
 {
@@ -739,16 +768,19 @@ static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t,
 
 /*
  * The pid @s votes for as its address space's owner, or 0: the one task the
- * clock places it in, once the tasks known to run in another address space
- * are set aside (so that, of two processes taking turns, the second is
- * learned from the turns' edges too once the first is known), and whose
- * mappings hold the pc.  A task the agent has not named is never set aside.
+ * clock places it in, whose mappings hold the pc.  While the space has no
+ * owner, the tasks known to run in another address space are set aside
+ * first (so that, of two processes taking turns, the second is learned
+ * from the turns' edges too once the first is known).  Not once it has
+ * one: a wrong owner of each of two spaces would then set the right one
+ * aside in both, and no vote could correct them.  A task the agent has
+ * not named is never set aside.
  */
 static uint32_t voter(struct opd_guest *g, const struct opd_guest_sample *s)
 {
 	uint32_t cand[MAX_CAND], one = 0;
 	const struct opd_gtask *t;
-	bool early = false;
+	bool early = false, aside;
 	uint64_t gt;
 	int nc;
 
@@ -758,11 +790,12 @@ static uint32_t voter(struct opd_guest *g, const struct opd_guest_sample *s)
 	if (early)
 		return 0;
 	gt = opd_gclock_guest(&g->clock, s->host_ns);
+	aside = !opd_gasid_owner(&g->asid, s->asid, gt);
 	for (int k = 0; k < nc; k++) {
 		if (!cand[k] || cand[k] == one)
 			continue;
 		t = opd_gtasks_find(&g->tasks, cand[k]);
-		if (t && runs_elsewhere(g, t, s->asid, gt))
+		if (aside && t && runs_elsewhere(g, t, s->asid, gt))
 			continue;
 		if (one)
 			return 0;	/* two remain */
@@ -785,15 +818,16 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 	t = opd_gtasks_find(&g->tasks, pid);
 	if (t)
 		t->asid = s->asid;
-	du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
-		 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64 " near %" PRIu64,
-		 g->name, s->asid, pid, was, s->host_ns, s->vcpu, g->clock.off,
-		 opd_gclock_near(&g->clock));
+	if (debug_ok(g, s))
+		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
+			 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64
+			 " near %" PRIu64, g->name, s->asid, pid, was, s->host_ns, s->vcpu,
+			 g->clock.off, opd_gclock_near(&g->clock));
 }
 
 /*
  * The kernel collector's guest address space (opd_guest_asid.h): a sample
- * the clock places without doubt votes for its ASID's owner; a known owner
+ * the clock gives to one process votes for its ASID's owner; a known owner
  * whose mappings hold the pc takes the sample whatever the clock says.
  */
 static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
@@ -1021,7 +1055,7 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint
 	}
 	if (host_ns - s->host_ns >= hold) {
 		g->asid.s.wait_expired += s->waited;
-		if (s->waited)
+		if (s->waited && debug_ok(g, s))
 			du_debug("domain %s: address space %#" PRIx64 " has no owner after %" PRIu64
 				 " ms: the clock places its sample at %" PRIu64, g->name, s->asid,
 				 (host_ns - s->host_ns) / 1000000, s->host_ns);

@@ -154,7 +154,34 @@ uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt)
 
 	if (!e)
 		return 0;
-	return gt < e->since ? e->prev_owner : e->owner;
+	if (gt >= e->since)
+		return e->owner;
+	for (uint32_t i = 0; i < e->npast; i++) {
+		uint64_t from = i + 1 < e->npast ? e->past[i + 1].until : e->past_from;
+
+		if (gt >= from)
+			return e->past[i].pid;
+	}
+	return 0;
+}
+
+/* @e's owner (0: none) ends at @gt: from then on the space is learned
+ * again, and older votes are refused. */
+static void end_owner(struct opd_gasid_ent *e, uint64_t gt)
+{
+	if (gt < e->since)
+		gt = e->since;	/* out of order: the newest end stands */
+	if (e->npast == OPD_GASID_PAST) {
+		e->past_from = e->past[OPD_GASID_PAST - 1].until;
+		e->npast--;
+	}
+	memmove(&e->past[1], &e->past[0], e->npast * sizeof(e->past[0]));
+	e->past[0].pid = e->owner;
+	e->past[0].until = gt;
+	e->npast++;
+	e->owner = 0;
+	memset(e->v, 0, sizeof(e->v));
+	e->since = gt;
 }
 
 void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
@@ -178,13 +205,9 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 		}
 		if (e->owner != pid && !mine)
 			continue;
-		/* before @gt: its own, or nobody's known */
+		/* its own space, or one it was learning to own */
 		a->s.forgotten += e->owner == pid;
-		e->prev_owner = e->owner;
-		e->owner = 0;
-		memset(e->v, 0, sizeof(e->v));
-		if (gt > e->since)
-			e->since = gt;
+		end_owner(e, gt);
 	}
 }
 

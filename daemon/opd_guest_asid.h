@@ -3,14 +3,16 @@
  * (DP_RAW_ASID: the guest's CR3, masked; doc/raw-stream.md).
  *
  * With an agent: which guest process owns an address space is learned
- * from the samples the clock places without doubt (far from any switch,
- * and the pc in that process's mappings): each such sample is a vote
+ * from the samples the clock gives to one process (opd_guest.c: far from
+ * any switch, or near one where the other candidates own other spaces,
+ * and the pc in that process's mappings): each observation is a vote
  * "ASID A ran pid P".  Once one pid holds enough votes and twice the
  * runner-up's, it is the owner, and a later guest-user sample with that
  * ASID is filed under it whatever the clock says.  A clock that is wrong
  * near switches only adds a minority of wrong votes; a pid that exits or
- * execs loses its spaces (its CR3 is freed and may be reused), and the
- * votes of samples older than that are refused.
+ * execs loses its spaces from that time on (its CR3 is freed and may be
+ * reused: a few past owners are kept for the samples from before), and
+ * the votes of samples older than that are refused.
  *
  * Without an agent: each address space gets a number N, in the order they
  * are first seen, and its user samples go to the domain's
@@ -37,6 +39,8 @@
 #define OPD_GASID_VOTERS	4
 /* Votes a pid needs before it owns a space. */
 #define OPD_GASID_MIN_VOTES	8
+/* Past owners kept per space (opd_gasid_owner at an older time). */
+#define OPD_GASID_PAST		3
 /* Numbered buckets per domain (no agent). */
 #define OPD_GASID_MAX_SPACES	256
 
@@ -48,7 +52,13 @@ struct opd_gasid_ent {
 	uint64_t asid;		/* 0: free */
 	uint64_t used;		/* LRU tick */
 	uint64_t since;		/* guest time: older votes are refused */
-	uint32_t prev_owner;	/* the owner until @since (exited or exec'd then) */
+	/* who owned it before @since, newest first: past[i].pid from
+	 * past[i + 1].until (the last: from past_from) to past[i].until; 0
+	 * nobody known.  Held samples are up to the hold older than the
+	 * agent's word of an exit, and a freed CR3 is soon reused. */
+	struct { uint32_t pid; uint64_t until; } past[OPD_GASID_PAST];
+	uint64_t past_from;
+	uint32_t npast;
 	uint64_t last_obs;	/* the last vote's observation (host time) */
 	uint32_t owner;		/* learned pid, 0 none */
 	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
@@ -86,8 +96,8 @@ struct opd_gasid {
 void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images *images);
 void opd_gasid_fini(struct opd_gasid *a);
 
-/* "ASID @asid ran pid @pid at guest time @gt" (a sample the clock
- * placed without doubt), seen by the collector at host time @obs.  The
+/* "ASID @asid ran pid @pid at guest time @gt" (a sample the clock gave
+ * to @pid), seen by the collector at host time @obs.  The
  * samples of one observation (the xen collector's look weighted by the
  * vCPU time since the last: N samples with one time) vote once, so that
  * the votes count what was seen, not how long it stood for.  Returns true

@@ -121,6 +121,7 @@ void opd_gtasks_exec(struct opd_gtasks *ts, uint32_t pid, uint64_t when)
 	ts->nr_maps -= t->nr - j;
 	t->nr = j;
 	t->exited = false;
+	t->asid = 0;	/* a new address space */
 }
 
 const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc)
@@ -253,6 +254,7 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 		return;
 	clear_maps(ts, c);
 	c->exited = false;
+	c->asid = 0;	/* a new process, perhaps under a reused pid */
 	if (!p || p == c)
 		return;
 	/* the parent's maps are sorted and disjoint already: one copy, not
@@ -298,6 +300,7 @@ void opd_gtasks_exit(struct opd_gtasks *ts, uint32_t pid, uint64_t when, uint64_
 	if (t) {
 		t->exited = true;
 		t->exit_ns = when;
+		t->asid = 0;
 	}
 	if (seen - ts->last_reap < linger / 3)
 		return;

@@ -133,6 +133,43 @@ static void test_votes(void)
 	opd_gasid_fini(&a);
 }
 
+/* The owners of a space over time: each earlier time keeps its own, up
+ * to OPD_GASID_PAST of them. */
+static void test_past_owners(void)
+{
+	struct opd_gasid a;
+	uint64_t o = 0;
+
+	opd_gasid_init(&a, 8, images);
+	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
+		opd_gasid_vote(&a, AS_A, 100, 10, ++o);
+	opd_gasid_forget(&a, 100, 30);
+	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
+		opd_gasid_vote(&a, AS_A, 300, 40, ++o);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 300);
+	/* pid 300 exits at 50: each earlier time keeps its owner */
+	opd_gasid_forget(&a, 300, 50);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 55) == 0);
+	/* pid 400 votes there, is not elected, exits at 70: nobody owned it
+	 * from 50 to 70, and the older owners stay known */
+	for (int i = 0; i < 3; i++)
+		opd_gasid_vote(&a, AS_A, 400, 60, ++o);
+	opd_gasid_forget(&a, 400, 70);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 60) == 0);
+	/* past OPD_GASID_PAST ends the oldest is no longer known */
+	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
+		opd_gasid_vote(&a, AS_A, 500, 80, ++o);
+	opd_gasid_forget(&a, 500, 90);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 85) == 500);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 0);
+	opd_gasid_fini(&a);
+}
+
 /* A guest cannot grow the table: many spaces evict, numbered buckets stop. */
 static void test_bounds(void)
 {
@@ -260,14 +297,15 @@ static uint32_t truth(uint64_t gt)
 	return ((gt / MS - 1000) / 10) % 2 ? 200 : 100;
 }
 
-/* Samples every 0.5 ms of true guest time in [@from, @to) ms; returns
- * how many were filed under the wrong pid (or not resolved). */
-static int run(struct opd_guest *g, uint64_t from, uint64_t to, bool with_asid)
+/* Samples every 0.5 ms of true guest time in [@from, @to) ms, the truth
+ * guest = host + @off ms; returns how many were filed under the wrong pid
+ * (or not resolved). */
+static int run_off(struct opd_guest *g, uint64_t from, uint64_t to, bool with_asid, uint64_t off)
 {
 	int wrong = 0;
 
 	for (uint64_t gt = from * MS; gt < to * MS; gt += MS / 2) {
-		struct opd_guest_sample s = { .host_ns = gt - 1003 * MS, .pc = 0x400100,
+		struct opd_guest_sample s = { .host_ns = gt - off * MS, .pc = 0x400100,
 					      .vcpu = 0, .mode = DP_MODE_GUEST_USER };
 		struct opd_guest_res r;
 
@@ -277,6 +315,12 @@ static int run(struct opd_guest *g, uint64_t from, uint64_t to, bool with_asid)
 		wrong += !r.resolved || r.pid != truth(gt);
 	}
 	return wrong;
+}
+
+/* The same, with the scene's clock 3 ms wrong. */
+static int run(struct opd_guest *g, uint64_t from, uint64_t to, bool with_asid)
+{
+	return run_off(g, from, to, with_asid, 1003);
 }
 
 static int stat_of(const char *file, const char *key)
@@ -386,6 +430,31 @@ static void test_elsewhere(void)
 	s.host_ns = 1371 * MS - 1003 * MS;
 	opd_guest_resolve(g, &s, &r);
 	CU_ASSERT(r.resolved && r.pid == 200);
+	opd_guest_free(g);
+}
+
+/*
+ * Wrong owners are corrected: for the first 100 ms the clock is 5 ms
+ * wrong (half of each turn placed in the other, both halves without
+ * doubt), which may elect each pid the other's space; then 3 ms wrong as
+ * in the scene (the turns go on to 2000 ms).  Setting aside the owner of
+ * another space must not keep such owners: the right votes unseat them,
+ * and in the last 190 ms every sample is filed right.
+ */
+static void test_wrong_owners_corrected(void)
+{
+	struct opd_guest *g = scene();
+	int first, middle, last;
+
+	/* the turns go on to 2000 ms */
+	for (int k = 40; k < 100; k++)
+		sw(g, (1000 + 10 * (uint64_t)k) * MS, k % 2 ? 100 : 200, k % 2 ? 200 : 100);
+	first = run_off(g, 1000, 1100, true, 1005);
+	middle = run(g, 1100, 1800, true);
+	last = run(g, 1800, 1990, true);
+	printf("\n  wrong: %d of 200 at 5 ms, then at 3 ms %d of 1400 and %d of 380\n", first,
+	       middle, last);
+	CU_ASSERT(last == 0);
 	opd_guest_free(g);
 }
 
@@ -560,10 +629,12 @@ static void test_no_agent(void)
 
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_votes)
+WRAP(test_past_owners)
 WRAP(test_bounds)
 WRAP(test_wrong_clock)
 WRAP(test_one_look)
 WRAP(test_elsewhere)
+WRAP(test_wrong_owners_corrected)
 WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
 WRAP(test_exit_exec)
@@ -578,10 +649,12 @@ int main(void)
 		return 1;
 	s = CU_add_suite("guest asid", NULL, NULL);
 	CU_add_test(s, "votes, owner, forget, stale votes", test_votes_w);
+	CU_add_test(s, "past owners kept with their times", test_past_owners_w);
 	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
 	CU_add_test(s, "one weighted look is one vote", test_one_look_w);
 	CU_add_test(s, "a task known to run elsewhere is set aside", test_elsewhere_w);
+	CU_add_test(s, "wrong owners are corrected", test_wrong_owners_corrected_w);
 	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
 	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
 	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
