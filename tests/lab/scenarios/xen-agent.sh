@@ -32,9 +32,9 @@
 #    also prints: that time holds the kernel time of its clock reads,
 #    slow system calls in a PV guest under the emulator and guest kernel
 #    samples, outside both rows; each slice has a fixed number of reads
-#    more, which pulls the time split toward 50/50.  In eleven runs
-#    (2026-11-26) the samples were 0.44 to 2.06 points off the steps,
-#    +0.12 on average, and +0.90 against the time (doc/xen.md); the eight
+#    more, which pulls the time split toward 50/50.  In thirteen runs
+#    (2026-11-26) the samples were 0.10 to 2.06 points off the steps,
+#    +0.13 on average, and +0.95 against the time (doc/xen.md); the eight
 #    runs before were all high against the time, by 2.2 on average.
 #    ratio runs 40 s (XA_RATIO_S): at 8 s, ten runs (2026-11-25) were off
 #    by -5.99 to +5.07 points, a spread of 3.4 points, three times the
