@@ -767,8 +767,9 @@ static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t,
 }
 
 /*
- * The pid @s votes for as its address space's owner, or 0: the one task the
- * clock places it in, whose mappings hold the pc.  While the space has no
+ * The pid @s votes for as its address space's owner, or 0: the one task
+ * among the clock's @nc candidates (candidates()), whose mappings hold the
+ * pc.  While the space has no
  * owner, the tasks known to run in another address space are set aside
  * first (so that, of two processes taking turns, the second is learned
  * from the turns' edges too once the first is known).  Not once it has
@@ -776,21 +777,14 @@ static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t,
  * aside in both, and no vote could correct them.  A task the agent has
  * not named is never set aside.
  */
-static uint32_t voter(struct opd_guest *g, const struct opd_guest_sample *s)
+static uint32_t voter(const struct opd_guest *g, const struct opd_guest_sample *s,
+		      const uint32_t *cand, int nc)
 {
-	uint32_t cand[MAX_CAND], one = 0;
+	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
+	bool aside = !opd_gasid_owner(&g->asid, s->asid, gt);
 	const struct opd_gtask *t;
-	bool early = false, aside;
-	uint64_t gt;
-	int nc;
+	uint32_t one = 0;
 
-	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, s->vcpu))
-		return 0;
-	nc = candidates(g, s, cand, &early);
-	if (early)
-		return 0;
-	gt = opd_gclock_guest(&g->clock, s->host_ns);
-	aside = !opd_gasid_owner(&g->asid, s->asid, gt);
 	for (int k = 0; k < nc; k++) {
 		if (!cand[k] || cand[k] == one)
 			continue;
@@ -844,7 +838,7 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 		nc = candidates(g, s, cand, &early);
 	if (nc >= 1 && !early)
 		clock_pid = cand[0];
-	if (!s->voted && (v = voter(g, s))) {
+	if (!s->voted && nc && !early && (v = voter(g, s, cand, nc))) {
 		/* only where the agent's stream has passed the sample: beyond
 		 * it, the last switch known is not what ran */
 		if (ready(g, s))
@@ -1018,10 +1012,15 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 /* Does the sample with this ASID vote, as resolve_asid would? */
 static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
 {
-	uint32_t v = voter(g, q);
+	uint32_t cand[MAX_CAND], v;
+	bool early = false;
+	int nc;
 
 	q->voted = true;
-	if (v)
+	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, q->vcpu))
+		return;
+	nc = candidates(g, q, cand, &early);
+	if (!early && (v = voter(g, q, cand, nc)))
 		vote(g, q, v);
 }
 

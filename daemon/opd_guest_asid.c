@@ -240,12 +240,13 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 
 	fprintf(f,
 		"asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
-		"\nasid_votes_same_obs %" PRIu64 "\nasid_votes_ahead %" PRIu64 "\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64
+		"\nasid_votes_same_obs %" PRIu64 "\nasid_votes_ahead %" PRIu64
+		"\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64
 		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
 		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
 		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
 		"\nasid_wait_expired %" PRIu64 "\n",
-		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned, s->filed,
-		s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
+		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned,
+		s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
 		s->spaces_capped, s->waited, s->wait_expired);
 }

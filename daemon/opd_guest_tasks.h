@@ -37,9 +37,9 @@ struct opd_gtask {
 	bool exited;
 	uint64_t exit_ns;
 	struct opd_gimg *main;	/* the executable: its oldest mapping */
+	uint64_t main_t;
 	uint64_t asid;		/* the address space it was last elected owner of
 				 * (opd_guest_asid.h; checked there on use), 0 none */
-	uint64_t main_t;
 	/* maps[0..nr), sorted by start, disjoint, lie in base[0..cap) at
 	 * base + front: free slots on both sides, so that an insert moves
 	 * the shorter side (the kernel places new mappings top-down, the

@@ -163,21 +163,21 @@ done
 echo "XA-HVC \$(ls /dev/hvc* 2>&1 | tr '\n' ' ') xenbus: \$(ls -l /dev/xen/xenbus 2>&1)"
 sleep 2
 echo "WORK-START \$(cut -d' ' -f1 /proc/uptime)"
-/share/exact-a $EXACT_S 70 >/tmp/a.out &
-/share/exact-b $EXACT_S 40 >/tmp/b.out &
-wait
-echo "EXACT-A \$(cat /tmp/a.out)"
-echo "EXACT-B \$(cat /tmp/b.out)"
+# the same-address pair with name suffix \$1 ("" or 2)
+exact_pair() {
+	/share/exact-a\$1 $EXACT_S 70 >/tmp/a.out &
+	/share/exact-b\$1 $EXACT_S 40 >/tmp/b.out &
+	wait
+	echo "EXACT-A\$1 \$(cat /tmp/a.out)"
+	echo "EXACT-B\$1 \$(cat /tmp/b.out)"
+}
+exact_pair
 dd if=/dev/zero of=/dev/null bs=4k count=20000 2>/dev/null &
 /share/ratio $RATIO_S 70 >/tmp/r.out
 wait
 echo "RATIO \$(cat /tmp/r.out)"
 # the same check late in the session, after ratio's 40 s
-/share/exact-a2 $EXACT_S 70 >/tmp/a.out &
-/share/exact-b2 $EXACT_S 40 >/tmp/b.out &
-wait
-echo "EXACT-A2 \$(cat /tmp/a.out)"
-echo "EXACT-B2 \$(cat /tmp/b.out)"
+exact_pair 2
 # disk I/O through blkback: written through, caches dropped, read back;
 # meanwhile dom0 sends UDP (XA-IO-START)
 echo "XA-IO-START \$(cut -d' ' -f1 /proc/uptime)"
@@ -333,23 +333,23 @@ diff=$(absdiff "$measured" "${share/n\/a/-1000}")
 kern_named=$(awk '$1 ~ /^[0-9]+$/ && $3 == "web" && $4 == "vmlinux" && !/\(no symbols\)$/ && $NF !~ /^0x/ { s += $1 }
 	END { print s + 0 }' "$RESULTS/web-report.txt")
 # exact: samples in never-run code, for the pair with suffix $1 (the
-# early pair "", the late "2"); sets all, mis, mis_pct, hot_a, hot_b, rowsum
+# early pair "", the late "2"): its summary lines under key $2, and
+# "MISATTRIBUTED ALL PERCENT HOT_A HOT_B" for check_exact in the variable
+# named $3
 rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END { print n + 0 }' "$1"; }
 exact_pair() {
 	local ra=$RESULTS/report-a$1.txt rb=$RESULTS/report-b$1.txt
-	local a_one a_two a_never b_one b_two b_never
+	local all a_one a_two a_never b_one b_two b_never mis pct
 
 	all=$(( $(rows "$ra" "") + $(rows "$rb" "") ))
 	a_one=$(rows "$ra" a_one) a_two=$(rows "$ra" a_two) a_never=$(rows "$ra" a_never)
 	b_one=$(rows "$rb" b_one) b_two=$(rows "$rb" b_two) b_never=$(rows "$rb" b_never)
 	mis=$((a_never + b_never))
-	mis_pct=$(awk -v m="$mis" -v a="$all" 'BEGIN { if (a == 0) print "n/a"; else printf "%.2f", 100 * m / a }')
-	hot_a=$((a_one + a_two)) hot_b=$((b_one + b_two))
-	rowsum="$all (a $a_one/$a_two/$a_never, b $b_one/$b_two/$b_never)"
+	pct=$(awk -v m="$mis" -v a="$all" 'BEGIN { if (a == 0) print "n/a"; else printf "%.2f", 100 * m / a }')
+	lab_summary "$2_samples" "$all (a $a_one/$a_two/$a_never, b $b_one/$b_two/$b_never)"
+	lab_summary "$2_misattributed_pct" "$pct"
+	printf -v "$3" '%s' "$mis $all $pct $((a_one + a_two)) $((b_one + b_two))"
 }
-exact_pair 2
-late_all=$all late_mis=$mis late_pct=$mis_pct late_hot_a=$hot_a late_hot_b=$hot_b late_rows=$rowsum
-exact_pair ""
 
 lab_summary xa_measured_share_a "$measured (steps; thread CPU time $measured_time)"
 lab_summary xa_samples_burn_a "$na"
@@ -357,10 +357,8 @@ lab_summary xa_samples_burn_b "$nb"
 lab_summary xa_opreport_share_a "$share"
 lab_summary xa_share_diff_points "$diff"
 lab_summary xa_guest_kernel_named "$kern_named"
-lab_summary xa_exact_samples "$rowsum"
-lab_summary xa_exact_misattributed_pct "$mis_pct"
-lab_summary xa_exact_late_samples "$late_rows"
-lab_summary xa_exact_late_misattributed_pct "$late_pct"
+exact_pair "" xa_exact early
+exact_pair 2 xa_exact_late late
 lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_same_obs|votes_ahead|learned|filed|overrode_clock|no_mapping|forgotten|wait_expired)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
 lab_summary xa_web_clock "$(grep -E '^clock_' "$RESULTS/web-stats.txt" 2>/dev/null | tr '\n' ' ')"
 lab_summary xa_agent_stats "$(grep -E '^agent_(frames|bytes|skipped_bytes|bad_frames|closed_bad|connects|disconnects) ' "$RESULTS/stats.txt" | tr '\n' ' ')"
@@ -404,7 +402,12 @@ check_exact() {
 		lab_log "$1 (printed, not checked): misattributed $2 of $3 = $4% (bar $MAXMIS%), hot-code samples $5 and $6"
 	fi
 }
-check_exact "exact-a/exact-b" "$mis" "$all" "$mis_pct" "$hot_a" "$hot_b"
-check_exact "exact-a2/exact-b2 (late)" "$late_mis" "$late_all" "$late_pct" "$late_hot_a" "$late_hot_b"
+# (each pair's figures as five words)
+# shellcheck disable=SC2086
+check_exact "exact-a/exact-b" $early
+# shellcheck disable=SC2086
+check_exact "exact-a2/exact-b2 (late)" $late
 [ $fail -eq 0 ] || lab_fail "see above"
-lab_log "PASS: Xen agent: guest user symbols (burn_a $na, burn_b $nb), guest kernel named $kern_named, worker uid $wk_uid under seccomp; exact misattributed $mis_pct% of $all, late $late_pct% of $late_all; ratio burn_a $share% vs steps $measured% (diff $diff, bar $TOL; thread CPU time $measured_time%)"
+read -r _ e_all e_pct _ <<<"$early"
+read -r _ l_all l_pct _ <<<"$late"
+lab_log "PASS: Xen agent: guest user symbols (burn_a $na, burn_b $nb), guest kernel named $kern_named, worker uid $wk_uid under seccomp; exact misattributed $e_pct% of $e_all, late $l_pct% of $l_all; ratio burn_a $share% vs steps $measured% (diff $diff, bar $TOL; thread CPU time $measured_time%)"
