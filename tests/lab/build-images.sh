@@ -89,8 +89,9 @@ KVER=${LAB_KVER:-$(pick_kernel)}
 [ -n "$KVER" ] && [ -f "/boot/vmlinuz-$KVER" ] ||
 	die "no /boot/vmlinuz-* with /lib/modules: install linux-image-amd64"
 
-# The Debian mirror this host uses (deb822 or one-line sources), else the
-# default.  Security and third-party sources are skipped.
+# The Debian mirror this host's apt uses (deb822 or one-line sources).
+# Security and third-party sources are skipped.  None found: the user
+# names one in LAB_MIRROR; no mirror is written in this project.
 pick_mirror() {
 	local u
 	u=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
@@ -101,9 +102,11 @@ pick_mirror() {
 			awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; break } }' |
 			grep -E '/debian/?$' | head -n1 || true)
 	fi
-	echo "${u:-http://deb.debian.org/debian}"
+	echo "$u"
 }
 MIRROR=${LAB_MIRROR:-$(pick_mirror)}
+[ -n "$MIRROR" ] ||
+	die "apt's sources name no Debian mirror: set LAB_MIRROR to the Debian archive URL the lab should install from"
 
 host_versions() {
 	dpkg-query -W -f='${Package} ${Version}\n' "${HOST_PKGS[@]}" 2>/dev/null || true
