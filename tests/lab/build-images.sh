@@ -29,6 +29,10 @@ L1_PKGS=(
 	qemu-system-x86 linux-perf
 	libbinutils libelf1 zlib1g libvirt0 libcunit1 libprotobuf-c1
 	libvirt-daemon-system libvirt-clients
+	# the report's debug-info lookup: libdebuginfod and liblzma (MiniDebugInfo)
+	# link in, a debuginfod server and libc's detached debug info serve the
+	# guest-debuginfo scenario, libseccomp confines the parsers
+	libdebuginfod1 debuginfod libc6-dbg liblzma5 libseccomp2
 )
 # Added for the Xen kind of L1: the hypervisor (its /boot/xen-*.gz is the
 # image QEMU boots), xl and the daemons, xenstore clients, and the QEMU
