@@ -157,6 +157,17 @@ for t in ratio-static exact-a exact-b cg-guest hostile-agent; do
 		nm -S "$test_bin_dir/e2e/$t" >"$stage/lab/$t.syms" 2>/dev/null || true
 	fi
 done
+# guest-debuginfo: ratio as a distribution ships a program (stripped, no
+# debug link) with its debug info apart, which only L1's debuginfod serves;
+# strburn spends its time in the guest's C library.
+if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/ratio" ]; then
+	objcopy --only-keep-debug "$test_bin_dir/e2e/ratio" "$stage/lab/ratio-dyn.debug"
+	strip -s -o "$stage/lab/ratio-dyn" "$test_bin_dir/e2e/ratio"
+	readelf -n "$stage/lab/ratio-dyn" | awk '/Build ID:/ { print $3 }' >"$stage/lab/ratio-dyn.build-id"
+fi
+if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/strburn" ]; then
+	cp "$test_bin_dir/e2e/strburn" "$stage/lab/"
+fi
 if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/xen/xen-sample-proto" ]; then
 	cp "$test_bin_dir/xen/xen-sample-proto" "$stage/lab/"
 fi
