@@ -17,8 +17,8 @@
 #include "util/du_sdir.h"
 #include "util/du_log.h"
 
-#ifndef DP_BINDIR
-#define DP_BINDIR "/usr/local/bin"
+#ifndef DP_SBINDIR
+#define DP_SBINDIR "/usr/local/sbin"
 #endif
 
 #define POLL_MS 50
@@ -51,19 +51,23 @@ void ctl_find_daemon(char *buf, size_t len)
 			snprintf(cand, sizeof(cand), "%s/oprofiled", self);
 			if (executable(cand))
 				goto found;
+			/* installed: PREFIX/bin/opcontrol, PREFIX/sbin/oprofiled */
+			snprintf(cand, sizeof(cand), "%s/../sbin/oprofiled", self);
+			if (executable(cand))
+				goto found;
 			/* run from the build tree: control/opcontrol, daemon/oprofiled */
 			snprintf(cand, sizeof(cand), "%s/../daemon/oprofiled", self);
 			if (executable(cand))
 				goto found;
 		}
 	}
-	snprintf(cand, sizeof(cand), "%s/oprofiled", DP_BINDIR);
+	snprintf(cand, sizeof(cand), "%s/oprofiled", DP_SBINDIR);
 	if (executable(cand))
 		goto found;
 	snprintf(buf, len, "oprofiled");
 	return;
 found:
-	/* shown to the user: say /usr/bin/oprofiled, not /usr/bin/../daemon/... */
+	/* shown to the user: say /usr/sbin/oprofiled, not /usr/bin/../sbin/... */
 	if (!realpath(cand, self) || snprintf(buf, len, "%s", self) >= (int)len)
 		snprintf(buf, len, "%s", cand);
 }

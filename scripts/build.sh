@@ -23,4 +23,11 @@ fi
 echo "build: make"
 make -j"$(nproc)" >make.out 2>&1 || { grep -B2 -A8 -m5 'error' make.out || tail -40 make.out; exit 1; }
 rm -rf stage && make install DESTDIR="$build/stage" >install.out 2>&1 || { tail -30 install.out; exit 1; }
+# The module for the kernel configure found (the lab boots that kernel),
+# which need not be the one this machine runs.
+kver=$(sed -n 's/^KERNEL_RELEASE = //p' host-kmod/Makefile)
+if [ -n "$kver" ]; then
+	make install-module DESTDIR="$build/stage" KVER="$kver" >>install.out 2>&1 ||
+		{ tail -30 install.out; exit 1; }
+fi
 echo "build: staged in $build/stage"

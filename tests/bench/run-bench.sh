@@ -53,7 +53,7 @@ cat "$work/bench.raw" >/dev/null
 # second replay: the same stream into the same session, files in place, which
 # is the steady state of a daemon that has run for a while.
 ingest() {
-	run "$1" - "$DP_PREFIX/bin/oprofiled" --collector=file \
+	run "$1" - "$DP_PREFIX/sbin/oprofiled" --collector=file \
 		--input="$work/bench.raw" --session-dir="$work/session" --separate=lib --foreground
 	awk -v n="$samples" -v c="$cpu" -v w="$wall" 'BEGIN {
 		printf "  ingest: %.2f million samples per CPU-second (%.2f M/s wall)\n", n / c / 1e6, n / w / 1e6 }'

@@ -47,7 +47,7 @@ victim_intact() { [ "$(cat "$victim")" = "root's file" ]; }
 # session.conf, stats, sample files), quickly.
 stream=$here/../fuzz/corpus/raw/every_type.raw
 daemon() {
-	timeout 20 "$bin/oprofiled" --session-dir="$1" --collector=file --input="$stream" \
+	timeout 20 "$DP_PREFIX/sbin/oprofiled" --session-dir="$1" --collector=file --input="$stream" \
 		--foreground >"$work/daemon.out" 2>&1
 }
 

@@ -138,9 +138,14 @@ if [ -n "$stage_in" ]; then
 elif [ $no_domprof -eq 0 ]; then
 	t_build=$(date +%s)
 	log "building domprof out of tree in $work/build"
+	# the module for the kernel the lab boots
+	lab_kver=$(awk '$1 == "kernel" { print $2 }' "$img/manifest.txt")
 	mkdir -p "$work/build"
 	if ! (cd "$work/build" && "$SRC_DIR/configure" -q && make -j"$(nproc)" -s &&
-		make -s install DESTDIR="$stage/domprof") >"$out/domprof-build.log" 2>&1; then
+		make -s install DESTDIR="$stage/domprof" &&
+		{ [ ! -d /lib/modules/"$lab_kver"/build ] ||
+			make -s install-module DESTDIR="$stage/domprof" KVER="$lab_kver"; }) \
+		>"$out/domprof-build.log" 2>&1; then
 		tail -n 30 "$out/domprof-build.log" >&2
 		die "domprof build failed (log: $out/domprof-build.log; --no-domprof to skip)"
 	fi
