@@ -32,6 +32,7 @@ struct fnode {
 	uint64_t below;		/* of n, what add_below hung under it */
 	uint64_t x;		/* samples to the left of the frame, at its depth */
 	unsigned int depth;
+	size_t parent;
 	size_t first, next;	/* children list; 0 ends it (0 is the root) */
 };
 
@@ -95,6 +96,7 @@ static long child_of(struct rep_flame *f, size_t parent, const char *name, enum 
 		goto out_oom;
 	f->v[f->nv].kind = kind;
 	f->v[f->nv].depth = f->v[parent].depth + 1;
+	f->v[f->nv].parent = parent;
 	if (f->v[f->nv].depth > f->maxdepth)
 		f->maxdepth = f->v[f->nv].depth;
 	f->v[f->nv].next = f->v[parent].first;
@@ -279,6 +281,67 @@ int rep_flame_add_stacks(struct rep_flame *f, const struct rep_opts *o,
 	return rep_stacks_foreach(o, add_stack, &c, NULL);
 }
 
+/* Depth of the symbol frames: all, domain, process or {vmm}, binary, symbol. */
+#define SYM_DEPTH 4
+
+/*
+ * One path of the callers-first tree: the symbol frame @sym's prefix
+ * (domain, process, binary), then the callers from @top (the outermost
+ * recorded one, @top == @sym for none) down to the first, then the symbol.
+ */
+static int add_reversed_path(struct rep_flame *out, const struct rep_flame *rev, size_t sym,
+			     size_t top, uint64_t count)
+{
+	const char *names[SYM_DEPTH + 128];
+	enum rep_frame_kind kinds[SYM_DEPTH + 128];
+	size_t n = 0, chain[SYM_DEPTH];
+
+	for (size_t at = sym, i = SYM_DEPTH; i-- > 0; at = rev->v[at].parent)
+		chain[i] = at;
+	for (size_t i = 0; i + 1 < SYM_DEPTH; i++, n++) {
+		names[n] = rev->v[chain[i]].name;
+		kinds[n] = rev->v[chain[i]].kind;
+	}
+	for (size_t at = top; at != sym && n < SYM_DEPTH + 127; at = rev->v[at].parent, n++) {
+		names[n] = rev->v[at].name;
+		kinds[n] = rev->v[at].kind;
+	}
+	names[n] = rev->v[sym].name;
+	kinds[n] = rev->v[sym].kind;
+	return rep_flame_add(out, names, kinds, n + 1, count);
+}
+
+int rep_flame_callers_first(const struct rep_flame *rev, struct rep_flame **out)
+{
+	struct rep_flame *f = rep_flame_new();
+	int rc = 0;
+
+	if (!f)
+		return -ENOMEM;
+	/* Nodes come after their parents: one pass finds each frame's own
+	 * (exclusive) count, what no deeper caller took. */
+	for (size_t i = 1; i < rev->nv && !rc; i++) {
+		const struct fnode *v = &rev->v[i];
+		uint64_t kids = 0;
+		size_t sym = i;
+
+		if (v->depth < SYM_DEPTH)
+			continue;
+		for (size_t c = v->first; c; c = rev->v[c].next)
+			kids += rev->v[c].n;
+		while (rev->v[sym].depth > SYM_DEPTH)
+			sym = rev->v[sym].parent;
+		if (v->n > kids)
+			rc = add_reversed_path(f, rev, sym, i, v->n - kids);
+	}
+	if (rc) {
+		rep_flame_free(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
 /* --- layout and SVG ----------------------------------------------------- */
 
 static struct fnode *sort_base;
@@ -391,6 +454,18 @@ static void frame_colour(const struct fnode *n, char *buf, size_t size)
  * its depth), data-n (samples) and data-d (depth). */
 static const char fg_script[] =
 	"var W = " "1200" ", PAD = 10, total = 0, frames = [], zoomed = null;\n"
+	"function fitWindow() {\n"
+	"  var svg = document.documentElement, w = Math.floor(window.innerWidth || 0);\n"
+	"  if (w < 600 || w === W) return;\n"
+	"  W = w;\n"
+	"  svg.setAttribute('width', W);\n"
+	"  svg.setAttribute('viewBox', '0 0 ' + W + ' ' + svg.getAttribute('height'));\n"
+	"  document.getElementById('bg').setAttribute('width', W);\n"
+	"  document.getElementById('title').setAttribute('x', W / 2);\n"
+	"  document.getElementById('search').setAttribute('x', W - PAD - 60);\n"
+	"  document.getElementById('matched').setAttribute('x', W - PAD);\n"
+	"  if (zoomed) zoom(zoomed); else unzoom();\n"
+	"}\n"
 	"function nameOf(g) { return g.getAttribute('data-name'); }\n"
 	"function fit(g, w) {\n"
 	"  var t = g.querySelector('text'), s = nameOf(g), m = Math.floor((w - 6) / 7);\n"
@@ -452,6 +527,8 @@ static const char fg_script[] =
 	"    var t = prompt('Search frames (regular expression); empty clears', '');\n"
 	"    if (t !== null) search(t);\n"
 	"  });\n"
+	"  fitWindow();\n"
+	"  window.addEventListener('resize', fitWindow);\n"
 	"  var h = /[#&]search=([^&]*)/.exec(location.hash);\n"
 	"  if (h) search(decodeURIComponent(h[1]));\n"
 	"  var z = /[#&]zoom=([^&]*)/.exec(location.hash);\n"
@@ -460,7 +537,7 @@ static const char fg_script[] =
 	"}\n"
 	"window.addEventListener('load', init);\n";
 
-int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
+int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title, unsigned int flags)
 {
 	unsigned int height = FG_TOP + (f->maxdepth + 1) * FG_FRAME_H + FG_BOTTOM;
 	double scale = f->v[0].n ? (double)(FG_WIDTH - 2 * FG_PAD) / (double)f->v[0].n : 0;
@@ -490,8 +567,8 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
 	      "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", out);
 	fputs(fg_script, out);
 	fputs("]]></script>\n", out);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%u\" fill=\"#f6f6f2\"/>\n", FG_WIDTH,
-		height);
+	fprintf(out, "<rect id=\"bg\" x=\"0\" y=\"0\" width=\"%d\" height=\"%u\" fill=\"#f6f6f2\"/>\n",
+		FG_WIDTH, height);
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"22\" text-anchor=\"middle\">", FG_WIDTH / 2);
 	put_escaped(out, title, 300);
 	fputs("</text>\n", out);
@@ -523,7 +600,9 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
 			size_t at = stack[--sp], nk = 0;
 			const struct fnode *n = &f->v[at];
 			double x = FG_PAD + (double)n->x * scale, w = (double)n->n * scale;
-			unsigned int y = FG_TOP + n->depth * FG_FRAME_H;
+			/* flamegraph.pl's way: the root at the bottom */
+			unsigned int y = FG_TOP + (flags & REP_FLAME_ICICLE ? n->depth :
+						   f->maxdepth - n->depth) * FG_FRAME_H;
 			int chars = (int)((w - 6) / FG_CHAR_W);
 			char col[32], pct[32];
 
@@ -571,18 +650,19 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title)
 }
 
 int rep_flame_write_file(const struct rep_opts *o, struct rep_images *images,
-			 const struct rep_profile *p, size_t cls, const char *path)
+			 const struct rep_profile *p, size_t cls, const char *path, unsigned int flags)
 {
-	struct rep_flame *fg = rep_flame_new();
+	struct rep_flame *fg = rep_flame_new(), *drawn = NULL;
 	char *title = NULL;
 	FILE *out;
 	int rc = -ENOMEM;
 
 	if (!fg || rep_flame_from_profile(fg, p, cls) ||
 	    rep_flame_add_stacks(fg, o, images, p, cls) ||
-	    asprintf(&title, "domprof: %s (%s, count %" PRIu64 ", %" PRIu64 " samples)",
+	    (!(flags & REP_FLAME_REVERSE) && rep_flame_callers_first(fg, &drawn)) ||
+	    asprintf(&title, "domprof: %s (%s, count %" PRIu64 ", %" PRIu64 " samples%s)",
 		     o->session_dir, p->classes[cls].event, p->classes[cls].count,
-		     p->totals[cls]) < 0) {
+		     p->totals[cls], flags & REP_FLAME_REVERSE ? ", callers of each function" : "") < 0) {
 		title = NULL;
 		du_err("out of memory");
 		goto out;
@@ -593,13 +673,14 @@ int rep_flame_write_file(const struct rep_opts *o, struct rep_images *images,
 		du_err("cannot create %s: %s", path, strerror(errno));
 		goto out;
 	}
-	rc = rep_flame_write_svg(fg, out, title);
+	rc = rep_flame_write_svg(drawn ? drawn : fg, out, title, flags);
 	if (out != stdout && fclose(out) && !rc)
 		rc = -errno;
 	if (rc)
 		du_err("cannot write %s: %s", path, strerror(-rc));
 out:
 	free(title);
+	rep_flame_free(drawn);
 	rep_flame_free(fg);
 	return rc;
 }
@@ -609,20 +690,25 @@ out:
 struct flame_args {
 	const char *output;
 	const char *event;
+	unsigned int flags;
 };
 
 static void usage(FILE *f)
 {
 	fputs("Usage: opflame -o FILE.svg [OPTION]... [PROFILE SPECIFICATION]...\n"
-	      "Write the samples of a domprof session as an interactive flame graph (SVG):\n"
-	      "frames domain, then {vmm} or process, binary, symbol, and above the symbol\n"
-	      "its callers, innermost first, where the session recorded stacks\n"
-	      "(opcontrol --callgraph).\n"
+	      "Write the samples of a domprof session as an interactive flame graph (SVG),\n"
+	      "the root at the bottom: domain, then {vmm} or process, the sampled binary,\n"
+	      "then the recorded callers, outermost first (opcontrol --callgraph), and the\n"
+	      "sampled function on top.\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output=FILE       the SVG file to write (\"-\": standard output)\n"
 	      "  -e, --event=NAME        the event to draw when the session has several\n"
-	      "                          (default: the first)\n", f);
+	      "                          (default: the first)\n"
+	      "      --icicle            the root at the top, frames hanging down\n"
+	      "      --reverse           callers of each function: the sampled function\n"
+	      "                          right above its binary, then its callers, innermost\n"
+	      "                          first (each function's frame holds opreport's count)\n", f);
 	fputs(rep_view_common_usage, f);
 }
 
@@ -636,6 +722,12 @@ static int flame_opt(void *ctx, int c, const char *arg, char *err, size_t errlen
 		return 0;
 	case 'e':
 		a->event = arg;
+		return 0;
+	case 'I':
+		a->flags |= REP_FLAME_ICICLE;
+		return 0;
+	case 'R':
+		a->flags |= REP_FLAME_REVERSE;
 		return 0;
 	case 0:
 		if (a->output)
@@ -653,6 +745,8 @@ int rep_flame_main(int argc, char **argv)
 	static const struct option extra[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "event", required_argument, NULL, 'e' },
+		{ "icicle", no_argument, NULL, 'I' },
+		{ "reverse", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct flame_args args = { 0 };
@@ -678,7 +772,7 @@ int rep_flame_main(int argc, char **argv)
 			goto out;
 		}
 	}
-	status = rep_flame_write_file(&o, images, p, cls, args.output) ? 1 : 0;
+	status = rep_flame_write_file(&o, images, p, cls, args.output, args.flags) ? 1 : 0;
 	goto out;
 out:
 	rep_profile_free(p);

@@ -77,7 +77,7 @@ int rep_main(int argc, char **argv)
 		goto out_profile;
 	if (o.flamegraph) {
 		/* OProfile's spelling of opflame -o FILE: the SVG, no text */
-		status = rep_flame_write_file(&o, images, p, 0, o.flamegraph) ? 1 : 0;
+		status = rep_flame_write_file(&o, images, p, 0, o.flamegraph, 0) ? 1 : 0;
 		goto out_profile;
 	}
 	collector = read_collector(o.session_dir);

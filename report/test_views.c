@@ -31,7 +31,7 @@ static char *svg_of(struct rep_flame *f)
 	FILE *m = open_memstream(&buf, &len);
 
 	CU_ASSERT_FATAL(m != NULL);
-	CU_ASSERT(rep_flame_write_svg(f, m, "t<&>") == 0);
+	CU_ASSERT(rep_flame_write_svg(f, m, "t<&>", REP_FLAME_ICICLE) == 0);
 	fclose(m);
 	return buf;
 }
@@ -95,6 +95,72 @@ static void test_flame_tree(void)
 	free(svg);
 	rep_flame_free(f);
 	rep_flame_free(NULL);
+}
+
+static char *svg_flags(struct rep_flame *f, unsigned int flags)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	CU_ASSERT_FATAL(m != NULL);
+	CU_ASSERT(rep_flame_write_svg(f, m, "t", flags) == 0);
+	fclose(m);
+	return buf;
+}
+
+/* The y of the rect of frame @name in @svg, or -1. */
+static long rect_y(const char *svg, const char *name)
+{
+	const char *f = frame(svg, name), *r = f ? strstr(f, "<rect x=") : NULL, *y;
+
+	y = r ? strstr(r, " y=\"") : NULL;
+	return y ? strtol(y + 4, NULL, 10) : -1;
+}
+
+/*
+ * The default view is flamegraph.pl's: a recorded stack main -> mid ->
+ * leaf stands on its binary with main lowest and leaf on top, the root at
+ * the bottom of the picture; --icicle turns the picture over.
+ */
+static void test_flame_callers_first(void)
+{
+	static const enum rep_frame_kind k[6] = { REP_FRAME_HOST, REP_FRAME_HOST, REP_FRAME_HOST,
+						  REP_FRAME_HOST, REP_FRAME_HOST, REP_FRAME_HOST };
+	/* as rep_flame_add_stacks builds it: 10 samples of leaf, 6 of them
+	 * with the stack leaf <- mid <- main */
+	const char *flat[] = { "host", "app", "bin", "leaf" };
+	const char *stack[] = { "host", "app", "bin", "leaf", "mid", "main" };
+	struct rep_flame *rev = rep_flame_new(), *fg = NULL;
+	char *svg, *ice;
+
+	CU_ASSERT_FATAL(rev != NULL);
+	CU_ASSERT(rep_flame_add(rev, flat, k, 4, 4) == 0);
+	CU_ASSERT(rep_flame_add(rev, stack, k, 6, 6) == 0);
+	CU_ASSERT_FATAL(rep_flame_callers_first(rev, &fg) == 0);
+	svg = svg_flags(fg, 0);
+	CU_ASSERT_FATAL(svg != NULL);
+	CU_ASSERT(attr(svg, "all", "data-n") == 10);
+	CU_ASSERT(attr(svg, "bin", "data-n") == 10);
+	CU_ASSERT(attr(svg, "main", "data-n") == 6);
+	CU_ASSERT(attr(svg, "main", "data-d") == 4);
+	CU_ASSERT(attr(svg, "mid", "data-d") == 5);
+	/* leaf twice: on top of the stack, and right on bin for the rest */
+	CU_ASSERT(attr(svg, "leaf", "data-n") == 6 || attr(svg, "leaf", "data-n") == 4);
+	CU_ASSERT(strstr(svg, "data-d=\"6\" data-name=\"leaf\"") != NULL);
+	CU_ASSERT(strstr(svg, "data-d=\"4\" data-name=\"leaf\"") != NULL);
+	CU_ASSERT(strstr(svg, "data-d=\"4\" data-name=\"mid\"") == NULL);
+	/* the root lowest, callers above it, the leaf above its callers */
+	CU_ASSERT(rect_y(svg, "all") > rect_y(svg, "host"));
+	CU_ASSERT(rect_y(svg, "main") > rect_y(svg, "mid"));
+	ice = svg_flags(fg, REP_FLAME_ICICLE);
+	CU_ASSERT_FATAL(ice != NULL);
+	CU_ASSERT(rect_y(ice, "all") < rect_y(ice, "host"));
+	CU_ASSERT(rect_y(ice, "main") < rect_y(ice, "mid"));
+	free(svg);
+	free(ice);
+	rep_flame_free(fg);
+	rep_flame_free(rev);
 }
 
 /* A hand-made profile: host work, a guest's vmm work, guest kernel and user. */
@@ -399,6 +465,7 @@ int main(void)
 	CU_add_test(s, "command line", test_parse);
 	CU_add_test(s, "labels", test_labels);
 	CU_add_test(s, "build ids", test_build_id);
+	CU_add_test(s, "flame graph: callers first, root at the bottom", test_flame_callers_first);
 	CU_add_test(s, "progress off a terminal", test_progress_quiet);
 	CU_add_test(s, "opannotate: a guest binary from the image cache", test_annotate_guest);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

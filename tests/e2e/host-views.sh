@@ -122,23 +122,70 @@ if views_flame "$session" "$work" "search=%5Eburn_a%24"; then
 fi
 
 # --- stacks (--callgraph) in the flame graph and opreport --flamegraph -----
-# burn_a is called by main: its caller frame hangs above burn_a's, with no
-# more samples than burn_a has
+# The default view is flamegraph.pl's: main, the recorded caller, stands
+# between ratio's binary frame and burn_a, with no more samples than burn_a
+# has; drawn in Chromium, the root is at the bottom, main below burn_a, a
+# zoom on main fills the window's width and hides what is not main's.
 "$bin/opflame" --session-dir="$session" -o "$work/fg1.svg"
 "$bin/opreport" --flamegraph="$work/fg2.svg" --session-dir="$session"
-fg_main=$(awk '/<g class="f/ {
+fg_paths() {
+	awk '/<g class="f/ {
 	d = $0; sub(/.*data-d="/, "", d); sub(/".*/, "", d); d += 0
 	n = $0; sub(/.*data-n="/, "", n); sub(/".*/, "", n)
 	nm = $0; sub(/.*data-name="/, "", nm); sub(/".*/, "", nm)
+	y = $0; sub(/.*<rect x="[^"]*" y="/, "", y); sub(/".*/, "", y)
+	x = $0; sub(/.*<rect x="/, "", x); sub(/".*/, "", x)
+	w = $0; sub(/.*<rect x="[^"]*" y="[^"]*" width="/, "", w); sub(/".*/, "", w)
+	hid = /style="display: none;"/
 	path[d] = nm; s = path[1]; for (i = 2; i <= d; i++) s = s ";" path[i]
-	if (s == "host;ratio;ratio;burn_a;main") print n }' "$work/fg2.svg")
-echo "opreport --flamegraph: host;ratio;ratio;burn_a;main = ${fg_main:-none} (burn_a $burn_a)"
+	printf "%s\t%s\t%s\t%s\t%s\t%d\n", (d ? s : "all"), n, y, x, w, hid }' "$1"
+}
+fg_paths "$work/fg2.svg" >"$work/fg2.paths"
+# (what calls main depends on how much of the C library has names)
+leaf_path=$(awk -F'\t' '$1 ~ /^host;ratio;ratio;(.*;)?main;burn_a$/ { print $1; exit }' "$work/fg2.paths")
+# (its count holds burn_a's callees' too, which are too narrow to draw:
+# ratio's stacks are all recorded, so it holds nearly all of burn_a's)
+fg_main=$(awk -F'\t' -v p="$leaf_path" '$1 == p { print $2 }' "$work/fg2.paths")
+echo "opreport --flamegraph: ${leaf_path:-host;ratio;ratio;...;main;burn_a} = ${fg_main:-none} (burn_a $burn_a)"
 if ! cmp -s "$work/fg1.svg" "$work/fg2.svg"; then
 	fail "opreport --flamegraph does not write what opflame writes"
-elif [ -z "$fg_main" ] || [ "$fg_main" -le 0 ] || [ "$fg_main" -gt "$burn_a" ]; then
-	fail "opflame: no recorded stack main -> burn_a above burn_a's frame"
+elif [ -z "$fg_main" ] || [ $((fg_main * 10)) -lt $((burn_a * 9)) ]; then
+	fail "opflame: no recorded stack main -> burn_a, main below burn_a"
 else
-	ok "opflame/opreport --flamegraph: the recorded stack main -> burn_a hangs above burn_a"
+	ok "opflame/opreport --flamegraph: the recorded stack main -> burn_a stands on main"
+fi
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$browser" ]; then
+	timeout 120 "$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+		--disable-background-networking --disable-component-update --disable-sync \
+		--user-data-dir="$(mktemp -d "$work/chromium.XXXXXX")" --window-size=1600,900 \
+		--dump-dom "file://$work/fg1.svg#zoom=main" >"$work/fg1.dom" 2>"$work/chromium1.err" || true
+	fg_paths "$work/fg1.dom" >"$work/fg1.paths"
+	get() { awk -F'\t' -v p="$1" -v c="$2" '$1 == p { print $c; exit }' "$work/fg1.paths"; }
+	main_path=${leaf_path%;burn_a}
+	# the frame the page zoomed on: the first named main
+	zoomed=$(awk -F'\t' '$1 ~ /(^|;)main$/ { print $1; exit }' "$work/fg1.paths")
+	y_root=$(get all 3) y_main=$(get "$main_path" 3) y_leaf=$(get "$leaf_path" 3)
+	x_main=$(get "$zoomed" 4) w_main=$(get "$zoomed" 5)
+	# frames neither above nor below main: "hidden shown"
+	read -r n_hid n_shown <<<"$(awk -F'\t' -v m="$zoomed" '
+		$1 == "all" || $1 == m || index(m, $1 ";") == 1 || index($1, m ";") == 1 { next }
+		{ if ($6) h++; else s++ } END { print h + 0, s + 0 }' "$work/fg1.paths")"
+	svg_w=$(sed -n 's/.*<svg[^>]* width="\([0-9]*\)".*/\1/p' "$work/fg1.dom" | head -n 1)
+	echo "opflame in Chromium (1600 px, #zoom=main, on $zoomed): y root ${y_root:-none}, main ${y_main:-none}, burn_a ${y_leaf:-none}; main x ${x_main:-none} width ${w_main:-none} of svg ${svg_w:-none}; frames outside main hidden $n_hid, shown $n_shown"
+	if [ -z "$y_root" ] || [ -z "$y_main" ] || [ -z "$y_leaf" ] ||
+		! awk -v r="$y_root" -v m="$y_main" -v l="$y_leaf" 'BEGIN { exit !(r > m && m > l) }'; then
+		fail "opflame: the root is not at the bottom with main below burn_a"
+	elif [ "${svg_w:-0}" != 1600 ] ||
+		! awk -v x="$x_main" -v w="$w_main" 'BEGIN { exit !(x + 0 == 10 && w + 0 == 1580) }'; then
+		fail "opflame: zoomed on main, its frame does not fill the 1600 px window (x $x_main, width $w_main, svg $svg_w)"
+	elif [ "$n_hid" -eq 0 ] || [ "$n_shown" -ne 0 ]; then
+		fail "opflame: zoomed on main, a frame outside main is still shown"
+	else
+		ok "opflame: root at the bottom, zoom fills the window's width and hides the rest"
+	fi
+else
+	fail "no chromium to render the flame graph (scripts/install-deps.sh installs it)"
 fi
 
 # --- oppprof --------------------------------------------------------------

@@ -28,7 +28,7 @@ views_report() {
 	head -n "${VIEWS_TOP:-10}" "$2/report.rows" >"$2/top.rows"
 }
 
-# views_flame SESSION WORK [FRAGMENT]: opflame's SVG (WORK/fg.svg) opened
+# views_flame SESSION WORK [FRAGMENT]: opflame --reverse's SVG (WORK/fg.svg) opened
 # in headless Chromium with the URL fragment FRAGMENT (the page runs a
 # search from it, as a user's click would), its DOM after the page's
 # script ran in WORK/fg.dom, every frame as "stack<TAB>samples<TAB>matched"
@@ -37,7 +37,9 @@ views_report() {
 views_flame() {
 	local session=$1 work=$2 frag=${3:-} browser profile bad
 	browser=$(command -v chromium || command -v chromium-browser || true)
-	"$bin/opflame" --session-dir="$session" -o "$work/fg.svg"
+	# --reverse: each function's frame right on its binary holds its count
+	# (the default view splits it among the stacks that reach it)
+	"$bin/opflame" --reverse --session-dir="$session" -o "$work/fg.svg"
 	if [ -z "$browser" ]; then
 		fail "no chromium to render the flame graph (scripts/install-deps.sh installs it)"
 		return 1
