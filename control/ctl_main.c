@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "util/du_cli.h"
 #include "ctl_libvirt.h"
 
 int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
@@ -17,8 +18,7 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 		return ctl_lv_main(argc, argv, out, errf);
 	ret = ctl_parse_args(argc, argv, &o, err, sizeof(err));
 	if (ret) {
-		fprintf(errf, "opcontrol: %s\n\n", err);
-		ctl_usage(errf);
+		du_cli_usage_error(errf, "opcontrol", err);
 		return 1;
 	}
 	switch (o.action) {
@@ -26,7 +26,7 @@ int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf)
 		ctl_usage(out);
 		return 0;
 	case CTL_VERSION:
-		fprintf(out, "opcontrol (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+		du_cli_version(out, "opcontrol");
 		return 0;
 	case CTL_START:
 		/* kmod samples with what the module picks unless told (its

@@ -25,6 +25,7 @@
 #include "opd_privsep.h"
 #include "opd_relay.h"
 #include "util/du_fs.h"
+#include "util/du_cli.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
 
@@ -63,13 +64,14 @@ static void usage(FILE *f)
 		"                         waits for the next second\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
-		"  --help                 this text\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
+		"  --help                 this text\n"
+		"  --version              the version\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
 		DP_AG_GUEST_CPU_MS);
 }
 
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
-	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP,
+	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP, OPT_VERSION,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
 	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU,
 };
@@ -95,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
 	{ "callgraph", required_argument, NULL, OPT_CALLGRAPH },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -170,7 +173,7 @@ static int parse_trust(int opt, struct opd_conf *c)
 	}
 }
 
-/* One option: 0, 1 (usage error) or 2 (--help). */
+/* One option: 0, 1 (usage error, said), 2 (--help) or 3 (--version). */
 static int parse_one(int opt, struct opts *o)
 {
 	struct opd_conf *c = &o->conf;
@@ -243,13 +246,15 @@ static int parse_one(int opt, struct opts *o)
 		return parse_callgraph(optarg, &c->callgraph_depth);
 	case OPT_HELP:
 		return 2;
+	case OPT_VERSION:
+		return 3;
 	default:
 		return parse_trust(opt, c);
 	}
 	return 0;
 }
 
-/* 0, 1 (usage error), or 2 (--help) */
+/* 0, 1 (usage error), 2 (--help) or 3 (--version) */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct opd_conf *c = &o->conf;
@@ -270,7 +275,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		c->privsep_user = strcmp(env, "1") ? env : NULL;
 	}
 	optind = 1;
+	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+		if (opt == '?') {
+			fprintf(stderr, "oprofiled: unknown or malformed option \"%s\"\n",
+				argv[optind - 1]);
+			return 1;
+		}
 		ret = parse_one(opt, o);
 		if (ret)
 			return ret;
@@ -815,9 +826,17 @@ int opd_main(int argc, char **argv)
 	du_log_set_prog("oprofiled");
 	memset(&o, 0, sizeof(o));
 	ret = parse_opts(argc, argv, &o);
+	if (ret == 2 || ret == 3) {
+		if (ret == 2)
+			usage(stdout);
+		else
+			du_cli_version(stdout, "oprofiled");
+		return 0;
+	}
 	if (ret) {
-		usage(ret == 2 ? stdout : stderr);
-		return ret == 2 ? 0 : 1;
+		/* what was wrong is already said */
+		fputs("Try 'oprofiled --help' for more information.\n", stderr);
+		return 1;
 	}
 	if (!(o.collector->caps & (OPD_CAP_EVENTS | OPD_CAP_EVENTS_OPT)) && o.nr_event_args)
 		du_warn("--event is ignored by the %s collector (events come from the stream)",

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ag.h"
+#include "util/du_cli.h"
 #include "util/du_log.h"
 
 #define AG_POLL_MS	250	/* rings are drained at least this often */
@@ -490,6 +491,7 @@ static void usage(FILE *f)
 		"                    acknowledges every 32K and each ping: less crawls)\n"
 		"  --verbose         say what happens\n"
 		"  --help            this text\n"
+	      "  --version         the version\n"
 		"Sizes take a K, M or G suffix.\n");
 }
 
@@ -513,7 +515,9 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int parse_opts(int argc, char **argv, struct ag_opts *o)
+/* 0, 1 (--help or --version: printed), or -EINVAL with *@bad the word
+ * that was wrong. */
+static int parse_opts(int argc, char **argv, struct ag_opts *o, const char **bad)
 {
 	static const struct option lo[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -528,14 +532,18 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 		{ "tty-window", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	uint64_t v;
 	int c;
 
+	*bad = "";
 	*o = (struct ag_opts){ .budget = 256ULL << 20, .image_max = 64ULL << 20,
 			       .rate = 8U << 20, .ring_pages = 64, .tty_window = AG_TTY_WINDOW };
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		*bad = argv[optind - 1];
 		switch (c) {
 		case 'p': o->port = optarg; break;
 		case 'o': o->output = optarg; break;
@@ -564,11 +572,16 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o)
 			o->tty_window = (uint32_t)v;
 			break;
 		case 'v': o->verbose = true; break;
-		case 'h': usage(stdout); exit(0);
+		case 'h': usage(stdout); return 1;
+		case 'V': du_cli_version(stdout, "opagent"); return 1;
 		default: return -EINVAL;
 		}
 	}
-	return optind < argc ? -EINVAL : 0;
+	if (optind < argc) {
+		*bad = argv[optind];
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -578,11 +591,19 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned int backoff = 100;
 	uint64_t deadline = 0;
+	const char *bad;
 	int err = 0, ret = 1;
 
 	du_log_set_prog("opagent");
-	if (parse_opts(argc, argv, &opts)) {
-		usage(stderr);
+	err = parse_opts(argc, argv, &opts, &bad);
+	if (err > 0)
+		return 0;
+	if (err) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "unknown or malformed option, or bad value: \"%.200s\"",
+			 bad ? bad : "");
+		du_cli_usage_error(stderr, "opagent", msg);
 		return 2;
 	}
 	du_log_set_level(opts.verbose ? DU_LOG_INFO : DU_LOG_WARN);

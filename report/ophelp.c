@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "events/ev.h"
+#include "util/du_cli.h"
 #include "util/du_log.h"
 
 enum { OPT_EVENTS_DIR = 256 };
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
 	int c, i, ret = 1;
 
 	du_log_set_prog("ophelp");
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "c:edrhvV", options, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -145,16 +147,19 @@ int main(int argc, char **argv)
 			return 0;
 		case 'v':
 		case 'V':
-			printf("ophelp (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+			du_cli_version(stdout, "ophelp");
 			return 0;
 		default:
-			usage(stderr);
+			snprintf(err, sizeof(err), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			du_cli_usage_error(stderr, "ophelp", err);
 			return 1;
 		}
 	}
 	if (check + get_default + get_cpu > 1 || (check && optind >= argc) ||
 	    (!check && optind < argc)) {
-		usage(stderr);
+		du_cli_usage_error(stderr, "ophelp",
+				   check ? "--check-events takes event specifications, and only them" :
+				   "these options do not go together, or take no arguments");
 		return 1;
 	}
 

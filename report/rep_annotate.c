@@ -20,6 +20,7 @@
 #include "rep_sym.h"
 #include "rep_view.h"
 #include "util/du_log.h"
+#include "util/du_cli.h"
 
 /* An instruction or a line gets the hot mark at this share of its block. */
 #define HOT_PCT 10.0
@@ -779,6 +780,7 @@ static int parse(struct annot *a, int argc, char **argv)
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rep_opts *o = &a->o;
@@ -794,7 +796,7 @@ static int parse(struct annot *a, int argc, char **argv)
 		return -ENOMEM;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ast:p:h", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ast:p:hv", lopts, NULL)) != -1) {
 		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
 		char *end;
 
@@ -821,6 +823,9 @@ static int parse(struct annot *a, int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 1;
+		case 'v':
+			du_cli_version(stdout, "opannotate");
+			return 1;
 		default:
 			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
 			goto bad;
@@ -835,8 +840,7 @@ static int parse(struct annot *a, int argc, char **argv)
 	}
 	return 0;
 bad:
-	fprintf(stderr, "opannotate: %s\n", msg);
-	usage(stderr);
+	du_cli_usage_error(stderr, "opannotate", msg);
 	return -EINVAL;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rep_opts.h"
+#include "util/du_cli.h"
 #include "rep_spec.h"
 #include "rep_view.h"
 
@@ -226,7 +227,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			o->json = true;
 			break;
 		case 'v':
-			fprintf(out, "opreport (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+			du_cli_version(out, "opreport");
 			return 1;
 		case 'h':
 			rep_usage(out);
@@ -245,7 +246,6 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			goto bad;
 	return 0;
 bad:
-	fprintf(err, "opreport: %s\n", msg);
-	rep_usage(err);
+	du_cli_usage_error(err, "opreport", msg);
 	return -EINVAL;
 }

@@ -15,6 +15,7 @@
 #include "rep_opts.h"
 #include "rep_spec.h"
 #include "rep_view.h"
+#include "util/du_cli.h"
 #include "util/du_log.h"
 
 int rep_view_load(const struct rep_opts *o, struct rep_images **images,
@@ -167,6 +168,7 @@ const char rep_view_common_usage[] =
 	"      --root=DIR          prefix for binary paths\n"
 	"      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
 	"  -h, --help              show this help and exit\n"
+	"  -v, --version           show the version and exit\n"
 	"\n"
 	"Profile specifications are opreport's (see opreport --help).\n";
 
@@ -199,6 +201,7 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'v' },
 	};
 	size_t ncommon = sizeof(common) / sizeof(common[0]), nextra = 0;
 	struct option *lopts;
@@ -221,7 +224,7 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 	memcpy(lopts, common, sizeof(common));
 	if (nextra)
 		memcpy(lopts + ncommon, extra, nextra * sizeof(*extra));
-	snprintf(shorts, sizeof(shorts), "p:h%s", extra_short ? extra_short : "");
+	snprintf(shorts, sizeof(shorts), "p:hv%s", extra_short ? extra_short : "");
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
@@ -238,6 +241,10 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		switch (c) {
 		case 'h':
 			usage(stdout);
+			rc = 1;
+			goto out;
+		case 'v':
+			du_cli_version(stdout, prog);
 			rc = 1;
 			goto out;
 		case '?':
@@ -258,8 +265,7 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		goto bad;
 	goto out;
 bad:
-	fprintf(stderr, "%s: %s\n", prog, msg);
-	usage(stderr);
+	du_cli_usage_error(stderr, prog, msg);
 	rc = -EINVAL;
 out:
 	free(lopts);

@@ -1,0 +1,17 @@
+/*
+ * What every domprof command says the same way: its version, and a usage
+ * error (one line naming the problem, one pointing at --help, never the
+ * whole help text).  The caller picks the stream; nothing else is printed.
+ */
+#ifndef DU_CLI_H
+#define DU_CLI_H
+
+#include <stdio.h>
+
+/* "PROG (domprof) VERSION" on @f. */
+void du_cli_version(FILE *f, const char *prog);
+
+/* "PROG: MSG" and "Try 'PROG --help' for more information." on @f. */
+void du_cli_usage_error(FILE *f, const char *prog, const char *msg);
+
+#endif
