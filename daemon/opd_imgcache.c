@@ -151,11 +151,12 @@ static void hint_add(struct opd_imgcache *c, const uint8_t *note, size_t n, cons
 		fclose(f);
 	}
 	f = du_nf_fopen(path, "a", DU_SDIR_FILE_MODE);
-	if (!f || fprintf(f, "%s\n", id) < 0 || fclose(f)) {
-		du_debug("image cache: cannot add a hint to %s", path);
-		if (f)
-			fclose(f);
+	if (f && fprintf(f, "%s\n", id) < 0) {
+		fclose(f);
+		f = NULL;
 	}
+	if (!f || fclose(f))
+		du_debug("image cache: cannot add a hint to %s", path);
 }
 
 /*
