@@ -163,18 +163,17 @@ void opd_gimgs_next_request(struct opd_gimgs *is)
 	}
 }
 
+/*
+ * Every domain uploads its own images, even one whose build id the cache
+ * has seen: the build id is the guest's word (and its file's note, which
+ * the guest writes too), so another domain's bytes under it could be
+ * anything (issue 23, item 4).  The cache still stores the bytes once when
+ * they hash the same (opd_imgcache_commit).
+ */
 void opd_gimgs_want(struct opd_gimgs *is, struct opd_gimg *x, bool may_ask)
 {
-	char id[OPD_IMG_ID_MAX], rel[PATH_MAX];
-
 	if (x->mapped || x->requested)
 		return;
-	if (opd_imgcache_build_id(x->bid, x->bid_size, id) &&
-	    opd_imgcache_lookup(is->cache, id, rel, sizeof(rel))) {
-		is->st->guest_images_dedup++;
-		image_map(is, x, rel);
-		return;
-	}
 	if (!x->cookie || !may_ask)
 		return;
 	x->requested = true;
@@ -235,20 +234,23 @@ void opd_gimgs_data(struct opd_gimgs *is, const struct dp_ag_image_data *d, cons
 
 static void xfer_commit(struct opd_gimgs *is, struct opd_gimg *x, const struct dp_ag_image_end *e)
 {
-	char id[OPD_IMG_ID_MAX], rel[PATH_MAX];
+	char rel[PATH_MAX];
+	const uint8_t *bid = x->bid;
+	size_t bid_size = x->bid_size;
 	const char *base;
-	bool have_id;
 	int ret;
 
 	close(is->xfer_fd);
 	is->xfer_fd = -1;
-	have_id = opd_imgcache_build_id(e->build_id, e->build_id_size > DP_AG_BUILD_ID_MAX ? 0 :
-					e->build_id_size, id) ||
-		  opd_imgcache_build_id(x->bid, x->bid_size, id);
+	/* the claim, only counted when the file denies it: IMAGE_END's, else MMAP's */
+	if (e->build_id_size && e->build_id_size <= DP_AG_BUILD_ID_MAX) {
+		bid = e->build_id;
+		bid_size = e->build_id_size;
+	}
 	base = strrchr(x->path, '/');
 	base = base ? base + 1 : x->path;
-	ret = opd_imgcache_commit(is->cache, is->xfer_tmp, have_id ? id : NULL, base, strlen(base),
-				  rel, sizeof(rel));
+	ret = opd_imgcache_commit(is->cache, is->xfer_tmp, bid, bid_size, base, strlen(base), rel,
+				  sizeof(rel));
 	if (ret < 0) {
 		is->st->guest_images_failed++;
 		du_warn("domain %s: cannot cache image %s: %s", is->name, x->path, strerror(-ret));

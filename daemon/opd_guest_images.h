@@ -1,8 +1,8 @@
 /*
  * The guest binaries one domain's mappings name: interned by sanitized
  * path, with the cookie and build id the agent gave; fetched from the
- * agent (one IMAGE_REQUEST at a time) or found in the session's image
- * cache by build id, when a sample first lands in one; listed in
+ * agent (one IMAGE_REQUEST at a time) when a sample first lands in one,
+ * and filed in the session's image cache by the hash of its bytes; listed in
  * SESSION/domains/<esc>/images ("cache entry \t guest path") for opreport.
  */
 #ifndef OPD_GUEST_IMAGES_H
@@ -64,8 +64,8 @@ void opd_gimg_note(struct opd_gimg *x, uint32_t cookie, const uint8_t *bid, uint
 /* @x as a sample file image ({root}PATH); NULL when capped (counted). */
 struct opd_image *opd_gimgs_image(struct opd_gimgs *is, struct opd_gimg *x);
 
-/* A sample landed in @x: map it from the cache, or ask the agent for it
- * (@may_ask: its HELLO offered images). */
+/* A sample landed in @x: ask the agent for it (@may_ask: its HELLO
+ * offered images), once. */
 void opd_gimgs_want(struct opd_gimgs *is, struct opd_gimg *x, bool may_ask);
 
 /* Send the next queued request when none is in flight. */

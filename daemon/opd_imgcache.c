@@ -19,6 +19,7 @@
 struct opd_imgcache {
 	char *session;
 	char *dir;		/* SESSION/images */
+	char *hints;		/* SESSION/images/by-build-id */
 	struct opd_stats *st;
 };
 
@@ -38,6 +39,12 @@ struct opd_imgcache *opd_imgcache_new(const char *session_dir, struct opd_stats 
 		return NULL;
 	}
 	ret = du_nf_mkdirs(c->dir);
+	if (!ret)
+		ret = asprintf(&c->hints, "%s/by-build-id", c->dir) < 0 ? -ENOMEM : 0;
+	else
+		c->hints = NULL;
+	if (!ret)
+		ret = du_nf_mkdirs(c->hints);
 	if (ret) {
 		opd_imgcache_free(c);
 		errno = -ret;
@@ -52,6 +59,7 @@ void opd_imgcache_free(struct opd_imgcache *c)
 		return;
 	free(c->session);
 	free(c->dir);
+	free(c->hints);
 	free(c);
 }
 
@@ -60,24 +68,18 @@ const char *opd_imgcache_dir(const struct opd_imgcache *c)
 	return c->dir;
 }
 
+/* @lead (none when '\0'), then @b in lowercase hex, NUL-terminated. */
 static void hex(char *out, char lead, const uint8_t *b, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
 
-	*out++ = lead;
+	if (lead)
+		*out++ = lead;
 	for (size_t i = 0; i < n; i++) {
 		*out++ = digits[b[i] >> 4];
 		*out++ = digits[b[i] & 15];
 	}
 	*out = '\0';
-}
-
-bool opd_imgcache_build_id(const uint8_t *bid, size_t size, char id[OPD_IMG_ID_MAX])
-{
-	if (!size || size > 20)
-		return false;
-	hex(id, 'b', bid, size);
-	return true;
 }
 
 /* The one file inside SESSION/images/<id>/ (its basename is the first
@@ -118,81 +120,99 @@ bool opd_imgcache_lookup(struct opd_imgcache *c, const char *id, char *rel, size
 	return ok;
 }
 
-/* The content id of @path: "h" + the hex SHA-256 of its bytes (a guest
- * cannot make its file collide with another guest's). */
-static int hash_file(int fd, char id[OPD_IMG_ID_MAX])
-{
-	uint8_t out[32];
-	int ret = opd_sha256_fd(fd, out);
+/* Entries one build id's hint file lists at most: more are not listed
+ * (a guest that stamps one note on many files costs a bounded scan). */
+#define OPD_IMG_HINTS_MAX	64
 
-	if (!ret)
-		hex(id, 'h', out, sizeof(out));
-	return ret;
+/*
+ * List @id under the build id @note in the hint index, once.  A failure
+ * only loses a hint (logged at debug level): the cache and the maps do
+ * not depend on it.
+ */
+static void hint_add(struct opd_imgcache *c, const uint8_t *note, size_t n, const char *id)
+{
+	char path[PATH_MAX], line[OPD_IMG_ID_MAX + 2];
+	size_t lines = 0;
+	FILE *f;
+
+	if (snprintf(path, sizeof(path), "%s/", c->hints) >=
+	    (int)(sizeof(path) - 2 * DP_AG_BUILD_ID_MAX - 1))
+		return;
+	hex(path + strlen(path), '\0', note, n);
+	f = du_nf_fopen(path, "r", 0);
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			if (!strcmp(line, id) || ++lines >= OPD_IMG_HINTS_MAX) {
+				fclose(f);
+				return;
+			}
+		}
+		fclose(f);
+	}
+	f = du_nf_fopen(path, "a", DU_SDIR_FILE_MODE);
+	if (f && fprintf(f, "%s\n", id) < 0) {
+		fclose(f);
+		f = NULL;
+	}
+	if (!f || fclose(f))
+		du_debug("image cache: cannot add a hint to %s", path);
 }
 
 /*
- * The id the file @tmp is stored under (into @out): the @claimed build id
- * only when the file's own build-id note says the same; else its content
- * hash, and a claim that the file denies is counted (a guest uploading
- * bytes under another binary's build id, to poison a domain that runs
- * that binary).
+ * The content id of the file @tmp ("h" + the hex SHA-256 of its bytes,
+ * which no other guest's file can share unless it is the same file) into
+ * @id, and its own build-id note into @note (*@n bytes, 0: none).  A
+ * @claimed build id that the note denies is counted: a guest uploading
+ * bytes under another binary's build id, which is all it can try now
+ * that the build id decides nothing.
  */
-static int proven_id(struct opd_imgcache *c, const char *tmp, const char *claimed,
-		     char out[OPD_IMG_ID_MAX])
+static int content_id(struct opd_imgcache *c, const char *tmp, const uint8_t *claimed,
+		      size_t claimed_size, char id[OPD_IMG_ID_MAX], uint8_t *note, int *n)
 {
-	uint8_t bid[DP_AG_BUILD_ID_MAX];
-	char note[OPD_IMG_ID_MAX];
-	int fd = du_nf_open(tmp, O_RDONLY, 0, false), n, ret;
+	uint8_t sum[OPD_SHA256_SIZE];
+	int fd = du_nf_open(tmp, O_RDONLY, 0, false), ret;
 
 	if (fd < 0)
 		return fd;
-	n = opd_elf_build_id(fd, bid, sizeof(bid));
-	if (claimed && n > 0 && opd_imgcache_build_id(bid, (size_t)n, note) &&
-	    !strcmp(note, claimed)) {
-		close(fd);
-		snprintf(out, OPD_IMG_ID_MAX, "%s", claimed);
-		return 0;
-	}
-	if (claimed) {
+	*n = opd_elf_build_id(fd, note, DP_AG_BUILD_ID_MAX);
+	if (*n < 0)
+		*n = 0;
+	if (claimed_size && ((size_t)*n != claimed_size || memcmp(note, claimed, claimed_size))) {
 		c->st->guest_hostile_image_mismatch++;
-		du_debug("image cache: an upload claimed build id %s, its file says %s", claimed,
-			 n > 0 ? note : "none");
+		du_debug("image cache: an upload's claimed build id is not its file's own");
 	}
-	ret = hash_file(fd, out);
+	ret = opd_sha256_fd(fd, sum);
 	close(fd);
+	if (!ret)
+		hex(id, 'h', sum, sizeof(sum));
 	return ret;
 }
 
-int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
-			const char *base, size_t base_len, char *rel, size_t size)
+/* Move @tmp into the cache as images/@id/<escaped @base>. */
+static int store(struct opd_imgcache *c, const char *tmp, const char *id, const char *base,
+		 size_t base_len, char *rel, size_t size)
 {
-	char hid[OPD_IMG_ID_MAX], esc[NAME_MAX + 1], dir[PATH_MAX], path[PATH_MAX];
+	char esc[NAME_MAX + 1], dir[PATH_MAX], path[PATH_MAX];
 	FILE *f;
 	int ret;
 
-	ret = proven_id(c, tmp, id, hid);
-	if (ret)
-		goto out_unlink;
-	id = hid;
-	if (opd_imgcache_lookup(c, id, rel, size)) {
-		c->st->guest_images_dedup++;
-		ret = 0;
-		goto out_unlink;
-	}
 	/* escaped, and never a name with '/' (a long one is cut into pieces) */
 	if (sfn_escape_component(base, base_len, esc, sizeof(esc)) < 0 || strchr(esc, '/') ||
 	    esc[0] == '.')
 		snprintf(esc, sizeof(esc), "image");
 	if (snprintf(dir, sizeof(dir), "%s/%s", c->dir, id) >= (int)sizeof(dir) ||
 	    snprintf(path, sizeof(path), "%s/%s", dir, esc) >= (int)sizeof(path)) {
-		ret = -ENAMETOOLONG;
-		goto out_unlink;
+		du_nf_unlink(tmp);
+		return -ENAMETOOLONG;
 	}
 	ret = du_nf_mkdirs(dir);
 	if (!ret)
 		ret = du_nf_rename(tmp, path);
-	if (ret)
-		goto out_unlink;
+	if (ret) {
+		du_nf_unlink(tmp);
+		return ret;
+	}
 	snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/.name");
 	f = du_nf_fopen(dir, "w", DU_SDIR_FILE_MODE);
 	if (!f)
@@ -201,12 +221,35 @@ int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const char *id,
 	if (fclose(f) || ret)
 		return -EIO;
 	snprintf(rel, size, "images/%s/%s", id, esc);
+	return 0;
+}
+
+int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const uint8_t *bid,
+			size_t bid_size, const char *base, size_t base_len, char *rel,
+			size_t size)
+{
+	uint8_t note[DP_AG_BUILD_ID_MAX];
+	char id[OPD_IMG_ID_MAX];
+	int n, ret;
+
+	ret = content_id(c, tmp, bid, bid_size, id, note, &n);
+	if (ret) {
+		du_nf_unlink(tmp);
+		return ret;
+	}
+	if (opd_imgcache_lookup(c, id, rel, size)) {
+		/* the same bytes, from this domain or another */
+		c->st->guest_images_dedup++;
+		du_nf_unlink(tmp);
+		return 0;
+	}
+	ret = store(c, tmp, id, base, base_len, rel, size);
+	if (ret)
+		return ret;
+	if (n > 0)
+		hint_add(c, note, (size_t)n, id);
 	c->st->guest_images_cached++;
 	return 1;
-
-out_unlink:
-	du_nf_unlink(tmp);
-	return ret;
 }
 
 int opd_imgcache_map_add(const char *map_path, const char *rel, const char *guest_path,

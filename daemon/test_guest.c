@@ -8,6 +8,7 @@
 #include <CUnit/Basic.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "opd_guest.h"
 #include "test_elf.h"
 #include "opd_imgcache.h"
+#include "opd_imgproof.h"
 #include "opd_sfile.h"
 
 #define MS 1000000ULL
@@ -659,6 +661,7 @@ static size_t image_request(struct opd_guest *g, uint32_t *cookie)
 	return found;
 }
 
+/* Content entries ("h" + SHA-256) of the cache directory @d. */
 static int count_entries(const char *d)
 {
 	DIR *dir = opendir(d);
@@ -668,57 +671,116 @@ static int count_entries(const char *d)
 	if (!dir)
 		return -1;
 	while ((de = readdir(dir)))
-		n += de->d_name[0] != '.';
+		n += de->d_name[0] == 'h' && strlen(de->d_name) == 65;
 	closedir(dir);
 	return n;
 }
 
-/* Two domains run the same binary (same build id): one cache entry, both
- * map files point at it, and the second domain is never asked for it. */
+/* @g answers its one outstanding IMAGE_REQUEST (@cookie) with @len bytes. */
+static void upload(struct opd_guest *g, uint32_t cookie, const uint8_t *bytes, size_t len)
+{
+	struct dp_ag_image_data d = { .cookie = cookie };
+	struct dp_ag_image_end e = { .cookie = cookie, .status = DP_AG_IMAGE_SENT, .size = len };
+
+	CU_ASSERT(feed(g, ap_put_image_data(buf, sizeof(buf), &d, bytes, len), 0) == 0);
+	CU_ASSERT(feed(g, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+}
+
+/* The cache entry domain @dom's map names for @guest_path ("" if none). */
+static void mapped(const char *dom, const char *guest_path, char *rel, size_t size)
+{
+	char path[PATH_MAX], line[512];
+	FILE *f;
+
+	rel[0] = '\0';
+	snprintf(path, sizeof(path), "%s/domains/%s/images", session, dom);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t');
+
+		line[strcspn(line, "\n")] = '\0';
+		if (tab && !strcmp(tab + 1, guest_path)) {
+			*tab = '\0';
+			snprintf(rel, size, "%s", line);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* Whether the session file @rel holds exactly @bytes. */
+static bool holds(const char *rel, const uint8_t *bytes, size_t len)
+{
+	char path[PATH_MAX];
+	uint8_t got[2 * TEST_ELF_MAX];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", session, rel);
+	f = fopen(path, "rb");
+	if (!f)
+		return false;
+	n = fread(got, 1, sizeof(got), f);
+	fclose(f);
+	return n == len && !memcmp(got, bytes, len);
+}
+
+/* Two domains run the same binary: each is asked for it (the build id
+ * proves nothing), its bytes are stored once, both maps name that entry,
+ * and the build-id hint lists it. */
 static void test_image_dedup(void)
 {
 	struct opd_guest *g1 = scene("one"), *g2 = scene("two");
 	struct opd_guest_res r;
-	struct dp_ag_image_data d = { .cookie = 2 };
-	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT };
+	struct dp_ag_image_data d = { .cookie = 3 };
+	struct dp_ag_image_end e = { .cookie = 3, .status = DP_AG_IMAGE_SENT };
 	uint32_t cookie = 0;
-	char path[PATH_MAX], line[512];
+	char path[PATH_MAX], rel1[PATH_MAX], rel2[PATH_MAX], line[512];
 	uint8_t elf[TEST_ELF_MAX];
-	size_t elf_len = test_elf(elf, 0xbb, 20);	/* its own note proves the build id */
+	size_t elf_len = test_elf(elf, 0xbb, 20);
 	FILE *f;
 
-	e.size = elf_len;
 	image_request(g1, &cookie);	/* drop HOST_HELLO etc. */
 	image_request(g2, &cookie);
 	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved);
 	CU_ASSERT(image_request(g1, &cookie) == 1);
 	CU_ASSERT(cookie == 2);
-	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, elf, elf_len), 0) == 0);
-	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	upload(g1, 2, elf, elf_len);
 	CU_ASSERT(st.guest_images_cached == 1);
 	/* asked once only */
 	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800124, &r);
 	CU_ASSERT(image_request(g1, &cookie) == 0);
-	/* the second domain: found in the cache by build id */
+	/* the second domain is asked too; the same bytes are not stored again */
 	resolve(g2, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
-	CU_ASSERT(image_request(g2, &cookie) == 0);
+	CU_ASSERT(image_request(g2, &cookie) == 1);
+	upload(g2, 2, elf, elf_len);
+	CU_ASSERT(st.guest_images_cached == 1);
 	CU_ASSERT(st.guest_images_dedup == 1);
 	snprintf(path, sizeof(path), "%s/images", session);
 	CU_ASSERT(count_entries(path) == 1);
-	snprintf(path, sizeof(path), "%s/domains/two/images", session);
+	mapped("one", "/usr/bin/b", rel1, sizeof(rel1));
+	mapped("two", "/usr/bin/b", rel2, sizeof(rel2));
+	CU_ASSERT_STRING_EQUAL(rel1, rel2);
+	CU_ASSERT(strncmp(rel1, "images/h", 8) == 0 && strlen(rel1) == 7 + 65 + 2);
+	CU_ASSERT(holds(rel1, elf, elf_len));
+	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", session,
+		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	f = fopen(path, "r");
 	CU_ASSERT_FATAL(f != NULL);
 	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
+	CU_ASSERT(fgets(line + 100, sizeof(line) - 100, f) == NULL);	/* listed once */
 	fclose(f);
-	CU_ASSERT_STRING_EQUAL(line, "images/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb/b\t/usr/bin/b\n");
+	line[strcspn(line, "\n")] = '\0';
+	CU_ASSERT(strncmp(rel1 + 7, line, 65) == 0);
 	/* a wrong offset aborts a transfer; nothing is cached, no temporary
 	 * file is left, and the image stays unmapped */
 	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x7f0000000010, &r);
 	CU_ASSERT(r.resolved);
 	CU_ASSERT(image_request(g1, &cookie) == 1);
 	CU_ASSERT(cookie == 3);
-	d.cookie = e.cookie = 3;
 	d.offset = 0;
 	e.size = 5;
 	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "ELF", 3), 0) == 0);
@@ -728,51 +790,111 @@ static void test_image_dedup(void)
 	CU_ASSERT(st.guest_images_cached == 1);
 	CU_ASSERT(st.guest_images_failed == 1);
 	snprintf(path, sizeof(path), "%s/images", session);
-	CU_ASSERT(count_all(path) == 1);
-	snprintf(path, sizeof(path), "%s/domains/one/images", session);
-	f = fopen(path, "r");
-	CU_ASSERT_FATAL(f != NULL);
-	CU_ASSERT(fgets(line, sizeof(line), f) != NULL);
-	CU_ASSERT(fgets(line, sizeof(line), f) == NULL);	/* /bin/b only */
-	fclose(f);
+	CU_ASSERT(count_all(path) == 2);	/* the entry and by-build-id */
+	mapped("one", "/lib/libc.so.6", rel1, sizeof(rel1));
+	CU_ASSERT_STRING_EQUAL(rel1, "");
 	opd_guest_free(g1);
 	opd_guest_free(g2);
 }
 
-/* Issue 9 item 3: domain one uploads bytes under the build id that
- * domain two's /usr/bin/b has; the file's own note does not say so, so
- * the upload is counted and kept under its content hash, and domain two
- * is asked for its own copy rather than given one's. */
+/*
+ * Issue 23, item 4: domain "evil" uploads first, bytes whose own build-id
+ * note is the one domain "victim"'s /usr/bin/b has (claimed in its MMAP
+ * and IMAGE_END too, and the note agrees, so nothing looks amiss).  The
+ * victim is still asked for its own file; each domain's map names the
+ * bytes that domain uploaded, in an entry of their own, and the hint
+ * lists both.  (Before, the forged note made the evil bytes the cache's
+ * entry for that build id, and the victim was mapped to them unasked.)
+ */
 static void test_image_poison(void)
 {
-	struct opd_guest *g1 = scene("one"), *g2 = scene("two");
+	struct opd_guest *evil = scene("evil"), *victim = scene("victim");
 	struct opd_guest_res r;
-	struct dp_ag_image_data d = { .cookie = 2 };
-	struct dp_ag_image_end e = { .cookie = 2, .status = DP_AG_IMAGE_SENT };
+	uint8_t good[TEST_ELF_MAX], bad[TEST_ELF_MAX + 8];
+	size_t good_len = test_elf(good, 0xbb, 20), bad_len = test_elf(bad, 0xbb, 20);
+	char path[PATH_MAX], rel_e[PATH_MAX], rel_v[PATH_MAX], line[512];
+	uint32_t cookie = 0;
+	int hints = 0;
+	FILE *f;
+
+	memcpy(bad + bad_len, "\xcc\xcc\xcc\xcc\x90\x90\x90\xc3", 8);	/* other code */
+	bad_len += 8;
+	image_request(evil, &cookie);
+	image_request(victim, &cookie);
+	resolve(evil, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(image_request(evil, &cookie) == 1);
+	upload(evil, cookie, bad, bad_len);
+	CU_ASSERT(st.guest_images_cached == 1);
+	CU_ASSERT(st.guest_hostile_image_mismatch == 0);	/* a consistent forgery */
+	resolve(victim, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(st.guest_images_dedup == 0);
+	CU_ASSERT_FATAL(image_request(victim, &cookie) == 1);	/* its own copy */
+	upload(victim, cookie, good, good_len);
+	CU_ASSERT(st.guest_images_cached == 2);
+	CU_ASSERT(st.guest_images_dedup == 0);
+	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(count_entries(path) == 2);
+	mapped("evil", "/usr/bin/b", rel_e, sizeof(rel_e));
+	mapped("victim", "/usr/bin/b", rel_v, sizeof(rel_v));
+	CU_ASSERT(strcmp(rel_e, rel_v) != 0);
+	CU_ASSERT(holds(rel_e, bad, bad_len));
+	CU_ASSERT(holds(rel_v, good, good_len));
+	/* the hint lists both claimants: candidates, not proof */
+	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", session,
+		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+	f = fopen(path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		hints++;
+	fclose(f);
+	CU_ASSERT(hints == 2);
+	opd_guest_free(evil);
+	opd_guest_free(victim);
+}
+
+/* A claim that the uploaded file's own note denies is counted, and
+ * changes nothing else: the bytes are filed by their hash. */
+static void test_image_claim_denied(void)
+{
+	struct opd_guest *g = scene("one");
+	struct opd_guest_res r;
 	uint8_t elf[TEST_ELF_MAX];
-	size_t elf_len = test_elf(elf, 0x66, 20);	/* another binary's note */
+	size_t elf_len = test_elf(elf, 0x66, 20);	/* MMAP said bb */
+	char rel[PATH_MAX];
 	uint32_t cookie = 0;
 
-	e.size = elf_len;
-	image_request(g1, &cookie);
-	image_request(g2, &cookie);
-	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
-	CU_ASSERT(image_request(g1, &cookie) == 1);
-	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, elf, elf_len), 0) == 0);
-	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
+	image_request(g, &cookie);
+	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
+	CU_ASSERT(image_request(g, &cookie) == 1);
+	upload(g, cookie, elf, elf_len);
 	CU_ASSERT(st.guest_images_cached == 1);
 	CU_ASSERT(st.guest_hostile_image_mismatch == 1);
-	resolve(g2, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
-	CU_ASSERT(st.guest_images_dedup == 0);
-	CU_ASSERT(image_request(g2, &cookie) == 1);	/* its own copy */
-	/* domain two's true file (note bb) is shared by build id again */
-	e.size = test_elf(elf, 0xbb, 20);
-	CU_ASSERT(feed(g2, ap_put_image_data(buf, sizeof(buf), &d, elf, e.size), 0) == 0);
-	CU_ASSERT(feed(g2, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
-	CU_ASSERT(st.guest_images_cached == 2);
-	CU_ASSERT(st.guest_hostile_image_mismatch == 1);
-	opd_guest_free(g1);
-	opd_guest_free(g2);
+	mapped("one", "/usr/bin/b", rel, sizeof(rel));
+	CU_ASSERT(holds(rel, elf, elf_len));
+	opd_guest_free(g);
+}
+
+/* The content id is SHA-256 (FIPS 180-2's "abc" vector). */
+static void test_sha256(void)
+{
+	static const uint8_t want[OPD_SHA256_SIZE] = {
+		0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae,
+		0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61,
+		0xf2, 0x00, 0x15, 0xad,
+	};
+	uint8_t got[OPD_SHA256_SIZE];
+	char path[PATH_MAX];
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/abc", top);
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f && fputs("abc", f) >= 0 && !fclose(f));
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(opd_sha256_fd(fd, got) == 0);
+	CU_ASSERT(memcmp(got, want, sizeof(want)) == 0);
+	close(fd);
 }
 
 /* Per-domain counts: guest-user samples apart from the kernel's. */
@@ -812,6 +934,8 @@ WRAP(test_paths)
 WRAP(test_floods)
 WRAP(test_image_dedup)
 WRAP(test_image_poison)
+WRAP(test_image_claim_denied)
+WRAP(test_sha256)
 WRAP(test_dstats)
 
 static void run_all(CU_pSuite s)
@@ -828,7 +952,9 @@ static void run_all(CU_pSuite s)
 	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
 	CU_add_test(s, "floods hit caps", test_floods_w);
 	CU_add_test(s, "image cache dedup across domains", test_image_dedup_w);
-	CU_add_test(s, "an upload under another's build id is not shared", test_image_poison_w);
+	CU_add_test(s, "a forged build-id note gets its own entry", test_image_poison_w);
+	CU_add_test(s, "a claim the file denies is counted", test_image_claim_denied_w);
+	CU_add_test(s, "content ids are SHA-256", test_sha256_w);
 	CU_add_test(s, "per-domain guest-user counts", test_dstats_w);
 }
 

@@ -389,8 +389,7 @@ static void test_images_map_error(void)
 	opd_gimgs_end(&is, &e);
 	CU_ASSERT(st.guest_images_cached == 1);
 	CU_ASSERT(st.guest_images_failed == 1);
-	/* in the cache now: a second domain's lookup would map it; this one
-	 * is not retried per sample */
+	/* in the cache now; this domain is not retried per sample */
 	opd_gimgs_want(&is, x, true);
 	CU_ASSERT(st.guest_images_dedup == 0);
 	CU_ASSERT(st.guest_images_failed == 1);

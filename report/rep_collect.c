@@ -37,6 +37,7 @@ struct collector {
 	size_t cg_from_group, cg_to_group;
 	const struct rep_bin *cg_from_bin, *cg_to_bin;
 	size_t nseen;		/* regular files under samples/current */
+	size_t ncorrupt;	/* sample files refused as corrupt */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
 	const struct rep_key_sink *sink;	/* NULL: symbols only */
@@ -403,13 +404,35 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 	return 0;
 }
 
-static const char *odb_why(int rc)
+/*
+ * Open the sample file @f for reading: 0 and *@db; 1 when it is skipped
+ * (unreadable, or no samples yet: a file the daemon is making now); or
+ * -errno.  A corrupt file is named with what is wrong and counted: it
+ * ends the command once every file has been looked at (rep_collect_keys),
+ * since a report that silently leaves out some samples, or counts the
+ * garbage, would be wrong with no one knowing.
+ */
+static int open_sample(struct collector *c, const struct sfile *f, struct odb **db)
 {
+	char why[128];
+	int rc = odb_open_read(db, f->path, why, sizeof(why));
+
 	switch (rc) {
+	case 0:
+		return 0;
+	case -ENOMEM:
+		return rc;
+	case -ENODATA:
+		du_debug("skipping %s: no samples in it yet", f->path);
+		return 1;
 	case -EBADMSG:
-		return "corrupt or truncated sample file";
+		du_err("corrupt sample file %s: %s", f->path, why);
+		c->ncorrupt++;
+		return 1;
 	default:
-		return strerror(-rc);
+		du_warn("skipping %s: %s", f->path, why);
+		c->p->nbad++;
+		return 1;
 	}
 }
 
@@ -420,11 +443,15 @@ static int read_file(struct collector *c, const struct sfile *f)
 	long g;
 	int rc;
 
-	rc = odb_open(&db, f->path, ODB_RDONLY, NULL);
-	if (rc) {
-		du_warn("skipping %s: %s", f->path, odb_why(rc));
-		p->nbad++;
-		return rc == -ENOMEM ? rc : 0;
+	rc = open_sample(c, f, &db);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	/* each file is within its bound; many such files must not wrap the
+	 * totals (every other sum is part of a total) */
+	if (odb_total(db) > UINT64_MAX - p->totals[f->cls]) {
+		du_err("corrupt sample file %s: its counts overflow the total", f->path);
+		c->ncorrupt++;
+		goto out_close;
 	}
 	g = file_group(c, f);
 	if (g < 0) {
@@ -510,12 +537,9 @@ static int read_cg_file(struct collector *c, struct sfile *f)
 
 	if (!cg_class(c, f, &c->cur_cls))
 		return 0;
-	rc = odb_open(&db, f->path, ODB_RDONLY, NULL);
-	if (rc) {
-		du_warn("skipping %s: %s", f->path, odb_why(rc));
-		c->p->nbad++;
-		return rc == -ENOMEM ? rc : 0;
-	}
+	rc = open_sample(c, f, &db);
+	if (rc)
+		return rc < 0 ? rc : 0;
 	/*
 	 * The callee's group: the same name with the {cg} image as its dep
 	 * (borrowed strings, not released).  Its application is the file's
@@ -621,6 +645,8 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		if (rc)
 			goto out_free;	/* a key sink's error, reported by it */
 	}
+	if (c.ncorrupt)
+		goto out_corrupt;
 	if (!c.p->nfiles) {
 		du_err("no readable sample files in %s", dir);
 		rc = -ENODATA;
@@ -632,10 +658,17 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 			goto out_oom;
 		if (rc)
 			goto out_free;
+		if (c.ncorrupt)
+			goto out_corrupt;
 	}
 	*out = c.p;
 	c.p = NULL;
 	rc = 0;
+	goto out_free;
+out_corrupt:
+	du_err("corrupt sample files: %zu; no report (move them out of %s to report the rest)",
+	       c.ncorrupt, dir);
+	rc = -EBADMSG;
 	goto out_free;
 out_oom:
 	du_err("out of memory while reading samples");

@@ -67,9 +67,12 @@ struct rep_profile {
 
 /*
  * Read SESSION/samples/current as @o says (spec, merge, -l), symbolizing
- * through @images when @o->symbols.  Bad files are warned about (du_warn)
- * and skipped.  0 and *@out; -ENOENT (no session or samples directory),
- * -ENODATA (no matching sample file), -ENOMEM; the message is logged.
+ * through @images when @o->symbols.  Unreadable files are warned about
+ * (du_warn) and skipped (nbad), files with no samples yet (being made)
+ * skipped; corrupt ones (lib/odb's checks) are each named with what is
+ * wrong, and then the whole collection fails.  0 and *@out; -ENOENT (no
+ * session or samples directory), -ENODATA (no matching sample file),
+ * -EBADMSG (corrupt sample files), -ENOMEM; the message is logged.
  */
 /* The count array at arena offset @off. */
 static inline uint64_t *rep_counts(const struct rep_profile *p, size_t off)

@@ -528,7 +528,7 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 
 static void test_aggregate(void)
 {
-	char session[600], bin[600], so[600], path[8192];
+	char session[600], bin[600], so[600], path[8192], corrupt[8192];
 	struct rep_profile *p = NULL;
 	char *text = NULL;
 	const char *sym_args[] = { "-l", NULL };
@@ -580,11 +580,12 @@ static void test_aggregate(void)
 		write_sample(session, &gk, kgk, 1);
 		write_sample(session, &gu, kgu, 1);
 		write_sample(session, &vmm, kvmm, 1);
-		/* A file with a good name but garbage inside, and one with a bad name. */
+		/* A file with a good name and nothing in it yet (the daemon is
+		 * making it: skipped), and one with a bad name. */
 		CU_ASSERT_FATAL(sfn_mangle(&bad, rel, sizeof(rel)) > 0);
-		snprintf(path, sizeof(path), "%s/samples/current/%s", session, rel);
-		mkdirs(path);
-		write_file(path, "this is not a sample file at all, not even close......");
+		snprintf(corrupt, sizeof(corrupt), "%s/samples/current/%s", session, rel);
+		mkdirs(corrupt);
+		write_file(corrupt, "");
 		snprintf(path, sizeof(path), "%s/samples/current/junk", session);
 		write_file(path, "x");
 	}
@@ -592,7 +593,7 @@ static void test_aggregate(void)
 	CU_ASSERT_EQUAL_FATAL(collect(session, sym_args, &p, &text), 0);
 	CU_ASSERT_EQUAL(p->nclasses, 1);
 	CU_ASSERT_EQUAL(p->nfiles, 6);
-	CU_ASSERT_EQUAL(p->nbad, 2);
+	CU_ASSERT_EQUAL(p->nbad, 1);	/* junk; the empty file is no error */
 	CU_ASSERT_EQUAL(p->totals[0], 10 + 5 + 20 + 7 + 4 + 1 + 3 + 6 + 2);
 	CU_ASSERT_TRUE(p->has_domain);
 	CU_ASSERT_TRUE(p->separate_lib);
@@ -653,6 +654,38 @@ static void test_aggregate(void)
 	CU_ASSERT_EQUAL(collect(tpath("no_session"), img_args, &p, NULL), -ENOENT);
 	mkdirs(tpath("empty/samples/current/x"));
 	CU_ASSERT_EQUAL(collect(tpath("empty"), img_args, &p, NULL), -ENODATA);
+
+	/* A corrupt file ends the command (issue 23: a good header over a
+	 * garbage body was reported as 18,255,380,680,800,945,783 samples,
+	 * exit 0): garbage, and a good file's body overwritten. */
+	write_file(corrupt, "this is not a sample file at all, not even close......");
+	p = NULL;
+	CU_ASSERT_EQUAL(collect(session, img_args, &p, NULL), -EBADMSG);
+	CU_ASSERT_PTR_NULL(p);
+	{
+		struct sfn_name n = mkname(NULL, false, SFN_ROOT, "/bin/corrupt", SFN_ROOT,
+					   "/bin/corrupt", "TIMER", 10000, 0, SFN_ALL, SFN_ALL,
+					   SFN_ALL);
+		struct kv kv[40];
+		int fd;
+
+		for (size_t i = 0; i < 40; i++)
+			kv[i] = (struct kv){ 0x1000 + i, 1 };
+		unlink(corrupt);
+		write_sample(session, &n, kv, 40);
+		CU_ASSERT_EQUAL(collect(session, img_args, &p, NULL), 0);
+		CU_ASSERT_EQUAL(p->totals[0], 58 + 40);
+		rep_profile_free(p);
+		p = NULL;
+		fd = open(corrupt, O_WRONLY);
+		CU_ASSERT_FATAL(fd >= 0);
+		memset(path, 0xe7, 40 * 24);
+		CU_ASSERT(pwrite(fd, path, 40 * 24, 256) == 40 * 24);
+		close(fd);
+		CU_ASSERT_EQUAL(collect(session, img_args, &p, NULL), -EBADMSG);
+		CU_ASSERT_PTR_NULL(p);
+	}
+	unlink(corrupt);
 	(void)f;
 	collect_end();
 }

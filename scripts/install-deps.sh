@@ -8,6 +8,7 @@ set -euo pipefail
 pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev libxml2-dev
+	nettle-dev	# the daemon's image cache: SHA-256 content ids
 	libxen-dev
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db

@@ -20,6 +20,14 @@
  * committed * node_size never exceeds the file size.
  *
  * A key appears in at most one node; counts are 64-bit and only increase.
+ *
+ * What a reader checks of the nodes, besides the header: a node's next is
+ * 0 or names an earlier node (<= its own index: a writer chains a new node
+ * to its bucket's head of the moment, and its index rebuilds walk the
+ * nodes in order), pad is 0, a count is at most ODB_MAX_COUNT and the
+ * counts of a file add up to at most ODB_MAX_TOTAL.  The bounds are far
+ * beyond any real profile (2^56 samples of one address are 2,000 years of
+ * a CPU sampling at 1 MHz) and keep sums of many files from wrapping.
  */
 #ifndef DOMPROF_ODB_FORMAT_H
 #define DOMPROF_ODB_FORMAT_H
@@ -29,6 +37,8 @@
 #define ODB_MAGIC		0x31303042444f5044ULL	/* "DPODB001" */
 #define ODB_VERSION		1
 #define ODB_FILE_EVENT_NAME	48
+#define ODB_MAX_COUNT		(1ULL << 56)	/* one node's count */
+#define ODB_MAX_TOTAL		(1ULL << 60)	/* a file's sum of counts */
 
 /* bucket value for "empty"; otherwise a bucket holds node index + 1 */
 #define ODB_BUCKET_EMPTY	0

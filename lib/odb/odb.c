@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -90,6 +91,8 @@ static void odb_free(struct odb *db)
 {
 	if (db->map)
 		munmap(db->map, db->map_len);
+	if (db->mode == ODB_RDONLY)
+		free(db->nodes);	/* a reader's own copy */
 	if (db->fd >= 0)
 		close(db->fd);
 	free(db->buckets);
@@ -112,17 +115,33 @@ static void odb_rebuild_index(struct odb *db)
 /*
  * Check a header against the size of its file.  @committed is the node
  * count to trust (a snapshot taken before the size was read, so that a
- * writer growing the file meanwhile cannot make it look truncated).
+ * writer growing the file meanwhile cannot make it look truncated).  What
+ * is wrong goes to @why (when not NULL).
  */
-static int odb_validate(const struct odb_file_header *h, uint64_t committed, uint64_t size)
+static int odb_validate(const struct odb_file_header *h, uint64_t committed, uint64_t size,
+			const char **why)
 {
-	if (size < sizeof(*h) || h->magic != ODB_MAGIC || h->version != ODB_VERSION ||
-	    h->node_size != sizeof(struct odb_node) ||
-	    h->header_size < sizeof(*h) || h->header_size % 8 || h->header_size > size ||
-	    h->capacity > ODB_MAX_CAPACITY || committed > h->capacity ||
-	    h->header_size + committed * sizeof(struct odb_node) > size)
-		return -EBADMSG;
-	return 0;
+	const char *w = NULL;
+
+	if (size < sizeof(*h))
+		w = "shorter than its header";
+	else if (h->magic != ODB_MAGIC)
+		w = "bad magic";
+	else if (h->version != ODB_VERSION)
+		w = "unknown version";
+	else if (h->node_size != sizeof(struct odb_node))
+		w = "bad node size";
+	else if (h->header_size < sizeof(*h) || h->header_size % 8 || h->header_size > size)
+		w = "bad header size";
+	else if (h->capacity > ODB_MAX_CAPACITY || committed > h->capacity)
+		w = "node count over the capacity";
+	else if (h->header_size + committed * sizeof(struct odb_node) > size)
+		w = "nodes past the end of the file";
+	else if (!memchr(h->event, '\0', sizeof(h->event)))
+		w = "event name not terminated";
+	if (why)
+		*why = w;
+	return w ? -EBADMSG : 0;
 }
 
 static void odb_desc_from_header(struct odb_desc *d, const struct odb_file_header *h)
@@ -159,14 +178,57 @@ static int odb_read_header(int fd, struct odb_file_header *h, ssize_t *got, stru
 	return 0;
 }
 
-static int odb_open_rdonly(struct odb *db, const char *path)
+/*
+ * Check the nodes a reader copied: each writer's chain index names an
+ * earlier node (a writer chains a node to the bucket's head of the
+ * moment, and its rebuilds keep that order), pad is zero, no count is
+ * over ODB_MAX_COUNT and their sum not over ODB_MAX_TOTAL.  A file that
+ * fails any of these was not written by lib/odb: random bytes pass all of
+ * them with a chance of about 2^-64 per node.  Sets db->total.
+ */
+static int odb_check_nodes(struct odb *db, const char **why)
+{
+	uint64_t total = 0;
+
+	for (uint64_t i = 0; i < db->committed; i++) {
+		const struct odb_node *n = &db->nodes[i];
+
+		if (n->next > i || n->pad)
+			*why = "bad node (chain index or padding)";
+		else if (n->count > ODB_MAX_COUNT || n->count > ODB_MAX_TOTAL - total)
+			*why = "counts over the bound";
+		else {
+			total += n->count;
+			continue;
+		}
+		return -EBADMSG;
+	}
+	db->total = total;
+	return 0;
+}
+
+/* Empty, or made by a writer that has not written the magic yet (or was
+ * killed before): no samples yet. */
+static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const struct stat *st)
+{
+	return st->st_size == 0 || ((size_t)got == sizeof(*h) && h->magic == 0 && h->committed == 0);
+}
+
+/*
+ * A reader copies the committed nodes out of the file (pread, no mapping)
+ * and checks the copy: a writer that changed the file after the check, or
+ * cut it short, changes nothing the reader has (no SIGBUS, no count that
+ * grew past the bound after it was checked).
+ */
+static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 {
 	struct odb_file_header h;
 	struct stat st;
+	size_t len;
 	ssize_t n;
-	void *map;
 	int rc;
 
+	*why = NULL;
 	db->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (db->fd < 0)
 		return -errno;
@@ -174,25 +236,41 @@ static int odb_open_rdonly(struct odb *db, const char *path)
 	rc = odb_read_header(db->fd, &h, &n, &st);
 	if (rc)
 		goto out_close;
-	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size);
-	if (rc) {
-		du_debug("odb: %s: not a valid sample file", path);
+	if (odb_half_made(&h, n, &st)) {
+		rc = -ENODATA;
 		goto out_close;
 	}
-	db->map_len = h.header_size + h.committed * sizeof(struct odb_node);
-	map = mmap(NULL, db->map_len, PROT_READ, MAP_SHARED, db->fd, 0);
-	if (map == MAP_FAILED) {
+	if ((size_t)n < sizeof(h)) {
+		*why = "shorter than its header";
+		rc = -EBADMSG;
+	} else {
+		rc = odb_validate(&h, h.committed, st.st_size, why);
+	}
+	if (rc)
+		goto out_close;
+	len = h.committed * sizeof(struct odb_node);
+	db->nodes = malloc(len ? len : 1);
+	if (!db->nodes) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	n = len ? pread(db->fd, db->nodes, len, h.header_size) : 0;
+	if (n < 0) {
 		rc = -errno;
 		goto out_close;
 	}
-	db->map = map;
-	db->hdr = map;
-	db->nodes = (struct odb_node *)(db->map + h.header_size);
 	db->committed = h.committed;
 	db->capacity = h.capacity;
+	if ((size_t)n != len) {
+		*why = "cut short while read";
+		rc = -EBADMSG;
+	} else {
+		rc = odb_check_nodes(db, why);
+	}
+	if (rc)
+		goto out_close;
 	/* The header's descriptive fields as validated, not as they may be now. */
 	odb_desc_from_header(&db->desc, &h);
-	odb_sum(db);
 	close(db->fd);
 	db->fd = -1;
 	return 0;
@@ -274,7 +352,7 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 		goto out_ready;
 	}
 
-	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size);
+	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size, NULL);
 	/* Our hash needs a power-of-two table of at least two buckets. */
 	if (!rc && (h.capacity < 2 || (h.capacity & (h.capacity - 1))))
 		rc = -EBADMSG;
@@ -313,7 +391,8 @@ out_close:
 	return rc;
 }
 
-int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc)
+static int odb_open_any(struct odb **out, const char *path, enum odb_mode mode,
+			const struct odb_desc *desc, const char **why)
 {
 	struct odb *db;
 	int rc;
@@ -325,7 +404,7 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 		return -ENOMEM;
 	db->mode = mode;
 	db->fd = -1;
-	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, path) : odb_open_rdwr(db, path, desc);
+	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, path, why) : odb_open_rdwr(db, path, desc);
 	if (rc)
 		goto out_free;
 	*out = db;
@@ -333,6 +412,23 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 
 out_free:
 	odb_free(db);
+	return rc;
+}
+
+int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc)
+{
+	const char *why = NULL;
+
+	return odb_open_any(out, path, mode, desc, &why);
+}
+
+int odb_open_read(struct odb **out, const char *path, char *why, size_t size)
+{
+	const char *w = NULL;
+	int rc = odb_open_any(out, path, ODB_RDONLY, NULL, &w);
+
+	if (why && size)
+		snprintf(why, size, "%s", rc == -EBADMSG && w ? w : rc ? strerror(-rc) : "");
 	return rc;
 }
 

@@ -32,11 +32,19 @@ enum odb_mode { ODB_RDONLY, ODB_RDWR };
 /*
  * Open @path.  ODB_RDWR creates the file (and not its directories) with
  * @desc if it does not exist; an existing file keeps its own header (then
- * @desc may be NULL).  ODB_RDONLY validates the file completely: a bad
- * magic, version, or a node count beyond the file's size is -EBADMSG.
- * Returns 0 and sets *@out, or -errno.
+ * @desc may be NULL).  ODB_RDONLY validates the file completely and reads
+ * its nodes into memory of its own (what the file holds later does not
+ * matter): a bad header (magic, version, sizes against the file's size),
+ * a node that no writer makes (a chain index that is not an earlier node,
+ * nonzero padding), a count over ODB_MAX_COUNT or counts summing over
+ * ODB_MAX_TOTAL are -EBADMSG; an empty or half-made file (a writer making
+ * it now, or one killed before it wrote the magic) is -ENODATA, for a
+ * reader a file with no samples yet.  Returns 0 and sets *@out, or -errno.
  */
 int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc);
+/* odb_open(@path, ODB_RDONLY) that says in @why (@size bytes, "" on
+ * success) what is wrong: for -EBADMSG which check failed. */
+int odb_open_read(struct odb **out, const char *path, char *why, size_t size);
 /* Closes (syncing nothing: the page cache owns the data). NULL accepted. */
 void odb_close(struct odb *db);
 /* msync the mapping. 0 or -errno. */

@@ -395,6 +395,8 @@ static void test_truncated(void)
 	sizes[nsizes++] = full;
 	for (i = 0; i < nsizes; i++) {
 		int expect = sizes[i] >= (off_t)(hs + nkeys * ns) ? 0 : -EBADMSG;
+		/* empty: a writer making it now; no samples yet for a reader */
+		int rd_expect = sizes[i] ? expect : -ENODATA;
 		struct dump dp;
 		uint64_t t;
 		int rc;
@@ -402,8 +404,8 @@ static void test_truncated(void)
 		CU_ASSERT_EQUAL_FATAL(copy_file(src, cut, sizes[i]), 0);
 		CU_ASSERT_EQUAL_FATAL(file_size(cut), sizes[i]);
 		rc = dump_file(cut, &dp, &t);
-		CU_ASSERT_EQUAL(rc, expect);
-		if (rc != expect)
+		CU_ASSERT_EQUAL(rc, rd_expect);
+		if (rc != rd_expect)
 			fprintf(stderr, "\n  size %lld: %d\n", (long long)sizes[i], rc);
 		if (!rc) {
 			CU_ASSERT_EQUAL(dp.n, nkeys);
@@ -477,8 +479,97 @@ static void test_corrupt_header(void)
 	unlink(bad);
 }
 
+/* Overwrite node @i of @path (a good file) with @n. */
+static void poke_node(const char *path, uint64_t i, const struct odb_node *n)
+{
+	int fd = open(path, O_RDWR);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(pwrite(fd, n, sizeof(*n), sizeof(struct odb_file_header) +
+			       i * sizeof(*n)) == sizeof(*n));
+	close(fd);
+}
+
+/*
+ * A good header over a garbage body (issue 23: opreport summed such a
+ * body to 18,255,380,680,800,945,783 samples, exit 0): refused with a
+ * reason, as is each kind of bad node alone; a chain that loops is
+ * refused, not followed.  A reader's copy ignores later writes.
+ */
+static void test_corrupt_body(void)
+{
+	const char *src = tpath("body"), *bad = tpath("badbody");
+	struct odb_node n;
+	char why[128];
+	struct odb *db;
+	uint64_t i;
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, src, ODB_RDWR, &test_desc), 0);
+	for (i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(odb_add(db, i * 16, i + 1), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(odb_open_read(&db, src, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(odb_total(db), 5050);
+	CU_ASSERT_STRING_EQUAL(why, "");
+	/* the file changes under a reader: what it read stays */
+	n = (struct odb_node){ .key = 0, .count = UINT64_MAX };
+	CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+	poke_node(src, 0, &n);
+	CU_ASSERT_EQUAL(odb_count(db, 0), 1);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(copy_file(bad, src, file_size(bad)), 0);
+
+	/* the body is random bytes */
+	CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+	srandom(23);
+	fd = open(bad, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	for (i = sizeof(struct odb_file_header); i < (uint64_t)file_size(bad); i += 4) {
+		uint32_t r = (uint32_t)random() ^ (uint32_t)random() << 16;
+
+		CU_ASSERT_FATAL(pwrite(fd, &r, 4, (off_t)i) == 4);
+	}
+	close(fd);
+	CU_ASSERT_EQUAL(odb_open_read(&db, bad, why, sizeof(why)), -EBADMSG);
+	CU_ASSERT(why[0] != '\0');
+	CU_ASSERT_EQUAL(odb_open(&db, bad, ODB_RDONLY, NULL), -EBADMSG);
+
+	for (i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+		n = (struct odb_node){ .key = 7, .count = 1 };
+		switch (i) {
+		case 0: n.next = 51; break;		/* node 50 names itself: a loop */
+		case 1: n.next = 52; break;		/* a later node */
+		case 2: n.next = UINT32_MAX; break;
+		case 3: n.pad = 1; break;
+		case 4: n.count = ODB_MAX_COUNT + 1; break;
+		case 5: n.count = ODB_MAX_COUNT; break;	/* one is fine ... */
+		}
+		poke_node(bad, 50, &n);
+		if (i == 5) {
+			CU_ASSERT_EQUAL(odb_open_read(&db, bad, why, sizeof(why)), 0);
+			odb_close(db);
+			/* ... the sum of seventeen is over the bound */
+			for (uint64_t j = 51; j < 67; j++)
+				poke_node(bad, j, &n);
+		}
+		CU_ASSERT_EQUAL(odb_open_read(&db, bad, why, sizeof(why)), -EBADMSG);
+		CU_ASSERT_STRING_EQUAL(why, i < 4 ? "bad node (chain index or padding)" :
+				       "counts over the bound");
+	}
+	/* the writer never made such nodes: a chain to node 49 is fine */
+	CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
+	n = (struct odb_node){ .key = 7, .count = 1, .next = 50 };
+	poke_node(bad, 50, &n);
+	CU_ASSERT_EQUAL(odb_open_read(&db, bad, why, sizeof(why)), 0);
+	odb_close(db);
+	unlink(bad);
+}
+
 /* A writer killed before it wrote the magic left an all-zero header: the
- * next writer starts the file over; a reader refuses it. */
+ * next writer starts the file over; a reader finds no samples in it yet
+ * (-ENODATA, not a corrupt file). */
 static void test_half_made(void)
 {
 	const char *path = tpath("half");
@@ -488,7 +579,7 @@ static void test_half_made(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_FATAL(ftruncate(fd, 4096) == 0);
 	close(fd);
-	CU_ASSERT_EQUAL(odb_open(&db, path, ODB_RDONLY, NULL), -EBADMSG);
+	CU_ASSERT_EQUAL(odb_open(&db, path, ODB_RDONLY, NULL), -ENODATA);
 	CU_ASSERT_EQUAL(odb_open(&db, path, ODB_RDWR, NULL), -EBADMSG);
 	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
 	CU_ASSERT_EQUAL(odb_add(db, 5, 5), 0);
@@ -685,6 +776,7 @@ int main(void)
 		{ "bulk add equals single adds", test_add_keys },
 		{ "truncated files", test_truncated },
 		{ "corrupt headers", test_corrupt_header },
+		{ "corrupt bodies", test_corrupt_body },
 		{ "half-made file", test_half_made },
 		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
