@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "opd_imgcache.h"
 #include "opd_imgproof.h"
+#include "util/du_elfid.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -146,7 +147,7 @@ static int proven_id(struct opd_imgcache *c, const char *tmp, const char *claime
 
 	if (fd < 0)
 		return fd;
-	n = opd_elf_build_id(fd, bid, sizeof(bid));
+	n = du_elf_build_id(fd, bid, sizeof(bid));
 	if (claimed && n > 0 && opd_imgcache_build_id(bid, (size_t)n, note) &&
 	    !strcmp(note, claimed)) {
 		close(fd);

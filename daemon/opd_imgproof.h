@@ -1,7 +1,7 @@
 /*
  * What the image cache reads from a guest's uploaded file itself, rather
  * than believing the guest's word (issue 9, item 3): its GNU build-id note
- * (read from its program headers' PT_NOTE segments, bounded) and a
+ * (lib/util/du_elfid.h, bounded) and a
  * SHA-256 of its bytes (a content id another guest cannot collide with).
  */
 #ifndef OPD_IMGPROOF_H
@@ -22,12 +22,5 @@ void opd_sha256_update(struct opd_sha256 *s, const void *data, size_t n);
 void opd_sha256_final(struct opd_sha256 *s, uint8_t out[32]);
 /* SHA-256 of the whole file @fd (read with pread from 0).  0 or -errno. */
 int opd_sha256_fd(int fd, uint8_t out[32]);
-
-/*
- * The GNU build id in @fd's own notes (a little-endian ELF32 or ELF64;
- * anything else has none) into @out, at most @max bytes.  Returns its
- * size, 0 when there is none, or -errno on a read error.
- */
-int opd_elf_build_id(int fd, uint8_t *out, size_t max);
 
 #endif

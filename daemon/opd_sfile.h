@@ -38,6 +38,10 @@ struct opd_event_desc {
 
 struct opd_sfiles;
 
+/* The host images' identity record below SESSION/samples/current/
+ * (opd_imgid.h), kept by the sample files' owner. */
+#define OPD_SFILES_IMAGES "{images}"
+
 struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats *st);
 /* Closes every file (without syncing; see opd_sfiles_sync). NULL accepted. */
 void opd_sfiles_free(struct opd_sfiles *t);
