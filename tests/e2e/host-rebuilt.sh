@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# End to end on the host, as root (issue 22): a program rebuilt after it was
+# profiled is never silently named from its new binary.  Profile version A
+# (functions alpha_spin, beta_spin), save a copy and an archive, rebuild
+# version B (other functions, other layout) at the same path, then:
+#   - the daemon's image record (samples/current/{images}) holds the
+#     build ids of the program and of libc;
+#   - opreport -l names A's functions from a copy: -p with the saved copy,
+#     and the archive even without its path copy (oparchive's .build-id
+#     store);
+#   - opreport -l on the plain session warns, naming the program, marks
+#     every row of it "(unverified)" (and "unverified": true in JSON), and
+#     exits 0.
+# Needs DP_PREFIX (installed domprof) and a C compiler.
+set -euo pipefail
+: "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
+bin=$DP_PREFIX/bin
+seconds=${DP_REBUILT_SECONDS:-4}
+cc=${CC:-cc}
+
+work=$(mktemp -d /tmp/dp-rebuilt.XXXXXX)
+chmod 0755 "$work"	# the privsep worker reaches the session through it
+session=$work/session
+cleanup() {
+	"$bin/opcontrol" --stop --session-dir="$session" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	exit 1
+}
+
+cat >"$work/a.c" <<'SRC'
+#include <stdlib.h>
+#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void alpha_spin(void) { for (int i = 0; i < 200000; i++) sink += i; }
+__attribute__((noinline)) void beta_spin(void) { for (int i = 0; i < 100000; i++) sink ^= i; }
+int main(int argc, char **argv)
+{
+	time_t end = time(NULL) + atoi(argv[1]);
+	while (time(NULL) < end) { alpha_spin(); beta_spin(); }
+	return 0;
+}
+SRC
+# B: other names, and padding so that A's offsets fall inside B's functions
+cat >"$work/b.c" <<'SRC'
+volatile unsigned long sink;
+__attribute__((noinline)) void gamma_pad(void) { __asm__ volatile(".fill 64, 1, 0x90"); }
+__attribute__((noinline)) void delta_wide(void) { __asm__ volatile(".fill 4096, 1, 0x90"); }
+__attribute__((noinline)) void epsilon_wide(void) { __asm__ volatile(".fill 4096, 1, 0x90"); }
+int main(void) { gamma_pad(); delta_wide(); epsilon_wide(); return 0; }
+SRC
+prog=$work/prog
+"$cc" -O1 -o "$prog" "$work/a.c"
+mkdir "$work/saved"
+cp -p "$prog" "$work/saved/prog"
+bid_a=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
+
+"$bin/opcontrol" --start --session-dir="$session"
+"$prog" "$seconds"
+"$bin/opcontrol" --dump --session-dir="$session"
+"$bin/opcontrol" --stop --session-dir="$session"
+
+# the daemon's record: the program's build id and libc's
+record=$session/samples/current/{images}
+[ -f "$record" ] || fail "no image record $record"
+grep -qP "^image\t\Q$prog\E\t$bid_a\t" "$record" || fail "no record of $prog with build id $bid_a"
+libc=$(awk -F'\t' '$2 ~ /\/libc\.so\.6$/ { print $2; exit }' "$record")
+[ -n "$libc" ] || fail "libc not in the image record"
+bid_libc=$(readelf -n "$libc" | awk '/Build ID/ { print $3 }')
+grep -qP "^image\t\Q$libc\E\t$bid_libc\t" "$record" || fail "libc's build id $bid_libc not recorded"
+echo "record: $prog $bid_a; $libc $bid_libc"
+
+"$bin/oparchive" -o "$work/arch" --session-dir="$session" "image:$prog"
+"$cc" -O1 -o "$prog" "$work/b.c"	# rebuilt at the same path
+bid_b=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
+[ "$bid_a" != "$bid_b" ] || fail "the rebuilt program has the same build id"
+
+names_ok() {	# $1: a report; A's names, none of B's, no mark
+	grep -qw alpha_spin "$1" || fail "$2: alpha_spin not named"
+	! grep -Eq 'gamma_pad|delta_wide|epsilon_wide' "$1" || fail "$2: the new binary's names"
+	! grep -q 'unverified' "$1" || fail "$2: marked unverified"
+}
+
+# 1. from the saved copy (-p)
+"$bin/opreport" -l --session-dir="$session" -p "$work/saved" "image:$prog" >"$work/p.out"
+names_ok "$work/p.out" "opreport -p saved"
+echo "OK: -p saved copy: $(grep -cw -e alpha_spin -e beta_spin "$work/p.out") rows of A's functions"
+
+# 2. from the archive, by build id alone (its path copy removed)
+rm -f "$work/arch/archive$prog"
+[ -f "$work/arch/archive/.build-id/${bid_a:0:2}/${bid_a:2}" ] || fail "archive has no .build-id copy"
+"$bin/opreport" -l --session-dir="$work/arch" "image:$prog" >"$work/arch.out"
+names_ok "$work/arch.out" "opreport on the archive"
+echo "OK: archive by build id names A's functions"
+
+# 3. the plain session: warned, by name, rows marked, exit 0
+set +e
+"$bin/opreport" -l --session-dir="$session" "image:$prog" >"$work/plain.out" 2>"$work/plain.err"
+status=$?
+set -e
+cat "$work/plain.out"
+[ "$status" = 0 ] || fail "opreport exited $status with an unverified image"
+grep -q "^Warning: $prog changed since profiling (build-id $bid_a, now $bid_b" "$work/plain.out" ||
+	fail "no header warning naming $prog"
+grep -q "$prog changed since profiling" "$work/plain.err" || fail "no warning on stderr"
+rows=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $3 ~ /^prog/' "$work/plain.out")
+[ -n "$rows" ] || fail "no rows of prog"
+if printf '%s\n' "$rows" | grep -v '(unverified)' | grep -q .; then
+	fail "a row of prog is not marked"
+fi
+"$bin/opreport" -l --json --session-dir="$session" "image:$prog" 2>/dev/null >"$work/plain.json"
+python3 - "$work/plain.json" "$prog" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows = [r for r in d['rows'] if r['image']['name'] == sys.argv[2]]
+assert rows and all(r['unverified'] for r in rows), rows
+assert any(sys.argv[2] in w for w in d['warnings']), d['warnings']
+PY
+echo "OK: the rebuilt program is warned about by name, its $(printf '%s\n' "$rows" | wc -l) rows marked, exit 0"
