@@ -125,27 +125,69 @@ static int from_shdrs(const struct elf_view *e, const uint8_t *eh, uint8_t *out,
 	return 0;
 }
 
-int du_elf_build_id(int fd, uint8_t *out, size_t max)
+/* The ELF header of @fd into @eh and @e.  1 when it is one we read, 0 not,
+ * -errno. */
+static int open_view(int fd, struct elf_view *e, uint8_t eh[64])
 {
-	struct elf_view e = { .fd = fd };
 	off_t end = lseek(fd, 0, SEEK_END);
-	uint8_t eh[64];
-	int n;
 
 	if (end < 0)
 		return -errno;
-	e.size = (uint64_t)end;
-	if (pread(fd, eh, sizeof(eh), 0) < 52 || memcmp(eh, "\177ELF", 4))
+	e->fd = fd;
+	e->size = (uint64_t)end;
+	if (pread(fd, eh, 64, 0) < 52 || memcmp(eh, "\177ELF", 4))
 		return 0;
 	if (eh[5] != 1)	/* little-endian only: what the lab and x86 guests run */
 		return 0;
-	e.is64 = eh[4] == 2;
-	if (!e.is64 && eh[4] != 1)
+	e->is64 = eh[4] == 2;
+	if (!e->is64 && eh[4] != 1)
 		return 0;
-	if (e.is64 && e.size < 64)
-		return 0;
+	return !(e->is64 && e->size < 64);
+}
+
+int du_elf_build_id(int fd, uint8_t *out, size_t max)
+{
+	struct elf_view e;
+	uint8_t eh[64];
+	int n = open_view(fd, &e, eh);
+
+	if (n <= 0)
+		return n;
 	n = from_phdrs(&e, eh, out, max);
 	return n ? n : from_shdrs(&e, eh, out, max);
+}
+
+int du_elf_exec_load(int fd, struct du_elf_load *out)
+{
+	struct elf_view e;
+	uint8_t eh[64], ph[56];
+	uint64_t phoff, phentsize, phnum;
+	unsigned int want;
+	int n = open_view(fd, &e, eh);
+
+	if (n <= 0)
+		return n;
+	phoff = e.is64 ? rd(eh + 32, 8) : rd(eh + 28, 4);
+	phentsize = e.is64 ? rd(eh + 54, 2) : rd(eh + 42, 2);
+	phnum = e.is64 ? rd(eh + 56, 2) : rd(eh + 44, 2);
+	want = e.is64 ? 56 : 32;
+	if (phentsize < want || phnum > MAX_PHDRS)
+		return 0;
+	for (uint64_t i = 0; i < phnum; i++) {
+		uint64_t at = phoff + i * phentsize;
+
+		if (at > e.size || want > e.size - at ||
+		    pread(fd, ph, want, (off_t)at) != (ssize_t)want)
+			return 0;
+		/* PT_LOAD with PF_X */
+		if (rd(ph, 4) != 1 || !(rd(ph + (e.is64 ? 4 : 24), 4) & 1))
+			continue;
+		out->offset = e.is64 ? rd(ph + 8, 8) : rd(ph + 4, 4);
+		out->vaddr = e.is64 ? rd(ph + 16, 8) : rd(ph + 8, 4);
+		out->memsz = e.is64 ? rd(ph + 40, 8) : rd(ph + 20, 4);
+		return 1;
+	}
+	return 0;
 }
 
 int du_elf_build_id_hex(int fd, char *hex, size_t size)

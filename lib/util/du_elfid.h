@@ -28,4 +28,13 @@ int du_elf_build_id(int fd, uint8_t *out, size_t max);
  * bytes, 0, or -errno. */
 int du_elf_build_id_hex(int fd, char *hex, size_t size);
 
+/* An executable PT_LOAD segment: where the file's code is. */
+struct du_elf_load {
+	uint64_t offset, vaddr, memsz;
+};
+
+/* The first executable PT_LOAD segment of @fd into @out, read the same
+ * bounded way.  1 found, 0 none (or no ELF file we read), -errno. */
+int du_elf_exec_load(int fd, struct du_elf_load *out);
+
 #endif
