@@ -12,6 +12,7 @@
 #include "rep_hash.h"
 #include "rep_image.h"
 #include "rep_opts.h"
+#include "rep_output.h"
 #include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
@@ -139,6 +140,14 @@ static int symbol_path(const struct rep_group *g, const char *symname, const cha
 
 	*app = NULL;
 	*img = rep_view_image_label(&g->dep);
+	if (*img && g->unverified) {	/* marked as opreport marks it */
+		char *m = NULL;
+
+		if (asprintf(&m, "%s " REP_UNVERIFIED, *img) < 0)
+			m = NULL;
+		free(*img);
+		*img = m;
+	}
 	if (!g->domain) {
 		*app = rep_view_app_label(g);
 		k = REP_FRAME_HOST;
@@ -255,6 +264,7 @@ static int add_stack(void *vctx, const struct rep_stack *s)
 	if (strcmp(k->event, l->event) || k->count != l->count ||
 	    (!(merge & REP_MERGE_UNITMASK) && k->unit_mask != l->unit_mask))
 		return 0;
+	g.unverified = c->images && rep_images_unverified(c->images, l->domain, l->vmm, &l->dep);
 	rc = symbol_path(&g, rep_stack_symbol(c->images, l, &l->dep, s->leaf_key, leafbuf,
 					      sizeof(leafbuf)), names, kinds, &app, &img);
 	for (size_t i = 0; !rc && i < s->n && n < 4 + 128; i++, n++) {

@@ -120,3 +120,21 @@ assert rows and all(r['unverified'] for r in rows), rows
 assert any(sys.argv[2] in w for w in d['warnings']), d['warnings']
 PY
 echo "OK: the rebuilt program is warned about by name, its $(printf '%s\n' "$rows" | wc -l) rows marked, exit 0"
+
+# 4. the flame graph and pprof mark it too
+"$bin/opflame" --session-dir="$session" -o "$work/flame.svg" "image:$prog" 2>/dev/null
+grep -q 'prog (unverified)' "$work/flame.svg" || fail "opflame: prog's frame not marked"
+grep -Eq '>(gamma_pad|delta_wide|epsilon_wide)[ <]' "$work/flame.svg" &&
+	! grep -q 'prog (unverified)' "$work/flame.svg" && fail "opflame: unmarked names of the new binary"
+echo "OK: opflame marks prog's frame (unverified)"
+if [ -x "$bin/oppprof" ] && command -v go >/dev/null; then
+	"$bin/oppprof" --session-dir="$session" -o "$work/prof.pb.gz" "image:$prog" 2>/dev/null
+	HOME=$work GOTOOLCHAIN=local timeout 300 go tool pprof -symbolize=none -tags \
+		"$work/prof.pb.gz" >"$work/tags.out" 2>&1 || true
+	grep -A2 -w 'unverified' "$work/tags.out" | grep -q 'true' ||
+		{ cat "$work/tags.out"; fail "oppprof: no unverified label"; }
+	HOME=$work GOTOOLCHAIN=local timeout 300 go tool pprof -symbolize=none -raw \
+		"$work/prof.pb.gz" >"$work/raw.out" 2>&1 || true
+	grep -q "changed since profiling" "$work/raw.out" || fail "oppprof: the warning is not a comment"
+	echo "OK: oppprof labels prog's samples unverified=true, the warning in its comments"
+fi
