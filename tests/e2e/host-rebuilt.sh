@@ -26,6 +26,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+[ -z "${DP_KEEP:-}" ] || trap - EXIT
 fail() {
 	echo "FAIL: $*"
 	exit 1
@@ -88,6 +89,27 @@ names_ok() {	# $1: a report; A's names, none of B's, no mark
 "$bin/opreport" -l --session-dir="$session" -p "$work/saved" "image:$prog" >"$work/p.out"
 names_ok "$work/p.out" "opreport -p saved"
 echo "OK: -p saved copy: $(grep -cw -e alpha_spin -e beta_spin "$work/p.out") rows of A's functions"
+
+# pprof from the copy: the mapping has the build id and the code
+# segment's range; locations are sample addresses inside it
+if [ -x "$bin/oppprof" ] && command -v go >/dev/null; then
+	"$bin/oppprof" --session-dir="$session" -p "$work/saved" -o "$work/saved.pb.gz" "image:$prog"
+	HOME=$work GOTOOLCHAIN=local timeout 300 go tool pprof -symbolize=none -raw \
+		"$work/saved.pb.gz" >"$work/saved.raw" 2>&1 || true
+	map=$(grep -E "^ *[0-9]+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ $prog $bid_a" "$work/saved.raw" || true)
+	[ -n "$map" ] || { cat "$work/saved.raw"; fail "oppprof: no mapping of prog with its build id and range"; }
+	read -r start limit < <(echo "$map" | sed -E 's|.* 0x([0-9a-f]+)/0x([0-9a-f]+)/.*|\1 \2|')
+	[ "$((16#$start))" -gt 0 ] || fail "oppprof: prog's mapping starts at 0"
+	HOME=$work GOTOOLCHAIN=local timeout 300 go tool pprof -symbolize=none -top -addresses \
+		-nodecount=1000 "$work/saved.pb.gz" 2>/dev/null | awk '$NF ~ /prog$/ && $(NF-1) == "alpha_spin"' >"$work/addr.out"
+	[ "$(wc -l <"$work/addr.out")" -ge 2 ] || fail "oppprof: alpha_spin not at its samples' addresses (one location per symbol?)"
+	while read -r _ _ _ _ _ addr _; do
+		a=$((16#$addr))
+		{ [ "$a" -ge "$((16#$start))" ] && [ "$a" -lt "$((16#$limit))" ]; } ||
+			fail "oppprof: alpha_spin's address $addr outside its mapping $start-$limit"
+	done <"$work/addr.out"
+	echo "OK: oppprof: prog's mapping 0x$start-0x$limit with build id $bid_a, $(wc -l <"$work/addr.out") sample address(es) of alpha_spin in it"
+fi
 
 # 2. from the archive, by build id alone (its path copy removed)
 rm -f "$work/arch/archive$prog"
