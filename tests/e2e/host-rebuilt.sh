@@ -143,7 +143,10 @@ assert any(sys.argv[2] in w for w in d['warnings']), d['warnings']
 PY
 echo "OK: the rebuilt program is warned about by name, its $(printf '%s\n' "$rows" | wc -l) rows marked, exit 0"
 
-# 4. the flame graph and pprof mark it too
+# 4. opannotate, the flame graph and pprof mark it too
+"$bin/opannotate" --assembly --session-dir="$session" "image:$prog" >"$work/annotate.out" 2>/dev/null
+grep -q ": image $prog (host) (unverified)" "$work/annotate.out" || fail "opannotate: prog not marked"
+echo "OK: opannotate marks prog's image (unverified)"
 "$bin/opflame" --session-dir="$session" -o "$work/flame.svg" "image:$prog" 2>/dev/null
 grep -q 'prog (unverified)' "$work/flame.svg" || fail "opflame: prog's frame not marked"
 grep -Eq '>(gamma_pad|delta_wide|epsilon_wide)[ <]' "$work/flame.svg" &&
