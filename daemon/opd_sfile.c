@@ -377,12 +377,14 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 	return n;
 }
 
+int opd_sfiles_recheck_images(struct opd_sfiles *t)
+{
+	return opd_imgids_recheck(t->ids);
+}
+
 int opd_sfiles_sync(struct opd_sfiles *t)
 {
 	int ret = 0;
-
-	/* a binary rebuilt while it was profiled: its new identity too */
-	opd_imgids_recheck(t->ids);
 
 	/* queue every file's writeback first: one file at a time, each
 	 * sync waits for its own few writes */

@@ -94,6 +94,11 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 /* msync every open file.  0 or the first error. */
 int opd_sfiles_sync(struct opd_sfiles *t);
 
+/* Record the new identity of every host image whose file changed since it
+ * was recorded (opd_imgid.h): at each dump and at the stop.  The number
+ * written, or -errno. */
+int opd_sfiles_recheck_images(struct opd_sfiles *t);
+
 /* Write the path of @key below samples/current into @buf. */
 int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc *ev,
 		   char *buf, size_t size);

@@ -163,3 +163,22 @@ if [ -x "$bin/oppprof" ] && command -v go >/dev/null; then
 	grep -q "changed since profiling" "$work/raw.out" || fail "oppprof: the warning is not a comment"
 	echo "OK: oppprof labels prog's samples unverified=true, the warning in its comments"
 fi
+
+# 5. rebuilt while profiled: both identities recorded, the rows marked
+s2=$work/session2
+"$cc" -O1 -o "$prog" "$work/a.c"
+"$bin/opcontrol" --start --session-dir="$s2" >/dev/null
+"$prog" 2
+"$bin/opcontrol" --dump --session-dir="$s2"
+sed 's/200000/300000/' "$work/a.c" >"$work/a2.c"
+"$cc" -O1 -o "$prog.new" "$work/a2.c"
+mv "$prog.new" "$prog"	# a new inode, as a build or an upgrade makes
+"$prog" 2
+"$bin/opcontrol" --dump --session-dir="$s2"
+"$bin/opcontrol" --stop --session-dir="$s2" >/dev/null
+n=$(grep -cP "^image\t\Q$prog\E\t" "$s2/samples/current/{images}" || true)
+[ "$n" = 2 ] || { cat "$s2/samples/current/{images}"; fail "$n identities of $prog recorded, not 2"; }
+"$bin/opreport" -l --session-dir="$s2" "image:$prog" >"$work/mixed.out" 2>/dev/null
+grep -q "^Warning: $prog changed while it was profiled" "$work/mixed.out" || fail "no warning of a change during the run"
+grep -q 'prog (unverified)' "$work/mixed.out" || fail "rows of the changed program not marked"
+echo "OK: a program rebuilt during the run: both identities recorded, warned about, rows marked"
