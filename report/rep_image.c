@@ -191,7 +191,8 @@ static char *locate_cached(struct rep_images *c, const char *domain, const char 
 /* The files that may hold @path's binary, in the order of preference the
  * lookup always had (rep_image.h): -p by basename, --root, oparchive's
  * copy, the path itself, a guest's image cache.  Appended to @cands
- * (room for LOCATE_MAX), missing ones left out.  The new count. */
+ * (room for LOCATE_MAX; the pick skips those that do not exist).  The
+ * new count. */
 #define LOCATE_MAX 16
 static size_t path_candidates(struct rep_images *c, const char *domain, bool vmm,
 			      const char *path, char **cands, size_t n)
