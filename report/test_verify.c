@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rep_image.h"
+#include "rep_opts.h"
 #include "rep_verify.h"
+#include "sfname/sfname.h"
 
 static char dir[] = "/tmp/test_verify.XXXXXX";
 
@@ -231,6 +234,89 @@ static void test_guest_map(void)
 	rep_idrec_free(r);
 }
 
+static void put(const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void mkdirs(const char *rel)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/%s'", dir, rel);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+}
+
+/* rep_images_locate() and the marks, in a session laid out by hand: host
+ * images from the record (a copy by build id beats -p; a -p file that is
+ * not the profiled one is used but unverified), a guest image by its image
+ * cache id (a -p file with another build id is not taken). */
+static void test_locate(void)
+{
+	char session[300], pdir[300], rec[1024], *f, *want;
+	char *ipath[1] = { pdir };
+	struct rep_opts o = { .session_dir = session, .image_path = ipath, .nimage_path = 1 };
+	struct sfn_image other = { SFN_ROOT, (char *)"/h/other" };
+	struct sfn_image prog = { SFN_ROOT, (char *)"/h/prog" };
+	struct sfn_image g = { SFN_ROOT, (char *)"/usr/bin/g" };
+	struct rep_images *c;
+	char *const *notes;
+	size_t n;
+
+	snprintf(session, sizeof(session), "%s/s", dir);
+	snprintf(pdir, sizeof(pdir), "%s/p", dir);
+	mkdirs("s/samples/current");
+	mkdirs("s/archive/.build-id/11");
+	mkdirs("s/images/b5555555555555555555555555555555555555555");
+	mkdirs("s/domains/web");
+	mkdirs("p");
+	snprintf(rec, sizeof(rec), "domprof-images 1\n"
+		 "image\t/h/prog\t%s\t156\t1.000000000\n"
+		 "image\t/h/other\t%s\t156\t1.000000000\n",
+		 "1111111111111111111111111111111111111111", "3333333333333333333333333333333333333333");
+	put("s/samples/current/{images}", rec);
+	make_elf("s/archive/.build-id/11/11111111111111111111111111111111111111", 0x11);
+	make_elf("p/prog", 0x22);
+	make_elf("p/other", 0x44);
+	make_elf("s/images/b5555555555555555555555555555555555555555/g", 0x55);
+	make_elf("p/g", 0x66);
+	put("s/domains/web/images",
+	    "images/b5555555555555555555555555555555555555555/g\t/usr/bin/g\n");
+	c = rep_images_new(&o);
+	CU_ASSERT_FATAL(c != NULL);
+
+	f = rep_images_locate(c, NULL, false, "/h/prog");
+	CU_ASSERT(f && strstr(f, "/s/archive/.build-id/11/") != NULL);
+	free(f);
+	CU_ASSERT(!rep_images_unverified(c, NULL, false, &prog));
+
+	CU_ASSERT(rep_images_unverified(c, NULL, false, &other));
+	f = rep_images_locate(c, NULL, false, "/h/other");
+	CU_ASSERT(f && strstr(f, "/p/other") != NULL);
+	free(f);
+	notes = rep_vstore_notes(rep_images_vstore(c), &n);
+	CU_ASSERT_FATAL(n == 1);	/* once, however often it is looked up */
+	CU_ASSERT(strstr(notes[0], "/h/other changed since profiling (build-id 3333") != NULL);
+
+	f = rep_images_locate(c, "web", false, "/usr/bin/g");
+	want = strstr(f ? f : "", "/s/images/b5555555555555555555555555555555555555555/g");
+	CU_ASSERT(want != NULL);
+	free(f);
+	CU_ASSERT(!rep_images_unverified(c, "web", false, &g));
+	/* the same path as host work names the host's file: not recorded */
+	f = rep_images_locate(c, NULL, false, "/usr/bin/g");
+	CU_ASSERT(f && strstr(f, "/p/g") != NULL);
+	free(f);
+	rep_images_free(c);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -244,6 +330,7 @@ int main(void)
 	CU_add_test(s, "a file's identity; build-id paths", test_ident_and_paths);
 	CU_add_test(s, "the choice among candidates", test_pick);
 	CU_add_test(s, "guest build ids from the image cache map", test_guest_map);
+	CU_add_test(s, "rep_images_locate by recorded identity", test_locate);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
