@@ -70,6 +70,8 @@ int opd_imgids_escape(const char *path, char *out, size_t size)
  * walk that refuses links for a session path, as every session file. */
 static FILE *record(struct opd_imgids *r)
 {
+	struct stat st;
+
 	if (r->f || r->failed)
 		return r->f;
 	r->f = r->path[0] == '/' ? du_nf_fopen(r->path, "a", DU_SDIR_FILE_MODE)
@@ -79,7 +81,9 @@ static FILE *record(struct opd_imgids *r)
 		r->failed = true;
 		return NULL;
 	}
-	if (ftell(r->f) == 0)
+	/* the header once per file: a later daemon run appends below it (an
+	 * fdopen()ed append stream's ftell() says 0 whatever the size) */
+	if (!fstat(fileno(r->f), &st) && st.st_size == 0)
 		fputs("domprof-images 1\n", r->f);
 	return r->f;
 }

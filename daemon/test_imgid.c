@@ -84,6 +84,15 @@ static void test_note_once_and_recheck(void)
 	CU_ASSERT(strstr(s, "\t1000000000.000000000\n") != NULL);
 	opd_imgids_free(r);
 	opd_images_free(images);
+	/* the next daemon run appends, under the same header */
+	images = opd_images_new();
+	r = opd_imgids_new(rec);
+	CU_ASSERT(opd_imgids_note(r, opd_image_get(images, SFN_ROOT, bin, strlen(bin))) == 1);
+	opd_imgids_free(r);
+	opd_images_free(images);
+	s = slurp(rec);
+	CU_ASSERT(lines(s) == 4);
+	CU_ASSERT(strstr(s + 1, "domprof-images") == NULL);
 }
 
 static void test_no_build_id_and_escape(void)
