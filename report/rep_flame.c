@@ -12,7 +12,6 @@
 #include "rep_hash.h"
 #include "rep_image.h"
 #include "rep_opts.h"
-#include "rep_output.h"
 #include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
@@ -139,15 +138,7 @@ static int symbol_path(const struct rep_group *g, const char *symname, const cha
 	enum rep_frame_kind k;
 
 	*app = NULL;
-	*img = rep_view_image_label(&g->dep);
-	if (*img && g->unverified) {	/* marked as opreport marks it */
-		char *m = NULL;
-
-		if (asprintf(&m, "%s " REP_UNVERIFIED, *img) < 0)
-			m = NULL;
-		free(*img);
-		*img = m;
-	}
+	*img = rep_view_dep_label(g, &g->dep);	/* marked as opreport marks it */
 	if (!g->domain) {
 		*app = rep_view_app_label(g);
 		k = REP_FRAME_HOST;

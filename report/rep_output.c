@@ -144,19 +144,6 @@ static void print_header(FILE *f, const struct rep_profile *p, const char *colle
 		      "be the one profiled\n", f);
 }
 
-/* The label of @g's dep image, marked when its binary is unverified. */
-static char *dep_label(const struct rep_group *g, const struct sfn_image *img)
-{
-	char *s = rep_view_image_label(img), *m = NULL;
-
-	if (!s || !g->unverified)
-		return s;
-	if (asprintf(&m, "%s " REP_UNVERIFIED, s) < 0)
-		m = NULL;
-	free(s);
-	return m;
-}
-
 /* --- DOMAIN SUMMARY --------------------------------------------------- */
 
 enum { DOM_TOTAL, DOM_GKERN, DOM_GUSER, DOM_VMM, DOM_NCOLS };
@@ -360,9 +347,11 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			apps[a].domain = domain_label(g);
 			apps[a].app = rep_view_app_label(g);
 			apps[a].image = rep_view_image_label(&g->app);
-			if (apps[a].app && same_dep(g)) {
-				char *m = dep_label(g, &g->app);
+			if (apps[a].app && same_dep(g) && g->unverified) {
+				char *m = NULL;
 
+				if (asprintf(&m, "%s " REP_UNVERIFIED, apps[a].app) < 0)
+					m = NULL;
 				free(apps[a].app);
 				apps[a].app = m;
 			}
@@ -401,7 +390,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			if (app_of[i] != orig)
 				continue;
 			deps[nd].counts = rep_counts(p, p->groups[i].counts);
-			deps[nd].image = dep_label(&p->groups[i], &p->groups[i].dep);
+			deps[nd].image = rep_view_dep_label(&p->groups[i], &p->groups[i].dep);
 			nd++;
 		}
 		sort_rows(deps, nd, o, n);
@@ -448,7 +437,7 @@ static struct row *make_rows(const struct rep_profile *p, bool symbols)
 
 		rows[i].counts = rep_counts(p, s ? s->counts : g->counts);
 		rows[i].domain = domain_label(g);
-		rows[i].image = dep_label(g, &g->dep);
+		rows[i].image = rep_view_dep_label(g, &g->dep);
 		rows[i].app = rep_view_app_label(g);
 		rows[i].symbol = sym ? sym->name : "(no symbols)";
 		rows[i].vma = sym ? sym->start : 0;

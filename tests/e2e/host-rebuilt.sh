@@ -133,6 +133,9 @@ rows=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $3 ~ /^prog/' "$work/plain.out")
 if printf '%s\n' "$rows" | grep -v '(unverified)' | grep -q .; then
 	fail "a row of prog is not marked"
 fi
+"$bin/opreport" --session-dir="$session" "image:$prog" 2>/dev/null >"$work/images.out"
+grep -Eq '^ *[0-9]+ +[0-9.]+ +prog \(unverified\)$' "$work/images.out" ||
+	{ cat "$work/images.out"; fail "the image listing does not mark prog"; }
 "$bin/opreport" -l --json --session-dir="$session" "image:$prog" 2>/dev/null >"$work/plain.json"
 python3 - "$work/plain.json" "$prog" <<'PY'
 import json, sys
