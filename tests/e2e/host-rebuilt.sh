@@ -75,6 +75,17 @@ grep -qP "^image\t\Q$libc\E\t$bid_libc\t" "$record" || fail "libc's build id $bi
 echo "record: $prog $bid_a; $libc $bid_libc"
 
 "$bin/oparchive" -o "$work/arch" --session-dir="$session" "image:$prog"
+# libc's separate debug file (libc6-dbg) is stored by build id too
+dbg=/usr/lib/debug/.build-id/${bid_libc:0:2}/${bid_libc:2}.debug
+if [ -f "$dbg" ]; then
+	"$bin/oparchive" -o "$work/arch-libc" --session-dir="$session" "lib-image:$libc"
+	[ -f "$work/arch-libc/archive/.build-id/${bid_libc:0:2}/${bid_libc:2}.debug" ] &&
+		[ -f "$work/arch-libc/archive/.build-id/${bid_libc:0:2}/${bid_libc:2}" ] ||
+		fail "oparchive: libc or its debug file not stored by build id"
+	echo "OK: oparchive stores libc and its debug file under archive/.build-id/${bid_libc:0:2}/"
+else
+	echo "skipped: no $dbg (libc6-dbg): oparchive's debug file store not checked"
+fi
 "$cc" -O1 -o "$prog" "$work/b.c"	# rebuilt at the same path
 bid_b=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
 [ "$bid_a" != "$bid_b" ] || fail "the rebuilt program has the same build id"
