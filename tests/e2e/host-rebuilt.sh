@@ -11,7 +11,8 @@
 #   - opreport -l on the plain session warns, naming the program, marks
 #     every row of it "(unverified)" (and "unverified": true in JSON), and
 #     exits 0.
-# Needs DP_PREFIX (installed domprof) and a C compiler.
+# Needs DP_PREFIX (installed domprof) and a C compiler; DP_KEEP=1 keeps the
+# work directory.
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 bin=$DP_PREFIX/bin
