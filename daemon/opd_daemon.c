@@ -253,6 +253,8 @@ int opd_daemon_dump(struct opd_daemon *d)
 	 * killed daemon loses none of them.  Durability is the stop's job. */
 	opd_batch_flush(d->batch);
 	opd_cc_write(d->cc);
+	/* a binary rebuilt while it was profiled: its new identity too */
+	opd_sfiles_recheck_images(d->sfiles);
 	if (d->record_fd >= 0 && fdatasync(d->record_fd)) {
 		ret = -errno;
 		du_warn("syncing record file %s: %s", d->conf->record, strerror(errno));
@@ -268,6 +270,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 	opd_trans_drain_guests(d->trans, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	opd_cc_write(d->cc);
+	opd_sfiles_recheck_images(d->sfiles);
 	/* One syncfs writes every sample file out in a single pass; an msync
 	 * per file made the kernel dispatch each file's few pages on its own
 	 * (a fifth of a large replay's CPU time). */

@@ -17,6 +17,11 @@ struct opd_image {
 	enum sfn_kind kind;
 	int64_t mtime;		/* of the file, for SFN_ROOT; 0 unknown */
 	int mtime_known;
+	/* SFN_ROOT: its identity was recorded (opd_imgid.h), and the file's
+	 * stat() then, to see it change */
+	int id_noted;
+	uint64_t id_dev, id_ino, id_size;
+	int64_t id_mtime_ns;
 	struct du_hlink hl;	/* in opd_images */
 	size_t len;
 	char name[];		/* NUL-terminated */

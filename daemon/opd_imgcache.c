@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "opd_imgcache.h"
 #include "opd_imgproof.h"
+#include "util/du_elfid.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -175,7 +176,7 @@ static int content_id(struct opd_imgcache *c, const char *tmp, const uint8_t *cl
 
 	if (fd < 0)
 		return fd;
-	*n = opd_elf_build_id(fd, note, DP_AG_BUILD_ID_MAX);
+	*n = du_elf_build_id(fd, note, DP_AG_BUILD_ID_MAX);
 	if (*n < 0)
 		*n = 0;
 	if (claimed_size && ((size_t)*n != claimed_size || memcmp(note, claimed, claimed_size))) {

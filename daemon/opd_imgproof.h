@@ -2,8 +2,8 @@
  * What the image cache reads from a guest's uploaded file itself, rather
  * than believing the guest's word (issue 9, item 3; issue 23, item 4): a
  * SHA-256 of its bytes (the cache key: a content id another guest cannot
- * collide with) and its GNU build-id note (read from its program headers'
- * PT_NOTE segments, bounded; only a hint).
+ * collide with); its GNU build-id note (only a hint) is read by
+ * lib/util/du_elfid.h, bounded.
  */
 #ifndef OPD_IMGPROOF_H
 #define OPD_IMGPROOF_H
@@ -16,12 +16,5 @@
 /* SHA-256 of the whole file @fd (read with pread from 0; nettle computes
  * it, with no system call of its own).  0 or -errno. */
 int opd_sha256_fd(int fd, uint8_t out[OPD_SHA256_SIZE]);
-
-/*
- * The GNU build id in @fd's own notes (a little-endian ELF32 or ELF64;
- * anything else has none) into @out, at most @max bytes.  Returns its
- * size, 0 when there is none, or -errno on a read error.
- */
-int opd_elf_build_id(int fd, uint8_t *out, size_t max);
 
 #endif

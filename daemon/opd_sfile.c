@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opd_imgid.h"
 #include "opd_sfile.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
@@ -38,6 +39,7 @@ struct opd_sfiles {
 	struct sfile *lru_head, *lru_tail;
 	size_t nr_open;
 	uint64_t evictions;
+	struct opd_imgids *ids;	/* host images' identities (opd_imgid.h) */
 	char base[PATH_MAX];
 	size_t base_len;
 };
@@ -58,7 +60,11 @@ struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats 
 		return NULL;
 	}
 	t->base_len = (size_t)n;
-	if (du_htab_init(&t->tab, 1024)) {
+	memcpy(t->base + n, OPD_SFILES_IMAGES, sizeof(OPD_SFILES_IMAGES));
+	t->ids = opd_imgids_new(t->base);
+	t->base[n] = '\0';
+	if (!t->ids || du_htab_init(&t->tab, 1024)) {
+		opd_imgids_free(t->ids);
 		free(t);
 		errno = ENOMEM;
 		return NULL;
@@ -79,6 +85,7 @@ void opd_sfiles_free(struct opd_sfiles *t)
 	if (!t)
 		return;
 	du_htab_fini(&t->tab, sfile_free);
+	opd_imgids_free(t->ids);
 	free(t->by_id);
 	free(t);
 }
@@ -213,8 +220,14 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 	/* A guest's path names a file in the guest: never stat()ed on the host
 	 * (as root it could reach an automount or a dead NFS mount, and tell
 	 * the guest what the host has).  Its mtime is left unknown. */
-	if (!sf->key.domain || sf->key.vmm)
+	if (!sf->key.domain || sf->key.vmm) {
 		desc.mtime = opd_image_mtime(sf->key.dep);
+		/* once per image: later files of the same image cost a flag test */
+		opd_imgids_note(t->ids, sf->key.dep);
+		opd_imgids_note(t->ids, sf->key.image);
+		if (sf->key.cg)
+			opd_imgids_note(t->ids, sf->key.cg);
+	}
 
 	if (t->nr_open >= t->conf->max_open_files && t->close_hook)
 		t->close_hook(t->close_ctx);
@@ -362,6 +375,11 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 	if (freed)
 		t->evictions++;
 	return n;
+}
+
+int opd_sfiles_recheck_images(struct opd_sfiles *t)
+{
+	return opd_imgids_recheck(t->ids);
 }
 
 int opd_sfiles_sync(struct opd_sfiles *t)

@@ -38,6 +38,10 @@ struct opd_event_desc {
 
 struct opd_sfiles;
 
+/* The host images' identity record below SESSION/samples/current/
+ * (opd_imgid.h), kept by the sample files' owner. */
+#define OPD_SFILES_IMAGES "{images}"
+
 struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats *st);
 /* Closes every file (without syncing; see opd_sfiles_sync). NULL accepted. */
 void opd_sfiles_free(struct opd_sfiles *t);
@@ -89,6 +93,11 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 
 /* msync every open file.  0 or the first error. */
 int opd_sfiles_sync(struct opd_sfiles *t);
+
+/* Record the new identity of every host image whose file changed since it
+ * was recorded (opd_imgid.h): at each dump and at the stop.  The number
+ * written, or -errno. */
+int opd_sfiles_recheck_images(struct opd_sfiles *t);
 
 /* Write the path of @key below samples/current into @buf. */
 int opd_sfile_name(const struct opd_sfile_key *key, const struct opd_event_desc *ev,

@@ -131,7 +131,7 @@ static int find_cb(const char *path, const struct stat *sb, int flag, struct FTW
 	struct sfn_name n;
 	struct odb *db;
 
-	if (flag != FTW_F || strstr(path, "/{stacks}/"))
+	if (flag != FTW_F || strstr(path, "/{stacks}/") || strstr(path, "/{images}"))
 		return 0;
 	w->all_files++;
 	if (sfn_parse(path + prefix_len, &n)) {

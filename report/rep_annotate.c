@@ -725,8 +725,10 @@ static int annotate(struct annot *a)
 			continue;
 		fputs("  ", f);
 		put_counts(f, a, m->total, NULL);
-		fprintf(f, ": image %s%s (%s)\n", m->dep.kind == SFN_KERN ? "kernel " : "",
-			m->dep.name, owner_label(m, own, sizeof(own)));
+		fprintf(f, ": image %s%s (%s)%s\n", m->dep.kind == SFN_KERN ? "kernel " : "",
+			m->dep.name, owner_label(m, own, sizeof(own)),
+			rep_images_unverified(a->images, m->domain, m->vmm, &m->dep) ?
+				" " REP_UNVERIFIED : "");
 		if (m->dep.kind != SFN_ROOT) {
 			fputs("(no binary to annotate: kernel symbols come from kallsyms; use opreport -l)\n\n", f);
 			continue;

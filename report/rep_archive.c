@@ -16,6 +16,7 @@
 #include "rep_collect.h"
 #include "rep_image.h"
 #include "rep_opts.h"
+#include "rep_verify.h"
 #include "rep_view.h"
 #include "util/du_fs.h"
 #include "util/du_io.h"
@@ -62,6 +63,10 @@ static int copy_file(const char *src, const char *dst)
 			goto out;
 	}
 	if (n < 0)
+		rc = -errno;
+	/* the mtime too: an image without a build id is checked by size and
+	 * mtime (rep_verify.h) */
+	else if (futimens(out, (struct timespec[2]){ st.st_atim, st.st_mtim }))
 		rc = -errno;
 out:
 	if (out >= 0 && close(out) && !rc)
@@ -116,8 +121,41 @@ static int copy_session(const char *from, const char *to)
 	return c.rc;
 }
 
+/*
+ * @src (a binary, or with @suffix ".debug" its debug file) also under its
+ * build id: DIR/archive/.build-id/NN/REST@suffix, where the report looks
+ * for an image's recorded build id first.  A hard link to @copy when it
+ * can be.  0 (nothing to do: no build id, or there already) or -errno.
+ */
+static int store_by_build_id(const char *dir, const char *copy, const char *suffix,
+			     size_t *ncopied)
+{
+	char *arch = NULL, *dst = NULL;
+	struct rep_ident id;
+	struct stat st;
+	int rc = 0;
+
+	if (rep_ident_of_file(copy, &id) || asprintf(&arch, "%s/" REP_ARCHIVE_DIR, dir) < 0)
+		return 0;
+	dst = rep_verify_bid_path(arch, id.build_id, suffix);
+	free(arch);
+	if (!dst || !stat(dst, &st))
+		goto out;
+	rc = du_mkdir_parents(dst, 0);
+	if (!rc && link(copy, dst))
+		rc = copy_file(copy, dst);
+	if (rc)
+		du_err("cannot store %s as %s: %s", copy, dst, strerror(-rc));
+	else
+		(*ncopied)++;
+out:
+	free(dst);
+	return rc;
+}
+
 /* A host binary the samples need, and its separate debug file, into
- * DIR/archive/<its path>, where opreport and opannotate look first. */
+ * DIR/archive/<its path> and by build id (store_by_build_id), where
+ * opreport and opannotate look first. */
 static int copy_binary(struct rep_images *images, const char *dir, const struct rep_group *g,
 		       size_t *ncopied)
 {
@@ -143,6 +181,9 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 		goto out;
 	}
 	(*ncopied)++;
+	rc = store_by_build_id(dir, dst, NULL, ncopied);
+	if (rc)
+		goto out;
 	dbg = rep_view_debug_file(src, NULL);
 	if (dbg && dbg[0] == '/') {
 		if (asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR "%s", dir, dbg) < 0) {
@@ -155,6 +196,8 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 			du_err("cannot copy %s to %s: %s", dbg, dbgdst, strerror(-rc));
 		else
 			(*ncopied)++;
+		if (!rc)
+			rc = store_by_build_id(dir, dbgdst, ".debug", ncopied);
 	}
 out:
 	free(src);

@@ -11,6 +11,7 @@
 #include "rep_collect.h"
 #include "rep_hash.h"
 #include "rep_image.h"
+#include "rep_verify.h"
 #include "rep_opts.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
@@ -68,6 +69,9 @@ void rep_profile_free(struct rep_profile *p)
 	free(p->arcs);
 	free(p->totals);
 	free(p->arena);
+	for (size_t i = 0; i < p->nnotes; i++)
+		free(p->notes[i]);
+	free(p->notes);
 	free(p);
 }
 
@@ -168,6 +172,9 @@ static int find_files(struct collector *c, const char *dir)
 			continue;
 		}
 		if (e->fts_info != FTS_F)
+			continue;
+		/* the daemon's image identities (rep_verify.h), not samples */
+		if (e->fts_level == 1 && !strcmp(e->fts_name, "{images}"))
 			continue;
 		c->nseen++;
 		rel = e->fts_path + dirlen;
@@ -340,6 +347,8 @@ static long file_group(struct collector *c, const struct sfile *f)
 		free(g->dep.name);
 		goto out_oom;
 	}
+	/* checked once per image (rep_verify.h), whatever -l says */
+	g->unverified = c->images && rep_images_unverified(c->images, n->domain, n->vmm, &n->dep);
 	idx = (long)p->ngroups++;
 	if (!same_image(app, &n->dep))
 		p->separate_lib = true;
@@ -583,6 +592,25 @@ static int read_cg_files(struct collector *c)
 	return rc;
 }
 
+/* The verification's warnings, for the report's header.  0 or -ENOMEM. */
+static int copy_notes(struct rep_profile *p, const struct rep_vstore *v)
+{
+	size_t n;
+	char *const *notes = rep_vstore_notes(v, &n);
+
+	if (!n)
+		return 0;
+	p->notes = calloc(n, sizeof(*p->notes));
+	if (!p->notes)
+		return -ENOMEM;
+	for (; p->nnotes < n; p->nnotes++) {
+		p->notes[p->nnotes] = strdup(notes[p->nnotes]);
+		if (!p->notes[p->nnotes])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_profile **out)
 {
 	return rep_collect_keys(o, images, NULL, out);
@@ -661,6 +689,8 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		if (c.ncorrupt)
 			goto out_corrupt;
 	}
+	if (c.images && copy_notes(c.p, rep_images_vstore(c.images)))
+		goto out_oom;
 	*out = c.p;
 	c.p = NULL;
 	rc = 0;

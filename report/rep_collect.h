@@ -30,6 +30,9 @@ struct rep_group {
 	struct sfn_image dep;
 	int64_t tgid, tid, cpu;		/* SFN_ALL when merged or not separated */
 	size_t counts;			/* offset of [nclasses] in the arena */
+	/* dep's binary is not (or not only) the profiled one: its rows are
+	 * marked (rep_images_unverified) */
+	bool unverified;
 };
 
 struct rep_symrow {
@@ -60,6 +63,8 @@ struct rep_profile {
 	bool separate_lib;		/* some group has app != dep */
 	size_t nfiles;			/* sample files read */
 	size_t nbad;			/* skipped: unparsable or unreadable */
+	char **notes;			/* warnings for the header (images unverified) */
+	size_t nnotes;
 	/* private */
 	uint64_t *arena;
 	size_t arena_used, arena_cap;

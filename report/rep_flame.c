@@ -140,7 +140,7 @@ static int symbol_path(const struct rep_group *g, const char *symname, const cha
 	enum rep_frame_kind k;
 
 	*app = NULL;
-	*img = rep_view_image_label(&g->dep);
+	*img = rep_view_dep_label(g, &g->dep);	/* marked as opreport marks it */
 	if (!g->domain) {
 		*app = rep_view_app_label(g);
 		k = REP_FRAME_HOST;
@@ -257,6 +257,7 @@ static int add_stack(void *vctx, const struct rep_stack *s)
 	if (strcmp(k->event, l->event) || k->count != l->count ||
 	    (!(merge & REP_MERGE_UNITMASK) && k->unit_mask != l->unit_mask))
 		return 0;
+	g.unverified = c->images && rep_images_unverified(c->images, l->domain, l->vmm, &l->dep);
 	rc = symbol_path(&g, rep_stack_symbol(c->images, l, &l->dep, s->leaf_key, leafbuf,
 					      sizeof(leafbuf)), names, kinds, &app, &img);
 	for (size_t i = 0; !rc && i < s->n && n < 4 + 128; i++, n++) {

@@ -21,6 +21,8 @@
 #include "rep_kernel.h"
 #include "rep_opts.h"
 #include "rep_sym.h"
+#include "rep_verify.h"
+#include "rep_view.h"
 #include "util/du_log.h"
 
 struct rep_images {
@@ -42,6 +44,7 @@ struct rep_images {
 		struct rep_kernel *kernel;	/* NULL: none found */
 	} *dkern;
 	size_t ndkern;
+	struct rep_vstore *vs;		/* recorded identities, verdicts */
 };
 
 struct rep_images *rep_images_new(const struct rep_opts *o)
@@ -53,7 +56,8 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 	c->o = o;
 	c->by_key = rep_strmap_new();
 	c->basenames = rep_strmap_new();
-	if (!c->by_key || !c->basenames) {
+	c->vs = rep_vstore_new(o->session_dir);
+	if (!c->by_key || !c->basenames || !c->vs) {
 		rep_images_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -79,6 +83,7 @@ void rep_images_free(struct rep_images *c)
 		rep_kernel_free(c->dkern[i].kernel);
 	}
 	free(c->dkern);
+	rep_vstore_free(c->vs);
 	free(c);
 }
 
@@ -183,7 +188,14 @@ static char *locate_cached(struct rep_images *c, const char *domain, const char 
 	return found;
 }
 
-char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path)
+/* The files that may hold @path's binary, in the order of preference the
+ * lookup always had (rep_image.h): -p by basename, --root, oparchive's
+ * copy, the path itself, a guest's image cache.  Appended to @cands
+ * (room for LOCATE_MAX; the pick skips those that do not exist).  The
+ * new count. */
+#define LOCATE_MAX 16
+static size_t path_candidates(struct rep_images *c, const char *domain, bool vmm,
+			      const char *path, char **cands, size_t n)
 {
 	const char *base = strrchr(path, '/');
 	char *p = NULL;
@@ -194,27 +206,75 @@ char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, cons
 		scan_image_path(c);
 	i = rep_strmap_get(c->basenames, base);
 	if (i >= 0)
-		return strdup(c->found[i]);
-	if (c->o->root) {
-		if (asprintf(&p, "%s%s", c->o->root, path) < 0)
-			return NULL;
-		if (is_file(p))
-			return p;
-		free(p);
-	}
+		cands[n++] = strdup(c->found[i]);
+	if (c->o->root && asprintf(&p, "%s%s", c->o->root, path) >= 0)
+		cands[n++] = p;
 	/* A session made by oparchive carries its host binaries with it. */
-	if ((!domain || vmm) && path[0] == '/') {
-		if (asprintf(&p, "%s/archive%s", c->o->session_dir, path) < 0)
-			return NULL;
-		if (is_file(p))
-			return p;
-		free(p);
-	}
-	if ((!domain || vmm) && is_file(path))
-		return strdup(path);
+	if ((!domain || vmm) && path[0] == '/' &&
+	    asprintf(&p, "%s/" REP_ARCHIVE_DIR "%s", c->o->session_dir, path) >= 0)
+		cands[n++] = p;
+	if (!domain || vmm)
+		cands[n++] = strdup(path);
 	if (domain && !vmm)
-		return locate_cached(c, domain, path);
-	return NULL;
+		cands[n++] = locate_cached(c, domain, path);
+	return n;
+}
+
+/* Copies by build id of each of @ids: oparchive's SESSION/archive/.build-id
+ * store, then the session's image cache (SESSION/images/b<HEX>/<name>). */
+static size_t bid_candidates(struct rep_images *c, const struct rep_ident *ids, size_t nids,
+			     char **cands, size_t n)
+{
+	for (size_t k = 0; k < nids && n + 2 <= LOCATE_MAX - 5; k++) {
+		char *arch = NULL, *dir = NULL;
+
+		if (asprintf(&arch, "%s/" REP_ARCHIVE_DIR, c->o->session_dir) >= 0)
+			cands[n++] = rep_verify_bid_path(arch, ids[k].build_id, NULL);
+		free(arch);
+		if (asprintf(&dir, "%s/images/b%s", c->o->session_dir, ids[k].build_id) >= 0)
+			cands[n++] = rep_verify_cache_file(dir);
+		free(dir);
+	}
+	return n;
+}
+
+char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path)
+{
+	char *cands[LOCATE_MAX] = { NULL };
+	const struct rep_ident *ids = NULL;
+	size_t n, nids = rep_vstore_recorded(c->vs, domain, vmm, path, &ids);
+	struct rep_vpick pick;
+	int rc;
+
+	n = bid_candidates(c, ids, nids, cands, 0);
+	n = path_candidates(c, domain, vmm, path, cands, n);
+	rc = rep_vstore_pick(c->vs, path, ids, nids, cands, n, &pick);
+	for (size_t i = 0; i < n; i++)
+		free(cands[i]);
+	if (rc)
+		return NULL;
+	rep_vstore_verdict(c->vs, domain, vmm, path, &pick);
+	return pick.file;
+}
+
+bool rep_images_unverified(struct rep_images *c, const char *domain, bool vmm,
+			   const struct sfn_image *img)
+{
+	int st;
+
+	if (img->kind != SFN_ROOT)
+		return false;
+	st = rep_vstore_state(c->vs, domain, vmm, img->name);
+	if (st < 0) {
+		free(rep_images_locate(c, domain, vmm, img->name));
+		st = rep_vstore_state(c->vs, domain, vmm, img->name);
+	}
+	return st == REP_V_UNVERIFIED || st == REP_V_MIXED;
+}
+
+struct rep_vstore *rep_images_vstore(struct rep_images *c)
+{
+	return c->vs;
 }
 
 /* Kernel symbols in @dir/kallsyms and @dir/modules, warning when absent. */

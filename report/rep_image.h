@@ -20,15 +20,29 @@ void rep_images_free(struct rep_images *c);	/* NULL accepted */
 
 /*
  * Where the binary at @path lives for a sample file of @domain (NULL: host)
- * and @vmm: the -p directories by basename first, then --root as a prefix,
- * then SESSION/archive/@path (oparchive's copy), then @path itself (host
- * and vmm work only: a guest's path names a file
- * inside the guest), then for a guest the session's image cache through
+ * and @vmm.  Candidates: copies by the image's recorded build id
+ * (SESSION/archive/.build-id/NN/REST from oparchive, the session's image
+ * cache SESSION/images/b<HEX>/), the -p directories by basename, --root
+ * as a prefix, SESSION/archive/@path (oparchive's copy), @path itself
+ * (host and vmm work only: a guest's path names a file inside the guest),
+ * then for a guest the session's image cache through
  * SESSION/domains/<escaped domain>/images (lines "images/<id>/<name>\t
- * <guest path, \xHH escaped>").  malloc'd path of an existing regular
- * file, or NULL.
+ * <guest path, \xHH escaped>").  With an identity recorded for the image
+ * (rep_verify.h) the first candidate that has it wins; else the first
+ * that exists, and the image is unverified: warned about once (and noted
+ * for the report's header, rep_vstore_notes).  malloc'd path of an
+ * existing regular file, or NULL.
  */
 char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path);
+
+/* Whether the rows of @img (from @domain, @vmm) must be marked: the file
+ * read for it is not the profiled binary, or the path had several
+ * during the run.  Locates it if that was not done yet. */
+bool rep_images_unverified(struct rep_images *c, const char *domain, bool vmm,
+			   const struct sfn_image *img);
+
+/* The verification state of @c (rep_verify.h): its notes, its hook. */
+struct rep_vstore *rep_images_vstore(struct rep_images *c);
 
 /*
  * The symbol table for @img as seen from (@domain, @vmm), or NULL when

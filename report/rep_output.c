@@ -137,6 +137,11 @@ static void print_header(FILE *f, const struct rep_profile *p, const char *colle
 	for (size_t c = 0; c < p->nclasses; c++)
 		fprintf(f, "Counted %s events with a unit mask of 0x%02x count %" PRIu64 "\n",
 			p->classes[c].event, p->classes[c].unit_mask, p->classes[c].count);
+	for (size_t i = 0; i < p->nnotes; i++)
+		fprintf(f, "Warning: %s\n", p->notes[i]);
+	if (p->nnotes)
+		fputs("Warning: rows marked \"" REP_UNVERIFIED "\" are named from a binary that may not "
+		      "be the one profiled\n", f);
 }
 
 /* --- DOMAIN SUMMARY --------------------------------------------------- */
@@ -303,6 +308,12 @@ static char *app_key(const struct rep_group *g)
 	return k;
 }
 
+/* A group whose application is its dep (no --separate=lib split). */
+static bool same_dep(const struct rep_group *g)
+{
+	return g->dep.kind == g->app.kind && !strcmp(g->dep.name, g->app.name);
+}
+
 static int print_images(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
 {
 	size_t n = p->nclasses, napps = 0, dlen = 0;
@@ -336,6 +347,14 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			apps[a].domain = domain_label(g);
 			apps[a].app = rep_view_app_label(g);
 			apps[a].image = rep_view_image_label(&g->app);
+			if (apps[a].app && same_dep(g) && g->unverified) {
+				char *m = NULL;
+
+				if (asprintf(&m, "%s " REP_UNVERIFIED, apps[a].app) < 0)
+					m = NULL;
+				free(apps[a].app);
+				apps[a].app = m;
+			}
 			if (!apps[a].domain || !apps[a].app || !apps[a].image)
 				goto out_free;
 			napps++;
@@ -371,7 +390,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			if (app_of[i] != orig)
 				continue;
 			deps[nd].counts = rep_counts(p, p->groups[i].counts);
-			deps[nd].image = rep_view_image_label(&p->groups[i].dep);
+			deps[nd].image = rep_view_dep_label(&p->groups[i], &p->groups[i].dep);
 			nd++;
 		}
 		sort_rows(deps, nd, o, n);
@@ -418,7 +437,7 @@ static struct row *make_rows(const struct rep_profile *p, bool symbols)
 
 		rows[i].counts = rep_counts(p, s ? s->counts : g->counts);
 		rows[i].domain = domain_label(g);
-		rows[i].image = rep_view_image_label(&g->dep);
+		rows[i].image = rep_view_dep_label(g, &g->dep);
 		rows[i].app = rep_view_app_label(g);
 		rows[i].symbol = sym ? sym->name : "(no symbols)";
 		rows[i].vma = sym ? sym->start : 0;
@@ -747,6 +766,7 @@ static void json_row(FILE *f, const struct rep_opts *o, const struct rep_profile
 	json_id(f, "tgid", g->tgid);
 	json_id(f, "tid", g->tid);
 	json_id(f, "cpu", g->cpu);
+	fprintf(f, ",\"unverified\":%s", g->unverified ? "true" : "false");
 	if (o->symbols) {
 		bool known = p->rows[r->src].sym >= 0;
 
@@ -787,6 +807,11 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 		json_str(f, p->classes[c].event);
 		fprintf(f, ",\"count\":%" PRIu64 ",\"unit_mask\":%" PRIu32 ",\"total\":%" PRIu64 "}",
 			p->classes[c].count, p->classes[c].unit_mask, p->totals[c]);
+	}
+	fputs("],\n\"warnings\":[", f);
+	for (size_t i = 0; i < p->nnotes; i++) {
+		fputs(i ? ",\n" : "\n", f);
+		json_str(f, p->notes[i]);
 	}
 	fputs("],\n\"domains\":[", f);
 	for (size_t k = 0; k < nd; k++) {

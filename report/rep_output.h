@@ -16,6 +16,10 @@ struct rep_profile;
 int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
 	       const char *collector);
 
+/* What marks the rows of an image whose binary may not be the profiled
+ * one (rep_verify.h; doc/opreport.1, "Unverified images"). */
+#define REP_UNVERIFIED "(unverified)"
+
 /* A percentage as opreport prints it: 4 decimals, "100.000" for 100. */
 void rep_format_pct(char *buf, size_t size, double pct);
 

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <zlib.h>
 
 #include "pprof.pb-c.h"
+#include "rep_addr.h"
 #include "rep_collect.h"
 #include "rep_hash.h"
 #include "rep_image.h"
@@ -19,6 +21,7 @@
 #include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
+#include "util/du_elfid.h"
 #include "util/du_log.h"
 
 typedef Domprof__Pprof__Profile Profile;
@@ -65,6 +68,8 @@ struct builder {
 	 * ([nrows][nclasses]), rows by identity */
 	uint64_t *left;
 	struct rep_strmap *rowids;
+	struct rep_addrs *k;	/* NULL: a location per symbol, at its start */
+	int64_t *comments;	/* the report's warnings (unverified images) */
 };
 
 /* Index of @s in the string table, added on first use; -1: no memory. */
@@ -120,6 +125,29 @@ static char *mapping_file(struct builder *b, const struct rep_group *g, char **l
 	}
 }
 
+/*
+ * @m's build id (into @bid) and range from ELF file @file: the code
+ * segment's vaddr, end and file offset, so that pprof's base
+ * (start - offset + segment offset - segment vaddr) is 0 and a
+ * location's address is the binary's own vma, as perf's are.
+ */
+static void mapping_elf(Mapping *m, const char *file, char *bid, size_t size)
+{
+	struct du_elf_load seg;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return;
+	if (du_elf_build_id_hex(fd, bid, size) < 0)
+		bid[0] = '\0';
+	if (du_elf_exec_load(fd, &seg) == 1 && seg.vaddr + seg.memsz > seg.vaddr) {
+		m->memory_start = seg.vaddr;
+		m->memory_limit = seg.vaddr + seg.memsz;
+		m->file_offset = seg.offset;
+	}
+	close(fd);
+}
+
 /* The mapping id (1-based) of group @g's binary. */
 static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has_syms)
 {
@@ -143,7 +171,10 @@ static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has
 	domprof__pprof__mapping__init(m);
 	m->id = b->mapping.n + 1;
 	m->filename = str_id(b, file);
-	m->build_id = str_id(b, located ? rep_view_build_id(located, bid, sizeof(bid)) : "");
+	bid[0] = '\0';
+	if (located)
+		mapping_elf(m, located, bid, sizeof(bid));
+	m->build_id = str_id(b, bid);
 	/* Every location carries its function (or "(no symbols)"): nothing
 	 * is left for pprof to symbolize, whether the binary had symbols or not. */
 	m->has_functions = true;
@@ -195,18 +226,26 @@ static int64_t function_id(struct builder *b, const char *name, int64_t filename
 	return (int64_t)b->function.n;
 }
 
-/* The location of symbol @sym (-1: none) of @bin in mapping @mid. */
-static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin *bin, long sym)
+/*
+ * The location of sample key *@skey (NULL: of the symbol's start) in
+ * symbol @sym (-1: none) of @bin in mapping @mid.  Its address is the
+ * key's vma in @bin (the key itself, a file offset, without symbols).
+ */
+static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin *bin, long sym,
+			   const uint64_t *skey)
 {
 	const struct rep_sym *s = sym >= 0 ? rep_bin_sym(bin, (size_t)sym) : NULL;
 	const Mapping *m = b->mapping.v[mid - 1];
-	char key[64];
+	uint64_t addr = s ? s->start : 0;
+	char key[96];
 	Location *loc;
 	Line *line, **lines;
 	int64_t fid;
 	long i;
 
-	snprintf(key, sizeof(key), "%" PRId64 ":%ld", mid, sym);
+	if (skey && !(bin && rep_bin_key_to_vma(bin, *skey, &addr)))
+		addr = *skey;
+	snprintf(key, sizeof(key), "%" PRId64 ":%ld:%" PRIu64, mid, sym, addr);
 	i = rep_strmap_get(b->locs, key);
 	if (i >= 0)
 		return i + 1;
@@ -230,7 +269,7 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	loc->n_line = 1;
 	loc->id = b->location.n + 1;
 	loc->mapping_id = (uint64_t)mid;
-	loc->address = s ? s->start : 0;
+	loc->address = addr;
 	if (vec_push(&b->location, loc) || rep_strmap_put(b->locs, key, b->location.n - 1))
 		return -ENOMEM;
 	return (int64_t)b->location.n;
@@ -267,7 +306,7 @@ static int add_sample(struct builder *b, const struct rep_group *g, const uint64
 	domprof__pprof__sample__init(s);
 	s->location_id = malloc(nl * sizeof(*s->location_id));
 	s->value = calloc(2 * p->nclasses, sizeof(*s->value));
-	s->label = calloc(6, sizeof(*s->label));
+	s->label = calloc(7, sizeof(*s->label));
 	if (!s->location_id || !s->value || !s->label || vec_push(&b->sample, s)) {
 		free(s->location_id);
 		free(s->value);
@@ -288,11 +327,40 @@ static int add_sample(struct builder *b, const struct rep_group *g, const uint64
 	    add_label(b, s, "comm", g->vmm ? "{vmm}" : comm, 0) ||
 	    (g->tgid != SFN_ALL && add_label(b, s, "pid", NULL, g->tgid)) ||
 	    (g->tid != SFN_ALL && add_label(b, s, "tid", NULL, g->tid)) ||
-	    (g->cpu != SFN_ALL && add_label(b, s, "cpu", NULL, g->cpu))) {
+	    (g->cpu != SFN_ALL && add_label(b, s, "cpu", NULL, g->cpu)) ||
+	    (g->unverified && add_label(b, s, "unverified", "true", 0))) {
 		free(comm);
 		return -ENOMEM;
 	}
 	free(comm);
+	return 0;
+}
+
+/* Row @r's samples that no recorded stack took, by address. */
+static int add_row_keys(struct builder *b, const struct rep_symrow *r, int64_t mid)
+{
+	const struct rep_profile *p = b->p;
+	long i;
+
+	for (i = rep_addrs_first(b->k, r->group, r->sym); i >= 0; i = rep_addrs_at(b->k, i)->next) {
+		const struct rep_addr *e = rep_addrs_at(b->k, i);
+		bool any = false;
+		int64_t lid;
+		uint64_t l;
+		int rc;
+
+		for (size_t c = 0; c < p->nclasses; c++)
+			any |= e->c[c] != 0;
+		if (!any)
+			continue;
+		lid = location_id(b, mid, r->bin, r->sym, &e->key);
+		if (lid < 0)
+			return (int)lid;
+		l = (uint64_t)lid;
+		rc = add_sample(b, &p->groups[r->group], &l, 1, e->c);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -314,7 +382,9 @@ static int add_row(struct builder *b, size_t i)
 	mid = mapping_id(b, g, r->bin != NULL);
 	if (mid < 0)
 		return (int)mid;
-	lid = location_id(b, mid, r->bin, r->sym);
+	if (b->k)
+		return add_row_keys(b, r, mid);
+	lid = location_id(b, mid, r->bin, r->sym, NULL);
 	if (lid < 0)
 		return (int)lid;
 	l = (uint64_t)lid;
@@ -398,10 +468,16 @@ static int add_stack(void *ctx, const struct rep_stack *st)
 	if (cls < 0 || row < 0)
 		goto out;
 	left = b->left + (size_t)row * p->nclasses + cls;
-	c[cls] = st->count < *left ? st->count : *left;
+	if (b->k) {
+		struct rep_addr *e = rep_addrs_find(b->k, p->rows[row].group, sym, st->leaf_key);
+
+		left = e ? &e->c[cls] : NULL;
+	}
+	c[cls] = left && st->count < *left ? st->count : left ? *left : 0;
 	if (!c[cls])
 		goto out;
 	*left -= c[cls];
+	g.unverified = p->groups[p->rows[row].group].unverified;
 	for (size_t i = 0; i <= st->n && i < 1 + 128; i++) {
 		struct rep_group fg = g;
 		int64_t mid, lid;
@@ -411,7 +487,8 @@ static int add_stack(void *ctx, const struct rep_stack *st)
 		bin = i ? rep_images_get(b->images, l->domain, l->vmm, &fg.dep) : bin;
 		mid = mapping_id(b, &fg, bin != NULL);
 		lid = mid < 0 ? mid : location_id(b, mid, bin, i ? (bin ? rep_bin_lookup_key(
-						 bin, st->key[i - 1]) : -1) : sym);
+						 bin, st->key[i - 1]) : -1) : sym,
+						 i ? &st->key[i - 1] : &st->leaf_key);
 		if (lid < 0) {
 			rc = (int)lid;
 			goto out;
@@ -464,6 +541,7 @@ static void free_builder(struct builder *b)
 	rep_strmap_free(b->funcs);
 	rep_strmap_free(b->rowids);
 	free(b->left);
+	free(b->comments);
 }
 
 /* When the session started and how long it ran, as far as its files say. */
@@ -531,16 +609,24 @@ static int build(struct builder *b, Profile *prof)
 	prof->period = (int64_t)p->classes[0].count;
 	prof->default_sample_type = ((ValueType *)b->vt.v[0])->type;
 	session_times(b->o->session_dir, &prof->time_nanos, &prof->duration_nanos);
+	b->comments = calloc(p->nnotes + 1, sizeof(*b->comments));
+	if (!b->comments)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nnotes; i++)
+		if ((b->comments[i] = str_id(b, p->notes[i])) < 0)
+			return -ENOMEM;
+	prof->n_comment = p->nnotes;
+	prof->comment = b->comments;
 	prof->n_string_table = b->str.n;
 	prof->string_table = (char **)b->str.v;
 	return 0;
 }
 
-int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
-		   const struct rep_profile *p, uint8_t **buf, size_t *len)
+static int pack(const struct rep_opts *o, struct rep_images *images, const struct rep_profile *p,
+		struct rep_addrs *k, uint8_t **buf, size_t *len)
 {
 	Profile prof = DOMPROF__PPROF__PROFILE__INIT;
-	struct builder b = { .o = o, .images = images, .p = p };
+	struct builder b = { .o = o, .images = images, .p = p, .k = k };
 	int rc = build(&b, &prof);
 
 	*buf = NULL;
@@ -555,6 +641,12 @@ int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
 	}
 	free_builder(&b);
 	return rc;
+}
+
+int rep_pprof_pack(const struct rep_opts *o, struct rep_images *images,
+		   const struct rep_profile *p, uint8_t **buf, size_t *len)
+{
+	return pack(o, images, p, NULL, buf, len);
 }
 
 static int write_gz(const char *path, const uint8_t *buf, size_t len)
@@ -616,6 +708,8 @@ int rep_pprof_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct pprof_args args = { 0 };
+	struct rep_addrs *k = NULL;
+	struct rep_key_sink sink = { .key = rep_addrs_sink };
 	struct rep_images *images = NULL;
 	struct rep_profile *p = NULL;
 	uint8_t *buf = NULL;
@@ -629,9 +723,16 @@ int rep_pprof_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out;
 	}
-	if (rep_view_load(&o, &images, &p))
+	/* by address: every sample key with its counts */
+	images = rep_images_new(&o);
+	k = sink.ctx = rep_addrs_new();
+	if (!images || !k) {
+		du_err("out of memory");
 		goto out;
-	rc = rep_pprof_pack(&o, images, p, &buf, &len);
+	}
+	if (rep_collect_keys(&o, images, &sink, &p))
+		goto out;
+	rc = pack(&o, images, p, k, &buf, &len);
 	if (!rc)
 		rc = write_gz(args.output, buf, len);
 	if (rc) {
@@ -641,6 +742,7 @@ int rep_pprof_main(int argc, char **argv)
 	status = 0;
 out:
 	free(buf);
+	rep_addrs_free(k);
 	rep_profile_free(p);
 	rep_images_free(images);
 	rep_opts_release(&o);

@@ -2,14 +2,17 @@
  * oppprof: a session, or part of it, as a gzipped pprof profile
  * (report/pprof.proto) for go tool pprof, Pyroscope, Parca and the like.
  *
- * One sample per opreport -l row (domain, process, binary, symbol), its
- * stack the symbol's location (recorded call stacks will go above it).
+ * One sample per opreport -l row (domain, process, binary, symbol) and
+ * address when the samples' keys are known (oppprof collects them,
+ * report/rep_addr.h), else per row at the symbol's start; recorded call
+ * stacks go above it.
  * Values: per event class, the samples and the events they stand for
  * (samples x period).  Labels: domain ("host" for the host's own work),
  * vmm ("true" for host work done for a guest), comm, and pid/tid/cpu
- * where the session separated them.  Mappings name host binaries by
- * their path and guest binaries by their path in the session's image
- * cache, with build ids.
+ * where the session separated them, unverified=true for an image whose
+ * binary is not the profiled one (rep_verify.h).  Mappings name host
+ * binaries by their path and guest binaries by their path in the
+ * session's image cache, with build ids and their code segment's range.
  */
 #ifndef REP_PPROF_H
 #define REP_PPROF_H

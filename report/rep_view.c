@@ -13,6 +13,7 @@
 #include "rep_collect.h"
 #include "rep_image.h"
 #include "rep_opts.h"
+#include "rep_output.h"
 #include "rep_spec.h"
 #include "rep_view.h"
 #include "util/du_cli.h"
@@ -288,6 +289,18 @@ char *rep_view_image_label(const struct sfn_image *img)
 			return NULL;
 		return s;
 	}
+}
+
+char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img)
+{
+	char *s = rep_view_image_label(img), *m = NULL;
+
+	if (!s || !g->unverified)
+		return s;
+	if (asprintf(&m, "%s " REP_UNVERIFIED, s) < 0)
+		m = NULL;
+	free(s);
+	return m;
 }
 
 char *rep_view_app_label(const struct rep_group *g)

@@ -107,6 +107,9 @@ struct sfn_image;
 struct rep_group;
 char *rep_view_image_label(const struct sfn_image *img);
 char *rep_view_app_label(const struct rep_group *g);
+/* @img's label (@g's dep, or its app when that is the dep), with
+ * " (unverified)" when @g is marked (rep_collect.h). */
+char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img);
 
 /* A domain's own sample is guest kernel work when it fell in a guest
  * kernel image or the {anon:guest-kernel} bucket (as opreport counts). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pprof.pb-c.h"
+#include "rep_addr.h"
 #include "rep_collect.h"
 #include "rep_image.h"
 #include "rep_opts.h"
@@ -138,6 +139,35 @@ static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 	(void)ap;
 }
 
+/* The samples by address behind the per-address locations: counts per
+ * (group, symbol, key) and class, a row's entries chained. */
+static void test_addrs(void)
+{
+	struct rep_class cls[2] = { { (char *)"A", 1, 0 }, { (char *)"B", 1, 0 } };
+	struct rep_profile rp = { .classes = cls, .nclasses = 2 };
+	struct rep_addrs *k = rep_addrs_new();
+	struct rep_addr *e;
+	int seen = 0;
+
+	CU_ASSERT_FATAL(k != NULL);
+	CU_ASSERT(rep_addrs_sink(k, &rp, 0, 0, NULL, 3, 0x10, 5) == 0);
+	CU_ASSERT(rep_addrs_sink(k, &rp, 0, 1, NULL, 3, 0x10, 2) == 0);
+	CU_ASSERT(rep_addrs_sink(k, &rp, 0, 0, NULL, 3, 0x14, 7) == 0);
+	CU_ASSERT(rep_addrs_sink(k, &rp, 1, 0, NULL, 3, 0x10, 1) == 0);	/* another group */
+	e = rep_addrs_find(k, 0, 3, 0x10);
+	CU_ASSERT_FATAL(e != NULL);
+	CU_ASSERT(e->c[0] == 5 && e->c[1] == 2 && e->key == 0x10);
+	CU_ASSERT(rep_addrs_find(k, 0, 4, 0x10) == NULL);
+	for (long i = rep_addrs_first(k, 0, 3); i >= 0; i = rep_addrs_at(k, i)->next) {
+		e = rep_addrs_at(k, i);
+		CU_ASSERT(e->group == 0 && e->sym == 3);
+		seen++;
+	}
+	CU_ASSERT(seen == 2);
+	CU_ASSERT(rep_addrs_first(k, 2, 3) == -1);
+	rep_addrs_free(k);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -148,6 +178,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("pprof", NULL, NULL);
 	CU_add_test(s, "pack and decode", test_pack);
+	CU_add_test(s, "samples by address", test_addrs);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();

@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/du_elfid.h"
 #include "util/du_fs.h"
 #include "util/du_kv.h"
 #include "util/du_sdir.h"
@@ -418,6 +420,108 @@ static void test_sdir(void)
 	CU_ASSERT_EQUAL(system(path), 0);
 }
 
+/* An ELF64 image in @f: with @phdr a PT_LOAD (R+X, vaddr 0x401000,
+ * offset 0x1000, memsz 0x234) and a PT_NOTE; the build-id note (20 bytes
+ * of 0x5a, at 0x200) found through the PT_NOTE, or with @phdr false only
+ * through an SHT_NOTE section header (as in a separate debug file).
+ * Its size. */
+static size_t make_elf(unsigned char *f, bool phdr)
+{
+	unsigned char *n = f + 0x200;
+
+	memset(f, 0, 0x400);
+	memcpy(f, "\177ELF\2\1\1", 7);
+	f[16] = 2;
+	f[18] = 62;
+	f[52] = 64;
+	if (phdr) {
+		unsigned char *ph = f + 64;
+
+		f[32] = 64;		/* e_phoff */
+		f[54] = 56;		/* e_phentsize */
+		f[56] = 2;		/* e_phnum */
+		ph[0] = 1;		/* PT_LOAD */
+		ph[4] = 5;		/* R+X */
+		ph[9] = 0x10;		/* p_offset 0x1000 */
+		ph[17] = 0x10;		/* p_vaddr 0x401000 */
+		ph[18] = 0x40;
+		ph[40] = 0x34;		/* p_memsz 0x234 */
+		ph[41] = 0x02;
+		ph += 56;
+		ph[0] = 4;		/* PT_NOTE */
+		ph[9] = 0x02;		/* p_offset 0x200 */
+		ph[32] = 36;		/* p_filesz */
+	} else {
+		unsigned char *sh = f + 0x300 + 64;	/* section 1 */
+
+		f[41] = 0x03;		/* e_shoff 0x300 */
+		f[58] = 64;		/* e_shentsize */
+		f[60] = 2;		/* e_shnum */
+		sh[4] = 7;		/* SHT_NOTE */
+		sh[25] = 0x02;		/* sh_offset 0x200 */
+		sh[32] = 36;		/* sh_size */
+	}
+	n[0] = 4;
+	n[4] = 20;
+	n[8] = 3;
+	memcpy(n + 12, "GNU", 4);
+	memset(n + 16, 0x5a, 20);
+	return 0x400;
+}
+
+static int elf_fd(const unsigned char *f, size_t len)
+{
+	char path[] = "/tmp/test_elfid.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, f, len) != (ssize_t)len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void test_elfid(void)
+{
+	static unsigned char f[0x400];
+	char hex[DU_BUILD_ID_HEX];
+	struct du_elf_load seg;
+	uint8_t bid[DU_BUILD_ID_MAX];
+	int fd;
+
+	fd = elf_fd(f, make_elf(f, true));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(du_elf_build_id_hex(fd, hex, sizeof(hex)) == 20);
+	CU_ASSERT_STRING_EQUAL(hex, "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a");
+	CU_ASSERT(du_elf_build_id(fd, bid, 10) == 0);	/* longer than asked: none */
+	CU_ASSERT(du_elf_exec_load(fd, &seg) == 1);
+	CU_ASSERT(seg.vaddr == 0x401000 && seg.offset == 0x1000 && seg.memsz == 0x234);
+	close(fd);
+	/* a debug file's note: only in its section headers */
+	fd = elf_fd(f, make_elf(f, false));
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(du_elf_build_id_hex(fd, hex, sizeof(hex)) == 20);
+	CU_ASSERT(du_elf_exec_load(fd, &seg) == 0);
+	close(fd);
+	/* a note that runs past the file, a section table past it: none */
+	make_elf(f, false);
+	f[0x200 + 4] = 200;
+	fd = elf_fd(f, 0x400);
+	CU_ASSERT(fd >= 0 && du_elf_build_id(fd, bid, sizeof(bid)) == 0);
+	close(fd);
+	make_elf(f, false);
+	f[41] = 0x7f;
+	fd = elf_fd(f, 0x400);
+	CU_ASSERT(fd >= 0 && du_elf_build_id(fd, bid, sizeof(bid)) == 0);
+	close(fd);
+	fd = elf_fd((const unsigned char *)"#!/bin/sh\n", 10);
+	CU_ASSERT(fd >= 0 && du_elf_build_id_hex(fd, hex, sizeof(hex)) == 0 && !hex[0]);
+	close(fd);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -430,7 +534,8 @@ int main(void)
 	    !CU_add_test(s, "key/value edges", test_kv_edges) ||
 	    !CU_add_test(s, "separate table", test_separate_table) ||
 	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
-	    !CU_add_test(s, "session directory", test_sdir)) {
+	    !CU_add_test(s, "session directory", test_sdir) ||
+	    !CU_add_test(s, "ELF build id and code segment", test_elfid)) {
 		CU_cleanup_registry();
 		return 1;
 	}
