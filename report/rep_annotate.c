@@ -761,6 +761,7 @@ static void usage(FILE *f)
 	      "  -t, --threshold=PERCENT hide images and symbols below PERCENT of the total\n"
 	      "  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
 	      "      --root=DIR          prefix for binary paths\n"
+	      "      --debug-dir=DIR     debug files by build-id and debug link (default /usr/lib/debug)\n"
 	      "      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
 	      "  -h, --help              show this help and exit\n"
 	      "\n"
@@ -777,6 +778,7 @@ static int parse(struct annot *a, int argc, char **argv)
 		{ "threshold", required_argument, NULL, 't' },
 		{ "image-path", required_argument, NULL, 'p' },
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

@@ -165,6 +165,7 @@ const char rep_view_common_usage[] =
 	"      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
 	"  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
 	"      --root=DIR          prefix for binary paths\n"
+	"      --debug-dir=DIR     debug files by build-id and debug link (default /usr/lib/debug)\n"
 	"      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
 	"  -h, --help              show this help and exit\n"
 	"\n"
@@ -180,6 +181,9 @@ int rep_view_common_opt(struct rep_opts *o, int c, const char *arg, char *msg, s
 		return rep_view_add_image_path(o, arg) ? -ENOMEM : 0;
 	case REP_OPT_ROOT:
 		o->root = arg;
+		return 0;
+	case REP_OPT_DEBUG_DIR:
+		o->debug_dir = arg;
 		return 0;
 	case REP_OPT_DOMAIN:
 		return rep_spec_add_domains(o->spec, arg, msg, msglen) ? -EINVAL : 0;
@@ -197,6 +201,7 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "image-path", required_argument, NULL, 'p' },
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
 	};

@@ -20,7 +20,7 @@ int rep_view_add_image_path(struct rep_opts *o, const char *list);
 /* getopt ids of the long options every report tool shares; a tool's own
  * long-only options start at REP_OPT_FREE. */
 enum {
-	REP_OPT_SESSION_DIR = 0x1000, REP_OPT_ROOT, REP_OPT_DOMAIN, REP_OPT_FREE
+	REP_OPT_SESSION_DIR = 0x1000, REP_OPT_ROOT, REP_OPT_DOMAIN, REP_OPT_DEBUG_DIR, REP_OPT_FREE
 };
 
 /*
