@@ -341,6 +341,13 @@ static bfd *open_bfd(const char *path, int fd, int *rc, char *err, size_t errlen
 		bfd_init();
 		bfd_ready = true;
 	}
+	/* libbfd takes a new fd to be at its start: a memfd just written is not */
+	if (fd >= 0 && lseek(fd, 0, SEEK_SET) < 0) {
+		*rc = -errno;
+		snprintf(err, errlen, "%s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
 	abfd = fd >= 0 ? bfd_fdopenr(path, NULL, fd) : bfd_openr(path, NULL);
 	if (!abfd) {
 		*rc = bfd_get_error() == bfd_error_system_call && errno ? -errno : -ENOENT;
