@@ -92,7 +92,12 @@ int rep_child_confine(void)
 		if (rc)
 			goto out;
 	}
-	rc = seccomp_load(ctx);
+	/* libbfd asks how many files it may keep open: reading limits only */
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_EQ, 0));
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(getrlimit), 0);
+	if (!rc)
+		rc = seccomp_load(ctx);
 out:
 	seccomp_release(ctx);
 	return rc;

@@ -43,6 +43,7 @@ struct rep_images {
 	bool cfg_ready;
 	bool dbgd_started;
 	unsigned int dbgd_left_ms;	/* debuginfod time left to this report */
+	unsigned int dbgd_image_ms;	/* and for one image */
 };
 
 struct rep_images *rep_images_new(const struct rep_opts *o)
@@ -400,14 +401,26 @@ static struct rep_bin *read_load_reply(const char *reply, size_t len, struct cac
 	return rep_bin_read(p, left);
 }
 
-/* The debuginfod time this image may take, from what the report has left. */
+/*
+ * The debuginfod time this image may take, from what the report has left:
+ * DEBUGINFOD_TIMEOUT's seconds (the client's own per-transfer bound) when
+ * shorter than ours, as an overall bound here.
+ */
 static unsigned int debuginfod_ms(struct rep_images *c)
 {
+	const char *t = getenv("DEBUGINFOD_TIMEOUT");
+	unsigned int per = DEBUGINFOD_IMAGE_MS;
+	char *end;
+
 	if (!c->dbgd_started) {
+		unsigned long v = t ? strtoul(t, &end, 10) : 0;
+
 		c->dbgd_started = true;
 		c->dbgd_left_ms = DEBUGINFOD_BUDGET_MS;
+		c->dbgd_image_ms = t && *t && !*end && v && v * 1000 < per ? (unsigned int)v * 1000 : per;
 	}
-	return c->dbgd_left_ms < DEBUGINFOD_IMAGE_MS ? c->dbgd_left_ms : DEBUGINFOD_IMAGE_MS;
+	per = c->dbgd_image_ms;
+	return c->dbgd_left_ms < per ? c->dbgd_left_ms : per;
 }
 
 static void say_lookup(struct rep_images *c, const char *file, const struct rep_debug_found *f)

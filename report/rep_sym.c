@@ -291,17 +291,25 @@ static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
 		goto out_free_cand;
 	for (size_t i = 0; i < nc; i++) {
 		size_t j = i + 1;
-		char *dm;
+		const char *at;
+		char *dm, *plain;
 
 		/* Best-ranked symbol at an address is first; skip the others. */
 		if (i && c[i].start == c[i - 1].start)
 			continue;
 		while (j < nc && c[j].start == c[i].start)
 			j++;
-		dm = bfd_demangle(abfd, c[i].name, 3 /* DMGL_PARAMS | DMGL_ANSI */);
-		b->names[b->nsyms] = dm ? dm : strdup(c[i].name);
-		if (!b->names[b->nsyms])
+		/* libbfd names a versioned symbol "memcpy@@GLIBC_2.14"; perf
+		 * and gdb say "memcpy" */
+		at = strchr(c[i].name, '@');
+		plain = at && at != c[i].name ? strndup(c[i].name, (size_t)(at - c[i].name)) :
+						 strdup(c[i].name);
+		if (!plain)
 			goto out_free_cand;
+		dm = bfd_demangle(abfd, plain, 3 /* DMGL_PARAMS | DMGL_ANSI */);
+		if (dm)
+			free(plain);
+		b->names[b->nsyms] = dm ? dm : plain;
 		b->syms[b->nsyms].start = c[i].start;
 		b->syms[b->nsyms].end = j < nc && c[j].start < c[i].limit ? c[j].start : c[i].limit;
 		b->syms[b->nsyms].name = b->names[b->nsyms];
