@@ -415,7 +415,7 @@ static bool by_debuginfod(int fd, const struct facts *img, const struct rep_debu
 
 	if (!urls || !urls[0] || !o->debuginfod_ms || !img->idlen) {
 		say(f, "debuginfod: %s", !img->idlen ? "no build-id to ask for" :
-			!o->debuginfod_ms ? "not asked (no time left)" : "DEBUGINFOD_URLS unset");
+			!urls || !urls[0] ? "DEBUGINFOD_URLS unset" : "not asked (no time left)");
 		return false;
 	}
 	c = debuginfod_begin();
@@ -481,7 +481,9 @@ int rep_debug_find(int fd, const char *path, const struct rep_debug_opts *o,
 		f->src = REP_DEBUG_SELF;
 		return 0;
 	}
-	if (by_build_id(fd, dir, &img, o, f) || by_link(fd, path, dir, &img, o, f) ||
+	if ((o->first_dir && !access(o->first_dir, F_OK) &&
+	     by_build_id(fd, o->first_dir, &img, o, f)) ||
+	    by_build_id(fd, dir, &img, o, f) || by_link(fd, path, dir, &img, o, f) ||
 	    by_mini(fd, &img, o, f) || by_debuginfod(fd, &img, o, f))
 		return 0;
 	f->src = REP_DEBUG_NONE;

@@ -19,6 +19,8 @@
 
 struct rep_debug_opts {
 	const char *debug_dir;		/* NULL: REP_DEBUG_DIR */
+	const char *first_dir;		/* NULL, or a debug dir asked before it
+					 * (an archive's copy) */
 	bool need_lines;		/* DWARF lines wanted, not only symbols */
 	unsigned int debuginfod_ms;	/* 0: debuginfod not asked */
 };

@@ -16,6 +16,7 @@
 #include "rep_kernel.h"
 #include "rep_opts.h"
 #include "rep_sym.h"
+#include "rep_view.h"
 #include "util/du_log.h"
 
 struct rep_images {
@@ -41,6 +42,7 @@ struct rep_images {
 	size_t ndkern;
 	struct rep_child_cfg cfg;	/* how parser children run */
 	bool cfg_ready;
+	char *archive_debug;		/* SESSION/archive/usr/lib/debug */
 	bool dbgd_started;
 	unsigned int dbgd_left_ms;	/* debuginfod time left to this report */
 	unsigned int dbgd_image_ms;	/* and for one image */
@@ -84,6 +86,7 @@ void rep_images_free(struct rep_images *c)
 		rep_kernel_free(c->dkern[i].kernel);
 	}
 	free(c->dkern);
+	free(c->archive_debug);
 	free(c);
 }
 
@@ -464,6 +467,10 @@ static struct rep_bin *load_image(struct rep_images *c, const char *file, struct
 			return NULL;
 		}
 		c->cfg_ready = true;
+		/* an archive's debug files (oparchive stores them by build-id) */
+		if (asprintf(&c->archive_debug, "%s/" REP_ARCHIVE_DIR REP_DEBUG_DIR,
+			     c->o->session_dir) < 0)
+			c->archive_debug = NULL;
 	}
 	l.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (l.fd < 0) {
@@ -475,6 +482,7 @@ static struct rep_bin *load_image(struct rep_images *c, const char *file, struct
 		goto out;
 	}
 	l.dopts.debug_dir = c->o->debug_dir;
+	l.dopts.first_dir = c->archive_debug;
 	l.dopts.debuginfod_ms = debuginfod_ms(c);
 	if (rep_child_run(&c->cfg, l.fd, load_child, &l, PARSE_WALL_MS + l.dopts.debuginfod_ms,
 			  &reply, &len, err, errlen))

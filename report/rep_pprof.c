@@ -124,7 +124,7 @@ static char *mapping_file(struct builder *b, const struct rep_group *g, char **l
 static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has_syms)
 {
 	char *key = NULL, *file = NULL, *located = NULL;
-	char bid[160];
+	const char *bid = NULL, *dbg = NULL;
 	Mapping *m = NULL;
 	long i;
 
@@ -143,7 +143,10 @@ static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has
 	domprof__pprof__mapping__init(m);
 	m->id = b->mapping.n + 1;
 	m->filename = str_id(b, file);
-	m->build_id = str_id(b, located ? rep_view_build_id(located, bid, sizeof(bid)) : "");
+	/* the build-id its parser child read: the report parses no ELF itself */
+	if (located && g->dep.kind == SFN_ROOT)
+		rep_images_info(b->images, g->domain, g->vmm, &g->dep, &bid, &dbg);
+	m->build_id = str_id(b, bid ? bid : "");
 	/* Every location carries its function (or "(no symbols)"): nothing
 	 * is left for pprof to symbolize, whether the binary had symbols or not. */
 	m->has_functions = true;

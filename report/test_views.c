@@ -229,29 +229,6 @@ static void test_labels(void)
 	CU_ASSERT(!rep_view_is_guest_kernel(&g.app));
 }
 
-static void test_build_id(void)
-{
-	char dir[] = "/tmp/test_views.XXXXXX", cmd[1024], path[512], id[128];
-	FILE *f;
-
-	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
-	snprintf(path, sizeof(path), "%s/t.c", dir);
-	f = fopen(path, "w");
-	CU_ASSERT_FATAL(f != NULL);
-	fputs("int main(void) { return 0; }\n", f);
-	fclose(f);
-	snprintf(cmd, sizeof(cmd), "%s -o %s/t %s -Wl,--build-id=0x0123456789abcdef00ff", REP_TEST_CC,
-		 dir, path);
-	CU_ASSERT_FATAL(system(cmd) == 0);
-	snprintf(path, sizeof(path), "%s/t", dir);
-	CU_ASSERT_STRING_EQUAL(rep_view_build_id(path, id, sizeof(id)), "0123456789abcdef00ff");
-	CU_ASSERT_STRING_EQUAL(rep_view_build_id("/nonexistent", id, sizeof(id)), "");
-	/* Too small a buffer: no id rather than a cut one. */
-	CU_ASSERT_STRING_EQUAL(rep_view_build_id(path, id, 8), "");
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	CU_ASSERT(system(cmd) == 0);
-}
-
 static void test_progress_quiet(void)
 {
 	struct rep_progress pr;
@@ -398,7 +375,6 @@ int main(void)
 	CU_add_test(s, "flame: frames of a profile", test_flame_profile);
 	CU_add_test(s, "command line", test_parse);
 	CU_add_test(s, "labels", test_labels);
-	CU_add_test(s, "build ids", test_build_id);
 	CU_add_test(s, "progress off a terminal", test_progress_quiet);
 	CU_add_test(s, "opannotate: a guest binary from the image cache", test_annotate_guest);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
