@@ -323,7 +323,7 @@ static void test_annotate_guest(void)
 	      "int main(void) { guest_spin(3); return 0; }\n", f);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "mkdir -p %s/session/images/7 %s/session/domains/web1 && "
-		 "%s -O1 -o %s/session/images/7/gprog %s && "
+		 "%s -g -O1 -o %s/session/images/7/gprog %s && "
 		 "printf 'images/7/gprog\\t/usr/bin/gprog\\n' >%s/session/domains/web1/images",
 		 dir, dir, REP_TEST_CC, dir, p, dir);
 	CU_ASSERT_FATAL(system(cmd) == 0);
@@ -351,6 +351,33 @@ static void test_annotate_guest(void)
 		CU_ASSERT(hot != NULL && hot > strstr(text, "<guest_spin>"));
 	}
 	free(text);
+
+	/* Its DWARF names a host file (g.c, here): never opened as given; below
+	 * --source-dir only, and not through a link out of it. */
+	{
+		char *src[] = { "opannotate", "--source", sd, "--domain=web1", NULL, NULL };
+		char sdir[1200];
+
+		text = annotate(4, src, &status);
+		CU_ASSERT(status == 0);
+		CU_ASSERT(strstr(text, "looked for under --source-dir only") != NULL);
+		CU_ASSERT(strstr(text, "for (int i = 0") == NULL);
+		free(text);
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s/src%s %s/bad%s && cp %s/g.c %s/src%s/ && "
+			 "ln -s %s/g.c %s/bad%s/g.c", dir, dir, dir, dir, dir, dir, dir, dir, dir, dir);
+		CU_ASSERT_FATAL(system(cmd) == 0);
+		snprintf(sdir, sizeof(sdir), "--source-dir=%s/src", dir);
+		src[4] = sdir;
+		text = annotate(5, src, &status);
+		CU_ASSERT(status == 0);
+		CU_ASSERT(strstr(text, "for (int i = 0") != NULL);
+		free(text);
+		snprintf(sdir, sizeof(sdir), "--source-dir=%s/bad", dir);
+		text = annotate(5, src, &status);
+		CU_ASSERT(status == 0);
+		CU_ASSERT(strstr(text, "for (int i = 0") == NULL);
+		free(text);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CU_ASSERT(system(cmd) == 0);
 }
