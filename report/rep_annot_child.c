@@ -75,7 +75,7 @@ static int put_lines(FILE *o, bfd *abfd, const struct rep_annot_req *r)
 }
 
 /* The child: debug info found, files opened, then seccomp, then the parse. */
-static int annot_child(void *ctx, int out)
+static int annot_child(void *ctx, int out, int in)
 {
 	const struct rep_annot_req *r = ctx;
 	struct rep_debug_found f = { .fd = -1 };

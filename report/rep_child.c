@@ -178,11 +178,55 @@ static int read_reply(int rfd, pid_t pid, unsigned int wall_ms, char **reply, si
 	}
 }
 
-int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, int out),
+int rep_child_ask(int out, int in, const char *q, size_t n)
+{
+	unsigned char len = n > 255 ? 255 : (unsigned char)n, a;
+
+	if (write(out, &len, 1) != 1 || write(out, q, len) != len || read(in, &a, 1) != 1)
+		return -1;
+	return a;
+}
+
+/* The child's question, read within @wall_ms, and @ask's answer sent. */
+static int answer(int rfd, int wfd, int (*ask)(void *actx, const char *q, size_t n), void *actx,
+		  unsigned int wall_ms)
+{
+	char q[256];
+	size_t got = 0, want = 1;
+
+	while (got < want) {
+		struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&pfd, 1, (int)wall_ms) <= 0)
+			return -ETIMEDOUT;
+		n = read(rfd, q + got, want - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPIPE;	/* it died first: its status says why */
+		got += (size_t)n;
+		if (got == 1)
+			want = 1 + (unsigned char)q[0];
+	}
+	q[got] = '\0';
+	q[0] = (char)ask(actx, q + 1, got - 1);
+	return write(wfd, q, 1) == 1 ? 0 : -EPIPE;
+}
+
+int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, int out, int in),
 		  void *ctx, unsigned int wall_ms, char **reply, size_t *len, char *err,
 		  size_t errlen)
 {
-	int p[2], status, rc;
+	return rep_child_run_ask(cfg, fd, fn, ctx, NULL, NULL, wall_ms, reply, len, err, errlen);
+}
+
+int rep_child_run_ask(const struct rep_child_cfg *cfg, int fd,
+		      int (*fn)(void *ctx, int out, int in), void *ctx,
+		      int (*ask)(void *actx, const char *q, size_t n), void *actx,
+		      unsigned int wall_ms, char **reply, size_t *len, char *err, size_t errlen)
+{
+	int p[2], a[2], status, rc;
 	pid_t pid;
 
 	*reply = NULL;
@@ -191,6 +235,13 @@ int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, 
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
+	if (pipe2(a, O_CLOEXEC)) {
+		rc = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -198,14 +249,21 @@ int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, 
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
+		close(a[0]);
+		close(a[1]);
 		return rc;
 	}
 	if (pid == 0) {
 		close(p[0]);
-		_exit(limit_self(cfg) ? 3 : fn(ctx, p[1]));
+		close(a[1]);
+		_exit(limit_self(cfg) ? 3 : fn(ctx, p[1], a[0]));
 	}
 	(void)fd;	/* inherited by the child; the caller closes its own */
 	close(p[1]);
+	close(a[0]);
+	if (ask && answer(p[0], a[1], ask, actx, wall_ms) == -ETIMEDOUT)
+		kill(pid, SIGKILL);
+	close(a[1]);
 	rc = read_reply(p[0], pid, wall_ms, reply, len, err, errlen);
 	close(p[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -29,15 +29,29 @@ struct rep_child_cfg {
 int rep_child_cfg_init(struct rep_child_cfg *cfg);
 
 /*
- * Run @fn(@ctx, out) in a confined child, @fd (may be -1) the one
- * descriptor it inherits beside the reply pipe @out; @fn returns the exit
- * status: 0 when it wrote its reply, 2 when it wrote "\0" and a reason.
- * @wall_ms bounds the child's time.  0 with the reply in *@reply (malloc'd)
- * and *@len; -errno with the reason in @err.
+ * Run @fn(@ctx, out, in) in a confined child, @fd (may be -1) the one
+ * descriptor it inherits beside the reply pipe @out and the answer pipe
+ * @in; @fn returns the exit status: 0 when it wrote its reply, 2 when it
+ * wrote "\0" and a reason.  @wall_ms bounds the child's time.  0 with the
+ * reply in *@reply (malloc'd) and *@len; -errno with the reason in @err.
  */
-int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, int out),
+int rep_child_run(const struct rep_child_cfg *cfg, int fd, int (*fn)(void *ctx, int out, int in),
 		  void *ctx, unsigned int wall_ms, char **reply, size_t *len, char *err,
 		  size_t errlen);
+
+/*
+ * The same, for a child that asks one question first (rep_child_ask): its
+ * bytes go to @ask(@actx, q, n) in the parent, whose return (one byte) is
+ * the answer.
+ */
+int rep_child_run_ask(const struct rep_child_cfg *cfg, int fd,
+		      int (*fn)(void *ctx, int out, int in), void *ctx,
+		      int (*ask)(void *actx, const char *q, size_t n), void *actx,
+		      unsigned int wall_ms, char **reply, size_t *len, char *err, size_t errlen);
+
+/* In the child: ask @q (at most 255 bytes) on @out, the answer read from
+ * @in; the answer byte, or -1. */
+int rep_child_ask(int out, int in, const char *q, size_t n);
 
 /*
  * In the child, once every file it needs is open: a seccomp allow-list

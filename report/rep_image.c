@@ -22,6 +22,7 @@
 struct rep_images {
 	const struct rep_opts *o;
 	struct rep_strmap *by_key;	/* cache key -> index in bins (SIZE_MAX-free) */
+	struct rep_strmap *by_bid;	/* owner, build-id -> index of the entry owning its table */
 	struct cached {
 		const struct rep_bin *bin;	/* NULL: tried, nothing found */
 		struct rep_bin *owned;		/* kernel tables belong to kernel */
@@ -56,8 +57,9 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 		return NULL;
 	c->o = o;
 	c->by_key = rep_strmap_new();
+	c->by_bid = rep_strmap_new();
 	c->basenames = rep_strmap_new();
-	if (!c->by_key || !c->basenames) {
+	if (!c->by_key || !c->by_bid || !c->basenames) {
 		rep_images_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -79,6 +81,7 @@ void rep_images_free(struct rep_images *c)
 		free(c->found[i]);
 	free(c->found);
 	rep_strmap_free(c->by_key);
+	rep_strmap_free(c->by_bid);
 	rep_strmap_free(c->basenames);
 	rep_kernel_free(c->kernel);
 	for (size_t i = 0; i < c->ndkern; i++) {
@@ -310,7 +313,35 @@ struct load {
 	const char *file;
 	int fd;
 	struct rep_debug_opts dopts;
+	struct rep_images *c;
+	const char *owner;	/* "" host, or the domain */
+	long shared;		/* an entry with the same owner and build-id, or -1 */
 };
+
+static char *bid_key(const char *owner, const char *bid)
+{
+	char *k = NULL;
+
+	return asprintf(&k, "%s%c%s", owner, 1, bid) < 0 ? NULL : k;
+}
+
+/*
+ * The child's question: its image's build-id.  A table already read for
+ * that build-id, by the same owner, is used again: one parse per build-id
+ * and report.  Never across domains, where a build-id is only a claim.
+ */
+static int ask_shared(void *ctx, const char *q, size_t n)
+{
+	struct load *l = ctx;
+	char *k;
+
+	if (!n || strnlen(q, n) != n)
+		return 'y';
+	k = bid_key(l->owner, q);
+	l->shared = k ? rep_strmap_get(l->c->by_bid, k) : -1;
+	free(k);
+	return l->shared >= 0 ? 'n' : 'y';
+}
 
 static int put_str(int out, const char *s)
 {
@@ -325,7 +356,7 @@ static int put_str(int out, const char *s)
  * flags (1 debuginfod asked, 2 it timed out), ms spent on debuginfod;
  * build-id, debug file and reasons as u16-counted strings; the table.
  */
-static int load_child(void *ctx, int out)
+static int load_child(void *ctx, int out, int in)
 {
 	struct load *l = ctx;
 	struct rep_debug_found f;
@@ -335,6 +366,9 @@ static int load_child(void *ctx, int out)
 	int rc;
 
 	rc = rep_debug_find(l->fd, l->file, &l->dopts, &f);
+	/* the build-id first: the parent may have its table already */
+	if (rep_child_ask(out, in, rc ? "" : f.build_id, rc ? 0 : strlen(f.build_id)) == 'n')
+		return 0;
 	if (rc) {
 		snprintf(err, sizeof(err), "not an ELF file");
 		goto fail;
@@ -451,20 +485,32 @@ static void say_lookup(struct rep_images *c, const char *file, const struct rep_
  * child (rep_child.h): host and guest binaries alike are untrusted bytes
  * to the report.  Only ELF files get as far as the parser.
  */
-static struct rep_bin *load_image(struct rep_images *c, const char *file, struct cached *e,
-				  char *err, size_t errlen)
+static void load_shared(struct rep_images *c, long i, struct cached *e)
 {
-	struct load l = { .file = file };
+	e->bin = c->bins[i].bin;
+	e->build_id = c->bins[i].build_id ? strdup(c->bins[i].build_id) : NULL;
+	e->debug_file = c->bins[i].debug_file ? strdup(c->bins[i].debug_file) : NULL;
+}
+
+/*
+ * An image's symbols into @e, with its debug info found and read by a
+ * confined child (rep_child.h): host and guest binaries alike are
+ * untrusted bytes to the report.  Only ELF files get as far as the parser.
+ */
+static int load_image(struct rep_images *c, const char *owner, const char *file, struct cached *e,
+		      char *err, size_t errlen)
+{
+	struct load l = { .file = file, .c = c, .owner = owner, .shared = -1 };
 	struct rep_debug_found f;
 	unsigned char magic[4];
-	struct rep_bin *b = NULL;
-	char *reply = NULL;
+	char *reply = NULL, *k;
 	size_t len;
+	int rc = -EINVAL;
 
 	if (!c->cfg_ready) {
 		if (rep_child_cfg_init(&c->cfg)) {
 			snprintf(err, errlen, "no unprivileged user to parse it as");
-			return NULL;
+			return -ENOENT;
 		}
 		c->cfg_ready = true;
 		/* an archive's debug files (oparchive stores them by build-id) */
@@ -475,7 +521,7 @@ static struct rep_bin *load_image(struct rep_images *c, const char *file, struct
 	l.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (l.fd < 0) {
 		snprintf(err, errlen, "%s", strerror(errno));
-		return NULL;
+		return -errno;
 	}
 	if (pread(l.fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
 		snprintf(err, errlen, "not an ELF file");
@@ -484,38 +530,51 @@ static struct rep_bin *load_image(struct rep_images *c, const char *file, struct
 	l.dopts.debug_dir = c->o->debug_dir;
 	l.dopts.first_dir = c->archive_debug;
 	l.dopts.debuginfod_ms = debuginfod_ms(c);
-	if (rep_child_run(&c->cfg, l.fd, load_child, &l, PARSE_WALL_MS + l.dopts.debuginfod_ms,
-			  &reply, &len, err, errlen))
+	if (rep_child_run_ask(&c->cfg, l.fd, load_child, &l, ask_shared, &l,
+			      PARSE_WALL_MS + l.dopts.debuginfod_ms, &reply, &len, err, errlen))
 		goto out;
+	rc = 0;
+	if (l.shared >= 0) {
+		load_shared(c, l.shared, e);
+		goto out;
+	}
 	memset(&f, 0, sizeof(f));
-	b = read_load_reply(reply, len, e, &f);
-	if (!b)
+	e->owned = read_load_reply(reply, len, e, &f);
+	e->bin = e->owned;
+	if (!e->owned) {
 		snprintf(err, errlen, "its parser sent a bad table");
-	else
-		say_lookup(c, file, &f);
+		rc = -EBADMSG;
+		goto out;
+	}
+	say_lookup(c, file, &f);
+	/* shared only when as good as any copy's: found by build-id, or the
+	 * binary's own full table; a stripped copy's poorer names are not */
+	k = e->build_id && f.src != REP_DEBUG_NONE && f.src != REP_DEBUG_MINI ?
+		    bid_key(owner, e->build_id) : NULL;
+	/* a failed put costs a second parse later, nothing else */
+	if (k)
+		rep_strmap_put(c->by_bid, k, e - c->bins);
+	free(k);
 out:
 	free(reply);
 	close(l.fd);
-	return b;
+	return rc;
 }
 
-static struct rep_bin *load_root(struct rep_images *c, const char *domain, bool vmm,
-				 const char *path, struct cached *e)
+static void load_root(struct rep_images *c, const char *domain, bool vmm, const char *path,
+		      struct cached *e)
 {
 	char *file = rep_images_locate(c, domain, vmm, path);
-	struct rep_bin *b;
 	char err[256];
 
 	if (!file) {
 		du_warn("binary %s%s%s not found: reported without symbols", path,
 			domain ? " of domain " : "", domain ? domain : "");
-		return NULL;
+		return;
 	}
-	b = load_image(c, file, e, err, sizeof(err));
-	if (!b)
+	if (load_image(c, domain && !vmm ? domain : "", file, e, err, sizeof(err)))
 		du_warn("cannot read symbols of %s: %s", file, err);
 	free(file);
-	return b;
 }
 
 /* The cache entry of @img, loaded on first use: its index, or -1. */
@@ -524,8 +583,6 @@ static long image_entry(struct rep_images *c, const char *domain, bool vmm,
 {
 	/* Host and vmm images are the same binaries: cache them together. */
 	const char *owner = domain && !vmm ? domain : "";
-	const struct rep_bin *kb = NULL;
-	struct rep_bin *b = NULL;
 	struct cached *nv;
 	char *key = NULL;
 	long i;
@@ -547,11 +604,9 @@ static long image_entry(struct rep_images *c, const char *domain, bool vmm,
 	c->bins = nv;
 	memset(&c->bins[c->nbins], 0, sizeof(*nv));
 	if (img->kind == SFN_KERN)
-		kb = lookup_kernel(c, domain, vmm, img->name);
+		c->bins[c->nbins].bin = lookup_kernel(c, domain, vmm, img->name);
 	else
-		b = load_root(c, domain, vmm, img->name, &c->bins[c->nbins]);
-	c->bins[c->nbins].bin = b ? b : kb;
-	c->bins[c->nbins].owned = b;
+		load_root(c, domain, vmm, img->name, &c->bins[c->nbins]);
 	/* A failed put only costs a second lookup later, never a leak. */
 	c->nbins++;
 	rep_strmap_put(c->by_key, key, c->nbins - 1);

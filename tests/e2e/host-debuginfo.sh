@@ -227,5 +227,16 @@ else
 	fail "an ELF file opened by uid 0: dropped=$dropped; $bad"
 fi
 
+# --- once per build-id: two copies with one build-id, one parse --------------
+strace -f -qq -e trace=setresuid,seccomp -o strace2.out \
+	"$bin/opreport" -l --session-dir="$session" "image:$work/full/ratio,$work/a/ratio" >two.out 2>&1
+read -r asked parsed < <(awk '/setresuid\([1-9]/ { a[$1] = 1 } /seccomp\(SECCOMP_SET_MODE_FILTER, 0,/ { p[$1] = 1 }
+	END { for (k in a) na++; for (k in p) np++; print na + 0, np + 0 }' strace2.out)
+if [ "$parsed" -eq $((asked - 1)) ] && [ "$(grep -c ' burn_a$' two.out)" -eq 2 ]; then
+	ok "two copies of one build-id: $asked parser children, $parsed parsed (one table shared), both named"
+else
+	fail "two copies of one build-id: $asked children, $parsed parsed; $(grep -c ' burn_a$' two.out) named"
+fi
+
 [ "$fails" -eq 0 ] || { echo "host-debuginfo: $fails failure(s)"; exit 1; }
 echo "host-debuginfo: all checks passed"
