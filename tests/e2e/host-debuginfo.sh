@@ -80,6 +80,13 @@ EOF
 		"$bin/opreport" -l --session-dir="$session" >"$work/hang.out" 2>"$work/hang.err" || true
 	end=$(date +%s.%N)
 	echo "$start $end" | awk '{ printf "%.1f\n", $2 - $1 }' >"$work/hang.secs"
+	# without DEBUGINFOD_TIMEOUT (the client's default is 90 s): our own bound
+	mkdir -m 1777 "$work/cache-hang2"
+	start=$(date +%s.%N)
+	DEBUGINFOD_URLS=http://127.0.0.1:18003 DEBUGINFOD_CACHE_PATH=$work/cache-hang2 \
+		"$bin/opreport" -l --session-dir="$session" "image:$work/c/ratio" >"$work/hang2.out" 2>"$work/hang2.err" || true
+	end=$(date +%s.%N)
+	echo "$start $end" | awk '{ printf "%.1f\n", $2 - $1 }' >"$work/hang2.secs"
 	DEBUGINFOD_URLS=http://127.0.0.1:18004 DEBUGINFOD_CACHE_PATH=$work/cache-junk \
 		"$bin/opreport" -l --session-dir="$session" "image:$work/c/ratio" >"$work/junk.out" 2>"$work/junk.err" || true
 	kill "$fpid"
@@ -195,6 +202,12 @@ if awk -v s="$secs" 'BEGIN { exit !(s < 12) }' && grep -q "debuginfod did not an
 	ok "a debuginfod that never answers: the whole report ($(grep -c "no debug info" hang.err) images unnamed) took ${secs}s, said once, rows as without it"
 else
 	fail "hanging debuginfod: ${secs}s; $(head -5 hang.err)"
+fi
+secs=$(cat hang2.secs)
+if awk -v s="$secs" 'BEGIN { exit !(s < 25) }' && grep -q "debuginfod did not answer in time" hang2.err; then
+	ok "the same without DEBUGINFOD_TIMEOUT: ${secs}s (the report's own bound, 15 s an image)"
+else
+	fail "hanging debuginfod without DEBUGINFOD_TIMEOUT: ${secs}s; $(head -3 hang2.err)"
 fi
 if [ "$(share_a junk.out)" = none ] && grep -q "not an ELF file, refused" junk.err; then
 	ok "a debuginfod that answers garbage: refused, nothing named"
