@@ -792,95 +792,59 @@ static void usage(FILE *f)
 	      "Options:\n"
 	      "  -a, --assembly          disassembly, samples per instruction\n"
 	      "  -s, --source            source lines, samples per line (needs debug info)\n"
-	      "      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
 	      "  -t, --threshold=PERCENT hide images and symbols below PERCENT of the total\n"
-	      "  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
-	      "      --root=DIR          prefix for binary paths\n"
-	      "      --debug-dir=DIR     debug files by build-id and debug link (default /usr/lib/debug)\n"
 	      "      --source-dir=DIR    where a guest's source files are (never opened as its\n"
-	      "                          debug info names them)\n"
-	      "      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
-	      "  -h, --help              show this help and exit\n"
-	      "\n"
-	      "Profile specifications are opreport's (see opreport --help).\n", f);
+	      "                          debug info names them)\n", f);
+	fputs(rep_view_common_usage, f);
 }
 
+enum { OPT_SOURCE_DIR = REP_OPT_FREE };
+
+static int annotate_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
+{
+	struct annot *a = ctx;
+	char *end;
+
+	switch (c) {
+	case 'a':
+		a->assembly = true;
+		return 0;
+	case 's':
+		a->source = true;
+		return 0;
+	case OPT_SOURCE_DIR:
+		a->source_dir = arg;
+		return 0;
+	case 't':
+		a->o.threshold = strtod(arg, &end);
+		if (end == arg || *end || a->o.threshold < 0 || a->o.threshold > 100) {
+			snprintf(err, errlen, "bad --threshold \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 0:
+		if (a->assembly || a->source)
+			return 0;
+		snprintf(err, errlen, "give --assembly or --source (or both)");
+		return -EINVAL;
+	default:
+		snprintf(err, errlen, "unknown option");
+		return -EINVAL;
+	}
+}
 
 static int parse(struct annot *a, int argc, char **argv)
 {
-	static const struct option lopts[] = {
+	static const struct option extra[] = {
 		{ "assembly", no_argument, NULL, 'a' },
 		{ "source", no_argument, NULL, 's' },
-		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "threshold", required_argument, NULL, 't' },
-		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, REP_OPT_ROOT },
-		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
-		{ "source-dir", required_argument, NULL, 'S' },
-		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
-		{ "help", no_argument, NULL, 'h' },
+		{ "source-dir", required_argument, NULL, OPT_SOURCE_DIR },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rep_opts *o = &a->o;
-	char msg[512];
-	int c;
 
-	o->session_dir = DP_DEFAULT_SESSION_DIR;
-	o->symbols = true;
-	o->sort[0] = REP_SORT_SAMPLE;
-	o->nsort = 1;
-	o->spec = rep_spec_new();
-	if (!o->spec)
-		return -ENOMEM;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ast:p:h", lopts, NULL)) != -1) {
-		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
-		char *end;
-
-		if (r == -EINVAL)
-			goto bad;
-		if (r < 0)
-			return r;
-		if (r == 0)
-			continue;
-		switch (c) {
-		case 'a':
-			a->assembly = true;
-			break;
-		case 's':
-			a->source = true;
-			break;
-		case 'S':
-			a->source_dir = optarg;
-			break;
-		case 't':
-			o->threshold = strtod(optarg, &end);
-			if (end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
-				snprintf(msg, sizeof(msg), "bad --threshold \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
-			goto bad;
-		}
-	}
-	for (int i = optind; i < argc; i++)
-		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
-			goto bad;
-	if (!a->assembly && !a->source) {
-		snprintf(msg, sizeof(msg), "give --assembly or --source (or both)");
-		goto bad;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "opannotate: %s\n", msg);
-	usage(stderr);
-	return -EINVAL;
+	return rep_view_parse("opannotate", &a->o, argc, argv, extra, "ast:", annotate_opt, a,
+			      usage);
 }
 
 int rep_annotate_main(int argc, char **argv)

@@ -26,25 +26,42 @@
 #define LIMIT_AS	(1024ull << 20)
 #define LIMIT_REPLY	(256u << 20)
 
-/* A cache directory the children's user owns: created by root, never one
- * another user made. */
+/*
+ * A debuginfod cache the children's user owns: REP_CHILD_CACHE_TOP/debuginfod.USER, made
+ * by root in root's own directory (no other user can plant it), one per
+ * user so that a change of user never meets another's files.
+ */
 static void root_cache(struct rep_child_cfg *cfg)
 {
+	char name[128];
 	struct stat st;
-	int fd;
+	int top, fd;
 
-	if (mkdir("/var/cache/domprof", 0755) && errno != EEXIST)
+	if (mkdir(REP_CHILD_CACHE_TOP, 0755) && errno != EEXIST)
 		return;
-	if (mkdir(REP_CHILD_CACHE, 0700) && errno != EEXIST)
+	top = open(REP_CHILD_CACHE_TOP, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (top < 0)
 		return;
-	fd = open(REP_CHILD_CACHE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (!fstat(fd, &st) && st.st_uid == 0 && st.st_nlink == 2)
-		(void)!fchown(fd, cfg->uid, cfg->gid);	/* fresh, made by us just now */
-	if (!fstat(fd, &st) && st.st_uid == cfg->uid && !(st.st_mode & 022))
-		snprintf(cfg->cache, sizeof(cfg->cache), "%s", REP_CHILD_CACHE);
+	if (fstat(top, &st) || st.st_uid != 0 || (st.st_mode & 022))
+		goto out;
+	snprintf(name, sizeof(name), "debuginfod.%s", cfg->user);
+	if (!mkdirat(top, name, 0700)) {
+		fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fchown(fd, cfg->uid, cfg->gid)) {
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+	} else {
+		fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			goto out;
+	}
+	if (!fstat(fd, &st) && st.st_uid == cfg->uid && !(st.st_mode & 077))
+		snprintf(cfg->cache, sizeof(cfg->cache), "%s/%s", REP_CHILD_CACHE_TOP, name);
 	close(fd);
+out:
+	close(top);
 }
 
 int rep_child_cfg_init(struct rep_child_cfg *cfg)
@@ -103,6 +120,28 @@ out:
 	return rc;
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Every descriptor but @keep closed: a parser taken over by its input
+ * must not write into the report's output or its other files. */
+static int close_others(int keep0, int keep1, int keep2)
+{
+	int keep[4] = { keep0, keep1, keep2, -1 }, from = STDERR_FILENO + 1;
+
+	qsort(keep, 3, sizeof(keep[0]), cmp_int);
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] < from)
+			continue;
+		if (keep[i] > from && close_range((unsigned int)from, (unsigned int)keep[i] - 1, 0))
+			return -1;
+		from = keep[i] + 1;
+	}
+	return close_range((unsigned int)from, ~0u, 0) ? -1 : 0;
+}
+
 /* The child's start: limits, then root and what it could regain dropped. */
 static int limit_self(const struct rep_child_cfg *cfg)
 {
@@ -125,8 +164,9 @@ static int limit_self(const struct rep_child_cfg *cfg)
 	if (cfg->cache[0] && setenv("DEBUGINFOD_CACHE_PATH", cfg->cache, 1))
 		return -1;
 	/* the parsers' own complaints about the files: not ours to print */
-	null = open("/dev/null", O_WRONLY);
-	if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)
+	null = open("/dev/null", O_RDWR);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+	    dup2(null, STDERR_FILENO) < 0)
 		return -1;
 	if (null > STDERR_FILENO)
 		close(null);
@@ -256,9 +296,8 @@ int rep_child_run_ask(const struct rep_child_cfg *cfg, int fd,
 	if (pid == 0) {
 		close(p[0]);
 		close(a[1]);
-		_exit(limit_self(cfg) ? 3 : fn(ctx, p[1], a[0]));
+		_exit(limit_self(cfg) || close_others(fd, p[1], a[0]) ? 3 : fn(ctx, p[1], a[0]));
 	}
-	(void)fd;	/* inherited by the child; the caller closes its own */
 	close(p[1]);
 	close(a[0]);
 	if (ask && answer(p[0], a[1], ask, actx, wall_ms) == -ETIMEDOUT)

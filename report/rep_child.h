@@ -14,8 +14,9 @@
 
 /* The user a root report drops to in its parser children. */
 #define REP_CHILD_USER "domprof"
-/* Where a root report's children keep debuginfod's cache. */
-#define REP_CHILD_CACHE "/var/cache/domprof/debuginfod"
+/* Where a root report's children keep debuginfod's cache: in
+ * debuginfod.USER below it. */
+#define REP_CHILD_CACHE_TOP "/var/cache/domprof"
 
 struct rep_child_cfg {
 	bool drop;		/* we are root: children change to uid/gid */
@@ -30,8 +31,8 @@ int rep_child_cfg_init(struct rep_child_cfg *cfg);
 
 /*
  * Run @fn(@ctx, out, in) in a confined child, @fd (may be -1) the one
- * descriptor it inherits beside the reply pipe @out and the answer pipe
- * @in; @fn returns the exit status: 0 when it wrote its reply, 2 when it
+ * descriptor it keeps beside the reply pipe @out and the answer pipe @in
+ * (every other is closed, stdin, stdout and stderr are /dev/null); @fn returns the exit status: 0 when it wrote its reply, 2 when it
  * wrote "\0" and a reason.  @wall_ms bounds the child's time.  0 with the
  * reply in *@reply (malloc'd) and *@len; -errno with the reason in @err.
  */

@@ -48,9 +48,13 @@ if [ "${1:-}" = --in-netns ]; then
 			2>/dev/null && break
 		sleep 0.2
 	done
-	mkdir -m 1777 "$work/cache-c" "$work/cache-hang" "$work/cache-junk"
-	DEBUGINFOD_URLS=http://127.0.0.1:18002 DEBUGINFOD_CACHE_PATH=$work/cache-c \
+	mkdir -m 1777 "$work/cache-hang" "$work/cache-junk"
+	# (c) with the root report's own cache (doc/naming.md), this build-id's
+	# entry of an earlier run removed first
+	rm -rf /var/cache/domprof/debuginfod.*/"$bid"
+	DEBUGINFOD_URLS=http://127.0.0.1:18002 \
 		"$bin/opreport" -l --session-dir="$session" "image:$work/c/ratio" >"$work/c.out" 2>"$work/c.err"
+	stat -c '%U %a' /var/cache/domprof/debuginfod.*/"$bid" >"$work/c.cache" 2>&1 || true
 	kill "$dpid"
 	wait "$dpid" 2>/dev/null || true
 	# a server that accepts and never answers; one that answers garbage
@@ -181,6 +185,13 @@ for d in a b c; do
 	if within "$s" "$ref" 2; then ok "($d) $how: burn_a $s% (unstripped $ref%)"
 	else fail "($d) $how: burn_a $s%, unstripped $ref%"; sed 's/^/    /' "$d.err"; fi
 done
+pu=domprof
+id -u domprof >/dev/null 2>&1 || pu=nobody
+if [ "$(cat c.cache)" = "$pu 700" ]; then
+	ok "(c) debuginfod's file cached in /var/cache/domprof/debuginfod.$pu, owned by the parser children's user"
+else
+	fail "(c) debuginfod's cache: $(cat c.cache)"
+fi
 if [ "$(share_a none.out)" = none ] && grep -q "no debug info for $work/none/ratio (build-id $bid): " none.err; then
 	ok "control: no debug info anywhere: not named, said: $(grep -o 'no debug info.*' none.err | cut -c1-150)"
 else
