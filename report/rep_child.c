@@ -159,7 +159,7 @@ static int limit_self(const struct rep_child_cfg *cfg)
 	if (cfg->drop && (setgroups(0, NULL) || setresgid(cfg->gid, cfg->gid, cfg->gid) ||
 			  setresuid(cfg->uid, cfg->uid, cfg->uid)))
 		return -1;
-	if (geteuid() == 0 || getegid() == 0)
+	if (geteuid() == 0 || (cfg->drop && getegid() == 0))
 		return -1;
 	if (cfg->cache[0] && setenv("DEBUGINFOD_CACHE_PATH", cfg->cache, 1))
 		return -1;
