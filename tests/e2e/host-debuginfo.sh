@@ -251,6 +251,15 @@ else
 	fail "an ELF file opened by uid 0: dropped=$dropped; $bad"
 fi
 
+# --- pprof: the function's source, through its debug link -------------------
+"$bin/oppprof" --session-dir="$session" -o a.pb.gz "image:$work/a/ratio" 2>/dev/null
+go tool pprof -list '^burn_a$' a.pb.gz >a.list 2>&1 || true
+if grep -q "ROUTINE =* burn_a in .*/ratio.c" a.list && grep -Eq "^ +[1-9][0-9]* +[0-9]+ +[0-9]+:" a.list; then
+	ok "go tool pprof -list burn_a shows ratio.c with counts ($(grep -Em1 '^ +[1-9][0-9]* +[0-9]+ +[0-9]+:' a.list | tr -s ' ' | cut -c1-60))"
+else
+	fail "go tool pprof -list burn_a: $(head -5 a.list)"
+fi
+
 # --- once per build-id: two copies with one build-id, one parse --------------
 strace -f -qq -e trace=setresuid,seccomp -o strace2.out \
 	"$bin/opreport" -l --session-dir="$session" "image:$work/full/ratio,$work/a/ratio" >two.out 2>&1
