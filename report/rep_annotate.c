@@ -9,8 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "rep_annot_child.h"
 #include "rep_annotate.h"
+#include "rep_child.h"
+#include "rep_debug.h"
 #include "rep_collect.h"
 #include "rep_hash.h"
 #include "rep_image.h"
@@ -55,6 +63,10 @@ struct annot {
 	long last;		/* the image of the previous key */
 	uint64_t *zero;		/* [nclasses] zeros */
 	FILE *out;
+	const char *source_dir;	/* --source-dir: where a guest's sources are */
+	struct rep_child_cfg cfg;	/* how parser children run */
+	char *archive_debug;	/* SESSION/archive/usr/lib/debug */
+	bool dbgd_gave_up;	/* a debuginfod server let an image wait its bound */
 };
 
 static void free_imgs(struct annot *a)
@@ -398,7 +410,8 @@ static bool above(const struct annot *a, const uint64_t *c)
 	return false;
 }
 
-static int annotate_asm(struct annot *a, struct img *m, const char *file)
+/* The disassembly of @m's sampled symbols from @abfd (in a parser child). */
+static int annotate_asm(struct annot *a, struct img *m, bfd *abfd, const char *file)
 {
 	FILE *f = a->out;
 	struct insn_buf ib = { .bin = m->bin };
@@ -407,16 +420,8 @@ static int annotate_asm(struct annot *a, struct img *m, const char *file)
 	disassembler_ftype dis;
 	struct symblock *bl;
 	size_t nb = 0;
-	bfd *abfd;
 	int rc = 0;
 
-	abfd = bfd_openr(file, NULL);
-	if (!abfd || !bfd_check_format(abfd, bfd_object)) {
-		fprintf(f, "(cannot read %s: %s)\n\n", file, bfd_errmsg(bfd_get_error()));
-		if (abfd)
-			bfd_close(abfd);
-		return 0;
-	}
 	init_disassemble_info(&info, &ib, dis_printf, dis_styled);
 	info.arch = bfd_get_arch(abfd);
 	info.mach = bfd_get_mach(abfd);
@@ -426,13 +431,11 @@ static int annotate_asm(struct annot *a, struct img *m, const char *file)
 	dis = disassembler(info.arch, bfd_big_endian(abfd), info.mach, abfd);
 	if (!dis) {
 		fprintf(f, "(no disassembler for the architecture of %s)\n\n", file);
-		goto out_close;
+		return 0;
 	}
 	bl = make_blocks(a, m, &nb);
-	if (!bl) {
-		rc = -ENOMEM;
-		goto out_close;
-	}
+	if (!bl)
+		return -ENOMEM;
 	for (size_t i = 0; i < nb && !rc; i++) {
 		const struct rep_sym *sym = bl[i].sym >= 0 ? rep_bin_sym(m->bin, (size_t)bl[i].sym) : NULL;
 
@@ -453,9 +456,21 @@ static int annotate_asm(struct annot *a, struct img *m, const char *file)
 	}
 	free_blocks(bl, nb);
 	free(sc.data);
-out_close:
-	bfd_close(abfd);
 	return rc;
+}
+
+struct asm_job {
+	struct annot *a;
+	struct img *m;
+	const char *file;
+};
+
+static int asm_in_child(void *ctx, struct bfd *abfd, FILE *out)
+{
+	struct asm_job *j = ctx;
+
+	j->a->out = out;
+	return annotate_asm(j->a, j->m, abfd, j->file);
 }
 
 /* --- source ------------------------------------------------------------ */
@@ -478,48 +493,6 @@ struct srcmap {
 	struct srcline *l;
 	size_t nl;
 };
-
-static bool has_lines(bfd *abfd)
-{
-	return bfd_get_section_by_name(abfd, ".debug_line") != NULL;
-}
-
-/* A bfd with the line table of @file: itself, or its separate debug file
- * (the archive's copy first). */
-static bfd *open_lines(struct annot *a, const char *file, bool *separate)
-{
-	char *dir = NULL, *dbg = NULL;
-	bfd *abfd = bfd_openr(file, NULL);
-
-	*separate = false;
-	if (!abfd)
-		return NULL;
-	if (!bfd_check_format(abfd, bfd_object)) {
-		bfd_close(abfd);
-		return NULL;
-	}
-	if (has_lines(abfd))
-		return abfd;
-	if (asprintf(&dir, "%s/" REP_ARCHIVE_DIR "/usr/lib/debug", a->o.session_dir) >= 0) {
-		dbg = rep_view_debug_file(file, dir);
-		free(dir);
-	}
-	if (!dbg)
-		dbg = rep_view_debug_file(file, NULL);
-	if (dbg) {
-		bfd *d = bfd_openr(dbg, NULL);
-
-		free(dbg);
-		if (d && bfd_check_format(d, bfd_object) && has_lines(d)) {
-			bfd_close(abfd);
-			*separate = true;
-			return d;
-		}
-		if (d)
-			bfd_close(d);
-	}
-	return abfd;
-}
 
 static void free_srcmap(struct srcmap *s)
 {
@@ -575,10 +548,47 @@ static int add_line(struct annot *a, struct srcmap *s, const char *file, unsigne
 	return 0;
 }
 
-static void print_source_file(struct annot *a, struct srcmap *s, size_t fi)
+/*
+ * A source file named by @m's DWARF.  A host binary's as opreport finds
+ * binaries (-p, --root, the path); a guest's only below --source-dir,
+ * never as given (its DWARF may name any host file), and never through a
+ * link that leaves that directory.
+ */
+static FILE *open_source(struct annot *a, const struct img *m, const char *name)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	char *path;
+	FILE *f;
+	int dfd, fd;
+
+	if (!m->domain || m->vmm) {
+		path = rep_images_locate(a->images, NULL, false, name);
+		f = path ? fopen(path, "r") : NULL;
+		free(path);
+		return f;
+	}
+	if (!a->source_dir)
+		return NULL;
+	while (*name == '/')
+		name++;
+	dfd = open(a->source_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return NULL;
+	fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+	close(dfd);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static void print_source_file(struct annot *a, struct srcmap *s, size_t fi, const struct img *m)
 {
 	FILE *f = a->out, *src = NULL;
-	char *path = NULL, *line = NULL;
+	char *line = NULL;
 	unsigned int maxline = 0, n = 0;
 	size_t cap = 0;
 
@@ -592,12 +602,13 @@ static void print_source_file(struct annot *a, struct srcmap *s, size_t fi)
 	for (size_t i = 0; i < s->nl; i++)
 		if (s->l[i].file == fi)
 			byline[s->l[i].line] = s->l[i].counts;
-	path = rep_images_locate(a->images, NULL, false, s->f[fi].name);
-	if (path)
-		src = fopen(path, "r");
+	src = open_source(a, m, s->f[fi].name);
 	fputs("  ", f);
 	put_counts(f, a, s->f[fi].tot, NULL);
-	fprintf(f, ": source file %s%s\n", s->f[fi].name, src ? "" : " (not found: sampled lines only)");
+	fprintf(f, ": source file %s%s\n", s->f[fi].name, src ? "" :
+		m->domain && !m->vmm && !a->source_dir ?
+		" (a guest's source: looked for under --source-dir only; sampled lines only)" :
+		" (not found: sampled lines only)");
 	if (src) {
 		while (getline(&line, &cap, src) > 0) {
 			bool hot;
@@ -627,29 +638,20 @@ static void print_source_file(struct annot *a, struct srcmap *s, size_t fi)
 	}
 	fputc('\n', f);
 	free(line);
-	free(path);
 	free(byline);
 }
 
-static int annotate_source(struct annot *a, struct img *m, const char *file)
+/* Source lines of @m from its parser child's table @res (addresses in
+ * m->a's order). */
+static int annotate_source(struct annot *a, struct img *m, const struct rep_annot_res *res)
 {
 	struct srcmap s = { 0 };
-	asymbol **syms = NULL;
 	uint64_t *nolines;
-	bool separate;
-	long size;
-	bfd *abfd;
 	int rc = -ENOMEM;
 
-	abfd = open_lines(a, file, &separate);
-	if (!abfd) {
-		fprintf(a->out, "(cannot read %s)\n\n", file);
-		return 0;
-	}
-	if (!has_lines(abfd)) {
-		fprintf(a->out, "(no debug line information for %s: build with -g or install its debug file)\n\n",
-			file);
-		bfd_close(abfd);
+	if (!res->have_lines) {
+		fprintf(a->out, "(%s%s)\n\n", res->note[0] ? res->note : "no debug line information",
+			": build with -g or install its debug file");
 		return 0;
 	}
 	nolines = calloc(a->nclasses, sizeof(*nolines));
@@ -657,24 +659,9 @@ static int annotate_source(struct annot *a, struct img *m, const char *file)
 	s.lines = rep_strmap_new();
 	if (!nolines || !s.files || !s.lines)
 		goto out;
-	size = bfd_get_symtab_upper_bound(abfd);
-	if (size > 0 && (syms = malloc(size)) && bfd_canonicalize_symtab(abfd, syms) < 0) {
-		free(syms);
-		syms = NULL;
-	}
 	for (size_t i = 0; i < m->na; i++) {
-		const char *srcfile = NULL, *func = NULL;
-		unsigned int line = 0;
-		asection *sec = NULL;
-
-		for (asection *x = abfd->sections; x && !sec; x = x->next)
-			if ((bfd_section_flags(x) & SEC_CODE) && m->a[i].vma >= bfd_section_vma(x) &&
-			    m->a[i].vma - bfd_section_vma(x) < bfd_section_size(x))
-				sec = x;
-		if (sec && bfd_find_nearest_line(abfd, sec, syms, m->a[i].vma - bfd_section_vma(sec),
-						 &srcfile, &func, &line) &&
-		    srcfile && line) {
-			if (add_line(a, &s, srcfile, line, m->a[i].counts))
+		if (res->lines[i] && res->files[i]) {
+			if (add_line(a, &s, res->files[i], res->lines[i], m->a[i].counts))
 				goto out;
 		} else {
 			for (size_t k = 0; k < a->nclasses; k++)
@@ -683,7 +670,7 @@ static int annotate_source(struct annot *a, struct img *m, const char *file)
 	}
 	for (size_t fi = 0; fi < s.nf; fi++) {
 		if (above(a, s.f[fi].tot))
-			print_source_file(a, &s, fi);
+			print_source_file(a, &s, fi, m);
 	}
 	if (nolines[0]) {
 		fputs("  ", a->out);
@@ -693,9 +680,77 @@ static int annotate_source(struct annot *a, struct img *m, const char *file)
 	rc = 0;
 out:
 	free(nolines);
-	free(syms);
 	free_srcmap(&s);
-	bfd_close(abfd);
+	return rc;
+}
+
+/*
+ * One binary, parsed by a confined child: the disassembly comes back as
+ * text, the lines as a table; this process reads no ELF.
+ */
+static int annotate_image(struct annot *a, struct img *m, const char *file)
+{
+	struct asm_job job = { a, m, file };
+	struct rep_debug_opts dopts = { .debug_dir = a->o.debug_dir, .first_dir = a->archive_debug,
+					.need_lines = true };
+	struct rep_annot_req r = { .file = file, .dopts = &dopts };
+	struct rep_annot_res res;
+	uint64_t *vmas = NULL;
+	unsigned char magic[4];
+	char err[256];
+	int rc = 0;
+
+	struct timespec t0, t1;
+	const char *t = getenv("DEBUGINFOD_TIMEOUT");
+	unsigned long secs = t ? strtoul(t, NULL, 10) : 0;
+
+	/* debuginfod as opreport asks it (doc/naming.md): 15 s an image at
+	 * most, and not again once a server let one image wait that long */
+	if (getenv("DEBUGINFOD_URLS") && !a->dbgd_gave_up)
+		dopts.debuginfod_ms = secs && secs < 15 ? (unsigned int)secs * 1000 : 15000;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (r.fd < 0 || pread(r.fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
+		fprintf(a->out, "(cannot read %s: not an ELF file)\n\n", file);
+		goto out;
+	}
+	/* in the order the child's disassembly leaves them: its lines follow */
+	qsort(m->a, m->na, sizeof(*m->a), cmp_addr);
+	if (a->source) {
+		vmas = calloc(m->na ? m->na : 1, sizeof(*vmas));
+		if (!vmas) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < m->na; i++)
+			vmas[i] = m->a[i].vma;
+		r.vmas = vmas;
+		r.nvmas = m->na;
+	}
+	if (a->assembly) {
+		r.asm_fn = asm_in_child;
+		r.ctx = &job;
+	}
+	rc = rep_annot_run(&a->cfg, &r, &res, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (dopts.debuginfod_ms && (t1.tv_sec - t0.tv_sec) * 1000 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1000000 >= dopts.debuginfod_ms) {
+		a->dbgd_gave_up = true;
+		du_warn("debuginfod did not answer in time: not asked again in this report");
+	}
+	if (rc) {
+		fprintf(a->out, "(cannot read %s: %s)\n\n", file, err);
+		rc = 0;
+		goto out;
+	}
+	fwrite(res.text, 1, res.len, a->out);
+	if (a->source)
+		rc = annotate_source(a, m, &res);
+	rep_annot_res_free(&res, r.nvmas);
+out:
+	if (r.fd >= 0)
+		close(r.fd);
+	free(vmas);
 	return rc;
 }
 
@@ -739,10 +794,7 @@ static int annotate(struct annot *a)
 			continue;
 		}
 		fprintf(f, "  file %s\n\n", file);
-		if (a->assembly)
-			rc = annotate_asm(a, m, file);
-		if (!rc && a->source)
-			rc = annotate_source(a, m, file);
+		rc = annotate_image(a, m, file);
 		free(file);
 	}
 	rep_progress_end(&pr);
@@ -760,90 +812,59 @@ static void usage(FILE *f)
 	      "Options:\n"
 	      "  -a, --assembly          disassembly, samples per instruction\n"
 	      "  -s, --source            source lines, samples per line (needs debug info)\n"
-	      "      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
 	      "  -t, --threshold=PERCENT hide images and symbols below PERCENT of the total\n"
-	      "  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
-	      "      --root=DIR          prefix for binary paths\n"
-	      "      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
-	      "  -h, --help              show this help and exit\n"
-	      "\n"
-	      "Profile specifications are opreport's (see opreport --help).\n", f);
+	      "      --source-dir=DIR    where a guest's source files are (never opened as its\n"
+	      "                          debug info names them)\n", f);
+	fputs(rep_view_common_usage, f);
 }
 
+enum { OPT_SOURCE_DIR = REP_OPT_FREE };
+
+static int annotate_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
+{
+	struct annot *a = ctx;
+	char *end;
+
+	switch (c) {
+	case 'a':
+		a->assembly = true;
+		return 0;
+	case 's':
+		a->source = true;
+		return 0;
+	case OPT_SOURCE_DIR:
+		a->source_dir = arg;
+		return 0;
+	case 't':
+		a->o.threshold = strtod(arg, &end);
+		if (end == arg || *end || a->o.threshold < 0 || a->o.threshold > 100) {
+			snprintf(err, errlen, "bad --threshold \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 0:
+		if (a->assembly || a->source)
+			return 0;
+		snprintf(err, errlen, "give --assembly or --source (or both)");
+		return -EINVAL;
+	default:
+		snprintf(err, errlen, "unknown option");
+		return -EINVAL;
+	}
+}
 
 static int parse(struct annot *a, int argc, char **argv)
 {
-	static const struct option lopts[] = {
+	static const struct option extra[] = {
 		{ "assembly", no_argument, NULL, 'a' },
 		{ "source", no_argument, NULL, 's' },
-		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "threshold", required_argument, NULL, 't' },
-		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, REP_OPT_ROOT },
-		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'v' },
+		{ "source-dir", required_argument, NULL, OPT_SOURCE_DIR },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rep_opts *o = &a->o;
-	char msg[512];
-	int c;
 
-	o->session_dir = DP_DEFAULT_SESSION_DIR;
-	o->symbols = true;
-	o->sort[0] = REP_SORT_SAMPLE;
-	o->nsort = 1;
-	o->spec = rep_spec_new();
-	if (!o->spec)
-		return -ENOMEM;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ast:p:hv", lopts, NULL)) != -1) {
-		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
-		char *end;
-
-		if (r == -EINVAL)
-			goto bad;
-		if (r < 0)
-			return r;
-		if (r == 0)
-			continue;
-		switch (c) {
-		case 'a':
-			a->assembly = true;
-			break;
-		case 's':
-			a->source = true;
-			break;
-		case 't':
-			o->threshold = strtod(optarg, &end);
-			if (end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
-				snprintf(msg, sizeof(msg), "bad --threshold \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		case 'v':
-			du_cli_version(stdout, "opannotate");
-			return 1;
-		default:
-			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
-			goto bad;
-		}
-	}
-	for (int i = optind; i < argc; i++)
-		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
-			goto bad;
-	if (!a->assembly && !a->source) {
-		snprintf(msg, sizeof(msg), "give --assembly or --source (or both)");
-		goto bad;
-	}
-	return 0;
-bad:
-	du_cli_usage_error(stderr, "opannotate", msg);
-	return -EINVAL;
+	return rep_view_parse("opannotate", &a->o, argc, argv, extra, "ast:", annotate_opt, a,
+			      usage);
 }
 
 int rep_annotate_main(int argc, char **argv)
@@ -860,6 +881,12 @@ int rep_annotate_main(int argc, char **argv)
 		goto out;
 	}
 	a.images = rep_images_new(&a.o);
+	if (rep_child_cfg_init(&a.cfg)) {
+		du_err("no unprivileged user to parse binaries as");
+		goto out;
+	}
+	if (asprintf(&a.archive_debug, "%s/" REP_ARCHIVE_DIR REP_DEBUG_DIR, a.o.session_dir) < 0)
+		a.archive_debug = NULL;
 	if (!a.images) {
 		du_err("out of memory");
 		goto out;
@@ -877,6 +904,7 @@ int rep_annotate_main(int argc, char **argv)
 	status = 0;
 out:
 	free_imgs(&a);
+	free(a.archive_debug);
 	free(a.zero);
 	rep_profile_free(p);
 	rep_images_free(a.images);

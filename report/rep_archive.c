@@ -14,6 +14,7 @@
 
 #include "rep_archive.h"
 #include "rep_collect.h"
+#include "rep_debug.h"
 #include "rep_image.h"
 #include "rep_opts.h"
 #include "rep_verify.h"
@@ -161,6 +162,7 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 {
 	char *src = rep_images_locate(images, g->domain, g->vmm, g->dep.name);
 	char *dst = NULL, *dbg = NULL, *dbgdst = NULL;
+	const char *bid, *found = NULL;
 	struct stat st;
 	int rc = 0;
 
@@ -184,9 +186,21 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 	rc = store_by_build_id(dir, dst, NULL, ncopied);
 	if (rc)
 		goto out;
-	dbg = rep_view_debug_file(src, NULL);
-	if (dbg && dbg[0] == '/') {
-		if (asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR "%s", dir, dbg) < 0) {
+	/* the debug file the image's parser child used (found by build-id,
+	 * debug link or debuginfod); the report parses no ELF itself */
+	if (g->dep.kind == SFN_ROOT) {
+		rep_images_info(images, g->domain, g->vmm, &g->dep, &bid, &found);
+		dbg = found && found[0] == '/' ? strdup(found) : NULL;
+	}
+	if (dbg) {
+		/* by build-id where it has one: found so whatever its path was
+		 * (a debuginfod cache), as opreport looks there first */
+		int n = bid && strlen(bid) > 2 ?
+			asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR REP_DEBUG_DIR "/.build-id/%.2s/%s.debug",
+				 dir, bid, bid + 2) :
+			asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR "%s", dir, dbg);
+
+		if (n < 0) {
 			dbgdst = NULL;
 			rc = -ENOMEM;
 			goto out;

@@ -6,16 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <poll.h>
-#include <pwd.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "rep_child.h"
+#include "rep_debug.h"
 #include "rep_hash.h"
 #include "rep_image.h"
 #include "rep_kernel.h"
@@ -28,9 +23,12 @@
 struct rep_images {
 	const struct rep_opts *o;
 	struct rep_strmap *by_key;	/* cache key -> index in bins (SIZE_MAX-free) */
+	struct rep_strmap *by_bid;	/* owner, build-id -> index of the entry owning its table */
 	struct cached {
 		const struct rep_bin *bin;	/* NULL: tried, nothing found */
 		struct rep_bin *owned;		/* kernel tables belong to kernel */
+		char *build_id;			/* hex, as its parser child read it */
+		char *debug_file;		/* where its debug info was found */
 	} *bins;
 	size_t nbins;
 	struct rep_strmap *basenames;	/* -p: basename -> index in found */
@@ -45,6 +43,12 @@ struct rep_images {
 	} *dkern;
 	size_t ndkern;
 	struct rep_vstore *vs;		/* recorded identities, verdicts */
+	struct rep_child_cfg cfg;	/* how parser children run */
+	bool cfg_ready;
+	char *archive_debug;		/* SESSION/archive/usr/lib/debug */
+	bool dbgd_started;
+	unsigned int dbgd_left_ms;	/* debuginfod time left to this report */
+	unsigned int dbgd_image_ms;	/* and for one image */
 };
 
 struct rep_images *rep_images_new(const struct rep_opts *o)
@@ -55,9 +59,10 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 		return NULL;
 	c->o = o;
 	c->by_key = rep_strmap_new();
+	c->by_bid = rep_strmap_new();
 	c->basenames = rep_strmap_new();
 	c->vs = rep_vstore_new(o->session_dir);
-	if (!c->by_key || !c->basenames || !c->vs) {
+	if (!c->by_key || !c->by_bid || !c->basenames || !c->vs) {
 		rep_images_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -69,13 +74,17 @@ void rep_images_free(struct rep_images *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nbins; i++)
+	for (size_t i = 0; i < c->nbins; i++) {
 		rep_bin_free(c->bins[i].owned);
+		free(c->bins[i].build_id);
+		free(c->bins[i].debug_file);
+	}
 	free(c->bins);
 	for (size_t i = 0; i < c->nfound; i++)
 		free(c->found[i]);
 	free(c->found);
 	rep_strmap_free(c->by_key);
+	rep_strmap_free(c->by_bid);
 	rep_strmap_free(c->basenames);
 	rep_kernel_free(c->kernel);
 	for (size_t i = 0; i < c->ndkern; i++) {
@@ -84,6 +93,7 @@ void rep_images_free(struct rep_images *c)
 	}
 	free(c->dkern);
 	rep_vstore_free(c->vs);
+	free(c->archive_debug);
 	free(c);
 }
 
@@ -351,222 +361,331 @@ static const struct rep_bin *lookup_kernel(struct rep_images *c, const char *dom
 }
 
 /*
- * Limits of the child that parses one guest binary: CPU seconds, address
- * space, wall-clock seconds, and bytes of symbol table it may send back.
+ * The debuginfod time a report may spend, over all its images, and per
+ * image; a child's wall clock beyond its debuginfod bound.
  */
-#define LIMIT_CPU_S	10
-#define LIMIT_AS	(1024ull << 20)
-#define LIMIT_WALL_MS	30000
-#define LIMIT_REPLY	(256u << 20)
+#define DEBUGINFOD_BUDGET_MS	30000u
+#define DEBUGINFOD_IMAGE_MS	15000u
+#define PARSE_WALL_MS		30000u
 
-/* The child: drop root and what it could regain, limit itself, parse, send. */
-static void __attribute__((noreturn)) parse_child(const char *file, int fd, int out, uid_t uid,
-						  gid_t gid)
+struct load {
+	const char *file;
+	int fd;
+	struct rep_debug_opts dopts;
+	struct rep_images *c;
+	const char *owner;	/* "" host, or the domain */
+	long shared;		/* an entry with the same owner and build-id, or -1 */
+};
+
+static char *bid_key(const char *owner, const char *bid)
 {
-	struct rlimit cpu = { LIMIT_CPU_S, LIMIT_CPU_S + 1 }, as = { LIMIT_AS, LIMIT_AS };
-	struct rlimit none = { 0, 0 };
-	struct rep_bin *b;
-	char err[256];
-	int null;
+	char *k = NULL;
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || setrlimit(RLIMIT_CPU, &cpu) ||
-	    setrlimit(RLIMIT_AS, &as) || setrlimit(RLIMIT_FSIZE, &none) ||
-	    setrlimit(RLIMIT_CORE, &none))
-		_exit(3);
-	if (geteuid() == 0 &&
-	    (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid)))
-		_exit(3);
-	if (geteuid() == 0)
-		_exit(3);
-	/* libbfd's own complaints about the file: not ours to print */
-	null = open("/dev/null", O_WRONLY);
-	if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(null, STDERR_FILENO) < 0)
-		_exit(3);
-	b = rep_bin_open_elf_fd(file, fd, err, sizeof(err));
-	if (!b) {
-		/* the reason, as text after a zero marker */
-		ssize_t n = write(out, "\0", 1);
-
-		n += write(out, err, strnlen(err, sizeof(err)));
-		_exit(n > 0 ? 2 : 3);
-	}
-	_exit(rep_bin_write(b, out) ? 3 : 0);
+	return asprintf(&k, "%s%c%s", owner, 1, bid) < 0 ? NULL : k;
 }
 
 /*
- * A guest binary's symbols, parsed by a child that runs as nobody (when we
- * are root), with no_new_privs and CPU, memory and file-size limits: a
- * hostile binary that crashes, loops or bloats libbfd costs its own line of
- * report, nothing else.  Only ELF files get as far as libbfd.
+ * The child's question: its image's build-id.  A table already read for
+ * that build-id, by the same owner, is used again: one parse per build-id
+ * and report.  Never across domains, where a build-id is only a claim.
  */
-static struct rep_bin *open_elf_limited(const char *file, char *err, size_t errlen)
+static int ask_shared(void *ctx, const char *q, size_t n)
 {
-	unsigned char magic[4];
-	char *reply = NULL;
-	size_t len = 0, cap = 0;
-	struct rep_bin *b = NULL;
-	struct passwd *pw;
-	uid_t uid = 65534;
-	gid_t gid = 65534;
-	int fd, p[2], status;
-	pid_t pid;
+	struct load *l = ctx;
+	char *k;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return NULL;
-	}
-	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
-		snprintf(err, errlen, "not an ELF file (guest binaries are read as ELF only)");
-		close(fd);
-		return NULL;
-	}
-	pw = getpwnam("nobody");
-	if (pw) {
-		uid = pw->pw_uid;
-		gid = pw->pw_gid;
-	}
-	if (pipe2(p, O_CLOEXEC)) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		close(fd);
-		return NULL;
-	}
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
-		close(fd);
-		close(p[0]);
-		close(p[1]);
-		return NULL;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		parse_child(file, fd, p[1], uid, gid);
-	}
-	close(fd);
-	close(p[1]);
-	for (;;) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		ssize_t n;
-		int r = poll(&pfd, 1, LIMIT_WALL_MS);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			kill(pid, SIGKILL);
-			snprintf(err, errlen, "its parser took over %d s: stopped", LIMIT_WALL_MS / 1000);
-			goto out_wait;
-		}
-		if (len == cap) {
-			char *nv;
-
-			if (cap >= LIMIT_REPLY) {
-				kill(pid, SIGKILL);
-				snprintf(err, errlen, "its symbol table is over %u MiB: ignored",
-					 LIMIT_REPLY >> 20);
-				goto out_wait;
-			}
-			cap = cap ? cap * 2 : 65536;
-			nv = realloc(reply, cap);
-			if (!nv) {
-				kill(pid, SIGKILL);
-				snprintf(err, errlen, "out of memory");
-				goto out_wait;
-			}
-			reply = nv;
-		}
-		n = read(p[0], reply + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	err[0] = '\0';
-out_wait:
-	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (err[0])
-		goto out;
-	if (WIFSIGNALED(status)) {
-		snprintf(err, errlen, "its parser was killed by signal %d (%s)%s", WTERMSIG(status),
-			 strsignal(WTERMSIG(status)),
-			 WTERMSIG(status) == SIGXCPU ? ": over its CPU limit" : "");
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 2 && len && !reply[0]) {
-		snprintf(err, errlen, "%.*s", (int)(len - 1 < 200 ? len - 1 : 200), reply + 1);
-	} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(err, errlen, "its parser failed (exit %d)",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	} else {
-		b = rep_bin_read(reply, len);
-		if (!b)
-			snprintf(err, errlen, "its parser sent a bad table: %s", strerror(errno));
-	}
-out:
-	free(reply);
-	return b;
+	if (!n || strnlen(q, n) != n)
+		return 'y';
+	k = bid_key(l->owner, q);
+	l->shared = k ? rep_strmap_get(l->c->by_bid, k) : -1;
+	free(k);
+	return l->shared >= 0 ? 'n' : 'y';
 }
 
-static struct rep_bin *load_root(struct rep_images *c, const char *domain, bool vmm,
-				 const char *path)
+static int put_str(int out, const char *s)
+{
+	uint16_t n = (uint16_t)strnlen(s, 1024);
+
+	return write(out, &n, 2) == 2 && write(out, s, n) == n ? 0 : -EIO;
+}
+
+/*
+ * In the confined child: the debug-info lookup (files opened, debuginfod
+ * asked), then seccomp, then the parse.  The reply: u32 source, refused,
+ * flags (1 debuginfod asked, 2 it timed out), ms spent on debuginfod;
+ * build-id, debug file and reasons as u16-counted strings; the table.
+ */
+static int load_child(void *ctx, int out, int in)
+{
+	struct load *l = ctx;
+	struct rep_debug_found f;
+	uint32_t head[4];
+	struct rep_bin *b;
+	char err[256];
+	int rc;
+
+	rc = rep_debug_find(l->fd, l->file, &l->dopts, &f);
+	/* the build-id first: the parent may have its table already */
+	if (rep_child_ask(out, in, rc ? "" : f.build_id, rc ? 0 : strlen(f.build_id)) == 'n')
+		return 0;
+	if (rc) {
+		snprintf(err, sizeof(err), "not an ELF file");
+		goto fail;
+	}
+	if (rep_child_confine()) {
+		snprintf(err, sizeof(err), "cannot install its seccomp filter");
+		goto fail;
+	}
+	head[0] = f.src;
+	head[1] = f.refused;
+	head[2] = (f.debuginfod_asked ? 1 : 0) | (f.debuginfod_timeout ? 2 : 0);
+	head[3] = f.debuginfod_spent_ms;
+	b = rep_bin_open_split(l->file, l->fd, f.fd, f.src == REP_DEBUG_MINI, err, sizeof(err));
+	if (!b)
+		goto fail;
+	if (write(out, head, sizeof(head)) != sizeof(head) || put_str(out, f.build_id) ||
+	    put_str(out, f.path) || put_str(out, f.why))
+		return 3;
+	return rep_bin_write(b, out) ? 3 : 0;
+fail:
+	rc = (int)write(out, "\0", 1);
+	rc += (int)write(out, err, strnlen(err, sizeof(err)));
+	return rc > 0 ? 2 : 3;
+}
+
+static bool get_str(const char **p, size_t *left, char *buf, size_t size)
+{
+	uint16_t n;
+
+	if (*left < 2)
+		return false;
+	memcpy(&n, *p, 2);
+	if (n >= size || n > *left - 2 || memchr(*p + 2, 0, n))
+		return false;
+	memcpy(buf, *p + 2, n);
+	buf[n] = '\0';
+	for (uint16_t i = 0; i < n; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	*p += 2 + n;
+	*left -= 2 + (size_t)n;
+	return true;
+}
+
+/* The child's reply into @b's table and @e's facts; false when malformed. */
+static struct rep_bin *read_load_reply(const char *reply, size_t len, struct cached *e,
+				       struct rep_debug_found *f)
+{
+	uint32_t head[4];
+	const char *p = reply + sizeof(head);
+	size_t left = len - sizeof(head);
+
+	if (len < sizeof(head))
+		return NULL;
+	memcpy(head, reply, sizeof(head));
+	if (head[0] > REP_DEBUG_DEBUGINFOD || !get_str(&p, &left, f->build_id, sizeof(f->build_id)) ||
+	    !get_str(&p, &left, f->path, sizeof(f->path)) ||
+	    !get_str(&p, &left, f->why, sizeof(f->why)))
+		return NULL;
+	f->src = head[0];
+	f->refused = head[1];
+	f->debuginfod_asked = head[2] & 1;
+	f->debuginfod_timeout = head[2] & 2;
+	f->debuginfod_spent_ms = head[3];
+	e->build_id = f->build_id[0] ? strdup(f->build_id) : NULL;
+	e->debug_file = f->path[0] ? strdup(f->path) : NULL;
+	return rep_bin_read(p, left);
+}
+
+/*
+ * The debuginfod time this image may take, from what the report has left:
+ * DEBUGINFOD_TIMEOUT's seconds (the client's own per-transfer bound) when
+ * shorter than ours, as an overall bound here.
+ */
+static unsigned int debuginfod_ms(struct rep_images *c)
+{
+	const char *t = getenv("DEBUGINFOD_TIMEOUT");
+	unsigned int per = DEBUGINFOD_IMAGE_MS;
+	char *end;
+
+	if (!c->dbgd_started) {
+		unsigned long v = t ? strtoul(t, &end, 10) : 0;
+
+		c->dbgd_started = true;
+		c->dbgd_left_ms = DEBUGINFOD_BUDGET_MS;
+		c->dbgd_image_ms = t && *t && !*end && v && v * 1000 < per ? (unsigned int)v * 1000 : per;
+	}
+	per = c->dbgd_image_ms;
+	return c->dbgd_left_ms < per ? c->dbgd_left_ms : per;
+}
+
+static void say_lookup(struct rep_images *c, const char *file, const struct rep_debug_found *f)
+{
+	const char *bid = f->build_id[0] ? f->build_id : "none";
+
+	if (f->debuginfod_asked) {
+		c->dbgd_left_ms -= f->debuginfod_spent_ms < c->dbgd_left_ms ?
+				   f->debuginfod_spent_ms : c->dbgd_left_ms;
+		if (f->debuginfod_timeout) {
+			c->dbgd_left_ms = 0;	/* a server that hangs hangs for every image */
+			du_warn("debuginfod did not answer in time: not asked again in this report");
+		}
+	}
+	if (f->src == REP_DEBUG_NONE)
+		du_warn("no debug info for %s (build-id %s): %s; named by its dynamic symbols", file,
+			bid, f->why);
+	else if (f->refused)
+		du_warn("debug info for %s (build-id %s) from %s, after %u refused: %s", file, bid,
+			rep_debug_src_name(f->src), f->refused, f->why);
+}
+
+/*
+ * An image's symbols, with its debug info found and read by a confined
+ * child (rep_child.h): host and guest binaries alike are untrusted bytes
+ * to the report.  Only ELF files get as far as the parser.
+ */
+static void load_shared(struct rep_images *c, long i, struct cached *e)
+{
+	e->bin = c->bins[i].bin;
+	e->build_id = c->bins[i].build_id ? strdup(c->bins[i].build_id) : NULL;
+	e->debug_file = c->bins[i].debug_file ? strdup(c->bins[i].debug_file) : NULL;
+}
+
+/*
+ * An image's symbols into @e, with its debug info found and read by a
+ * confined child (rep_child.h): host and guest binaries alike are
+ * untrusted bytes to the report.  Only ELF files get as far as the parser.
+ */
+static int load_image(struct rep_images *c, const char *owner, const char *file, struct cached *e,
+		      char *err, size_t errlen)
+{
+	struct load l = { .file = file, .c = c, .owner = owner, .shared = -1 };
+	struct rep_debug_found f;
+	unsigned char magic[4];
+	char *reply = NULL, *k;
+	size_t len;
+	int rc = -EINVAL;
+
+	if (!c->cfg_ready) {
+		if (rep_child_cfg_init(&c->cfg)) {
+			snprintf(err, errlen, "no unprivileged user to parse it as");
+			return -ENOENT;
+		}
+		c->cfg_ready = true;
+		/* an archive's debug files (oparchive stores them by build-id) */
+		if (asprintf(&c->archive_debug, "%s/" REP_ARCHIVE_DIR REP_DEBUG_DIR,
+			     c->o->session_dir) < 0)
+			c->archive_debug = NULL;
+	}
+	l.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (l.fd < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -errno;
+	}
+	if (pread(l.fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
+		snprintf(err, errlen, "not an ELF file");
+		goto out;
+	}
+	l.dopts.debug_dir = c->o->debug_dir;
+	l.dopts.first_dir = c->archive_debug;
+	l.dopts.debuginfod_ms = debuginfod_ms(c);
+	if (rep_child_run_ask(&c->cfg, l.fd, load_child, &l, ask_shared, &l,
+			      PARSE_WALL_MS + l.dopts.debuginfod_ms, &reply, &len, err, errlen))
+		goto out;
+	rc = 0;
+	if (l.shared >= 0) {
+		load_shared(c, l.shared, e);
+		goto out;
+	}
+	memset(&f, 0, sizeof(f));
+	e->owned = read_load_reply(reply, len, e, &f);
+	e->bin = e->owned;
+	if (!e->owned) {
+		snprintf(err, errlen, "its parser sent a bad table");
+		rc = -EBADMSG;
+		goto out;
+	}
+	say_lookup(c, file, &f);
+	/* shared only when as good as any copy's: found by build-id, or the
+	 * binary's own full table; a stripped copy's poorer names are not */
+	k = e->build_id && f.src != REP_DEBUG_NONE && f.src != REP_DEBUG_MINI ?
+		    bid_key(owner, e->build_id) : NULL;
+	/* a failed put costs a second parse later, nothing else */
+	if (k)
+		rep_strmap_put(c->by_bid, k, e - c->bins);
+	free(k);
+out:
+	free(reply);
+	close(l.fd);
+	return rc;
+}
+
+static void load_root(struct rep_images *c, const char *domain, bool vmm, const char *path,
+		      struct cached *e)
 {
 	char *file = rep_images_locate(c, domain, vmm, path);
-	struct rep_bin *b;
 	char err[256];
 
 	if (!file) {
 		du_warn("binary %s%s%s not found: reported without symbols", path,
 			domain ? " of domain " : "", domain ? domain : "");
-		return NULL;
+		return;
 	}
-	/* A guest's binary is the guest's bytes: parsed in a child without
-	 * privileges; a host binary is the host's own. */
-	b = domain && !vmm ? open_elf_limited(file, err, sizeof(err))
-			   : rep_bin_open_elf(file, err, sizeof(err));
-	if (!b)
+	if (load_image(c, domain && !vmm ? domain : "", file, e, err, sizeof(err)))
 		du_warn("cannot read symbols of %s: %s", file, err);
 	free(file);
-	return b;
 }
 
-const struct rep_bin *rep_images_get(struct rep_images *c, const char *domain, bool vmm,
-				     const struct sfn_image *img)
+/* The cache entry of @img, loaded on first use: its index, or -1. */
+static long image_entry(struct rep_images *c, const char *domain, bool vmm,
+			const struct sfn_image *img)
 {
 	/* Host and vmm images are the same binaries: cache them together. */
 	const char *owner = domain && !vmm ? domain : "";
-	const struct rep_bin *kb = NULL;
-	struct rep_bin *b = NULL;
 	struct cached *nv;
 	char *key = NULL;
 	long i;
 
 	if (img->kind == SFN_ANON)
-		return NULL;
+		return -1;
 	if (asprintf(&key, "%s%c%d%c%s", owner, 1, (int)img->kind, 1, img->name) < 0)
-		return NULL;
+		return -1;
 	i = rep_strmap_get(c->by_key, key);
 	if (i >= 0) {
 		free(key);
-		return c->bins[i].bin;
+		return i;
 	}
-	if (img->kind == SFN_KERN)
-		kb = lookup_kernel(c, domain, vmm, img->name);
-	else
-		b = load_root(c, domain, vmm, img->name);
 	nv = realloc(c->bins, (c->nbins + 1) * sizeof(*nv));
 	if (!nv) {
-		rep_bin_free(b);
 		free(key);
-		return NULL;
+		return -1;
 	}
 	c->bins = nv;
-	c->bins[c->nbins].bin = b ? b : kb;
-	c->bins[c->nbins].owned = b;
+	memset(&c->bins[c->nbins], 0, sizeof(*nv));
+	if (img->kind == SFN_KERN)
+		c->bins[c->nbins].bin = lookup_kernel(c, domain, vmm, img->name);
+	else
+		load_root(c, domain, vmm, img->name, &c->bins[c->nbins]);
 	/* A failed put only costs a second lookup later, never a leak. */
 	c->nbins++;
 	rep_strmap_put(c->by_key, key, c->nbins - 1);
 	free(key);
-	return b ? b : kb;
+	return (long)c->nbins - 1;
+}
+
+const struct rep_bin *rep_images_get(struct rep_images *c, const char *domain, bool vmm,
+				     const struct sfn_image *img)
+{
+	long i = image_entry(c, domain, vmm, img);
+
+	return i >= 0 ? c->bins[i].bin : NULL;
+}
+
+void rep_images_info(struct rep_images *c, const char *domain, bool vmm,
+		     const struct sfn_image *img, const char **build_id, const char **debug_file)
+{
+	long i = image_entry(c, domain, vmm, img);
+
+	*build_id = i >= 0 ? c->bins[i].build_id : NULL;
+	*debug_file = i >= 0 ? c->bins[i].debug_file : NULL;
 }

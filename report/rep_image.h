@@ -48,8 +48,19 @@ struct rep_vstore *rep_images_vstore(struct rep_images *c);
  * The symbol table for @img as seen from (@domain, @vmm), or NULL when
  * there is none (binary missing or unreadable, anonymous memory, no
  * kallsyms): a one-line warning is logged the first time.  Owned by @c.
+ * An ELF binary is read, with its debug info (rep_debug.h), in a confined
+ * child (rep_child.h), host and guest binaries alike; an image named
+ * without debug info is said once, with the reasons.
  */
 const struct rep_bin *rep_images_get(struct rep_images *c, const char *domain, bool vmm,
 				     const struct sfn_image *img);
+
+/*
+ * What @img's parser child found (loading it first if need be): its
+ * build-id as hex and the debug file its names came from, each NULL when
+ * none.  Owned by @c.
+ */
+void rep_images_info(struct rep_images *c, const char *domain, bool vmm,
+		     const struct sfn_image *img, const char **build_id, const char **debug_file);
 
 #endif

@@ -29,6 +29,7 @@ void rep_usage(FILE *f)
 	      "  -p, --image-path=DIRS   comma-separated directories searched (recursively,\n"
 	      "                          by basename) for binaries before anywhere else\n"
 	      "      --root=DIR          prefix for binary paths (e.g. a guest's file system)\n"
+	      "      --debug-dir=DIR     debug files by build-id and debug link (default /usr/lib/debug)\n"
 	      "      --domain=NAMES      only these domains (\"host\": the host's own work);\n"
 	      "                          the same as domain:NAMES\n"
 	      "  -o, --output-file=FILE  write the report to FILE instead of the standard output\n"
@@ -142,6 +143,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 		{ "reverse-sort", no_argument, NULL, 'r' },
 		{ "image-path", required_argument, NULL, 'p' },
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "output-file", required_argument, NULL, 'o' },
 		{ "wide", no_argument, NULL, 'w' },

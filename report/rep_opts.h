@@ -32,6 +32,7 @@ struct rep_opts {
 	char **image_path;		/* -p directories, owned */
 	size_t nimage_path;
 	const char *root;		/* --root, borrowed */
+	const char *debug_dir;		/* --debug-dir, borrowed; NULL: /usr/lib/debug */
 	struct rep_spec *spec;		/* owned */
 	const char *output;		/* -o FILE, borrowed; NULL: stdout */
 	bool wide;			/* -w: columns as wide as their longest entry */

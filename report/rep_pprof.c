@@ -13,7 +13,10 @@
 
 #include "pprof.pb-c.h"
 #include "rep_addr.h"
+#include "rep_annot_child.h"
+#include "rep_child.h"
 #include "rep_collect.h"
+#include "rep_debug.h"
 #include "rep_hash.h"
 #include "rep_image.h"
 #include "rep_opts.h"
@@ -70,7 +73,68 @@ struct builder {
 	struct rep_strmap *rowids;
 	struct rep_addrs *k;	/* NULL: a location per symbol, at its start */
 	int64_t *comments;	/* the report's warnings (unverified images) */
+	/* per mapping (by id - 1): where its binary is, and each symbol's
+	 * source file (string id, -1 none) and first line from its DWARF */
+	struct maplines {
+		char *located;
+		bool tried;
+		int64_t *file;
+		uint32_t *line;
+		size_t n;
+	} *ml;
+	struct rep_child_cfg cfg;
+	bool cfg_ready;
 };
+
+static int64_t str_id(struct builder *b, const char *s);
+
+/* Symbols past this many get no source line (a parse has its limits). */
+#define LINES_MAX_SYMS 200000u
+
+/*
+ * The source file and first line of every symbol of mapping @mid's binary
+ * @bin, read once from its DWARF by a confined parser child (the same as
+ * opannotate's): this process reads no ELF.
+ */
+static void read_lines(struct builder *b, struct maplines *ml, const struct rep_bin *bin)
+{
+	struct rep_debug_opts dopts = { .debug_dir = b->o->debug_dir, .need_lines = true };
+	struct rep_annot_req r = { .file = ml->located, .dopts = &dopts };
+	struct rep_annot_res res;
+	size_t n = rep_bin_nr_syms(bin);
+	uint64_t *vmas;
+	char err[256];
+
+	ml->tried = true;
+	if (!n || n > LINES_MAX_SYMS || (!b->cfg_ready && rep_child_cfg_init(&b->cfg)))
+		return;
+	b->cfg_ready = true;
+	if (getenv("DEBUGINFOD_URLS"))
+		dopts.debuginfod_ms = 15000;
+	vmas = calloc(n, sizeof(*vmas));
+	r.fd = open(ml->located, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (!vmas || r.fd < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		vmas[i] = rep_bin_sym(bin, i)->start;
+	r.vmas = vmas;
+	r.nvmas = n;
+	if (rep_annot_run(&b->cfg, &r, &res, err, sizeof(err)))
+		goto out;
+	ml->file = calloc(n, sizeof(*ml->file));
+	ml->line = calloc(n, sizeof(*ml->line));
+	for (size_t i = 0; res.have_lines && ml->file && ml->line && i < n; i++) {
+		ml->file[i] = res.files[i] ? str_id(b, res.files[i]) : -1;
+		ml->line[i] = res.lines[i];
+	}
+	if (ml->file && ml->line && res.have_lines)
+		ml->n = n;
+	rep_annot_res_free(&res, n);
+out:
+	if (r.fd >= 0)
+		close(r.fd);
+	free(vmas);
+}
 
 /* Index of @s in the string table, added on first use; -1: no memory. */
 static int64_t str_id(struct builder *b, const char *s)
@@ -152,7 +216,9 @@ static void mapping_elf(Mapping *m, const char *file, char *bid, size_t size)
 static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has_syms)
 {
 	char *key = NULL, *file = NULL, *located = NULL;
-	char bid[160];
+	const char *bid = NULL, *dbg = NULL;
+	char elfbid[2 * 64 + 1];
+	struct maplines *nml;
 	Mapping *m = NULL;
 	long i;
 
@@ -171,16 +237,28 @@ static int64_t mapping_id(struct builder *b, const struct rep_group *g, bool has
 	domprof__pprof__mapping__init(m);
 	m->id = b->mapping.n + 1;
 	m->filename = str_id(b, file);
-	bid[0] = '\0';
+	/* the range from the bounded program-header reader; the build-id
+	 * its parser child read, else that reader's */
+	elfbid[0] = '\0';
 	if (located)
-		mapping_elf(m, located, bid, sizeof(bid));
-	m->build_id = str_id(b, bid);
+		mapping_elf(m, located, elfbid, sizeof(elfbid));
+	if (located && g->dep.kind == SFN_ROOT)
+		rep_images_info(b->images, g->domain, g->vmm, &g->dep, &bid, &dbg);
+	m->build_id = str_id(b, bid && *bid ? bid : elfbid);
 	/* Every location carries its function (or "(no symbols)"): nothing
 	 * is left for pprof to symbolize, whether the binary had symbols or not. */
 	m->has_functions = true;
-	(void)has_syms;
 	if (m->filename < 0 || m->build_id < 0 || vec_push(&b->mapping, m))
 		goto out_oom_pushed;
+	nml = realloc(b->ml, b->mapping.n * sizeof(*nml));
+	if (!nml)
+		goto out_oom_pushed;
+	b->ml = nml;
+	memset(&nml[b->mapping.n - 1], 0, sizeof(*nml));
+	if (g->dep.kind == SFN_ROOT && has_syms) {
+		nml[b->mapping.n - 1].located = located;
+		located = NULL;
+	}
 	if (rep_strmap_put(b->maps, key, b->mapping.n - 1))
 		goto out_oom_pushed;
 	free(key);
@@ -196,7 +274,8 @@ out_oom_pushed:
 	return -ENOMEM;
 }
 
-static int64_t function_id(struct builder *b, const char *name, int64_t filename)
+static int64_t function_id(struct builder *b, const char *name, int64_t filename,
+			   uint32_t start_line)
 {
 	char *key = NULL;
 	Function *f;
@@ -218,6 +297,7 @@ static int64_t function_id(struct builder *b, const char *name, int64_t filename
 	f->id = b->function.n + 1;
 	f->name = f->system_name = str_id(b, name);
 	f->filename = filename;
+	f->start_line = start_line;
 	if (f->name < 0 || vec_push(&b->function, f) || rep_strmap_put(b->funcs, key, b->function.n - 1)) {
 		free(key);
 		return -ENOMEM;
@@ -240,7 +320,9 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	char key[96];
 	Location *loc;
 	Line *line, **lines;
-	int64_t fid;
+	struct maplines *ml;
+	int64_t fid, file = m->filename;
+	uint32_t first = 0;
 	long i;
 
 	if (skey && !(bin && rep_bin_key_to_vma(bin, *skey, &addr)))
@@ -249,7 +331,15 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	i = rep_strmap_get(b->locs, key);
 	if (i >= 0)
 		return i + 1;
-	fid = function_id(b, s ? s->name : "(no symbols)", m->filename);
+	ml = &b->ml[mid - 1];
+	if (s && ml->located && !ml->tried)
+		read_lines(b, ml, bin);
+	if (s && (size_t)sym < ml->n && ml->line[sym] && ml->file[sym] >= 0) {
+		/* the function's source file, not the binary (pprof -list) */
+		file = ml->file[sym];
+		first = ml->line[sym];
+	}
+	fid = function_id(b, s ? s->name : "(no symbols)", file, first);
 	if (fid < 0)
 		return fid;
 	loc = malloc(sizeof(*loc));
@@ -264,6 +354,7 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	domprof__pprof__location__init(loc);
 	domprof__pprof__line__init(line);
 	line->function_id = (uint64_t)fid;
+	line->line = first;
 	loc->line = lines;
 	loc->line[0] = line;
 	loc->n_line = 1;
@@ -527,6 +618,12 @@ static void free_builder(struct builder *b)
 		free(b->vt.v[i]);
 	for (size_t i = 0; i < b->mapping.n; i++)
 		free(b->mapping.v[i]);
+	for (size_t i = 0; b->ml && i < b->mapping.n; i++) {
+		free(b->ml[i].located);
+		free(b->ml[i].file);
+		free(b->ml[i].line);
+	}
+	free(b->ml);
 	for (size_t i = 0; i < b->function.n; i++)
 		free(b->function.v[i]);
 	free(b->sample.v);

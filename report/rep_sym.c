@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rep_sym.h"
 
@@ -290,17 +291,25 @@ static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
 		goto out_free_cand;
 	for (size_t i = 0; i < nc; i++) {
 		size_t j = i + 1;
-		char *dm;
+		const char *at;
+		char *dm, *plain;
 
 		/* Best-ranked symbol at an address is first; skip the others. */
 		if (i && c[i].start == c[i - 1].start)
 			continue;
 		while (j < nc && c[j].start == c[i].start)
 			j++;
-		dm = bfd_demangle(abfd, c[i].name, 3 /* DMGL_PARAMS | DMGL_ANSI */);
-		b->names[b->nsyms] = dm ? dm : strdup(c[i].name);
-		if (!b->names[b->nsyms])
+		/* libbfd names a versioned symbol "memcpy@@GLIBC_2.14"; perf
+		 * and gdb say "memcpy" */
+		at = strchr(c[i].name, '@');
+		plain = at && at != c[i].name ? strndup(c[i].name, (size_t)(at - c[i].name)) :
+						 strdup(c[i].name);
+		if (!plain)
 			goto out_free_cand;
+		dm = bfd_demangle(abfd, plain, 3 /* DMGL_PARAMS | DMGL_ANSI */);
+		if (dm)
+			free(plain);
+		b->names[b->nsyms] = dm ? dm : plain;
 		b->syms[b->nsyms].start = c[i].start;
 		b->syms[b->nsyms].end = j < nc && c[j].start < c[i].limit ? c[j].start : c[i].limit;
 		b->syms[b->nsyms].name = b->names[b->nsyms];
@@ -312,62 +321,129 @@ out_free_cand:
 	return rc;
 }
 
-static struct rep_bin *open_elf(const char *path, int fd, char *err, size_t errlen);
+static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn, char *err,
+				size_t errlen);
 
 struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
 {
-	return open_elf(path, -1, err, errlen);
+	return open_elf(path, -1, -1, false, err, errlen);
 }
 
 struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen)
 {
-	return open_elf(name, fd, err, errlen);
+	return open_elf(name, fd, -1, false, err, errlen);
 }
 
-static struct rep_bin *open_elf(const char *path, int fd, char *err, size_t errlen)
+struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn, char *err,
+				   size_t errlen)
+{
+	return open_elf(name, fd, dbg_fd, with_dyn, err, errlen);
+}
+
+static bfd *open_bfd(const char *path, int fd, int *rc, char *err, size_t errlen)
 {
 	static bool bfd_ready;
-	struct rep_bin *b = NULL;
-	asymbol **tab = NULL;
 	bfd *abfd;
-	long n;
-	int rc = -ENOMEM;
 
 	if (!bfd_ready) {
 		bfd_init();
 		bfd_ready = true;
 	}
+	/* libbfd takes a new fd to be at its start: a memfd just written is not */
+	if (fd >= 0 && lseek(fd, 0, SEEK_SET) < 0) {
+		*rc = -errno;
+		snprintf(err, errlen, "%s", strerror(errno));
+		close(fd);
+		return NULL;
+	}
 	abfd = fd >= 0 ? bfd_fdopenr(path, NULL, fd) : bfd_openr(path, NULL);
 	if (!abfd) {
-		rc = bfd_get_error() == bfd_error_system_call && errno ? -errno : -ENOENT;
+		*rc = bfd_get_error() == bfd_error_system_call && errno ? -errno : -ENOENT;
 		snprintf(err, errlen, "%s", bfd_errmsg(bfd_get_error()));
-		goto out;
+		return NULL;
 	}
 	if (!bfd_check_format(abfd, bfd_object)) {
-		rc = -ENOEXEC;
+		*rc = -ENOEXEC;
 		snprintf(err, errlen, "not an object file: %s", bfd_errmsg(bfd_get_error()));
-		goto out_close;
+		bfd_close(abfd);
+		return NULL;
+	}
+	return abfd;
+}
+
+/* Two symbol tables as one: @a's @na entries then @b's; *@out malloc'd. */
+static long join_tabs(asymbol **a, long na, asymbol **b, long nb, asymbol ***out)
+{
+	*out = malloc(((size_t)na + (size_t)nb + 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	if (na)
+		memcpy(*out, a, (size_t)na * sizeof(*a));
+	if (nb)
+		memcpy(*out + na, b, (size_t)nb * sizeof(*b));
+	return na + nb;
+}
+
+/*
+ * The symbols of @abfd (sections and keys) named from @dbg when given: its
+ * static table, joined with @abfd's dynamic one when @with_dyn
+ * (MiniDebugInfo holds only what the dynamic table lacks).  Without @dbg,
+ * @abfd's static table, else its dynamic one.
+ */
+static int read_all_syms(bfd *abfd, bfd *dbg, bool with_dyn, struct rep_bin *b)
+{
+	asymbol **tab = NULL, **dyn = NULL, **all = NULL;
+	long n, nd = 0;
+	int rc = -ENOMEM;
+
+	n = read_symtab(dbg ? dbg : abfd, false, &tab);
+	if (n >= 0 && (with_dyn || (!dbg && n == 0)))
+		nd = read_symtab(abfd, true, &dyn);
+	if (n < 0 || nd < 0)
+		goto out;
+	n = join_tabs(tab, n, dyn, nd, &all);
+	if (n >= 0)
+		rc = build_syms(abfd, b, all, n);
+out:
+	free(all);
+	free(tab);
+	free(dyn);
+	return rc;
+}
+
+static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn, char *err,
+				size_t errlen)
+{
+	struct rep_bin *b = NULL;
+	bfd *abfd, *dbg = NULL;
+	int rc = -ENOMEM;
+
+	abfd = open_bfd(path, fd, &rc, err, errlen);
+	if (!abfd) {
+		if (dbg_fd >= 0)
+			close(dbg_fd);
+		goto out;
+	}
+	if (dbg_fd >= 0) {
+		dbg = open_bfd(path, dbg_fd, &rc, err, errlen);
+		if (!dbg)
+			goto out_close;
 	}
 	b = calloc(1, sizeof(*b));
-	if (!b || load_sections(abfd, b))
+	/* offsets to vmas by the image's own sections; names from the best table */
+	if (!b || load_sections(abfd, b) || read_all_syms(abfd, dbg, with_dyn, b))
 		goto out_oom;
-	n = read_symtab(abfd, false, &tab);
-	if (n == 0) {
-		free(tab);
-		n = read_symtab(abfd, true, &tab);
-	}
-	if (n < 0 || build_syms(abfd, b, tab, n))
-		goto out_oom;
-	free(tab);
+	if (dbg)
+		bfd_close(dbg);
 	bfd_close(abfd);
 	return b;
 out_oom:
 	snprintf(err, errlen, "out of memory");
-	free(tab);
 	rep_bin_free(b);
-	b = NULL;
 	rc = -ENOMEM;
 out_close:
+	if (dbg)
+		bfd_close(dbg);
 	bfd_close(abfd);
 out:
 	errno = -rc;

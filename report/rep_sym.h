@@ -30,6 +30,16 @@ struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen);
  * messages only. */
 struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen);
 
+/*
+ * The same with the names from a separate debug file: sections (sample
+ * offsets to vmas) from the image at @fd, symbols from @dbg_fd's static
+ * table (both fds taken over; @dbg_fd -1: the image's own tables), joined
+ * with the image's dynamic table when @with_dyn (MiniDebugInfo).  A debug
+ * file's symbols are vmas like the image's.
+ */
+struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn, char *err,
+				   size_t errlen);
+
 /* @b written to @fd (closed by the call) for rep_bin_read(): 0 or -errno. */
 int rep_bin_write(const struct rep_bin *b, int fd);
 /* A rep_bin from rep_bin_write()'s bytes, every count and length checked

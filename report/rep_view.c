@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <bfd.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -101,72 +100,11 @@ void rep_progress_end(struct rep_progress *pr)
 	pr->shown = false;
 }
 
-static bfd *open_elf(const char *path)
-{
-	static bool ready;
-	bfd *abfd;
-
-	if (!ready) {
-		bfd_init();
-		ready = true;
-	}
-	abfd = bfd_openr(path, NULL);
-	if (!abfd)
-		return NULL;
-	if (!bfd_check_format(abfd, bfd_object)) {
-		bfd_close(abfd);
-		return NULL;
-	}
-	return abfd;
-}
-
-char *rep_view_build_id(const char *path, char *buf, size_t size)
-{
-	bfd *abfd = open_elf(path);
-	asection *sec;
-	bfd_byte *data = NULL;
-
-	buf[0] = '\0';
-	if (!abfd)
-		return buf;
-	sec = bfd_get_section_by_name(abfd, ".note.gnu.build-id");
-	if (sec && bfd_malloc_and_get_section(abfd, sec, &data)) {
-		bfd_size_type len = bfd_section_size(sec);
-
-		/* One note: namesz, descsz, type, "GNU\0", then the id. */
-		if (len >= 16) {
-			uint32_t namesz = bfd_get_32(abfd, data);
-			uint32_t descsz = bfd_get_32(abfd, data + 4);
-			uint64_t off = 12 + (((uint64_t)namesz + 3) & ~3ull);
-
-			if (off <= len && descsz <= len - off && 2 * (size_t)descsz < size)
-				for (uint32_t i = 0; i < descsz; i++)
-					snprintf(buf + 2 * i, 3, "%02x", data[off + i]);
-		}
-	}
-	free(data);
-	bfd_close(abfd);
-	return buf;
-}
-
-char *rep_view_debug_file(const char *path, const char *dir)
-{
-	bfd *abfd = open_elf(path);
-	char *found;
-
-	if (!abfd)
-		return NULL;
-	found = bfd_follow_build_id_debuglink(abfd, dir);
-	if (!found)
-		found = bfd_follow_gnu_debuglink(abfd, dir);
-	bfd_close(abfd);
-	return found;
-}
-
 const char rep_view_common_usage[] =
 	"      --session-dir=DIR   session directory (default " DP_DEFAULT_SESSION_DIR ")\n"
 	"  -p, --image-path=DIRS   comma-separated directories searched for binaries\n"
 	"      --root=DIR          prefix for binary paths\n"
+	"      --debug-dir=DIR     debug files by build-id and debug link (default /usr/lib/debug)\n"
 	"      --domain=NAMES      only these domains (\"host\": the host's own work)\n"
 	"  -h, --help              show this help and exit\n"
 	"  -v, --version           show the version and exit\n"
@@ -184,6 +122,9 @@ int rep_view_common_opt(struct rep_opts *o, int c, const char *arg, char *msg, s
 	case REP_OPT_ROOT:
 		o->root = arg;
 		return 0;
+	case REP_OPT_DEBUG_DIR:
+		o->debug_dir = arg;
+		return 0;
 	case REP_OPT_DOMAIN:
 		return rep_spec_add_domains(o->spec, arg, msg, msglen) ? -EINVAL : 0;
 	default:
@@ -200,6 +141,7 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
 		{ "image-path", required_argument, NULL, 'p' },
 		{ "root", required_argument, NULL, REP_OPT_ROOT },
+		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
 		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'v' },

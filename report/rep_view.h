@@ -1,8 +1,8 @@
 /*
  * Helpers shared by the views built on opreport's library (opannotate,
  * oparchive, the flame graph and pprof exports): command-line pieces,
- * progress on a terminal, and facts about ELF files that the symbol table
- * does not keep (build ids, separate debug files).
+ * progress on a terminal.  (Facts about ELF files come from the parser
+ * children: rep_images_info.)
  */
 #ifndef REP_VIEW_H
 #define REP_VIEW_H
@@ -20,7 +20,7 @@ int rep_view_add_image_path(struct rep_opts *o, const char *list);
 /* getopt ids of the long options every report tool shares; a tool's own
  * long-only options start at REP_OPT_FREE. */
 enum {
-	REP_OPT_SESSION_DIR = 0x1000, REP_OPT_ROOT, REP_OPT_DOMAIN, REP_OPT_FREE
+	REP_OPT_SESSION_DIR = 0x1000, REP_OPT_ROOT, REP_OPT_DOMAIN, REP_OPT_DEBUG_DIR, REP_OPT_FREE
 };
 
 /*
@@ -48,19 +48,6 @@ struct rep_progress {
 void rep_progress_begin(struct rep_progress *pr, const char *what, size_t total);
 void rep_progress_step(struct rep_progress *pr, size_t done);
 void rep_progress_end(struct rep_progress *pr);
-
-/*
- * The GNU build id of the ELF file @path as lowercase hex in @buf, or
- * "" when it has none or cannot be read.  Returns @buf.
- */
-char *rep_view_build_id(const char *path, char *buf, size_t size);
-
-/*
- * The separate debug file of the ELF file @path, looked for below @dir
- * (NULL: the system's /usr/lib/debug) by build id, then by debug link.
- * malloc'd path, or NULL when there is none.
- */
-char *rep_view_debug_file(const char *path, const char *dir);
 
 /*
  * Where binaries that oparchive copied into a session live: SESSION/archive

@@ -9,6 +9,8 @@ pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev libxml2-dev
 	nettle-dev	# the daemon's image cache: SHA-256 content ids
+	liblzma-dev libseccomp-dev	# the report's MiniDebugInfo and its parser children's seccomp
+	libdebuginfod-dev debuginfod libc6-dbg	# debug info by build-id; host-debuginfo.sh serves and reads it
 	libxen-dev
 	clang libclang-rt-14-dev
 	linux-perf procps time groff-base man-db

@@ -189,14 +189,17 @@ else
 	grep -q "images/id-pe/pe: not an ELF file" "$work/elf.err" ||
 		fail "a guest PE file reached libbfd (guest binaries are ELF only)"
 	grep -q "images/id-good/good:" "$work/elf.err" && fail "the good guest binary was refused"
-	# every guest binary parsed as nobody, with limits and no_new_privs
-	u=$(id -u nobody)
+	# every binary parsed as the report's unprivileged user (domprof, else
+	# nobody: report/rep_child.c), with limits and no_new_privs
+	pu=domprof
+	id -u domprof >/dev/null 2>&1 || pu=nobody
+	u=$(id -u "$pu")
 	parsers=$(grep -Ec "setresuid\($u, $u, $u\) += 0" "$work/strace.out")
 	limits=$(grep -Ec '(setrlimit|prlimit64)\((0, )?RLIMIT_AS' "$work/strace.out")
 	nnp=$(grep -c 'prctl(PR_SET_NO_NEW_PRIVS, 1' "$work/strace.out")
-	echo "parser children: $parsers as nobody, $limits with an address space limit, $nnp no_new_privs"
+	echo "parser children: $parsers as $pu, $limits with an address space limit, $nnp no_new_privs"
 	[ "$parsers" -ge 6 ] && [ "$limits" -ge 6 ] && [ "$nnp" -ge 6 ] ||
-		fail "guest binaries not parsed by limited children running as nobody"
+		fail "guest binaries not parsed by limited children running as $pu"
 fi
 
 echo "trust-files: $fails failed"

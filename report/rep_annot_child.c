@@ -1,0 +1,224 @@
+#include "config.h"
+
+#include <bfd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rep_annot_child.h"
+#include "rep_child.h"
+#include "rep_debug.h"
+
+/* Longer than its debuginfod bound, as for opreport's children. */
+#define ANNOT_WALL_MS	60000u
+#define MAX_TEXT	(128u << 20)
+#define MAX_NAME	4096u
+#define MAX_LINE	10000000u
+
+static bfd *open_fd(const char *name, int fd)
+{
+	static bool ready;
+	bfd *abfd;
+
+	if (!ready) {
+		bfd_init();
+		ready = true;
+	}
+	if (fd < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return NULL;
+	abfd = bfd_fdopenr(name, NULL, fd);
+	if (abfd && !bfd_check_format(abfd, bfd_object)) {
+		bfd_close(abfd);
+		return NULL;
+	}
+	return abfd;
+}
+
+static int put(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
+}
+
+/* Each address's file and line: u32 line (0: none), u16 length, the name. */
+static int put_lines(FILE *o, bfd *abfd, const struct rep_annot_req *r)
+{
+	asymbol **syms = NULL;
+	long size = bfd_get_symtab_upper_bound(abfd);
+	int rc = 0;
+
+	if (size > 0 && (syms = malloc(size)) && bfd_canonicalize_symtab(abfd, syms) < 0) {
+		free(syms);
+		syms = NULL;
+	}
+	for (size_t i = 0; i < r->nvmas && !rc; i++) {
+		const char *src = NULL, *func = NULL;
+		unsigned int line = 0;
+		asection *sec = NULL;
+		uint16_t len = 0;
+
+		for (asection *x = abfd->sections; x && !sec; x = x->next)
+			if ((bfd_section_flags(x) & SEC_CODE) && r->vmas[i] >= bfd_section_vma(x) &&
+			    r->vmas[i] - bfd_section_vma(x) < bfd_section_size(x))
+				sec = x;
+		if (!sec || !bfd_find_nearest_line(abfd, sec, syms, r->vmas[i] - bfd_section_vma(sec),
+						   &src, &func, &line) || !src)
+			line = 0;
+		if (line)
+			len = (uint16_t)strnlen(src, MAX_NAME);
+		rc = put(o, &line, 4) | put(o, &len, 2) | (len ? put(o, src, len) : 0);
+	}
+	free(syms);
+	return rc;
+}
+
+/* The child: debug info found, files opened, then seccomp, then the parse. */
+static int annot_child(void *ctx, int out, int in)
+{
+	const struct rep_annot_req *r = ctx;
+	struct rep_debug_found f = { .fd = -1 };
+	char *text = NULL, note[256] = "";
+	size_t tlen = 0;
+	int afd = r->asm_fn ? dup(r->fd) : -1, lfd = -1;
+	uint64_t n;
+	uint32_t have = 0;
+	bfd *abfd = NULL, *lines = NULL;
+	FILE *mem = open_memstream(&text, &tlen), *o = fdopen(out, "w");
+
+	if (r->nvmas && !rep_debug_find(r->fd, r->file, r->dopts, &f)) {
+		if (f.src == REP_DEBUG_NONE)
+			snprintf(note, sizeof(note), "no line table: %.200s", f.why);
+		else
+			lfd = f.fd >= 0 ? f.fd : dup(r->fd);
+	}
+	if (!mem || !o || rep_child_confine())
+		return 3;
+	if (r->asm_fn) {
+		abfd = open_fd(r->file, afd);
+		if (abfd)
+			r->asm_fn(r->ctx, abfd, mem);
+		else
+			fprintf(mem, "(cannot read %s: %s)\n\n", r->file, bfd_errmsg(bfd_get_error()));
+	}
+	if (fflush(mem))
+		return 3;
+	n = tlen;
+	if (put(o, &n, 8) || put(o, text, tlen))
+		return 3;
+	if (lfd >= 0 && !(lines = open_fd(r->file, lfd)))
+		snprintf(note, sizeof(note), "cannot read its debug file");
+	have = lines != NULL;
+	n = strlen(note);
+	if (put(o, &have, 4) || put(o, &n, 8) || put(o, note, n) ||
+	    (lines && put_lines(o, lines, r)) || fclose(o))
+		return 3;
+	return 0;
+}
+
+struct rd {
+	const char *p;
+	size_t left;
+};
+
+static bool get(struct rd *d, void *out, size_t n)
+{
+	if (d->left < n)
+		return false;
+	memcpy(out, d->p, n);
+	d->p += n;
+	d->left -= n;
+	return true;
+}
+
+/* Untrusted text printed: control bytes but newline and tab shown as '?'. */
+static char *printable(const char *p, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		s[i] = ((unsigned char)p[i] < 0x20 && p[i] != '\n' && p[i] != '\t') || p[i] == 0x7f ?
+			       '?' : p[i];
+	s[n] = '\0';
+	return s;
+}
+
+static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
+		  struct rep_annot_res *res)
+{
+	struct rd d = { buf, len };
+	uint64_t n;
+	uint32_t have;
+
+	if (!get(&d, &n, 8) || n > MAX_TEXT || n > d.left || !(res->text = printable(d.p, n)))
+		return -EBADMSG;
+	res->len = n;
+	d.p += n;
+	d.left -= n;
+	if (!get(&d, &have, 4) || !get(&d, &n, 8) || n >= sizeof(res->note) || n > d.left)
+		return -EBADMSG;
+	memcpy(res->note, d.p, n);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)res->note[i] < 0x20)
+			res->note[i] = '?';
+	d.p += n;
+	d.left -= n;
+	res->have_lines = have == 1;
+	if (!res->have_lines)
+		return d.left ? -EBADMSG : 0;
+	res->files = calloc(r->nvmas ? r->nvmas : 1, sizeof(*res->files));
+	res->lines = calloc(r->nvmas ? r->nvmas : 1, sizeof(*res->lines));
+	if (!res->files || !res->lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nvmas; i++) {
+		uint32_t line;
+		uint16_t flen;
+
+		if (!get(&d, &line, 4) || !get(&d, &flen, 2) || flen > d.left ||
+		    (line && !flen) || memchr(d.p, 0, flen))
+			return -EBADMSG;
+		if (line > MAX_LINE)
+			line = 0;	/* no source file is that long */
+		if (line && !(res->files[i] = printable(d.p, flen)))
+			return -ENOMEM;
+		res->lines[i] = line;
+		d.p += flen;
+		d.left -= flen;
+	}
+	return d.left ? -EBADMSG : 0;
+}
+
+int rep_annot_run(const struct rep_child_cfg *cfg, const struct rep_annot_req *r,
+		  struct rep_annot_res *res, char *err, size_t errlen)
+{
+	char *reply = NULL;
+	size_t len;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	rc = rep_child_run(cfg, r->fd, annot_child, (void *)r, ANNOT_WALL_MS, &reply, &len, err,
+			   errlen);
+	if (rc)
+		return rc;
+	rc = decode(r, reply, len, res);
+	free(reply);
+	if (rc) {
+		rep_annot_res_free(res, r->nvmas);
+		snprintf(err, errlen, "its parser sent a bad reply");
+	}
+	return rc;
+}
+
+void rep_annot_res_free(struct rep_annot_res *res, size_t nvmas)
+{
+	if (res->files)
+		for (size_t i = 0; i < nvmas; i++)
+			free(res->files[i]);
+	free(res->files);
+	free(res->lines);
+	free(res->text);
+	memset(res, 0, sizeof(*res));
+}

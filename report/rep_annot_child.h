@@ -1,0 +1,45 @@
+/*
+ * opannotate's parse of one binary, in a confined parser child
+ * (rep_child.h): its debug info found (rep_debug.h), its disassembly
+ * written, and the source file and line of each sampled address read from
+ * its DWARF.  The parent gets text and a table back, and opens no ELF.
+ */
+#ifndef REP_ANNOT_CHILD_H
+#define REP_ANNOT_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct rep_child_cfg;
+struct rep_debug_opts;
+struct bfd;
+
+struct rep_annot_req {
+	const char *file;		/* for messages and debug links */
+	int fd;				/* the binary, borrowed */
+	const struct rep_debug_opts *dopts;
+	/* the disassembly, run in the child on the binary: NULL for none */
+	int (*asm_fn)(void *ctx, struct bfd *abfd, FILE *out);
+	void *ctx;
+	const uint64_t *vmas;		/* sampled addresses whose lines are wanted */
+	size_t nvmas;			/* 0: no lines */
+};
+
+struct rep_annot_res {
+	char *text;			/* the disassembly, printable bytes and \n, \t only */
+	size_t len;
+	bool have_lines;		/* false: why in @note */
+	char **files;			/* [nvmas]: source file of each address, NULL none */
+	unsigned int *lines;		/* [nvmas]: its line, 0 none */
+	char note[256];
+};
+
+/* 0 with @res filled (free with rep_annot_res_free), or -errno with the
+ * reason in @err. */
+int rep_annot_run(const struct rep_child_cfg *cfg, const struct rep_annot_req *r,
+		  struct rep_annot_res *res, char *err, size_t errlen);
+void rep_annot_res_free(struct rep_annot_res *res, size_t nvmas);
+
+#endif
