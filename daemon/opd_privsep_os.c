@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "opd_agent.h"
@@ -36,6 +37,7 @@
 #include "opd_domain.h"
 #include "opd_kvmtsc.h"
 #include "opd_privsep.h"
+#include "opd_privsep_scope.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -236,6 +238,7 @@ struct mon {
 	int nr_ring;
 	bool served_refresh;		/* the last request was a REFRESH */
 	struct opd_relay_mon *relay;	/* a collector run here, or NULL */
+	struct opd_ps_scope scope;	/* MAPS and CONNECT: domains' pids */
 	int fds[OPD_KVMTSC_MAX_CPUS];	/* (room for opd_kvmtsc_trace_open_cpus) */
 };
 
@@ -314,16 +317,38 @@ static int send_map(void *ctx, const struct dp_raw_mmap *mm, const char *path, s
 	return mc->err;
 }
 
-/* MAPS: a process's executable mappings from /proc, as records. */
-static int mon_maps(struct mon *m, pid_t pid)
+static uint64_t mon_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The domain the backend verified whose process is @pid, or NULL. */
+static const struct dom_domain *mon_domain(const struct mon *m, pid_t pid)
+{
+	for (size_t i = 0; i < m->nh; i++)
+		if (dom_domain_pid(m->hs[i].d) == pid)
+			return m->hs[i].d;
+	return NULL;
+}
+
+/* MAPS: a process's executable mappings from /proc, as records: a
+ * domain's process, or a host process that ran at @pc (scope.h). */
+static int mon_maps(struct mon *m, pid_t pid, uint64_t pc)
 {
 	struct map_ctx mc = { .m = m, .pid = pid };
 	struct opd_ps_msg msg;
-	int ret;
+	int ret = 0;
 
-	opd_procfs_comm(m->proc_root, pid, mc.comm);
-	mc.comm[15] = 0;
-	ret = opd_procfs_maps(m->proc_root, pid, send_map, &mc);
+	if (!mon_domain(m, pid))
+		ret = opd_ps_scope_host_maps(&m->scope, m->proc_root, pid, pc, mon_now());
+	if (!ret) {
+		opd_procfs_comm(m->proc_root, pid, mc.comm);
+		mc.comm[15] = 0;
+		ret = opd_procfs_maps(m->proc_root, pid, send_map, &mc);
+	}
 	if (mc.err)
 		return mc.err;
 	opd_ps_msg_init(&msg, OPD_PS_END);
@@ -482,13 +507,13 @@ static const struct dom_ops mon_ops = {
  * as the backend knows it, if its listener is that process.  -errno. */
 static int mon_connect(struct mon *m, pid_t pid, int *fd)
 {
-	const char *path = NULL;
+	const struct dom_domain *d = mon_domain(m, pid);
+	const char *path = d ? dom_domain_agent_path(d) : NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int s;
 
-	for (size_t i = 0; i < m->nh && !path; i++)
-		if (dom_domain_pid(m->hs[i].d) == pid)
-			path = dom_domain_agent_path(m->hs[i].d);
+	if (!d)
+		opd_ps_scope_refused(&m->scope, "CONNECT", pid, mon_now());
 	if (!path)
 		return -ENOENT;
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -525,7 +550,7 @@ static int mon_serve(struct mon *m)
 	if (msg.type == OPD_PS_TRACE_OPEN)
 		return mon_trace(m);
 	if (msg.type == OPD_PS_MAPS)
-		return mon_maps(m, msg.u.conn.pid);
+		return mon_maps(m, msg.u.mreq.pid, msg.u.mreq.pc);
 	if (msg.type == OPD_PS_COLLECT) {
 		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
 		opd_ps_msg_init(&msg, OPD_PS_END);
@@ -593,6 +618,7 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 	}
 	mp->sock = sock;
 	mp->relay = relay;
+	opd_ps_scope_init(&mp->scope, mon_now());
 	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
 	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
 	if (ret) {

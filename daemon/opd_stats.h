@@ -40,6 +40,7 @@
 	X(domains_running)			\
 	X(domain_refused)			\
 	X(privsep_agent_refused)		\
+	X(privsep_maps_refused)			\
 	X(privsep_bad_msgs)			\
 	X(privsep_worker_uid)			\
 	X(samples_vmm)				\
