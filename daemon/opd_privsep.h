@@ -233,6 +233,20 @@ int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t ba
  */
 int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
 
+/*
+ * The worker's seccomp filter: the system calls its loop makes, ioctl
+ * only with the commands it uses (doc/trust.md), anything else killing
+ * the process (SECCOMP_RET_KILL_PROCESS).  opd_ps_seccomp_filter writes
+ * the program into @f (@max >= OPD_PS_SECCOMP_MAX) and returns its length
+ * or -errno (-ENOTSUP: no filter for this architecture);
+ * opd_ps_seccomp_install installs it on the calling process (tests call
+ * it in a child): 0 or -errno.
+ */
+#define OPD_PS_SECCOMP_MAX 256
+struct sock_filter;
+int opd_ps_seccomp_filter(struct sock_filter *f, size_t max);
+int opd_ps_seccomp_install(void);
+
 /* ---- monitor side -------------------------------------------------------- */
 
 /*

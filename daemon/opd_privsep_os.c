@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/perf_event.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -32,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "domprof/kmod.h"
 #include "opd_agent.h"
 #include "opd_daemon.h"
 #include "opd_domain.h"
@@ -93,7 +96,6 @@ static const int allowed[] = {
 	A(fchmod) A(fcntl) A(dup) A(dup3) A(umask)
 	A(mmap) A(munmap) A(mremap) A(mprotect) A(madvise) A(brk)
 	A(ppoll) A(pselect6) A(recvfrom) A(recvmsg) A(sendto) A(sendmsg) A(shutdown)
-	A(ioctl)
 	A(clock_gettime) A(clock_getres) A(clock_nanosleep) A(nanosleep) A(gettimeofday)
 	A(getpid) A(gettid) A(getppid) A(getuid) A(geteuid) A(getgid) A(getegid)
 	A(rt_sigaction) A(rt_sigprocmask) A(rt_sigreturn) A(sigaltstack) A(tgkill)
@@ -113,38 +115,74 @@ static const int allowed[] = {
 #undef A
 };
 
-static int install_seccomp(void)
+/* The ioctl commands the worker makes once it dropped (found in the code
+ * and under strace): stopping its collector (perf's counters, the kernel
+ * module's device), and the tty check glibc's stdio makes on a character
+ * device (stderr on /dev/null).  Nothing that configures or redirects. */
+static const unsigned int allowed_ioctls[] = {
+	PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE,
+	DP_KMOD_IOC_ENABLE, DP_KMOD_IOC_DISABLE,
+	TCGETS,
+};
+
+int opd_ps_seccomp_filter(struct sock_filter *f, size_t max)
 {
 #ifdef PS_AUDIT_ARCH
-	enum { N = sizeof(allowed) / sizeof(allowed[0]) };
-	struct sock_filter f[5 + 2 * N + 1];
-	struct sock_fprog prog = { .filter = f };
+	enum { N = sizeof(allowed) / sizeof(allowed[0]),
+	       NI = sizeof(allowed_ioctls) / sizeof(allowed_ioctls[0]) };
 	size_t k = 0;
 
+	if (max < OPD_PS_SECCOMP_MAX || 8 + 2 * N + 2 * NI + 2 > OPD_PS_SECCOMP_MAX)
+		return -ENOSPC;
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, arch));
 	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PS_AUDIT_ARCH, 1, 0);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, nr));
-	/* x32 numbers on x86_64 are another table: refused below */
-	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2 * N, 0);
+	/* x32 numbers on x86_64 are another table: killed below */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2 * N + 1, 0);
+	/* ioctl: to its commands, past the list and its kill */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 2 * N + 1, 0);
 	for (size_t i = 0; i < N; i++) {
 		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 						      (unsigned int)allowed[i], 0, 1);
 		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	}
-	/* anything else fails with EPERM: blocked all the same, and a call
-	 * a library makes on a rare path is an error, not a dead daemon */
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-	prog.len = (unsigned short)k;
+	/* anything else kills the worker: a compromised worker gets no
+	 * second try, and the monitor reports the signal it died of */
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	/* ioctl: its command (the kernel reads an unsigned int) */
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, args[1]) +
+					      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0));
+	for (size_t i = 0; i < NI; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed_ioctls[i],
+						      0, 1);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	return (int)k;
+#else
+	(void)f;
+	(void)max;
+	return -ENOTSUP;
+#endif
+}
+
+int opd_ps_seccomp_install(void)
+{
+	struct sock_filter f[OPD_PS_SECCOMP_MAX];
+	struct sock_fprog prog = { .filter = f };
+	int n = opd_ps_seccomp_filter(f, OPD_PS_SECCOMP_MAX);
+
+	if (n < 0)
+		return n;
+	prog.len = (unsigned short)n;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) &&
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0))
 		return -errno;
 	return 0;
-#else
-	return -ENOTSUP;
-#endif
 }
 
 /*
@@ -204,7 +242,7 @@ int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor)
 	}
 	if (getppid() != monitor)
 		raise(SIGTERM);	/* the monitor died before PDEATHSIG was set */
-	ret = install_seccomp();
+	ret = opd_ps_seccomp_install();
 	if (ret) {
 		du_err("privsep: cannot install the seccomp filter: %s", strerror(-ret));
 		return ret;

@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,6 +26,7 @@
 #include <unistd.h>
 
 #include "dom_testproc.h"
+#include "domprof/kmod.h"
 #include "opd_privsep.h"
 #include "opd_privsep_scope.h"
 #include "opd_relay.h"
@@ -1066,6 +1072,53 @@ static void test_reachable(void)
 	CU_ASSERT(system(bad) == 0);
 }
 
+/* A child that installs the worker's filter and runs @what: its status. */
+static int filtered_child(int what)
+{
+	int status = -1, devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid_t c = fork();
+
+	if (c == 0) {
+		int fl = 0;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || opd_ps_seccomp_install())
+			_exit(2);
+		/* allowed: perf's and the module's stop, the tty check
+		 * (refused by /dev/null's driver, not by the filter) */
+		if (ioctl(devnull, PERF_EVENT_IOC_DISABLE, 0) != -1 ||
+		    ioctl(devnull, DP_KMOD_IOC_DISABLE) != -1 || isatty(devnull))
+			_exit(3);
+		if (what == 1)
+			ioctl(devnull, FIONREAD, &fl);	/* not used: killed */
+		if (what == 2)
+			ioctl(devnull, PERF_EVENT_IOC_SET_OUTPUT, -1);	/* pre-drop only */
+		if (what == 3)
+			socket(AF_UNIX, SOCK_STREAM, 0);	/* not in the list */
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, &status, 0);
+	close(devnull);
+	return status;
+}
+
+/* The worker's seccomp filter kills on a call it does not allow, ioctl
+ * commands included; the ioctls the worker makes pass. */
+static void test_seccomp(void)
+{
+	struct sock_filter f[OPD_PS_SECCOMP_MAX];
+	int st;
+
+	if (opd_ps_seccomp_filter(f, OPD_PS_SECCOMP_MAX) == -ENOTSUP)
+		return;
+	st = filtered_child(0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int what = 1; what <= 3; what++) {
+		st = filtered_child(what);
+		CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1081,6 +1134,7 @@ int main(void)
 	}
 	CU_add_test(s, "a session the worker cannot reach is named", test_reachable);
 	CU_add_test(s, "malformed messages refused", test_malformed);
+	CU_add_test(s, "seccomp kills a forbidden call, ioctl commands too", test_seccomp);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);
 	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);
