@@ -551,7 +551,8 @@ static int mon_connect(struct mon *m, pid_t pid, int *fd)
 	int s;
 
 	if (!d)
-		opd_ps_scope_refused(&m->scope, "CONNECT", pid, mon_now());
+		opd_ps_scope_refused(&m->scope, "CONNECT: no verified domain's process", pid,
+				     mon_now());
 	if (!path)
 		return -ENOENT;
 	if (strlen(path) >= sizeof(sa.sun_path))

@@ -20,9 +20,9 @@ void opd_ps_scope_refused(struct opd_ps_scope *s, const char *what, pid_t pid, u
 	s->unlogged++;
 	if (s->logged_at && now_ns - s->logged_at < OPD_PS_SCOPE_LOG_NS)
 		return;
-	du_warn("privsep: refused the worker's %s for pid %d, no verified domain's (%llu such "
-		"requests refused since the last line, %llu in all)", what, (int)pid,
-		(unsigned long long)s->unlogged, (unsigned long long)s->refused);
+	du_warn("privsep: refused the worker's %s for pid %d (%llu requests refused since the "
+		"last line, %llu in all)", what, (int)pid, (unsigned long long)s->unlogged,
+		(unsigned long long)s->refused);
 	s->logged_at = now_ns ? now_ns : 1;
 	s->unlogged = 0;
 }
@@ -56,7 +56,7 @@ int opd_ps_scope_host_maps(struct opd_ps_scope *s, const char *proc_root, pid_t 
 		s->tokens_at += gained * OPD_PS_SCOPE_REFILL_NS;
 	}
 	if (!s->tokens) {
-		opd_ps_scope_refused(s, "MAPS (guess budget spent)", pid, now_ns);
+		opd_ps_scope_refused(s, "MAPS: its budget of wrong pcs spent", pid, now_ns);
 		return -EPERM;
 	}
 	ret = opd_procfs_maps(proc_root, pid, pc_in, &probe);
@@ -67,6 +67,6 @@ int opd_ps_scope_host_maps(struct opd_ps_scope *s, const char *proc_root, pid_t 
 	if (ret < 0)
 		return ret;
 	s->tokens--;
-	opd_ps_scope_refused(s, "MAPS", pid, now_ns);
+	opd_ps_scope_refused(s, "MAPS: its pc in none of the process's mappings", pid, now_ns);
 	return -EPERM;
 }

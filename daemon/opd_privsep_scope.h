@@ -43,7 +43,7 @@ void opd_ps_scope_init(struct opd_ps_scope *s, uint64_t now_ns);
 int opd_ps_scope_host_maps(struct opd_ps_scope *s, const char *proc_root, pid_t pid, uint64_t pc,
 			   uint64_t now_ns);
 
-/* A request @what ("MAPS", "CONNECT") for @pid refused: counted, logged
+/* A request (@what: its type and why) for @pid refused: counted, logged
  * at most every OPD_PS_SCOPE_LOG_NS with the count since. */
 void opd_ps_scope_refused(struct opd_ps_scope *s, const char *what, pid_t pid, uint64_t now_ns);
 

@@ -106,7 +106,9 @@
 	X(guest_hostile_image_mismatch)			\
 	X(guest_budget_deferred)			\
 	X(guest_budget_spent_ns)			\
-	X(guest_budget_peak_ns)
+	X(guest_budget_peak_ns)			\
+	X(guest_budget_share_deferred)		\
+	X(guest_budget_total_peak_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;
