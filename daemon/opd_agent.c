@@ -54,7 +54,7 @@ struct chan {
 	struct opd_guest *g;
 	struct opd_kvmtsc *clk;
 	bool clk_said;		/* the ping/pong reason was logged */
-	bool trusted;		/* path from libvirt: any listener (opd_dom) */
+	bool root_listener;	/* a root listener will do too (opd_dom) */
 	bool refused_said;	/* a wrong listener was logged */
 	int fd;
 	bool running;
@@ -230,7 +230,7 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->name = dom->name;
 	c->pid = dom->pid;
 	c->running = dom->running;
-	c->trusted = dom->agent_trusted;
+	c->root_listener = dom->agent_root_listener;
 	c->path = strdup(dom->agent_path);
 	c->id = ident_get(a, dom);
 	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
@@ -294,7 +294,7 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
 	return n;
 }
 
-bool opd_agent_peer_is(int fd, pid_t pid)
+bool opd_agent_peer_ok(int fd, pid_t pid, bool root_ok)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
@@ -303,18 +303,18 @@ bool opd_agent_peer_is(int fd, pid_t pid)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr) || cr.pid <= 0)
 		return false;
-	if (cr.pid == pid)
+	if (cr.pid == pid || (root_ok && cr.uid == 0))
 		return true;
 	/* a thread of it (the kernel records the thread group, but be sure) */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)cr.pid);
 	return !stat(path, &sb);
 }
 
-/* The listener of @fd is the domain's own process, unless its path came
- * from libvirt.  Refusals are counted, and logged once per channel. */
+/* The listener of @fd is the domain's own process, or root's where the
+ * backend's daemon listens.  Refusals are counted, logged once per channel. */
 static bool listener_ok(struct opd_agents *a, struct chan *c, int fd)
 {
-	if (fd >= 0 && (c->trusted || opd_agent_peer_is(fd, c->pid)))
+	if (fd >= 0 && opd_agent_peer_ok(fd, c->pid, c->root_listener))
 		return true;
 	a->st->privsep_agent_refused++;
 	if (!c->refused_said)

@@ -550,7 +550,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->d = d;
 	e->pub.esc = e->esc;
 	e->pub.agent_path = e->agent_path;
-	e->pub.agent_trusted = !strcmp(ds->be->name, "libvirt");
+	e->pub.agent_root_listener = ds->be->agent_root_listener;
 	e->pub.pid = dom_domain_pid(d);
 	domain_key(d, &e->key_ns, &e->key);
 	e->hypervisor = dom_domain_hypervisor(d);

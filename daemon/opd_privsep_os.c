@@ -263,7 +263,7 @@ struct mon {
 	int sock;
 	const struct dom_backend_ops *be;
 	void *bs;
-	bool trusted;			/* libvirt: paths from its live XML */
+	bool root_listener;		/* the backend's daemon may listen */
 	struct handle *hs;
 	size_t nh, cap;
 	uint64_t next_handle;
@@ -567,7 +567,7 @@ static int mon_connect(struct mon *m, pid_t pid, int *fd)
 		close(s);
 		return ret;
 	}
-	if (!m->trusted && !opd_agent_peer_is(s, pid)) {
+	if (!opd_agent_peer_ok(s, pid, m->root_listener)) {
 		close(s);
 		return -EPERM;
 	}
@@ -664,7 +664,7 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
 		mp->be = NULL;
 	} else {
-		mp->trusted = !strcmp(mp->be->name, "libvirt");
+		mp->root_listener = mp->be->agent_root_listener;
 		du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
 			mp->be->name, (int)worker);
 	}
