@@ -93,6 +93,7 @@ static const int allowed[] = {
 	A(openat) A(fstat) A(newfstatat) A(statx) A(fstatfs) A(statfs) A(faccessat)
 	A(getdents64) A(mkdirat) A(renameat) A(renameat2) A(unlinkat) A(readlinkat)
 	A(ftruncate) A(fallocate) A(fsync) A(fdatasync) A(syncfs) A(msync) A(fadvise64)
+	A(sync_file_range)
 	A(fchmod) A(fcntl) A(dup) A(dup3) A(umask)
 	A(mmap) A(munmap) A(mremap) A(mprotect) A(madvise) A(brk)
 	A(ppoll) A(pselect6) A(recvfrom) A(recvmsg) A(sendto) A(sendmsg) A(shutdown)
