@@ -467,7 +467,6 @@ static const struct dentry *name_held(struct opd_domains *ds, const struct dom_d
 	return NULL;
 }
 
-
 /* dom0's back-end threads working for @d (dom_domain_set_helpers), in the
  * log when their set changes. */
 static void log_helpers(struct dentry *e, const struct dom_domain *d)
