@@ -52,6 +52,8 @@ struct ctl_opts {
 	bool callgraph_given;
 	unsigned int guest_cpu_ms;	/* --guest-cpu, 0: the daemon's default */
 	bool guest_cpu_given;
+	unsigned int guest_cpu_total_ms;	/* --guest-cpu-total, as guest_cpu_ms */
+	bool guest_cpu_total_given;
 };
 
 /*

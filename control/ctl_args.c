@@ -16,7 +16,7 @@ enum opt_id {
 	OPT_START, OPT_STOP, OPT_DUMP, OPT_STATUS, OPT_RESET, OPT_HELP, OPT_VERSION,
 	OPT_EVENT, OPT_SEPARATE, OPT_SESSION_DIR, OPT_COLLECTOR, OPT_DOMAINS,
 	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH, OPT_NO_DOM0,
-	OPT_GUEST_CPU,
+	OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL,
 };
 
 struct opt_def {
@@ -46,6 +46,7 @@ static const struct opt_def opt_table[] = {
 	{ "callgraph",   'c', OPT_CALLGRAPH,   true,  true  },
 	{ "no-dom0",     0,   OPT_NO_DOM0,     false, true  },
 	{ "guest-cpu",   0,   OPT_GUEST_CPU,   true,  true  },
+	{ "guest-cpu-total", 0, OPT_GUEST_CPU_TOTAL, true, true },
 };
 
 static const struct {
@@ -101,8 +102,11 @@ void ctl_usage(FILE *f)
 		"                       work\n"
 		"  --guest-cpu=MS       daemon CPU a second each domain's agent may take\n"
 		"                       (1..%d) [%d]\n"
+		"  --guest-cpu-total=MS the same for all domains together, in fair shares\n"
+		"                       (1..%d) [%d]\n"
 		"  --verbose            make the daemon log more\n",
-		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_MS);
+		DP_DEFAULT_SESSION_DIR, DP_EVENTS_DIR, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_MS,
+		DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_TOTAL_MS);
 	ctl_lv_usage(f);
 }
 
@@ -215,6 +219,9 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val,
 	case OPT_GUEST_CPU:
 		return set_number(&o->guest_cpu_ms, &o->guest_cpu_given, val, 1, DP_AG_GUEST_CPU_MS_MAX, d->name,
 				  "milliseconds", err, errlen);
+	case OPT_GUEST_CPU_TOTAL:
+		return set_number(&o->guest_cpu_total_ms, &o->guest_cpu_total_given, val, 1,
+				  DP_AG_GUEST_CPU_MS_MAX, d->name, "milliseconds", err, errlen);
 	default:
 		break;
 	}

@@ -140,6 +140,12 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 		snprintf(ms, sizeof(ms), "%u", o->guest_cpu_ms);
 		PUSH(store_opt(&store, &storelen, "guest-cpu", ms));
 	}
+	if (o->guest_cpu_total_given) {
+		char ms[16];
+
+		snprintf(ms, sizeof(ms), "%u", o->guest_cpu_total_ms);
+		PUSH(store_opt(&store, &storelen, "guest-cpu-total", ms));
+	}
 	argv[n] = NULL;
 	return 0;
 #undef PUSH

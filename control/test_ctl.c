@@ -73,6 +73,7 @@ static const struct parse_case parse_cases[] = {
 	{ { "--start", "--guest-cpu=20ms" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
 	{ { "--start", "--guest-cpu=5", "--guest-cpu=6" }, -EINVAL, CTL_NONE, "given twice" },
 	{ { "--dump", "--guest-cpu=5" }, -EINVAL, CTL_NONE, "only applies to --start" },
+	{ { "--start", "--guest-cpu-total=1001" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--session-dir=/tmp/s" }, -EINVAL, CTL_NONE, "no action" },
 	{ { "--start", "--stop" }, -EINVAL, CTL_NONE, "only one action at a time: --start and --stop" },
@@ -207,6 +208,7 @@ static void test_daemon_argv(void)
 		{ { "--start", "--callgraph=0" }, NULL, "--callgraph" },
 		{ { "--start", "--guest-cpu", "20" }, "--guest-cpu=20", NULL },
 		{ { "--start" }, NULL, "--guest-cpu" },
+		{ { "--start", "--guest-cpu-total=300" }, "--guest-cpu-total=300", NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

@@ -37,10 +37,11 @@ struct ident {
 	struct ident *next;
 	unsigned int refs;
 	struct opd_gbudget budget;
-	/* CPU its frames took in the second that began at cpu_period;
-	 * spent, its channels are neither polled nor read until the next */
-	uint64_t cpu_period, cpu_spent;
-	uint64_t period_no;	/* seconds begun */
+	/* CPU its frames took in the second that began at the agents'
+	 * cpu_period, and in the second before; spent, its channels are
+	 * neither polled nor read until the next */
+	uint64_t cpu_spent, last_spent;
+	bool active;		/* a channel of it is connected (share_ok) */
 	char key[];
 };
 
@@ -53,12 +54,12 @@ struct chan {
 	struct opd_guest *g;
 	struct opd_kvmtsc *clk;
 	bool clk_said;		/* the ping/pong reason was logged */
-	bool trusted;		/* path from libvirt: any listener (opd_dom) */
+	bool root_listener;	/* a root listener will do too (opd_dom) */
 	bool refused_said;	/* a wrong listener was logged */
 	int fd;
 	bool running;
 	bool gone;		/* its domain left the registry: freed once drained */
-	/* deferred in its identity's second number deferred_in (the CPU
+	/* deferred in the agents' second number deferred_in (the CPU
 	 * budget is the identity's: struct ident) */
 	bool deferred;
 	uint64_t deferred_in;
@@ -75,6 +76,9 @@ struct opd_agents {
 	struct opd_imgcache *cache;
 	struct chan *list;
 	struct ident *ids;
+	/* the second all identities' budgets run in (lim.total_cpu_ns) */
+	uint64_t cpu_period, cpu_spent;
+	uint64_t period_no;	/* seconds begun */
 	bool pingpong;		/* DOMPROF_CLOCK=pingpong */
 	opd_agent_connect_fn connect;	/* NULL: connect here */
 	void *connect_ctx;
@@ -226,7 +230,7 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->name = dom->name;
 	c->pid = dom->pid;
 	c->running = dom->running;
-	c->trusted = dom->agent_trusted;
+	c->root_listener = dom->agent_root_listener;
 	c->path = strdup(dom->agent_path);
 	c->id = ident_get(a, dom);
 	c->g = c->id ? opd_guest_new_in(dom->name->name, dir, &a->lim, a->images, a->cache,
@@ -290,7 +294,7 @@ size_t opd_agents_pollfds(struct opd_agents *a, struct pollfd *pfd, size_t max)
 	return n;
 }
 
-bool opd_agent_peer_is(int fd, pid_t pid)
+bool opd_agent_peer_ok(int fd, pid_t pid, bool root_ok)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
@@ -299,18 +303,18 @@ bool opd_agent_peer_is(int fd, pid_t pid)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) || len != sizeof(cr) || cr.pid <= 0)
 		return false;
-	if (cr.pid == pid)
+	if (cr.pid == pid || (root_ok && cr.uid == 0))
 		return true;
 	/* a thread of it (the kernel records the thread group, but be sure) */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d", (int)pid, (int)cr.pid);
 	return !stat(path, &sb);
 }
 
-/* The listener of @fd is the domain's own process, unless its path came
- * from libvirt.  Refusals are counted, and logged once per channel. */
+/* The listener of @fd is the domain's own process, or root's where the
+ * backend's daemon listens.  Refusals are counted, logged once per channel. */
 static bool listener_ok(struct opd_agents *a, struct chan *c, int fd)
 {
-	if (fd >= 0 && (c->trusted || opd_agent_peer_is(fd, c->pid)))
+	if (fd >= 0 && opd_agent_peer_ok(fd, c->pid, c->root_listener))
 		return true;
 	a->st->privsep_agent_refused++;
 	if (!c->refused_said)
@@ -402,29 +406,84 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * SECOND_NS + (uint64_t)ts.tv_nsec;
 }
 
+/* A second begins for every identity's budget and the total. */
+static void period_roll(struct opd_agents *a, uint64_t now)
+{
+	if (now - a->cpu_period < SECOND_NS)
+		return;
+	a->cpu_period = now;
+	a->period_no++;
+	if (a->cpu_spent > a->st->guest_budget_total_peak_ns)
+		a->st->guest_budget_total_peak_ns = a->cpu_spent;
+	a->cpu_spent = 0;
+	for (struct ident *id = a->ids; id; id = id->next) {
+		id->last_spent = id->cpu_spent;
+		id->cpu_spent = 0;
+	}
+}
+
+/*
+ * May @id take more of the total (lim.total_cpu_ns) this second?  Below
+ * its fair share (the total over the identities with a connected channel)
+ * always; past it, only out of what the others will not use: each other
+ * one is kept what it may still need, twice what it took the second
+ * before (plus a sixteenth of a share) up to its share.  A quiet domain
+ * thus keeps its share against any number of flooders, and a flooder gets
+ * what the quiet ones leave.
+ */
+static bool share_ok(struct opd_agents *a, struct ident *id)
+{
+	uint64_t total = a->lim.total_cpu_ns, fair, reserve = 0;
+	unsigned int n = 0;
+
+	if (!total)
+		return true;
+	for (struct ident *j = a->ids; j; j = j->next)
+		j->active = false;
+	for (struct chan *c = a->list; c; c = c->next)
+		if (c->fd >= 0)
+			c->id->active = true;
+	id->active = true;
+	for (struct ident *j = a->ids; j; j = j->next)
+		n += j->active;
+	fair = total / n;
+	if (id->cpu_spent < fair)
+		return true;
+	for (struct ident *j = a->ids; j; j = j->next) {
+		uint64_t need = 2 * j->last_spent + fair / 16;
+
+		if (j == id || !j->active)
+			continue;
+		need = need < fair ? need : fair;
+		reserve += need > j->cpu_spent ? need - j->cpu_spent : 0;
+	}
+	return a->cpu_spent + reserve < total;
+}
+
 /* May @c be read at host time @now?  Not once its domain identity has
- * spent its CPU a second on frames, over all its channels (counted once
- * per channel and second it waits): the other domains' channels, the
- * collector and the pings go on. */
+ * spent its CPU a second on frames, over all its channels, nor past its
+ * share of the total (share_ok); counted once per channel and second it
+ * waits: the other domains' channels, the collector and the pings go on. */
 static bool chan_may_read(struct opd_agents *a, struct chan *c, uint64_t now)
 {
 	struct ident *id = c->id;
+	bool own;
 
-	if (now - id->cpu_period >= SECOND_NS) {
-		id->cpu_period = now;
-		id->cpu_spent = 0;
-		id->period_no++;
-	}
-	if (c->deferred && c->deferred_in != id->period_no)
+	period_roll(a, now);
+	if (c->deferred && c->deferred_in != a->period_no)
 		c->deferred = false;
-	if (id->cpu_spent < a->lim.cpu_ns)
+	own = id->cpu_spent < a->lim.cpu_ns;
+	if (own && share_ok(a, id))
 		return true;
 	if (!c->deferred) {
 		c->deferred = true;
-		c->deferred_in = id->period_no;
+		c->deferred_in = a->period_no;
 		opd_guest_note_deferred(c->g);
-		du_debug("domain %s: its frames took %llu ns of CPU this second; deferred",
-			 c->name->name, (unsigned long long)id->cpu_spent);
+		if (own)
+			a->st->guest_budget_share_deferred++;
+		du_debug("domain %s: its frames took %llu ns of CPU this second (all domains "
+			 "%llu); deferred", c->name->name, (unsigned long long)id->cpu_spent,
+			 (unsigned long long)a->cpu_spent);
 	}
 	return false;
 }
@@ -455,6 +514,7 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
 		t0 = thread_cpu_ns() - t0;
 		c->id->cpu_spent += t0;
+		a->cpu_spent += t0;
 		a->st->guest_budget_spent_ns += t0;
 		if (c->id->cpu_spent > a->st->guest_budget_peak_ns)
 			a->st->guest_budget_peak_ns = c->id->cpu_spent;

@@ -89,8 +89,9 @@ void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, voi
 void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx);
 
 /* True when the listener of the connected unix socket @fd is process
- * @pid (SO_PEERCRED), or a thread of it. */
-bool opd_agent_peer_is(int fd, pid_t pid);
+ * @pid (SO_PEERCRED), or a thread of it, or with @root_ok any process of
+ * root's (a backend's daemon that hands the socket to the domain). */
+bool opd_agent_peer_ok(int fd, pid_t pid, bool root_ok);
 
 /* Write every domain's SESSION/domains/<esc>/stats (opd_guest_write_stats);
  * failures are logged. */

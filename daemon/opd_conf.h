@@ -69,6 +69,9 @@ struct opd_conf {
 	/* --guest-cpu: daemon CPU a second each domain's agent frames may
 	 * take (ms; 0: opd_guest_limits_default's) */
 	unsigned int guest_cpu_ms;
+	/* --guest-cpu-total: the same for all domains together, shared
+	 * fairly (ms; 0: opd_guest_limits_default's) */
+	unsigned int guest_cpu_total_ms;
 	struct ev_spec events[DP_RAW_MAX_EVENTS];	/* perf collector */
 	unsigned int nr_events;
 };

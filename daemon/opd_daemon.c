@@ -85,6 +85,8 @@ static int open_trans(struct opd_daemon *d, const struct opd_conf *conf)
 		opd_guest_limits_default(&lim);
 		if (conf->guest_cpu_ms)
 			lim.cpu_ns = conf->guest_cpu_ms * 1000ULL * 1000;
+		if (conf->guest_cpu_total_ms)
+			lim.total_cpu_ns = conf->guest_cpu_total_ms * 1000ULL * 1000;
 		d->agents = opd_agents_new(conf->session_dir, &lim, d->images, &d->st);
 		if (!d->agents) {
 			int ret = -errno;

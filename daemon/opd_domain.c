@@ -13,6 +13,7 @@
 #include "dom_backend.h"
 #include "domprof/agent.h"
 #include "opd_domain.h"
+#include "opd_domain_pend.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
@@ -62,6 +63,9 @@ struct opd_domains {
 	struct dentry *list;
 	uint64_t last_scan_ns;
 	bool scanned, wanted;
+	/* verified domains refused for a name another holds: each takes it
+	 * once it is free (opd_domains_scan) */
+	struct opd_dpend pending;
 	/* state of the scan in progress, for the callbacks */
 	uint64_t now_ns;
 	int64_t wall;
@@ -447,12 +451,18 @@ static void drop_stopped(struct opd_domains *ds, const struct dom_domain *d)
 	}
 }
 
-/* A running domain already called @name: two processes claiming one name
- * never share a tree. */
-static const struct dentry *find_running_name(struct opd_domains *ds, const char *name)
+/*
+ * The domain that holds the name of @d: a running one of that name (two
+ * processes never share a tree), or one that stopped within the grace
+ * period with another UUID, whose name waits for its restart (the same
+ * UUID coming back), not for a second process that passed the identity
+ * checks meanwhile.  NULL: the name is free for @d.
+ */
+static const struct dentry *name_held(struct opd_domains *ds, const struct dom_domain *d)
 {
 	for (struct dentry *e = ds->list; e; e = e->next)
-		if (e->pub.running && !strcmp(e->pub.name->name, name))
+		if (!strcmp(e->pub.name->name, dom_domain_name(d)) &&
+		    (e->pub.running || strcasecmp(e->uuid, dom_domain_uuid(d))))
 			return e;
 	return NULL;
 }
@@ -510,14 +520,18 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	struct dentry *e;
 	char esc[ESC_MAX];
 
-	twin = find_running_name(ds, name);
+	twin = name_held(ds, d);
 	if (twin) {
-		char why[64];
+		char why[128];
 
-		snprintf(why, sizeof(why), "pid %d runs a domain of that name", (int)twin->pub.pid);
-		on_refused(ds, dom_domain_pid(d), name, why);
+		snprintf(why, sizeof(why), "pid %d %s", (int)twin->pub.pid, twin->pub.running ?
+			 "runs a domain of that name" : "ran a domain of that name and another "
+			 "UUID moments ago (the name waits for its restart)");
+		if (opd_dpend_add(&ds->pending, d))	/* said once */
+			on_refused(ds, dom_domain_pid(d), name, why);
 		return;
 	}
+	opd_dpend_del(&ds->pending, d);
 	drop_stopped(ds, d);
 	if (dom_domain_safe_name(d, esc, sizeof(esc)) < 0) {
 		du_warn("domain of pid %d: name cannot be escaped; ignored", (int)dom_domain_pid(d));
@@ -535,7 +549,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->d = d;
 	e->pub.esc = e->esc;
 	e->pub.agent_path = e->agent_path;
-	e->pub.agent_trusted = !strcmp(ds->be->name, "libvirt");
+	e->pub.agent_root_listener = ds->be->agent_root_listener;
 	e->pub.pid = dom_domain_pid(d);
 	domain_key(d, &e->key_ns, &e->key);
 	e->hypervisor = dom_domain_hypervisor(d);
@@ -572,6 +586,7 @@ static void on_removed(void *ctx, const struct dom_domain *d)
 	struct dentry *e = find_live(ds, d);
 	size_t n;
 
+	opd_dpend_del(&ds->pending, d);
 	if (!e)
 		return;
 	e->d = NULL;
@@ -681,6 +696,16 @@ int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
 		unlink_entry(ds, e);
 		dentry_free(e);
 		ds->changes++;
+	}
+	/* claimants whose name is free now, in turn (on_added unpends) */
+	for (size_t i = 0; i < ds->pending.n;) {
+		const struct dom_domain *d = ds->pending.d[i];
+
+		if (name_held(ds, d)) {
+			i++;
+			continue;
+		}
+		on_added(ds, d);
 	}
 	return ds->changes;
 }

@@ -49,10 +49,10 @@ struct opd_dom {
 	bool running;		/* false during the grace period after it stopped */
 	const char *esc;	/* escaped name: SESSION/domains/<esc> */
 	const char *agent_path;	/* agent channel socket, NULL if none */
-	/* the path comes from the hypervisor's management layer (libvirt's
-	 * live XML), not from a command line: its listener need not be the
-	 * domain's own process (libvirt listens and hands the socket over) */
-	bool agent_trusted;
+	/* its listener may be root's besides the domain's own process: the
+	 * backend's management daemon listens and hands the socket over
+	 * (dom_backend_ops.agent_root_listener) */
+	bool agent_root_listener;
 	const char *uuid;	/* its UUID (derived from the name when QEMU
 				 * was given none); NULL in tests */
 };

@@ -87,6 +87,9 @@ void opd_guest_limits_default(struct opd_guest_limits *l)
 	/* A fifth of a CPU a second: an agent needs a few ms; a guest that
 	 * sends costly frames without end waits, and others do not. */
 	l->cpu_ns = DP_AG_GUEST_CPU_MS * 1000ULL * 1000;
+	/* Half a CPU for all of them: the one worker thread keeps the rest
+	 * for the collector, however many domains flood it. */
+	l->total_cpu_ns = DP_AG_GUEST_CPU_TOTAL_MS * 1000ULL * 1000;
 }
 
 static int parts_init(struct opd_guest *g, struct opd_images *images,

@@ -63,6 +63,8 @@ struct opd_guest_limits {
 	uint64_t cpu_ns;	/* daemon CPU a second for the domain's frames:
 				 * past it, its channel waits for the next
 				 * second (guest_budget_deferred; opd_agent) */
+	uint64_t total_cpu_ns;	/* the same for all domains together, in fair
+				 * shares (guest_budget_share_deferred) */
 };
 
 /* Defaults for a live daemon. */

@@ -62,18 +62,23 @@ static void usage(FILE *f)
 		"  --guest-cpu=MS         daemon CPU a second each domain's agent frames may take\n"
 		"                         (1..%d, default %d); past it the domain's channel\n"
 		"                         waits for the next second\n"
+		"  --guest-cpu-total=MS   the same for all domains together (1..%d, default\n"
+		"                         %d), in fair shares: each busy domain gets at least\n"
+		"                         MS / its number, what one leaves goes to the others\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
-		"  --help                 this text\n"
-		"  --version              the version\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
-		DP_AG_GUEST_CPU_MS);
+		"  --help                 this text
+"
+		"  --version              the version
+", coll, back, DP_AG_GUEST_CPU_MS_MAX,
+		DP_AG_GUEST_CPU_MS, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_TOTAL_MS);
 }
 
 enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP, OPT_VERSION,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
-	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU,
+	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL,
 };
 
 static const struct option long_opts[] = {
@@ -92,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "no-dom0", no_argument, NULL, OPT_NO_DOM0 },
 	{ "guest-cpu", required_argument, NULL, OPT_GUEST_CPU },
+	{ "guest-cpu-total", required_argument, NULL, OPT_GUEST_CPU_TOTAL },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
@@ -164,6 +170,14 @@ static int parse_trust(int opt, struct opd_conf *c)
 	case OPT_GUEST_CPU:
 		if (parse_count(optarg, &c->guest_cpu_ms) || c->guest_cpu_ms > DP_AG_GUEST_CPU_MS_MAX) {
 			fprintf(stderr, "oprofiled: bad --guest-cpu '%s' (milliseconds, 1..%d)\n",
+				optarg, DP_AG_GUEST_CPU_MS_MAX);
+			return 1;
+		}
+		return 0;
+	case OPT_GUEST_CPU_TOTAL:
+		if (parse_count(optarg, &c->guest_cpu_total_ms) ||
+		    c->guest_cpu_total_ms > DP_AG_GUEST_CPU_MS_MAX) {
+			fprintf(stderr, "oprofiled: bad --guest-cpu-total '%s' (milliseconds, 1..%d)\n",
 				optarg, DP_AG_GUEST_CPU_MS_MAX);
 			return 1;
 		}

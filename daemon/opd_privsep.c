@@ -35,8 +35,9 @@ static uint32_t body_len(unsigned int type)
 		return 0;
 	case OPD_PS_CONNECT:
 	case OPD_PS_CONNECTED:
-	case OPD_PS_MAPS:
 		return sizeof(struct opd_ps_conn);
+	case OPD_PS_MAPS:
+		return sizeof(struct opd_ps_mapsreq);
 	case OPD_PS_TRACE_CPU:
 		return sizeof(struct opd_ps_tcpu);
 	case OPD_PS_MAP:
@@ -138,8 +139,9 @@ static bool body_ok(const struct opd_ps_msg *m)
 {
 	switch (m->type) {
 	case OPD_PS_CONNECT:
-	case OPD_PS_MAPS:
 		return m->u.conn.pid > 0 && m->u.conn.err == 0;
+	case OPD_PS_MAPS:
+		return m->u.mreq.pid > 0 && m->u.mreq.zero == 0;
 	case OPD_PS_TRACE_CPU:
 		return tcpu_ok(&m->u.tcpu);
 	case OPD_PS_MAP:
@@ -673,14 +675,15 @@ int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, cha
 	return (int)(nr < (uint32_t)max ? nr : (uint32_t)max);
 }
 
-int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx)
+int opd_ps_maps(void *chan, pid_t pid, uint64_t pc, char comm[16], opd_map_fn fn, void *fctx)
 {
 	const struct opd_ps_chan *ch = chan;
 	struct opd_ps_msg m;
 	int ret, cb = 0;
 
 	opd_ps_msg_init(&m, OPD_PS_MAPS);
-	m.u.conn.pid = pid;
+	m.u.mreq.pid = pid;
+	m.u.mreq.pc = pc;
 	ret = opd_ps_send(ch->sock, &m, -1);
 	while (!ret) {
 		struct dp_raw_mmap mm;

@@ -63,7 +63,7 @@ enum opd_ps_type {
 	OPD_PS_CONNECTED,	/* conn: err, with the fd when err is 0 */
 	/* worker -> monitor */
 	OPD_PS_TRACE_OPEN,	/* no body: KVM's TSC offset tracepoint */
-	OPD_PS_MAPS,		/* conn: pid (err 0) */
+	OPD_PS_MAPS,		/* mreq: pid and the sampled pc */
 	/* monitor -> worker */
 	OPD_PS_TRACE_CPU,	/* tcpu, with the fd when err is 0; END closes */
 	OPD_PS_MAP,		/* map: one executable mapping; END closes */
@@ -125,6 +125,15 @@ struct opd_ps_tcpu {
 	uint32_t vcpu_off, prev_off, next_off, vcpu_size;	/* the layout */
 };
 
+/* MAPS: a process's executable mappings.  The monitor answers for a
+ * known domain's process; for a host process only when @pc (the user pc
+ * of the sample that made the worker ask) lies in one of them. */
+struct opd_ps_mapsreq {
+	int32_t pid;
+	uint32_t zero;
+	uint64_t pc;
+};
+
 #define OPD_PS_MAP_PATH	1536
 
 /* One executable mapping of a process (opd_procfs_maps), read by the
@@ -151,6 +160,7 @@ struct opd_ps_msg {
 		struct opd_ps_conn conn;
 		struct opd_ps_tcpu tcpu;
 		struct opd_ps_map map;
+		struct opd_ps_mapsreq mreq;
 		uint64_t handle;
 		int32_t end;
 		uint8_t raw[OPD_PS_MSG_SIZE - 16];
@@ -202,8 +212,9 @@ int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, cha
 		    size_t whylen);
 
 /* A process's comm and executable mappings read by the monitor (an
- * opd_maps_src_fn for opd_trans_set_maps_source). */
-int opd_ps_maps(void *chan, pid_t pid, char comm[16], opd_map_fn fn, void *fctx);
+ * opd_maps_src_fn for opd_trans_set_maps_source): -EPERM when the monitor
+ * refused (a host process @pc is in no executable mapping of). */
+int opd_ps_maps(void *chan, pid_t pid, uint64_t pc, char comm[16], opd_map_fn fn, void *fctx);
 
 /*
  * Can @uid:@gid (no supplementary groups, as the worker runs) search every
@@ -221,6 +232,20 @@ int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t ba
  * parent (@monitor) dies.  0 or -errno (logged); the caller must then exit.
  */
 int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor);
+
+/*
+ * The worker's seccomp filter: the system calls its loop makes, ioctl
+ * only with the commands it uses (doc/trust.md), anything else killing
+ * the process (SECCOMP_RET_KILL_PROCESS).  opd_ps_seccomp_filter writes
+ * the program into @f (@max >= OPD_PS_SECCOMP_MAX) and returns its length
+ * or -errno (-ENOTSUP: no filter for this architecture);
+ * opd_ps_seccomp_install installs it on the calling process (tests call
+ * it in a child): 0 or -errno.
+ */
+#define OPD_PS_SECCOMP_MAX 256
+struct sock_filter;
+int opd_ps_seccomp_filter(struct sock_filter *f, size_t max);
+int opd_ps_seccomp_install(void);
 
 /* ---- monitor side -------------------------------------------------------- */
 

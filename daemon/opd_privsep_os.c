@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/perf_event.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -22,6 +23,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -29,13 +31,16 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "domprof/kmod.h"
 #include "opd_agent.h"
 #include "opd_daemon.h"
 #include "opd_domain.h"
 #include "opd_kvmtsc.h"
 #include "opd_privsep.h"
+#include "opd_privsep_scope.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
@@ -88,10 +93,10 @@ static const int allowed[] = {
 	A(openat) A(fstat) A(newfstatat) A(statx) A(fstatfs) A(statfs) A(faccessat)
 	A(getdents64) A(mkdirat) A(renameat) A(renameat2) A(unlinkat) A(readlinkat)
 	A(ftruncate) A(fallocate) A(fsync) A(fdatasync) A(syncfs) A(msync) A(fadvise64)
+	A(sync_file_range)
 	A(fchmod) A(fcntl) A(dup) A(dup3) A(umask)
 	A(mmap) A(munmap) A(mremap) A(mprotect) A(madvise) A(brk)
 	A(ppoll) A(pselect6) A(recvfrom) A(recvmsg) A(sendto) A(sendmsg) A(shutdown)
-	A(ioctl)
 	A(clock_gettime) A(clock_getres) A(clock_nanosleep) A(nanosleep) A(gettimeofday)
 	A(getpid) A(gettid) A(getppid) A(getuid) A(geteuid) A(getgid) A(getegid)
 	A(rt_sigaction) A(rt_sigprocmask) A(rt_sigreturn) A(sigaltstack) A(tgkill)
@@ -111,38 +116,74 @@ static const int allowed[] = {
 #undef A
 };
 
-static int install_seccomp(void)
+/* The ioctl commands the worker makes once it dropped (found in the code
+ * and under strace): stopping its collector (perf's counters, the kernel
+ * module's device), and the tty check glibc's stdio makes on a character
+ * device (stderr on /dev/null).  Nothing that configures or redirects. */
+static const unsigned int allowed_ioctls[] = {
+	PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_DISABLE,
+	DP_KMOD_IOC_ENABLE, DP_KMOD_IOC_DISABLE,
+	TCGETS,
+};
+
+int opd_ps_seccomp_filter(struct sock_filter *f, size_t max)
 {
 #ifdef PS_AUDIT_ARCH
-	enum { N = sizeof(allowed) / sizeof(allowed[0]) };
-	struct sock_filter f[5 + 2 * N + 1];
-	struct sock_fprog prog = { .filter = f };
+	enum { N = sizeof(allowed) / sizeof(allowed[0]),
+	       NI = sizeof(allowed_ioctls) / sizeof(allowed_ioctls[0]) };
 	size_t k = 0;
 
+	if (max < OPD_PS_SECCOMP_MAX || 8 + 2 * N + 2 * NI + 2 > OPD_PS_SECCOMP_MAX)
+		return -ENOSPC;
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, arch));
 	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PS_AUDIT_ARCH, 1, 0);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
 	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 					      offsetof(struct seccomp_data, nr));
-	/* x32 numbers on x86_64 are another table: refused below */
-	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2 * N, 0);
+	/* x32 numbers on x86_64 are another table: killed below */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 2 * N + 1, 0);
+	/* ioctl: to its commands, past the list and its kill */
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 2 * N + 1, 0);
 	for (size_t i = 0; i < N; i++) {
 		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
 						      (unsigned int)allowed[i], 0, 1);
 		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
 	}
-	/* anything else fails with EPERM: blocked all the same, and a call
-	 * a library makes on a rare path is an error, not a dead daemon */
-	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
-	prog.len = (unsigned short)k;
+	/* anything else kills the worker: a compromised worker gets no
+	 * second try, and the monitor reports the signal it died of */
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	/* ioctl: its command (the kernel reads an unsigned int) */
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, args[1]) +
+					      (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0));
+	for (size_t i = 0; i < NI; i++) {
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, allowed_ioctls[i],
+						      0, 1);
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	return (int)k;
+#else
+	(void)f;
+	(void)max;
+	return -ENOTSUP;
+#endif
+}
+
+int opd_ps_seccomp_install(void)
+{
+	struct sock_filter f[OPD_PS_SECCOMP_MAX];
+	struct sock_fprog prog = { .filter = f };
+	int n = opd_ps_seccomp_filter(f, OPD_PS_SECCOMP_MAX);
+
+	if (n < 0)
+		return n;
+	prog.len = (unsigned short)n;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) &&
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0))
 		return -errno;
 	return 0;
-#else
-	return -ENOTSUP;
-#endif
 }
 
 /*
@@ -202,7 +243,7 @@ int opd_ps_drop(uid_t uid, gid_t gid, pid_t monitor)
 	}
 	if (getppid() != monitor)
 		raise(SIGTERM);	/* the monitor died before PDEATHSIG was set */
-	ret = install_seccomp();
+	ret = opd_ps_seccomp_install();
 	if (ret) {
 		du_err("privsep: cannot install the seccomp filter: %s", strerror(-ret));
 		return ret;
@@ -223,7 +264,7 @@ struct mon {
 	int sock;
 	const struct dom_backend_ops *be;
 	void *bs;
-	bool trusted;			/* libvirt: paths from its live XML */
+	bool root_listener;		/* the backend's daemon may listen */
 	struct handle *hs;
 	size_t nh, cap;
 	uint64_t next_handle;
@@ -236,6 +277,7 @@ struct mon {
 	int nr_ring;
 	bool served_refresh;		/* the last request was a REFRESH */
 	struct opd_relay_mon *relay;	/* a collector run here, or NULL */
+	struct opd_ps_scope scope;	/* MAPS and CONNECT: domains' pids */
 	int fds[OPD_KVMTSC_MAX_CPUS];	/* (room for opd_kvmtsc_trace_open_cpus) */
 };
 
@@ -314,16 +356,38 @@ static int send_map(void *ctx, const struct dp_raw_mmap *mm, const char *path, s
 	return mc->err;
 }
 
-/* MAPS: a process's executable mappings from /proc, as records. */
-static int mon_maps(struct mon *m, pid_t pid)
+static uint64_t mon_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The domain the backend verified whose process is @pid, or NULL. */
+static const struct dom_domain *mon_domain(const struct mon *m, pid_t pid)
+{
+	for (size_t i = 0; i < m->nh; i++)
+		if (dom_domain_pid(m->hs[i].d) == pid)
+			return m->hs[i].d;
+	return NULL;
+}
+
+/* MAPS: a process's executable mappings from /proc, as records: a
+ * domain's process, or a host process that ran at @pc (scope.h). */
+static int mon_maps(struct mon *m, pid_t pid, uint64_t pc)
 {
 	struct map_ctx mc = { .m = m, .pid = pid };
 	struct opd_ps_msg msg;
-	int ret;
+	int ret = 0;
 
-	opd_procfs_comm(m->proc_root, pid, mc.comm);
-	mc.comm[15] = 0;
-	ret = opd_procfs_maps(m->proc_root, pid, send_map, &mc);
+	if (!mon_domain(m, pid))
+		ret = opd_ps_scope_host_maps(&m->scope, m->proc_root, pid, pc, mon_now());
+	if (!ret) {
+		opd_procfs_comm(m->proc_root, pid, mc.comm);
+		mc.comm[15] = 0;
+		ret = opd_procfs_maps(m->proc_root, pid, send_map, &mc);
+	}
 	if (mc.err)
 		return mc.err;
 	opd_ps_msg_init(&msg, OPD_PS_END);
@@ -482,13 +546,14 @@ static const struct dom_ops mon_ops = {
  * as the backend knows it, if its listener is that process.  -errno. */
 static int mon_connect(struct mon *m, pid_t pid, int *fd)
 {
-	const char *path = NULL;
+	const struct dom_domain *d = mon_domain(m, pid);
+	const char *path = d ? dom_domain_agent_path(d) : NULL;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int s;
 
-	for (size_t i = 0; i < m->nh && !path; i++)
-		if (dom_domain_pid(m->hs[i].d) == pid)
-			path = dom_domain_agent_path(m->hs[i].d);
+	if (!d)
+		opd_ps_scope_refused(&m->scope, "CONNECT: no verified domain's process", pid,
+				     mon_now());
 	if (!path)
 		return -ENOENT;
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -503,7 +568,7 @@ static int mon_connect(struct mon *m, pid_t pid, int *fd)
 		close(s);
 		return ret;
 	}
-	if (!m->trusted && !opd_agent_peer_is(s, pid)) {
+	if (!opd_agent_peer_ok(s, pid, m->root_listener)) {
 		close(s);
 		return -EPERM;
 	}
@@ -525,7 +590,7 @@ static int mon_serve(struct mon *m)
 	if (msg.type == OPD_PS_TRACE_OPEN)
 		return mon_trace(m);
 	if (msg.type == OPD_PS_MAPS)
-		return mon_maps(m, msg.u.conn.pid);
+		return mon_maps(m, msg.u.mreq.pid, msg.u.mreq.pc);
 	if (msg.type == OPD_PS_COLLECT) {
 		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
 		opd_ps_msg_init(&msg, OPD_PS_END);
@@ -593,13 +658,14 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 	}
 	mp->sock = sock;
 	mp->relay = relay;
+	opd_ps_scope_init(&mp->scope, mon_now());
 	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
 	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
 	if (ret) {
 		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
 		mp->be = NULL;
 	} else {
-		mp->trusted = !strcmp(mp->be->name, "libvirt");
+		mp->root_listener = mp->be->agent_root_listener;
 		du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
 			mp->be->name, (int)worker);
 	}

@@ -382,14 +382,17 @@ static int live_map(void *ctx, const struct dp_raw_mmap *m, const char *path, si
 }
 
 /* @src's context when the source is a proc root */
-static int from_procfs(void *ctx, pid_t pid, char comm[16], opd_map_fn fn, void *fctx)
+static int from_procfs(void *ctx, pid_t pid, uint64_t pc, char comm[16], opd_map_fn fn,
+		       void *fctx)
 {
+	(void)pc;	/* this process may read what it reads */
 	if (!comm[0])
 		opd_procfs_comm(ctx, pid, comm);
 	return opd_procfs_maps(ctx, pid, fn, fctx);
 }
 
-int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn src, void *ctx)
+int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, uint64_t pc, opd_maps_src_fn src,
+			void *ctx)
 {
 	struct live_ctx lc = { t, p };
 	int ret;
@@ -398,7 +401,9 @@ int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn
 		return 0;
 	p->lookup_tried = true;
 	t->st->processes_proc_lookups++;
-	ret = src(ctx, (pid_t)p->tgid, p->comm, live_map, &lc);
+	ret = src(ctx, (pid_t)p->tgid, pc, p->comm, live_map, &lc);
+	if (ret == -EPERM)	/* the monitor's scope: pc in none of its mappings */
+		t->st->privsep_maps_refused++;
 	if (ret)
 		du_debug("no mappings for pid %u: %s", p->tgid, strerror(-ret));
 	return ret;
@@ -406,5 +411,5 @@ int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn
 
 int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root)
 {
-	return opd_proc_lookup_via(t, p, from_procfs, (void *)proc_root);
+	return opd_proc_lookup_via(t, p, 0, from_procfs, (void *)proc_root);
 }

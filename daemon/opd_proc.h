@@ -69,8 +69,10 @@ bool opd_proc_exited(const struct opd_proc *p);
  * (-ENOENT when the process is gone).
  */
 int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *proc_root);
-/* The same from @src (opd_procfs.h), @ctx its argument. */
-int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, opd_maps_src_fn src, void *ctx);
+/* The same from @src (opd_procfs.h), @ctx its argument, @pc the sample's
+ * user pc that made the caller ask. */
+int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, uint64_t pc, opd_maps_src_fn src,
+			void *ctx);
 
 /* Number of processes in the table (lingering ones included). */
 size_t opd_procs_count(const struct opd_procs *t);

@@ -27,9 +27,12 @@ int opd_procfs_maps(const char *proc_root, pid_t pid, opd_map_fn fn, void *ctx);
  * Where a process's comm and mappings come from: opd_procfs_comm and
  * opd_procfs_maps' contracts in one (@comm may be left empty), for a
  * process that may not read /proc itself (the privsep worker asks its
- * monitor).
+ * monitor).  @pc is the user pc of the sample that made the caller ask:
+ * the monitor answers for a host process only when @pc lies in one of its
+ * executable mappings (the process ran there), else -EPERM.
  */
-typedef int (*opd_maps_src_fn)(void *ctx, pid_t pid, char comm[16], opd_map_fn fn, void *fctx);
+typedef int (*opd_maps_src_fn)(void *ctx, pid_t pid, uint64_t pc, char comm[16], opd_map_fn fn,
+			       void *fctx);
 
 /* Read @proc_root/PID/comm into @comm[16] (NUL-padded). 0 or -errno. */
 int opd_procfs_comm(const char *proc_root, pid_t pid, char comm[16]);

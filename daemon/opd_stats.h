@@ -40,6 +40,7 @@
 	X(domains_running)			\
 	X(domain_refused)			\
 	X(privsep_agent_refused)		\
+	X(privsep_maps_refused)			\
 	X(privsep_bad_msgs)			\
 	X(privsep_worker_uid)			\
 	X(samples_vmm)				\
@@ -105,7 +106,9 @@
 	X(guest_hostile_image_mismatch)			\
 	X(guest_budget_deferred)			\
 	X(guest_budget_spent_ns)			\
-	X(guest_budget_peak_ns)
+	X(guest_budget_peak_ns)			\
+	X(guest_budget_share_deferred)		\
+	X(guest_budget_total_peak_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

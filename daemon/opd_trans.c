@@ -537,7 +537,7 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 			t->proc = p;
 		}
 		if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup && t->maps_src)
-			opd_proc_lookup_via(t->procs, p, t->maps_src, t->maps_ctx);
+			opd_proc_lookup_via(t->procs, p, pc, t->maps_src, t->maps_ctx);
 		else if (!opd_proc_nr_maps(p) && t->conf->live_proc_lookup)
 			opd_proc_lookup_live(t->procs, p, t->proc_root);
 		m = opd_proc_find_map(p, pc, &gs, &ge);

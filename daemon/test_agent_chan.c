@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -521,20 +523,73 @@ static void test_wrong_listener(void)
 	CU_ASSERT(st.privsep_agent_refused == 1);
 }
 
-static void test_trusted_listener(void)
+/* A backend whose daemon hands the socket over (libvirt): a listener of
+ * root's will do besides the domain's process, so this one (root's when
+ * the test runs as root) is used; any other user's is not. */
+static void test_root_listener(void)
 {
 	struct opd_dom lv = dom;
+	bool root = geteuid() == 0;
 
 	lv.pid = 1;
-	lv.agent_trusted = true;
+	lv.agent_root_listener = true;
 	CU_ASSERT_FATAL(opd_agents_guest(agents, &lv) != NULL);
 	turn(1 * S);
-	CU_ASSERT(st.agent_connects == 1 && st.privsep_agent_refused == 0);
+	CU_ASSERT(st.agent_connects == (root ? 1u : 0u));
+	CU_ASSERT(st.privsep_agent_refused == (root ? 0u : 1u));
+}
+
+/* Issue 23 item 7: the listener's credentials are checked whatever the
+ * backend: a listener of another user (nobody, in a child) is neither
+ * the domain's process nor root's, and is refused even where a root
+ * listener would do.  Needs root to become nobody. */
+static void test_listener_of_another_user(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int pfd[2], fd;
+	char c = 0;
+	pid_t child;
+
+	if (geteuid() != 0)
+		return;
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "domprof-test-%d", (int)getpid());
+	CU_ASSERT_FATAL(pipe(pfd) == 0);
+	child = fork();
+	CU_ASSERT_FATAL(child >= 0);
+	if (child == 0) {
+		int l = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		close(pfd[1]);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) || l < 0 ||
+		    bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1))
+			_exit(1);
+		if (read(pfd[0], &c, 1) < 0)	/* until the parent closes its end */
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[0]);
+	fd = -1;	/* until the child listens */
+	for (int i = 0; i < 200 && fd < 0; i++) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			fd = -1;
+			usleep(10000);
+		}
+	}
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(!opd_agent_peer_ok(fd, 1, true));
+	CU_ASSERT(!opd_agent_peer_ok(fd, 1, false));
+	CU_ASSERT(opd_agent_peer_ok(fd, child, false));
+	close(fd);
+	close(pfd[1]);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
 }
 
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_wrong_listener)
-WRAP(test_trusted_listener)
+WRAP(test_root_listener)
 WRAP(test_connect_and_clock)
 WRAP(test_reconnect)
 WRAP(test_hostile_bytes)
@@ -564,7 +619,9 @@ int main(void)
 	CU_add_test(s, "a gone domain: held samples out, then freed", test_gone_domain_w);
 	CU_add_test(s, "per-domain statistics", test_domain_stats_w);
 	CU_add_test(s, "a listener that is not the domain's QEMU is refused", test_wrong_listener_w);
-	CU_add_test(s, "a path from libvirt: any listener", test_trusted_listener_w);
+	CU_add_test(s, "a backend's daemon may listen: root's only", test_root_listener_w);
+	CU_add_test(s, "a listener of another user is refused, whatever the backend",
+		    test_listener_of_another_user);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failures = CU_get_number_of_failures();

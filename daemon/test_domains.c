@@ -393,8 +393,21 @@ static void test_removal_and_info(void)
 	teardown();
 }
 
+/* A scan @secs seconds from now: past the grace of what stopped. */
+static void scan_later(unsigned int secs)
+{
+	struct timespec ts;
+
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	CU_ASSERT(opd_domains_scan(fx.d.domains, (uint64_t)(ts.tv_sec + secs) * 1000000000ULL +
+				   (uint64_t)ts.tv_nsec, (int64_t)time(NULL)) >= 0);
+	opd_trans_invalidate(fx.d.trans);
+}
+
 /* Domain "web" (UUID_A) samples twice and stops; it comes back as pid 4300
- * with @uuid and samples once. */
+ * with @uuid and samples once (another UUID takes the name only once the
+ * old one's grace is over). */
 static void restart_web(const char *uuid)
 {
 	setup(NULL);
@@ -406,6 +419,8 @@ static void restart_web(const char *uuid)
 	scan();
 	fake_qemu(4300, "web", uuid, 1);
 	scan();
+	if (strcmp(uuid, UUID_A))
+		scan_later(6);
 	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
 	finish();
@@ -429,6 +444,41 @@ static void test_uuid_change(void)
 	/* the same UUID again appends */
 	restart_web(UUID_A);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
+	teardown();
+}
+
+/*
+ * Issue 23 item 7: a name held by a verified domain is not taken by a
+ * second process that passes the identity checks.  While web runs, a
+ * second "web" (another UUID) is refused; when web's QEMU restarts, the
+ * second one, though now alone, is refused still: the name waits for web's
+ * UUID, whose new QEMU takes it and gets its samples.
+ */
+static void test_name_hold(void)
+{
+	setup(NULL);
+	fake_qemu(4242, "web", UUID_A, 1);
+	scan();
+	fake_qemu(4100, "web", UUID_B, 1);
+	scan();
+	CU_ASSERT(fx.d.st.domain_refused == 1);
+	tp_kill(fx.proc, 4242);	/* web's QEMU restarts */
+	scan();
+	fake_qemu(4300, "web", UUID_A, 1);
+	scan();
+	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
+	samples(0x401000, 3);
+	put_ctx(4100, 4101, DP_MODE_GUEST_USER);
+	samples(0x401000, 5);
+	/* long after: web runs, the name is still its own */
+	scan_later(6);
+	put_ctx(4100, 4101, DP_MODE_GUEST_USER);
+	samples(0x401000, 7);
+	finish();
+	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
+	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_A);
+	CU_ASSERT(stat_key("domain_refused") == 1);	/* said once */
+	CU_ASSERT(stat_key("unresolved_no_domain") == 12);
 	teardown();
 }
 
@@ -580,6 +630,7 @@ int main(void)
 		{ "--domains selection", test_selection },
 		{ "removal closes files; info file", test_removal_and_info },
 		{ "restart with another uuid", test_uuid_change },
+		{ "a held name is not taken by a second process", test_name_hold },
 		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
 		{ "a fake backend: key_ns and vcpu through the ops", test_fake_backend },
 	};

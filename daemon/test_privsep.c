@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -21,7 +26,9 @@
 #include <unistd.h>
 
 #include "dom_testproc.h"
+#include "domprof/kmod.h"
 #include "opd_privsep.h"
+#include "opd_privsep_scope.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
 
@@ -197,9 +204,13 @@ static void test_malformed_trace_maps(void)
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 1) == -EBADMSG);
 	opd_ps_msg_init(&m, OPD_PS_MAPS);
-	m.u.conn.pid = 42;
+	m.u.mreq.pid = 42;
+	m.u.mreq.pc = 0x401000;
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == 0);
-	m.u.conn.pid = -1;
+	m.u.mreq.zero = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	m.u.mreq.zero = 0;
+	m.u.mreq.pid = -1;
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
 	/* TRACE_CPU: an fd exactly when it succeeded, a CPU below the count,
 	 * a layout within a record, none with an error */
@@ -314,7 +325,7 @@ static void test_worker_requests(void)
 	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
 	opd_ps_msg_init(&m, OPD_PS_END);
 	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
-	CU_ASSERT(opd_ps_maps(&ch, 42, comm, maps_cb, &ms) == 0);
+	CU_ASSERT(opd_ps_maps(&ch, 42, 0x400000, comm, maps_cb, &ms) == 0);
 	CU_ASSERT(ms.n == 2 && !strcmp(ms.path, "/usr/sbin/x") && !strcmp(comm, "daemon"));
 	CU_ASSERT(ms.last.pid == 42 && ms.last.start == 0x400000 && ms.last.len == 0x1000 &&
 		  ms.last.pgoff == 0x2000 && ms.last.ino == 77 && ms.last.path_len == 11);
@@ -322,7 +333,7 @@ static void test_worker_requests(void)
 	good_map(&m, "/x");
 	m.u.map.pid = 43;
 	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
-	CU_ASSERT(opd_ps_maps(&ch, 42, comm, maps_cb, &ms) == -EBADMSG);
+	CU_ASSERT(opd_ps_maps(&ch, 42, 0x400000, comm, maps_cb, &ms) == -EBADMSG);
 	close(sv[0]);
 	close(sv[1]);
 	close(devnull);
@@ -571,6 +582,49 @@ static void fake_qemu(int pid, const char *name, const char *sock)
 	tp_write_file(p, MAPS_TEXT, strlen(MAPS_TEXT));
 }
 
+/* A host process @pid (no QEMU) with MAPS_TEXT's mappings. */
+static void fake_host(int pid)
+{
+	char p[256];
+
+	tp_pathf(p, sizeof(p), "%s/%d", tree, pid);
+	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
+	tp_pathf(p, sizeof(p), "%s/%d/cmdline", tree, pid);
+	tp_write_file(p, "/usr/sbin/sshd\0", 15);
+	tp_pathf(p, sizeof(p), "%s/%d/comm", tree, pid);
+	tp_write_file(p, "sshd\n", 5);
+	tp_pathf(p, sizeof(p), "%s/%d/maps", tree, pid);
+	tp_write_file(p, MAPS_TEXT, strlen(MAPS_TEXT));
+}
+
+/*
+ * The monitor's scope (opd_privsep_scope.h): no agent socket for a pid of
+ * no domain; a host process's mappings only for a pc inside one of them;
+ * wrong pcs spend a budget, past which even a right one is refused.
+ */
+static void scope_checks(struct opd_ps_chan *ch)
+{
+	struct maps_seen ms = { 0 };
+	char comm[16] = "";
+	int fd = -1, refused = 0;
+
+	CU_ASSERT(opd_ps_connect(ch, 4000, NULL, &fd) == -ENOENT && fd == -1);
+	CU_ASSERT(opd_ps_maps(ch, 4000, 0x401000, comm, maps_cb, &ms) == -EPERM);
+	CU_ASSERT(ms.n == 0);
+	CU_ASSERT(opd_ps_maps(ch, 4000, 0x55551234, comm, maps_cb, &ms) == 0);
+	CU_ASSERT(ms.n == 1 && !strcmp(ms.path, "/usr/bin/qemu-system-x86_64"));
+	CU_ASSERT(!strcmp(comm, "sshd"));
+	for (int i = 0; i < OPD_PS_SCOPE_BURST + 4; i++)
+		refused += opd_ps_maps(ch, 4000, 0x10000 + (uint64_t)i * 4096, comm, maps_cb,
+				       &ms) == -EPERM;
+	CU_ASSERT(refused == OPD_PS_SCOPE_BURST + 4);
+	CU_ASSERT(opd_ps_maps(ch, 4000, 0x55551234, comm, maps_cb, &ms) == -EPERM);
+	CU_ASSERT(ms.n == 1);
+	/* a domain's process is answered all the same */
+	CU_ASSERT(opd_ps_maps(ch, getpid(), 0, comm, maps_cb, &ms) == 0);
+	CU_ASSERT(ms.n == 2);
+}
+
 /*
  * A monitor (a child process running opd_ps_monitor over a fake tree)
  * connects the agent socket of the domain whose QEMU is its listener, and
@@ -600,6 +654,7 @@ static void test_monitor(void)
 	CU_ASSERT_FATAL(listen(lfd, 4) == 0);
 	fake_qemu(getpid(), "web", sock);	/* this process listens */
 	fake_qemu(1, "impostor", sock);		/* claims the same socket */
+	fake_host(4000);
 	opd_conf_defaults(&conf);
 	conf.domains_proc_root = tree;
 	conf.domain_backend = "procfs";
@@ -631,11 +686,12 @@ static void test_monitor(void)
 	CU_ASSERT(opd_ps_connect(&ch, 1, NULL, &fd) == -EPERM && fd == -1);
 	CU_ASSERT(opd_ps_connect(&ch, 999999, NULL, &fd) == -ENOENT && fd == -1);
 	/* a live lookup: the monitor reads the maps, the worker gets records */
-	CU_ASSERT(opd_ps_maps(&ch, getpid(), comm, maps_cb, &ms) == 0);
+	CU_ASSERT(opd_ps_maps(&ch, getpid(), 0, comm, maps_cb, &ms) == 0);
 	CU_ASSERT(ms.n == 1 && !strcmp(ms.path, "/usr/bin/qemu-system-x86_64") &&
 		  ms.last.start == 0x55550000 && ms.last.len == 0x3000 && ms.last.pgoff == 0x1000);
 	CU_ASSERT(!strcmp(comm, "qemu-system-x86"));
-	CU_ASSERT(opd_ps_maps(&ch, 999999, comm, maps_cb, &ms) == -ENOENT);
+	CU_ASSERT(opd_ps_maps(&ch, 999999, 0, comm, maps_cb, &ms) == -ENOENT);
+	scope_checks(&ch);
 	/* KVM's TSC tracepoint: opened by the monitor, mapped here; where the
 	 * kernel has it and this is root, a trace; else the monitor's error */
 	tr = opd_kvmtsc_trace_open_via(opd_ps_tsc_open, &ch, why, sizeof(why));
@@ -1016,6 +1072,53 @@ static void test_reachable(void)
 	CU_ASSERT(system(bad) == 0);
 }
 
+/* A child that installs the worker's filter and runs @what: its status. */
+static int filtered_child(int what)
+{
+	int status = -1, devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pid_t c = fork();
+
+	if (c == 0) {
+		int fl = 0;
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || opd_ps_seccomp_install())
+			_exit(2);
+		/* allowed: perf's and the module's stop, the tty check
+		 * (refused by /dev/null's driver, not by the filter) */
+		if (ioctl(devnull, PERF_EVENT_IOC_DISABLE, 0) != -1 ||
+		    ioctl(devnull, DP_KMOD_IOC_DISABLE) != -1 || isatty(devnull))
+			_exit(3);
+		if (what == 1)
+			ioctl(devnull, FIONREAD, &fl);	/* not used: killed */
+		if (what == 2)
+			ioctl(devnull, PERF_EVENT_IOC_SET_OUTPUT, -1);	/* pre-drop only */
+		if (what == 3)
+			socket(AF_UNIX, SOCK_STREAM, 0);	/* not in the list */
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, &status, 0);
+	close(devnull);
+	return status;
+}
+
+/* The worker's seccomp filter kills on a call it does not allow, ioctl
+ * commands included; the ioctls the worker makes pass. */
+static void test_seccomp(void)
+{
+	struct sock_filter f[OPD_PS_SECCOMP_MAX];
+	int st;
+
+	if (opd_ps_seccomp_filter(f, OPD_PS_SECCOMP_MAX) == -ENOTSUP)
+		return;
+	st = filtered_child(0);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int what = 1; what <= 3; what++) {
+		st = filtered_child(what);
+		CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	}
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -1031,6 +1134,7 @@ int main(void)
 	}
 	CU_add_test(s, "a session the worker cannot reach is named", test_reachable);
 	CU_add_test(s, "malformed messages refused", test_malformed);
+	CU_add_test(s, "seccomp kills a forbidden call, ioctl commands too", test_seccomp);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);
 	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);

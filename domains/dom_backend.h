@@ -30,6 +30,14 @@
 struct dom_backend_ops {
 	const char *name;	/* --domain-backend=NAME: "procfs", "libvirt", "xenctrl" */
 	/*
+	 * Who may listen on a domain's agent socket: its own process always
+	 * (SO_PEERCRED), and with this set a root process too, for a backend
+	 * whose management daemon (libvirt's, root for any URI the daemon can
+	 * reach) binds the socket and hands it to QEMU.  A listener of any
+	 * other user is refused.  Nothing is trusted by the backend's name.
+	 */
+	bool agent_root_listener;
+	/*
 	 * Connect; nothing is reported before the first refresh().  0 with
 	 * *@state set, or -errno: -ENOENT/-ECONNREFUSED/-EACCES/-ENOTSUP mean
 	 * "not on this host" (the auto choice then tries the next backend).

@@ -234,6 +234,9 @@ struct dom_lv {
 	char *pid_dir;
 	char **names;			/* --domains, NULL-terminated; NULL: none */
 	bool select_all;
+	bool identity;			/* check the QEMU's uids (dom_lv_config) */
+	uid_t vm_uids[8];
+	size_t nr_vm_uids;
 	struct dlv_shared *sh;
 	int epfd, tfd;
 	virConnectPtr conn;
@@ -283,7 +286,37 @@ static int lvdom_sync(struct lvdom *d)
 	return 0;
 }
 
-/* True when /proc/PID/cmdline is a QEMU with -uuid @uuid. */
+/* All four uids of /proc/PID/status are root or the hypervisor's (a pid
+ * file or a /proc search names the QEMU; a local user's process with the
+ * domain's -uuid is not it).  Not checked on a fake tree unless asked. */
+static bool pid_owner_ok(const struct dom_lv *lv, pid_t pid)
+{
+	char path[PATH_MAX], buf[4096], *p;
+	unsigned long u[4];
+	ssize_t n;
+
+	if (!lv->identity)
+		return true;
+	snprintf(path, sizeof(path), "%s/%d/status", lv->proc_root, (int)pid);
+	n = du_read_small(path, buf, sizeof(buf));
+	if (n <= 0)
+		return false;
+	p = strstr(buf, "\nUid:");
+	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return false;
+	for (int i = 0; i < 4; i++) {
+		bool ok = u[i] == 0;
+
+		for (size_t k = 0; k < lv->nr_vm_uids && !ok; k++)
+			ok = u[i] == (unsigned long)lv->vm_uids[k];
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* True when /proc/PID/cmdline is a QEMU with -uuid @uuid, run by root or
+ * the hypervisor's user. */
 static bool pid_has_uuid(const struct dom_lv *lv, pid_t pid, const char *uuid)
 {
 	char path[PATH_MAX];
@@ -293,6 +326,8 @@ static bool pid_has_uuid(const struct dom_lv *lv, pid_t pid, const char *uuid)
 	bool ok = false;
 	int fd;
 
+	if (!pid_owner_ok(lv, pid))
+		return false;
 	snprintf(path, sizeof(path), "%s/%d/cmdline", lv->proc_root, (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -619,6 +654,9 @@ int dom_lv_open(const struct dom_lv_config *cfg, struct dom_lv **out)
 	lv->proc_root = strdup(cfg && cfg->proc_root ? cfg->proc_root : "/proc");
 	lv->pid_dir = strdup(cfg && cfg->pid_dir ? cfg->pid_dir : DOM_LV_DEFAULT_PID_DIR);
 	lv->select_all = cfg && cfg->select_all;
+	lv->identity = !cfg || !cfg->proc_root || cfg->check_identity;
+	for (size_t i = 0; cfg && i < cfg->nr_vm_uids && i < 8; i++)
+		lv->vm_uids[lv->nr_vm_uids++] = cfg->vm_uids[i];
 	for (; cfg && cfg->names && cfg->names[n]; n++)
 		;
 	if (n) {
@@ -964,6 +1002,9 @@ static int be_open(const struct dom_config *cfg, void **state)
 		lc.proc_root = cfg->proc_root;
 		lc.names = cfg->names;
 		lc.select_all = cfg->names_all;
+		lc.check_identity = cfg->check_identity;
+		lc.vm_uids = cfg->vm_uids;
+		lc.nr_vm_uids = cfg->nr_vm_uids;
 	}
 	if (!lc.uri)
 		lc.uri = getenv("LIBVIRT_DEFAULT_URI");
@@ -1051,6 +1092,8 @@ static void be_close(void *state)
 
 const struct dom_backend_ops dom_backend_libvirt = {
 	.name = "libvirt",
+	/* libvirt binds a channel's socket and passes it to QEMU */
+	.agent_root_listener = true,
 	.open = be_open,
 	.fd = be_fd,
 	.refresh = be_refresh,

@@ -30,6 +30,12 @@ struct dom_lv_config {
 	 * these names or UUIDs (NULL-terminated, may be NULL), or all. */
 	const char *const *names;
 	bool select_all;
+	/* the QEMU of a domain must run as root or one of @vm_uids (all its
+	 * uids), as dom.h's check_identity says: checked on the real /proc,
+	 * or with @check_identity on @proc_root */
+	bool check_identity;
+	const uid_t *vm_uids;		/* borrowed for open only */
+	size_t nr_vm_uids;
 };
 
 /* What changed of a known domain (bits of dom_lv_ops.changed's @what). */

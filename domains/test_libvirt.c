@@ -236,6 +236,39 @@ static void test_selection_and_pid(void)
 	dom_lv_close(lv);
 }
 
+/* Issue 23 item 7: whatever names the QEMU (its pid file, its -uuid), a
+ * process of a user other than root and the hypervisor's is not it; and
+ * the listener rule is the backend's property, not its name's. */
+static void test_qemu_owner(void)
+{
+	static const uid_t vm_uid[] = { 64055 };
+	struct dom_lv_config cfg = { .uri = TEST_URI, .proc_root = proc, .pid_dir = piddir,
+				     .select_all = true, .check_identity = true,
+				     .vm_uids = vm_uid, .nr_vm_uids = 1 };
+	static const char *const uids[] = { "1000\t1000\t1000\t1000", "0\t0\t0\t0",
+					    "64055\t64055\t64055\t64055", "0\t1000\t0\t0" };
+	static const pid_t want[] = { 0, TEST_PID, TEST_PID, 0 };
+
+	for (size_t i = 0; i < sizeof(uids) / sizeof(uids[0]); i++) {
+		struct seen s = { 0 };
+		struct dom_lv *lv;
+		char p[256], st[128];
+		int n;
+
+		make_tree();
+		snprintf(p, sizeof(p), "%s/%d/status", proc, TEST_PID);
+		n = snprintf(st, sizeof(st), "Name:\tqemu\nUid:\t%s\nGid:\t0\t0\t0\t0\n", uids[i]);
+		tp_write_file(p, st, (size_t)n);
+		CU_ASSERT_EQUAL_FATAL(dom_lv_open(&cfg, &lv), 0);
+		dom_lv_refresh(lv, &ops, &s);
+		CU_ASSERT_EQUAL(s.added, 1);
+		CU_ASSERT_EQUAL(s.pid, want[i]);
+		dom_lv_close(lv);
+	}
+	CU_ASSERT(dom_backend_libvirt.agent_root_listener);
+	CU_ASSERT(!dom_backend_procfs.agent_root_listener);
+}
+
 /* What the daemon sees: the domain-backend ops and dom_ops. */
 struct bseen {
 	int added, removed, vcpus, changed;
@@ -362,6 +395,7 @@ int main(void)
 	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
 		{ "lifecycle and metadata events", test_lifecycle },
 		{ "selection, pid file checked", test_selection_and_pid },
+		{ "a QEMU of another user is not the domain's", test_qemu_owner },
 		{ "backend ops", test_backend_ops },
 		{ "no libvirtd", test_no_libvirtd },
 	};

@@ -37,6 +37,8 @@
  * second (oprofiled --guest-cpu): its default and largest value. */
 #define DP_AG_GUEST_CPU_MS	200
 #define DP_AG_GUEST_CPU_MS_MAX	1000
+/* daemon CPU a second all domains' frames may take together (ms) */
+#define DP_AG_GUEST_CPU_TOTAL_MS	500
 #define DP_AG_BUILD_ID_MAX	20
 /* Name of the virtio-serial port (libvirt <channel> target name), and of
  * the Xen PV console channel (xl channel=["name=..."]). */
