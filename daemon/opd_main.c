@@ -67,10 +67,8 @@ static void usage(FILE *f)
 		"                         MS / its number, what one leaves goes to the others\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
-		"  --help                 this text
-"
-		"  --version              the version
-", coll, back, DP_AG_GUEST_CPU_MS_MAX,
+		"  --help                 this text\n"
+		"  --version              the version\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
 		DP_AG_GUEST_CPU_MS, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_TOTAL_MS);
 }
 
