@@ -32,6 +32,11 @@ struct rep_images {
 	} *bins;
 	size_t nbins;
 	struct rep_strmap *basenames;	/* -p: basename -> index in found */
+	/* each (owner, vmm, path) located once: a candidate's identity is
+	 * read once per report, whatever number of views ask */
+	struct rep_strmap *located;	/* key -> index in locs */
+	char **locs;			/* NULL: nothing found */
+	size_t nlocs;
 	char **found;
 	size_t nfound;
 	bool scanned;
@@ -61,6 +66,7 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 	c->by_key = rep_strmap_new();
 	c->by_bid = rep_strmap_new();
 	c->basenames = rep_strmap_new();
+	c->located = rep_strmap_new();
 	c->vs = rep_vstore_new(o->session_dir);
 	if (!c->by_key || !c->by_bid || !c->basenames || !c->vs) {
 		rep_images_free(c);
@@ -86,6 +92,10 @@ void rep_images_free(struct rep_images *c)
 	rep_strmap_free(c->by_key);
 	rep_strmap_free(c->by_bid);
 	rep_strmap_free(c->basenames);
+	rep_strmap_free(c->located);
+	for (size_t i = 0; i < c->nlocs; i++)
+		free(c->locs[i]);
+	free(c->locs);
 	rep_kernel_free(c->kernel);
 	for (size_t i = 0; i < c->ndkern; i++) {
 		free(c->dkern[i].domain);
@@ -248,7 +258,52 @@ static size_t bid_candidates(struct rep_images *c, const struct rep_ident *ids, 
 	return n;
 }
 
+/* What rep_images_locate() found for @key before: 1 (*@out a copy, or
+ * NULL when nothing was), 0 when it was not asked yet. */
+static int located_before(struct rep_images *c, const char *key, char **out)
+{
+	long i = c->located ? rep_strmap_get(c->located, key) : -1;
+
+	if (i < 0)
+		return 0;
+	*out = c->locs[i] ? strdup(c->locs[i]) : NULL;
+	return 1;
+}
+
+static void remember_located(struct rep_images *c, const char *key, const char *file)
+{
+	char **nv = realloc(c->locs, (c->nlocs + 1) * sizeof(*nv));
+
+	if (!c->located || !nv)
+		return;
+	c->locs = nv;
+	nv[c->nlocs] = file ? strdup(file) : NULL;
+	if (file && !nv[c->nlocs])
+		return;
+	/* a failed put only costs a second lookup later */
+	if (!rep_strmap_put(c->located, key, c->nlocs))
+		c->nlocs++;
+	else
+		free(nv[c->nlocs]);
+}
+
+static char *locate_once(struct rep_images *c, const char *domain, bool vmm, const char *path);
+
 char *rep_images_locate(struct rep_images *c, const char *domain, bool vmm, const char *path)
+{
+	char *key = NULL, *file = NULL;
+
+	if (asprintf(&key, "%s%c%d%c%s", domain ? domain : "", 1, vmm, 1, path) < 0)
+		return locate_once(c, domain, vmm, path);
+	if (!located_before(c, key, &file)) {
+		file = locate_once(c, domain, vmm, path);
+		remember_located(c, key, file);
+	}
+	free(key);
+	return file;
+}
+
+static char *locate_once(struct rep_images *c, const char *domain, bool vmm, const char *path)
 {
 	char *cands[LOCATE_MAX] = { NULL };
 	const struct rep_ident *ids = NULL;
