@@ -88,7 +88,9 @@ lab_checks="smoke libvirt"
 # spent the budget in some second depended on the emulator's speed (in
 # the test command's run of 2026-11-25 they did not, so there was no
 # deferral to count).
-lab_tests="agent domains exact kmod kmod-compare kmod-exact callgraph-guest libvirt-domprof trust-identity hostile-guest xen-all"
+# guest-debuginfo (issue 22): a stripped guest program and the guest's C
+# library named through a debuginfod server in L1.
+lab_tests="agent domains exact kmod kmod-compare kmod-exact callgraph-guest libvirt-domprof trust-identity hostile-guest guest-debuginfo xen-all"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"
