@@ -313,6 +313,20 @@ int du_nf_rename(const char *from, const char *to)
 	return ret;
 }
 
+int du_nf_lstat(const char *path, struct stat *sb)
+{
+	const char *base;
+	int dfd, ret = 0;
+
+	dfd = du_nf_open_parent(path, false, &base);
+	if (dfd < 0)
+		return dfd;
+	if (fstatat(dfd, base, sb, AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	close(dfd);
+	return ret;
+}
+
 int du_nf_unlink(const char *path)
 {
 	const char *base;

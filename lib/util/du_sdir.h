@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The group whose members may read a session (opreport as a user). */
@@ -112,9 +113,11 @@ int du_nf_open_parent(const char *path, bool mkdirs, const char **base);
 /* mkdir -p of absolute @dir the same way. 0 or -errno. */
 int du_nf_mkdirs(const char *dir);
 
-/* rename(2) / unlink(2) of absolute paths the same way.  0 or -errno. */
+/* rename(2) / unlink(2) / lstat(2) of absolute paths the same way.  0 or
+ * -errno. */
 int du_nf_rename(const char *from, const char *to);
 int du_nf_unlink(const char *path);
+int du_nf_lstat(const char *path, struct stat *sb);
 
 /* @len bytes of @buf as the whole of @path, readers seeing the old file
  * or the new one: written to @tmp (fresh, @mode), synced, renamed.  0 or
