@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -548,7 +547,7 @@ static const char *const worker_dirs[] = { "samples/current", "images", "domains
  * (logged). */
 static int hand_dir(const struct worker *w, const char *sub, char *path, size_t size)
 {
-	int fd, ret;
+	int ret;
 
 	if (snprintf(path, size, "%s/%s", w->conf->session_dir, sub) >= (int)size)
 		return -ENAMETOOLONG;
@@ -558,7 +557,7 @@ static int hand_dir(const struct worker *w, const char *sub, char *path, size_t 
 		if (ret)	/* (a hard link stays root's: the worker cannot write it) */
 			du_warn("privsep: giving %s to uid %u: %s", path, (unsigned int)w->uid,
 				strerror(-ret));
-		ret = fd = du_nf_open(path, O_RDONLY | O_DIRECTORY, 0, false);
+		ret = du_nf_open(path, O_RDONLY | O_DIRECTORY, 0, false);
 	}
 	if (ret < 0)
 		du_err("privsep: cannot hand %s to the worker: %s", path, strerror(-ret));
