@@ -90,6 +90,7 @@ enum ctl_pid_state {
 	CTL_PID_RUNNING,	/* live oprofiled */
 	CTL_PID_STALE,		/* unreadable content or process gone */
 	CTL_PID_FOREIGN,	/* live process that is not oprofiled */
+	CTL_PID_UNLOCKED,	/* an oprofiled without this session's lock */
 };
 
 struct ctl_pid_info {
@@ -98,7 +99,9 @@ struct ctl_pid_info {
 	char comm[32];		/* FOREIGN: what runs under that pid */
 };
 
-/* Inspect SESSION/oprofiled.pid.  Never fails: problems become states. */
+/* Inspect SESSION/oprofiled.pid: the daemon is the process holding the
+ * file's lock (F_GETLK), not merely one the file names.  Never fails:
+ * problems become states. */
 void ctl_pid_probe(const char *session_dir, struct ctl_pid_info *info);
 /* Parse a pid file's content: a decimal pid > 1, optional trailing newline. */
 bool ctl_pid_parse(const char *text, pid_t *pid);

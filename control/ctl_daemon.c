@@ -232,28 +232,6 @@ static int spawn_daemon(const char *const *argv, int timeout_ms, int *status,
 	}
 }
 
-/* A session a killed daemon left to its privsep worker's user (the one
- * the daemon would pick: DOMPROF_PRIVSEP=USER, else domprof or nobody) is
- * root's again before it is checked; no daemon runs there (checked). */
-static void take_back(const char *dir)
-{
-	const char *env = getenv("DOMPROF_PRIVSEP");
-	char msg[PATH_MAX + 200], real[PATH_MAX];
-	uid_t uid;
-	gid_t gid;
-	int ret;
-
-	if (!realpath(dir, real) ||
-	    du_sdir_worker_user(env && strcmp(env, "0") && strcmp(env, "1") ? env : NULL,
-				&uid, &gid))
-		return;
-	ret = du_sdir_take_back(real, uid, msg, sizeof(msg));
-	if (ret > 0)
-		du_warn("%s", msg);
-	else if (ret < 0)
-		du_warn("cannot take back session directory %s: %s", dir, strerror(-ret));
-}
-
 int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *out,
 	      char *err, size_t errlen)
 {
@@ -279,7 +257,6 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 			 (int)info.pid, daemon);
 		return -EALREADY;
 	}
-	take_back(daemon);
 	/* created and checked as the daemon will (util/du_sdir.h), so that a
 	 * refused directory is said before anything is started */
 	ret = du_sdir_prepare(daemon, session, sizeof(session), err, errlen);

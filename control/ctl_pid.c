@@ -110,29 +110,53 @@ bool ctl_pid_is_oprofiled(pid_t pid, char *comm, size_t commlen)
 	return !strcmp(base, "oprofiled");
 }
 
+/* The pid holding the session's lock on the pid file open as @fd (the
+ * running daemon's, doc/session.md), or 0 when no process holds it. */
+static pid_t lock_holder(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_GETLK, &fl) || fl.l_type == F_UNLCK || fl.l_pid <= 0)
+		return 0;
+	return fl.l_pid;
+}
+
 void ctl_pid_probe(const char *session_dir, struct ctl_pid_info *info)
 {
 	char path[PATH_MAX], buf[64];
+	pid_t holder;
 	ssize_t n;
+	int fd;
 
 	memset(info, 0, sizeof(*info));
 	snprintf(path, sizeof(path), "%s/oprofiled.pid", session_dir);
-	n = du_read_small(path, buf, sizeof(buf));
-	if (n < 0) {
-		info->state = n == -ENOENT ? CTL_PID_NONE : CTL_PID_STALE;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		info->state = errno == ENOENT ? CTL_PID_NONE : CTL_PID_STALE;
 		return;
 	}
-	if (!ctl_pid_parse(buf, &info->pid)) {
+	n = read(fd, buf, sizeof(buf) - 1);
+	holder = lock_holder(fd);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (!ctl_pid_parse(buf, &info->pid))
 		info->pid = 0;
+	/* the daemon is the process that holds the session's lock: a pid
+	 * written in the file is not believed on its own (another session's
+	 * daemon, or any process, may be named there) */
+	if (holder && holder != info->pid)
+		du_warn("pid file %s names pid %d, but pid %d holds the session's lock: using %d",
+			path, (int)info->pid, (int)holder, (int)holder);
+	if (holder)
+		info->pid = holder;
+	if (!info->pid || !ctl_pid_alive(info->pid)) {
 		info->state = CTL_PID_STALE;
 		return;
 	}
-	if (!ctl_pid_alive(info->pid)) {
-		info->state = CTL_PID_STALE;
-		return;
-	}
-	info->state = ctl_pid_is_oprofiled(info->pid, info->comm, sizeof(info->comm)) ?
-		CTL_PID_RUNNING : CTL_PID_FOREIGN;
+	if (!ctl_pid_is_oprofiled(info->pid, info->comm, sizeof(info->comm)))
+		info->state = CTL_PID_FOREIGN;
+	else
+		info->state = holder ? CTL_PID_RUNNING : CTL_PID_UNLOCKED;
 }
 
 void ctl_pid_warn_stale(const char *session_dir, const struct ctl_pid_info *info)
@@ -148,6 +172,11 @@ void ctl_pid_warn_stale(const char *session_dir, const struct ctl_pid_info *info
 	case CTL_PID_FOREIGN:
 		du_warn("stale pid file %s/oprofiled.pid: pid %d is '%s', not oprofiled (ignored)",
 			session_dir, (int)info->pid, info->comm);
+		break;
+	case CTL_PID_UNLOCKED:
+		du_warn("stale pid file %s/oprofiled.pid: pid %d is an oprofiled that does not "
+			"hold this session's lock (another session's daemon?): ignored",
+			session_dir, (int)info->pid);
 		break;
 	default:
 		break;

@@ -99,7 +99,8 @@ static void print_daemon(FILE *out, const struct ctl_status *st)
 		if (du_kv_get_u64(s, "running", &v) && v)
 			fprintf(out, "              the last run did not stop cleanly "
 				"(its stats still say running)\n");
-		if (st->pid.state == CTL_PID_STALE || st->pid.state == CTL_PID_FOREIGN)
+		if (st->pid.state == CTL_PID_STALE || st->pid.state == CTL_PID_FOREIGN ||
+		    st->pid.state == CTL_PID_UNLOCKED)
 			fprintf(out, "              stale pid file (pid %d) ignored\n", (int)st->pid.pid);
 		break;
 	}

@@ -644,6 +644,35 @@ static void test_start_foreign_pid(void)
 	warn_count = 0;
 	CU_ASSERT_EQUAL(start_fake(NULL, out, sizeof(out), err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(warn_last, "not oprofiled"));
+	/* another session's pid file naming this session's daemon (forged):
+	 * that daemon holds no lock there, so it is not stopped from there */
+	{
+		char other[PATH_MAX + 16], pidf[PATH_MAX + 32];
+		struct ctl_pid_info info, mine;
+		FILE *f;
+
+		ctl_pid_probe(tmp_session, &mine);
+		CU_ASSERT_EQUAL_FATAL(mine.state, CTL_PID_RUNNING);
+		snprintf(other, sizeof(other), "%s/other", tmp_session);
+		CU_ASSERT_EQUAL_FATAL(mkdir(other, 0700), 0);
+		snprintf(pidf, sizeof(pidf), "%s/oprofiled.pid", other);
+		f = fopen(pidf, "w");
+		CU_ASSERT_FATAL(f != NULL);
+		fprintf(f, "%d\n", (int)mine.pid);
+		fclose(f);
+		ctl_pid_probe(other, &info);
+		CU_ASSERT_EQUAL(info.state, CTL_PID_UNLOCKED);
+		CU_ASSERT_EQUAL(ctl_stop(other, 500, devnull, err, sizeof(err)), -ESRCH);
+		CU_ASSERT_TRUE(ctl_pid_alive(mine.pid));
+		unlink(pidf);
+		rmdir(other);
+		/* this session's file naming another pid: the lock's holder wins */
+		snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+		write_file("oprofiled.pid", buf);
+		ctl_pid_probe(tmp_session, &info);
+		CU_ASSERT_EQUAL(info.state, CTL_PID_RUNNING);
+		CU_ASSERT_EQUAL(info.pid, mine.pid);
+	}
 	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
 	rm_session();
 	fclose(devnull);

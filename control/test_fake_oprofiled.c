@@ -1,6 +1,6 @@
 /*
  * A stand-in for oprofiled, for test_ctl only: it honours the session
- * contract's outside (pid file held under flock, session.conf, stats with
+ * contract's outside (pid file held under a POSIX lock, session.conf, stats with
  * dumps and running, SIGUSR1/SIGTERM, the launching parent's exit status)
  * and collects nothing.
  *
@@ -117,8 +117,8 @@ int main(int argc, char **argv)
 	close(pfd[0]);
 	setsid();
 	snprintf(path, sizeof(path), "%s/oprofiled.pid", session);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || fcntl(fd, F_SETLK, &(struct flock){ .l_type = F_WRLCK })) {
 		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
 		buf[n > 0 ? n : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';

@@ -13,6 +13,7 @@
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 struct cc_pframe {
 	struct opd_image *dep;
@@ -400,7 +401,9 @@ int opd_cc_write(struct opd_cc *cc)
 
 	if (!cc || !cc->nstacks)
 		return 0;
-	ret = du_mkdir_p(cc->dir);
+	/* in the session: no link followed, and in the worker below the
+	 * directory it was handed (util/du_sdir.h) */
+	ret = du_nf_mkdirs(cc->dir);
 	if (ret)
 		goto out_err;
 	snprintf(path, sizeof(path), "%s/%s", cc->dir, cc->name);
@@ -410,7 +413,7 @@ int opd_cc_write(struct opd_cc *cc)
 		ret = -ENOMEM;
 		goto out_err;
 	}
-	f = fopen(tmp, "w");
+	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f) {
 		ret = -errno;
 		free(imgs);
@@ -420,9 +423,10 @@ int opd_cc_write(struct opd_cc *cc)
 	write_images(f, imgs, nimgs);
 	write_stacks(cc, f, imgs, nimgs);
 	free(imgs);
-	if (ferror(f) | fclose(f) || rename(tmp, path)) {
-		ret = errno ? -errno : -EIO;
-		unlink(tmp);
+	errno = 0;
+	ret = ferror(f) | fclose(f) ? (errno ? -errno : -EIO) : du_nf_rename(tmp, path);
+	if (ret) {
+		du_nf_unlink(tmp);
 		goto out_err;
 	}
 	return 0;

@@ -15,6 +15,7 @@
 #include "opd_daemon.h"
 #include "opd_guestfile.h"
 #include "opd_log.h"
+#include "opd_pub.h"
 #include "util/du_fs.h"
 #include "util/du_io.h"
 #include "util/du_log.h"
@@ -110,6 +111,7 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 	memset(d, 0, sizeof(*d));
 	d->conf = conf;
 	d->record_fd = -1;
+	d->pub_fd = -1;
 	d->st.running = true;
 	d->st.collector = conf->collector;
 	d->sink.ctx = d;
@@ -134,10 +136,14 @@ int opd_daemon_init(struct opd_daemon *d, const struct opd_conf *conf, const cha
 		goto out_fini;
 	}
 	if (conf->record) {
-		d->record_fd = open(conf->record, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* kernel addresses: the caller's alone, and never through a
+		 * link planted where the file goes (/tmp) */
+		d->record_fd = du_openat_own(AT_FDCWD, conf->record, O_WRONLY | O_CREAT | O_TRUNC,
+					     DU_SDIR_SECRET_MODE);
 		if (d->record_fd < 0) {
-			ret = -errno;
-			du_err("cannot create record file %s: %s", conf->record, strerror(errno));
+			ret = d->record_fd;
+			d->record_fd = -1;
+			du_err("refusing record file %s: %s", conf->record, du_own_strerror(ret));
 			goto out_fini;
 		}
 	}
@@ -219,7 +225,7 @@ int opd_daemon_sink(void *ctx, const void *buf, size_t len)
 
 int opd_daemon_write_stats(struct opd_daemon *d)
 {
-	int ret = opd_stats_write(&d->st, d->conf->session_dir);
+	int ret = opd_stats_write(&d->st, d->conf->session_dir, d->pub_fd);
 
 	if (d->agents)
 		opd_agents_write_stats(d->agents);	/* SESSION/domains/<esc>/stats */
@@ -231,11 +237,16 @@ int opd_daemon_write_stats(struct opd_daemon *d)
 
 static uint64_t mono_ns(void);
 
-static int sync_session(const char *dir)
+/* syncfs of the file system holding @dir/@sub (the worker may reach only
+ * what it was handed, not the session directory itself) */
+static int sync_session(const char *dir, const char *sub)
 {
-	int fd = du_nf_open(dir, O_RDONLY | O_DIRECTORY, 0, false);
-	int ret = 0;
+	char path[PATH_MAX];
+	int fd, ret = 0;
 
+	if (snprintf(path, sizeof(path), "%s/%s", dir, sub) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = du_nf_open(path, O_RDONLY | O_DIRECTORY, 0, false);
 	if (fd < 0)
 		return fd;
 	if (syncfs(fd))
@@ -276,7 +287,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 	/* One syncfs writes every sample file out in a single pass; an msync
 	 * per file made the kernel dispatch each file's few pages on its own
 	 * (a fifth of a large replay's CPU time). */
-	ret = sync_session(d->conf->session_dir);
+	ret = sync_session(d->conf->session_dir, "samples/current");
 	if (ret)
 		du_warn("syncing sample files: %s", strerror(-ret));
 	if (d->record_fd >= 0 && fsync(d->record_fd))
@@ -376,8 +387,9 @@ bool opd_daemon_service(struct opd_daemon *d)
 
 int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header *h)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
-	size_t off = 0;
+	char path[PATH_MAX];
+	size_t off = 0, len = 0;
+	char *buf = NULL;
 	FILE *f;
 	int ret = 0;
 
@@ -395,8 +407,7 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 		return 0;
 	d->conf_written = true;
 	snprintf(path, sizeof(path), "%s/session.conf", d->conf->session_dir);
-	snprintf(tmp, sizeof(tmp), "%s/.session.conf.tmp", d->conf->session_dir);
-	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
+	f = open_memstream(&buf, &len);
 	if (!f) {
 		ret = -errno;
 		goto out_err;
@@ -413,11 +424,11 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 		fprintf(f, "input %s\n", d->conf->input);
 	if (d->conf->callgraph_depth)
 		fprintf(f, "callgraph %u\n", d->conf->callgraph_depth);
-	ret = fclose(f) ? -errno : du_nf_rename(tmp, path);
-	if (ret) {
-		du_nf_unlink(tmp);
+	ret = fclose(f) ? -errno :
+	      opd_pub_write(d->pub_fd, d->conf->session_dir, OPD_PUB_CONF, buf, len);
+	free(buf);
+	if (ret)
 		goto out_err;
-	}
 	return 0;
 
 out_err:

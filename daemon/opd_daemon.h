@@ -47,6 +47,7 @@ struct opd_daemon {
 	struct opd_trans *trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */
+	int pub_fd;		/* the monitor's for stats, session.conf (opd_pub.h), or -1 */
 	struct opd_raw_sink sink;	/* what collectors write into: this daemon */
 	/* called once the collector started (its snapshot of the present
 	 * taken with the rights it had), before the loop: the privsep drop.

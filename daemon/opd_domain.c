@@ -323,21 +323,24 @@ static int rename_aside(const char *dir, const char *from, const char *to, char 
 {
 	char src[PATH_MAX], dst[PATH_MAX];
 	struct stat sb;
+	int ret;
 
 	if (snprintf(src, sizeof(src), "%s/%s", dir, from) >= (int)sizeof(src))
 		return -ENAMETOOLONG;
-	if (lstat(src, &sb))
-		return errno == ENOENT ? 0 : -errno;
+	ret = du_nf_lstat(src, &sb);	/* (the worker: below what it was handed) */
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
 	for (int i = 1; i < 100; i++) {
 		int n = i == 1 ? snprintf(dst, sizeof(dst), "%s/%s", dir, to)
 			       : snprintf(dst, sizeof(dst), "%s/%s.%d", dir, to, i);
 
 		if (n >= (int)sizeof(dst))
 			return -ENAMETOOLONG;
-		if (!lstat(dst, &sb))
+		if (!du_nf_lstat(dst, &sb))
 			continue;
-		if (du_nf_rename(src, dst))
-			return -errno;
+		ret = du_nf_rename(src, dst);
+		if (ret)
+			return ret;
 		snprintf(done, size, "%s", dst);
 		return 0;
 	}

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "opd_log.h"
@@ -75,16 +76,24 @@ int opd_log_open(const char *path, bool also_stderr, bool verbose)
 		return -ENAMETOOLONG;
 	opd_log.also_stderr = also_stderr;
 	opd_log.verbose = verbose;
-	opd_log.f = du_nf_fopen(path, "a", DU_SDIR_FILE_MODE);
+	/* the monitor's alone: not even the worker's user reads it */
+	opd_log.f = du_nf_fopen(path, "a", DU_SDIR_SECRET_MODE);
 	if (!opd_log.f)
 		return -errno;
+	if (fchmod(fileno(opd_log.f), DU_SDIR_SECRET_MODE)) {
+		int ret = -errno;
+
+		fclose(opd_log.f);
+		opd_log.f = NULL;
+		return ret;
+	}
 	du_log_set(log_hook);
 	return 0;
 }
 
 int opd_log_reopen(void)
 {
-	FILE *f = du_nf_fopen(opd_log.path, "a", DU_SDIR_FILE_MODE);
+	FILE *f = du_nf_fopen(opd_log.path, "a", DU_SDIR_SECRET_MODE);
 
 	if (!f)
 		return -errno;

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -320,30 +319,33 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* Take SESSION/oprofiled.pid.  The fd (returned) holds the lock until exit. */
+/* Take SESSION/oprofiled.pid: a lock opcontrol can ask the holder of
+ * (F_GETLK), so that it knows this daemon by more than the pid written in
+ * the file.  The fd (returned) holds the lock until this process exits;
+ * a fork does not take it along (POSIX record locks are per process). */
 static int take_lock(const char *session, char *path, size_t size)
 {
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char buf[32];
-	ssize_t n;
-	int fd;
+	int fd, n;
 
 	snprintf(path, size, "%s/oprofiled.pid", session);
-	/* never through a planted symlink (util/du_sdir.h) */
-	fd = du_nf_open(path, O_RDWR | O_CREAT, DU_SDIR_FILE_MODE, false);
+	/* never through a planted link, and the monitor's alone (util/du_sdir.h) */
+	fd = du_nf_open(path, O_RDWR | O_CREAT, DU_SDIR_SECRET_MODE, false);
 	if (fd < 0) {
-		du_err("cannot open %s: %s", path, strerror(-fd));
+		du_err("refusing pid file %s: %s", path, du_own_strerror(fd));
 		return -1;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-		buf[n > 0 ? n : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		du_err("oprofiled already running (pid %s) for session %s", buf[0] ? buf : "?", session);
+	if (fcntl(fd, F_SETLK, &fl)) {
+		fl.l_pid = 0;
+		if (fcntl(fd, F_GETLK, &fl) || fl.l_type == F_UNLCK)
+			fl.l_pid = 0;
+		du_err("oprofiled already running (pid %d) for session %s", (int)fl.l_pid, session);
 		close(fd);
 		return -1;
 	}
 	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) {
+	if (fchmod(fd, DU_SDIR_SECRET_MODE) || ftruncate(fd, 0) || pwrite(fd, buf, (size_t)n, 0) != n) {
 		du_err("cannot write %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -559,22 +561,49 @@ struct worker {
 	pid_t monitor;
 };
 
-static int worker_started(void *ctx)
+/* What the worker writes, below the session: its own, handed over as
+ * directory descriptors (util/du_sdir.h, du_nf_root_add). */
+static const char *const worker_dirs[] = { "samples/current", "images", "domains" };
+
+/* Give the worker @sub of the session: made if missing, everything below
+ * it the worker's user's (no link followed), opened.  The fd or -errno
+ * (logged). */
+static int hand_dir(const struct worker *w, const char *sub, char *path, size_t size)
 {
-	struct worker *w = ctx;
 	int ret;
 
-	/* noted where only root writes, so that a start after a monitor
-	 * killed before its give-back may take the session back */
-	ret = du_sdir_mark_given(w->conf->session_dir);
-	if (ret)
-		du_warn("privsep: cannot note the session as given (%s): if the monitor is "
-			"killed, the session stays the worker's user's", strerror(-ret));
-	ret = du_sdir_chown_tree(w->conf->session_dir, w->uid, w->gid);
+	if (snprintf(path, size, "%s/%s", w->conf->session_dir, sub) >= (int)size)
+		return -ENAMETOOLONG;
+	ret = du_nf_mkdirs(path);
+	if (!ret) {
+		ret = du_sdir_chown_tree(path, w->uid, w->gid);
+		if (ret)	/* (a hard link stays root's: the worker cannot write it) */
+			du_warn("privsep: giving %s to uid %u: %s", path, (unsigned int)w->uid,
+				strerror(-ret));
+		ret = du_nf_open(path, O_RDONLY | O_DIRECTORY, 0, false);
+	}
+	if (ret < 0)
+		du_err("privsep: cannot hand %s to the worker: %s", path, strerror(-ret));
+	return ret;
+}
 
-	if (ret)
-		du_warn("privsep: giving the session to uid %u: %s", (unsigned int)w->uid,
-			strerror(-ret));
+static int worker_started(void *ctx)
+{
+	enum { NR = sizeof(worker_dirs) / sizeof(worker_dirs[0]) };
+	char path[NR][PATH_MAX];
+	struct worker *w = ctx;
+	int fd[NR], ret = 0;
+	size_t i;
+
+	/* the session directory, its log, pid file and kernel tables stay
+	 * the monitor's: the worker gets what it writes, and nothing else
+	 * (the roots, once set, are all its paths resolve in) */
+	for (i = 0; i < NR && ret >= 0; i++)
+		ret = fd[i] = hand_dir(w, worker_dirs[i], path[i], sizeof(path[i]));
+	for (i = 0; i < NR && ret >= 0; i++)
+		ret = du_nf_root_add(path[i], fd[i]);
+	if (ret < 0)
+		return ret;
 	w->st->privsep_worker_uid = w->uid;
 	ret = opd_ps_drop(w->uid, w->gid, w->monitor);
 	/* ready only now: whoever started us may check the worker at once */
@@ -583,37 +612,32 @@ static int worker_started(void *ctx)
 	return ret;
 }
 
-/* The worker's user, and whether it can reach the session: 0 or -1 (logged). */
+/* The worker's user: 0 or -1 (logged). */
 static int check_worker(const struct opd_conf *c, struct worker *w)
 {
-	char bad[PATH_MAX];
-	struct stat st;
-	int ret;
+	int ret = du_sdir_worker_user(c->privsep_user, &w->uid, &w->gid);
+	const char *name = c->privsep_user ? c->privsep_user : DU_SDIR_WORKER;
 
-	if (du_sdir_worker_user(c->privsep_user, &w->uid, &w->gid)) {
-		du_err("privsep: no user %s to run the loop as (--privsep=USER names one; "
-		       "--no-privsep runs it as root)",
-		       c->privsep_user ? c->privsep_user : "domprof or nobody");
-		return -1;
-	}
-	ret = opd_ps_reachable(c->session_dir, w->uid, w->gid, bad, sizeof(bad), &st);
-	if (ret == -EACCES) {
-		du_err("privsep: the worker (uid %u) cannot reach the session directory %s: "
-		       "%s is mode %04o, owner uid %u; make it searchable (chmod o+x) or "
-		       "start with --no-privsep", (unsigned int)w->uid, c->session_dir, bad,
-		       (unsigned int)(st.st_mode & 07777), (unsigned int)st.st_uid);
-		return -1;
-	}
-	if (ret) {
-		du_err("privsep: %s: %s", c->session_dir, strerror(-ret));
-		return -1;
-	}
-	return 0;
+	if (ret == -ENOENT && !c->privsep_user)
+		du_err("privsep: no user %s to run the worker as; create it (make install does, "
+		       "through sysusers.d; or useradd --system --no-create-home --shell "
+		       "/usr/sbin/nologin --user-group %s), name another with --privsep=USER, "
+		       "or run the loop as root with --no-privsep", name, name);
+	else if (ret == -ENOENT)
+		du_err("privsep: no user %s (--privsep=USER); --no-privsep runs the loop as root",
+		       name);
+	else if (ret == -EPERM)
+		du_err("privsep: refusing to run the worker as %s, a user other services share "
+		       "(they could signal or trace it): create the user %s, or name one of its "
+		       "own with --privsep=USER", name, DU_SDIR_WORKER);
+	else if (ret)
+		du_err("privsep: refusing to run the worker as %s (root)", name);
+	return ret ? -1 : 0;
 }
 
 /* The split's fds: the channel, the wake-up pipe, the relayed collector's
  * stream (opd_relay.h).  -1 entries are not open. */
-enum { SV0, SV1, WAKE0, WAKE1, STREAM0, STREAM1, NR_SPLIT_FDS };
+enum { SV0, SV1, WAKE0, WAKE1, PUB0, PUB1, STREAM0, STREAM1, NR_SPLIT_FDS };
 
 static void close_fds(int *fd, int n)
 {
@@ -627,7 +651,9 @@ static int open_fds(int *fd, bool relay)
 	for (int i = 0; i < NR_SPLIT_FDS; i++)
 		fd[i] = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd + SV0) ||
-	    pipe2(fd + WAKE0, O_CLOEXEC | O_NONBLOCK) || (relay && pipe2(fd + STREAM0, O_CLOEXEC))) {
+	    pipe2(fd + WAKE0, O_CLOEXEC | O_NONBLOCK) ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fd + PUB0) ||
+	    (relay && pipe2(fd + STREAM0, O_CLOEXEC))) {
 		du_err("privsep: socketpair or pipe: %s", strerror(errno));
 		close_fds(fd, NR_SPLIT_FDS);
 		return -1;
@@ -638,12 +664,13 @@ static int open_fds(int *fd, bool relay)
 /*
  * --privsep as root: fork.  The parent becomes the monitor and returns
  * 1 with *@status its exit status; the child, the worker, returns 0 with
- * the conf pointed at the monitor and *@relay_fd the stream of a collector
- * the monitor runs (OPD_CAP_MONITOR), else -1.  -1 on failure (logged).
+ * the conf pointed at the monitor, *@pub_fd the channel its session files
+ * go through (opd_pub.h) and *@relay_fd the stream of a collector the
+ * monitor runs (OPD_CAP_MONITOR), else -1.  -1 on failure (logged).
  */
 static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 		 const struct ev_table *tab, struct opd_ps_chan *ch, struct worker *w, int *status,
-		 int *relay_fd)
+		 int *relay_fd, int *pub_fd)
 {
 	int fd[NR_SPLIT_FDS];
 	pid_t child;
@@ -661,26 +688,19 @@ static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 	}
 	if (child > 0) {
 		struct opd_relay_mon *rm = NULL;
-		int ret;
 
-		close_fds((int[]){ fd[SV1], fd[WAKE0], fd[STREAM0] }, 3);
+		close_fds((int[]){ fd[SV1], fd[WAKE0], fd[PUB0], fd[STREAM0] }, 4);
 		/* NULL (logged): the worker's start is then refused */
 		if (fd[STREAM1] >= 0)
 			rm = opd_relay_mon_open(ops, c, tab, fd[STREAM1]);
 		if (!c->foreground)	/* the worker says when it is ready */
 			release_parent_quietly();
-		*status = opd_ps_monitor_wake(fd[SV0], fd[WAKE1], c, child, rm);
+		*status = opd_ps_monitor_wake(fd[SV0], fd[WAKE1], fd[PUB1], c, child, rm);
 		opd_relay_mon_close(rm);
-		/* idle, the session is root's again, as an unseparated run
-		 * leaves it (no link followed) */
-		ret = du_sdir_chown_tree(c->session_dir, 0, 0);
-		if (ret)
-			du_warn("privsep: cannot give the session back to root: %s", strerror(-ret));
-		else
-			du_sdir_unmark_given(c->session_dir);
 		return 1;
 	}
-	close_fds((int[]){ fd[SV0], fd[WAKE1], fd[STREAM1] }, 3);
+	close_fds((int[]){ fd[SV0], fd[WAKE1], fd[PUB1], fd[STREAM1] }, 4);
+	*pub_fd = fd[PUB0];
 	*relay_fd = fd[STREAM0];
 	ch->sock = fd[SV1];
 	ch->wake = fd[WAKE0];
@@ -697,7 +717,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	struct opd_conf *c = &o->conf;
 	struct opd_collector_ops relay_ops;
 	struct opd_collector_args args;
-	int relay_fd = -1;
+	int relay_fd = -1, pub_fd = -1;
 	struct opd_ps_chan ch = { .sock = -1, .wake = -1 };
 	struct worker w;
 	struct opd_daemon d;
@@ -712,7 +732,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 		c->privsep = false;
 	}
 	if (c->privsep) {
-		ret = split(c, ops, tab, &ch, &w, &status, &relay_fd);
+		ret = split(c, ops, tab, &ch, &w, &status, &relay_fd, &pub_fd);
 		if (ret)
 			return ret > 0 ? status : 1;
 		*worker = true;
@@ -725,6 +745,7 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	ret = opd_daemon_init(&d, c, c->input ? c->input : c->collector);
 	if (ret)
 		return 1;
+	d.pub_fd = pub_fd;
 	if (c->privsep) {
 		w.st = &d.st;
 		d.started = worker_started;
@@ -800,34 +821,6 @@ out_unlock:
 	return status;
 }
 
-/* A session a killed daemon left to its privsep worker's user is ours
- * again, unless a daemon still runs there (its pid file locked). */
-static void take_back_session(const struct opd_conf *c)
-{
-	char real[PATH_MAX], pidpath[PATH_MAX + 16], msg[PATH_MAX + 200];
-	uid_t uid;
-	gid_t gid;
-	int fd, ret;
-
-	if (geteuid() != 0 || !realpath(c->session_dir, real) ||
-	    du_sdir_worker_user(c->privsep_user, &uid, &gid))
-		return;
-	snprintf(pidpath, sizeof(pidpath), "%s/oprofiled.pid", real);
-	fd = du_nf_open(pidpath, O_RDONLY, 0, false);
-	if (fd >= 0) {
-		bool running = flock(fd, LOCK_SH | LOCK_NB) != 0;
-
-		close(fd);
-		if (running)
-			return;	/* take_lock says so */
-	}
-	ret = du_sdir_take_back(real, uid, msg, sizeof(msg));
-	if (ret > 0)
-		du_warn("%s", msg);
-	else if (ret < 0)
-		du_warn("cannot take back session directory %s: %s", real, strerror(-ret));
-}
-
 int opd_main(int argc, char **argv)
 {
 	static struct opts o;	/* large; the config outlives every module */
@@ -856,7 +849,6 @@ int opd_main(int argc, char **argv)
 	if (((o.collector->caps & OPD_CAP_EVENTS) ||
 	     ((o.collector->caps & OPD_CAP_EVENTS_OPT) && o.nr_event_args)) && load_events(&o, &tab))
 		return 1;
-	take_back_session(c);
 	/* created or checked before anything is written in it, and known by
 	 * its canonical path from here on (util/du_sdir.h) */
 	ret = du_sdir_prepare(c->session_dir, o.session_canon, sizeof(o.session_canon), o.sdir_err,

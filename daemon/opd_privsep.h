@@ -217,16 +217,6 @@ int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, cha
 int opd_ps_maps(void *chan, pid_t pid, uint64_t pc, char comm[16], opd_map_fn fn, void *fctx);
 
 /*
- * Can @uid:@gid (no supplementary groups, as the worker runs) search every
- * directory above @dir?  The worker reaches the session by its path, and
- * the tree below @dir becomes its own.  0, or -EACCES with the first
- * directory it cannot pass in @bad (its mode and owner in *@st), or
- * -errno when a directory cannot be looked at.
- */
-int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
-		     struct stat *st);
-
-/*
  * Become @uid:@gid for good: no supplementary groups, no capabilities,
  * no_new_privs, not dumpable, the seccomp allow-list; and SIGTERM when the
  * parent (@monitor) dies.  0 or -errno (logged); the caller must then exit.
@@ -255,10 +245,12 @@ int opd_ps_seccomp_install(void);
  * (opd_sig).  Returns the exit status to give (the worker's).
  */
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker);
-/* The same with the write end of the wake-up pipe (-1: none), and a
- * collector the monitor runs for the worker (opd_relay.h; NULL: none). */
+/* The same with the write end of the wake-up pipe (-1: none), the
+ * channel of the session files the worker publishes (opd_pub.h; -1:
+ * none), and a collector the monitor runs for the worker (opd_relay.h;
+ * NULL: none). */
 struct opd_relay_mon;
-int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker,
+int opd_ps_monitor_wake(int sock, int wake, int pub, const struct opd_conf *conf, pid_t worker,
 			struct opd_relay_mon *relay);
 
 #endif

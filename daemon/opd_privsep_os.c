@@ -41,40 +41,10 @@
 #include "opd_kvmtsc.h"
 #include "opd_privsep.h"
 #include "opd_privsep_scope.h"
+#include "opd_pub.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
-
-int opd_ps_reachable(const char *dir, uid_t uid, gid_t gid, char *bad, size_t badlen,
-		     struct stat *st)
-{
-	char *real = realpath(dir, NULL);
-	int ret = 0;
-
-	if (!real)
-		return -errno;
-	/* each ancestor in turn, "/", "/a/", "/a/b/": the text up to each
-	 * slash (dir itself, after the last one, becomes the worker's) */
-	for (char *slash = real; slash && ret == 0; slash = strchr(slash + 1, '/')) {
-		char keep = slash[1];
-		bool ok;
-
-		slash[1] = '\0';
-		if (stat(real, st)) {
-			ret = -errno;
-		} else {
-			ok = st->st_uid == uid ? st->st_mode & S_IXUSR :
-			     st->st_gid == gid ? st->st_mode & S_IXGRP : st->st_mode & S_IXOTH;
-			if (!ok)
-				ret = -EACCES;
-		}
-		if (ret)
-			snprintf(bad, badlen, "%s", real);
-		slash[1] = keep;
-	}
-	free(real);
-	return ret;
-}
 
 /* ---- seccomp ------------------------------------------------------------- */
 
@@ -636,13 +606,30 @@ static void forward_signals(pid_t worker)
 
 int opd_ps_monitor(int sock, const struct opd_conf *conf, pid_t worker)
 {
-	return opd_ps_monitor_wake(sock, -1, conf, worker, NULL);
+	return opd_ps_monitor_wake(sock, -1, -1, conf, worker, NULL);
 }
 
 /* The pollfds past the channel's and the backend's: the relayed collector's. */
 #define MON_POLL_MAX 64
 
-int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t worker,
+/* The worker's published files waiting on @pub, written (opd_pub.h).
+ * @pub, or -1 once closed: when the worker closed its end, or @last. */
+static int mon_publish(int pub, const char *session, bool last)
+{
+	int ret = -EAGAIN;
+
+	while (pub >= 0 && (ret = opd_pub_serve(pub, session)) != -EAGAIN && ret != -EPIPE)
+		if (ret)
+			du_warn("privsep: a session file from the worker not written: %s",
+				strerror(-ret));
+	if (pub >= 0 && (last || ret == -EPIPE)) {
+		close(pub);
+		pub = -1;
+	}
+	return pub;
+}
+
+int opd_ps_monitor_wake(int sock, int wake, int pub, const struct opd_conf *conf, pid_t worker,
 			struct opd_relay_mon *relay)
 {
 	bool woken = false;	/* a wake-up not yet answered by a REFRESH */
@@ -670,23 +657,25 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 			mp->be->name, (int)worker);
 	}
 	for (;;) {
-		struct pollfd p[2 + MON_POLL_MAX] = { { .fd = sock, .events = POLLIN }, { .fd = -1 } };
+		struct pollfd p[3 + MON_POLL_MAX] = { { .fd = sock, .events = POLLIN }, { .fd = -1 },
+						      { .fd = pub, .events = POLLIN } };
 		int bfd = mp->be && mp->be->fd ? mp->be->fd(mp->bs) : -1;
-		size_t nr = opd_relay_mon_pollfds(relay, p + 2, MON_POLL_MAX);
+		size_t nr = opd_relay_mon_pollfds(relay, p + 3, MON_POLL_MAX);
 
 		/* the backend's fd is the worker's to have read (its REFRESH
 		 * does): looked at again only once that came */
 		if (wake >= 0 && bfd >= 0 && !woken)
 			p[1] = (struct pollfd){ .fd = bfd, .events = POLLIN };
 		forward_signals(worker);
-		if (poll(p, 2 + nr, 500) < 0) {
+		if (poll(p, 3 + nr, 500) < 0) {
 			if (errno != EINTR)
 				break;
 			continue;
 		}
 		/* a collector that fails ends its stream; the worker then stops */
 		if (nr)
-			opd_relay_mon_service(relay, p + 2, nr);
+			opd_relay_mon_service(relay, p + 3, nr);
+		pub = p[2].revents ? mon_publish(pub, conf->session_dir, false) : pub;
 		if (p[1].revents) {
 			woken = true;
 			if (write(wake, "w", 1) < 0 && errno != EAGAIN)
@@ -709,6 +698,7 @@ int opd_ps_monitor_wake(int sock, int wake, const struct opd_conf *conf, pid_t w
 	}
 	while (waitpid(worker, &status, 0) < 0 && errno == EINTR)
 		forward_signals(worker);
+	mon_publish(pub, conf->session_dir, true);	/* its last stats */
 	release_rings(mp);
 	if (wake >= 0)
 		close(wake);

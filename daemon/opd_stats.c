@@ -8,20 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opd_pub.h"
 #include "opd_stats.h"
 #include "util/du_kv.h"
 #include "util/du_sdir.h"
 
-int opd_stats_write(const struct opd_stats *st, const char *session_dir)
+int opd_stats_write(const struct opd_stats *st, const char *session_dir, int pub_fd)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
-	FILE *f;
-	int ret = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int ret;
 
-	if (snprintf(path, sizeof(path), "%s/stats", session_dir) >= (int)sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.stats.tmp", session_dir) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
 	if (!f)
 		return -errno;
 #define OPD_STATS_PRINT(k) fprintf(f, #k " %" PRIu64 "\n", st->k);
@@ -31,19 +29,8 @@ int opd_stats_write(const struct opd_stats *st, const char *session_dir)
 	fprintf(f, "collector %s\n", st->collector ? st->collector : "none");
 	fprintf(f, "start_time %" PRId64 "\n", st->start_time);
 	fprintf(f, "events %s\n", st->events);
-	if (fflush(f) || fsync(fileno(f)))
-		ret = -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (ret)
-		goto out_unlink;
-	ret = du_nf_rename(tmp, path);
-	if (ret)
-		goto out_unlink;
-	return 0;
-
-out_unlink:
-	du_nf_unlink(tmp);
+	ret = fclose(f) ? -errno : opd_pub_write(pub_fd, session_dir, OPD_PUB_STATS, buf, len);
+	free(buf);
 	return ret;
 }
 

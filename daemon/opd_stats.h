@@ -121,10 +121,11 @@ struct opd_stats {
 };
 
 /*
- * Write @st to @session_dir/stats atomically (temporary file + rename).
- * 0 or -errno.
+ * Write @st to @session_dir/stats atomically (temporary file + rename),
+ * through the monitor when @pub_fd is its channel (opd_pub.h), else
+ * here (-1).  0 or -errno.
  */
-int opd_stats_write(const struct opd_stats *st, const char *session_dir);
+int opd_stats_write(const struct opd_stats *st, const char *session_dir, int pub_fd);
 
 /*
  * Read one integer key back from a stats file (tests, opcontrol-style

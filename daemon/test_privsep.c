@@ -29,8 +29,11 @@
 #include "domprof/kmod.h"
 #include "opd_privsep.h"
 #include "opd_privsep_scope.h"
+#include "opd_pub.h"
 #include "opd_relay.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_sdir.h"
 
 static void quiet_log(enum du_log_level l, const char *fmt, va_list ap)
 {
@@ -773,7 +776,7 @@ static void test_wake(void)
 	if (mon == 0) {
 		close(sv[1]);
 		close(wake[0]);
-		_exit(opd_ps_monitor_wake(sv[0], wake[1], &conf, getppid(), NULL) ? 3 : 0);
+		_exit(opd_ps_monitor_wake(sv[0], wake[1], -1, &conf, getppid(), NULL) ? 3 : 0);
 	}
 	close(sv[0]);
 	close(wake[1]);
@@ -936,7 +939,7 @@ static void relay_begin(struct relay_run *r)
 		close(tick[1]);
 		relay_tick = tick[0];
 		rm = opd_relay_mon_open(&relay_fake, &conf, NULL, stream[1]);
-		_exit(opd_ps_monitor_wake(sv[0], -1, &conf, getppid(), rm) ? 3 : 0);
+		_exit(opd_ps_monitor_wake(sv[0], -1, -1, &conf, getppid(), rm) ? 3 : 0);
 	}
 	close(sv[0]);
 	close(stream[1]);
@@ -1039,37 +1042,46 @@ static void test_relay_stalled(void)
 	relay_open_fails = false;
 }
 
-/* The worker reaches the session by its path: every directory above it
- * must let the worker's uid through, by owner, group or other bits. */
-static void test_reachable(void)
+/* The worker's session files go through the monitor: the text whole,
+ * under the name the monitor picks, nothing malformed written. */
+static void test_publish(void)
 {
-	char top[] = "/tmp/test_reach.XXXXXX", dir[128], bad[256];
+	char top[] = "/tmp/test_pub.XXXXXX", path[128], buf[64];
 	struct stat st;
+	int sv[2];
 
 	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
-	tp_pathf(dir, sizeof(dir), "%s/a", top);
-	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
-	tp_pathf(dir, sizeof(dir), "%s/a/session", top);
-	CU_ASSERT_FATAL(mkdir(dir, 0700) == 0);
-	CU_ASSERT_FATAL(chmod(top, 0755) == 0);
-	/* top/a is 0700, owned by us: not for uid 65534 */
-	bad[0] = '\0';
-	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), -EACCES);
-	CU_ASSERT(strstr(bad, "/a") != NULL && (st.st_mode & 07777) == 0700);
-	/* the owner (by uid) passes; so does anyone once it is o+x; the
-	 * session itself, 0700, is the worker's own and not looked at */
-	CU_ASSERT_EQUAL(opd_ps_reachable(dir, getuid(), 65534, bad, sizeof(bad), &st), 0);
-	tp_pathf(bad, sizeof(bad), "%s/a", top);
-	CU_ASSERT_FATAL(chmod(bad, 0701) == 0);
-	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), 0);
-	/* by group only when the group matches */
-	CU_ASSERT_FATAL(chmod(bad, 0710) == 0);
-	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, 65534, bad, sizeof(bad), &st), -EACCES);
-	CU_ASSERT_EQUAL(opd_ps_reachable(dir, 65534, getgid(), bad, sizeof(bad), &st), 0);
-	tp_pathf(bad, sizeof(bad), "%s/nothing", top);
-	CU_ASSERT_EQUAL(opd_ps_reachable(bad, 65534, 65534, bad, sizeof(bad), &st), -ENOENT);
-	tp_pathf(bad, sizeof(bad), "rm -rf %s", top);
-	CU_ASSERT(system(bad) == 0);
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+	CU_ASSERT_EQUAL(opd_pub_serve(sv[1], top), -EAGAIN);
+	CU_ASSERT_EQUAL(opd_pub_write(sv[0], top, OPD_PUB_STATS, "dumps 3\n", 8), 0);
+	CU_ASSERT_EQUAL(opd_pub_serve(sv[1], top), 0);
+	tp_pathf(path, sizeof(path), "%s/stats", top);
+	CU_ASSERT(du_read_small(path, buf, sizeof(buf)) == 8 && !memcmp(buf, "dumps 3\n", 8));
+	CU_ASSERT(!stat(path, &st) && (st.st_mode & 07777) == DU_SDIR_FILE_MODE);
+	/* a name of the worker's choosing, a NUL inside: nothing written */
+	CU_ASSERT(send(sv[0], "x../../etc/passwd", 17, 0) == 17);
+	CU_ASSERT_EQUAL(opd_pub_serve(sv[1], top), -EBADMSG);
+	CU_ASSERT(send(sv[0], "cab\0cd", 6, 0) == 6);
+	CU_ASSERT_EQUAL(opd_pub_serve(sv[1], top), -EBADMSG);
+	tp_pathf(path, sizeof(path), "%s/session.conf", top);
+	CU_ASSERT(access(path, F_OK) != 0);
+	/* too long for a file of the session */
+	{
+		static char big[OPD_PUB_MAX + 16];
+
+		memset(big, 'a', sizeof(big));
+		big[0] = OPD_PUB_CONF;
+		CU_ASSERT_EQUAL(opd_pub_write(sv[0], top, OPD_PUB_CONF, big, sizeof(big)),
+				-EMSGSIZE);
+	}
+	/* without a monitor, written here */
+	CU_ASSERT_EQUAL(opd_pub_write(-1, top, OPD_PUB_CONF, "collector perf\n", 15), 0);
+	CU_ASSERT(du_read_small(path, buf, sizeof(buf)) == 15);
+	close(sv[0]);
+	CU_ASSERT_EQUAL(opd_pub_serve(sv[1], top), -EPIPE);
+	close(sv[1]);
+	tp_pathf(path, sizeof(path), "rm -rf %s", top);
+	CU_ASSERT(system(path) == 0);
 }
 
 /* A child that installs the worker's filter and runs @what: its status. */
@@ -1132,7 +1144,7 @@ int main(void)
 		CU_cleanup_registry();
 		return 2;
 	}
-	CU_add_test(s, "a session the worker cannot reach is named", test_reachable);
+	CU_add_test(s, "session files published through the monitor", test_publish);
 	CU_add_test(s, "malformed messages refused", test_malformed);
 	CU_add_test(s, "seccomp kills a forbidden call, ioctl commands too", test_seccomp);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);

@@ -27,6 +27,20 @@ lab_pkgs=(
 )
 [ "${1:-}" = --lab ] && pkgs+=("${lab_pkgs[@]}")
 
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+# The privsep worker's user (doc/trust.md): a system user of its own, never
+# nobody; the daemon refuses to separate without it.  `make install` sets
+# it up through sysusers.d; the tests run from the build tree, so here too.
+if ! getent passwd domprof >/dev/null; then
+	echo "install-deps: creating the system user domprof (oprofiled's privsep worker)"
+	if getent group domprof >/dev/null; then
+		$SUDO useradd --system --no-create-home --shell /usr/sbin/nologin --gid domprof domprof
+	else
+		$SUDO useradd --system --no-create-home --shell /usr/sbin/nologin --user-group domprof
+	fi
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -35,8 +49,6 @@ if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#pkgs[@]} packages present"
 	exit 0
 fi
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

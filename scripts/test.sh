@@ -64,6 +64,7 @@ step "host end-to-end: debug info by debug link, build-id dir, debuginfod; libc 
 step "host end-to-end: call graph 2:1 (opreport -c) beside perf record -g" tests/e2e/host-callgraph.sh
 step "host end-to-end: session directory and opreport input attacks (issue 9)" tests/e2e/trust-files.sh
 step "host end-to-end: privsep worker unprivileged under seccomp, profile whole" tests/e2e/host-privsep.sh
+step "host end-to-end: a live session against nobody, links and forged pid files (issue 23)" tests/e2e/trust-session.sh
 step "host: make install DESTDIR, install-module, make dist (issue 25)" tests/e2e/host-install.sh
 # Lab self-checks: smoke (KVM guests in L1, perf sees their samples) and
 # libvirt (libvirtd in L1 runs a domain with its agent channel) test the

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/du_fs.h"
+#include "util/du_io.h"
 #include "util/du_sdir.h"
 
 /* Next component of the path at *@p (skipping one '/'), copied to @comp.
@@ -58,17 +59,73 @@ static int open_dir_at(int dfd, const char *comp, bool mkdirs)
 	return -errno;
 }
 
+/*
+ * The roots of du_nf_root_add(): process state, like the working
+ * directory, set once before the privsep worker drops root and read by
+ * every walk after; there is no other place a path's resolution could
+ * come from without threading a context through every module that
+ * writes in the session.
+ */
+#define NF_MAX_ROOTS 4
+static struct nf_root {
+	char path[PATH_MAX];
+	size_t len;
+	int fd;
+} nf_roots[NF_MAX_ROOTS];
+static unsigned int nf_nr_roots;
+
+int du_nf_root_add(const char *path, int fd)
+{
+	struct nf_root *r = &nf_roots[nf_nr_roots];
+	size_t len = strlen(path);
+
+	if (nf_nr_roots == NF_MAX_ROOTS)
+		return -ENOSPC;
+	if (path[0] != '/' || len < 2 || len >= sizeof(r->path) || path[len - 1] == '/')
+		return -EINVAL;
+	memcpy(r->path, path, len + 1);
+	r->len = len;
+	r->fd = fd;
+	nf_nr_roots++;
+	return 0;
+}
+
+/* The root @path lies in (up to @end), with *@rest what follows it; NULL
+ * when there is none. */
+static const struct nf_root *nf_root_of(const char *path, const char *end, const char **rest)
+{
+	for (unsigned int i = 0; i < nf_nr_roots; i++) {
+		const struct nf_root *r = &nf_roots[i];
+
+		if ((size_t)(end - path) >= r->len && !memcmp(path, r->path, r->len) &&
+		    (path + r->len == end || path[r->len] == '/')) {
+			*rest = path + r->len;
+			return r;
+		}
+	}
+	return NULL;
+}
+
 /* The directory @path names up to @end (a '/' or its NUL), each component
- * opened below the previous one with O_NOFOLLOW.  The fd or -errno. */
+ * opened below the previous one with O_NOFOLLOW, from "/" or, once roots
+ * were set, from the root it lies in (none: -EACCES).  The fd or -errno. */
 static int walk(const char *path, const char *end, bool mkdirs)
 {
 	char comp[NAME_MAX + 1];
 	const char *p = path;
+	const struct nf_root *r;
 	int dfd, fd, ret;
 
 	if (path[0] != '/')
 		return -EINVAL;
-	dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (nf_nr_roots) {
+		r = nf_root_of(path, end, &p);
+		if (!r)
+			return -EACCES;
+		dfd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+	} else {
+		dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (dfd < 0)
 		return -errno;
 	while (p < end) {
@@ -103,19 +160,121 @@ int du_nf_open_parent(const char *path, bool mkdirs, const char **base)
 	return walk(path, last, mkdirs);
 }
 
+int du_fd_check_own(int fd, uid_t owner)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	if (!S_ISREG(sb.st_mode))
+		return -EINVAL;
+	if (sb.st_nlink != 1)
+		return -EMLINK;
+	if (sb.st_uid != geteuid() && sb.st_uid != owner)
+		return -EPERM;
+	return 0;
+}
+
+const char *du_own_strerror(int err)
+{
+	switch (err) {
+	case -ELOOP:
+		return "a symbolic link (not followed)";
+	case -EMLINK:
+		return "a file with more than one name (a hard link: not written)";
+	case -EPERM:
+		return "owned by another user (not written)";
+	case -EINVAL:
+		return "not a regular file";
+	default:
+		return strerror(-err);
+	}
+}
+
+int du_openat_own(int dfd, const char *base, int flags, mode_t mode)
+{
+	int acc = flags & O_ACCMODE, fd = -1, ret;
+	struct stat dsb;
+
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+	if (acc == O_RDONLY && !(flags & O_CREAT)) {
+		fd = openat(dfd, base, flags);
+		return fd < 0 ? -errno : fd;
+	}
+	/* fresh, or an existing file looked at before it is used; a few
+	 * rounds: an entry removed between the two opens is made anew */
+	for (int round = 0; round < 3; round++) {
+		if (flags & O_CREAT) {
+			fd = openat(dfd, base, (flags | O_EXCL) & ~O_TRUNC, mode);
+			if (fd >= 0)
+				return fd;
+			if (errno != EEXIST || (flags & O_EXCL))
+				return -errno;
+		}
+		/* (non-blocking: a FIFO planted here must not hang us) */
+		fd = openat(dfd, base, (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_NONBLOCK);
+		if (fd >= 0 || errno != ENOENT || !(flags & O_CREAT))
+			break;
+	}
+	if (fd < 0)
+		return -errno;
+	/* the directory's owner could have replaced the file anyway */
+	if (dfd == AT_FDCWD)
+		dsb.st_uid = geteuid();
+	else if (fstat(dfd, &dsb))
+		dsb.st_uid = geteuid();
+	ret = du_fd_check_own(fd, dsb.st_uid);
+	if (!ret && (flags & O_TRUNC) && ftruncate(fd, 0))
+		ret = -errno;
+	if (!ret && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs)
 {
-	const char *base;
+	const char *base, *rest;
 	int dfd, fd;
 
+	/* a root itself: what the worker was handed, not its parent */
+	if (nf_nr_roots && nf_root_of(path, path + strlen(path), &rest) && !*rest) {
+		fd = openat(nf_root_of(path, path + strlen(path), &rest)->fd, ".",
+			    (flags & ~O_CREAT) | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
 	dfd = du_nf_open_parent(path, mkdirs, &base);
 	if (dfd < 0)
 		return dfd;
-	fd = openat(dfd, base, flags | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		fd = -errno;
+	fd = du_openat_own(dfd, base, flags, mode);
 	close(dfd);
 	return fd;
+}
+
+int du_nf_write_atomic(const char *path, const char *tmp, const void *buf, size_t len,
+		       mode_t mode)
+{
+	int fd, ret;
+
+	ret = du_nf_unlink(tmp);	/* a crashed writer's */
+	if (ret && ret != -ENOENT)
+		return ret;
+	fd = du_nf_open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode, false);
+	if (fd < 0)
+		return fd;
+	ret = du_write_all(fd, buf, len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret)
+		ret = du_nf_rename(tmp, path);
+	if (ret)
+		du_nf_unlink(tmp);
+	return ret;
 }
 
 int du_nf_mkdirs(const char *dir)
@@ -151,6 +310,20 @@ int du_nf_rename(const char *from, const char *to)
 		ret = -errno;
 	close(fd1);
 	close(fd2);
+	return ret;
+}
+
+int du_nf_lstat(const char *path, struct stat *sb)
+{
+	const char *base;
+	int dfd, ret = 0;
+
+	dfd = du_nf_open_parent(path, false, &base);
+	if (dfd < 0)
+		return dfd;
+	if (fstatat(dfd, base, sb, AT_SYMLINK_NOFOLLOW))
+		ret = -errno;
+	close(dfd);
 	return ret;
 }
 
@@ -204,14 +377,16 @@ FILE *du_nf_fopen(const char *path, const char *mode, mode_t perm)
 
 int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid)
 {
-	struct passwd *pw = getpwnam(name ? name : "domprof");
+	struct passwd *pw = getpwnam(name ? name : DU_SDIR_WORKER);
 
-	if (!pw && !name)
-		pw = getpwnam("nobody");
 	if (!pw)
 		return -ENOENT;
 	if (pw->pw_uid == 0)
 		return -EINVAL;
+	/* shared with every service that drops to it: a compromised worker
+	 * could then signal or trace them, and they it */
+	if (!strcmp(pw->pw_name, "nobody") || pw->pw_uid == 65534)
+		return -EPERM;
 	*uid = pw->pw_uid;
 	*gid = pw->pw_gid;
 	return 0;
@@ -307,84 +482,6 @@ int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid)
 	}
 	close(fd);
 	return -err;
-}
-
-/* The note for @canon: DU_SDIR_GIVEN_DIR/<FNV-1a of the path>. */
-static void given_path(const char *canon, char *out, size_t size)
-{
-	uint64_t h = 14695981039346656037ull;
-
-	for (const char *p = canon; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	snprintf(out, size, "%s/%016llx", DU_SDIR_GIVEN_DIR, (unsigned long long)h);
-}
-
-int du_sdir_mark_given(const char *canon)
-{
-	char path[128];
-	struct stat sb;
-	size_t len = strlen(canon);
-	int fd, ret = 0;
-
-	(void)mkdir("/run/domprof", 0755);
-	(void)mkdir(DU_SDIR_GIVEN_DIR, 0700);
-	/* root's alone, or no note */
-	if (lstat(DU_SDIR_GIVEN_DIR, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != 0 ||
-	    (sb.st_mode & 077))
-		return -EPERM;
-	given_path(canon, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, canon, len) != (ssize_t)len)
-		ret = -EIO;
-	close(fd);
-	return ret;
-}
-
-void du_sdir_unmark_given(const char *canon)
-{
-	char path[128];
-
-	given_path(canon, path, sizeof(path));
-	(void)unlink(path);
-}
-
-/* Is @canon noted as given? */
-static bool is_given(const char *canon)
-{
-	char path[128], buf[PATH_MAX + 1];
-	ssize_t n;
-	int fd;
-
-	given_path(canon, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return false;
-	buf[n] = '\0';
-	return !strcmp(buf, canon);
-}
-
-int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen)
-{
-	struct stat sb;
-	int ret;
-
-	if (geteuid() != 0 || worker == 0 || lstat(dir, &sb) || !S_ISDIR(sb.st_mode) ||
-	    sb.st_uid != worker || !is_given(dir))
-		return 0;
-	ret = du_sdir_chown_tree(dir, 0, 0);
-	if (ret)
-		return ret;
-	du_sdir_unmark_given(dir);
-	snprintf(msg, msglen, "took back session directory %s from uid %u, the privsep worker's "
-		 "user: the daemon that ran there was stopped without giving it back (killed?)",
-		 dir, (unsigned)worker);
-	return 1;
 }
 
 /* The rules for one directory on the way: owned by @want (or root, for an

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The group whose members may read a session (opreport as a user). */
@@ -25,7 +26,8 @@
  * 0640, but with no domprof group the session directory itself is 0700,
  * which keeps everyone else out of the whole tree; with the group, it is
  * 02750 and the set-gid bit gives everything below the domprof group.
- * Kernel symbol tables (host or guest) are root's alone: 0600. */
+ * Kernel symbol tables (host or guest), the log and the pid file are their
+ * writer's alone: 0600. */
 #define DU_SDIR_DIR_MODE	0750
 #define DU_SDIR_FILE_MODE	0640
 #define DU_SDIR_SECRET_MODE	0600
@@ -45,42 +47,21 @@
 int du_sdir_prepare(const char *dir, char *canon, size_t canon_size, char *err, size_t errlen);
 
 /*
- * The privsep worker's user: @name, or with NULL "domprof" when that user
- * exists, else "nobody" (never root).  0, or -ENOENT / -EINVAL (root).
+ * The privsep worker's user: @name, or with NULL DU_SDIR_WORKER.  A user of
+ * its own, never one shared with other services: -EPERM for nobody,
+ * -EINVAL for root, -ENOENT when there is no such user.
  */
+#define DU_SDIR_WORKER "domprof"
 int du_sdir_worker_user(const char *name, uid_t *uid, gid_t *gid);
 
 /*
- * Sessions a root daemon gave to its privsep worker, noted where only
- * root writes (DU_SDIR_GIVEN_DIR, a file per canonical path): marked
- * before the give, unmarked when the monitor gave it back.  A directory
- * some other process of the worker's user made is not marked.  0 or
- * -errno (mark); unmark ignores errors.
- */
-#define DU_SDIR_GIVEN_DIR "/run/domprof/given"
-int du_sdir_mark_given(const char *canon);
-void du_sdir_unmark_given(const char *canon);
-
-/*
- * A session directory that a killed daemon left to its privsep worker's
- * user @worker (a monitor that lives to see the stop gives it back): when
- * canonical @dir is owned by @worker and marked as given, give it and
- * everything below it back to the effective user, no link followed (as
- * that stop would have), and unmark it.  Only as root, and only when no
- * daemon runs for it (the caller knows).  1 when taken back (a message
- * for the log in @msg), 0 when not a given session of @worker's, or
- * -errno.
- */
-int du_sdir_take_back(const char *dir, uid_t worker, char *msg, size_t msglen);
-
-/*
- * Give @dir and everything below it to @uid:@gid (the privsep worker's
- * session, and back), walking by file descriptor: no link followed, no
- * other file system entered, a directory's entries changed before the
- * directory itself, and a file with more than one name (a hard link, which
- * the tree's owner could have made to anyone's file) left alone
- * (-EMLINK).  Goes on past what it cannot change or open: 0, or the first
- * -errno.
+ * Give @dir and everything below it to @uid:@gid (what the privsep worker
+ * writes: samples/current, images, domains), walking by file descriptor:
+ * no link followed, no other file system entered, a directory's entries
+ * changed before the directory itself, and a file with more than one name
+ * (a hard link, which the tree's owner could have made to anyone's file)
+ * left alone (-EMLINK).  Goes on past what it cannot change or open: 0,
+ * or the first -errno.
  */
 int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid);
 
@@ -88,11 +69,40 @@ int du_sdir_chown_tree(const char *dir, uid_t uid, gid_t gid);
 int du_sdir_check(const char *canon, char *err, size_t errlen);
 
 /*
+ * The privsep worker's view of the session: once a root is added, every
+ * du_nf_* path is resolved below the root it lies in (absolute @path, the
+ * directory open as @fd, kept open), and a path in no root is refused
+ * (-EACCES).  The worker, which may not even search the session
+ * directory, reaches exactly the directories it was handed.  0 or -errno.
+ */
+int du_nf_root_add(const char *path, int fd);
+
+/*
+ * A file a root process may write: regular (-EINVAL), one name (-EMLINK:
+ * a hard link could be anyone's file) and owned by the effective user or
+ * by @owner (-EPERM).  0 or -errno.
+ */
+int du_fd_check_own(int fd, uid_t owner);
+
+/*
+ * openat(2) of @base below @dfd, O_NOFOLLOW (-ELOOP on a symlink).  Opened
+ * for writing: with O_CREAT, made fresh (O_EXCL) when missing; an existing
+ * file (O_EXCL not asked) passes du_fd_check_own() with the directory's
+ * owner (the caller, for AT_FDCWD) before O_TRUNC truncates it.  The fd or
+ * -errno.
+ */
+int du_openat_own(int dfd, const char *base, int flags, mode_t mode);
+
+/* What an error of du_openat_own() means, for a message. */
+const char *du_own_strerror(int err);
+
+/*
  * open(2) of absolute @path walking every component with O_NOFOLLOW
- * (O_NOFOLLOW and O_CLOEXEC are added to @flags).  No component may be
- * empty, "." or ".." (-EINVAL).  With @mkdirs, missing directories on the
- * way are created with DU_SDIR_DIR_MODE.  The fd or -errno (-ELOOP for a
- * symlink, -ENOTDIR where a directory was expected).
+ * (O_NOFOLLOW and O_CLOEXEC are added to @flags), the last one as
+ * du_openat_own() does.  No component may be empty, "." or ".."
+ * (-EINVAL).  With @mkdirs, missing directories on the way are created
+ * with DU_SDIR_DIR_MODE.  The fd or -errno (-ELOOP for a symlink,
+ * -ENOTDIR where a directory was expected).
  */
 int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs);
 
@@ -103,9 +113,17 @@ int du_nf_open_parent(const char *path, bool mkdirs, const char **base);
 /* mkdir -p of absolute @dir the same way. 0 or -errno. */
 int du_nf_mkdirs(const char *dir);
 
-/* rename(2) / unlink(2) of absolute paths the same way.  0 or -errno. */
+/* rename(2) / unlink(2) / lstat(2) of absolute paths the same way.  0 or
+ * -errno. */
 int du_nf_rename(const char *from, const char *to);
 int du_nf_unlink(const char *path);
+int du_nf_lstat(const char *path, struct stat *sb);
+
+/* @len bytes of @buf as the whole of @path, readers seeing the old file
+ * or the new one: written to @tmp (fresh, @mode), synced, renamed.  0 or
+ * -errno. */
+int du_nf_write_atomic(const char *path, const char *tmp, const void *buf, size_t len,
+		       mode_t mode);
 
 /* fopen() of du_nf_open(); @mode "r", "w" (truncate) or "a".  NULL with
  * errno set. */

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/du_elfid.h"
@@ -270,6 +271,126 @@ static void test_mkdir_p(void)
 
 /* ---- the session directory: ownership, modes, no symlink followed ------ */
 
+/* The worker's user is its own: never nobody, never root. */
+static void test_worker_user(void)
+{
+	uid_t uid;
+	gid_t gid;
+
+	CU_ASSERT_EQUAL(du_sdir_worker_user("nobody", &uid, &gid), -EPERM);
+	CU_ASSERT_EQUAL(du_sdir_worker_user("root", &uid, &gid), -EINVAL);
+	CU_ASSERT_EQUAL(du_sdir_worker_user("no-such-user-here", &uid, &gid), -ENOENT);
+	if (!du_sdir_worker_user(NULL, &uid, &gid))
+		CU_ASSERT(uid != 0 && uid != 65534);
+}
+
+/* What a root process writes in a session: fresh, or one name and ours. */
+static void test_open_own(void)
+{
+	char tmpl[] = "/tmp/test_util_own.XXXXXX", p[PATH_MAX], q[PATH_MAX], buf[16];
+	struct stat st;
+	int fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
+	snprintf(p, sizeof(p), "%s/f", tmpl);
+	snprintf(q, sizeof(q), "%s/victim", tmpl);
+	/* fresh: the mode asked */
+	fd = du_openat_own(AT_FDCWD, p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT(fd >= 0 && !fstat(fd, &st) && (st.st_mode & 07777) == 0600);
+	CU_ASSERT_EQUAL(write(fd, "abc", 3), 3);
+	close(fd);
+	/* ours, one name: opened, truncated when asked */
+	fd = du_nf_open(p, O_WRONLY | O_CREAT | O_APPEND, 0600, false);
+	CU_ASSERT(fd >= 0 && !fstat(fd, &st) && st.st_size == 3);
+	close(fd);
+	fd = du_openat_own(AT_FDCWD, p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT(fd >= 0 && !fstat(fd, &st) && st.st_size == 0);
+	close(fd);
+	/* a hard link to another file: refused, that file untouched */
+	unlink(p);
+	fd = open(q, O_WRONLY | O_CREAT, 0644);
+	CU_ASSERT(fd >= 0 && write(fd, "victim", 6) == 6 && close(fd) == 0);
+	CU_ASSERT_EQUAL(link(q, p), 0);
+	CU_ASSERT_EQUAL(du_nf_open(p, O_RDWR | O_CREAT, 0600, false), -EMLINK);
+	CU_ASSERT_EQUAL(du_openat_own(AT_FDCWD, p, O_WRONLY | O_CREAT | O_TRUNC, 0600), -EMLINK);
+	CU_ASSERT_PTR_NULL(du_nf_fopen(p, "a", 0600));
+	CU_ASSERT_EQUAL(du_read_small(q, buf, sizeof(buf)), 6);
+	/* a symlink: refused, not followed */
+	unlink(p);
+	CU_ASSERT_EQUAL(symlink(q, p), 0);
+	CU_ASSERT_EQUAL(du_openat_own(AT_FDCWD, p, O_WRONLY | O_CREAT | O_TRUNC, 0600), -ELOOP);
+	CU_ASSERT_EQUAL(du_read_small(q, buf, sizeof(buf)), 6);
+	/* O_EXCL asked: an existing file is not opened */
+	CU_ASSERT_EQUAL(du_openat_own(AT_FDCWD, q, O_WRONLY | O_CREAT | O_EXCL, 0600), -EEXIST);
+	/* a FIFO: refused without blocking */
+	unlink(p);
+	CU_ASSERT_EQUAL(mkfifo(p, 0600), 0);
+	CU_ASSERT(du_nf_open(p, O_WRONLY | O_CREAT, 0600, false) < 0);
+	/* another user's: refused (root only can set it up) */
+	if (geteuid() == 0) {
+		unlink(p);
+		fd = open(p, O_WRONLY | O_CREAT, 0600);
+		CU_ASSERT(fd >= 0 && close(fd) == 0);
+		CU_ASSERT_EQUAL(chown(p, 65534, 65534), 0);
+		CU_ASSERT_EQUAL(du_openat_own(AT_FDCWD, p, O_WRONLY | O_CREAT | O_TRUNC, 0600), -EPERM);
+		CU_ASSERT_EQUAL(du_nf_open(p, O_WRONLY | O_APPEND, 0, false), -EPERM);
+		/* ...unless the directory is that user's too (who could
+		 * have replaced it anyway) */
+		CU_ASSERT_EQUAL(chown(tmpl, 65534, 65534), 0);
+		fd = du_nf_open(p, O_WRONLY | O_APPEND, 0, false);
+		CU_ASSERT(fd >= 0);
+		close(fd);
+		CU_ASSERT_EQUAL(chown(tmpl, 0, 0), 0);
+	}
+	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);
+	CU_ASSERT_EQUAL(system(p), 0);
+}
+
+/* Once roots are set (the privsep worker), paths resolve below them and
+ * nowhere else.  In a child: the roots are the process's for good. */
+static void test_roots(void)
+{
+	char tmpl[] = "/tmp/test_util_roots.XXXXXX", p[PATH_MAX], q[PATH_MAX];
+	int status = 0;
+	pid_t pid;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
+	snprintf(p, sizeof(p), "%s/samples/current", tmpl);
+	CU_ASSERT_EQUAL_FATAL(du_nf_mkdirs(p), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		int fd = du_nf_open(p, O_RDONLY | O_DIRECTORY, 0, false), bad = 0;
+
+		if (fd < 0 || du_nf_root_add(p, fd))
+			_exit(10);
+		snprintf(q, sizeof(q), "%s/samples/current/a/b", tmpl);
+		bad |= du_nf_mkdirs(q) ? 1 : 0;
+		snprintf(q, sizeof(q), "%s/samples/current/a/b/f", tmpl);
+		fd = du_nf_open(q, O_WRONLY | O_CREAT, 0600, false);
+		bad |= fd < 0 ? 2 : 0;
+		snprintf(q, sizeof(q), "%s/samples/current", tmpl);
+		fd = du_nf_open(q, O_RDONLY | O_DIRECTORY, 0, false);
+		bad |= fd < 0 ? 4 : 0;
+		snprintf(q, sizeof(q), "%s/stats", tmpl);
+		bad |= du_nf_open(q, O_WRONLY | O_CREAT, 0600, false) != -EACCES ? 8 : 0;
+		snprintf(q, sizeof(q), "%s/samples/currentx/f", tmpl);
+		bad |= du_nf_open(q, O_WRONLY | O_CREAT, 0600, false) != -EACCES ? 16 : 0;
+		snprintf(q, sizeof(q), "%s/samples/f", tmpl);
+		bad |= du_nf_unlink(q) != -EACCES ? 32 : 0;
+		_exit(bad);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status));
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+	snprintf(q, sizeof(q), "%s/samples/current/a/b/f", tmpl);
+	CU_ASSERT_EQUAL(access(q, F_OK), 0);
+	snprintf(q, sizeof(q), "%s/stats", tmpl);
+	CU_ASSERT(access(q, F_OK) != 0);
+	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);
+	CU_ASSERT_EQUAL(system(p), 0);
+}
+
 static void test_sdir(void)
 {
 	char tmpl[] = "/tmp/test_util_sdir.XXXXXX", base[PATH_MAX], path[PATH_MAX + 64];
@@ -305,14 +426,16 @@ static void test_sdir(void)
 		CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
 		CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), -EPERM);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, "owned by uid 65534"));
-		/* ...unless it is the worker's (a killed daemon's): taken back,
-		 * links below it changed, not followed */
+		/* a tree given to the worker: links below it changed, not
+		 * followed; a hard link to a file outside keeps its owner */
 		{
-			char f[PATH_MAX + 8], l[PATH_MAX + 8], out[PATH_MAX + 8], msg[PATH_MAX + 200];
+			char f[PATH_MAX + 8], l[PATH_MAX + 8], out[PATH_MAX + 8], hl[PATH_MAX + 8];
 			struct stat fs;
 
+			CU_ASSERT_EQUAL(chown(path, 0, 0), 0);
 			snprintf(f, sizeof(f), "%s/s/f", base);
 			snprintf(l, sizeof(l), "%s/s/l", base);
+			snprintf(hl, sizeof(hl), "%s/s/hl", base);
 			snprintf(out, sizeof(out), "%s/outside", base);
 			fd = open(f, O_WRONLY | O_CREAT, 0600);
 			CU_ASSERT(fd >= 0 && close(fd) == 0);
@@ -320,41 +443,16 @@ static void test_sdir(void)
 			CU_ASSERT(fd >= 0 && close(fd) == 0);
 			CU_ASSERT_EQUAL(chown(out, 65533, 65533), 0);
 			CU_ASSERT_EQUAL(symlink(out, l), 0);
-			CU_ASSERT_EQUAL(chown(f, 65534, 65534), 0);
-			CU_ASSERT_EQUAL(lchown(l, 65534, 65534), 0);
-			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65533, msg, sizeof(msg)), 0);
-			/* not noted as given by a root daemon: another process
-			 * of that user may have made it; refused as before */
-			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 0);
-			CU_ASSERT_EQUAL(du_sdir_mark_given(path), 0);
-			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 1);
-			CU_ASSERT_PTR_NOT_NULL(strstr(msg, "took back"));
-			CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
-			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
-			CU_ASSERT(!lstat(l, &fs) && fs.st_uid == 0);
+			CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 65534, 65534), 0);
+			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 65534);
+			CU_ASSERT(!lstat(l, &fs) && fs.st_uid == 65534);
 			CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);	/* not followed */
-			/* a hard link the tree's owner made to a file outside
-			 * it: that file keeps its owner (-EMLINK), the rest is
-			 * taken back */
-			{
-				char hl[PATH_MAX + 8];
-
-				snprintf(hl, sizeof(hl), "%s/s/hl", base);
-				CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 65534, 65534), 0);
-				CU_ASSERT(!stat(f, &fs) && fs.st_uid == 65534);
-				CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);
-				CU_ASSERT_EQUAL(link(out, hl), 0);
-				CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 0, 0), -EMLINK);
-				CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);
-				CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
-				CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
-				unlink(hl);
-			}
-			/* the note goes with the take-back */
-			CU_ASSERT_EQUAL(chown(path, 65534, 65534), 0);
-			CU_ASSERT_EQUAL(du_sdir_take_back(path, 65534, msg, sizeof(msg)), 0);
-			CU_ASSERT_EQUAL(chown(path, 0, 0), 0);
-			CU_ASSERT_EQUAL(du_sdir_prepare(path, canon, sizeof(canon), err, sizeof(err)), 0);
+			CU_ASSERT_EQUAL(link(out, hl), 0);
+			CU_ASSERT_EQUAL(du_sdir_chown_tree(path, 0, 0), -EMLINK);
+			CU_ASSERT(!stat(out, &fs) && fs.st_uid == 65533);
+			CU_ASSERT(!stat(f, &fs) && fs.st_uid == 0);
+			CU_ASSERT(!stat(path, &fs) && fs.st_uid == 0);
+			unlink(hl);
 			unlink(f);
 			unlink(l);
 			unlink(out);
@@ -535,7 +633,10 @@ int main(void)
 	    !CU_add_test(s, "separate table", test_separate_table) ||
 	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
 	    !CU_add_test(s, "session directory", test_sdir) ||
-	    !CU_add_test(s, "ELF build id and code segment", test_elfid)) {
+	    !CU_add_test(s, "ELF build id and code segment", test_elfid) ||
+	    !CU_add_test(s, "worker user", test_worker_user) ||
+	    !CU_add_test(s, "files a root process writes", test_open_own) ||
+	    !CU_add_test(s, "worker roots", test_roots)) {
 		CU_cleanup_registry();
 		return 1;
 	}

@@ -29,6 +29,18 @@ LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-120}
 # The agent channel's name (DESIGN.md section 6).
 LAB_AGENT_PORT=org.domprof.agent.0
 
+# oprofiled's privsep worker runs as the system user domprof and refuses
+# to start without it (doc/trust.md).  On a host, make install's sysusers.d
+# file or scripts/install-deps.sh makes it; the lab host's image predates
+# it, so it is made here, at each run, and the cached image stays valid.
+if [ "$(id -u)" = 0 ] && ! getent passwd domprof >/dev/null 2>&1; then
+	if getent group domprof >/dev/null 2>&1; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin --gid domprof domprof
+	else
+		useradd --system --no-create-home --shell /usr/sbin/nologin --user-group domprof
+	fi || echo "lab: cannot create the user domprof (oprofiled will refuse privsep)" >&2
+fi
+
 lab_now() { cut -d' ' -f1 /proc/uptime; }
 lab_log() { echo "lab [$(lab_now)]: $*"; }
 # The kernel log's trouble @2 (lines since the scenario began, in @3: a

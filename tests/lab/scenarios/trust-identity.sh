@@ -11,9 +11,13 @@
 #    second domain under the name victim;
 #  - the real victim is profiled: its agent connects and guest user
 #    samples are resolved in its tree;
-#  - the worker (the child of the pid in oprofiled.pid) runs as an
-#    unprivileged uid with no capabilities and Seccomp: 2, and the
-#    monitor holds no agent channel: the guest-facing process is not root.
+#  - the worker (the child of the pid in oprofiled.pid) runs as the
+#    system user domprof (not nobody, whose processes it would share) with
+#    no capabilities and Seccomp: 2, and the monitor holds no agent
+#    channel: the guest-facing process is not root;
+#  - the session directory, its log and its kallsyms copy stay root's
+#    during the run (the worker owns only what it writes), and the
+#    impostor's user reads none of them.
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
@@ -71,6 +75,12 @@ grep -E '^(Uid|Gid|Groups|CapEff|CapPrm|NoNewPrivs|Seccomp):' "/proc/$wk/status"
 wk_uid=$(awk '/^Uid:/ { print $3 }' "/proc/$wk/status")
 wk_seccomp=$(awk '/^Seccomp:/ { print $2 }' "/proc/$wk/status")
 wk_capeff=$(awk '/^CapEff:/ { print $2 }' "/proc/$wk/status")
+# the session while it runs: root's, and nothing in it for nobody
+sess_owner=$(stat -c %U "$S" "$S/oprofiled.log" "$S/kallsyms" | tr '\n' ' ' | sed 's/ $//')
+nobody_read=none
+for f in kallsyms oprofiled.log oprofiled.pid stats; do
+	runuser -u nobody -- cat "$S/$f" >/dev/null 2>&1 && nobody_read=$f
+done
 # the agent channel (a connection to victim's socket) lives in the worker
 agent_in_mon=$(ss -xp 2>/dev/null | grep "pid=$mon," | grep -c "victim.agent" || true)
 sleep 2
@@ -88,6 +98,7 @@ lab_summary impostor_connections "${conns:-0}"
 lab_summary domain_refused "${refused:-0}"
 lab_summary guest_user_resolved "${resolved:-0}"
 lab_summary worker_uid "$wk_uid"
+lab_summary session_owner "$sess_owner"
 lab_summary worker_seccomp "$wk_seccomp"
 grep -E "claims to be domain|privsep" "$S/oprofiled.log" | head -n 5
 fail=0
@@ -97,7 +108,11 @@ grep -q "claims to be domain \"victim\"" "$S/oprofiled.log" ||
 	{ lab_log "FAIL: no log line refusing the impostor"; fail=1; }
 [ "$victim_dirs" -eq 1 ] || { lab_log "FAIL: $victim_dirs session trees for victim"; fail=1; }
 [ "${resolved:-0}" -gt 0 ] || { lab_log "FAIL: no resolved guest user samples of victim"; fail=1; }
-[ -n "$wk_uid" ] && [ "$wk_uid" != 0 ] || { lab_log "FAIL: the worker runs as uid '$wk_uid'"; fail=1; }
+[ -n "$wk_uid" ] && [ "$wk_uid" = "$(id -u domprof 2>/dev/null)" ] ||
+	{ lab_log "FAIL: the worker runs as uid '$wk_uid', not domprof's ($(id -u domprof 2>/dev/null))"; fail=1; }
+[ "$sess_owner" = "root root root" ] ||
+	{ lab_log "FAIL: session, log, kallsyms owned by '$sess_owner' during the run"; fail=1; }
+[ "$nobody_read" = none ] || { lab_log "FAIL: nobody read the session's $nobody_read"; fail=1; }
 [ "$wk_seccomp" = 2 ] || { lab_log "FAIL: the worker's Seccomp is '$wk_seccomp'"; fail=1; }
 [ "$wk_capeff" = 0000000000000000 ] || { lab_log "FAIL: the worker has capabilities $wk_capeff"; fail=1; }
 [ "${agent_in_mon:-0}" -eq 0 ] || { lab_log "FAIL: the root monitor holds the agent channel"; fail=1; }
