@@ -142,11 +142,11 @@ victim_intact && ok "the symlink's target untouched" || fail "--record wrote thr
 rm -f "$link"
 
 # --- the worker's user ------------------------------------------------------
-timeout 10 "$bin/oprofiled" --session-dir="$work/s-nobody" --privsep=nobody --foreground \
+timeout 10 "$DP_PREFIX/sbin/oprofiled" --session-dir="$work/s-nobody" --privsep=nobody --foreground \
 	>"$work/nobody.out" 2>&1 && fail "oprofiled ran its worker as nobody" ||
 	{ grep -q "refusing to run the worker as nobody" "$work/nobody.out" &&
 		ok "--privsep=nobody refused" || fail "--privsep=nobody: $(cat "$work/nobody.out")"; }
-DOMPROF_PRIVSEP=dp-no-such-user timeout 10 "$bin/oprofiled" --session-dir="$work/s-nouser" --foreground \
+DOMPROF_PRIVSEP=dp-no-such-user timeout 10 "$DP_PREFIX/sbin/oprofiled" --session-dir="$work/s-nouser" --foreground \
 	>"$work/nouser.out" 2>&1 && fail "oprofiled ran without its worker's user" ||
 	{ grep -q "no-privsep" "$work/nouser.out" && ok "a missing worker user refused, --no-privsep named" ||
 		fail "missing user: $(cat "$work/nouser.out")"; }
