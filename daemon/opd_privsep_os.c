@@ -629,6 +629,25 @@ static int mon_publish(int pub, const char *session, bool last)
 	return pub;
 }
 
+/* The monitor's scope and its own domain backend (none: said, and the
+ * worker's requests for domains are refused). */
+static void mon_open_backend(struct mon *mp, const struct opd_conf *conf, pid_t worker)
+{
+	int ret;
+
+	opd_ps_scope_init(&mp->scope, mon_now());
+	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
+	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
+	if (ret) {
+		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
+		mp->be = NULL;
+		return;
+	}
+	mp->root_listener = mp->be->agent_root_listener;
+	du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
+		mp->be->name, (int)worker);
+}
+
 int opd_ps_monitor_wake(int sock, int wake, int pub, const struct opd_conf *conf, pid_t worker,
 			struct opd_relay_mon *relay)
 {
@@ -645,17 +664,7 @@ int opd_ps_monitor_wake(int sock, int wake, int pub, const struct opd_conf *conf
 	}
 	mp->sock = sock;
 	mp->relay = relay;
-	opd_ps_scope_init(&mp->scope, mon_now());
-	mp->proc_root = conf->domains_proc_root ? conf->domains_proc_root : "/proc";
-	ret = opd_domains_open_backend(conf, &mp->be, &mp->bs);
-	if (ret) {
-		du_err("privsep monitor: no domain backend: %s", strerror(-ret));
-		mp->be = NULL;
-	} else {
-		mp->root_listener = mp->be->agent_root_listener;
-		du_info("privsep: monitor %d (root) runs the %s backend for worker %d", (int)getpid(),
-			mp->be->name, (int)worker);
-	}
+	mon_open_backend(mp, conf, worker);
 	for (;;) {
 		struct pollfd p[3 + MON_POLL_MAX] = { { .fd = sock, .events = POLLIN }, { .fd = -1 },
 						      { .fd = pub, .events = POLLIN } };
