@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"  --max-open-files=N     sample files kept open at once (default: from limits)\n"
 		"  --callgraph=DEPTH      record call chains of at most DEPTH frames (0: off;\n"
 		"                         at most 127; the collector asks for them)\n"
-		"  --privsep[=USER]       after setup run the loop as USER (default domprof, else\n"
+		"  --privsep[=USER]       after setup run the loop as USER (default domprof, never\n"
 		"                         nobody) under seccomp, beside a root monitor; on by\n"
 		"                         default as root (DOMPROF_PRIVSEP=USER names the user)\n"
 		"  --no-privsep           run the loop as root (also DOMPROF_PRIVSEP=0)\n"
