@@ -19,6 +19,7 @@
 #include "rep_opts.h"
 #include "rep_verify.h"
 #include "rep_view.h"
+#include "util/du_elfid.h"
 #include "util/du_fs.h"
 #include "util/du_io.h"
 #include "util/du_log.h"
@@ -154,6 +155,32 @@ out:
 	return rc;
 }
 
+/*
+ * The debug file the parser child named for the image with build id @bid
+ * (root's own bounded reading of the copied image), or NULL: the child's
+ * word is not taken, only a regular file, reached without a link, whose
+ * own build-id note says @bid.  Malloc'd.
+ */
+static char *checked_debug_file(const char *found, const char *bid)
+{
+	char now[DU_BUILD_ID_HEX];
+	int fd;
+
+	if (!found || found[0] != '/' || strstr(found, "/../") || !bid[0] || !strcmp(bid, "-") ||
+	    !strcmp(bid, "?"))
+		return NULL;
+	fd = open(found, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	if (du_elf_build_id_hex(fd, now, sizeof(now)) <= 0 || strcmp(now, bid)) {
+		close(fd);
+		du_warn("debug file %s: not the one of build-id %s: not archived", found, bid);
+		return NULL;
+	}
+	close(fd);
+	return strdup(found);
+}
+
 /* A host binary the samples need, and its separate debug file, into
  * DIR/archive/<its path> and by build id (store_by_build_id), where
  * opreport and opannotate look first. */
@@ -162,7 +189,9 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 {
 	char *src = rep_images_locate(images, g->domain, g->vmm, g->dep.name);
 	char *dst = NULL, *dbg = NULL, *dbgdst = NULL;
-	const char *bid, *found = NULL;
+	const char *cbid, *found = NULL;
+	struct rep_ident id = { .build_id = "" };
+	const char *bid = NULL;
 	struct stat st;
 	int rc = 0;
 
@@ -188,14 +217,15 @@ static int copy_binary(struct rep_images *images, const char *dir, const struct 
 		goto out;
 	/* the debug file the image's parser child used (found by build-id,
 	 * debug link or debuginfod); the report parses no ELF itself */
-	if (g->dep.kind == SFN_ROOT) {
-		rep_images_info(images, g->domain, g->vmm, &g->dep, &bid, &found);
-		dbg = found && found[0] == '/' ? strdup(found) : NULL;
+	if (g->dep.kind == SFN_ROOT && !rep_ident_of_file(dst, &id)) {
+		bid = id.build_id;
+		rep_images_info(images, g->domain, g->vmm, &g->dep, &cbid, &found);
+		dbg = checked_debug_file(found, bid);
 	}
 	if (dbg) {
 		/* by build-id where it has one: found so whatever its path was
 		 * (a debuginfod cache), as opreport looks there first */
-		int n = bid && strlen(bid) > 2 ?
+		int n = strlen(bid) > 2 ?
 			asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR REP_DEBUG_DIR "/.build-id/%.2s/%s.debug",
 				 dir, bid, bid + 2) :
 			asprintf(&dbgdst, "%s/" REP_ARCHIVE_DIR "%s", dir, dbg);

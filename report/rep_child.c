@@ -24,6 +24,9 @@
  */
 #define LIMIT_CPU_S	10
 #define LIMIT_AS	(1024ull << 20)
+/* what an unpacked MiniDebugInfo table may take in its memfd (rep_debug.c
+ * stops at 64 MiB) */
+#define MINI_FSIZE	(65ull << 20)
 #define LIMIT_REPLY	(256u << 20)
 
 /*
@@ -146,10 +149,12 @@ static int close_others(int keep0, int keep1, int keep2)
 static int limit_self(const struct rep_child_cfg *cfg)
 {
 	struct rlimit cpu = { LIMIT_CPU_S, LIMIT_CPU_S + 1 }, as = { LIMIT_AS, LIMIT_AS };
-	struct rlimit none = { 0, 0 }, fsize = { 0, 0 };
+	struct rlimit none = { 0, 0 }, fsize = { MINI_FSIZE, MINI_FSIZE };
 	int null;
 
-	/* it writes no file, but for debuginfod's cache when it may ask */
+	/* it writes no file but the memfd a MiniDebugInfo table is unpacked
+	 * into (a memfd counts against RLIMIT_FSIZE), and debuginfod's cache
+	 * when it may ask */
 	if (getenv("DEBUGINFOD_URLS"))
 		fsize = as;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || setrlimit(RLIMIT_CPU, &cpu) ||
@@ -231,7 +236,7 @@ int rep_child_ask(int out, int in, const char *q, size_t n)
 static int answer(int rfd, int wfd, int (*ask)(void *actx, const char *q, size_t n), void *actx,
 		  unsigned int wall_ms)
 {
-	char q[256];
+	char q[1 + 255 + 1];	/* length byte, at most 255 bytes, NUL */
 	size_t got = 0, want = 1;
 
 	while (got < want) {

@@ -245,6 +245,10 @@ static bool by_build_id(int fd, const char *dir, const struct facts *img,
 		return false;
 	}
 	n = snprintf(p, sizeof(p), "%s/.build-id/%02x/", dir, img->id[0]);
+	if (n < 0 || (size_t)n + 2 * img->idlen + 7 > sizeof(p)) {
+		say(f, "%s: path too long", dir);
+		return false;
+	}
 	hex(img->id + 1, img->idlen - 1, p + n, sizeof(p) - (size_t)n - 7);
 	strcat(p, ".debug");
 	if (try_path(p, fd, img, false, 0, o, REP_DEBUG_BUILD_ID, f))

@@ -148,16 +148,29 @@ static bool is_file(const char *p)
 	return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* Undo the \xHH escapes of a map file's guest path in place. */
 static void unescape(char *s)
 {
 	char *o = s;
 
 	for (; *s; s++) {
-		unsigned int v;
+		int hi = s[0] == '\\' && s[1] == 'x' ? hexval(s[2]) : -1;
+		int lo = hi >= 0 ? hexval(s[3]) : -1;
 
-		if (s[0] == '\\' && s[1] == 'x' && sscanf(s + 2, "%2x", &v) == 1 && v) {
-			*o++ = (char)v;
+		/* both digits there (never past the NUL), and not a NUL */
+		if (lo >= 0 && (hi || lo)) {
+			*o++ = (char)(hi << 4 | lo);
 			s += 3;
 		} else {
 			*o++ = *s;
@@ -241,19 +254,17 @@ static size_t path_candidates(struct rep_images *c, const char *domain, bool vmm
 }
 
 /* Copies by build id of each of @ids: oparchive's SESSION/archive/.build-id
- * store, then the session's image cache (SESSION/images/b<HEX>/<name>). */
+ * store.  (The image cache is keyed by content, not build id, and is the
+ * worker's to write: never a candidate for a host binary.) */
 static size_t bid_candidates(struct rep_images *c, const struct rep_ident *ids, size_t nids,
 			     char **cands, size_t n)
 {
-	for (size_t k = 0; k < nids && n + 2 <= LOCATE_MAX - 5; k++) {
-		char *arch = NULL, *dir = NULL;
+	for (size_t k = 0; k < nids && n + 1 <= LOCATE_MAX - 5; k++) {
+		char *arch = NULL;
 
 		if (asprintf(&arch, "%s/" REP_ARCHIVE_DIR, c->o->session_dir) >= 0)
 			cands[n++] = rep_verify_bid_path(arch, ids[k].build_id, NULL);
 		free(arch);
-		if (asprintf(&dir, "%s/images/b%s", c->o->session_dir, ids[k].build_id) >= 0)
-			cands[n++] = rep_verify_cache_file(dir);
-		free(dir);
 	}
 	return n;
 }
@@ -528,6 +539,14 @@ static bool get_str(const char **p, size_t *left, char *buf, size_t size)
 }
 
 /* The child's reply into @b's table and @e's facts; false when malformed. */
+/* Lowercase hex of an even length, 2 to 128 digits. */
+static bool hex_id(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= 2 && n <= 128 && !(n & 1) && !s[n];
+}
+
 static struct rep_bin *read_load_reply(const char *reply, size_t len, struct cached *e,
 				       struct rep_debug_found *f)
 {
@@ -547,6 +566,12 @@ static struct rep_bin *read_load_reply(const char *reply, size_t len, struct cac
 	f->debuginfod_asked = head[2] & 1;
 	f->debuginfod_timeout = head[2] & 2;
 	f->debuginfod_spent_ms = head[3];
+	/* the child's word: a build id only as lowercase hex (it keys the
+	 * tables and names files), a debug file only as an absolute path */
+	if (!hex_id(f->build_id))
+		f->build_id[0] = '\0';
+	if (f->path[0] != '/' || strstr(f->path, "/../"))
+		f->path[0] = '\0';
 	e->build_id = f->build_id[0] ? strdup(f->build_id) : NULL;
 	e->debug_file = f->path[0] ? strdup(f->path) : NULL;
 	return rep_bin_read(p, left);

@@ -1,6 +1,5 @@
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -420,29 +419,6 @@ int rep_verify_pick(const char *path, const struct rep_ident *ids, size_t nids,
 			return -ENOMEM;
 	}
 	return 0;
-}
-
-char *rep_verify_cache_file(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char *found = NULL;
-
-	if (!d)
-		return NULL;
-	while (!found && (e = readdir(d))) {
-		struct stat st;
-		char *p = NULL;
-
-		if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", dir, e->d_name) < 0)
-			continue;
-		if (!lstat(p, &st) && S_ISREG(st.st_mode))
-			found = p;
-		else
-			free(p);
-	}
-	closedir(d);
-	return found;
 }
 
 struct rep_vstore {

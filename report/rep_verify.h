@@ -106,9 +106,6 @@ int rep_verify_pick(const char *path, const struct rep_ident *ids, size_t nids,
 		    char *const *cands, size_t ncands, rep_verify_fetch_fn fetch, void *fetch_ctx,
 		    struct rep_vpick *out);
 
-/* The one regular file in directory @dir (an image cache entry), malloc'd,
- * or NULL. */
-char *rep_verify_cache_file(const char *dir);
 
 /* ---- a report's state: the session's records, the verdicts ---- */
 
