@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "opd_guest_images.h"
+#include "opd_imgproof.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
 
@@ -195,6 +196,7 @@ static int xfer_open(struct opd_gimgs *is)
 	is->xfer_fd = du_nf_open(is->xfer_tmp, O_WRONLY | O_CREAT | O_TRUNC, DU_SDIR_FILE_MODE,
 				 false);
 	is->xfer_bytes = 0;
+	sha256_init(&is->xfer_hash);
 	if (is->xfer_fd < 0) {
 		int ret = is->xfer_fd;
 
@@ -227,6 +229,7 @@ void opd_gimgs_data(struct opd_gimgs *is, const struct dp_ag_image_data *d, cons
 		xfer_abort(is);
 		return;
 	}
+	sha256_update(&is->xfer_hash, len, b);
 	is->xfer_bytes += len;
 	is->bytes += len;
 	is->st->guest_image_bytes += len;
@@ -235,6 +238,7 @@ void opd_gimgs_data(struct opd_gimgs *is, const struct dp_ag_image_data *d, cons
 static void xfer_commit(struct opd_gimgs *is, struct opd_gimg *x, const struct dp_ag_image_end *e)
 {
 	char rel[PATH_MAX];
+	uint8_t sum[OPD_SHA256_SIZE];
 	const uint8_t *bid = x->bid;
 	size_t bid_size = x->bid_size;
 	const char *base;
@@ -242,6 +246,7 @@ static void xfer_commit(struct opd_gimgs *is, struct opd_gimg *x, const struct d
 
 	close(is->xfer_fd);
 	is->xfer_fd = -1;
+	sha256_digest(&is->xfer_hash, sizeof(sum), sum);
 	/* the claim, only counted when the file denies it: IMAGE_END's, else MMAP's */
 	if (e->build_id_size && e->build_id_size <= DP_AG_BUILD_ID_MAX) {
 		bid = e->build_id;
@@ -249,8 +254,8 @@ static void xfer_commit(struct opd_gimgs *is, struct opd_gimg *x, const struct d
 	}
 	base = strrchr(x->path, '/');
 	base = base ? base + 1 : x->path;
-	ret = opd_imgcache_commit(is->cache, is->xfer_tmp, bid, bid_size, base, strlen(base), rel,
-				  sizeof(rel));
+	ret = opd_imgcache_commit(is->cache, is->xfer_tmp, sum, bid, bid_size, base, strlen(base),
+				  rel, sizeof(rel));
 	if (ret < 0) {
 		is->st->guest_images_failed++;
 		du_warn("domain %s: cannot cache image %s: %s", is->name, x->path, strerror(-ret));

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nettle/sha2.h>
+
 #include "agent/agent.h"
 #include "opd_guest_budget.h"
 #include "opd_guest_hash.h"
@@ -42,6 +44,9 @@ struct opd_gimgs {
 	int xfer_fd;
 	uint64_t xfer_bytes, bytes, max_bytes;
 	char xfer_tmp[PATH_MAX];
+	/* the SHA-256 of what was written so far: hashed as it comes, so
+	 * no single chunk's cost (the CPU budget's unit) is a whole file's */
+	struct sha256_ctx xfer_hash;
 	struct opd_images *images;	/* borrowed, as the rest */
 	struct opd_imgcache *cache;
 	struct opd_gout *out;

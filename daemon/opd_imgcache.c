@@ -168,8 +168,9 @@ static void hint_add(struct opd_imgcache *c, const uint8_t *note, size_t n, cons
  * bytes under another binary's build id, which is all it can try now
  * that the build id decides nothing.
  */
-static int content_id(struct opd_imgcache *c, const char *tmp, const uint8_t *claimed,
-		      size_t claimed_size, char id[OPD_IMG_ID_MAX], uint8_t *note, int *n)
+static int content_id(struct opd_imgcache *c, const char *tmp, const uint8_t *known,
+		      const uint8_t *claimed, size_t claimed_size, char id[OPD_IMG_ID_MAX],
+		      uint8_t *note, int *n)
 {
 	uint8_t sum[OPD_SHA256_SIZE];
 	int fd = du_nf_open(tmp, O_RDONLY, 0, false), ret;
@@ -183,7 +184,12 @@ static int content_id(struct opd_imgcache *c, const char *tmp, const uint8_t *cl
 		c->st->guest_hostile_image_mismatch++;
 		du_debug("image cache: an upload's claimed build id is not its file's own");
 	}
-	ret = opd_sha256_fd(fd, sum);
+	if (known) {
+		memcpy(sum, known, sizeof(sum));
+		ret = 0;
+	} else {
+		ret = opd_sha256_fd(fd, sum);
+	}
 	close(fd);
 	if (!ret)
 		hex(id, 'h', sum, sizeof(sum));
@@ -225,15 +231,15 @@ static int store(struct opd_imgcache *c, const char *tmp, const char *id, const 
 	return 0;
 }
 
-int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const uint8_t *bid,
-			size_t bid_size, const char *base, size_t base_len, char *rel,
-			size_t size)
+int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const uint8_t *sum,
+			const uint8_t *bid, size_t bid_size, const char *base, size_t base_len,
+			char *rel, size_t size)
 {
 	uint8_t note[DP_AG_BUILD_ID_MAX];
 	char id[OPD_IMG_ID_MAX];
 	int n, ret;
 
-	ret = content_id(c, tmp, bid, bid_size, id, note, &n);
+	ret = content_id(c, tmp, sum, bid, bid_size, id, note, &n);
 	if (ret) {
 		du_nf_unlink(tmp);
 		return ret;

@@ -50,13 +50,15 @@ bool opd_imgcache_lookup(struct opd_imgcache *c, const char *id, char *rel, size
  * the same file).  @bid (@bid_size bytes, 0: none) is the build id the
  * guest claimed for it: a claim that the file's own note denies is
  * counted guest_hostile_image_mismatch and changes nothing else; the
- * note (not the claim) goes into the build-id hint index.  @rel gets the
+ * note (not the claim) goes into the build-id hint index.  @sum is the
+ * SHA-256 of @tmp's bytes when the caller hashed them as it wrote them
+ * (NULL: hashed here, a whole file's CPU at once).  @rel gets the
  * entry's relative path.  Returns 1 stored, 0 already present
  * (deduplicated), or -errno (@tmp is removed in every case).
  */
-int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const uint8_t *bid,
-			size_t bid_size, const char *base, size_t base_len, char *rel,
-			size_t size);
+int opd_imgcache_commit(struct opd_imgcache *c, const char *tmp, const uint8_t *sum,
+			const uint8_t *bid, size_t bid_size, const char *base, size_t base_len,
+			char *rel, size_t size);
 
 /* SESSION/images, for temporary files of transfers in progress. */
 const char *opd_imgcache_dir(const struct opd_imgcache *c);
