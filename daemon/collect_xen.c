@@ -31,6 +31,7 @@ struct cx_engine {
 	const struct cx_src_ops *sops;
 	void *src;
 	uint64_t period_ns;
+	uint64_t max_burst;	/* samples one look may emit (CX_MAX_BURST_NS) */
 	struct cx_slot *slots;
 	size_t n;
 	struct cx_dom *list;	/* CX_MAX_DOMS, reused by rescan */
@@ -70,6 +71,11 @@ struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64
 	e->sops = sops;
 	e->src = src;
 	e->period_ns = period_ns;
+	e->max_burst = CX_MAX_BURST_NS / period_ns;
+	if (e->max_burst < CX_MAX_BURST)
+		e->max_burst = CX_MAX_BURST;
+	if (e->max_burst > CX_MAX_BURST_CAP)
+		e->max_burst = CX_MAX_BURST_CAP;
 	return e;
 }
 
@@ -276,9 +282,9 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		if (rc)
 			return rc;
 	}
-	if (count > CX_MAX_BURST) {
-		e->st.lost += count - CX_MAX_BURST;
-		count = CX_MAX_BURST;
+	if (count > e->max_burst) {
+		e->st.lost += count - e->max_burst;
+		count = e->max_burst;
 	}
 	e->st.samples += count;
 	e->st.reads++;

@@ -82,9 +82,14 @@ struct cx_src_ops {
 	uint64_t (*clock)(void *src);
 };
 
-/* Most samples one look emits for one vCPU (a collector stalled for long
- * does not flood the stream; the excess is counted as lost). */
+/* Most vCPU time one look turns into samples: a collector stalled for
+ * longer than this (dom0 starved) emits this much and counts the rest as
+ * lost.  A stall of a second or two under load is common and loses
+ * nothing.  In samples: CX_MAX_BURST_NS / period, at least CX_MAX_BURST
+ * and at most CX_MAX_BURST_CAP. */
+#define CX_MAX_BURST_NS 10000000000ULL
 #define CX_MAX_BURST 1000
+#define CX_MAX_BURST_CAP 100000
 #define CX_MAX_DOMS 256
 #define CX_MAX_VCPUS 128
 

@@ -303,18 +303,26 @@ static void test_weight_and_carry(void)
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	r.f.ns[0][0] += MS / 2;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
-	/* far too much at once: capped, the rest counted as lost */
-	r.f.ns[0][0] += (CX_MAX_BURST + 5) * MS;
+	/* a stall of 1.5 s (dom0 starved under load): all of it, none lost */
+	r.f.ns[0][0] += 1500 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.lost, 0);
+	CU_ASSERT_EQUAL(st.samples, 11 + 1500);
+	/* far too much at once: CX_MAX_BURST_NS of it, the rest counted as lost */
+	const uint64_t cap = CX_MAX_BURST_NS / MS;
+
+	r.f.ns[0][0] += (cap + 5) * MS;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
 	walk(&r.b, &t);
-	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 11 + CX_MAX_BURST);
+	CU_ASSERT_EQUAL(t.samples[1][0][DP_MODE_GUEST_KERNEL], 11 + 1500 + cap);
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.lost, 5);
-	CU_ASSERT_EQUAL(st.samples, 11 + CX_MAX_BURST);
-	/* three reads: 10, 1 and CX_MAX_BURST samples */
-	CU_ASSERT_EQUAL(st.reads, 3);
-	CU_ASSERT_EQUAL(st.weight_sq, 100 + 1 + (uint64_t)CX_MAX_BURST * CX_MAX_BURST);
+	CU_ASSERT_EQUAL(st.samples, 11 + 1500 + cap);
+	/* four reads: 10, 1, 1500 and cap samples */
+	CU_ASSERT_EQUAL(st.reads, 4);
+	CU_ASSERT_EQUAL(st.weight_sq, 100 + 1 + 1500 * 1500 + cap * cap);
 	/* context records only when the context changes */
 	CU_ASSERT_EQUAL(t.domains, 1);
 	CU_ASSERT_EQUAL(t.modes, 1);

@@ -29,13 +29,17 @@ row_col() { awk -v d="$1" -v c="$2" '$1 == d { v = $c } END { print v + 0 }' "$3
 stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1/stats"; }
 
 # opreport with its stderr kept apart; fails the scenario on an error
-# status or on any warning.
+# status or on any warning but one: a stripped host binary (QEMU, its
+# libraries) with no debug info installed is named by its dynamic symbols
+# and said so, which is the report's business, not this scenario's.
 report() {
 	local out=$1 err=$1.err
 	shift
 	timeout 120 opreport "$@" >"$out" 2>"$err" ||
 		lab_fail "opreport $* failed: $(head -n 5 "$err")"
-	[ ! -s "$err" ] || lab_fail "opreport $* warned: $(head -n 5 "$err")"
+	if grep -v ': warning: no debug info for ' "$err" >"$err.other"; then
+		lab_fail "opreport $* warned: $(head -n 5 "$err.other")"
+	fi
 }
 
 start_guest web "$UUID_WEB" busy
