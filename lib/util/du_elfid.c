@@ -63,66 +63,71 @@ static int scan_notes(const struct elf_view *e, uint64_t off, uint64_t len, uint
 	return 0;
 }
 
-/* The note in the PT_NOTE segments of the program headers (what a loaded
- * binary has), as scan_notes() says. */
-static int from_phdrs(const struct elf_view *e, const uint8_t *eh, uint8_t *out, size_t max)
+/*
+ * Each entry of a header table: @num entries of @entsize bytes at @off,
+ * the first @want (at most 64) bytes of each given to @fn, until @fn
+ * returns nonzero, which is returned.  A table that is not wholly in the
+ * file ends the walk with 0: offsets are checked before any sum.
+ */
+static int walk_table(const struct elf_view *e, uint64_t off, uint64_t entsize, uint64_t num,
+		      unsigned int want, uint64_t max_num,
+		      int (*fn)(const struct elf_view *e, const uint8_t *ent, void *ctx), void *ctx)
 {
-	uint64_t phoff = e->is64 ? rd(eh + 32, 8) : rd(eh + 28, 4);
-	uint64_t phentsize = e->is64 ? rd(eh + 54, 2) : rd(eh + 42, 2);
-	uint64_t phnum = e->is64 ? rd(eh + 56, 2) : rd(eh + 44, 2);
-	unsigned int want = e->is64 ? 56 : 32;
-	uint8_t ph[56];
+	uint8_t ent[64];
 
-	if (!phnum || phentsize < want || phnum > MAX_PHDRS)
+	if (!num || entsize < want || num > max_num || off > e->size)
 		return 0;
-	for (uint64_t i = 0; i < phnum; i++) {
-		uint64_t at = phoff + i * phentsize, off, len;
+	for (uint64_t i = 0; i < num; i++) {
+		uint64_t rel = i * entsize;	/* below 2^16 * 2^16: no overflow */
 		int n;
 
-		if (at > e->size || want > e->size - at)
+		if (rel > e->size - off || want > e->size - off - rel)
 			return 0;
-		if (pread(e->fd, ph, want, (off_t)at) != (ssize_t)want)
+		if (pread(e->fd, ent, want, (off_t)(off + rel)) != (ssize_t)want)
 			return 0;
-		if (rd(ph, 4) != 4)	/* PT_NOTE */
-			continue;
-		off = e->is64 ? rd(ph + 8, 8) : rd(ph + 4, 4);
-		len = e->is64 ? rd(ph + 32, 8) : rd(ph + 16, 4);
-		n = scan_notes(e, off, len, out, max);
+		n = fn(e, ent, ctx);
 		if (n)
 			return n;
 	}
 	return 0;
 }
 
-/* The note in the SHT_NOTE sections (a separate debug file or an object
- * whose program headers say nothing), the same way. */
-static int from_shdrs(const struct elf_view *e, const uint8_t *eh, uint8_t *out, size_t max)
+/* The program header table of @eh: 0 or what walk_table() returns. */
+static int walk_phdrs(const struct elf_view *e, const uint8_t *eh,
+		      int (*fn)(const struct elf_view *e, const uint8_t *ph, void *ctx), void *ctx)
 {
-	uint64_t shoff = e->is64 ? rd(eh + 40, 8) : rd(eh + 32, 4);
-	uint64_t shentsize = e->is64 ? rd(eh + 58, 2) : rd(eh + 46, 2);
-	uint64_t shnum = e->is64 ? rd(eh + 60, 2) : rd(eh + 48, 2);
-	unsigned int want = e->is64 ? 64 : 40;
-	uint8_t sh[64];
+	return e->is64 ? walk_table(e, rd(eh + 32, 8), rd(eh + 54, 2), rd(eh + 56, 2), 56,
+				    MAX_PHDRS, fn, ctx)
+		       : walk_table(e, rd(eh + 28, 4), rd(eh + 42, 2), rd(eh + 44, 2), 32,
+				    MAX_PHDRS, fn, ctx);
+}
 
-	if (!shnum || shentsize < want || shnum > MAX_SHDRS)
+struct note_want {
+	uint8_t *out;
+	size_t max;
+};
+
+/* A PT_NOTE segment (what a loaded binary has): scan_notes() on it. */
+static int note_of_phdr(const struct elf_view *e, const uint8_t *ph, void *ctx)
+{
+	struct note_want *w = ctx;
+
+	if (rd(ph, 4) != 4)	/* PT_NOTE */
 		return 0;
-	for (uint64_t i = 0; i < shnum; i++) {
-		uint64_t at = shoff + i * shentsize, off, len;
-		int n;
+	return e->is64 ? scan_notes(e, rd(ph + 8, 8), rd(ph + 32, 8), w->out, w->max)
+		       : scan_notes(e, rd(ph + 4, 4), rd(ph + 16, 4), w->out, w->max);
+}
 
-		if (at > e->size || want > e->size - at)
-			return 0;
-		if (pread(e->fd, sh, want, (off_t)at) != (ssize_t)want)
-			return 0;
-		if (rd(sh + 4, 4) != 7)	/* SHT_NOTE */
-			continue;
-		off = e->is64 ? rd(sh + 24, 8) : rd(sh + 16, 4);
-		len = e->is64 ? rd(sh + 32, 8) : rd(sh + 20, 4);
-		n = scan_notes(e, off, len, out, max);
-		if (n)
-			return n;
-	}
-	return 0;
+/* A SHT_NOTE section (a separate debug file, or an object whose program
+ * headers say nothing): scan_notes() on it. */
+static int note_of_shdr(const struct elf_view *e, const uint8_t *sh, void *ctx)
+{
+	struct note_want *w = ctx;
+
+	if (rd(sh + 4, 4) != 7)	/* SHT_NOTE */
+		return 0;
+	return e->is64 ? scan_notes(e, rd(sh + 24, 8), rd(sh + 32, 8), w->out, w->max)
+		       : scan_notes(e, rd(sh + 16, 4), rd(sh + 20, 4), w->out, w->max);
 }
 
 /* The ELF header of @fd into @eh and @e.  1 when it is one we read, 0 not,
@@ -153,41 +158,40 @@ int du_elf_build_id(int fd, uint8_t *out, size_t max)
 
 	if (n <= 0)
 		return n;
-	n = from_phdrs(&e, eh, out, max);
-	return n ? n : from_shdrs(&e, eh, out, max);
+	struct note_want w = { out, max };
+
+	n = walk_phdrs(&e, eh, note_of_phdr, &w);
+	if (n)
+		return n;
+	return e.is64 ? walk_table(&e, rd(eh + 40, 8), rd(eh + 58, 2), rd(eh + 60, 2), 64,
+				   MAX_SHDRS, note_of_shdr, &w)
+		      : walk_table(&e, rd(eh + 32, 4), rd(eh + 46, 2), rd(eh + 48, 2), 40,
+				   MAX_SHDRS, note_of_shdr, &w);
+}
+
+/* The first PT_LOAD with PF_X whose start lies in the file. */
+static int exec_of_phdr(const struct elf_view *e, const uint8_t *ph, void *ctx)
+{
+	struct du_elf_load *out = ctx;
+	uint64_t off = e->is64 ? rd(ph + 8, 8) : rd(ph + 4, 4);
+
+	if (rd(ph, 4) != 1 || !(rd(ph + (e->is64 ? 4 : 24), 4) & 1) || off > e->size)
+		return 0;
+	out->offset = off;
+	out->vaddr = e->is64 ? rd(ph + 16, 8) : rd(ph + 8, 4);
+	out->memsz = e->is64 ? rd(ph + 40, 8) : rd(ph + 20, 4);
+	return 1;
 }
 
 int du_elf_exec_load(int fd, struct du_elf_load *out)
 {
 	struct elf_view e;
-	uint8_t eh[64], ph[56];
-	uint64_t phoff, phentsize, phnum;
-	unsigned int want;
+	uint8_t eh[64];
 	int n = open_view(fd, &e, eh);
 
 	if (n <= 0)
 		return n;
-	phoff = e.is64 ? rd(eh + 32, 8) : rd(eh + 28, 4);
-	phentsize = e.is64 ? rd(eh + 54, 2) : rd(eh + 42, 2);
-	phnum = e.is64 ? rd(eh + 56, 2) : rd(eh + 44, 2);
-	want = e.is64 ? 56 : 32;
-	if (phentsize < want || phnum > MAX_PHDRS)
-		return 0;
-	for (uint64_t i = 0; i < phnum; i++) {
-		uint64_t at = phoff + i * phentsize;
-
-		if (at > e.size || want > e.size - at ||
-		    pread(fd, ph, want, (off_t)at) != (ssize_t)want)
-			return 0;
-		/* PT_LOAD with PF_X */
-		if (rd(ph, 4) != 1 || !(rd(ph + (e.is64 ? 4 : 24), 4) & 1))
-			continue;
-		out->offset = e.is64 ? rd(ph + 8, 8) : rd(ph + 4, 4);
-		out->vaddr = e.is64 ? rd(ph + 16, 8) : rd(ph + 8, 4);
-		out->memsz = e.is64 ? rd(ph + 40, 8) : rd(ph + 20, 4);
-		return 1;
-	}
-	return 0;
+	return walk_phdrs(&e, eh, exec_of_phdr, out);
 }
 
 int du_elf_build_id_hex(int fd, char *hex, size_t size)

@@ -33,8 +33,8 @@ struct du_elf_load {
 	uint64_t offset, vaddr, memsz;
 };
 
-/* The first executable PT_LOAD segment of @fd into @out, read the same
- * bounded way.  1 found, 0 none (or no ELF file we read), -errno. */
+/* The first executable PT_LOAD segment of @fd that starts inside the
+ * file into @out, read the same bounded way.  1 found, 0 none (or no ELF file we read), -errno. */
 int du_elf_exec_load(int fd, struct du_elf_load *out);
 
 #endif

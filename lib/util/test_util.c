@@ -540,7 +540,7 @@ static size_t make_elf(unsigned char *f, bool phdr)
 		f[56] = 2;		/* e_phnum */
 		ph[0] = 1;		/* PT_LOAD */
 		ph[4] = 5;		/* R+X */
-		ph[9] = 0x10;		/* p_offset 0x1000 */
+		ph[9] = 0x03;		/* p_offset 0x300 */
 		ph[17] = 0x10;		/* p_vaddr 0x401000 */
 		ph[18] = 0x40;
 		ph[40] = 0x34;		/* p_memsz 0x234 */
@@ -596,7 +596,14 @@ static void test_elfid(void)
 	CU_ASSERT_STRING_EQUAL(hex, "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a");
 	CU_ASSERT(du_elf_build_id(fd, bid, 10) == 0);	/* longer than asked: none */
 	CU_ASSERT(du_elf_exec_load(fd, &seg) == 1);
-	CU_ASSERT(seg.vaddr == 0x401000 && seg.offset == 0x1000 && seg.memsz == 0x234);
+	CU_ASSERT(seg.vaddr == 0x401000 && seg.offset == 0x300 && seg.memsz == 0x234);
+	close(fd);
+	/* a code segment said to start past the end of the file: none */
+	make_elf(f, true);
+	f[0x40 + 9] = 0x10;	/* p_offset 0x1000 */
+	fd = elf_fd(f, 0x400);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(du_elf_exec_load(fd, &seg) == 0);
 	close(fd);
 	/* a debug file's note: only in its section headers */
 	fd = elf_fd(f, make_elf(f, false));
