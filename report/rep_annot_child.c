@@ -42,7 +42,40 @@ static int put(FILE *f, const void *p, size_t n)
 	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
 }
 
-/* Each address's file and line: u32 line (0: none), u16 length, the name. */
+/* A string: u16 length, the bytes (NULL: length 0). */
+static int put_str(FILE *o, const char *str)
+{
+	uint16_t len = str ? (uint16_t)strnlen(str, MAX_NAME) : 0;
+
+	return put(o, &len, 2) | (len ? put(o, str, len) : 0);
+}
+
+/* The frames inlined at the address bfd_find_nearest_line() was last
+ * asked about: u8 count, then each caller's u32 line, file and function,
+ * innermost caller first. */
+static int put_inlines(FILE *o, bfd *abfd)
+{
+	struct {
+		const char *file, *func;
+		unsigned int line;
+	} fr[REP_ANNOT_MAX_INLINE];
+	uint8_t n = 0;
+	int rc;
+
+	while (n < REP_ANNOT_MAX_INLINE &&
+	       bfd_find_inliner_info(abfd, &fr[n].file, &fr[n].func, &fr[n].line))
+		n++;
+	rc = put(o, &n, 1);
+	for (uint8_t k = 0; k < n && !rc; k++) {
+		uint32_t line = fr[k].line;
+
+		rc = put(o, &line, 4) | put_str(o, fr[k].file) | put_str(o, fr[k].func);
+	}
+	return rc;
+}
+
+/* Each address's file and line: u32 line (0: none), u16 length, the name;
+ * with inlines asked, then its function's name and put_inlines(). */
 static int put_lines(FILE *o, bfd *abfd, const struct rep_annot_req *r)
 {
 	asymbol **syms = NULL;
@@ -69,6 +102,8 @@ static int put_lines(FILE *o, bfd *abfd, const struct rep_annot_req *r)
 		if (line)
 			len = (uint16_t)strnlen(src, MAX_NAME);
 		rc = put(o, &line, 4) | put(o, &len, 2) | (len ? put(o, src, len) : 0);
+		if (!rc && r->inlines && line)
+			rc = put_str(o, func) | put_inlines(o, abfd);
 	}
 	free(syms);
 	return rc;
@@ -146,6 +181,48 @@ static char *printable(const char *p, size_t n)
 	return s;
 }
 
+/* A put_str() string, printable (NULL when empty). */
+static int get_str(struct rd *d, char **out)
+{
+	uint16_t n;
+
+	*out = NULL;
+	if (!get(d, &n, 2) || n > d->left || n > MAX_NAME || memchr(d->p, 0, n))
+		return -EBADMSG;
+	if (n && !(*out = printable(d->p, n)))
+		return -ENOMEM;
+	d->p += n;
+	d->left -= n;
+	return 0;
+}
+
+/* Address @i's chain: its own frame (@file, @line) and what put_inlines() sent. */
+static int decode_chain(struct rd *d, struct rep_annot_res *res, size_t i)
+{
+	struct rep_annot_frame *f;
+	uint8_t n;
+	int rc;
+
+	f = calloc(REP_ANNOT_MAX_INLINE + 1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	res->frames[i] = f;
+	if (res->files[i] && !(f[0].file = strdup(res->files[i])))
+		return -ENOMEM;
+	f[0].line = res->lines[i];
+	res->nframes[i] = 1;
+	if ((rc = get_str(d, &f[0].func)) || !get(d, &n, 1) || n > REP_ANNOT_MAX_INLINE)
+		return rc ? rc : -EBADMSG;
+	for (unsigned int k = 1; k <= n; k++, res->nframes[i]++) {
+		uint32_t line;
+
+		if (!get(d, &line, 4) || (rc = get_str(d, &f[k].file)) || (rc = get_str(d, &f[k].func)))
+			return rc ? rc : -EBADMSG;
+		f[k].line = line > MAX_LINE ? 0 : line;
+	}
+	return 0;
+}
+
 static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 		  struct rep_annot_res *res)
 {
@@ -173,7 +250,15 @@ static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 	res->lines = calloc(r->nvmas ? r->nvmas : 1, sizeof(*res->lines));
 	if (!res->files || !res->lines)
 		return -ENOMEM;
+	if (r->inlines) {
+		res->frames = calloc(r->nvmas ? r->nvmas : 1, sizeof(*res->frames));
+		res->nframes = calloc(r->nvmas ? r->nvmas : 1, sizeof(*res->nframes));
+		if (!res->frames || !res->nframes)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < r->nvmas; i++) {
+		int rc;
+
 		uint32_t line;
 		uint16_t flen;
 
@@ -187,6 +272,8 @@ static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 		res->lines[i] = line;
 		d.p += flen;
 		d.left -= flen;
+		if (r->inlines && line && (rc = decode_chain(&d, res, i)))
+			return rc;
 	}
 	return d.left ? -EBADMSG : 0;
 }
@@ -217,6 +304,15 @@ void rep_annot_res_free(struct rep_annot_res *res, size_t nvmas)
 	if (res->files)
 		for (size_t i = 0; i < nvmas; i++)
 			free(res->files[i]);
+	for (size_t i = 0; res->frames && i < nvmas; i++) {
+		for (unsigned int k = 0; res->frames[i] && k <= REP_ANNOT_MAX_INLINE; k++) {
+			free(res->frames[i][k].func);
+			free(res->frames[i][k].file);
+		}
+		free(res->frames[i]);
+	}
+	free(res->frames);
+	free(res->nframes);
 	free(res->files);
 	free(res->lines);
 	free(res->text);

@@ -25,7 +25,21 @@ struct rep_annot_req {
 	void *ctx;
 	const uint64_t *vmas;		/* sampled addresses whose lines are wanted */
 	size_t nvmas;			/* 0: no lines */
+	bool inlines;			/* and the frames inlined at each */
 };
+
+/* One frame of code inlined at an address, innermost first: the function
+ * whose code it is, and where that function's own source stands.  The
+ * outermost frame of a chain is the address's own function, at the line
+ * of the call the first frame was inlined for. */
+struct rep_annot_frame {
+	char *func;			/* NULL: not named */
+	char *file;			/* NULL: none */
+	unsigned int line;		/* 0: none */
+};
+
+/* The most frames kept inlined at one address. */
+#define REP_ANNOT_MAX_INLINE 8
 
 struct rep_annot_res {
 	char *text;			/* the disassembly, printable bytes and \n, \t only */
@@ -33,6 +47,11 @@ struct rep_annot_res {
 	bool have_lines;		/* false: why in @note */
 	char **files;			/* [nvmas]: source file of each address, NULL none */
 	unsigned int *lines;		/* [nvmas]: its line, 0 none */
+	/* with inlines asked: [nvmas] chains, innermost first ([0] the
+	 * address's own file and line, its function named), nframes[i]
+	 * frames long (0: no line, 1: nothing inlined there) */
+	struct rep_annot_frame **frames;
+	unsigned int *nframes;
 	char note[256];
 };
 

@@ -87,6 +87,8 @@ struct builder {
 };
 
 static int64_t str_id(struct builder *b, const char *s);
+static int64_t function_id(struct builder *b, const char *name, int64_t filename,
+			   uint32_t start_line);
 
 /* Symbols past this many get no source line (a parse has its limits). */
 #define LINES_MAX_SYMS 200000u
@@ -134,6 +136,102 @@ out:
 	if (r.fd >= 0)
 		close(r.fd);
 	free(vmas);
+}
+
+/*
+ * Location @loc's lines from the chain @f[0..@nf) its address has
+ * (innermost first): the last entry stays its function, at the line the
+ * chain gives; each frame inlined into it becomes an entry before it,
+ * the function whose code it is, in its own source file.  A lone frame
+ * in another file than its function's (no inline info) changes nothing.
+ */
+static int set_lines(struct builder *b, Location *loc, const struct rep_annot_frame *f,
+		     unsigned int nf)
+{
+	Line *own = loc->line[0], **lines;
+	const Function *fn = b->function.v[own->function_id - 1];
+
+	if (!nf || !f[nf - 1].line)
+		return 0;
+	if (nf == 1) {
+		if (f[0].file && str_id(b, f[0].file) == fn->filename)
+			own->line = f[0].line;
+		return 0;
+	}
+	lines = calloc(nf, sizeof(*lines));
+	if (!lines)
+		return -ENOMEM;
+	for (unsigned int k = 0; k + 1 < nf; k++) {
+		int64_t file = f[k].file ? str_id(b, f[k].file) : 0;
+		int64_t fid = file < 0 ? file : function_id(b, f[k].func ? f[k].func : "(inlined)", file, 0);
+
+		lines[k] = malloc(sizeof(**lines));
+		if (fid < 0 || !lines[k]) {
+			for (unsigned int j = 0; j <= k; j++)
+				free(lines[j]);
+			free(lines);
+			return -ENOMEM;
+		}
+		domprof__pprof__line__init(lines[k]);
+		lines[k]->function_id = (uint64_t)fid;
+		lines[k]->line = f[k].line;
+	}
+	own->line = f[nf - 1].line;
+	lines[nf - 1] = own;
+	free(loc->line);
+	loc->line = lines;
+	loc->n_line = nf;
+	return 0;
+}
+
+/*
+ * Each location's own source lines, so that pprof -list, -lines and
+ * -disasm give counts per line, inlined code under its own function: the
+ * addresses of every mapping whose binary has line info, read in one
+ * confined parser child per mapping.
+ */
+static void fill_lines(struct builder *b)
+{
+	struct rep_debug_opts dopts = { .debug_dir = b->o->debug_dir, .need_lines = true };
+
+	if (getenv("DEBUGINFOD_URLS"))
+		dopts.debuginfod_ms = 15000;
+	for (size_t m = 0; m < b->mapping.n; m++) {
+		struct maplines *ml = &b->ml[m];
+		struct rep_annot_req r = { .file = ml->located, .dopts = &dopts, .fd = -1,
+					   .inlines = true };
+		struct rep_annot_res res;
+		Location **at = NULL;
+		uint64_t *vmas = NULL;
+		size_t n = 0;
+		char err[256];
+
+		if (!ml->located || !ml->n)
+			continue;	/* no binary, or no line info in it */
+		at = calloc(b->location.n, sizeof(*at));
+		vmas = calloc(b->location.n, sizeof(*vmas));
+		for (size_t i = 0; at && vmas && i < b->location.n; i++) {
+			Location *loc = b->location.v[i];
+
+			if (loc->mapping_id == m + 1 && loc->address) {
+				at[n] = loc;
+				vmas[n++] = loc->address;
+			}
+		}
+		r.fd = n ? open(ml->located, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+		r.vmas = vmas;
+		r.nvmas = n;
+		if (r.fd >= 0 && !rep_annot_run(&b->cfg, &r, &res, err, sizeof(err))) {
+			for (size_t j = 0; res.have_lines && res.frames && j < n; j++)
+				if (set_lines(b, at[j], res.frames[j], res.nframes[j]))
+					break;
+			rep_annot_res_free(&res, n);
+		}
+		if (r.fd >= 0)
+			close(r.fd);
+		free(at);
+		free(vmas);
+	}
 }
 
 /* Index of @s in the string table, added on first use; -1: no memory. */
@@ -692,6 +790,7 @@ static int build(struct builder *b, Profile *prof)
 	rep_progress_end(&pr);
 	if (rc)
 		return rc;
+	fill_lines(b);
 	prof->n_sample_type = b->vt.n;
 	prof->sample_type = (ValueType **)b->vt.v;
 	prof->n_sample = b->sample.n;

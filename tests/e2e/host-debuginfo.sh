@@ -255,12 +255,21 @@ else
 fi
 
 # --- pprof: the function's source, through its debug link -------------------
+# Every location carries its own line and the frames inlined there
+# (ratio's burn_a inlines e2e_spin, which inlines e2e_steps: spin.h), so
+# -list puts the counts on the lines that ran, as perf report --inline.
 "$bin/oppprof" --session-dir="$session" -o a.pb.gz "image:$work/a/ratio" 2>/dev/null
 go tool pprof -list '^burn_a$' a.pb.gz >a.list 2>&1 || true
-if grep -q "ROUTINE =* burn_a in .*/ratio.c" a.list && grep -Eq "^ +[1-9][0-9]* +[0-9]+ +[0-9]+:" a.list; then
-	ok "go tool pprof -list burn_a shows ratio.c with counts ($(grep -Em1 '^ +[1-9][0-9]* +[0-9]+ +[0-9]+:' a.list | tr -s ' ' | cut -c1-60))"
+go tool pprof -list '^e2e_steps$' a.pb.gz >steps.list 2>&1 || true
+# burn_a: its counts on the line of the inlined call, not its first line
+call=$(awk '/ROUTINE/ { on = 1 } on && $3 ~ /^[0-9]+:$/ && $2 ~ /^[0-9]+$/ && $2 > 100 { print $3; exit }' a.list)
+# e2e_steps: most of the samples, in spin.h, on a line of its own
+steps=$(awk '/ROUTINE/ { on = 1 } on && $3 ~ /^[0-9]+:$/ && $1 ~ /^[0-9]+$/ && $1 > m { m = $1; l = $3 } END { print m + 0, l }' steps.list)
+if grep -q "ROUTINE =* burn_a in .*/ratio.c" a.list && [ -n "$call" ] && [ "$call" != "22:" ] &&
+	grep -q "ROUTINE =* e2e_steps in .*/spin.h" steps.list && [ "${steps%% *}" -gt 100 ]; then
+	ok "go tool pprof -list: burn_a in ratio.c with its counts on line ${call%:} (the inlined call); e2e_steps, inlined into it, in spin.h: ${steps%% *} samples on line ${steps#* }"
 else
-	fail "go tool pprof -list burn_a: $(head -5 a.list)"
+	fail "go tool pprof -list burn_a / e2e_steps: $(head -8 a.list) / $(head -8 steps.list)"
 fi
 
 # --- once per build-id: two copies with one build-id, one parse --------------
