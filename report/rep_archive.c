@@ -157,7 +157,7 @@ out:
 
 /*
  * The debug file the parser child named for the image with build id @bid
- * (root's own bounded reading of the copied image), or NULL: the child's
+ * (the bounded reader in a parser child, on the copied image), or NULL: the child's
  * word is not taken, only a regular file, reached without a link, whose
  * own build-id note says @bid.  Malloc'd.
  */
@@ -172,7 +172,7 @@ static char *checked_debug_file(const char *found, const char *bid)
 	fd = open(found, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return NULL;
-	if (du_elf_build_id_hex(fd, now, sizeof(now)) <= 0 || strcmp(now, bid)) {
+	if (rep_elf_probe(fd, now, sizeof(now), NULL, NULL) || strcmp(now, bid)) {
 		close(fd);
 		du_warn("debug file %s: not the one of build-id %s: not archived", found, bid);
 		return NULL;

@@ -75,11 +75,9 @@ int rep_child_cfg_init(struct rep_child_cfg *cfg)
 	if (geteuid() != 0)
 		return 0;
 	cfg->drop = true;
+	/* never nobody: what else runs as nobody could ptrace or signal
+	 * a child that holds an image's bytes */
 	pw = getpwnam(REP_CHILD_USER);
-	/* TODO: the fallback to nobody goes once every install creates the
-	 * domprof user (sysusers.d, the scripts): nobody is shared. */
-	if (!pw)
-		pw = getpwnam("nobody");
 	if (!pw)
 		return -ENOENT;
 	cfg->uid = pw->pw_uid;

@@ -186,18 +186,18 @@ static int load_kallsyms(struct rep_kernel *k, FILE *f, char *err, size_t errlen
 	return 0;
 }
 
-/* "name size refcount deps state address [taint]" */
+/* "name size refcount deps state address [taint]"; the refcount is "-"
+ * on a kernel without module unloading, so it is read as a word */
 static void load_modules(struct rep_kernel *k, FILE *f, size_t *cap)
 {
 	char line[4096];
 
 	while (fgets(line, sizeof(line), f)) {
-		char name[256], deps[2048], state[64];
+		char name[256], ref[32], deps[2048], state[64];
 		unsigned long long size, addr;
-		int ref;
 		struct kimage *im;
 
-		if (sscanf(line, "%255s %llu %d %2047s %63s %llx", name, &size, &ref, deps,
+		if (sscanf(line, "%255s %llu %31s %2047s %63s %llx", name, &size, ref, deps,
 			   state, &addr) != 6)
 			continue;
 		im = push_img(k, cap, name);

@@ -23,6 +23,7 @@
 #include "rep_pprof.h"
 #include "rep_stacks.h"
 #include "rep_sym.h"
+#include "rep_verify.h"
 #include "rep_view.h"
 #include "util/du_elfid.h"
 #include "util/du_log.h"
@@ -288,21 +289,22 @@ static char *mapping_file(struct builder *b, const struct rep_group *g, char **l
 }
 
 /*
- * @m's build id (into @bid) and range from ELF file @file: the code
- * segment's vaddr, end and file offset, so that pprof's base
- * (start - offset + segment offset - segment vaddr) is 0 and a
- * location's address is the binary's own vma, as perf's are.
+ * @m's build id (into @bid) and range from ELF file @file, read by the
+ * bounded reader in a parser child: the code segment's vaddr, end and
+ * file offset, so that pprof's base (start - offset + segment offset -
+ * segment vaddr) is 0 and a location's address is the binary's own vma,
+ * as perf's are.
  */
 static void mapping_elf(Mapping *m, const char *file, char *bid, size_t size)
 {
 	struct du_elf_load seg;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), has = 0;
 
 	if (fd < 0)
 		return;
-	if (du_elf_build_id_hex(fd, bid, size) < 0)
+	if (rep_elf_probe(fd, bid, size, &seg, &has) || bid[0] == '?')
 		bid[0] = '\0';
-	if (du_elf_exec_load(fd, &seg) == 1 && seg.vaddr + seg.memsz > seg.vaddr) {
+	if (has && seg.vaddr + seg.memsz > seg.vaddr) {
 		m->memory_start = seg.vaddr;
 		m->memory_limit = seg.vaddr + seg.memsz;
 		m->file_offset = seg.offset;

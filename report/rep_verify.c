@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rep_child.h"
 #include "rep_hash.h"
 #include "rep_verify.h"
 #include "sfname/sfname.h"
@@ -264,10 +265,86 @@ int rep_idrec_add_guest(struct rep_idrec *r, const char *map, const char *path, 
 	return rc;
 }
 
+/* What a probe child sends: fixed size, checked field by field. */
+struct probe_reply {
+	int32_t n;			/* du_elf_build_id_hex(), -errno */
+	int32_t has_load;		/* du_elf_exec_load() */
+	char hex[DU_BUILD_ID_HEX];
+	struct du_elf_load load;
+};
+
+/* The child: confined first, then the bounded reader on its one fd. */
+static int probe_child(void *ctx, int out, int in)
+{
+	const int *fd = ctx;
+	struct probe_reply r;
+
+	(void)in;
+	memset(&r, 0, sizeof(r));
+	if (rep_child_confine())
+		return 3;
+	r.n = du_elf_build_id_hex(*fd, r.hex, sizeof(r.hex));
+	r.has_load = du_elf_exec_load(*fd, &r.load);
+	return write(out, &r, sizeof(r)) == (ssize_t)sizeof(r) ? 0 : 3;
+}
+
+/* A reply the parent believes: its sizes agree and its hex is hex. */
+static bool probe_ok(const struct probe_reply *r, size_t len)
+{
+	size_t n;
+
+	if (len != sizeof(*r) || r->n > DU_BUILD_ID_MAX || r->has_load < -4095 || r->has_load > 1 ||
+	    !memchr(r->hex, '\0', sizeof(r->hex)))
+		return false;
+	n = strlen(r->hex);
+	if (r->n <= 0)
+		return n == 0;
+	if (n != 2 * (size_t)r->n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdef", r->hex[i]))
+			return false;
+	return true;
+}
+
+int rep_elf_probe(int fd, char *hex, size_t hexlen, struct du_elf_load *load, int *has_load)
+{
+	static struct rep_child_cfg cfg;
+	static int ready;	/* 0 not tried, 1 ready, -errno failed */
+	struct probe_reply *r;
+	char *reply = NULL, err[256];
+	size_t len;
+	int rc;
+
+	if (!ready) {
+		ready = rep_child_cfg_init(&cfg);
+		if (!ready)
+			ready = 1;
+		else
+			du_warn("cannot check what images are: no user %s for the report's parser "
+				"children (make install creates it)", REP_CHILD_USER);
+	}
+	if (ready < 0)
+		return ready;
+	rc = rep_child_run(&cfg, fd, probe_child, &fd, 10000, &reply, &len, err, sizeof(err));
+	r = (struct probe_reply *)reply;
+	if (!rc && !probe_ok(r, len))
+		rc = -EBADMSG;
+	if (!rc) {
+		snprintf(hex, hexlen, "%s", r->n < 0 ? "?" : r->hex);
+		if (load && r->has_load == 1)
+			*load = r->load;
+		if (has_load)
+			*has_load = r->has_load == 1;
+	}
+	free(reply);
+	return rc;
+}
+
 int rep_ident_of_file(const char *file, struct rep_ident *out)
 {
 	struct stat st;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc;
 
 	if (fd < 0)
 		return -errno;
@@ -277,10 +354,12 @@ int rep_ident_of_file(const char *file, struct rep_ident *out)
 	}
 	out->size = (uint64_t)st.st_size;
 	out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	n = du_elf_build_id_hex(fd, out->build_id, sizeof(out->build_id));
+	rc = rep_elf_probe(fd, out->build_id, sizeof(out->build_id), NULL, NULL);
 	close(fd);
-	if (n <= 0)
-		snprintf(out->build_id, sizeof(out->build_id), n < 0 ? "?" : "-");
+	if (rc)
+		return rc;
+	if (!out->build_id[0])
+		snprintf(out->build_id, sizeof(out->build_id), "-");
 	return 0;
 }
 

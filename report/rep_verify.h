@@ -9,8 +9,9 @@
  * the report marks its rows (doc/opreport.1, "Unverified images").
  *
  * A file's identity is read with the bounded note reader of
- * lib/util/du_elfid.h, never with libbfd: a root report may check a file
- * anyone could have written.
+ * lib/util/du_elfid.h, and in a confined parser child (rep_child.h), not
+ * by the report itself: root opens a candidate and reads none of its
+ * bytes.
  */
 #ifndef REP_VERIFY_H
 #define REP_VERIFY_H
@@ -63,6 +64,14 @@ int rep_idrec_add_guest(struct rep_idrec *r, const char *map, const char *path, 
 
 /* The identity of @file now: stat() and its build-id note.  0 or -errno. */
 int rep_ident_of_file(const char *file, struct rep_ident *out);
+
+/*
+ * What the bounded reader finds in @fd, read in a confined parser child:
+ * its build id as hex into @hex ("" none, "?" unreadable) and, when
+ * @load is not NULL, its first code segment (*@has_load set to 1 when
+ * there is one).  0 or -errno (no child could run: said once).
+ */
+int rep_elf_probe(int fd, char *hex, size_t hexlen, struct du_elf_load *load, int *has_load);
 
 /* Whether @now is recorded identity @rec: the same build id where one was
  * recorded, else the same size and mtime. */

@@ -239,19 +239,22 @@ else
 fi
 
 # --- no ELF parsed by uid 0 --------------------------------------------------
-strace -f -qq -e trace=openat,setresuid -o strace.out \
+strace -f -qq -y -e trace=openat,setresuid,read,pread64 -o strace.out \
 	"$bin/opreport" -l --session-dir="$session" "image:$work/a/ratio" >/dev/null 2>&1
 # the pids that dropped root, and every open of an image or debug file
 dropped=$(awk '/setresuid\([1-9][0-9]*, [1-9]/ { print $1 }' strace.out | sort -u | tr '\n' ' ')
 bad=$(awk -v d=" $dropped " '/openat\(.*(ratio\.debug|\/usr\/lib\/debug)/ && index(d, " " $1 " ") == 0' strace.out)
-# root opens the image twice: once for the identity check (rep_verify.c:
-# its build-id note and size through the bounded note reader of
-# lib/util/du_elfid.c, not libbfd), once to hand its fd to the child
+# root opens the image (its identity check and the parse each hand the
+# fd to a child), and reads not one byte of it: every read of the image
+# is a child's, after it dropped root
 root_opens=$(grep -c "openat(AT_FDCWD, \"$work/a/ratio\"" strace.out || true)
-if [ -n "$dropped" ] && grep -q "ratio.debug" strace.out && [ -z "$bad" ] && [ "$root_opens" -le 2 ]; then
-	ok "debug files opened only by the parser child (pids $dropped) after it dropped root; the image opened by root $root_opens time(s): its identity check and the fd handed over"
+root_reads=$(awk -v d=" $dropped " -v f="<$work/a/ratio>" '/ (read|pread64)\(/ && index($0, f) && index(d, " " $1 " ") == 0' strace.out | wc -l)
+child_reads=$(awk -v d=" $dropped " -v f="<$work/a/ratio>" '/ (read|pread64)\(/ && index($0, f) && index(d, " " $1 " ") > 0' strace.out | wc -l)
+if [ -n "$dropped" ] && grep -q "ratio.debug" strace.out && [ -z "$bad" ] && [ "$root_reads" -eq 0 ] &&
+	[ "$child_reads" -gt 0 ]; then
+	ok "the image and its debug file read only by parser children (pids $dropped) after they dropped root: root opened the image $root_opens time(s) and read 0 bytes of it; the children read it $child_reads time(s)"
 else
-	fail "an ELF file opened by uid 0: dropped=$dropped; root opened the image $root_opens time(s); $bad"
+	fail "an ELF file read by uid 0: dropped=$dropped; root read the image $root_reads time(s), children $child_reads; $bad"
 fi
 
 # --- pprof: the function's source, through its debug link -------------------
