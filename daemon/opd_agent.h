@@ -1,12 +1,13 @@
 /*
- * Agent channels (DESIGN.md sections 1, 2 and 7): for every domain with an
- * agent socket (QEMU is the server, the daemon a client), a non-blocking
- * connection polled in the collector's loop, feeding that domain's guest
- * state (opd_guest.h).  The daemon says HOST_HELLO and CONFIG after each
- * HELLO, PINGs every OPD_AGENT_PING_NS for the clock, reconnects when the
- * socket closes (QEMU or the agent restarted), and closes a channel whose
- * bytes are not the protocol (counted agent_closed_bad; retried after a
- * back-off).  One domain's channel costs the others nothing.
+ * Agent channels (doc/architecture.md, "The guest agent and its protocol";
+ * doc/trust.md): for every domain with an agent socket (QEMU is the
+ * server, the daemon a client), a non-blocking connection polled in the
+ * collector's loop, feeding that domain's guest state (opd_guest.h).  The
+ * daemon says HOST_HELLO and CONFIG after each HELLO, PINGs every
+ * OPD_AGENT_PING_NS for the clock, reconnects when the socket closes (QEMU
+ * or the agent restarted), and closes a channel whose bytes are not the
+ * protocol (counted agent_closed_bad; retried after a back-off).  One
+ * domain's channel costs the others nothing.
  *
  * Guest state is kept per domain (name and QEMU pid) while the domain is
  * in the registry (running, or in its grace period after it stopped);

@@ -1,10 +1,10 @@
 /*
- * The daemon's view of the domains on a live host (DESIGN.md sections 1
- * and 4): domains/ finds them (a backend chosen by --domain-backend,
- * dom_backend.h; this module talks only to its ops), this module keeps what
- * sample filing needs of each (its name as the sample files' {domain}
- * component, whether it is selected, its QEMU pid) and the per-domain
- * metadata file, and reacts to lifecycle changes:
+ * The daemon's view of the domains on a live host (doc/architecture.md,
+ * "Domain backends"; doc/session.md): domains/ finds them (a backend
+ * chosen by --domain-backend, dom_backend.h; this module talks only to its
+ * ops), this module keeps what sample filing needs of each (its name as
+ * the sample files' {domain} component, whether it is selected, its QEMU
+ * pid) and the per-domain metadata file, and reacts to lifecycle changes:
  *
  *   started  SESSION/domains/<escaped NAME>/info written (state running);
  *            if that file names another command-line UUID, the old

@@ -1,10 +1,11 @@
 /*
- * One domain's guest state, built from its agent's frames (DESIGN.md
- * sections 2, 5 and 7; doc/agent-protocol.md): guest tasks with their
- * executable mappings, a bounded per-vCPU timeline of context switches,
- * the guest-to-host clock offset, guest kernel and module ranges, and the
- * guest images the host asked for.  Kallsyms and modules text go to
- * SESSION/domains/<esc>/{kallsyms,modules} for opreport.
+ * One domain's guest state, built from its agent's frames
+ * (doc/architecture.md, "A guest sample"; doc/agent-protocol.md;
+ * doc/trust.md): guest tasks with their executable mappings, a bounded
+ * per-vCPU timeline of context switches, the guest-to-host clock offset,
+ * guest kernel and module ranges, and the guest images the host asked for.
+ * Kallsyms and modules text go to SESSION/domains/<esc>/{kallsyms,modules}
+ * for opreport.
  *
  * Everything a guest says is hostile: every count is capped before it
  * costs memory (tasks, mappings, bytes), each cap hit is counted, paths go

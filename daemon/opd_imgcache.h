@@ -1,8 +1,8 @@
 /*
- * The session's content-addressed image cache (DESIGN.md section 5; issue
- * 23, item 4): SESSION/images/<id>/<basename>, where <id> is always "h" +
- * the hex SHA-256 of the bytes the host received.  Shared by every
- * domain only through that hash: a binary that two guests upload is
+ * The session's content-addressed image cache (doc/trust.md, "The image
+ * cache"; issue 23, item 4): SESSION/images/<id>/<basename>, where <id> is
+ * always "h" + the hex SHA-256 of the bytes the host received.  Shared by
+ * every domain only through that hash: a binary that two guests upload is
  * stored once, and what one guest uploads is never used for another guest
  * that did not upload the same bytes.  Each domain has a map file
  * SESSION/domains/<esc>/images whose lines are "images/<id>/<basename>\t

@@ -450,7 +450,9 @@ static int choose(const struct opd_kvmtsc *k, const int64_t *c, size_t nc, uint6
 }
 
 /* debugfs is mounted by most distributions; where it is not, the daemon
- * (root) mounts it once, where the kernel documents it. */
+ * mounts it once, where the kernel documents it, when it is root: the
+ * privsep worker is not, and its seccomp list kills it on mount(2) (a Xen
+ * dom0 has no kvm/ to find, so the worker asked there). */
 bool opd_kvmtsc_have_kvm_dir(const char *debugfs)
 {
 	char p[256];
@@ -460,7 +462,8 @@ bool opd_kvmtsc_have_kvm_dir(const char *debugfs)
 	snprintf(p, sizeof(p), "%s/kvm", debugfs);
 	if (!stat(p, &sb))
 		return true;
-	if (!strcmp(debugfs, DEBUGFS) && mount("debugfs", DEBUGFS, "debugfs", 0, NULL) == 0)
+	if (!strcmp(debugfs, DEBUGFS) && geteuid() == 0 &&
+	    mount("debugfs", DEBUGFS, "debugfs", 0, NULL) == 0)
 		du_info("mounted debugfs on %s for KVM's TSC offsets", DEBUGFS);
 	return stat(p, &sb) == 0;
 }

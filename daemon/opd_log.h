@@ -1,7 +1,7 @@
 /*
  * The daemon's log: a du_log hook writing to SESSION/oprofiled.log (and to
  * stderr too in the foreground).  The log state is the program's one log
- * hook global, as CONVENTIONS.md allows.
+ * hook global.
  */
 #ifndef OPD_LOG_H
 #define OPD_LOG_H

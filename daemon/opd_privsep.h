@@ -1,5 +1,5 @@
 /*
- * Privilege separation (DESIGN.md section 7; chrony's privops and
+ * Privilege separation (doc/trust.md; chrony's privops and
  * OpenSMTPD's mproc are the models).  With --privsep, oprofiled opens
  * what needs root (collector fds and mappings, the session), then splits:
  *

@@ -14,8 +14,10 @@
 #include <string.h>
 #include <linux/filter.h>
 #include <linux/perf_event.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,6 +29,7 @@
 
 #include "dom_testproc.h"
 #include "domprof/kmod.h"
+#include "opd_kvmtsc.h"
 #include "opd_privsep.h"
 #include "opd_privsep_scope.h"
 #include "opd_pub.h"
@@ -1093,6 +1096,15 @@ static int filtered_child(int what)
 	if (c == 0) {
 		int fl = 0;
 
+		/* case 4 wants a debugfs with no kvm/ in it: an empty one
+		 * in a mount namespace of its own (root only) */
+		if (what == 4 && (geteuid() != 0 || unshare(CLONE_NEWNS) ||
+				  mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+				  mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, "size=16k")))
+			_exit(5);
+		/* the worker is never root (a test run as root drops first) */
+		if (geteuid() == 0 && (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)))
+			_exit(2);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || opd_ps_seccomp_install())
 			_exit(2);
 		/* allowed: perf's and the module's stop, the tty check
@@ -1106,6 +1118,8 @@ static int filtered_child(int what)
 			ioctl(devnull, PERF_EVENT_IOC_SET_OUTPUT, -1);	/* pre-drop only */
 		if (what == 3)
 			socket(AF_UNIX, SOCK_STREAM, 0);	/* not in the list */
+		if (what == 4)	/* a dom0 or host without KVM: no mount(2) tried */
+			(void)opd_kvmtsc_have_kvm_dir(NULL);
 		_exit(0);
 	}
 	if (c > 0)
@@ -1129,6 +1143,11 @@ static void test_seccomp(void)
 		st = filtered_child(what);
 		CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
 	}
+	/* the KVM clock's debugfs check, where there is no kvm/ (Xen's dom0):
+	 * the worker asks, and must not try to mount debugfs */
+	st = filtered_child(4);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 5)	/* 5: not root, not tried */
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 int main(void)

@@ -1,10 +1,10 @@
 /*
- * Domains (DESIGN.md sections 1, 2 and 4): the virtual machines on this
- * host as every domain backend (dom_backend.h) describes them: a name, a
- * UUID, the hypervisor kind, the backend's id for it, the host process
- * that runs it (if any), which host thread runs which vCPU, its agent
- * channel and its state.  struct dom_domain is backend-neutral: backends
- * build it with the constructor and setters below (dom_domain.c).
+ * Domains (doc/architecture.md, "Domain backends"): the virtual machines
+ * on this host as every domain backend (dom_backend.h) describes them: a
+ * name, a UUID, the hypervisor kind, the backend's id for it, the host
+ * process that runs it (if any), which host thread runs which vCPU, its
+ * agent channel and its state.  struct dom_domain is backend-neutral:
+ * backends build it with the constructor and setters below (dom_domain.c).
  *
  * What a backend reports may be forged (the procfs backend reads command
  * lines and thread names any local user controls): names and UUIDs are
@@ -37,7 +37,7 @@ struct dom_domain;
 #define DOM_CMDLINE_MAX (64 * 1024)
 /* Highest vCPU index + 1 that is accepted from a thread name. */
 #define DOM_VCPU_MAX 4096
-/* virtio-serial port name of the agent channel (DESIGN.md section 6). */
+/* virtio-serial port name of the agent channel (doc/agent-protocol.md). */
 #define DOM_AGENT_PORT "org.domprof.agent.0"
 
 struct dom_config {
@@ -57,7 +57,7 @@ struct dom_config {
 	 * (--domains=all).  Other backends ignore it. */
 	bool names_all;
 	/*
-	 * procfs identity (DESIGN.md section 7): a process whose command line
+	 * procfs identity (doc/trust.md): a process whose command line
 	 * says QEMU counts as a domain only if it holds a KVM VM file
 	 * descriptor (a /proc/PID/fd link reading "anon_inode:kvm-vm") and
 	 * its real, effective, saved and filesystem uids are all root or one

@@ -1,5 +1,5 @@
 /*
- * The libvirt domain backend (doc/libvirt.md, DESIGN.md sections 1 and 6).
+ * The libvirt domain backend (doc/libvirt.md).
  *
  * What comes from where, and why:
  * - Identity, state, lifecycle: libvirt's API and its event API.  A

@@ -1,5 +1,6 @@
 /*
- * opagent: the guest side of domprof (DESIGN.md section 1).  Options and
+ * opagent: the guest side of domprof (doc/architecture.md, "The guest
+ * agent and its protocol").  Options and
  * the connection loop; the work is in the ag_*.c modules.
  */
 #include "config.h"

@@ -696,7 +696,6 @@ static int annotate_image(struct annot *a, struct img *m, const char *file)
 	struct rep_annot_req r = { .file = file, .dopts = &dopts };
 	struct rep_annot_res res;
 	uint64_t *vmas = NULL;
-	unsigned char magic[4];
 	char err[256];
 	int rc = 0;
 
@@ -710,8 +709,9 @@ static int annotate_image(struct annot *a, struct img *m, const char *file)
 		dopts.debuginfod_ms = secs && secs < 15 ? (unsigned int)secs * 1000 : 15000;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (r.fd < 0 || pread(r.fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
-		fprintf(a->out, "(cannot read %s: not an ELF file)\n\n", file);
+	/* not one byte of it read here: the child finds out what it is */
+	if (r.fd < 0) {
+		fprintf(a->out, "(cannot read %s: %s)\n\n", file, strerror(errno));
 		goto out;
 	}
 	/* in the order the child's disassembly leaves them: its lines follow */

@@ -52,6 +52,10 @@ struct rep_images {
 	bool cfg_ready;
 	char *archive_debug;		/* SESSION/archive/usr/lib/debug */
 	bool dbgd_started;
+	/* images without debug info: the first NODEBUG_SAID said each with
+	 * where it was looked for, the others named in one line at the end */
+	size_t nodebug;
+	char nodebug_more[512];
 	unsigned int dbgd_left_ms;	/* debuginfod time left to this report */
 	unsigned int dbgd_image_ms;	/* and for one image */
 };
@@ -76,10 +80,25 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 	return c;
 }
 
+/* How many images without debug info get a line of their own. */
+#define NODEBUG_SAID 3
+
+/* The images without debug info that had no line of their own, in one. */
+static void say_nodebug_more(const struct rep_images *c)
+{
+	size_t more = c->nodebug - NODEBUG_SAID;
+
+	du_warn("%zu more image%s without debug info, named by %s dynamic symbols: %s%s", more,
+		more == 1 ? "" : "s", more == 1 ? "its" : "their", c->nodebug_more,
+		strlen(c->nodebug_more) + 8 >= sizeof(c->nodebug_more) ? ", ..." : "");
+}
+
 void rep_images_free(struct rep_images *c)
 {
 	if (!c)
 		return;
+	if (c->nodebug > NODEBUG_SAID)
+		say_nodebug_more(c);
 	for (size_t i = 0; i < c->nbins; i++) {
 		rep_bin_free(c->bins[i].owned);
 		free(c->bins[i].build_id);
@@ -611,9 +630,20 @@ static void say_lookup(struct rep_images *c, const char *file, const struct rep_
 			du_warn("debuginfod did not answer in time: not asked again in this report");
 		}
 	}
-	if (f->src == REP_DEBUG_NONE)
+	if (f->src == REP_DEBUG_NONE && ++c->nodebug <= NODEBUG_SAID) {
 		du_warn("no debug info for %s (build-id %s): %s; named by its dynamic symbols", file,
 			bid, f->why);
+	} else if (f->src == REP_DEBUG_NONE) {
+		size_t n = strlen(c->nodebug_more);
+		const char *base = strrchr(file, '/');
+
+		base = base ? base + 1 : file;
+		if (n + strlen(base) + 8 < sizeof(c->nodebug_more))
+			snprintf(c->nodebug_more + n, sizeof(c->nodebug_more) - n, "%s%s",
+				 n ? ", " : "", base);
+		else
+			c->nodebug_more[sizeof(c->nodebug_more) - 1] = '\0';
+	}
 	else if (f->refused)
 		du_warn("debug info for %s (build-id %s) from %s, after %u refused: %s", file, bid,
 			rep_debug_src_name(f->src), f->refused, f->why);
@@ -641,7 +671,6 @@ static int load_image(struct rep_images *c, const char *owner, const char *file,
 {
 	struct load l = { .file = file, .c = c, .owner = owner, .shared = -1 };
 	struct rep_debug_found f;
-	unsigned char magic[4];
 	char *reply = NULL, *k;
 	size_t len;
 	int rc = -EINVAL;
@@ -662,10 +691,7 @@ static int load_image(struct rep_images *c, const char *owner, const char *file,
 		snprintf(err, errlen, "%s", strerror(errno));
 		return -errno;
 	}
-	if (pread(l.fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4)) {
-		snprintf(err, errlen, "not an ELF file");
-		goto out;
-	}
+	/* not one byte of it read here: the child says when it is no ELF file */
 	l.dopts.debug_dir = c->o->debug_dir;
 	l.dopts.first_dir = c->archive_debug;
 	l.dopts.debuginfod_ms = debuginfod_ms(c);

@@ -16,7 +16,7 @@
  * variable part whose length the struct states; the two must add up to
  * the payload length exactly.  Types are append-only and never reused; a
  * reader skips a type it does not know (its length says how far).
- * Everything a guest sends is hostile to the host (DESIGN.md section 7).
+ * Everything a guest sends is hostile to the host (doc/trust.md).
  */
 #ifndef DOMPROF_AGENT_H
 #define DOMPROF_AGENT_H
@@ -182,7 +182,7 @@ enum dp_ag_lost_source {
 	DP_AG_LOST_AGENT = 1,	/* the agent dropped them (channel too slow) */
 };
 
-/* PONG: the answer to PING, for clock correlation (DESIGN.md section 2). */
+/* PONG: the answer to PING, for clock correlation (doc/clock.md). */
 struct dp_ag_pong {
 	uint64_t token;		/* the PING's token */
 	uint64_t recv_ns;	/* agent clock when the PING was read */

@@ -569,8 +569,8 @@ static void test_asid(void)
 	free(m.p);
 }
 
-/* DP_RAW_CALLCHAIN (PLAN.md's fixed layout): decoded; counts and sizes
- * outside the layout are malformed; the writer refuses them. */
+/* DP_RAW_CALLCHAIN (doc/raw-stream.md's fixed layout): decoded; counts
+ * and sizes outside the layout are malformed; the writer refuses them. */
 static void test_callchain(void)
 {
 	struct membuf m = { 0 };

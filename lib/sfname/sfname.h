@@ -1,5 +1,5 @@
 /*
- * Sample file names (DESIGN.md section 4).  A sample file's path below
+ * Sample file names (doc/sample-files.md).  A sample file's path below
  * samples/current/ says what it holds:
  *
  *   [{domain}/NAME/[{vmm}/]] IMAGE {dep}/ DEP [{cg}/ CG] EVENT.count.um.tgid.tid.cpu

@@ -29,7 +29,7 @@ struct exact_case {
 #define EV "CPU_CLK_UNHALTED.100000.0.all.all.all"
 
 static const struct exact_case exact_cases[] = {
-	/* DESIGN.md section 4, verbatim */
+	/* doc/sample-files.md's first four examples, verbatim */
 	{ NULL, false, SFN_ROOT, "/usr/bin/make", SFN_ROOT, "/usr/bin/make",
 	  "CPU_CLK_UNHALTED", 100000, 0, ALL, ALL, ALL,
 	  "{root}/usr/bin/make/{dep}/{root}/usr/bin/make/" EV },

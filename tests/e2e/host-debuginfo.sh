@@ -247,7 +247,7 @@ bad=$(awk -v d=" $dropped " '/openat\(.*(ratio\.debug|\/usr\/lib\/debug)/ && ind
 # root opens the image (its identity check and the parse each hand the
 # fd to a child), and reads not one byte of it: every read of the image
 # is a child's, after it dropped root
-root_opens=$(grep -c "openat(AT_FDCWD, \"$work/a/ratio\"" strace.out || true)
+root_opens=$(awk -v d=" $dropped " -v f="\"$work/a/ratio\"" '/ openat\(/ && index($0, f) && index(d, " " $1 " ") == 0' strace.out | wc -l)
 root_reads=$(awk -v d=" $dropped " -v f="<$work/a/ratio>" '/ (read|pread64)\(/ && index($0, f) && index(d, " " $1 " ") == 0' strace.out | wc -l)
 child_reads=$(awk -v d=" $dropped " -v f="<$work/a/ratio>" '/ (read|pread64)\(/ && index($0, f) && index(d, " " $1 " ") > 0' strace.out | wc -l)
 if [ -n "$dropped" ] && grep -q "ratio.debug" strace.out && [ -z "$bad" ] && [ "$root_reads" -eq 0 ] &&

@@ -81,8 +81,9 @@ views_flame() {
 }
 
 # views_pprof SESSION WORK: oppprof's file (WORK/prof.pb.gz) read back by
-# go tool pprof (-top in WORK/pprof.top, flat samples per function name in
-# WORK/pprof.flat, -traces in WORK/pprof.traces): its total and the top
+# go tool pprof (-top -noinlines in WORK/pprof.top: a location's inlined
+# frames folded into the function that holds them, as opreport counts; flat samples per function name in
+# WORK/pprof.flat, -traces -noinlines in WORK/pprof.traces): its total and the top
 # symbols' counts must be opreport's.  Needs views_report's files.  0 when
 # they agree.
 views_pprof() {
@@ -95,9 +96,9 @@ views_pprof() {
 		return 1
 	fi
 	"$bin/oppprof" --session-dir="$session" -o "$work/prof.pb.gz"
-	views_go_pprof -top -nodecount=1000000 -nodefraction=0 -edgefraction=0 "$work/prof.pb.gz" \
+	views_go_pprof -top -noinlines -nodecount=1000000 -nodefraction=0 -edgefraction=0 "$work/prof.pb.gz" \
 		>"$work/pprof.top" 2>"$work/pprof.err" || true
-	views_go_pprof -traces "$work/prof.pb.gz" >"$work/pprof.traces" 2>>"$work/pprof.err" || true
+	views_go_pprof -traces -noinlines "$work/prof.pb.gz" >"$work/pprof.traces" 2>>"$work/pprof.err" || true
 	rep_total=$(awk -F'\t' '{ n += $2 } END { print n + 0 }' "$work/report.rows")
 	pp_total=$(sed -n 's/.*accounting for \([0-9]*\), .* of \([0-9]*\) total.*/\2/p' "$work/pprof.top")
 	awk '/^ *flat +flat%/ { on = 1; next } on && NF >= 6 { s = $6; for (i = 7; i <= NF; i++) s = s " " $i; n[s] += $1 }

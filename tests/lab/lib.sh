@@ -26,7 +26,7 @@ LAB_RUN=${LAB_RUN:-/run/domprof}
 # An L2 boots in 10 to 37 s (seen); one that takes minutes has hung (an
 # emulator fault, retried by run.sh), so the limit is short.
 LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-120}
-# The agent channel's name (DESIGN.md section 6).
+# The agent channel's name (doc/agent-protocol.md).
 LAB_AGENT_PORT=org.domprof.agent.0
 
 # oprofiled's privsep worker runs as the system user domprof and refuses

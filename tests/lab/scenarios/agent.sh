@@ -1,5 +1,5 @@
-# Guest attribution through opagent (DESIGN.md sections 2, 4, 5): domprof
-# in L1 profiles two KVM guests that run opagent.
+# Guest attribution through opagent (doc/architecture.md, "A guest
+# sample"): domprof in L1 profiles two KVM guests that run opagent.
 #
 # Guest g1 runs two processes of the static ratio program, each splitting
 # its own CPU time 70/30 between burn_a and burn_b in slices of 2 to 6 ms and

@@ -1,5 +1,5 @@
-# Guest processes attributed exactly (issue 8; DESIGN.md section 2,
-# doc/clock.md): one guest with ONE vCPU runs two processes at once, exact-a
+# Guest processes attributed exactly (issue 8; doc/clock.md): one guest
+# with ONE vCPU runs two processes at once, exact-a
 # and exact-b (tests/e2e/exact.c): static non-PIE programs whose hot code
 # and never-run code sit at the same fixed addresses, crossed.  A sample of
 # one process filed under the other lands in code that never ran (a_never,

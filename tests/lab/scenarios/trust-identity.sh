@@ -1,4 +1,4 @@
-# Who counts as a domain, and who parses guest bytes (DESIGN.md section 7,
+# Who counts as a domain, and who parses guest bytes (doc/trust.md,
 # issue 9 item 1 and privilege separation).  domprof in L1 runs as it
 # does by default (privilege separation on) while:
 #  - a real KVM guest "victim" runs opagent and a workload;
