@@ -462,6 +462,27 @@ struct load {
 	long shared;		/* an entry with the same owner and build-id, or -1 */
 };
 
+/*
+ * A guest image's copy in the session's image cache, SESSION/images/
+ * h<SHA-256 of its bytes>/NAME: that directory is proof that two domains'
+ * copies are the same bytes, so one parse serves every domain that maps
+ * it (a build-id is only the guest's claim; this is the daemon's hash).
+ * The key, or NULL for any other file.
+ */
+static char *content_key(const struct rep_images *c, const char *file)
+{
+	size_t n = strlen(c->o->session_dir);
+	const char *h = file + n + sizeof("/images/") - 1, *end;
+	char *k = NULL;
+
+	if (strncmp(file, c->o->session_dir, n) || strncmp(file + n, "/images/h", 9))
+		return NULL;
+	end = strchr(h, '/');
+	if (!end || end - h != 65 || strspn(h + 1, "0123456789abcdef") != 64)
+		return NULL;
+	return asprintf(&k, "%c%.65s", 2, h) < 0 ? NULL : k;
+}
+
 static char *bid_key(const char *owner, const char *bid)
 {
 	char *k = NULL;
@@ -670,13 +691,21 @@ static int load_image(struct rep_images *c, const char *owner, const char *file,
 		      char *err, size_t errlen)
 {
 	struct load l = { .file = file, .c = c, .owner = owner, .shared = -1 };
+	char *ck = content_key(c, file);
+	long same = ck ? rep_strmap_get(c->by_bid, ck) : -1;
 	struct rep_debug_found f;
 	char *reply = NULL, *k;
 	size_t len;
 	int rc = -EINVAL;
 
+	if (same >= 0) {
+		free(ck);
+		load_shared(c, same, e);
+		return 0;
+	}
 	if (!c->cfg_ready) {
 		if (rep_child_cfg_init(&c->cfg)) {
+			free(ck);
 			snprintf(err, errlen, "no unprivileged user to parse it as");
 			return -ENOENT;
 		}
@@ -688,8 +717,10 @@ static int load_image(struct rep_images *c, const char *owner, const char *file,
 	}
 	l.fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (l.fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -errno;
+		rc = -errno;
+		free(ck);
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
 	}
 	/* not one byte of it read here: the child says when it is no ELF file */
 	l.dopts.debug_dir = c->o->debug_dir;
@@ -720,7 +751,11 @@ static int load_image(struct rep_images *c, const char *owner, const char *file,
 	if (k)
 		rep_strmap_put(c->by_bid, k, e - c->bins);
 	free(k);
+	/* the same bytes, whatever domain maps them: always the same table */
+	if (ck)
+		rep_strmap_put(c->by_bid, ck, e - c->bins);
 out:
+	free(ck);
 	free(reply);
 	close(l.fd);
 	return rc;

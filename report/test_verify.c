@@ -317,6 +317,42 @@ static void test_locate(void)
 	rep_images_free(c);
 }
 
+/* A guest image's copy in the image cache, images/h<SHA-256>/NAME, is
+ * parsed once for every domain that maps that entry (the daemon's hash
+ * proves the bytes equal); another entry with the same build-id, mapped
+ * by a third domain, gets its own parse (the build-id is a claim). */
+static void test_shared_by_content(void)
+{
+	static const char *ha = "h1111111111111111111111111111111111111111111111111111111111111111";
+	static const char *hb = "h2222222222222222222222222222222222222222222222222222222222222222";
+	char session[300], p[600], cmd[4096];
+	struct rep_opts o = { .session_dir = session };
+	struct sfn_image g = { SFN_ROOT, (char *)"/usr/bin/true" };
+	const struct rep_bin *a, *b, *other;
+	struct rep_images *c;
+
+	snprintf(session, sizeof(session), "%s/sc", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s/images/%s %s/images/%s %s/domains/a %s/domains/b %s/domains/c && "
+		 "cp /bin/true %s/images/%s/true && cp /bin/true %s/images/%s/true",
+		 session, ha, session, hb, session, session, session, session, ha, session, hb);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(p, sizeof(p), "images/%s/true\t/usr/bin/true\n", ha);
+	put("sc/domains/a/images", p);
+	put("sc/domains/b/images", p);
+	snprintf(p, sizeof(p), "images/%s/true\t/usr/bin/true\n", hb);
+	put("sc/domains/c/images", p);
+	c = rep_images_new(&o);
+	CU_ASSERT_FATAL(c != NULL);
+	a = rep_images_get(c, "a", false, &g);
+	b = rep_images_get(c, "b", false, &g);
+	other = rep_images_get(c, "c", false, &g);
+	CU_ASSERT(a != NULL);
+	CU_ASSERT(a == b);
+	CU_ASSERT(other != NULL && other != a);
+	rep_images_free(c);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -331,6 +367,7 @@ int main(void)
 	CU_add_test(s, "the choice among candidates", test_pick);
 	CU_add_test(s, "guest build ids from the image cache map", test_guest_map);
 	CU_add_test(s, "rep_images_locate by recorded identity", test_locate);
+	CU_add_test(s, "one parse per image cache entry, across domains", test_shared_by_content);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	fails = (int)CU_get_number_of_failures();
