@@ -341,10 +341,43 @@ int rep_elf_probe(int fd, char *hex, size_t hexlen, struct du_elf_load *load, in
 	return rc;
 }
 
+/*
+ * Build ids probed in this process, by the file's device, inode, size and
+ * mtime (what fstat says, no byte read): fifty domains that map one image
+ * cache entry cost one probe child, not fifty.
+ */
+static struct rep_strmap *probed;
+static char (*probed_hex)[DU_BUILD_ID_HEX];
+static size_t nprobed;
+
+static const char *probed_get(const char *key)
+{
+	long i = probed ? rep_strmap_get(probed, key) : -1;
+
+	return i >= 0 ? probed_hex[i] : NULL;
+}
+
+static void probed_put(const char *key, const char *hex)
+{
+	char (*nv)[DU_BUILD_ID_HEX];
+
+	if (!probed && !(probed = rep_strmap_new()))
+		return;
+	nv = realloc(probed_hex, (nprobed + 1) * sizeof(*nv));
+	if (!nv)
+		return;
+	probed_hex = nv;
+	snprintf(probed_hex[nprobed], sizeof(*nv), "%s", hex);
+	if (!rep_strmap_put(probed, key, nprobed))
+		nprobed++;
+}
+
 int rep_ident_of_file(const char *file, struct rep_ident *out)
 {
 	struct stat st;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), rc = 0;
+	char key[128];
+	const char *seen;
 
 	if (fd < 0)
 		return -errno;
@@ -354,13 +387,20 @@ int rep_ident_of_file(const char *file, struct rep_ident *out)
 	}
 	out->size = (uint64_t)st.st_size;
 	out->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	rc = rep_elf_probe(fd, out->build_id, sizeof(out->build_id), NULL, NULL);
+	snprintf(key, sizeof(key), "%ju:%ju:%ju:%jd", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+		 (uintmax_t)st.st_size, (intmax_t)out->mtime_ns);
+	seen = probed_get(key);
+	if (seen) {
+		snprintf(out->build_id, sizeof(out->build_id), "%s", seen);
+	} else {
+		rc = rep_elf_probe(fd, out->build_id, sizeof(out->build_id), NULL, NULL);
+		if (!rc && !out->build_id[0])
+			snprintf(out->build_id, sizeof(out->build_id), "-");
+		if (!rc)
+			probed_put(key, out->build_id);
+	}
 	close(fd);
-	if (rc)
-		return rc;
-	if (!out->build_id[0])
-		snprintf(out->build_id, sizeof(out->build_id), "-");
-	return 0;
+	return rc;
 }
 
 static bool has_bid(const struct rep_ident *id)
