@@ -340,10 +340,6 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #include "opd_collector.h"
 #include "util/du_log.h"
 
-/* Not yet in domprof/raw.h's table: the id reserved for this collector. */
-#ifndef DP_RAW_COLLECTOR_XEN
-#define DP_RAW_COLLECTOR_XEN 4
-#endif
 /* The sampling period without a TIMER event on the command line: 1 kHz. */
 #define CX_DEFAULT_PERIOD_NS 1000000ull
 

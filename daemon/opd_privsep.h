@@ -1,7 +1,9 @@
 /*
  * Privilege separation (doc/trust.md; chrony's privops and
- * OpenSMTPD's mproc are the models).  With --privsep, oprofiled opens
- * what needs root (collector fds and mappings, the session), then splits:
+ * OpenSMTPD's mproc are the models).  With --privsep, oprofiled splits
+ * first; the worker opens and starts its collector (fds and mappings)
+ * while still root, is handed the session directories it writes, then
+ * drops root (opd_main.c, worker_started):
  *
  *   monitor (root, the pid in SESSION/oprofiled.pid): runs the domain
  *     backend (procfs identity checks, libvirt), connects agent sockets

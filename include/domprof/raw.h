@@ -74,6 +74,7 @@ enum dp_raw_collector {
 	DP_RAW_COLLECTOR_PERF = 1,
 	DP_RAW_COLLECTOR_KMOD = 2,
 	DP_RAW_COLLECTOR_GEN = 3,	/* synthetic (benchmarks, tests) */
+	DP_RAW_COLLECTOR_XEN = 4,	/* Xen's vCPU contexts from dom0 */
 };
 
 /* Record types after an escape.  Append only; never renumber. */
