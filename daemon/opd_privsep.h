@@ -1,7 +1,8 @@
 /*
  * Privilege separation (doc/trust.md; chrony's privops and
  * OpenSMTPD's mproc are the models).  With --privsep, oprofiled splits
- * first; the worker opens and starts its collector (fds and mappings)
+ * first; the worker opens and starts its collector (fds and mappings;
+ * the xen collector stays with the monitor, which relays its stream)
  * while still root, is handed the session directories it writes, then
  * drops root (opd_main.c, worker_started):
  *
