@@ -30,9 +30,12 @@
 struct dentry {
 	struct opd_dom pub;
 	const struct dom_domain *d;	/* NULL once stopped */
-	/* its key in the DOMAIN records, for samples after it stopped */
-	uint32_t key_ns;
-	uint64_t key;
+	/* its keys in the DOMAIN records, for samples after it stopped: a
+	 * Xen domain with a device model has two (the xen collector sends
+	 * its domid, perf its device model's pid) */
+	uint32_t key_ns[2];
+	uint64_t key[2];
+	unsigned int nkeys;
 	const char *hypervisor;		/* static string from the backend */
 	char uuid[DOM_UUID_STRLEN + 1];
 	bool uuid_cmdline;
@@ -418,16 +421,32 @@ static void unlink_entry(struct opd_domains *ds, struct dentry *e)
 	}
 }
 
-/* The key a backend's DOMAIN records use for @d. */
-static void domain_key(const struct dom_domain *d, uint32_t *ns, uint64_t *key)
+/* The keys DOMAIN records use for @d, into @ns/@key[2]: its host pid if
+ * it has a process, and its Xen domid if it is a Xen domain (an HVM
+ * guest has both: the xen collector keys it by domid whether or not its
+ * device model runs).  How many. */
+static unsigned int domain_keys(const struct dom_domain *d, uint32_t *ns, uint64_t *key)
 {
+	unsigned int n = 0;
+
 	if (dom_domain_pid(d) > 0) {
-		*ns = DP_DOMKEY_HOST_PID;
-		*key = (uint64_t)dom_domain_pid(d);
-	} else {
-		*ns = DP_DOMKEY_XEN_DOMID;
-		*key = dom_domain_id(d);
+		ns[n] = DP_DOMKEY_HOST_PID;
+		key[n++] = (uint64_t)dom_domain_pid(d);
 	}
+	if (n == 0 || !strcmp(dom_domain_hypervisor(d), "xen")) {
+		ns[n] = DP_DOMKEY_XEN_DOMID;
+		key[n++] = dom_domain_id(d);
+	}
+	return n;
+}
+
+/* Does stopped entry @o answer to key @ns/@key? */
+static bool has_key(const struct dentry *o, uint32_t ns, uint64_t key)
+{
+	for (unsigned int i = 0; i < o->nkeys; i++)
+		if (o->key_ns[i] == ns && o->key[i] == key)
+			return true;
+	return false;
 }
 
 /*
@@ -438,15 +457,19 @@ static void domain_key(const struct dom_domain *d, uint32_t *ns, uint64_t *key)
 static void drop_stopped(struct opd_domains *ds, const struct dom_domain *d)
 {
 	struct dentry *o, *next;
-	uint32_t ns;
-	uint64_t key;
+	uint32_t ns[2];
+	uint64_t key[2];
+	unsigned int n = domain_keys(d, ns, key);
 
-	domain_key(d, &ns, &key);
 	for (o = ds->list; o; o = next) {
+		bool same = !strcasecmp(o->uuid, dom_domain_uuid(d));
+
 		next = o->next;
 		if (o->pub.running)
 			continue;
-		if (strcasecmp(o->uuid, dom_domain_uuid(d)) && (o->key_ns != ns || o->key != key))
+		for (unsigned int i = 0; i < n && !same; i++)
+			same = has_key(o, ns[i], key[i]);
+		if (!same)
 			continue;
 		opd_sfiles_close_domain(ds->sfiles, o->pub.name);
 		unlink_entry(ds, o);
@@ -554,7 +577,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->pub.agent_path = e->agent_path;
 	e->pub.agent_root_listener = ds->be->agent_root_listener;
 	e->pub.pid = dom_domain_pid(d);
-	domain_key(d, &e->key_ns, &e->key);
+	e->nkeys = domain_keys(d, e->key_ns, e->key);
 	e->hypervisor = dom_domain_hypervisor(d);
 	e->state = dom_domain_state(d);
 	e->pub.selected = dom_domain_selected(d);
@@ -717,7 +740,7 @@ int opd_domains_scan(struct opd_domains *ds, uint64_t mono_ns, int64_t wall)
 static const struct opd_dom *find_stopped(struct opd_domains *ds, uint32_t key_ns, uint64_t key)
 {
 	for (struct dentry *e = ds->list; e; e = e->next)
-		if (!e->pub.running && e->key_ns == key_ns && e->key == key)
+		if (!e->pub.running && has_key(e, key_ns, key))
 			return &e->pub;
 	return NULL;
 }

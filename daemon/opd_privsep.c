@@ -546,8 +546,8 @@ static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vc
 			break;
 		}
 	}
-	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN)
-		*vcpu_out = vcpu < DOM_VCPU_MAX ? (int)vcpu : -1;
+	if (!ret)
+		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
 	return ret;
 }
 

@@ -500,6 +500,7 @@ static void test_replay_keeps_pid_names(void)
 static struct {
 	struct dom_domain *dom;
 	bool reported;
+	bool stop, stopped;	/* stop: say it removed at the next refresh */
 	unsigned int lookups;
 	uint32_t ns, vcpu;
 	uint64_t key;
@@ -525,6 +526,9 @@ static int fb_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	if (!fb.reported && ops && ops->added)
 		ops->added(ctx, fb.dom);
 	fb.reported = true;
+	if (fb.stop && !fb.stopped && ops && ops->removed)
+		ops->removed(ctx, fb.dom);
+	fb.stopped |= fb.stop;
 	return 0;
 }
 
@@ -540,7 +544,7 @@ static int fb_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, 
 	fb.tid = tid;
 	*d = NULL;
 	*vcpu_out = -1;
-	if (key_ns != DP_DOMKEY_XEN_DOMID || key != XEN_DOMID)
+	if (key_ns != DP_DOMKEY_XEN_DOMID || key != XEN_DOMID || fb.stopped)
 		return -ENOENT;
 	*d = fb.dom;
 	*vcpu_out = vcpu != DP_RAW_VCPU_UNKNOWN ? (int)vcpu : dom_domain_vcpu_of_tid(fb.dom, tid);
@@ -561,7 +565,7 @@ static int fb_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_dom
 static const struct dom_domain *fb_next(void *state, const struct dom_domain *prev)
 {
 	(void)state;
-	return prev || !fb.reported ? NULL : fb.dom;
+	return prev || !fb.reported || fb.stopped ? NULL : fb.dom;
 }
 
 static void fb_close(void *state)
@@ -619,6 +623,42 @@ static void test_fake_backend(void)
 	dom_domain_free(fb.dom);
 }
 
+/*
+ * A Xen HVM domain has a device model (a host pid) when it is found, and
+ * the xen collector keys its samples by domid: the samples it sends after
+ * the domain stopped (a late look) are still the domain's, not "unknown".
+ */
+static void test_xen_late_samples(void)
+{
+	memset(&fb, 0, sizeof(fb));
+	fb.dom = dom_domain_new("xg");
+	CU_ASSERT_FATAL(fb.dom != NULL);
+	dom_domain_set_hypervisor(fb.dom, "xen");
+	dom_domain_set_id(fb.dom, XEN_DOMID);
+	dom_domain_set_pid(fb.dom, 4343);	/* its device model */
+	CU_ASSERT(dom_domain_set_uuid(fb.dom, UUID_B) == 0);
+	setup_backend = &fake_backend;
+	setup(NULL);
+	setup_backend = NULL;
+	scan();
+	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
+	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0) == 0);
+	samples(0xffffffff81000100ULL, 3);
+	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
+	fb.stop = true;
+	scan();
+	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "stopped");
+	/* looked at before it stopped, filed after: by domid */
+	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0) == 0);
+	samples(0xffffffff81000200ULL, 5);
+	finish();
+	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000100ULL) == 3);
+	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000200ULL) == 5);
+	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
+	teardown();
+	dom_domain_free(fb.dom);
+}
+
 int main(void)
 {
 	static const struct {
@@ -633,6 +673,7 @@ int main(void)
 		{ "a held name is not taken by a second process", test_name_hold },
 		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
 		{ "a fake backend: key_ns and vcpu through the ops", test_fake_backend },
+		{ "a Xen HVM domain's late samples, by domid", test_xen_late_samples },
 	};
 	CU_pSuite s;
 	unsigned int fails;

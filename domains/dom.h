@@ -202,6 +202,15 @@ pid_t dom_domain_vcpu_tid(const struct dom_domain *d, unsigned int idx);
 /* The vCPU index host thread @tid runs, or -1.  O(1). */
 int dom_domain_vcpu_of_tid(const struct dom_domain *d, pid_t tid);
 
+/*
+ * Every backend's lookup ends with this: the vCPU a sample's record names
+ * (@vcpu; DP_RAW_VCPU_UNKNOWN: none) replaces the one found from its host
+ * thread in *@vcpu_out, and a recorded vCPU at or past @limit (the
+ * domain's count where the hypervisor says it, else DOM_VCPU_MAX) is no
+ * vCPU: -1, whatever the thread said.
+ */
+void dom_vcpu_recorded(uint32_t vcpu, uint32_t limit, int *vcpu_out);
+
 /* Path of the agent channel's unix socket: the path= of the -chardev
  * socket that a virtserialport named DOM_AGENT_PORT uses; NULL if none. */
 const char *dom_domain_agent_path(const struct dom_domain *d);

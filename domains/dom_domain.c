@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "domprof/raw.h"
+
 #include "dom.h"
 #include "sfname/sfname.h"
 
@@ -380,4 +382,11 @@ const char *dom_domain_agent_path(const struct dom_domain *d)
 bool dom_domain_selected(const struct dom_domain *d)
 {
 	return d->selected;
+}
+
+void dom_vcpu_recorded(uint32_t vcpu, uint32_t limit, int *vcpu_out)
+{
+	if (vcpu == DP_RAW_VCPU_UNKNOWN)
+		return;
+	*vcpu_out = vcpu < limit ? (int)vcpu : -1;
 }

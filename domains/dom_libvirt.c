@@ -1065,8 +1065,8 @@ static int be_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, 
 	if (key_ns != DP_DOMKEY_HOST_PID || key == 0 || key > INT_MAX)
 		return -ENOENT;
 	ret = be_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
-	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN && vcpu < DOM_VCPU_MAX)
-		*vcpu_out = (int)vcpu;
+	if (!ret)
+		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
 	return ret;
 }
 

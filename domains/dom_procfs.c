@@ -793,8 +793,8 @@ static int procfs_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vc
 	if (key_ns != DP_DOMKEY_HOST_PID || !key || key > INT_MAX)
 		return -ENOENT;
 	ret = dom_lookup_task(state, (pid_t)key, tid, d, vcpu_out);
-	if (!ret && vcpu != DP_RAW_VCPU_UNKNOWN)
-		*vcpu_out = vcpu < DOM_VCPU_MAX ? (int)vcpu : -1;
+	if (!ret)
+		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
 	return ret;
 }
 

@@ -501,8 +501,7 @@ static int dom_xen_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t v
 	if (!e)
 		return -ENOENT;
 	*d = e->d;
-	if (vcpu != DP_RAW_VCPU_UNKNOWN && vcpu < e->nr_vcpus)
-		*vcpu_out = (int)vcpu;
+	dom_vcpu_recorded(vcpu, e->nr_vcpus, vcpu_out);
 	return 0;
 }
 

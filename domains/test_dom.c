@@ -516,6 +516,8 @@ static void test_procfs_ops(void)
 	CU_ASSERT_EQUAL(vcpu, 1);
 	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_HOST_PID, 1000, 5, 1004, &d, &vcpu), 0);
 	CU_ASSERT_EQUAL(vcpu, 5);
+	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_HOST_PID, 1000, DOM_VCPU_MAX, 1004, &d, &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, -1);
 	CU_ASSERT_EQUAL(ops->lookup(st, DP_DOMKEY_XEN_DOMID, 1000, 0, 1004, &d, &vcpu), -ENOENT);
 	CU_ASSERT_PTR_NULL(d);
 	CU_ASSERT_EQUAL(vcpu, -1);

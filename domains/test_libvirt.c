@@ -347,6 +347,11 @@ static void test_backend_ops(void)
 	/* a recorded vCPU wins over the thread's */
 	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, 0, TEST_PID + 2, &d, &vcpu), 0);
 	CU_ASSERT_EQUAL(vcpu, 0);
+	/* one no domain can have is no vCPU, as with every backend (the
+	 * thread's vCPU is not kept) */
+	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, DOM_VCPU_MAX, TEST_PID + 2, &d,
+				   &vcpu), 0);
+	CU_ASSERT_EQUAL(vcpu, -1);
 	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &vcpu), -ENOENT);
 	CU_ASSERT_PTR_NULL(d);
 	CU_ASSERT_EQUAL(be->lookup_pid(st, TEST_PID, TEST_PID, &d, &vcpu), 0);
