@@ -777,9 +777,33 @@ static void json_row(FILE *f, const struct rep_opts *o, const struct rep_profile
 		else
 			fputs(",\"vma\":null", f);
 	}
+	if (o->callgraph && o->symbols)
+		fprintf(f, ",\"id\":%zu", r->src);
 	fputc(',', f);
 	json_counts(f, "samples", r->counts, p->nclasses, 1);
 	fputc('}', f);
+}
+
+/*
+ * With -c: the call graph's arcs, caller to callee by the rows' "id"s,
+ * each with its samples per class; only arcs between rows the document
+ * lists (the threshold hides the others, as in the text report).
+ */
+static void json_arcs(FILE *f, const struct rep_profile *p, const bool *listed)
+{
+	size_t sep = 0;
+
+	fputs(",\n\"arcs\":[", f);
+	for (size_t a = 0; a < p->narcs; a++) {
+		const struct rep_arc *arc = &p->arcs[a];
+
+		if (!listed[arc->from] || !listed[arc->to])
+			continue;
+		fprintf(f, "%s{\"from\":%zu,\"to\":%zu,", sep++ ? ",\n" : "\n", arc->from, arc->to);
+		json_counts(f, "samples", rep_counts(p, arc->counts), p->nclasses, 1);
+		fputc('}', f);
+	}
+	fputc(']', f);
 }
 
 /* The report as one JSON document; doc/opreport.1 holds its schema. */
@@ -787,6 +811,7 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 		      const char *collector)
 {
 	size_t nr = o->symbols ? p->nrows : p->ngroups, nd, sep = 0;
+	bool *listed;
 	struct row *rows;
 	struct dom *d;
 	int rc = domain_totals(o, p, &d, &nd);
@@ -828,16 +853,24 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 		fputc('}', f);
 	}
 	fputs("],\n\"rows\":[", f);
+	listed = o->callgraph && o->symbols ? calloc(p->nrows ? p->nrows : 1, sizeof(*listed)) : NULL;
 	for (size_t i = 0; i < nr; i++) {
 		if (!above_threshold(o, p, rows[i].counts))
 			continue;
 		fputs(sep++ ? ",\n" : "\n", f);
 		json_row(f, o, p, &rows[i]);
+		if (listed)
+			listed[rows[i].src] = true;
 	}
-	fputs("]}\n", f);
+	fputc(']', f);
+	if (listed)
+		json_arcs(f, p, listed);
+	fputs("}\n", f);
+	rc = o->callgraph && o->symbols && !listed ? -ENOMEM : 0;
+	free(listed);
 	free_rows(rows, nr);
 	free(d);
-	return 0;
+	return rc;
 }
 
 int rep_output(FILE *f, const struct rep_opts *o, const struct rep_profile *p,

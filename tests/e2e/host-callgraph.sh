@@ -67,6 +67,22 @@ awk -v m="$measured" -v d="$dp_a" -v t="$tolerance" 'BEGIN {
 	if (diff > t) { printf "FAIL: domprof differs from the measured 2:1 split by %.2f points (> %d)\n", diff, t; exit 1 }
 	printf "OK: opreport -c within %.2f points of the measured split\n", diff }'
 
+# the same arcs in --json -c: burn's callers by row id, the same counts
+json_ab=$("$bin/opreport" --json -c -l --threshold=1 --session-dir="$session" "image:$work/callers" |
+	python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+name = {row["id"]: row["symbol"] for row in r["rows"]}
+burn = [i for i, s in name.items() if s == "burn"]
+into = {name[a["from"]]: a["samples"][0] for a in r.get("arcs", []) if burn and a["to"] == burn[0]}
+print(into.get("caller_a", 0), into.get("caller_b", 0))')
+echo "opreport --json -c: arcs into burn from caller_a, caller_b: $json_ab"
+if [ "$json_ab" != "$dp_na $dp_nb" ]; then
+	echo "FAIL: --json -c's arcs into burn ($json_ab) are not opreport -c's ($dp_na $dp_nb)"
+	exit 1
+fi
+echo "OK: --json -c has opreport -c's arcs into burn"
+
 # the whole stacks, for the flame graph and pprof: burn under both callers
 stacks=$(cat "$session"/samples/current/{stacks}/* 2>/dev/null | grep -c '^stack ' || true)
 echo "stacks file: $stacks distinct stacks"
