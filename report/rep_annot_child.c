@@ -257,14 +257,14 @@ static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < r->nvmas; i++) {
-		int rc;
-
-		uint32_t line;
+		uint32_t line, sent;
 		uint16_t flen;
+		int rc;
 
 		if (!get(&d, &line, 4) || !get(&d, &flen, 2) || flen > d.left ||
 		    (line && !flen) || memchr(d.p, 0, flen))
 			return -EBADMSG;
+		sent = line;	/* a chain follows any line sent, kept or not */
 		if (line > MAX_LINE)
 			line = 0;	/* no source file is that long */
 		if (line && !(res->files[i] = printable(d.p, flen)))
@@ -272,7 +272,7 @@ static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 		res->lines[i] = line;
 		d.p += flen;
 		d.left -= flen;
-		if (r->inlines && line && (rc = decode_chain(&d, res, i)))
+		if (r->inlines && sent && (rc = decode_chain(&d, res, i)))
 			return rc;
 	}
 	return d.left ? -EBADMSG : 0;
