@@ -74,15 +74,17 @@ struct builder {
 	struct rep_strmap *rowids;
 	struct rep_addrs *k;	/* NULL: a location per symbol, at its start */
 	int64_t *comments;	/* the report's warnings (unverified images) */
-	/* per mapping (by id - 1): where its binary is, and each symbol's
-	 * source file (string id, -1 none) and first line from its DWARF */
+	/* per mapping (by id - 1): where its binary is (NULL: no symbols
+	 * to give lines to) */
 	struct maplines {
 		char *located;
-		bool tried;
-		int64_t *file;
-		uint32_t *line;
-		size_t n;
 	} *ml;
+	/* per function (by id - 1) made for a symbol: its mapping id and
+	 * start address, for its source file and first line (0: none) */
+	struct fsym {
+		uint64_t mid, start;
+	} *fsym;
+	size_t fsym_cap;
 	struct rep_child_cfg cfg;
 	bool cfg_ready;
 };
@@ -91,53 +93,9 @@ static int64_t str_id(struct builder *b, const char *s);
 static int64_t function_id(struct builder *b, const char *name, int64_t filename,
 			   uint32_t start_line);
 
-/* Symbols past this many get no source line (a parse has its limits). */
-#define LINES_MAX_SYMS 200000u
-
-/*
- * The source file and first line of every symbol of mapping @mid's binary
- * @bin, read once from its DWARF by a confined parser child (the same as
- * opannotate's): this process reads no ELF.
- */
-static void read_lines(struct builder *b, struct maplines *ml, const struct rep_bin *bin)
-{
-	struct rep_debug_opts dopts = { .debug_dir = b->o->debug_dir, .need_lines = true };
-	struct rep_annot_req r = { .file = ml->located, .dopts = &dopts };
-	struct rep_annot_res res;
-	size_t n = rep_bin_nr_syms(bin);
-	uint64_t *vmas;
-	char err[256];
-
-	ml->tried = true;
-	if (!n || n > LINES_MAX_SYMS || (!b->cfg_ready && rep_child_cfg_init(&b->cfg)))
-		return;
-	b->cfg_ready = true;
-	if (getenv("DEBUGINFOD_URLS"))
-		dopts.debuginfod_ms = 15000;
-	vmas = calloc(n, sizeof(*vmas));
-	r.fd = open(ml->located, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (!vmas || r.fd < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		vmas[i] = rep_bin_sym(bin, i)->start;
-	r.vmas = vmas;
-	r.nvmas = n;
-	if (rep_annot_run(&b->cfg, &r, &res, err, sizeof(err)))
-		goto out;
-	ml->file = calloc(n, sizeof(*ml->file));
-	ml->line = calloc(n, sizeof(*ml->line));
-	for (size_t i = 0; res.have_lines && ml->file && ml->line && i < n; i++) {
-		ml->file[i] = res.files[i] ? str_id(b, res.files[i]) : -1;
-		ml->line[i] = res.lines[i];
-	}
-	if (ml->file && ml->line && res.have_lines)
-		ml->n = n;
-	rep_annot_res_free(&res, n);
-out:
-	if (r.fd >= 0)
-		close(r.fd);
-	free(vmas);
-}
+/* A binary with more addresses than this gets no source lines (a parse
+ * has its limits). */
+#define LINES_MAX_VMAS 200000u
 
 /*
  * Location @loc's lines from the chain @f[0..@nf) its address has
@@ -186,53 +144,90 @@ static int set_lines(struct builder *b, Location *loc, const struct rep_annot_fr
 }
 
 /*
- * Each location's own source lines, so that pprof -list, -lines and
- * -disasm give counts per line, inlined code under its own function: the
- * addresses of every mapping whose binary has line info, read in one
- * confined parser child per mapping.
+ * Function @f's source file and first line from the chain at its start:
+ * the outermost frame's (code inlined at a function's first instruction
+ * is not where the function stands).
  */
+static void set_function(struct builder *b, Function *f, const struct rep_annot_frame *fr,
+			 unsigned int nf)
+{
+	int64_t file;
+
+	if (!nf || !fr[nf - 1].file || !fr[nf - 1].line)
+		return;
+	file = str_id(b, fr[nf - 1].file);
+	if (file < 0)
+		return;
+	f->filename = file;
+	f->start_line = fr[nf - 1].line;
+}
+
+/*
+ * Source files and lines from a mapping's binary: its functions' starts
+ * and its locations' addresses, in one confined parser child (the same as
+ * opannotate's: this process reads no ELF).  Each function gets its
+ * source file and first line, so that pprof -list shows its source; each
+ * location its own line and the frames inlined there, so that -list,
+ * -lines and -disasm give counts per line and inlined code its own
+ * function.
+ */
+static void fill_mapping(struct builder *b, uint64_t mid, const struct rep_debug_opts *dopts)
+{
+	struct rep_annot_req r = { .file = b->ml[mid - 1].located, .dopts = dopts, .fd = -1,
+				   .inlines = true };
+	size_t cap = b->function.n + b->location.n, n = 0, nf = 0;
+	void **at = calloc(cap ? cap : 1, sizeof(*at));
+	uint64_t *vmas = calloc(cap ? cap : 1, sizeof(*vmas));
+	struct rep_annot_res res;
+	char err[256];
+
+	for (size_t i = 0; at && vmas && i < b->function.n && i < b->fsym_cap; i++) {
+		if (b->fsym[i].mid == mid) {
+			at[n] = b->function.v[i];
+			vmas[n++] = b->fsym[i].start;
+		}
+	}
+	nf = n;
+	for (size_t i = 0; at && vmas && i < b->location.n; i++) {
+		Location *loc = b->location.v[i];
+
+		if (loc->mapping_id == mid && loc->address) {
+			at[n] = loc;
+			vmas[n++] = loc->address;
+		}
+	}
+	if (n && n <= LINES_MAX_VMAS)
+		r.fd = open(r.file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	r.vmas = vmas;
+	r.nvmas = n;
+	if (r.fd >= 0 && !rep_annot_run(&b->cfg, &r, &res, err, sizeof(err))) {
+		/* the functions first: a location's lone line is kept only in
+		 * its function's file */
+		for (size_t j = 0; res.have_lines && res.frames && j < nf; j++)
+			set_function(b, at[j], res.frames[j], res.nframes[j]);
+		for (size_t j = nf; res.have_lines && res.frames && j < n; j++)
+			if (set_lines(b, at[j], res.frames[j], res.nframes[j]))
+				break;
+		rep_annot_res_free(&res, n);
+	}
+	if (r.fd >= 0)
+		close(r.fd);
+	free(at);
+	free(vmas);
+}
+
 static void fill_lines(struct builder *b)
 {
 	struct rep_debug_opts dopts = { .debug_dir = b->o->debug_dir, .need_lines = true };
 
 	if (getenv("DEBUGINFOD_URLS"))
 		dopts.debuginfod_ms = 15000;
-	for (size_t m = 0; m < b->mapping.n; m++) {
-		struct maplines *ml = &b->ml[m];
-		struct rep_annot_req r = { .file = ml->located, .dopts = &dopts, .fd = -1,
-					   .inlines = true };
-		struct rep_annot_res res;
-		Location **at = NULL;
-		uint64_t *vmas = NULL;
-		size_t n = 0;
-		char err[256];
-
-		if (!ml->located || !ml->n)
-			continue;	/* no binary, or no line info in it */
-		at = calloc(b->location.n, sizeof(*at));
-		vmas = calloc(b->location.n, sizeof(*vmas));
-		for (size_t i = 0; at && vmas && i < b->location.n; i++) {
-			Location *loc = b->location.v[i];
-
-			if (loc->mapping_id == m + 1 && loc->address) {
-				at[n] = loc;
-				vmas[n++] = loc->address;
-			}
-		}
-		r.fd = n ? open(ml->located, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-		r.vmas = vmas;
-		r.nvmas = n;
-		if (r.fd >= 0 && !rep_annot_run(&b->cfg, &r, &res, err, sizeof(err))) {
-			for (size_t j = 0; res.have_lines && res.frames && j < n; j++)
-				if (set_lines(b, at[j], res.frames[j], res.nframes[j]))
-					break;
-			rep_annot_res_free(&res, n);
-		}
-		if (r.fd >= 0)
-			close(r.fd);
-		free(at);
-		free(vmas);
-	}
+	if (!b->cfg_ready && rep_child_cfg_init(&b->cfg))
+		return;
+	b->cfg_ready = true;
+	for (size_t m = 0; m < b->mapping.n; m++)
+		if (b->ml[m].located)
+			fill_mapping(b, m + 1, &dopts);
 }
 
 /* Index of @s in the string table, added on first use; -1: no memory. */
@@ -374,14 +369,15 @@ out_oom_pushed:
 	return -ENOMEM;
 }
 
-static int64_t function_id(struct builder *b, const char *name, int64_t filename,
-			   uint32_t start_line)
+/* The function keyed @key (taken: freed here), made on first use with
+ * @name, @filename and @start_line. */
+static int64_t function_by_key(struct builder *b, char *key, const char *name, int64_t filename,
+			       uint32_t start_line)
 {
-	char *key = NULL;
 	Function *f;
 	long i;
 
-	if (asprintf(&key, "%s\x01%" PRId64, name, filename) < 0)
+	if (!key)
 		return -ENOMEM;
 	i = rep_strmap_get(b->funcs, key);
 	if (i >= 0) {
@@ -406,6 +402,51 @@ static int64_t function_id(struct builder *b, const char *name, int64_t filename
 	return (int64_t)b->function.n;
 }
 
+/* The function @name of source file @filename (an inlined frame's). */
+static int64_t function_id(struct builder *b, const char *name, int64_t filename,
+			   uint32_t start_line)
+{
+	char *key = NULL;
+
+	if (asprintf(&key, "%s\x01%" PRId64, name, filename) < 0)
+		key = NULL;
+	return function_by_key(b, key, name, filename, start_line);
+}
+
+/*
+ * The function of symbol @name at @start in mapping @mid: one per symbol
+ * (two static functions of one name in one binary stay two), named by
+ * the binary until fill_lines() gives it its source file and first line.
+ */
+static int64_t sym_function_id(struct builder *b, const char *name, uint64_t mid,
+			       uint64_t start)
+{
+	int64_t bin = ((Mapping *)b->mapping.v[mid - 1])->filename, fid;
+	size_t before = b->function.n;
+	char *key = NULL;
+
+	if (asprintf(&key, "%s\x02%" PRIu64 ":%" PRIu64, name, mid, start) < 0)
+		key = NULL;
+	fid = function_by_key(b, key, name, bin, 0);
+	if (fid < 0 || b->function.n == before)
+		return fid;
+	if (b->function.n > b->fsym_cap) {
+		size_t cap = b->fsym_cap ? 2 * b->fsym_cap : 64;
+		struct fsym *nv;
+
+		while (cap < b->function.n)
+			cap *= 2;
+		nv = realloc(b->fsym, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		memset(nv + b->fsym_cap, 0, (cap - b->fsym_cap) * sizeof(*nv));
+		b->fsym = nv;
+		b->fsym_cap = cap;
+	}
+	b->fsym[fid - 1] = (struct fsym){ .mid = mid, .start = start };
+	return fid;
+}
+
 /*
  * The location of sample key *@skey (NULL: of the symbol's start) in
  * symbol @sym (-1: none) of @bin in mapping @mid.  Its address is the
@@ -420,9 +461,7 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	char key[96];
 	Location *loc;
 	Line *line, **lines;
-	struct maplines *ml;
-	int64_t fid, file = m->filename;
-	uint32_t first = 0;
+	int64_t fid;
 	long i;
 
 	if (skey && !(bin && rep_bin_key_to_vma(bin, *skey, &addr)))
@@ -431,15 +470,8 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	i = rep_strmap_get(b->locs, key);
 	if (i >= 0)
 		return i + 1;
-	ml = &b->ml[mid - 1];
-	if (s && ml->located && !ml->tried)
-		read_lines(b, ml, bin);
-	if (s && (size_t)sym < ml->n && ml->line[sym] && ml->file[sym] >= 0) {
-		/* the function's source file, not the binary (pprof -list) */
-		file = ml->file[sym];
-		first = ml->line[sym];
-	}
-	fid = function_id(b, s ? s->name : "(no symbols)", file, first);
+	fid = s ? sym_function_id(b, s->name, (uint64_t)mid, s->start)
+		: function_id(b, "(no symbols)", m->filename, 0);
 	if (fid < 0)
 		return fid;
 	loc = malloc(sizeof(*loc));
@@ -454,7 +486,6 @@ static int64_t location_id(struct builder *b, int64_t mid, const struct rep_bin 
 	domprof__pprof__location__init(loc);
 	domprof__pprof__line__init(line);
 	line->function_id = (uint64_t)fid;
-	line->line = first;
 	loc->line = lines;
 	loc->line[0] = line;
 	loc->n_line = 1;
@@ -718,10 +749,9 @@ static void free_builder(struct builder *b)
 		free(b->vt.v[i]);
 	for (size_t i = 0; i < b->mapping.n; i++)
 		free(b->mapping.v[i]);
+	free(b->fsym);
 	for (size_t i = 0; b->ml && i < b->mapping.n; i++) {
 		free(b->ml[i].located);
-		free(b->ml[i].file);
-		free(b->ml[i].line);
 	}
 	free(b->ml);
 	for (size_t i = 0; i < b->function.n; i++)
