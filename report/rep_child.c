@@ -112,6 +112,12 @@ int rep_child_confine(void)
 	}
 	/* libbfd asks how many files it may keep open: reading limits only */
 	rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_EQ, 0));
+	/* a file it names itself (a dwz debug file's .gnu_debugaltlink) is
+	 * refused, not fatal: the parse goes on without it */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
+	if (!rc)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
 	if (!rc)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(getrlimit), 0);
 	if (!rc)

@@ -6,13 +6,18 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "rep_child.h"
 #include "rep_debug.h"
 #include "rep_sym.h"
 
@@ -224,6 +229,38 @@ static void test_mini(void)
 	CU_ASSERT_EQUAL(f.refused, 1);
 }
 
+/* A child under the parser children's filter, doing @what: its status. */
+static int confined(int what)
+{
+	int status = -1;
+	pid_t c = fork();
+
+	if (c == 0) {
+		if (rep_child_confine())
+			_exit(2);
+		if (what == 1)	/* a file a parser names itself: refused */
+			_exit(open("/etc/hostname", O_RDONLY) == -1 && errno == EACCES ? 0 : 3);
+		if (what == 2)
+			socket(AF_UNIX, SOCK_STREAM, 0);	/* outside the list: killed */
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, &status, 0);
+	return status;
+}
+
+/* After confinement an open is refused with EACCES (libbfd following a
+ * dwz alternate file carries on without it); what is outside the list
+ * still kills. */
+static void test_confine(void)
+{
+	int st = confined(1);
+
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = confined(2);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -238,6 +275,7 @@ int main(void)
 	CU_add_test(s, "debug link with a wrong CRC refused", test_crc_refused);
 	CU_add_test(s, "debug file with a wrong build-id refused", test_build_id_refused);
 	CU_add_test(s, "MiniDebugInfo", test_mini);
+	CU_add_test(s, "parser children: opens refused, the rest killed", test_confine);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures();
