@@ -230,6 +230,47 @@ static void fill_lines(struct builder *b)
 			fill_mapping(b, m + 1, &dopts);
 }
 
+/*
+ * pprof calls the first mapping the profile's main binary ("File:" in its
+ * reports): the one whose code took the most samples goes first, not the
+ * first one met (often the vDSO or the kernel).
+ */
+static void main_mapping_first(struct builder *b)
+{
+	uint64_t *n = calloc(b->mapping.n ? b->mapping.n : 1, sizeof(*n));
+	size_t best = 0;
+	Mapping *m;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < b->sample.n; i++) {
+		const Sample *s = b->sample.v[i];
+		const Location *loc = s->n_location_id ? b->location.v[s->location_id[0] - 1] : NULL;
+
+		if (loc && loc->mapping_id && s->n_value)
+			n[loc->mapping_id - 1] += (uint64_t)s->value[0];
+	}
+	for (size_t i = 1; i < b->mapping.n; i++)
+		if (n[i] > n[best])
+			best = i;
+	free(n);
+	if (!best)
+		return;
+	for (size_t i = 0; i < b->location.n; i++) {
+		Location *loc = b->location.v[i];
+
+		if (loc->mapping_id == 1)
+			loc->mapping_id = best + 1;
+		else if (loc->mapping_id == best + 1)
+			loc->mapping_id = 1;
+	}
+	m = b->mapping.v[0];
+	b->mapping.v[0] = b->mapping.v[best];
+	b->mapping.v[best] = m;
+	((Mapping *)b->mapping.v[0])->id = 1;
+	((Mapping *)b->mapping.v[best])->id = best + 1;
+}
+
 /* Index of @s in the string table, added on first use; -1: no memory. */
 static int64_t str_id(struct builder *b, const char *s)
 {
@@ -823,6 +864,7 @@ static int build(struct builder *b, Profile *prof)
 	if (rc)
 		return rc;
 	fill_lines(b);
+	main_mapping_first(b);
 	prof->n_sample_type = b->vt.n;
 	prof->sample_type = (ValueType **)b->vt.v;
 	prof->n_sample = b->sample.n;
