@@ -810,7 +810,8 @@ static void json_arcs(FILE *f, const struct rep_profile *p, const bool *listed)
 static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
 		      const char *collector)
 {
-	size_t nr = o->symbols ? p->nrows : p->ngroups, nd, sep = 0;
+	size_t nr = o->symbols ? p->nrows : p->ngroups, nd, sep = 0, *idx = NULL;
+	uint64_t *in = NULL, *out = NULL;
 	bool *listed;
 	struct row *rows;
 	struct dom *d;
@@ -854,8 +855,22 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 	}
 	fputs("],\n\"rows\":[", f);
 	listed = o->callgraph && o->symbols ? calloc(p->nrows ? p->nrows : 1, sizeof(*listed)) : NULL;
+	if (listed) {
+		idx = calloc(p->narcs + 1, sizeof(*idx));
+		in = calloc(p->nclasses, sizeof(*in));
+		out = calloc(p->nclasses, sizeof(*out));
+	}
 	for (size_t i = 0; i < nr; i++) {
-		if (!above_threshold(o, p, rows[i].counts))
+		bool show = above_threshold(o, p, rows[i].counts);
+
+		/* with -c, as the text: also a row whose calls in or out are
+		 * over the threshold (a caller with no samples of its own) */
+		if (!show && listed && idx && in && out) {
+			cg_arcs(p, rows[i].src, true, idx, in);
+			cg_arcs(p, rows[i].src, false, idx, out);
+			show = above_threshold(o, p, in) || above_threshold(o, p, out);
+		}
+		if (!show)
 			continue;
 		fputs(sep++ ? ",\n" : "\n", f);
 		json_row(f, o, p, &rows[i]);
@@ -866,8 +881,11 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 	if (listed)
 		json_arcs(f, p, listed);
 	fputs("}\n", f);
-	rc = o->callgraph && o->symbols && !listed ? -ENOMEM : 0;
+	rc = o->callgraph && o->symbols && (!listed || !idx || !in || !out) ? -ENOMEM : 0;
 	free(listed);
+	free(idx);
+	free(in);
+	free(out);
 	free_rows(rows, nr);
 	free(d);
 	return rc;
