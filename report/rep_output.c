@@ -595,6 +595,17 @@ static size_t cg_arcs(const struct rep_profile *p, size_t src, bool into, size_t
 	return n;
 }
 
+/* Is row @r shown in a call graph: its own samples, or its calls in or
+ * out (summed into @in and @out by cg_arcs), over the threshold? */
+static bool cg_shown(const struct rep_opts *o, const struct rep_profile *p, const struct row *r,
+		     size_t *idx, uint64_t *in, uint64_t *out)
+{
+	cg_arcs(p, r->src, true, idx, in);
+	cg_arcs(p, r->src, false, idx, out);
+	return above_threshold(o, p, r->counts) || above_threshold(o, p, in) ||
+	       above_threshold(o, p, out);
+}
+
 /* One entry: callers above, the symbol, then [self] and its callees. */
 static void cg_entry(FILE *f, const struct rep_profile *p, const struct cg_layout *l,
 		     const struct row *rows, const size_t *pos, size_t i, size_t *idx,
@@ -651,14 +662,9 @@ static int print_callgraph(FILE *f, const struct rep_opts *o, const struct rep_p
 	fputs("symbol name\n", f);
 	fputs("-------------------------------------------------------------------------------\n",
 	      f);
-	for (size_t i = 0; i < p->nrows; i++) {
-		cg_arcs(p, rows[i].src, true, idx, in);
-		cg_arcs(p, rows[i].src, false, idx, out);
-		if (!above_threshold(o, p, rows[i].counts) && !above_threshold(o, p, in) &&
-		    !above_threshold(o, p, out))
-			continue;
-		cg_entry(f, p, &l, rows, pos, i, idx, in, out);
-	}
+	for (size_t i = 0; i < p->nrows; i++)
+		if (cg_shown(o, p, &rows[i], idx, in, out))
+			cg_entry(f, p, &l, rows, pos, i, idx, in, out);
 	rc = 0;
 out_free:
 	if (rows)
@@ -812,7 +818,7 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 {
 	size_t nr = o->symbols ? p->nrows : p->ngroups, nd, sep = 0, *idx = NULL;
 	uint64_t *in = NULL, *out = NULL;
-	bool *listed;
+	bool *listed = NULL;
 	struct row *rows;
 	struct dom *d;
 	int rc = domain_totals(o, p, &d, &nd);
@@ -820,9 +826,17 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 	if (rc)
 		return rc;
 	rows = make_rows(p, o->symbols);
-	if (!rows) {
-		free(d);
-		return -ENOMEM;
+	if (o->callgraph && o->symbols) {
+		listed = calloc(p->nrows ? p->nrows : 1, sizeof(*listed));
+		idx = calloc(p->narcs + 1, sizeof(*idx));
+		in = calloc(p->nclasses, sizeof(*in));
+		out = calloc(p->nclasses, sizeof(*out));
+		if (!listed || !idx || !in || !out)
+			rc = -ENOMEM;
+	}
+	if (!rows || rc) {
+		rc = -ENOMEM;
+		goto out_free;
 	}
 	sort_rows(rows, nr, o, p->nclasses);
 	fputs("{\"schema\":\"domprof-opreport/1\",\"collector\":", f);
@@ -854,23 +868,10 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 		fputc('}', f);
 	}
 	fputs("],\n\"rows\":[", f);
-	listed = o->callgraph && o->symbols ? calloc(p->nrows ? p->nrows : 1, sizeof(*listed)) : NULL;
-	if (listed) {
-		idx = calloc(p->narcs + 1, sizeof(*idx));
-		in = calloc(p->nclasses, sizeof(*in));
-		out = calloc(p->nclasses, sizeof(*out));
-	}
 	for (size_t i = 0; i < nr; i++) {
-		bool show = above_threshold(o, p, rows[i].counts);
-
-		/* with -c, as the text: also a row whose calls in or out are
-		 * over the threshold (a caller with no samples of its own) */
-		if (!show && listed && idx && in && out) {
-			cg_arcs(p, rows[i].src, true, idx, in);
-			cg_arcs(p, rows[i].src, false, idx, out);
-			show = above_threshold(o, p, in) || above_threshold(o, p, out);
-		}
-		if (!show)
+		/* with -c, the rows the text call graph shows */
+		if (listed ? !cg_shown(o, p, &rows[i], idx, in, out) :
+			     !above_threshold(o, p, rows[i].counts))
 			continue;
 		fputs(sep++ ? ",\n" : "\n", f);
 		json_row(f, o, p, &rows[i]);
@@ -881,12 +882,13 @@ static int print_json(FILE *f, const struct rep_opts *o, const struct rep_profil
 	if (listed)
 		json_arcs(f, p, listed);
 	fputs("}\n", f);
-	rc = o->callgraph && o->symbols && (!listed || !idx || !in || !out) ? -ENOMEM : 0;
+out_free:
 	free(listed);
 	free(idx);
 	free(in);
 	free(out);
-	free_rows(rows, nr);
+	if (rows)
+		free_rows(rows, nr);
 	free(d);
 	return rc;
 }
