@@ -471,18 +471,15 @@ static int64_t sym_function_id(struct builder *b, const char *name, uint64_t mid
 	fid = function_by_key(b, key, name, bin, 0);
 	if (fid < 0 || b->function.n == before)
 		return fid;
-	if (b->function.n > b->fsym_cap) {
-		size_t cap = b->fsym_cap ? 2 * b->fsym_cap : 64;
-		struct fsym *nv;
+	/* as long as the function vector can hold, grown when it grows */
+	if (b->fsym_cap < b->function.cap) {
+		struct fsym *nv = realloc(b->fsym, b->function.cap * sizeof(*nv));
 
-		while (cap < b->function.n)
-			cap *= 2;
-		nv = realloc(b->fsym, cap * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
-		memset(nv + b->fsym_cap, 0, (cap - b->fsym_cap) * sizeof(*nv));
+		memset(nv + b->fsym_cap, 0, (b->function.cap - b->fsym_cap) * sizeof(*nv));
 		b->fsym = nv;
-		b->fsym_cap = cap;
+		b->fsym_cap = b->function.cap;
 	}
 	b->fsym[fid - 1] = (struct fsym){ .mid = mid, .start = start };
 	return fid;
