@@ -56,6 +56,7 @@ struct rep_images {
 	 * where it was looked for, the others named in one line at the end */
 	size_t nodebug;
 	char nodebug_more[512];
+	size_t nodebug_listed;		/* names in nodebug_more */
 	unsigned int dbgd_left_ms;	/* debuginfod time left to this report */
 	unsigned int dbgd_image_ms;	/* and for one image */
 };
@@ -90,7 +91,7 @@ static void say_nodebug_more(const struct rep_images *c)
 
 	du_warn("%zu more image%s without debug info, named by %s dynamic symbols: %s%s", more,
 		more == 1 ? "" : "s", more == 1 ? "its" : "their", c->nodebug_more,
-		strlen(c->nodebug_more) + 8 >= sizeof(c->nodebug_more) ? ", ..." : "");
+		c->nodebug_listed < more ? ", ..." : "");
 }
 
 void rep_images_free(struct rep_images *c)
@@ -659,11 +660,12 @@ static void say_lookup(struct rep_images *c, const char *file, const struct rep_
 		const char *base = strrchr(file, '/');
 
 		base = base ? base + 1 : file;
-		if (n + strlen(base) + 8 < sizeof(c->nodebug_more))
+		/* a name that does not fit is left out, and said to be */
+		if (n + strlen(base) + 2 < sizeof(c->nodebug_more)) {
 			snprintf(c->nodebug_more + n, sizeof(c->nodebug_more) - n, "%s%s",
 				 n ? ", " : "", base);
-		else
-			c->nodebug_more[sizeof(c->nodebug_more) - 1] = '\0';
+			c->nodebug_listed++;
+		}
 	}
 	else if (f->refused)
 		du_warn("debug info for %s (build-id %s) from %s, after %u refused: %s", file, bid,

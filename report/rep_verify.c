@@ -299,12 +299,7 @@ static bool probe_ok(const struct probe_reply *r, size_t len)
 	n = strlen(r->hex);
 	if (r->n <= 0)
 		return n == 0;
-	if (n != 2 * (size_t)r->n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("0123456789abcdef", r->hex[i]))
-			return false;
-	return true;
+	return n == 2 * (size_t)r->n && valid_bid(r->hex);
 }
 
 int rep_elf_probe(int fd, char *hex, size_t hexlen, struct du_elf_load *load, int *has_load)
