@@ -80,7 +80,19 @@ struct cx_src_ops {
 	 * is not dated at the tick's start.
 	 */
 	uint64_t (*clock)(void *src);
+	/*
+	 * Optional (with clock): the domain's guest TSC now and its rate in
+	 * kHz.  0 or -errno; -EOPNOTSUPP: not for this domain (the engine
+	 * stops asking).  The engine states it in the stream on a domain's
+	 * first look and about every CX_TSC_EVERY_NS after
+	 * (DP_RAW_GUEST_TSC), which makes the agent's clock exact
+	 * (doc/clock.md).
+	 */
+	int (*guest_tsc)(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz);
 };
+
+/* How often a domain's guest TSC is read (guest_tsc). */
+#define CX_TSC_EVERY_NS 1000000000ULL
 
 /* Most vCPU time one look turns into samples: a collector stalled for
  * longer than this (dom0 starved) emits this much and counts the rest as
@@ -129,6 +141,8 @@ struct cx_stats {
 	/* call chains: walks made, chains found, frames in them, walks cut
 	 * at an implausible frame, walks that found nothing */
 	uint64_t cc_walks, cc_chains, cc_frames, cc_truncated, cc_empty;
+	/* guest TSC reads stated, and failed (other than not supported) */
+	uint64_t tsc_reads, tsc_errors;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

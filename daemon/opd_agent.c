@@ -528,17 +528,29 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 	}
 }
 
-/* One TSC pair through KVM's offset: 0 (exact, *@off +- *@unc), or
+/* One TSC pair through the hypervisor's reads of the guest TSC where
+ * there are some (Xen), else KVM's offset: 0 (exact, *@off +- *@unc), or
  * -errno with the reason in the clock. */
-static int pair_offset(struct chan *c, struct opd_gclock *gc, const struct dp_ag_tsc *t,
-		       int64_t *off, uint64_t *unc)
+static int pair_offset(const struct opd_agents *a, struct chan *c, struct opd_gclock *gc,
+		       const struct dp_ag_tsc *t, int64_t *off, uint64_t *unc)
 {
-	int err = opd_kvmtsc_offset(c->clk, t, off, unc);
+	char why[160];
+	int err;
 
-	gc->tsc_offset_changes = opd_kvmtsc_offset_changes(c->clk);
-	if (err) {
-		opd_gclock_set_why(gc, opd_kvmtsc_why(c->clk));
-		return err;
+	if (!a->pingpong && opd_gtscline_have(&gc->line)) {
+		/* the hypervisor reads the guest's TSC for us (Xen) */
+		err = opd_gtscline_offset(&gc->line, t, off, unc, why, sizeof(why));
+		if (err) {
+			opd_gclock_set_why(gc, why);
+			return err;
+		}
+	} else {
+		err = opd_kvmtsc_offset(c->clk, t, off, unc);
+		gc->tsc_offset_changes = opd_kvmtsc_offset_changes(c->clk);
+		if (err) {
+			opd_gclock_set_why(gc, opd_kvmtsc_why(c->clk));
+			return err;
+		}
 	}
 	if (gc->pp_method == OPD_GCLOCK_PING) {
 		/* |off - pp_off| without signed overflow (guest values) */
@@ -568,7 +580,7 @@ static void chan_clock(struct opd_agents *a, struct chan *c)
 		bool was = opd_gclock_exact(gc);
 		int64_t off;
 		uint64_t unc;
-		int err = pair_offset(c, gc, &t[i], &off, &unc);
+		int err = pair_offset(a, c, gc, &t[i], &off, &unc);
 
 		if (!err) {
 			opd_gclock_set_exact(gc, off, unc);

@@ -3,7 +3,8 @@
  * (NTP style: the offset at the exchange's midpoint, the recent exchange
  * with the smallest round trip wins).  Until the first PONG, HELLO's own
  * timestamp gives a rough offset with a wide uncertainty.  Where the
- * TSC path works (opd_kvmtsc, doc/clock.md) an exact offset replaces
+ * TSC path works (KVM's offsets, opd_kvmtsc, or the hypervisor's reads of
+ * the guest TSC, opd_gtscline; doc/clock.md) an exact offset replaces
  * ping/pong's, which is kept beside it to fall back on.
  */
 #ifndef OPD_GUEST_CLOCK_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "opd_gtscline.h"
 
 #define OPD_GCLOCK_PINGS	16
 #define OPD_GCLOCK_WINDOW	32
@@ -47,6 +49,9 @@ struct opd_gclock {
 	uint64_t unc;		/* the TSC path's stated uncertainty */
 	struct dp_ag_tsc tsc[OPD_GCLOCK_TSC_PAIRS];
 	size_t nr_tsc;
+	/* the hypervisor's reads of the guest TSC (DP_RAW_GUEST_TSC: Xen);
+	 * where there are any, they relate the pairs instead of KVM's offset */
+	struct opd_gtscline line;
 	/* why the clock is not exact ("" when it is or nobody tried), and
 	 * the TSC path's troubles, for SESSION/domains/<esc>/stats */
 	char why[160];

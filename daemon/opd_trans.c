@@ -905,6 +905,25 @@ static int trans_kmod(void *ctx, uint64_t start, uint64_t size, const char *name
 	return 0;
 }
 
+/* The hypervisor's read of a domain's guest TSC: kept in its guest clock,
+ * which relates the agent's TSC pairs by it (opd_gtscline.h).  Nothing
+ * to keep for a domain with no agent channel, or on replay. */
+static int trans_guest_tsc(void *ctx, const struct dp_raw_guest_tsc *rec)
+{
+	struct opd_trans *t = ctx;
+	const struct opd_dom *dom;
+	struct opd_guest *g;
+	int vcpu;
+
+	if (!t->domains || !t->agents)
+		return 0;
+	dom = opd_domains_lookup(t->domains, rec->key_ns, rec->key, DP_RAW_VCPU_UNKNOWN, 0, &vcpu);
+	g = dom ? opd_agents_guest(t->agents, dom) : NULL;
+	if (g)
+		opd_gtscline_note(&opd_guest_gclock(g)->line, rec);
+	return 0;
+}
+
 const struct raw_ops opd_trans_ops = {
 	.sample = trans_sample,
 	.cpu = trans_cpu,
@@ -920,4 +939,5 @@ const struct raw_ops opd_trans_ops = {
 	.exit = trans_exit,
 	.kmod = trans_kmod,
 	.callchain = trans_callchain,
+	.guest_tsc = trans_guest_tsc,
 };

@@ -30,6 +30,8 @@ struct fake {
 	bool paused;
 	uint32_t read_dom;	/* the domain of the last read */
 	uint64_t next_table;	/* the next free page-table page */
+	unsigned int tsc_asks[FX_DOMS];
+	int tsc_err;
 };
 
 static size_t fx_idx(struct fake *f, uint32_t domid)
@@ -148,6 +150,9 @@ struct tally {
 	unsigned int chains, chained_samples;
 	struct dp_raw_callchain last_cc;
 	uint64_t last_frames[DP_RAW_CC_MAX];
+	/* DP_RAW_GUEST_TSC records, and the last one */
+	unsigned int gtscs;
+	struct dp_raw_guest_tsc last_gtsc;
 };
 
 static void walk(const struct buf *b, struct tally *t)
@@ -208,6 +213,10 @@ static void walk(const struct buf *b, struct tally *t)
 			if (t->times < 8)
 				t->time[t->times] = tr.ns;
 			t->times++;
+		} else if (type == DP_RAW_GUEST_TSC) {
+			CU_ASSERT_EQUAL_FATAL(len, sizeof(t->last_gtsc));
+			memcpy(&t->last_gtsc, b->p + off, sizeof(t->last_gtsc));
+			t->gtscs++;
 		} else if (type == DP_RAW_CALLCHAIN) {
 			memcpy(&t->last_cc, b->p + off, sizeof(t->last_cc));
 			CU_ASSERT_EQUAL_FATAL(len, 8 + 8 * t->last_cc.nr);
@@ -492,6 +501,91 @@ static void test_look_time(void)
 	rig_down(&r);
 }
 
+/* A PV domain's TSC: 1000 ticks a vCPU-ms of its own, at 1 GHz; an HVM
+ * domain's is not known (as cx_xc_guest_tsc says). */
+static int fx_guest_tsc(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz)
+{
+	struct fake *f = src;
+	size_t i = fx_idx(f, domid);
+
+	CU_ASSERT_FATAL(i < FX_DOMS);
+	f->tsc_asks[i]++;
+	if (hvm)
+		return -EOPNOTSUPP;
+	if (f->tsc_err)
+		return f->tsc_err;
+	*tsc = 5000000 + f->ns[i][0];
+	*khz = 1000000;
+	return 0;
+}
+
+/*
+ * The engine states each PV domain's guest TSC on its first tick and then
+ * once every CX_TSC_EVERY_NS of the source's clock, dated by the clock
+ * read around the source's answer; it stops asking for a domain the
+ * source cannot answer for (HVM) and counts other failures.
+ */
+static void test_guest_tsc(void)
+{
+	struct cx_src_ops ops = fx_ops;
+	struct cx_stats st;
+	struct rig r;
+	struct tally t;
+
+	rig_up(&r);
+	r.f.dom[0].hvm = true;		/* db: HVM */
+	ops.clock = fx_clock;
+	ops.guest_tsc = fx_guest_tsc;
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, MS);
+	CU_ASSERT_FATAL(r.e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	fx_clock_ns = 1000;
+	r.f.ns[1][0] = 7 * MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.gtscs, 1);
+	CU_ASSERT_EQUAL(t.last_gtsc.key, 2);
+	CU_ASSERT_EQUAL(t.last_gtsc.key_ns, DP_DOMKEY_XEN_DOMID);
+	CU_ASSERT_EQUAL(t.last_gtsc.khz, 1000000);
+	CU_ASSERT_EQUAL(t.last_gtsc.tsc, 5000000 + 7 * MS);
+	CU_ASSERT_EQUAL(t.last_gtsc.window_ns, 10);
+	/* db asked once (it is not asked again), web once; the clock read
+	 * around web's answer: its first read is db's second, 1020 */
+	CU_ASSERT_EQUAL(t.last_gtsc.host_ns, 1035);
+	/* within the second: nothing more */
+	for (int i = 0; i < 5; i++) {
+		r.f.ns[1][0] += MS;
+		CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	}
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.gtscs, 1);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[0], 1);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[1], 1);
+	/* a second on: again, with the vCPU's time since */
+	fx_clock_ns += CX_TSC_EVERY_NS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.gtscs, 2);
+	CU_ASSERT_EQUAL(t.last_gtsc.tsc, 5000000 + 12 * MS);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[0], 1);
+	/* a failure is counted, states nothing, and is retried a second on */
+	r.f.tsc_err = -EIO;
+	fx_clock_ns += CX_TSC_EVERY_NS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.gtscs, 2);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.tsc_reads, 2);
+	CU_ASSERT_EQUAL(st.tsc_errors, 1);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[1], 3);
+	rig_down(&r);
+}
+
 /* ---- call chains ---- */
 
 #define PT_ROOT 0x1000ull
@@ -624,6 +718,7 @@ int main(void)
 	    !CU_add_test(s, "address space from CR3", test_asid) ||
 	    !CU_add_test(s, "context re-stated after another collector's records", test_forget) ||
 	    !CU_add_test(s, "each look dated by the source's clock", test_look_time) ||
+	    !CU_add_test(s, "guest TSC stated once a second, not for HVM", test_guest_tsc) ||
 	    !CU_add_test(s, "guest call chains", test_callchain)) {
 		CU_cleanup_registry();
 		return 1;

@@ -3,7 +3,9 @@
  * offset a guest TSC pair implies against a fake debugfs whose tsc-offset
  * this test chooses, so the right answer is known.  Also every way the
  * exact path says no: forced ping/pong, no entry for the pid, a pair the
- * offset does not explain.
+ * offset does not explain.  And the hypervisor's reads of a guest TSC
+ * (opd_gtscline, Xen): the offset from a pair, the rate measured between
+ * reads, and its refusals.
  */
 #include "config.h"
 
@@ -21,13 +23,113 @@
 
 #include "agent/agent.h"
 #include "domprof/raw.h"
+#include "opd_gtscline.h"
 #include "opd_kvmtsc.h"
 #include "opd_kvmtsc_trace.h"
 #include "opd_guest.h"
 #include "opd_imgcache.h"
 
+
 #if defined(__x86_64__)
 static char root[64];
+
+/* A read by the hypervisor: at host @host_ns (+- 500 ns) the TSC was @tsc. */
+static void line_read(struct opd_gtscline *l, uint64_t host_ns, uint64_t tsc, uint32_t khz)
+{
+	struct dp_raw_guest_tsc g = { .key = 3, .key_ns = DP_DOMKEY_XEN_DOMID, .khz = khz,
+				      .host_ns = host_ns, .window_ns = 1000, .tsc = tsc };
+
+	opd_gtscline_note(l, &g);
+}
+
+#define SEC 1000000000ULL
+
+/*
+ * The guest's TSC runs at 2 GHz and 50 ppm fast (2.0001 ticks a host ns)
+ * from 40e9 at host 10 s; the guest's clock is the host's plus 123.456 ms.
+ * One read: the stated rate, and its 100 ppm of doubt in the uncertainty.
+ * Two reads a second apart: the measured rate, right to nanoseconds two
+ * seconds on, where the stated one is 100 us off.
+ */
+static void test_line(void)
+{
+	struct opd_gtscline l = { 0 };
+	struct dp_ag_tsc p = { .window_tsc = 400 };
+	const long double rate = 2.0001L;
+	const int64_t truth = 123456000;
+	int64_t off;
+	uint64_t unc, host;
+	char why[160];
+
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), -ENODATA);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "no TSC read"));
+	line_read(&l, 10 * SEC, 40000000000ULL, 2000000);
+	/* a pair 1 ms after the read */
+	host = 10 * SEC + 1000000;
+	p.tsc = 40000000000ULL + (uint64_t)(rate * 1000000);
+	p.time_ns = host + truth;
+	CU_ASSERT_EQUAL_FATAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	CU_ASSERT_STRING_EQUAL(why, "");
+	/* the stated rate is 50 ppm slow over 1 ms: 50 ns */
+	CU_ASSERT(llabs(off - truth) <= 60);
+	/* 100 ns the pair's window, 500 the read's, 100 the rate's doubt over
+	 * 1 ms, 2000 margin */
+	CU_ASSERT(unc >= 2650 && unc <= 2750);
+	/* the second read, a second on: the rate measured */
+	line_read(&l, 11 * SEC, 40000000000ULL + (uint64_t)(rate * SEC), 2000000);
+	host = 13 * SEC;
+	p.tsc = 40000000000ULL + (uint64_t)(rate * 3 * SEC);
+	p.time_ns = host + truth;
+	CU_ASSERT_EQUAL_FATAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	CU_ASSERT(llabs(off - truth) <= 5);
+	/* 100 + 500 + 2 s x 1000 ns / 1 s + 2000 */
+	CU_ASSERT(unc >= 4550 && unc <= 4650);
+	/* a pair before the read converts too */
+	p.tsc = 40000000000ULL + (uint64_t)(rate * (SEC / 2));
+	p.time_ns = 10 * SEC + SEC / 2 + truth;
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	CU_ASSERT(llabs(off - truth) <= 5);
+}
+
+/* What the line refuses: a pair far from every read, a guest's time out
+ * of range, a rate far from the stated one; a TSC that went back or a
+ * rate that changed starts the line over. */
+static void test_line_refusals(void)
+{
+	struct opd_gtscline l = { 0 };
+	struct dp_ag_tsc p = { .window_tsc = 400 };
+	int64_t off;
+	uint64_t unc;
+	char why[160];
+
+	line_read(&l, 10 * SEC, 40000000000ULL, 2000000);
+	p.tsc = 40000000000ULL + 2 * 31 * SEC;	/* 31 s on */
+	p.time_ns = 41 * SEC;
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), -ERANGE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "far from"));
+	p.tsc = 40000000000ULL;
+	p.time_ns = UINT64_MAX;
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), -ERANGE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "out of range"));
+	/* 1% fast over a second */
+	line_read(&l, 11 * SEC, 40000000000ULL + 2020000000ULL, 2000000);
+	p.time_ns = 11 * SEC;
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), -ERANGE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "rate"));
+	/* back in time: over, with one read */
+	line_read(&l, 12 * SEC, 1000, 2000000);
+	CU_ASSERT_EQUAL(l.restarts, 1);
+	CU_ASSERT_EQUAL(l.n, 1);
+	p.tsc = 1000 + 2000000;
+	p.time_ns = 12 * SEC + 1000000 + 77;
+	CU_ASSERT_EQUAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	CU_ASSERT(llabs(off - 77) <= 1);
+	/* another rate: over */
+	line_read(&l, 13 * SEC, 5000, 1000000);
+	CU_ASSERT_EQUAL(l.restarts, 2);
+	CU_ASSERT_EQUAL(l.first.khz, 1000000);
+}
+
 
 static uint64_t rd_tsc(void)
 {
@@ -505,7 +607,9 @@ int main(void)
 	    !CU_add_test(s, "refusals", test_refusals) ||
 	    !CU_add_test(s, "KVM's offset writes followed", test_follow) ||
 	    !CU_add_test(s, "tracepoint records decoded", test_decode) ||
-	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact))
+	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact) ||
+	    !CU_add_test(s, "hypervisor's reads of the guest TSC", test_line) ||
+	    !CU_add_test(s, "hypervisor's reads refused", test_line_refusals))
 		return 1;
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();

@@ -93,6 +93,7 @@ enum dp_raw_type {
 	DP_RAW_KMOD = 12,	/* struct dp_raw_kmod + name: kernel image range */
 	DP_RAW_ASID = 13,	/* struct dp_raw_asid: guest address space */
 	DP_RAW_CALLCHAIN = 14,	/* struct dp_raw_callchain + nr u64 frames */
+	DP_RAW_GUEST_TSC = 15,	/* struct dp_raw_guest_tsc: a domain's TSC on the host clock */
 	DP_RAW_NR_TYPES
 };
 
@@ -227,6 +228,23 @@ struct dp_raw_callchain {
 #define DP_RAW_CC_TRUNCATED	0x1	/* the walk stopped at an implausible frame */
 #define DP_RAW_CC_GUEST		0x2	/* the frames are guest addresses */
 
+/*
+ * A domain's guest TSC, read by the hypervisor's side: at host
+ * CLOCK_MONOTONIC @host_ns (the middle of a read @window_ns long) the
+ * guest's TSC was @tsc, and it runs at @khz kHz.  With the agent's pairs
+ * of guest clock and guest TSC this relates the two clocks to
+ * microseconds (doc/clock.md).  Not context: it says nothing of the
+ * samples around it.
+ */
+struct dp_raw_guest_tsc {
+	dp_u64 key;		/* the domain, as in struct dp_raw_domain */
+	dp_u32 key_ns;		/* enum dp_domkey_ns */
+	dp_u32 khz;		/* the guest TSC's rate, > 0 */
+	dp_u64 host_ns;
+	dp_u64 window_ns;
+	dp_u64 tsc;
+};
+
 _Static_assert(sizeof(struct dp_raw_event) == 64, "dp_raw_event layout");
 _Static_assert(sizeof(struct dp_raw_header) == 40, "dp_raw_header layout");
 _Static_assert(sizeof(struct dp_raw_cpu) == 8, "dp_raw_cpu layout");
@@ -240,6 +258,7 @@ _Static_assert(sizeof(struct dp_raw_sample) == 16, "dp_raw_sample layout");
 _Static_assert(sizeof(struct dp_raw_kmod) == 24, "dp_raw_kmod layout");
 _Static_assert(sizeof(struct dp_raw_asid) == 8, "dp_raw_asid layout");
 _Static_assert(sizeof(struct dp_raw_callchain) == 8, "dp_raw_callchain layout");
+_Static_assert(sizeof(struct dp_raw_guest_tsc) == 40, "dp_raw_guest_tsc layout");
 _Static_assert(8 + 8 * DP_RAW_CC_MAX <= DP_RAW_MAX_PAYLOAD, "callchain fits a payload");
 
 #endif /* DOMPROF_RAW_H */

@@ -220,6 +220,15 @@ static int dec_callchain(const struct raw_ops *ops, void *ctx, struct du_cursor 
 	return ops->callchain ? ops->callchain(ctx, h.nr, h.nr_kernel, h.flags, frames) : 0;
 }
 
+static int dec_guest_tsc(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
+{
+	struct dp_raw_guest_tsc g;
+
+	if (!du_cur_get(c, &g, sizeof(g)) || !du_cur_end(c) || !g.khz)
+		return RAW_BAD_PAYLOAD;
+	return ops->guest_tsc ? ops->guest_tsc(ctx, &g) : 0;
+}
+
 static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CPU] = dec_cpu,
 	[DP_RAW_TASK] = dec_task,
@@ -235,6 +244,7 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_KMOD] = dec_kmod,
 	[DP_RAW_ASID] = dec_asid,
 	[DP_RAW_CALLCHAIN] = dec_callchain,
+	[DP_RAW_GUEST_TSC] = dec_guest_tsc,
 };
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)

@@ -66,6 +66,8 @@ struct raw_ops {
 	 */
 	int (*callchain)(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
 			 const uint8_t *frames);
+	/* A domain's TSC on the host clock (khz > 0; not context). */
+	int (*guest_tsc)(void *ctx, const struct dp_raw_guest_tsc *g);
 };
 
 /* Frame @i of a callchain handler's @frames. */
@@ -145,6 +147,9 @@ int raw_put_kmod(struct raw_writer *w, uint64_t start, uint64_t size, const char
  * DP_RAW_CC_MAX and @nr_kernel <= @nr, else -EINVAL. */
 int raw_put_callchain(struct raw_writer *w, uint32_t nr, uint32_t nr_kernel, uint32_t flags,
 		      const uint64_t *frames);
+/* A domain's guest TSC on the host clock (DP_RAW_GUEST_TSC): @khz > 0,
+ * else -EINVAL. */
+int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g);
 /* Any record, for tests and forward compatibility. */
 int raw_put_record(struct raw_writer *w, uint32_t type, const void *payload, size_t len);
 

@@ -205,6 +205,13 @@ int raw_put_asid(struct raw_writer *w, uint64_t asid)
 	return raw_put2(w, DP_RAW_ASID, &r, sizeof(r), NULL, 0);
 }
 
+int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g)
+{
+	if (!g->khz)
+		return -EINVAL;
+	return raw_put2(w, DP_RAW_GUEST_TSC, g, sizeof(*g), NULL, 0);
+}
+
 int raw_put_domain(struct raw_writer *w, uint64_t key, uint32_t vcpu)
 {
 	return raw_put_domain_ns(w, DP_DOMKEY_HOST_PID, key, vcpu);

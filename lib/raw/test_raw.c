@@ -189,11 +189,19 @@ static int r_callchain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flag
 	return 0;
 }
 
+static int r_guest_tsc(void *ctx, const struct dp_raw_guest_tsc *g)
+{
+	log_add(ctx, "gtsc %llu/%u %llu %llu %llu %u\n", (unsigned long long)g->key, g->key_ns,
+		(unsigned long long)g->host_ns, (unsigned long long)g->window_ns,
+		(unsigned long long)g->tsc, g->khz);
+	return 0;
+}
+
 static const struct raw_ops rec_ops = {
 	.sample = r_sample, .cpu = r_cpu, .task = r_task, .mode = r_mode,
 	.domain = r_domain, .lost = r_lost, .time = r_time, .mmap = r_mmap,
 	.comm = r_comm, .fork = r_fork, .exit = r_exit, .kmod = r_kmod,
-	.asid = r_asid, .callchain = r_callchain,
+	.asid = r_asid, .callchain = r_callchain, .guest_tsc = r_guest_tsc,
 };
 
 static const struct dp_raw_event test_events[2] = {
@@ -618,6 +626,39 @@ static void test_callchain(void)
 	free(m.p);
 }
 
+/* DP_RAW_GUEST_TSC: decoded field by field; a rate of 0 or a short or
+ * long payload is malformed; the writer refuses a rate of 0. */
+static void test_guest_tsc(void)
+{
+	struct membuf m = { 0 };
+	struct raw_writer *w = raw_writer_new(mem_sink, &m, 0);
+	struct rec_log l = { 0 };
+	struct raw_decode_stats st = { 0 };
+	struct dp_raw_guest_tsc g = { .key = 7, .key_ns = DP_DOMKEY_XEN_DOMID, .khz = 2100000,
+				      .host_ns = 5000000000ULL, .window_ns = 1200,
+				      .tsc = 123456789012ULL };
+	uint8_t buf[48] = { 0 };
+	size_t consumed;
+
+	CU_ASSERT_FATAL(w != NULL);
+	CU_ASSERT_EQUAL(raw_put_guest_tsc(w, &g), 0);
+	g.khz = 0;
+	CU_ASSERT_EQUAL(raw_put_guest_tsc(w, &g), -EINVAL);
+	memcpy(buf, &g, sizeof(g));	/* khz 0, by hand */
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TSC, buf, sizeof(g)), 0);
+	g.khz = 1;
+	memcpy(buf, &g, sizeof(g));
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TSC, buf, sizeof(g) - 8), 0);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TSC, buf, sizeof(g) + 8), 0);
+	CU_ASSERT_EQUAL(raw_writer_close(w), 0);
+	CU_ASSERT_EQUAL(raw_decode(&rec_ops, &l, m.p, m.len, &consumed, &st), 0);
+	CU_ASSERT_EQUAL(consumed, m.len);
+	CU_ASSERT_STRING_EQUAL(log_str(&l), "gtsc 7/1 5000000000 1200 123456789012 2100000\n");
+	CU_ASSERT_EQUAL(st.bad_payload, 3);
+	log_free(&l);
+	free(m.p);
+}
+
 static void test_bad_payloads(void)
 {
 	struct membuf m = { 0 };
@@ -919,6 +960,7 @@ int main(void)
 		{ "path/name over DP_RAW_MAX_PATH", test_path_over_max },
 		{ "oversize payload rejected", test_oversize_payload },
 		{ "handler error stops decoding", test_handler_error },
+		{ "guest TSC record", test_guest_tsc },
 		{ "NULL handlers ignore", test_null_handlers },
 		{ "header errors", test_header_errors },
 		{ "garbage input", test_garbage },
