@@ -856,6 +856,7 @@ static bool resolve_asid(struct opd_guest *g, const struct opd_guest_sample *s,
 	m = t ? opd_gtask_find_map(t, s->pc) : NULL;
 	if (!m) {
 		g->asid.s.no_mapping++;
+		opd_gasid_doubt(&g->asid, s->asid);
 		return false;
 	}
 	place_user(g, s, r, t, m);

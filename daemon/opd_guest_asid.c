@@ -71,34 +71,38 @@ static struct opd_gasid_ent *get(struct opd_gasid *a, uint64_t asid)
 	return e;
 }
 
-/* One vote for @pid (Misra-Gries over OPD_GASID_VOTERS pids: a pid that
- * finds no slot takes one from every other's count). */
+/*
+ * One vote for @pid: its count goes up (to OPD_GASID_VOTE_CAP), every
+ * other candidate's down by one.  So the counts follow what the recent
+ * votes say: a pid that keeps being named wins, and an owner that the
+ * votes stop naming loses its lead within about OPD_GASID_VOTE_CAP
+ * contrary votes, however long it owned the space.  A pid that finds
+ * no slot (all held by others still counting) is not counted.
+ */
 static void tally(struct opd_gasid_ent *e, uint32_t pid)
 {
-	struct opd_gasid_vote *free_slot = NULL;
+	struct opd_gasid_vote *mine = NULL, *free_slot = NULL;
 
 	for (int k = 0; k < OPD_GASID_VOTERS; k++) {
-		if (e->v[k].n && e->v[k].pid == pid) {
-			if (++e->v[k].n == UINT32_MAX)
-				for (int j = 0; j < OPD_GASID_VOTERS; j++)
-					e->v[j].n /= 2;
-			return;
-		}
-		if (!e->v[k].n && !free_slot)
-			free_slot = &e->v[k];
+		struct opd_gasid_vote *v = &e->v[k];
+
+		if (v->n && v->pid == pid)
+			mine = v;
+		else if (v->n)
+			v->n--;
+		if (!v->n && !free_slot)
+			free_slot = v;
 	}
-	if (free_slot) {
-		*free_slot = (struct opd_gasid_vote){ .pid = pid, .n = 1 };
-		return;
-	}
-	for (int k = 0; k < OPD_GASID_VOTERS; k++)
-		e->v[k].n--;
+	if (!mine && free_slot)
+		*(mine = free_slot) = (struct opd_gasid_vote){ .pid = pid, .n = 0 };
+	if (mine && mine->n < OPD_GASID_VOTE_CAP)
+		mine->n++;
 }
 
 /* The leader owns the space once it has OPD_GASID_MIN_VOTES and twice the
- * runner-up's; otherwise the owner stays (a burst of wrong votes does not
- * unseat it). */
-static bool elect(struct opd_gasid_ent *e)
+ * runner-up's; otherwise the owner stays (a few wrong votes do not unseat
+ * it).  An owner replaced by another is a reversal (asid_reversed). */
+static bool elect(struct opd_gasid_ent *e, bool *reversed)
 {
 	const struct opd_gasid_vote *lead = NULL, *second = NULL;
 
@@ -117,6 +121,7 @@ static bool elect(struct opd_gasid_ent *e)
 	if (!lead || lead->pid == e->owner || lead->n < OPD_GASID_MIN_VOTES ||
 	    (second && lead->n < 2 * (uint64_t)second->n))
 		return false;
+	*reversed = e->owner != 0;
 	e->owner = lead->pid;
 	return true;
 }
@@ -125,6 +130,7 @@ bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t g
 		    uint64_t obs)
 {
 	struct opd_gasid_ent *e;
+	bool reversed = false;
 
 	if (!pid)
 		return false;
@@ -142,10 +148,23 @@ bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t g
 	e->last_obs = obs;
 	a->s.votes++;
 	tally(e, pid);
-	if (!elect(e))
+	if (!elect(e, &reversed))
 		return false;
 	a->s.learned++;
+	a->s.reversed += reversed;
 	return true;
+}
+
+void opd_gasid_doubt(struct opd_gasid *a, uint64_t asid)
+{
+	struct opd_gasid_ent *e = find(a, asid);
+
+	if (!e || !e->owner)
+		return;
+	for (int k = 0; k < OPD_GASID_VOTERS; k++)
+		if (e->v[k].n && e->v[k].pid == e->owner)
+			e->v[k].n--;
+	a->s.doubted++;
 }
 
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt)
@@ -241,12 +260,13 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 	fprintf(f,
 		"asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
 		"\nasid_votes_same_obs %" PRIu64 "\nasid_votes_ahead %" PRIu64
-		"\nasid_learned %" PRIu64 "\nasid_filed %" PRIu64
+		"\nasid_learned %" PRIu64 "\nasid_reversed %" PRIu64 "\nasid_doubted %" PRIu64
+		"\nasid_filed %" PRIu64
 		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
 		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
 		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
 		"\nasid_wait_expired %" PRIu64 "\n",
 		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned,
-		s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
+		s->reversed, s->doubted, s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
 		s->spaces_capped, s->waited, s->wait_expired);
 }

@@ -8,8 +8,13 @@
  * and the pc in that process's mappings): each observation is a vote
  * "ASID A ran pid P".  Once one pid holds enough votes and twice the
  * runner-up's, it is the owner, and a later guest-user sample with that
- * ASID is filed under it whatever the clock says.  A clock that is wrong
- * near switches only adds a minority of wrong votes; a pid that exits or
+ * ASID is filed under it whatever the clock says.  The counts follow the
+ * recent votes (a vote for one pid is one less for the others, and a
+ * count stops at OPD_GASID_VOTE_CAP), so an owner the votes stop naming
+ * is replaced (asid_reversed), and a sample of the space in code its
+ * owner does not map weighs against the owner too (opd_gasid_doubt).
+ * A clock that is wrong near switches only adds a minority of wrong
+ * votes; a pid that exits or
  * execs loses its spaces from that time on (its CR3 is freed and may be
  * reused: a few past owners are kept for the samples from before), and
  * the votes of samples older than that are refused.
@@ -39,6 +44,8 @@
 #define OPD_GASID_VOTERS	4
 /* Votes a pid needs before it owns a space. */
 #define OPD_GASID_MIN_VOTES	8
+/* Most a pid's count holds: about the contrary votes that unseat an owner. */
+#define OPD_GASID_VOTE_CAP	64
 /* Past owners kept per space (opd_gasid_owner at an older time). */
 #define OPD_GASID_PAST		3
 /* Numbered buckets per domain (no agent). */
@@ -74,6 +81,8 @@ struct opd_gasid_stats {
 	uint64_t votes_same_obs;	/* not counted: one observation's further samples */
 	uint64_t votes_ahead;	/* not cast: the agent's stream had not reached the sample */
 	uint64_t learned;	/* an owner set or changed */
+	uint64_t reversed;	/* ... changed from another pid */
+	uint64_t doubted;	/* samples of an owned space its owner does not map */
 	uint64_t filed;		/* samples filed by their ASID's owner */
 	uint64_t overrode_clock;	/* ... where the clock named another pid */
 	uint64_t no_mapping;	/* owner known but the pc is not in its mappings */
@@ -104,6 +113,10 @@ void opd_gasid_fini(struct opd_gasid *a);
  * when the owner changed. */
 bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
 		    uint64_t obs);
+
+/* A sample of @asid's space fell in code its owner does not map: one
+ * vote less for the owner (nothing when the space has none). */
+void opd_gasid_doubt(struct opd_gasid *a, uint64_t asid);
 
 /* The owner of @asid at guest time @gt (0: none, or @asid 0): before the
  * last owner's exit or exec, that owner.  Counts nothing. */

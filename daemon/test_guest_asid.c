@@ -133,6 +133,45 @@ static void test_votes(void)
 	opd_gasid_fini(&a);
 }
 
+/*
+ * An owner the votes stop naming is replaced, however long it owned the
+ * space: 1000 votes for pid 100, then pid 200's; each of these is one less
+ * for 100, so 200 leads by twice within the cap's reach.  Samples in code
+ * the owner does not map weigh against it: fewer contrary votes then.
+ */
+static void test_reversal(void)
+{
+	struct opd_gasid a;
+	uint64_t o = 0;
+	int n;
+
+	opd_gasid_init(&a, 8, images);
+	for (int i = 0; i < 1000; i++)
+		opd_gasid_vote(&a, AS_A, 100, 10, ++o);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
+	for (n = 0; n < 1000 && opd_gasid_owner(&a, AS_A, NOW) == 100; n++)
+		opd_gasid_vote(&a, AS_A, 200, 20, ++o);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 200);
+	CU_ASSERT(n <= OPD_GASID_VOTE_CAP);
+	CU_ASSERT(a.s.reversed == 1);
+	CU_ASSERT(a.s.learned == 2);
+	/* with doubts about 200 between: back to 100 sooner */
+	for (int i = 0; i < 1000; i++)
+		opd_gasid_vote(&a, AS_A, 200, 30, ++o);
+	for (n = 0; n < 1000 && opd_gasid_owner(&a, AS_A, NOW) == 200; n++) {
+		opd_gasid_doubt(&a, AS_A);
+		opd_gasid_vote(&a, AS_A, 100, 40, ++o);
+	}
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
+	CU_ASSERT(n <= OPD_GASID_VOTE_CAP / 2 + 1);
+	CU_ASSERT(a.s.reversed == 2);
+	CU_ASSERT(a.s.doubted == (uint64_t)n);
+	/* a space with no owner: a doubt is nothing */
+	opd_gasid_doubt(&a, AS_B);
+	CU_ASSERT(a.s.doubted == (uint64_t)n);
+	opd_gasid_fini(&a);
+}
+
 /* The owners of a space over time: each earlier time keeps its own, up
  * to OPD_GASID_PAST of them. */
 static void test_past_owners(void)
@@ -444,6 +483,7 @@ static void test_elsewhere(void)
 static void test_wrong_owners_corrected(void)
 {
 	struct opd_guest *g = scene();
+	char path[PATH_MAX];
 	int first, middle, last;
 
 	/* the turns go on to 2000 ms */
@@ -455,6 +495,12 @@ static void test_wrong_owners_corrected(void)
 	printf("\n  wrong: %d of 200 at 5 ms, then at 3 ms %d of 1400 and %d of 380\n", first,
 	       middle, last);
 	CU_ASSERT(last == 0);
+	/* the counts follow the recent votes: the wrong owners go within the
+	 * first 100 ms at 3 ms (616 of 1400 wrong when a count only grew) */
+	CU_ASSERT(middle <= 70);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_reversed") >= 2);
 	opd_guest_free(g);
 }
 
@@ -629,6 +675,7 @@ static void test_no_agent(void)
 
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_votes)
+WRAP(test_reversal)
 WRAP(test_past_owners)
 WRAP(test_bounds)
 WRAP(test_wrong_clock)
@@ -649,6 +696,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("guest asid", NULL, NULL);
 	CU_add_test(s, "votes, owner, forget, stale votes", test_votes_w);
+	CU_add_test(s, "an owner the votes stop naming is replaced", test_reversal_w);
 	CU_add_test(s, "past owners kept with their times", test_past_owners_w);
 	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
