@@ -294,31 +294,38 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	return cx_emit(e, w, s->dom.domid, v, &c, &ch, count);
 }
 
-/* The domain's guest TSC, when due (cx_src_ops.guest_tsc). */
+/* The domain's guest TSC, when due (cx_src_ops.guest_tsc): the best
+ * dated of CX_TSC_TRIES reads (a busy dom0 may stop between the clock
+ * reads around one). */
 static int cx_tsc(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s)
 {
 	struct dp_raw_guest_tsc g = { .key = s->dom.domid, .key_ns = DP_DOMKEY_XEN_DOMID };
-	uint64_t t0, t1;
-	int rc;
+	uint64_t t0, t1, tsc;
+	uint32_t khz;
+	int rc = 0, got = 0;
 
-	if (!e->sops->guest_tsc || !e->sops->clock)
+	if (!e->sops->guest_tsc || !e->sops->clock || e->sops->clock(e->src) < s->next_tsc_ns)
 		return 0;
-	t0 = e->sops->clock(e->src);
-	if (t0 < s->next_tsc_ns)
-		return 0;
-	rc = e->sops->guest_tsc(e->src, s->dom.domid, s->dom.hvm, &g.tsc, &g.khz);
-	t1 = e->sops->clock(e->src);
-	if (rc == -EOPNOTSUPP || (!rc && !g.khz)) {
-		s->next_tsc_ns = UINT64_MAX;
+	for (int k = 0; k < CX_TSC_TRIES && !rc; k++) {
+		t0 = e->sops->clock(e->src);
+		rc = e->sops->guest_tsc(e->src, s->dom.domid, s->dom.hvm, &tsc, &khz);
+		t1 = e->sops->clock(e->src);
+		if (rc || !khz || (got && t1 - t0 >= g.window_ns))
+			continue;
+		g = (struct dp_raw_guest_tsc){ .key = s->dom.domid, .key_ns = DP_DOMKEY_XEN_DOMID,
+					       .khz = khz, .tsc = tsc, .host_ns = t0 + (t1 - t0) / 2,
+					       .window_ns = t1 - t0 };
+		got = 1;
+	}
+	if (!got && (rc == -EOPNOTSUPP || !rc)) {
+		s->next_tsc_ns = UINT64_MAX;	/* not for this domain */
 		return 0;
 	}
-	s->next_tsc_ns = t1 + CX_TSC_EVERY_NS;
-	if (rc) {
+	s->next_tsc_ns = e->sops->clock(e->src) + CX_TSC_EVERY_NS;
+	if (!got) {
 		e->st.tsc_errors++;
 		return 0;
 	}
-	g.host_ns = t0 + (t1 - t0) / 2;
-	g.window_ns = t1 - t0;
 	e->st.tsc_reads++;
 	return raw_put_guest_tsc(w, &g);
 }

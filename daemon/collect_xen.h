@@ -91,8 +91,11 @@ struct cx_src_ops {
 	int (*guest_tsc)(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz);
 };
 
-/* How often a domain's guest TSC is read (guest_tsc). */
+/* How often a domain's guest TSC is read (guest_tsc), and how many reads
+ * each time (the one with the shortest window between its clock reads is
+ * stated). */
 #define CX_TSC_EVERY_NS 1000000000ULL
+#define CX_TSC_TRIES 3
 
 /* Most vCPU time one look turns into samples: a collector stalled for
  * longer than this (dom0 starved) emits this much and counts the rest as

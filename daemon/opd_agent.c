@@ -581,19 +581,32 @@ static void chan_clock(struct opd_agents *a, struct chan *c)
 		int64_t off;
 		uint64_t unc;
 		int err = pair_offset(a, c, gc, &t[i], &off, &unc);
+		/* the pair's host time, by the offset in use (ping/pong's will do) */
+		uint64_t host = t[i].time_ns - (uint64_t)(err ? gc->off : off);
 
 		if (!err) {
-			opd_gclock_set_exact(gc, off, unc);
+			bool took = opd_gclock_offer_exact(gc, off, unc, host);
+
+			du_debug("domain %s: TSC pair on vCPU %u: offset %lld +- %llu ns%s",
+				 c->name->name, t[i].cpu, (long long)off, (unsigned long long)unc,
+				 took ? "" : " (the offset in use is tighter)");
 			if (!was)
 				du_info("domain %s: clock exact through the TSC (+- %llu ns)",
 					c->name->name, (unsigned long long)unc);
 			c->clk_said = false;
 			a->st->guest_clock_exact = 1;
-			a->st->guest_clock_unc_ns = unc;
+			a->st->guest_clock_unc_ns = gc->unc;
 			continue;
 		}
+		/* one pair that gives nothing (a read dated badly, KVM's offset
+		 * moving): the last exact offset stands for a while */
 		if (err == -EAGAIN && was)
-			continue;	/* keeps the last exact offset */
+			continue;
+		if (opd_gclock_keep_exact(gc, host)) {
+			du_debug("domain %s: TSC pair on vCPU %u skipped: %s", c->name->name,
+				 t[i].cpu, gc->why);
+			continue;
+		}
 		opd_gclock_drop_exact(gc, NULL);
 		if (!c->clk_said && err != -EAGAIN) {
 			du_info("domain %s: clock by ping/pong: %s", c->name->name, gc->why);

@@ -6,12 +6,14 @@
  * clock offset to microseconds, the same way KVM's offsets do
  * (opd_kvmtsc), without reading anything of the host's here.
  *
- * The rate is measured between two reads at least OPD_GTSCLINE_MIN_SPAN_NS
- * apart (the older kept up to OPD_GTSCLINE_MAX_SPAN_NS, so that a slewed
- * host clock is followed); before that the stated rate holds, with
- * OPD_GTSCLINE_RATE_PPM of doubt.  A read whose TSC went back, or whose
- * rate changed, starts the line over (a restored or migrated domain).
- * Pure: no I/O, no clock reads.
+ * The last OPD_GTSCLINE_READS reads are kept.  A read is dated to within
+ * its window, which a busy host makes long (the reader waited between its
+ * two clock reads), so each pair is converted from the read that gives it
+ * the least uncertainty, and the rate is measured between the two reads
+ * at least OPD_GTSCLINE_MIN_SPAN_NS apart that date it best, where that
+ * beats the stated rate's OPD_GTSCLINE_RATE_PPM of doubt.  A read whose
+ * TSC went back, or whose rate changed, starts the line over (a restored
+ * or migrated domain).  Pure: no I/O, no clock reads.
  */
 #ifndef OPD_GTSCLINE_H
 #define OPD_GTSCLINE_H
@@ -22,8 +24,8 @@
 #include "domprof/agent.h"
 #include "domprof/raw.h"
 
+#define OPD_GTSCLINE_READS	16
 #define OPD_GTSCLINE_MIN_SPAN_NS	(500ULL * 1000 * 1000)
-#define OPD_GTSCLINE_MAX_SPAN_NS	(60ULL * 1000 * 1000 * 1000)
 /* Doubt on the stated rate until one is measured. */
 #define OPD_GTSCLINE_RATE_PPM	100
 /* A pair farther than this from the nearest read is not converted. */
@@ -39,13 +41,19 @@ struct opd_gtsc_read {
 };
 
 struct opd_gtscline {
-	struct opd_gtsc_read first, last;
-	uint32_t n;		/* reads since the line started; 0: no line */
+	struct opd_gtsc_read r[OPD_GTSCLINE_READS];	/* a ring, oldest at pos */
+	uint32_t n, pos;	/* reads kept (0: no line), the next slot */
 	uint64_t restarts;	/* the TSC went back or its rate changed */
 };
 
 /* A read arrived (@g->khz > 0, decoder-checked). */
 void opd_gtscline_note(struct opd_gtscline *l, const struct dp_raw_guest_tsc *g);
+
+/* The newest read (the line must have one). */
+static inline const struct opd_gtsc_read *opd_gtscline_last(const struct opd_gtscline *l)
+{
+	return &l->r[(l->pos + OPD_GTSCLINE_READS - 1) % OPD_GTSCLINE_READS];
+}
 
 static inline int opd_gtscline_have(const struct opd_gtscline *l)
 {

@@ -101,6 +101,23 @@ void opd_gclock_set_exact(struct opd_gclock *c, int64_t off, uint64_t unc)
 	c->why[0] = 0;
 }
 
+bool opd_gclock_offer_exact(struct opd_gclock *c, int64_t off, uint64_t unc, uint64_t host_ns)
+{
+	uint64_t age = host_ns > c->exact_host_ns ? host_ns - c->exact_host_ns : 0;
+
+	if (opd_gclock_exact(c) && unc > c->unc + age / (1000000 / OPD_GCLOCK_AGE_PPM))
+		return false;
+	opd_gclock_set_exact(c, off, unc);
+	c->exact_host_ns = host_ns;
+	return true;
+}
+
+bool opd_gclock_keep_exact(const struct opd_gclock *c, uint64_t host_ns)
+{
+	return opd_gclock_exact(c) && host_ns >= c->exact_host_ns &&
+	       host_ns - c->exact_host_ns < OPD_GCLOCK_KEEP_NS;
+}
+
 void opd_gclock_set_why(struct opd_gclock *c, const char *why)
 {
 	snprintf(c->why, sizeof(c->why), "%s", why ? why : "");

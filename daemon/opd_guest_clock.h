@@ -26,6 +26,10 @@
 /* With the exact (TSC) clock: its stated uncertainty plus this margin for
  * what neither side's stamp sees (doc/clock.md). */
 #define OPD_GCLOCK_EXACT_MARGIN_NS	(20ULL * 1000)
+/* How fast an exact offset is taken to age (opd_gclock_offer_exact). */
+#define OPD_GCLOCK_AGE_PPM	100
+/* How long it stands in for pairs that give none. */
+#define OPD_GCLOCK_KEEP_NS	(10ULL * 1000 * 1000 * 1000)
 
 enum opd_gclock_method {
 	OPD_GCLOCK_NONE,	/* no estimate yet */
@@ -47,6 +51,7 @@ struct opd_gclock {
 	int64_t pp_off;
 	uint64_t pp_rtt;
 	uint64_t unc;		/* the TSC path's stated uncertainty */
+	uint64_t exact_host_ns;	/* host time of its pair (offer_exact) */
 	struct dp_ag_tsc tsc[OPD_GCLOCK_TSC_PAIRS];
 	size_t nr_tsc;
 	/* the hypervisor's reads of the guest TSC (DP_RAW_GUEST_TSC: Xen);
@@ -89,6 +94,18 @@ size_t opd_gclock_tsc_take(struct opd_gclock *c, struct dp_ag_tsc *out, size_t m
 
 /* Use the exact offset @off +- @unc ns. */
 void opd_gclock_set_exact(struct opd_gclock *c, int64_t off, uint64_t unc);
+/*
+ * An exact offset @off +- @unc from a pair read at host time @host_ns:
+ * taken (true) unless the one in use is tighter, its uncertainty grown by
+ * OPD_GCLOCK_AGE_PPM of the time since its pair (the two clocks may drift
+ * apart that fast).  Pairs differ: one read on a busy host is dated to
+ * milliseconds, the next to microseconds.
+ */
+bool opd_gclock_offer_exact(struct opd_gclock *c, int64_t off, uint64_t unc, uint64_t host_ns);
+/* May the offset in use stand in for a pair that gave none, at host time
+ * @host_ns?  While it is exact and its pair is under OPD_GCLOCK_KEEP_NS
+ * old. */
+bool opd_gclock_keep_exact(const struct opd_gclock *c, uint64_t host_ns);
 /* Back to HELLO's or ping/pong's offset; @why (may be NULL) is kept. */
 void opd_gclock_drop_exact(struct opd_gclock *c, const char *why);
 /* Record why the clock is not exact ("" or NULL: it is). */

@@ -32,6 +32,7 @@ struct fake {
 	uint64_t next_table;	/* the next free page-table page */
 	unsigned int tsc_asks[FX_DOMS];
 	int tsc_err;
+	uint64_t tsc_delay[3];	/* each ask of three takes so long (fx_clock) */
 };
 
 static size_t fx_idx(struct fake *f, uint32_t domid)
@@ -512,6 +513,7 @@ static int fx_guest_tsc(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint
 	f->tsc_asks[i]++;
 	if (hvm)
 		return -EOPNOTSUPP;
+	fx_clock_ns += f->tsc_delay[f->tsc_asks[i] % 3];
 	if (f->tsc_err)
 		return f->tsc_err;
 	*tsc = 5000000 + f->ns[i][0];
@@ -551,9 +553,10 @@ static void test_guest_tsc(void)
 	CU_ASSERT_EQUAL(t.last_gtsc.khz, 1000000);
 	CU_ASSERT_EQUAL(t.last_gtsc.tsc, 5000000 + 7 * MS);
 	CU_ASSERT_EQUAL(t.last_gtsc.window_ns, 10);
-	/* db asked once (it is not asked again), web once; the clock read
-	 * around web's answer: its first read is db's second, 1020 */
-	CU_ASSERT_EQUAL(t.last_gtsc.host_ns, 1035);
+	/* the clock is read once to see it is due (1010), around db's one ask
+	 * (1020, 1030: not asked again), then once more (1040), around web's
+	 * three (1050/1060 ...): the first of those, as good as the others */
+	CU_ASSERT_EQUAL(t.last_gtsc.host_ns, 1055);
 	/* within the second: nothing more */
 	for (int i = 0; i < 5; i++) {
 		r.f.ns[1][0] += MS;
@@ -563,7 +566,7 @@ static void test_guest_tsc(void)
 	walk(&r.b, &t);
 	CU_ASSERT_EQUAL(t.gtscs, 1);
 	CU_ASSERT_EQUAL(r.f.tsc_asks[0], 1);
-	CU_ASSERT_EQUAL(r.f.tsc_asks[1], 1);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[1], CX_TSC_TRIES);
 	/* a second on: again, with the vCPU's time since */
 	fx_clock_ns += CX_TSC_EVERY_NS;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
@@ -582,7 +585,19 @@ static void test_guest_tsc(void)
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.tsc_reads, 2);
 	CU_ASSERT_EQUAL(st.tsc_errors, 1);
-	CU_ASSERT_EQUAL(r.f.tsc_asks[1], 3);
+	CU_ASSERT_EQUAL(r.f.tsc_asks[1], 2 * CX_TSC_TRIES + 1);
+	/* a busy host: the asks take 1 ms, 5 us, 300 us: the 5 us one is
+	 * stated, dated at its middle */
+	r.f.tsc_err = 0;
+	r.f.tsc_delay[(r.f.tsc_asks[1] + 1) % 3] = 1000000;
+	r.f.tsc_delay[(r.f.tsc_asks[1] + 2) % 3] = 5000;
+	r.f.tsc_delay[(r.f.tsc_asks[1] + 3) % 3] = 300000;
+	fx_clock_ns += CX_TSC_EVERY_NS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	CU_ASSERT_EQUAL(t.gtscs, 3);
+	CU_ASSERT_EQUAL(t.last_gtsc.window_ns, 5010);
 	rig_down(&r);
 }
 

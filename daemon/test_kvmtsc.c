@@ -34,12 +34,18 @@
 static char root[64];
 
 /* A read by the hypervisor: at host @host_ns (+- 500 ns) the TSC was @tsc. */
-static void line_read(struct opd_gtscline *l, uint64_t host_ns, uint64_t tsc, uint32_t khz)
+static void line_read_w(struct opd_gtscline *l, uint64_t host_ns, uint64_t window_ns, uint64_t tsc,
+			uint32_t khz)
 {
 	struct dp_raw_guest_tsc g = { .key = 3, .key_ns = DP_DOMKEY_XEN_DOMID, .khz = khz,
-				      .host_ns = host_ns, .window_ns = 1000, .tsc = tsc };
+				      .host_ns = host_ns, .window_ns = window_ns, .tsc = tsc };
 
 	opd_gtscline_note(l, &g);
+}
+
+static void line_read(struct opd_gtscline *l, uint64_t host_ns, uint64_t tsc, uint32_t khz)
+{
+	line_read_w(l, host_ns, 1000, tsc, khz);
 }
 
 #define SEC 1000000000ULL
@@ -91,6 +97,78 @@ static void test_line(void)
 	CU_ASSERT(llabs(off - truth) <= 5);
 }
 
+/*
+ * A busy host dates some reads badly (a long window): a pair is
+ * converted from the read that dates it best, and the rate measured
+ * between the best-dated reads.  The TSC here runs 50 ppm fast at 2 GHz;
+ * the reads each second have windows of 5 ms, except two of 1 us.
+ */
+static void test_line_best_read(void)
+{
+	struct opd_gtscline l = { 0 };
+	struct dp_ag_tsc p = { .window_tsc = 400 };
+	const long double rate = 2.0001L;
+	const int64_t truth = -77000;
+	int64_t off;
+	uint64_t unc;
+	char why[160];
+
+	for (uint64_t s = 0; s < 20; s++) {
+		uint64_t w = s == 3 || s == 17 ? 1000 : 5000000;
+		/* a long window is dated at its middle, a little off: the
+		 * true time of the read is 1 ms after it */
+		uint64_t err = w == 1000 ? 0 : 1000000;
+
+		line_read_w(&l, (100 + s) * SEC, w, 7000000ULL + (uint64_t)(rate * (s * SEC + err)),
+			    2000000);
+	}
+	CU_ASSERT_EQUAL(l.n, OPD_GTSCLINE_READS);
+	/* a pair at 118.5 s (the 1 us read of 117 s kept, that of 103 s gone:
+	 * only the last 16 are) */
+	p.tsc = 7000000ULL + (uint64_t)(rate * (18 * SEC + SEC / 2));
+	p.time_ns = 118 * SEC + SEC / 2 + (uint64_t)truth;
+	CU_ASSERT_EQUAL_FATAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	/* from the good read of 117 s, 1.5 s away, at the stated rate (no two
+	 * good reads to measure it): 75 us off, within the 150 us of doubt
+	 * the stated rate's 100 ppm give over 1.5 s */
+	CU_ASSERT(llabs(off - truth) >= 70000 && llabs(off - truth) <= 80000);
+	CU_ASSERT((uint64_t)llabs(off - truth) <= unc);
+	CU_ASSERT(unc < 2000 + 100 + 500 + 151000);
+	/* one more good read: the rate is measured between the two, and the
+	 * pair dated to nanoseconds */
+	line_read_w(&l, 120 * SEC, 1000, 7000000ULL + (uint64_t)(rate * 20 * SEC), 2000000);
+	CU_ASSERT_EQUAL_FATAL(opd_gtscline_offset(&l, &p, &off, &unc, why, sizeof(why)), 0);
+	CU_ASSERT(llabs(off - truth) <= 5);
+	CU_ASSERT(unc < 4000);
+}
+
+/* The tightest exact offset is kept against looser ones while it is
+ * young; its doubt grows by OPD_GCLOCK_AGE_PPM with age. */
+static void test_offer_exact(void)
+{
+	struct opd_gclock c;
+
+	opd_gclock_init(&c);
+	CU_ASSERT(!opd_gclock_keep_exact(&c, 0));
+	CU_ASSERT(opd_gclock_offer_exact(&c, 111, 1000, 10 * SEC));
+	CU_ASSERT(opd_gclock_exact(&c));
+	/* 100 ms on: 1 us + 10 us of age beats 50 us */
+	CU_ASSERT(!opd_gclock_offer_exact(&c, 222, 50000, 10 * SEC + SEC / 10));
+	CU_ASSERT_EQUAL(c.off, 111);
+	CU_ASSERT_EQUAL(c.unc, 1000);
+	/* 1 s on: 101 us does not */
+	CU_ASSERT(opd_gclock_offer_exact(&c, 333, 50000, 11 * SEC));
+	CU_ASSERT_EQUAL(c.off, 333);
+	/* a tighter one is always taken */
+	CU_ASSERT(opd_gclock_offer_exact(&c, 444, 4000, 11 * SEC + 1));
+	CU_ASSERT_EQUAL(c.off, 444);
+	/* it stands in for pairs that give nothing for OPD_GCLOCK_KEEP_NS */
+	CU_ASSERT(opd_gclock_keep_exact(&c, 11 * SEC + OPD_GCLOCK_KEEP_NS - 1));
+	CU_ASSERT(!opd_gclock_keep_exact(&c, 11 * SEC + OPD_GCLOCK_KEEP_NS + 1));
+	opd_gclock_drop_exact(&c, "test");
+	CU_ASSERT(!opd_gclock_keep_exact(&c, 11 * SEC + 2));
+}
+
 /* What the line refuses: a pair far from every read, a guest's time out
  * of range, a rate far from the stated one; a TSC that went back or a
  * rate that changed starts the line over. */
@@ -127,7 +205,8 @@ static void test_line_refusals(void)
 	/* another rate: over */
 	line_read(&l, 13 * SEC, 5000, 1000000);
 	CU_ASSERT_EQUAL(l.restarts, 2);
-	CU_ASSERT_EQUAL(l.first.khz, 1000000);
+	CU_ASSERT_EQUAL(l.n, 1);
+	CU_ASSERT_EQUAL(opd_gtscline_last(&l)->khz, 1000000);
 }
 
 
@@ -609,7 +688,9 @@ int main(void)
 	    !CU_add_test(s, "tracepoint records decoded", test_decode) ||
 	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact) ||
 	    !CU_add_test(s, "hypervisor's reads of the guest TSC", test_line) ||
-	    !CU_add_test(s, "hypervisor's reads refused", test_line_refusals))
+	    !CU_add_test(s, "hypervisor's reads refused", test_line_refusals) ||
+	    !CU_add_test(s, "the best-dated of the hypervisor's reads", test_line_best_read) ||
+	    !CU_add_test(s, "the tightest exact offset kept while young", test_offer_exact))
 		return 1;
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
