@@ -69,6 +69,8 @@ struct dp_cpu {
 	u64 samples;
 	u64 guest;
 	u64 lost;
+	u64 cr3_direct;		/* guest CR3 read under nested paging (dp_cr3.c) */
+	u64 cr3_refused;	/* ... and not: unknown */
 	struct dp_entry *ring;
 	unsigned long mask;
 	u64 *cc;		/* chain slots, NULL when call chains are off */
@@ -124,12 +126,18 @@ void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user);
  */
 void dp_walk_user_tail(struct dp_walk *w, u64 sp);
 
-/* dp_callchain.c */
+/* dp_callchain.c: the walk from the guest's CR3 @cr3 (0: unknown, none) */
 struct kvm_vcpu;
 int dp_cc_get(void);
 void dp_cc_put(void);
 void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
-		 const struct dp_entry *e, u64 *slot);
+		 const struct dp_entry *e, u64 cr3, u64 *slot);
+
+/* dp_cr3.c: the guest's CR3 under nested paging.  dp_cr3_init() says how
+ * it is read on this CPU (NULL: it is not); dp_direct_cr3() gives it in
+ * the sample's window, or 0 (counted in @c). */
+const char *dp_cr3_init(void);
+u64 dp_direct_cr3(struct dp_cpu *c, struct kvm_vcpu *vcpu);
 
 /* dp_stream.c: the reader's encoder state, one per open file */
 struct dp_stream {

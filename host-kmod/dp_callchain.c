@@ -69,7 +69,7 @@ static int dp_read_kvm(void *ctx, u64 gpa, void *data, unsigned long len)
 }
 
 void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
-		 const struct dp_entry *e, u64 *slot)
+		 const struct dp_entry *e, u64 cr3, u64 *slot)
 {
 	struct dp_walk w = {
 		.read = dp_read_kvm,
@@ -88,22 +88,21 @@ void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
 	}
 	avail = READ_ONCE(vcpu->arch.regs_avail);
 	/*
-	 * The walk needs the guest's current page tables: known with
-	 * shadow paging (every CR3 load exits), not with NPT/EPT at this
-	 * point (see dp_sample.c); and the registers, which an encrypted
-	 * guest does not show.  A nested guest's are not the vCPU's.
+	 * The walk needs the guest's current page tables (@cr3: with shadow
+	 * paging KVM's copy, with NPT/EPT the hardware's, dp_cr3.c) and the
+	 * registers, which an encrypted guest does not show.  A nested
+	 * guest's are not the vCPU's.
 	 */
-	if (!READ_ONCE(dp_read_guest) || !e->pc ||
+	if (!READ_ONCE(dp_read_guest) || !e->pc || !cr3 ||
 	    current->mm != vcpu->kvm->mm ||
 	    vcpu->arch.guest_state_protected ||
 	    (vcpu->arch.hflags & HF_GUEST_MASK) ||
-	    !(avail & BIT(VCPU_EXREG_CR3)) || vcpu->arch.mmu->root_role.direct ||
 	    !(vcpu->arch.efer & EFER_LMA) ||
 	    !(avail & BIT(VCPU_REGS_RBP)) || !(avail & BIT(VCPU_REGS_RSP))) {
 		WRITE_ONCE(c->ccs.no_walk, c->ccs.no_walk + 1);
 		return;
 	}
-	w.root = vcpu->arch.cr3 & GENMASK_ULL(51, 12);
+	w.root = cr3 & GENMASK_ULL(51, 12);
 	w.levels = vcpu->arch.cr4 & X86_CR4_LA57 ? 5 : 4;
 	fp = vcpu->arch.regs[VCPU_REGS_RBP];
 	sp = vcpu->arch.regs[VCPU_REGS_RSP];
@@ -146,7 +145,7 @@ void dp_cc_put(void)
 }
 
 void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
-		 const struct dp_entry *e, u64 *slot)
+		 const struct dp_entry *e, u64 cr3, u64 *slot)
 {
 }
 #endif

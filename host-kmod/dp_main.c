@@ -575,10 +575,11 @@ static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
 		struct dp_cpu *c = per_cpu_ptr(&dp_cpus, cpu);
 
 		len += sysfs_emit_at(buf, len,
-				     "cpu %u samples %llu lost %llu guest %llu counting %d\n",
+				     "cpu %u samples %llu lost %llu guest %llu counting %d cr3_direct %llu cr3_refused %llu\n",
 				     cpu, READ_ONCE(c->samples),
 				     READ_ONCE(c->lost), READ_ONCE(c->guest),
-				     READ_ONCE(c->event) ? 1 : 0);
+				     READ_ONCE(c->event) ? 1 : 0,
+				     READ_ONCE(c->cr3_direct), READ_ONCE(c->cr3_refused));
 	}
 	return len;
 }
@@ -624,8 +625,11 @@ static struct miscdevice dp_misc = {
 
 static int __init dp_init(void)
 {
+	const char *cr3 = dp_cr3_init();
 	int err;
 
+	pr_info("domprof: guest address spaces under nested paging: %s\n",
+		cr3 ? cr3 : "not known on this CPU (samples say unknown)");
 	timer_setup(&dp_timer, dp_timer_fn, 0);
 	err = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "domprof:online",
 					dp_cpu_online, dp_cpu_offline);

@@ -66,13 +66,17 @@ bool dp_kvm_present(void)
  */
 #define DP_CR3_ROOT_MASK	GENMASK_ULL(51, 13)
 
-/* Returns the vCPU a guest sample was taken on, NULL for a host sample. */
-static struct kvm_vcpu *dp_guest_fill(struct dp_entry *e)
+/*
+ * Returns the vCPU a guest sample was taken on, NULL for a host sample;
+ * *@cr3 the guest's CR3 (0: unknown).
+ */
+static struct kvm_vcpu *dp_guest_fill(struct dp_cpu *c, struct dp_entry *e, u64 *cr3)
 {
 	typeof(&kvm_get_running_vcpu) running = READ_ONCE(dp_running_vcpu);
 	struct kvm_vcpu *vcpu;
 	u32 avail;
 
+	*cr3 = 0;
 	if (!running)
 		return NULL;
 	vcpu = running();
@@ -95,12 +99,15 @@ static struct kvm_vcpu *dp_guest_fill(struct dp_entry *e)
 		/*
 		 * With shadow paging KVM intercepts every CR3 load, so
 		 * arch.cr3 is the guest's current root.  With NPT/EPT it is
-		 * refreshed only when the exit is handled, after this window,
-		 * and may belong to an earlier process: leave it unknown.
+		 * refreshed only when the exit is handled, after this window:
+		 * the hardware's copy is read instead (dp_cr3.c).
 		 */
-		if ((avail & BIT(VCPU_EXREG_CR3)) &&
-		    !vcpu->arch.mmu->root_role.direct)
-			e->asid = vcpu->arch.cr3 & DP_CR3_ROOT_MASK;
+		if (vcpu->arch.mmu->root_role.direct)
+			*cr3 = dp_direct_cr3(c, vcpu);
+		else if (avail & BIT(VCPU_EXREG_CR3))
+			*cr3 = vcpu->arch.cr3;
+		if (*cr3)
+			e->asid = *cr3 & DP_CR3_ROOT_MASK;
 	}
 	/* A 64-bit guest's kernel runs in the upper half. */
 	e->mode = (e->pc & BIT_ULL(63)) || !e->pc ?
@@ -122,8 +129,9 @@ bool dp_kvm_present(void)
 	return false;
 }
 
-static struct kvm_vcpu *dp_guest_fill(struct dp_entry *e)
+static struct kvm_vcpu *dp_guest_fill(struct dp_cpu *c, struct dp_entry *e, u64 *cr3)
 {
+	*cr3 = 0;
 	return NULL;
 }
 #endif
@@ -137,6 +145,7 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 	unsigned long head, tail;
 	struct kvm_vcpu *vcpu;
 	struct dp_entry *e;
+	u64 cr3;
 
 	if (unlikely(!ring || !regs))
 		return;
@@ -156,11 +165,11 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 		cc += (head & c->mask) * c->cc_words;
 		cc[0] = 0;
 	}
-	vcpu = dp_guest_fill(e);
+	vcpu = dp_guest_fill(c, e, &cr3);
 	if (vcpu) {
 		WRITE_ONCE(c->guest, c->guest + 1);
 		if (cc)
-			dp_cc_guest(c, vcpu, e, cc);
+			dp_cc_guest(c, vcpu, e, cr3, cc);
 	} else {
 		e->pc = instruction_pointer(regs);
 		e->mode = user_mode(regs) ? DP_MODE_HOST_USER :

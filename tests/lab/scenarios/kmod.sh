@@ -38,7 +38,7 @@ loaded() { [ -n "$(modref domprof)" ]; }
 counting() {
 	local l
 	while read -r l; do
-		case $l in "cpu $1 "*) echo "${l##* }"; return ;; esac
+		case $l in "cpu $1 "*) l=${l#*counting }; echo "${l%% *}"; return ;; esac
 	done </sys/class/misc/domprof/stats
 }
 # New kernel log lines that mean the kernel went wrong.
