@@ -6,7 +6,9 @@
 #ifndef DOMPROF_KMOD_INTERNAL_H
 #define DOMPROF_KMOD_INTERNAL_H
 
+#include <linux/atomic.h>
 #include <linux/cache.h>
+#include <linux/irq_work.h>
 #include <linux/percpu.h>
 #include <linux/perf_event.h>
 #include <linux/types.h>
@@ -55,6 +57,21 @@ struct dp_cc_counts {
 	u64 nmi;
 	u64 walks;	/* walks tried (chains + empty) */
 	u64 walk_ns;	/* time in them, for the cost per walk (sysfs) */
+	u64 deferred;	/* walks left to the irq_work (nmi: of these, from NMI) */
+	u64 deferred_changed;	/* ... not made: the vCPU ran or changed since */
+	u64 deferred_superseded;	/* ... not made: another sample came first */
+	u64 deferred_busy;	/* samples dropped: they came during a deferred walk */
+};
+
+/* A walk waiting for this CPU's irq_work (dp_callchain.c). */
+enum { DP_DEFER_IDLE, DP_DEFER_PENDING, DP_DEFER_WALKING };
+struct dp_defer {
+	atomic_t state;
+	struct kvm_vcpu *vcpu;
+	u64 exits, cr3, pc, fp, sp;
+	u64 *slot;
+	unsigned long head;	/* its ring entry, published by the walk */
+	bool user;
 };
 
 /*
@@ -76,6 +93,8 @@ struct dp_cpu {
 	u64 *cc;		/* chain slots, NULL when call chains are off */
 	unsigned int cc_words;	/* words per slot: depth + 1 */
 	struct dp_cc_counts ccs;
+	struct dp_defer defer;
+	struct irq_work cc_work;
 	/* consumer side, on its own cache line */
 	unsigned long tail ____cacheline_aligned;
 	u64 lost_reported;
@@ -126,12 +145,23 @@ void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user);
  */
 void dp_walk_user_tail(struct dp_walk *w, u64 sp);
 
-/* dp_callchain.c: the walk from the guest's CR3 @cr3 (0: unknown, none) */
+/*
+ * dp_callchain.c: the walk from the guest's CR3 @cr3 (0: unknown, none)
+ * into the chain slot of ring entry @head.  True when it is left to the
+ * irq_work (NMI): the entry is then published by the walk, not by the
+ * caller.  dp_cc_settle(), before a new entry: a walk still pending is
+ * given up (its entry published without a chain); false while one runs
+ * (the new sample is dropped).
+ */
 struct kvm_vcpu;
 int dp_cc_get(void);
 void dp_cc_put(void);
-void dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
-		 const struct dp_entry *e, u64 cr3, u64 *slot);
+bool dp_cc_guest(struct dp_cpu *c, struct kvm_vcpu *vcpu,
+		 const struct dp_entry *e, u64 cr3, u64 *slot, unsigned long head);
+void dp_cc_init_cpu(struct dp_cpu *c);
+bool dp_cc_settle(struct dp_cpu *c);
+/* dp_sample.c: the vCPU running on this CPU (NULL: none, or no KVM) */
+struct kvm_vcpu *dp_running(void);
 
 /* dp_cr3.c: the guest's CR3 under nested paging.  dp_cr3_init() says how
  * it is read on this CPU (NULL: it is not); dp_direct_cr3() gives it in

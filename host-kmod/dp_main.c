@@ -155,6 +155,10 @@ static void dp_cpu_stop(unsigned int cpu)
 	/* returns once the counter is off and no handler of it runs */
 	perf_event_release_kernel(c->event);
 	c->event = NULL;
+	/* a walk it left to the irq_work is made (or given up) and its
+	 * entry published */
+	irq_work_sync(&c->cc_work);
+	dp_cc_settle(c);
 }
 
 static int dp_cpu_online(unsigned int cpu)
@@ -595,14 +599,17 @@ static ssize_t callchain_show(struct device *dev,
 		struct dp_cc_counts *n = &per_cpu_ptr(&dp_cpus, cpu)->ccs;
 
 		len += sysfs_emit_at(buf, len,
-				     "cpu %u chains %llu frames %llu truncated %llu depth_limited %llu empty %llu no_walk %llu nmi %llu walks %llu walk_ns %llu\n",
+				     "cpu %u chains %llu frames %llu truncated %llu depth_limited %llu empty %llu no_walk %llu nmi %llu walks %llu walk_ns %llu deferred %llu deferred_changed %llu deferred_superseded %llu deferred_busy %llu\n",
 				     cpu, READ_ONCE(n->chains),
 				     READ_ONCE(n->frames),
 				     READ_ONCE(n->truncated),
 				     READ_ONCE(n->depth_limited),
 				     READ_ONCE(n->empty), READ_ONCE(n->no_walk),
 				     READ_ONCE(n->nmi), READ_ONCE(n->walks),
-				     READ_ONCE(n->walk_ns));
+				     READ_ONCE(n->walk_ns), READ_ONCE(n->deferred),
+				     READ_ONCE(n->deferred_changed),
+				     READ_ONCE(n->deferred_superseded),
+				     READ_ONCE(n->deferred_busy));
 	}
 	return len;
 }
@@ -626,10 +633,13 @@ static struct miscdevice dp_misc = {
 static int __init dp_init(void)
 {
 	const char *cr3 = dp_cr3_init();
+	unsigned int cpu;
 	int err;
 
 	pr_info("domprof: guest address spaces under nested paging: %s\n",
 		cr3 ? cr3 : "not known on this CPU (samples say unknown)");
+	for_each_possible_cpu(cpu)
+		dp_cc_init_cpu(per_cpu_ptr(&dp_cpus, cpu));
 	timer_setup(&dp_timer, dp_timer_fn, 0);
 	err = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "domprof:online",
 					dp_cpu_online, dp_cpu_offline);

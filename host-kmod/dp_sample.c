@@ -58,6 +58,13 @@ bool dp_kvm_present(void)
 	return READ_ONCE(dp_running_vcpu);
 }
 
+struct kvm_vcpu *dp_running(void)
+{
+	typeof(&kvm_get_running_vcpu) running = READ_ONCE(dp_running_vcpu);
+
+	return running ? running() : NULL;
+}
+
 /*
  * Guest page-table root: bits 12..51 of CR3.  Bits 0..11 are flags or the
  * PCID, bit 12 is the kernel/user half of a PTI pair (the user copy sits
@@ -129,6 +136,11 @@ bool dp_kvm_present(void)
 	return false;
 }
 
+struct kvm_vcpu *dp_running(void)
+{
+	return NULL;
+}
+
 static struct kvm_vcpu *dp_guest_fill(struct dp_cpu *c, struct dp_entry *e, u64 *cr3)
 {
 	*cr3 = 0;
@@ -149,6 +161,12 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 
 	if (unlikely(!ring || !regs))
 		return;
+	/* a walk left to the irq_work holds the entry before this one */
+	if (unlikely(atomic_read(&c->defer.state) != DP_DEFER_IDLE) && !dp_cc_settle(c)) {
+		WRITE_ONCE(c->ccs.deferred_busy, c->ccs.deferred_busy + 1);
+		WRITE_ONCE(c->lost, c->lost + 1);
+		return;
+	}
 	head = c->head;
 	/* the reader's release of tail: slots below it are free again */
 	tail = smp_load_acquire(&c->tail);
@@ -168,8 +186,11 @@ void dp_overflow(struct perf_event *event, struct perf_sample_data *data,
 	vcpu = dp_guest_fill(c, e, &cr3);
 	if (vcpu) {
 		WRITE_ONCE(c->guest, c->guest + 1);
-		if (cc)
-			dp_cc_guest(c, vcpu, e, cr3, cc);
+		if (cc && dp_cc_guest(c, vcpu, e, cr3, cc, head)) {
+			/* published by the walk, from the irq_work */
+			WRITE_ONCE(c->samples, c->samples + 1);
+			return;
+		}
 	} else {
 		e->pc = instruction_pointer(regs);
 		e->mode = user_mode(regs) ? DP_MODE_HOST_USER :

@@ -90,6 +90,19 @@ lab_require_kvm() {
 	grep -qw svm /proc/cpuinfo || lab_fail "L1 CPU has no svm flag"
 }
 
+# Nested paging for the guests started after this: kvm_amd reloaded with
+# npt=1 (L1's command line says npt=0, tests/lab/README.md; modprobe's own
+# argument wins).  No guest may be running.
+lab_kvm_npt() {
+	local npt
+	modprobe -r kvm_amd || lab_fail "kvm_amd did not unload (for npt=1)"
+	modprobe kvm_amd npt=1 || lab_fail "kvm_amd npt=1 did not load"
+	[ -c /dev/kvm ] || lab_fail "no /dev/kvm after reloading kvm_amd with npt=1"
+	npt=$(cat /sys/module/kvm_amd/parameters/npt)
+	case $npt in Y|1) ;; *) lab_fail "kvm_amd npt is $npt after loading it with npt=1" ;; esac
+	lab_summary l1_npt "$npt"
+}
+
 guest_pid() { cat "$LAB_RUN/$1.pid" 2>/dev/null; }
 guest_alive() {
 	local p

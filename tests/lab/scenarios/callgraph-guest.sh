@@ -23,6 +23,14 @@
 #   depth-limited, and nothing else changes: every sample the module took
 #   reached the daemon and was filed, scribble_spin keeps its flat share,
 #   the guest lives, L1's kernel log is clean.
+#
+# CG_NPT=1 (the callgraph-guest-npt scenario): kvm_amd reloaded with
+# nested paging (npt=1), and domprof.ko loaded with defer_walks=1, which
+# sends every walk through the path a PMU's NMI takes (the registers kept
+# in the handler, the walk made by the CPU's irq_work once KVM enables
+# interrupts after the exit; host-kmod/dp_callchain.c).  Everything above
+# must hold the same way, and the module must count deferred walks and
+# guest CR3s read from the VMCB (cr3_direct).
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
@@ -39,6 +47,11 @@ dmesg_base=$(dmesg | wc -l)
 
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
 depmod -a || lab_fail "depmod failed"
+if [ "${CG_NPT:-0}" = 1 ]; then
+	lab_kvm_npt
+	rmmod domprof 2>/dev/null || true
+	echo "options domprof defer_walks=1" >/etc/modprobe.d/domprof-lab.conf
+fi
 opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 [ -x "$opagent_bin" ] || lab_fail "no opagent installed"
 [ -x "$BIN" ] || lab_fail "no $BIN staged (tests/e2e/callers.c as cg-guest)"
@@ -115,6 +128,12 @@ run_phase() {
 # ---- phase 1: the 2:1 program and the syscall reader ----
 run_phase 1
 S1=$SESSION
+if [ "${CG_NPT:-0}" = 1 ]; then
+	defer_param=$(cat /sys/module/domprof/parameters/defer_walks 2>/dev/null)
+	lab_summary phase1_npt_kmod "defer_walks $defer_param; deferred $(cc_sum deferred) changed $(cc_sum deferred_changed) superseded $(cc_sum deferred_superseded) busy $(cc_sum deferred_busy) chains $(cc_sum chains); cr3_direct $(stat_sum cr3_direct) cr3_refused $(stat_sum cr3_refused)"
+	[ "$(cc_sum deferred)" -gt 0 ] || lab_fail "defer_walks=$defer_param: no walk was deferred"
+	[ "$(stat_sum cr3_direct)" -gt 0 ] || lab_fail "nested paging: the module read no guest CR3 (cr3_direct 0)"
+fi
 grep "callers:" "$RESULTS/cg.console"
 measured=$(sed -n 's/.*callers: caller_a=\([0-9.]*\)%.*/\1/p' "$RESULTS/cg.console" | tail -n 1)
 [ -n "$measured" ] || lab_fail "no callers line in cg's console"
@@ -231,6 +250,7 @@ awk -v p="$spin_pct" 'BEGIN { exit !(p >= 90) }' || lab_fail "scribble_spin has 
 check_kernel "phase 2"
 stop_guest cg
 rmmod domprof 2>/dev/null || true
+rm -f /etc/modprobe.d/domprof-lab.conf
 check_kernel "the end"
 lab_summary scenario_s "$(lab_since "$t0")"
 lab_log "PASS: caller_a $share% (measured $measured%); guest kernel: $(kv kernel_samples "$P") samples, $(kv kernel_called "$P") caller arcs, $(kv user_to_kernel_arcs "$P") user-to-kernel arcs; garbage frames: $trunc truncated walks counted, scribble_spin $spin_pct%"

@@ -27,6 +27,11 @@
 # address space (CR3) of every sample (doc/guest-asid.md): the bar is then
 # KMOD_EXACT_MAX_MIS (0.5%), and the address space must have filed samples
 # (asid_filed > 0 in the domain's stats).  perf runs beside phase 1 either way.
+#
+# EXACT_NPT=1 (the kmod-exact-npt scenario) reloads kvm_amd with nested
+# paging (npt=1) before the guest starts: the module then reads the
+# guest's CR3 from the VMCB after each exit (host-kmod/dp_cr3.c), and the
+# module's cr3_direct count must be > 0 besides asid_filed.
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
@@ -43,6 +48,7 @@ kmod)	MAXMIS=${KMOD_EXACT_MAX_MIS:-0.5}
 	depmod -a || lab_fail "depmod failed" ;;
 *)	lab_fail "EXACT_COLLECTOR=$COLL: perf or kmod" ;;
 esac
+[ "${EXACT_NPT:-0}" = 1 ] && lab_kvm_npt
 opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 for p in exact-a exact-b; do
 	[ -x "$STAGE/lab/$p" ] || lab_fail "no $STAGE/lab/$p staged (tests/e2e/$p)"
@@ -186,6 +192,9 @@ phase() {
 	echo "$st_clock" | grep -qE "clock (tsc|ping) \+/-[0-9.]+ ms" ||
 		lab_fail "phase $ph: opcontrol --status shows no clock method and uncertainty for ge"
 	if [ "$COLL" = kmod ]; then
+		cp /sys/class/misc/domprof/stats "$RESULTS/kmod-stats$ph.txt" 2>/dev/null || true
+		cr3_direct=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_direct") s += $(i + 1) } END { print s + 0 }' "$RESULTS/kmod-stats$ph.txt")
+		lab_summary "phase${ph}_kmod_cr3" "direct $cr3_direct refused $(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_refused") s += $(i + 1) } END { print s + 0 }' "$RESULTS/kmod-stats$ph.txt")"
 		asid_filed=$(awk '$1 == "asid_filed" { print $2 }' "$RESULTS/ge-stats$ph.txt")
 		lab_summary "phase${ph}_asid" "$(awk '$1 ~ /^asid_(seen|learned|filed|overrode_clock|no_mapping|forgotten)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/ge-stats$ph.txt")"
 	fi
@@ -207,7 +216,7 @@ phase() {
 }
 
 phase 1 ""
-mis1=$mis_pct a1=$a_diff b1=$b_diff filed1=${asid_filed:-0} na1=$n_a nb1=$n_b
+mis1=$mis_pct a1=$a_diff b1=$b_diff filed1=${asid_filed:-0} na1=$n_a nb1=$n_b cr3_1=${cr3_direct:-0}
 phase 2 "DOMPROF_CLOCK=pingpong"
 mis2=$mis_pct
 stop_guest ge
@@ -217,6 +226,8 @@ lab_log "$COLL collector, misattributed: default $mis1%, ping/pong $mis2%"
 fail=0
 [ "$COLL" != kmod ] || [ "$filed1" -gt 0 ] ||
 	{ lab_log "FAIL: no sample filed by its address space (asid_filed 0)"; fail=1; }
+[ "${EXACT_NPT:-0}" != 1 ] || [ "$cr3_1" -gt 0 ] ||
+	{ lab_log "FAIL: nested paging: the module read no guest CR3 (cr3_direct 0)"; fail=1; }
 awk -v m="$mis1" -v t="$MAXMIS" 'BEGIN { exit !(m != "n/a" && m <= t) }' ||
 	{ lab_log "FAIL: misattributed share $mis1% > $MAXMIS%"; fail=1; }
 [ "$na1" -ge "$MINS" ] && [ "$nb1" -ge "$MINS" ] ||
@@ -226,4 +237,4 @@ awk -v d="$a1" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
 awk -v d="$b1" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
 	{ lab_log "FAIL: exact-b's split off by $b1 points (> $TOL)"; fail=1; }
 [ $fail -eq 0 ] || lab_fail "see above"
-lab_log "PASS: $COLL collector, misattributed $mis1% (ping/pong $mis2%), splits within $a1 and $b1 points"
+lab_log "PASS: $COLL collector${EXACT_NPT:+ with nested paging}, misattributed $mis1% (ping/pong $mis2%), splits within $a1 and $b1 points"
