@@ -41,6 +41,8 @@ struct cx_engine {
 	uint64_t cur_dom, cur_asid;
 	uint32_t cur_vcpu, cur_mode;
 	bool cur_valid, asid_valid;
+	uint64_t cur_spread;	/* DP_RAW_TIME_SPREAD last stated */
+	bool spread_valid;
 	unsigned int cc_depth;	/* 0: no call chains */
 	uint32_t cc_dom;	/* the domain being walked (for read_mem) */
 };
@@ -280,6 +282,12 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
 
+		/* the context is of some moment of the read: +- half of it */
+		if (!rc && (!e->spread_valid || e->cur_spread != (t1 - t0 + 1) / 2)) {
+			e->cur_spread = (t1 - t0 + 1) / 2;
+			rc = raw_put_time_spread(w, e->cur_spread);
+			e->spread_valid = !rc;
+		}
 		if (rc)
 			return rc;
 	}

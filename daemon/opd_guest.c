@@ -660,6 +660,13 @@ static const struct opd_gtask *sole_owner(struct opd_guest *g, uint64_t pc, uint
 
 #define MAX_CAND 16
 
+/* How far from a switch @s may have run on either side of it: the clock's
+ * uncertainty and the sample's own (DP_RAW_TIME_SPREAD). */
+static uint64_t near_of(const struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	return opd_gclock_near(&g->clock) + (uint64_t)s->spread_us * 1000;
+}
+
 /* The tasks that may have run @s, most likely first; *@early: the sample
  * is from before the vCPU's timeline, clearly. */
 static int candidates(struct opd_guest *g, const struct opd_guest_sample *s,
@@ -667,7 +674,7 @@ static int candidates(struct opd_guest *g, const struct opd_guest_sample *s,
 {
 	const struct opd_gtimeline *tl = &g->tl;
 	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
-	uint64_t near = opd_gclock_near(&g->clock);
+	uint64_t near = near_of(g, s);
 	size_t count = opd_gtl_count(tl, s->vcpu);
 	long i = opd_gtl_find(tl, s->vcpu, gt);
 	int nc = 0;
@@ -1080,7 +1087,7 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 		return opd_gkern_ready(&g->kern);
 	if (!opd_gclock_known(&g->clock))
 		return false;
-	gt = opd_gclock_guest(&g->clock, s->host_ns) + opd_gclock_near(&g->clock);
+	gt = opd_gclock_guest(&g->clock, s->host_ns) + near_of(g, s);
 	n = opd_gtl_count(&g->tl, s->vcpu);
 	return n && opd_gtl_at(&g->tl, s->vcpu, (long)n - 1)->t >= gt;
 }

@@ -63,6 +63,7 @@ struct opd_trans {
 	uint32_t domain_key_ns;	/* enum dp_domkey_ns of domain_key */
 	uint32_t vcpu;
 	uint64_t asid;		/* DP_RAW_ASID of the guest samples that follow */
+	uint64_t time_spread_ns;	/* DP_RAW_TIME_SPREAD: now_ns is good to +- this */
 	uint64_t now_ns;
 	unsigned int nr_events;
 	struct opd_event_desc events[DP_RAW_MAX_EVENTS];
@@ -357,6 +358,8 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 		return false;
 	}
 	s.host_ns = t->now_ns;
+	s.spread_us = t->time_spread_ns >= (uint64_t)UINT32_MAX * 1000 ? UINT32_MAX :
+		      (uint32_t)((t->time_spread_ns + 999) / 1000);
 	s.pc = pc;
 	s.event = event;
 	s.cpu = t->cpu;
@@ -822,6 +825,14 @@ static int trans_asid(void *ctx, uint64_t asid)
 	return 0;
 }
 
+static int trans_time_spread(void *ctx, uint64_t ns)
+{
+	struct opd_trans *t = ctx;
+
+	t->time_spread_ns = ns;
+	return 0;
+}
+
 static int trans_lost(void *ctx, uint64_t count)
 {
 	struct opd_trans *t = ctx;
@@ -940,4 +951,5 @@ const struct raw_ops opd_trans_ops = {
 	.kmod = trans_kmod,
 	.callchain = trans_callchain,
 	.guest_tsc = trans_guest_tsc,
+	.time_spread = trans_time_spread,
 };

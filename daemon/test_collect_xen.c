@@ -151,6 +151,9 @@ struct tally {
 	unsigned int chains, chained_samples;
 	struct dp_raw_callchain last_cc;
 	uint64_t last_frames[DP_RAW_CC_MAX];
+	/* DP_RAW_TIME_SPREAD records, and the last value */
+	unsigned int spreads;
+	uint64_t last_spread;
 	/* DP_RAW_GUEST_TSC records, and the last one */
 	unsigned int gtscs;
 	struct dp_raw_guest_tsc last_gtsc;
@@ -214,6 +217,9 @@ static void walk(const struct buf *b, struct tally *t)
 			if (t->times < 8)
 				t->time[t->times] = tr.ns;
 			t->times++;
+		} else if (type == DP_RAW_TIME_SPREAD) {
+			memcpy(&t->last_spread, b->p + off, 8);
+			t->spreads++;
 		} else if (type == DP_RAW_GUEST_TSC) {
 			CU_ASSERT_EQUAL_FATAL(len, sizeof(t->last_gtsc));
 			memcpy(&t->last_gtsc, b->p + off, sizeof(t->last_gtsc));
@@ -499,6 +505,10 @@ static void test_look_time(void)
 	/* the clock read before and after each read: 1010/1020, 1030/1040 */
 	CU_ASSERT_EQUAL(t.time[0], 1015);
 	CU_ASSERT_EQUAL(t.time[1], 1035);
+	/* the samples are of some moment of the read: +- 5 ns, stated once
+	 * while it stays the same */
+	CU_ASSERT_EQUAL(t.spreads, 1);
+	CU_ASSERT_EQUAL(t.last_spread, 5);
 	rig_down(&r);
 }
 

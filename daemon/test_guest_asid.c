@@ -438,6 +438,37 @@ static void test_one_look(void)
 }
 
 /*
+ * A sample's own time spread (DP_RAW_TIME_SPREAD: the xen collector's
+ * context read) joins the clock's uncertainty: samples 1.5 ms before a
+ * switch by the scene's clock (+- 1.1 ms) vote; with a spread of 1 ms
+ * they may be either side of it, and do not.
+ */
+static void test_time_spread(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	for (uint32_t spread = 1000;; spread = 0) {
+		for (uint64_t k = 1; k < 10; k++) {
+			struct opd_guest_sample s = {
+				.host_ns = 10 * k * MS - 3 * MS / 2 + spread, .pc = 0x400100,
+				.vcpu = 0, .mode = DP_MODE_GUEST_USER, .asid = AS_A,
+				.spread_us = spread,
+			};
+
+			opd_guest_resolve(g, &s, &r);
+		}
+		CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+		CU_ASSERT(stat_of(path, "asid_votes") == (spread ? 0 : 9));
+		if (!spread)
+			break;
+	}
+	opd_guest_free(g);
+}
+
+/*
  * A task known to run in another address space is set aside: once pid 100
  * owns AS_A, a sample of a new space at the edge of a turn, which the
  * clock cannot give to either pid, is pid 200's.  pid 200 execs at 1200 ms
@@ -681,6 +712,7 @@ WRAP(test_bounds)
 WRAP(test_wrong_clock)
 WRAP(test_one_look)
 WRAP(test_elsewhere)
+WRAP(test_time_spread)
 WRAP(test_wrong_owners_corrected)
 WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
@@ -702,6 +734,7 @@ int main(void)
 	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
 	CU_add_test(s, "one weighted look is one vote", test_one_look_w);
 	CU_add_test(s, "a task known to run elsewhere is set aside", test_elsewhere_w);
+	CU_add_test(s, "a sample's time spread widens what is near a switch", test_time_spread_w);
 	CU_add_test(s, "wrong owners are corrected", test_wrong_owners_corrected_w);
 	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
 	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);

@@ -94,6 +94,7 @@ enum dp_raw_type {
 	DP_RAW_ASID = 13,	/* struct dp_raw_asid: guest address space */
 	DP_RAW_CALLCHAIN = 14,	/* struct dp_raw_callchain + nr u64 frames */
 	DP_RAW_GUEST_TSC = 15,	/* struct dp_raw_guest_tsc: a domain's TSC on the host clock */
+	DP_RAW_TIME_SPREAD = 16,	/* struct dp_raw_time_spread: how exact TIME is */
 	DP_RAW_NR_TYPES
 };
 
@@ -229,6 +230,16 @@ struct dp_raw_callchain {
 #define DP_RAW_CC_GUEST		0x2	/* the frames are guest addresses */
 
 /*
+ * The samples that follow were taken within +- @ns of their TIME record
+ * (a collector that reads a vCPU's state through a call that takes a
+ * while: the xen collector's context read).  Context like TIME, re-stated
+ * when it changes; 0, or never stated: TIME is the sample's own time.
+ */
+struct dp_raw_time_spread {
+	dp_u64 ns;
+};
+
+/*
  * A domain's guest TSC, read by the hypervisor's side: at host
  * CLOCK_MONOTONIC @host_ns (the middle of a read @window_ns long) the
  * guest's TSC was @tsc, and it runs at @khz kHz.  With the agent's pairs
@@ -259,6 +270,7 @@ _Static_assert(sizeof(struct dp_raw_kmod) == 24, "dp_raw_kmod layout");
 _Static_assert(sizeof(struct dp_raw_asid) == 8, "dp_raw_asid layout");
 _Static_assert(sizeof(struct dp_raw_callchain) == 8, "dp_raw_callchain layout");
 _Static_assert(sizeof(struct dp_raw_guest_tsc) == 40, "dp_raw_guest_tsc layout");
+_Static_assert(sizeof(struct dp_raw_time_spread) == 8, "dp_raw_time_spread layout");
 _Static_assert(8 + 8 * DP_RAW_CC_MAX <= DP_RAW_MAX_PAYLOAD, "callchain fits a payload");
 
 #endif /* DOMPROF_RAW_H */

@@ -229,6 +229,15 @@ static int dec_guest_tsc(const struct raw_ops *ops, void *ctx, struct du_cursor 
 	return ops->guest_tsc ? ops->guest_tsc(ctx, &g) : 0;
 }
 
+static int dec_time_spread(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
+{
+	struct dp_raw_time_spread t;
+
+	if (!du_cur_get(c, &t, sizeof(t)) || !du_cur_end(c))
+		return RAW_BAD_PAYLOAD;
+	return ops->time_spread ? ops->time_spread(ctx, t.ns) : 0;
+}
+
 static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CPU] = dec_cpu,
 	[DP_RAW_TASK] = dec_task,
@@ -245,6 +254,7 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_ASID] = dec_asid,
 	[DP_RAW_CALLCHAIN] = dec_callchain,
 	[DP_RAW_GUEST_TSC] = dec_guest_tsc,
+	[DP_RAW_TIME_SPREAD] = dec_time_spread,
 };
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)

@@ -68,6 +68,8 @@ struct raw_ops {
 			 const uint8_t *frames);
 	/* A domain's TSC on the host clock (khz > 0; not context). */
 	int (*guest_tsc)(void *ctx, const struct dp_raw_guest_tsc *g);
+	/* How exact the following samples' TIME is, +- ns (context). */
+	int (*time_spread)(void *ctx, uint64_t ns);
 };
 
 /* Frame @i of a callchain handler's @frames. */
@@ -150,6 +152,8 @@ int raw_put_callchain(struct raw_writer *w, uint32_t nr, uint32_t nr_kernel, uin
 /* A domain's guest TSC on the host clock (DP_RAW_GUEST_TSC): @khz > 0,
  * else -EINVAL. */
 int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g);
+/* How exact TIME is for the samples that follow (DP_RAW_TIME_SPREAD). */
+int raw_put_time_spread(struct raw_writer *w, uint64_t ns);
 /* Any record, for tests and forward compatibility. */
 int raw_put_record(struct raw_writer *w, uint32_t type, const void *payload, size_t len);
 

@@ -205,6 +205,13 @@ int raw_put_asid(struct raw_writer *w, uint64_t asid)
 	return raw_put2(w, DP_RAW_ASID, &r, sizeof(r), NULL, 0);
 }
 
+int raw_put_time_spread(struct raw_writer *w, uint64_t ns)
+{
+	struct dp_raw_time_spread r = { .ns = ns };
+
+	return raw_put2(w, DP_RAW_TIME_SPREAD, &r, sizeof(r), NULL, 0);
+}
+
 int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g)
 {
 	if (!g->khz)

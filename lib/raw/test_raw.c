@@ -197,11 +197,18 @@ static int r_guest_tsc(void *ctx, const struct dp_raw_guest_tsc *g)
 	return 0;
 }
 
+static int r_time_spread(void *ctx, uint64_t ns)
+{
+	log_add(ctx, "spread %llu\n", (unsigned long long)ns);
+	return 0;
+}
+
 static const struct raw_ops rec_ops = {
 	.sample = r_sample, .cpu = r_cpu, .task = r_task, .mode = r_mode,
 	.domain = r_domain, .lost = r_lost, .time = r_time, .mmap = r_mmap,
 	.comm = r_comm, .fork = r_fork, .exit = r_exit, .kmod = r_kmod,
 	.asid = r_asid, .callchain = r_callchain, .guest_tsc = r_guest_tsc,
+	.time_spread = r_time_spread,
 };
 
 static const struct dp_raw_event test_events[2] = {
@@ -650,11 +657,15 @@ static void test_guest_tsc(void)
 	memcpy(buf, &g, sizeof(g));
 	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TSC, buf, sizeof(g) - 8), 0);
 	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TSC, buf, sizeof(g) + 8), 0);
+	/* and a TIME_SPREAD, good and short */
+	CU_ASSERT_EQUAL(raw_put_time_spread(w, 1500000), 0);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_TIME_SPREAD, buf, 4), 0);
 	CU_ASSERT_EQUAL(raw_writer_close(w), 0);
 	CU_ASSERT_EQUAL(raw_decode(&rec_ops, &l, m.p, m.len, &consumed, &st), 0);
 	CU_ASSERT_EQUAL(consumed, m.len);
-	CU_ASSERT_STRING_EQUAL(log_str(&l), "gtsc 7/1 5000000000 1200 123456789012 2100000\n");
-	CU_ASSERT_EQUAL(st.bad_payload, 3);
+	CU_ASSERT_STRING_EQUAL(log_str(&l), "gtsc 7/1 5000000000 1200 123456789012 2100000\n"
+			       "spread 1500000\n");
+	CU_ASSERT_EQUAL(st.bad_payload, 4);
 	log_free(&l);
 	free(m.p);
 }
@@ -960,7 +971,7 @@ int main(void)
 		{ "path/name over DP_RAW_MAX_PATH", test_path_over_max },
 		{ "oversize payload rejected", test_oversize_payload },
 		{ "handler error stops decoding", test_handler_error },
-		{ "guest TSC record", test_guest_tsc },
+		{ "guest TSC and time spread records", test_guest_tsc },
 		{ "NULL handlers ignore", test_null_handlers },
 		{ "header errors", test_header_errors },
 		{ "garbage input", test_garbage },
