@@ -95,6 +95,8 @@ lab_require_kvm() {
 # argument wins).  No guest may be running.
 lab_kvm_npt() {
 	local npt
+	npt=$(cat /sys/module/kvm_amd/parameters/npt 2>/dev/null)
+	case $npt in Y|1) return 0 ;; esac	# already (an earlier scenario of this boot)
 	modprobe -r kvm_amd || lab_fail "kvm_amd did not unload (for npt=1)"
 	modprobe kvm_amd npt=1 || lab_fail "kvm_amd npt=1 did not load"
 	[ -c /dev/kvm ] || lab_fail "no /dev/kvm after reloading kvm_amd with npt=1"
