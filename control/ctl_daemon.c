@@ -297,6 +297,9 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 	fprintf(out, "  collector: %s\n", o->collector);
 	for (size_t i = 0; i < n_specs; i++)
 		fprintf(out, "  event:     %s\n", specs[i]);
+	if (o->vmlinux)	/* OProfile's option, kept for its scripts */
+		fprintf(out, "  kernel:    named from the kallsyms copied now (--vmlinux %s not read)\n",
+			o->vmlinux);
 	fflush(out);
 	return 0;
 }

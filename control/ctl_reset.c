@@ -13,27 +13,22 @@
 #include "util/du_sdir.h"
 
 /*
- * The samples are kept, not deleted: samples/current becomes
- * samples/reset-YYYYMMDD-HHMMSS (-N added on a name clash), which opreport
- * can still read with --session-dir pointing at a copy, and which the user
- * removes when no longer wanted.  A running daemon holds the sample files
- * mapped, so moving them under it would lose samples: we refuse instead.
+ * @session_dir made canonical into @canon (PATH_MAX) and checked as at
+ * start (nothing renamed through a link), with no daemon running: a
+ * running one holds the sample files mapped, so moving them under it
+ * would lose samples.  -EBUSY names @verb and says to stop it first.
  */
-int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
+static int stopped_session(const char *session_dir, char *canon, const char *verb, char *err,
+			   size_t errlen)
 {
-	char cur[PATH_MAX + 32], aside[PATH_MAX + 64], stats[PATH_MAX + 8], stamp[32], canon[PATH_MAX];
 	struct ctl_pid_info info;
 	struct stat sb;
-	bool did = false;
-	time_t now = time(NULL);
-	struct tm tm;
 	int ret;
 
 	if (stat(session_dir, &sb) || !S_ISDIR(sb.st_mode)) {
 		snprintf(err, errlen, "no session in %s (directory absent)", session_dir);
 		return -ENOENT;
 	}
-	/* the same checks as at start: nothing renamed through a link */
 	if (!realpath(session_dir, canon)) {
 		snprintf(err, errlen, "%s: %s", session_dir, strerror(errno));
 		return -ENOENT;
@@ -41,15 +36,36 @@ int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 	ret = du_sdir_check(canon, err, errlen);
 	if (ret)
 		return ret;
-	session_dir = canon;
-	ctl_pid_probe(session_dir, &info);
+	ctl_pid_probe(canon, &info);
 	if (info.state == CTL_PID_RUNNING) {
-		snprintf(err, errlen, "oprofiled is running (pid %d) for session %s: "
-			 "stop it first with opcontrol --stop", (int)info.pid, session_dir);
+		snprintf(err, errlen, "oprofiled is running (pid %d) for session %s and holds "
+			 "samples/current open: %s needs it stopped (opcontrol --stop first)",
+			 (int)info.pid, canon, verb);
 		return -EBUSY;
 	}
-	ctl_pid_warn_stale(session_dir, &info);
+	ctl_pid_warn_stale(canon, &info);
+	return 0;
+}
 
+/*
+ * The samples are kept, not deleted: samples/current becomes
+ * samples/reset-YYYYMMDD-HHMMSS (-N added on a name clash), which opreport
+ * can still read with --session-dir pointing at a copy, and which the user
+ * removes when no longer wanted.
+ */
+int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
+{
+	char cur[PATH_MAX + 32], aside[PATH_MAX + 64], stats[PATH_MAX + 8], stamp[32], canon[PATH_MAX];
+	struct stat sb;
+	bool did = false;
+	time_t now = time(NULL);
+	struct tm tm;
+	int ret;
+
+	ret = stopped_session(session_dir, canon, "--reset", err, errlen);
+	if (ret)
+		return ret;
+	session_dir = canon;
 	snprintf(cur, sizeof(cur), "%s/samples/current", session_dir);
 	if (!lstat(cur, &sb)) {
 		if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm))
@@ -81,5 +97,42 @@ int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 	}
 	if (!did)
 		fprintf(out, "Nothing to reset in %s.\n", session_dir);
+	return 0;
+}
+
+/* 0.9 moved samples/current to samples/NAME the same way (its --save). */
+int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, size_t errlen)
+{
+	char cur[PATH_MAX + 32], dest[PATH_MAX + 160], canon[PATH_MAX];
+	struct stat sb;
+	int ret;
+
+	if (!du_sdir_session_name_ok(name)) {
+		snprintf(err, errlen, "bad session name '%.64s' (" DU_SDIR_SESSION_NAME_RULE ")",
+			 name);
+		return -EINVAL;
+	}
+	ret = stopped_session(session_dir, canon, "--save", err, errlen);
+	if (ret)
+		return ret;
+	snprintf(cur, sizeof(cur), "%s/samples/current", canon);
+	snprintf(dest, sizeof(dest), "%s/samples/%s", canon, name);
+	if (!du_nf_lstat(dest, &sb)) {
+		snprintf(err, errlen, "session %s already exists (%s): choose another name",
+			 name, dest);
+		return -EEXIST;
+	}
+	ret = du_nf_lstat(cur, &sb);
+	if (ret) {
+		snprintf(err, errlen, "nothing to save: %s: %s", cur, strerror(-ret));
+		return ret;
+	}
+	ret = du_nf_rename(cur, dest);
+	if (ret) {
+		snprintf(err, errlen, "cannot move %s to %s: %s", cur, dest, strerror(-ret));
+		return ret;
+	}
+	fprintf(out, "Samples saved as session %s (%s); opreport session:%s reports them.\n",
+		name, dest, name);
 	return 0;
 }

@@ -596,3 +596,15 @@ int du_sdir_prepare(const char *dir, char *canon, size_t canon_size, char *err, 
 	close(fd);
 	return ret;
 }
+
+bool du_sdir_session_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 128 || name[0] == '.' || name[0] == '-' || !strcmp(name, "current"))
+		return false;
+	/* a plain word: no '/', no glob or shell character, nothing a
+	 * terminal would act on */
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._+-@") == n;
+}

@@ -129,4 +129,13 @@ int du_nf_write_atomic(const char *path, const char *tmp, const void *buf, size_
  * errno set. */
 FILE *du_nf_fopen(const char *path, const char *mode, mode_t perm);
 
+/*
+ * A saved session's name (opcontrol --save=NAME, the report tools'
+ * session:NAME), the directory SESSION/samples/NAME: letters, digits and
+ * "._+-@", at most 128 bytes, not "current", not starting with '.' or '-'.
+ */
+#define DU_SDIR_SESSION_NAME_RULE \
+	"letters, digits and ._+-@, not current, not starting with . or -"
+bool du_sdir_session_name_ok(const char *name);
+
 #endif

@@ -391,6 +391,29 @@ static void test_roots(void)
 	CU_ASSERT_EQUAL(system(p), 0);
 }
 
+/* Saved session names: a plain word, never a path or "current". */
+static void test_session_names(void)
+{
+	static const struct {
+		const char *name;
+		bool ok;
+	} cases[] = {
+		{ "run1", true }, { "before-fix_2.0", true }, { "a@b+c", true },
+		{ "", false }, { "current", false }, { ".", false }, { "..", false },
+		{ ".hidden", false }, { "-rf", false }, { "a/b", false }, { "a b", false },
+		{ "*", false }, { "x\n", false }, { "reset-20260101-000000", true },
+	};
+	char longname[130];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CU_ASSERT_EQUAL(du_sdir_session_name_ok(cases[i].name), cases[i].ok);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	CU_ASSERT_FALSE(du_sdir_session_name_ok(longname));
+	longname[128] = '\0';
+	CU_ASSERT_TRUE(du_sdir_session_name_ok(longname));
+}
+
 static void test_sdir(void)
 {
 	char tmpl[] = "/tmp/test_util_sdir.XXXXXX", base[PATH_MAX], path[PATH_MAX + 64];
@@ -640,6 +663,7 @@ int main(void)
 	    !CU_add_test(s, "separate table", test_separate_table) ||
 	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
 	    !CU_add_test(s, "session directory", test_sdir) ||
+	    !CU_add_test(s, "saved session names", test_session_names) ||
 	    !CU_add_test(s, "ELF build id and code segment", test_elfid) ||
 	    !CU_add_test(s, "worker user", test_worker_user) ||
 	    !CU_add_test(s, "files a root process writes", test_open_own) ||
