@@ -51,6 +51,8 @@ void rep_usage(FILE *f)
 	      "  unit-mask:N      unit masks\n"
 	      "  tgid:N tid:N cpu:N  process, thread, cpu (needs --separate=thread/cpu)\n"
 	      "  domain:NAMES     domain names; \"host\" for the host's own work\n"
+	      "  session:NAME     a session set aside by opcontrol --save=NAME (one name;\n"
+	      "                   default: current)\n"
 	      "\n"
 	      "Percentages are of all samples reported (per event); with --separate=lib\n"
 	      "the images an application used are listed under it, with percentages of\n"
