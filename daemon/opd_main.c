@@ -289,8 +289,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		if (opt == '?') {
-			fprintf(stderr, "oprofiled: unknown or malformed option \"%s\"\n",
-				argv[optind - 1]);
+			char msg[256];
+
+			du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], long_opts);
+			fprintf(stderr, "oprofiled: %s\n", msg);
 			return 1;
 		}
 		ret = parse_one(opt, o);

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 			du_cli_version(stdout, "ophelp");
 			return 0;
 		default:
-			snprintf(err, sizeof(err), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			du_cli_getopt_msg(err, sizeof(err), argv[optind - 1], options);
 			du_cli_usage_error(stderr, "ophelp", err);
 			return 1;
 		}

@@ -303,11 +303,12 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			rep_usage(out);
 			return 1;
 		default:
-			if (optopt && optopt < 256 && strchr("mtspo", optopt))
+			if (argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
+				du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], lopts);
+			else if (optopt && optopt < 256 && strchr("mtspo", optopt))
 				snprintf(msg, sizeof(msg), "option -%c needs an argument", optopt);
 			else
-				snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"",
-					 argv[optind - 1]);
+				snprintf(msg, sizeof(msg), "unknown option \"%s\"", argv[optind - 1]);
 			goto bad;
 		}
 	}

@@ -53,7 +53,8 @@ grep -q 'needs it stopped' "$work/save-running.err" || fail "--save while runnin
 $opcontrol --stop
 $opcontrol --save=o9run
 $opcontrol --shutdown	# 0.9's last step; the daemon is already gone
-$opcontrol --stat | grep -q 'not running' || fail "opcontrol --stat (an abbreviation) did not report"
+$opcontrol --stat >"$work/stat.out"	# an abbreviation of --status
+grep -q 'not running' "$work/stat.out" || fail "opcontrol --stat did not report the stopped daemon"
 [ -d "$session/samples/o9run" ] || fail "--save made no samples/o9run"
 [ ! -e "$session/samples/current" ] || fail "samples/current still there after --save"
 nfiles=$(find "$session/samples/o9run" -type f -name '*.all.all.all' | wc -l)
