@@ -197,6 +197,16 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 int ctl_stop(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
 /* --dump; -ESRCH when no daemon, -ETIMEDOUT when stats did not move. */
 int ctl_dump(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
+/* The daemon's count of --save switches so far (stats key "saves"). */
+uint64_t ctl_saves(const char *session_dir);
+/*
+ * --save under a running daemon @pid, once samples/current was renamed:
+ * SIGUSR2, and wait until stats' "saves" grows past @saves (read before
+ * the rename): the daemon closed its files and took a fresh
+ * samples/current (opd_daemon_new_current).  -ESRCH, -ETIMEDOUT.
+ */
+int ctl_new_current(const char *session_dir, pid_t pid, uint64_t saves, int timeout_ms,
+		    char *err, size_t errlen);
 /* --reset: refuses (-EBUSY) while the daemon runs. */
 int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen);
 
@@ -220,10 +230,11 @@ int ctl_shutdown(const char *session_dir, int timeout_ms, FILE *out, char *err, 
 int ctl_list_events(const struct ctl_opts *o, FILE *out, char *err, size_t errlen);
 
 /*
- * --save=NAME: move SESSION/samples/current to SESSION/samples/NAME, with
- * the daemon stopped (-EBUSY while it runs: it holds the files mapped),
- * NAME not taken (-EEXIST), same checks as --reset; NAME as
- * du_sdir_session_name_ok() allows.
+ * --save=NAME: move SESSION/samples/current to SESSION/samples/NAME, NAME
+ * not taken (-EEXIST), same checks as --reset; NAME as
+ * du_sdir_session_name_ok() allows.  With the daemon running: dump first,
+ * move, then make the daemon continue into a fresh samples/current
+ * (ctl_new_current).
  */
 int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, size_t errlen);
 

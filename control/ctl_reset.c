@@ -14,14 +14,12 @@
 
 /*
  * @session_dir made canonical into @canon (PATH_MAX) and checked as at
- * start (nothing renamed through a link), with no daemon running: a
- * running one holds the sample files mapped, so moving them under it
- * would lose samples.  -EBUSY names @verb and says to stop it first.
+ * start (nothing renamed through a link); *@info says whether its daemon
+ * runs (a stale pid file is warned about).
  */
-static int stopped_session(const char *session_dir, char *canon, const char *verb, char *err,
-			   size_t errlen)
+static int checked_session(const char *session_dir, char *canon, struct ctl_pid_info *info,
+			   char *err, size_t errlen)
 {
-	struct ctl_pid_info info;
 	struct stat sb;
 	int ret;
 
@@ -36,14 +34,9 @@ static int stopped_session(const char *session_dir, char *canon, const char *ver
 	ret = du_sdir_check(canon, err, errlen);
 	if (ret)
 		return ret;
-	ctl_pid_probe(canon, &info);
-	if (info.state == CTL_PID_RUNNING) {
-		snprintf(err, errlen, "oprofiled is running (pid %d) for session %s and holds "
-			 "samples/current open: %s needs it stopped (opcontrol --stop first)",
-			 (int)info.pid, canon, verb);
-		return -EBUSY;
-	}
-	ctl_pid_warn_stale(canon, &info);
+	ctl_pid_probe(canon, info);
+	if (info->state != CTL_PID_RUNNING)
+		ctl_pid_warn_stale(canon, info);
 	return 0;
 }
 
@@ -56,15 +49,24 @@ static int stopped_session(const char *session_dir, char *canon, const char *ver
 int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 {
 	char cur[PATH_MAX + 32], aside[PATH_MAX + 64], stats[PATH_MAX + 8], stamp[32], canon[PATH_MAX];
+	struct ctl_pid_info info;
 	struct stat sb;
 	bool did = false;
 	time_t now = time(NULL);
 	struct tm tm;
 	int ret;
 
-	ret = stopped_session(session_dir, canon, "--reset", err, errlen);
+	ret = checked_session(session_dir, canon, &info, err, errlen);
 	if (ret)
 		return ret;
+	/* a running daemon holds the sample files mapped: moving them under
+	 * it would lose samples (--save tells it; --reset is for afterwards) */
+	if (info.state == CTL_PID_RUNNING) {
+		snprintf(err, errlen, "oprofiled is running (pid %d) for session %s: stop it "
+			 "first with opcontrol --stop (or set the samples aside with --save=NAME)",
+			 (int)info.pid, canon);
+		return -EBUSY;
+	}
 	session_dir = canon;
 	snprintf(cur, sizeof(cur), "%s/samples/current", session_dir);
 	if (!lstat(cur, &sb)) {
@@ -100,10 +102,42 @@ int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen)
 	return 0;
 }
 
-/* 0.9 moved samples/current to samples/NAME the same way (its --save). */
+/*
+ * The daemon @pid keeps writing into the files it has open, which the
+ * rename carries into NAME, until SIGUSR2 makes it close them all and
+ * start a fresh samples/current: the dump first files what it read so
+ * far, and nothing it reads later is lost, only a sample file opened
+ * between the rename and the switch begins in the fresh directory.
+ */
+static int save_running(const char *canon, const char *cur, const char *dest, pid_t pid,
+			FILE *out, char *err, size_t errlen)
+{
+	char why[384];
+	uint64_t saves;
+	int ret;
+
+	ret = ctl_dump(canon, CTL_DUMP_TIMEOUT_MS, out, err, errlen);
+	if (ret)
+		return ret;
+	saves = ctl_saves(canon);
+	ret = du_nf_rename(cur, dest);
+	if (ret) {
+		snprintf(err, errlen, "cannot move %s to %s: %s", cur, dest, strerror(-ret));
+		return ret;
+	}
+	ret = ctl_new_current(canon, pid, saves, CTL_DUMP_TIMEOUT_MS, why, sizeof(why));
+	if (ret)
+		snprintf(err, errlen, "samples moved to %s, but the daemon did not confirm a fresh "
+			 "samples/current: %s", dest, why);
+	return ret;
+}
+
+/* 0.9 moved samples/current to samples/NAME the same way (its --save),
+ * under a running daemon too. */
 int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, size_t errlen)
 {
 	char cur[PATH_MAX + 32], dest[PATH_MAX + 160], canon[PATH_MAX];
+	struct ctl_pid_info info;
 	struct stat sb;
 	int ret;
 
@@ -112,7 +146,7 @@ int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, si
 			 name);
 		return -EINVAL;
 	}
-	ret = stopped_session(session_dir, canon, "--save", err, errlen);
+	ret = checked_session(session_dir, canon, &info, err, errlen);
 	if (ret)
 		return ret;
 	snprintf(cur, sizeof(cur), "%s/samples/current", canon);
@@ -127,12 +161,17 @@ int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, si
 		snprintf(err, errlen, "nothing to save: %s: %s", cur, strerror(-ret));
 		return ret;
 	}
-	ret = du_nf_rename(cur, dest);
+	if (info.state == CTL_PID_RUNNING)
+		ret = save_running(canon, cur, dest, info.pid, out, err, errlen);
+	else
+		ret = du_nf_rename(cur, dest);
 	if (ret) {
-		snprintf(err, errlen, "cannot move %s to %s: %s", cur, dest, strerror(-ret));
+		if (info.state != CTL_PID_RUNNING)
+			snprintf(err, errlen, "cannot move %s to %s: %s", cur, dest, strerror(-ret));
 		return ret;
 	}
-	fprintf(out, "Samples saved as session %s (%s); opreport session:%s reports them.\n",
-		name, dest, name);
+	fprintf(out, "Samples saved as session %s (%s)%s; opreport session:%s reports them.\n",
+		name, dest, info.state == CTL_PID_RUNNING ?
+		", profiling goes on into a fresh samples/current" : "", name);
 	return 0;
 }

@@ -669,10 +669,19 @@ static void test_start_stop_dump(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "all 2 CPUs: samples 150, lost 7\n"));
 	free(sbuf);
 
-	/* reset and save refuse while running */
+	/* reset refuses while running; save dumps, moves samples/current
+	 * and has the daemon start a fresh one (SIGUSR2, stats' saves) */
 	CU_ASSERT_EQUAL(ctl_reset(tmp_session, devnull, err, sizeof(err)), -EBUSY);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -EBUSY);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "--save needs it stopped (opcontrol --stop first)"));
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_p(path), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 3);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);	/* the daemon's fresh one */
+	snprintf(path, sizeof(path), "%s/samples/live", tmp_session);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
 
 	/* stop */
 	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
@@ -689,8 +698,8 @@ static void test_start_stop_dump(void)
 	CU_ASSERT_EQUAL(ctl_shutdown(tmp_session, 100, devnull, err, sizeof(err)), 0);
 
 	/* save moves samples/current to samples/NAME, once per name */
-	snprintf(path, sizeof(path), "%s/samples", tmp_session);
-	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	rmdir(path);
 	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nothing to save"));
 	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
@@ -875,14 +884,19 @@ static int opcontrol(char *out, size_t outlen, const char *a1, const char *a2, c
 	return ret;
 }
 
-/* Samples of this very test program, in any sample file under samples/current. */
-static bool own_samples_filed(void)
+/* Samples of this very test program, in any sample file under samples/@sub. */
+static bool own_samples_in(const char *sub)
 {
 	char cmd[PATH_MAX * 2];
 
-	snprintf(cmd, sizeof(cmd), "find '%s/samples/current' -path '*test_ctl*' -type f | grep -q .",
-		 tmp_session);
+	snprintf(cmd, sizeof(cmd), "find '%s/samples/%s' -path '*test_ctl*' -type f | grep -q .",
+		 tmp_session, sub);
 	return system(cmd) == 0;
+}
+
+static bool own_samples_filed(void)
+{
+	return own_samples_in("current");
 }
 
 static void burn_cpu_ms(int ms)
@@ -955,6 +969,22 @@ static void test_real_daemon(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Separate:     library\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "samples received"));
 
+	/* --save while it runs: what was filed moves to samples/live, the
+	 * daemon goes on, into a fresh samples/current */
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--save=live", NULL, NULL, NULL), 0);
+	if (!strstr(out, "profiling goes on"))
+		fprintf(stderr, "\nopcontrol --save said:\n%s\n", out);
+	CU_ASSERT_TRUE(own_samples_in("live"));
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+	filed = false;
+	for (int i = 0; i < 20 && !filed; i++) {
+		burn_cpu_ms(100);
+		CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--dump", NULL, NULL, NULL), 0);
+		filed = own_samples_filed();
+	}
+	CU_ASSERT_TRUE(filed);
+
 	/* stop: the daemon exits, its pid file goes, its stats say so */
 	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--stop", NULL, NULL, NULL), 0);
 	CU_ASSERT_FALSE(ctl_pid_alive(pid));
@@ -983,6 +1013,8 @@ int main(void)
 	 * left a zombie where init does not reap (containers).
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* no stored --setup of whoever runs the tests */
+	setenv("HOME", "/nonexistent-domprof-test-home", 1);
 	du_log_set(capture_log);
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;

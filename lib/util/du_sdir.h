@@ -73,7 +73,9 @@ int du_sdir_check(const char *canon, char *err, size_t errlen);
  * du_nf_* path is resolved below the root it lies in (absolute @path, the
  * directory open as @fd, kept open), and a path in no root is refused
  * (-EACCES).  The worker, which may not even search the session
- * directory, reaches exactly the directories it was handed.  0 or -errno.
+ * directory, reaches exactly the directories it was handed.  A path that
+ * is a root already gets @fd in place of its descriptor, which is closed
+ * (a directory set aside and replaced).  0 or -errno.
  */
 int du_nf_root_add(const char *path, int fd);
 
