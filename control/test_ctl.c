@@ -608,6 +608,47 @@ static uint64_t stats_u64(const char *key)
 	return v;
 }
 
+/* --save under the fake daemon @pid: a dump, the move, SIGUSR2 (the fake
+ * makes a fresh samples/current and counts saves, as the daemon does). */
+static void save_running_fake(pid_t pid, FILE *devnull)
+{
+	char path[PATH_MAX + 64], err[512];
+
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_p(path), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 3);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);	/* the daemon's fresh one */
+	snprintf(path, sizeof(path), "%s/samples/live", tmp_session);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+}
+
+/* --save with no daemon: samples/current to samples/NAME, once per name. */
+static void save_stopped(FILE *devnull)
+{
+	char path[PATH_MAX + 64], err[512];
+
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	rmdir(path);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nothing to save"));
+	mkdir(path, 0755);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/samples/run1", tmp_session);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	mkdir(path, 0755);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "session run1 already exists"));
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "a/b", devnull, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	rmdir(path);
+}
+
 static void test_start_stop_dump(void)
 {
 	char out[4096] = "", err[512] = "", path[PATH_MAX + 64], buf[64];
@@ -672,16 +713,7 @@ static void test_start_stop_dump(void)
 	/* reset refuses while running; save dumps, moves samples/current
 	 * and has the daemon start a fresh one (SIGUSR2, stats' saves) */
 	CU_ASSERT_EQUAL(ctl_reset(tmp_session, devnull, err, sizeof(err)), -EBUSY);
-	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
-	CU_ASSERT_EQUAL_FATAL(du_mkdir_p(path), 0);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
-	CU_ASSERT_EQUAL(stats_u64("dumps"), 3);
-	CU_ASSERT_EQUAL(access(path, F_OK), 0);	/* the daemon's fresh one */
-	snprintf(path, sizeof(path), "%s/samples/live", tmp_session);
-	CU_ASSERT_EQUAL(access(path, F_OK), 0);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), -EEXIST);
-	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+	save_running_fake(pid, devnull);
 
 	/* stop */
 	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
@@ -697,24 +729,7 @@ static void test_start_stop_dump(void)
 	/* shutdown with no daemon is no error (0.9: --stop, then --shutdown) */
 	CU_ASSERT_EQUAL(ctl_shutdown(tmp_session, 100, devnull, err, sizeof(err)), 0);
 
-	/* save moves samples/current to samples/NAME, once per name */
-	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
-	rmdir(path);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -ENOENT);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nothing to save"));
-	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
-	mkdir(path, 0755);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), 0);
-	CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
-	snprintf(path, sizeof(path), "%s/samples/run1", tmp_session);
-	CU_ASSERT_EQUAL(access(path, F_OK), 0);
-	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
-	mkdir(path, 0755);
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -EEXIST);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err, "session run1 already exists"));
-	CU_ASSERT_EQUAL(ctl_save(tmp_session, "a/b", devnull, err, sizeof(err)), -EINVAL);
-	CU_ASSERT_EQUAL(access(path, F_OK), 0);
-	rmdir(path);
+	save_stopped(devnull);
 
 	/* reset moves samples/current aside and removes stats */
 	snprintf(path, sizeof(path), "%s/samples", tmp_session);
@@ -917,6 +932,27 @@ static void burn_cpu_ms(int ms)
  * the perf collector: the session contract as the real daemon keeps it,
  * --separate=library accepted by both, and samples of this process filed.
  */
+/* --save while the real daemon @pid runs: what was filed moves to
+ * samples/live, the daemon goes on, into a fresh samples/current. */
+static void real_daemon_save(pid_t pid)
+{
+	char out[8192];
+	bool filed = false;
+
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--save=live", NULL, NULL, NULL), 0);
+	if (!strstr(out, "profiling goes on"))
+		fprintf(stderr, "\nopcontrol --save said:\n%s\n", out);
+	CU_ASSERT_TRUE(own_samples_in("live"));
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+	for (int i = 0; i < 20 && !filed; i++) {
+		burn_cpu_ms(100);
+		CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--dump", NULL, NULL, NULL), 0);
+		filed = own_samples_filed();
+	}
+	CU_ASSERT_TRUE(filed);
+}
+
 static void test_real_daemon(void)
 {
 	char out[8192], buf[64];
@@ -969,21 +1005,7 @@ static void test_real_daemon(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Separate:     library\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "samples received"));
 
-	/* --save while it runs: what was filed moves to samples/live, the
-	 * daemon goes on, into a fresh samples/current */
-	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--save=live", NULL, NULL, NULL), 0);
-	if (!strstr(out, "profiling goes on"))
-		fprintf(stderr, "\nopcontrol --save said:\n%s\n", out);
-	CU_ASSERT_TRUE(own_samples_in("live"));
-	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
-	CU_ASSERT_TRUE(ctl_pid_alive(pid));
-	filed = false;
-	for (int i = 0; i < 20 && !filed; i++) {
-		burn_cpu_ms(100);
-		CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--dump", NULL, NULL, NULL), 0);
-		filed = own_samples_filed();
-	}
-	CU_ASSERT_TRUE(filed);
+	real_daemon_save(pid);
 
 	/* stop: the daemon exits, its pid file goes, its stats say so */
 	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--stop", NULL, NULL, NULL), 0);

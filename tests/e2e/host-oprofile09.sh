@@ -50,6 +50,7 @@ $opcontrol --shutdown	# 0.9's last step; the daemon is already gone
 $opcontrol --stat >"$work/stat.out"	# an abbreviation of --status
 grep -q 'not running' "$work/stat.out" || fail "opcontrol --stat did not report the stopped daemon"
 [ -d "$session/samples/o9run" ] || fail "--save made no samples/o9run"
+[ -d "$session/samples/current" ] || fail "the daemon made no fresh samples/current after --save"
 ncur=$(find "$session/samples/current" -type f -name '*.all.all.all' | wc -l)
 [ "$ncur" -gt 0 ] || fail "the daemon filed nothing into a fresh samples/current after --save"
 nfiles=$(find "$session/samples/o9run" -type f -name '*.all.all.all' | wc -l)
