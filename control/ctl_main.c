@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "util/du_cli.h"
@@ -67,9 +69,17 @@ static int run(const struct ctl_opts *o, const char *setup_path, FILE *out, char
 static struct du_kv *load_setup(char *path, size_t len)
 {
 	struct du_kv *kv;
+	struct stat sb;
 
 	if (ctl_setup_path(path, len)) {
 		path[0] = '\0';
+		return NULL;
+	}
+	/* settings that name paths root writes to: only the user's own */
+	if (!lstat(path, &sb) && (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
+				  (sb.st_mode & 022))) {
+		du_warn("ignoring %s: not a regular file of uid %u writable by it alone", path,
+			(unsigned int)geteuid());
 		return NULL;
 	}
 	kv = du_kv_load(path);

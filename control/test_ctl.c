@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 static char warn_last[512];
@@ -238,6 +239,45 @@ static void test_setup_merge(void)
 			-EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "SETUPFILE: --callgraph needs a depth"));
 	du_kv_free(kv);
+}
+
+/* opcontrol --setup through ctl_main with HOME at @home: its output. */
+static void run_setup(const char *home, const char *opt, char *out, size_t outlen)
+{
+	char *argv[] = { "opcontrol", "--setup", (char *)opt, NULL };
+	FILE *f = fmemopen(out, outlen, "w");
+
+	setenv("HOME", home, 1);
+	CU_ASSERT_EQUAL(ctl_main(3, argv, f, f), 0);
+	fclose(f);
+	setenv("HOME", "/nonexistent-domprof-test-home", 1);
+}
+
+/* The setup file is written private and merged with the stored one, but
+ * a stored one that others could have written is ignored. */
+static void test_setup_file(void)
+{
+	char home[] = "/tmp/test_ctl_home.XXXXXX", path[PATH_MAX], out[2048], text[512];
+	struct stat sb;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(home));
+	snprintf(path, sizeof(path), "%s/.domprof/setup", home);
+	run_setup(home, "--callgraph=4", out, sizeof(out));
+	CU_ASSERT_EQUAL_FATAL(stat(path, &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_mode & 0777, 0600);
+	run_setup(home, "--sep=lib", out, sizeof(out));
+	CU_ASSERT(du_read_small(path, text, sizeof(text)) > 0);
+	CU_ASSERT_STRING_EQUAL(text, "separate lib\ncallgraph 4\n");
+	chmod(path, 0666);
+	warn_count = 0;
+	run_setup(home, "--sep=cpu", out, sizeof(out));
+	CU_ASSERT_EQUAL(warn_count, 1);
+	CU_ASSERT(du_read_small(path, text, sizeof(text)) > 0);
+	CU_ASSERT_STRING_EQUAL(text, "separate cpu\n");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/.domprof", home);
+	rmdir(path);
+	rmdir(home);
 }
 
 /* Does the daemon's command line for opcontrol @args (at most 4, NULL
@@ -1045,6 +1085,7 @@ int main(void)
 	    !CU_add_test(s, "parse table", test_parse_table) ||
 	    !CU_add_test(s, "parse values", test_parse_values) ||
 	    !CU_add_test(s, "stored settings (--setup)", test_setup_merge) ||
+	    !CU_add_test(s, "the setup file", test_setup_file) ||
 	    !CU_add_test(s, "default collector", test_default_collector) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
 	    !CU_add_test(s, "options on the daemon's command line", test_daemon_argv) ||
