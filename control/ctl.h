@@ -33,7 +33,18 @@ enum ctl_action {
 	CTL_RESET,
 	CTL_HELP,
 	CTL_VERSION,
+	CTL_INIT,		/* OProfile 0.9's verbs, mapped (ctl_o9.c) */
+	CTL_SETUP,
+	CTL_SHUTDOWN,
+	CTL_DEINIT,
+	CTL_SAVE,
+	CTL_LIST_EVENTS,
 };
+
+/* Where --setup keeps its options: $HOME/.domprof/setup (OProfile kept
+ * them in ~/.oprofile/daemonrc), "key value" lines (util/du_kv.h). */
+#define CTL_SETUP_FILE_DESC	"$HOME/.domprof/setup"
+#define CTL_SETUP_MAX		8192
 
 /* The parsed command line.  Strings are borrowed from argv. */
 struct ctl_opts {
@@ -54,16 +65,40 @@ struct ctl_opts {
 	bool guest_cpu_given;
 	unsigned int guest_cpu_total_ms;	/* --guest-cpu-total, as guest_cpu_ms */
 	bool guest_cpu_total_given;
+	const char *vmlinux;		/* --vmlinux (accepted, not read) */
+	bool no_vmlinux;
+	const char *save_name;		/* --save=NAME */
+	uint64_t given;			/* options on the command line, by bit */
+	/* what --setup stores: the given options as "key value" lines,
+	 * paths made absolute, then the stored ones not given again */
+	char setup[CTL_SETUP_MAX];
+	size_t setup_len;
 };
 
 /*
- * Parse opcontrol's arguments (argv[0] is skipped) into @o.  Exactly one
- * action must be given; start-only options with another action, unknown
- * options, repeated single-value options and bad --separate or --collector
- * values are refused: -EINVAL with a message.  Event names are not checked
- * here (see ctl_events_resolve).
+ * Parse opcontrol's arguments (argv[0] is skipped) into @o with
+ * getopt_long (long options may be abbreviated).  At most one action; none
+ * with options given means --setup, as in OProfile.  Start options with an
+ * action that does not take them, unknown or ambiguous options, repeated
+ * single-value options, a bad --save name and bad --separate or
+ * --collector values are refused: -EINVAL with a message.  Event names are
+ * not checked here (see ctl_events_resolve).  The session directory and
+ * the collector get their defaults, except with --setup (which stores only
+ * what is given).
  */
 int ctl_parse_args(int argc, char *const *argv, struct ctl_opts *o, char *err, size_t errlen);
+
+/*
+ * The same, and then the stored settings @setup (NULL: none) fill every
+ * option the command line did not give, checked as if given; @setup_what
+ * names their file in messages.  @setup's strings are borrowed by @o.
+ */
+int ctl_parse_args_setup(int argc, char *const *argv, const struct du_kv *setup,
+			 const char *setup_what, struct ctl_opts *o, char *err, size_t errlen);
+
+/* Fill @o's options that its command line did not give from @setup. */
+int ctl_setup_apply(struct ctl_opts *o, const struct du_kv *setup, const char *what, char *err,
+		    size_t errlen);
 
 /*
  * The collector --start uses when none is given: "xen" when @caps_path
@@ -162,8 +197,46 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 int ctl_stop(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
 /* --dump; -ESRCH when no daemon, -ETIMEDOUT when stats did not move. */
 int ctl_dump(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
+/* The daemon's count of --save switches so far (stats key "saves"). */
+uint64_t ctl_saves(const char *session_dir);
+/*
+ * --save under a running daemon @pid, once samples/current was renamed:
+ * SIGUSR2, and wait until stats' "saves" grows past @saves (read before
+ * the rename): the daemon closed its files and took a fresh
+ * samples/current (opd_daemon_new_current).  -ESRCH, -ETIMEDOUT.
+ */
+int ctl_new_current(const char *session_dir, pid_t pid, uint64_t saves, int timeout_ms,
+		    char *err, size_t errlen);
 /* --reset: refuses (-EBUSY) while the daemon runs. */
 int ctl_reset(const char *session_dir, FILE *out, char *err, size_t errlen);
+
+/* ---- OProfile 0.9's verbs (ctl_o9.c) ---------------------------------- */
+
+/*
+ * The setup file's path into @buf: CTL_SETUP_FILE_DESC with $HOME made
+ * canonical.  -ENOENT without $HOME.
+ */
+int ctl_setup_path(char *buf, size_t len);
+/* --setup: write o->setup as the setup file @path (directory made 0700,
+ * file 0600, replaced atomically) and say what it holds on @out. */
+int ctl_setup_save(const struct ctl_opts *o, const char *path, FILE *out, char *err,
+		   size_t errlen);
+/* --init: check what --start will need and say what was found; for the
+ * kmod collector, load the module (as 0.9's --init did). */
+int ctl_init(const struct ctl_opts *o, FILE *out, char *err, size_t errlen);
+/* --shutdown, --deinit: --stop, and no daemon is not an error. */
+int ctl_shutdown(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen);
+/* --list-events: ophelp's list for this CPU. */
+int ctl_list_events(const struct ctl_opts *o, FILE *out, char *err, size_t errlen);
+
+/*
+ * --save=NAME: move SESSION/samples/current to SESSION/samples/NAME, NAME
+ * not taken (-EEXIST), same checks as --reset; NAME as
+ * du_sdir_session_name_ok() allows.  With the daemon running: dump first,
+ * move, then make the daemon continue into a fresh samples/current
+ * (ctl_new_current).
+ */
+int ctl_save(const char *session_dir, const char *name, FILE *out, char *err, size_t errlen);
 
 /* Whole program: returns the exit status. */
 int ctl_main(int argc, char *const *argv, FILE *out, FILE *errf);

@@ -297,6 +297,9 @@ int ctl_start(const struct ctl_opts *o, char specs[][96], size_t n_specs, FILE *
 	fprintf(out, "  collector: %s\n", o->collector);
 	for (size_t i = 0; i < n_specs; i++)
 		fprintf(out, "  event:     %s\n", specs[i]);
+	if (o->vmlinux)	/* OProfile's option, kept for its scripts */
+		fprintf(out, "  kernel:    named from the kallsyms copied now (--vmlinux %s not read)\n",
+			o->vmlinux);
 	fflush(out);
 	return 0;
 }
@@ -351,7 +354,8 @@ int ctl_stop(const char *session_dir, int timeout_ms, FILE *out, char *err, size
 	return 0;
 }
 
-static uint64_t read_dumps(const char *session_dir)
+/* Key @key of SESSION/stats, 0 when absent. */
+static uint64_t read_stat(const char *session_dir, const char *key)
 {
 	char path[PATH_MAX];
 	struct du_kv *kv;
@@ -359,39 +363,63 @@ static uint64_t read_dumps(const char *session_dir)
 
 	snprintf(path, sizeof(path), "%s/stats", session_dir);
 	kv = du_kv_load(path);
-	if (!du_kv_get_u64(kv, "dumps", &v))
+	if (!du_kv_get_u64(kv, key, &v))
 		v = 0;
 	du_kv_free(kv);
 	return v;
 }
 
-int ctl_dump(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen)
+/* Send @sig to the daemon @pid and wait until its stats' @key grows past
+ * @before (it rewrites them when done), at most @timeout_ms; @what names
+ * the job in messages. */
+static int signal_and_wait(const char *session_dir, pid_t pid, int sig, const char *key,
+			   uint64_t before, const char *what, int timeout_ms, char *err,
+			   size_t errlen)
 {
-	uint64_t before;
-	pid_t pid;
 	int ret, waited = 0;
 
-	(void)out;	/* silent on success, like OProfile's --dump */
-	ret = running_daemon(session_dir, &pid, err, errlen);
+	ret = signal_daemon(pid, sig, err, errlen);
 	if (ret)
 		return ret;
-	before = read_dumps(session_dir);
-	ret = signal_daemon(pid, SIGUSR1, err, errlen);
-	if (ret)
-		return ret;
-	while (read_dumps(session_dir) <= before) {
+	while (read_stat(session_dir, key) <= before) {
 		if (!ctl_pid_alive(pid)) {
-			snprintf(err, errlen, "oprofiled (pid %d) exited during the dump; see %s/oprofiled.log",
-				 (int)pid, session_dir);
+			snprintf(err, errlen, "oprofiled (pid %d) exited during the %s; see %s/oprofiled.log",
+				 (int)pid, what, session_dir);
 			return -ESRCH;
 		}
 		if (waited >= timeout_ms) {
-			snprintf(err, errlen, "oprofiled (pid %d) did not finish the dump within %d s "
-				 "(stats still show %" PRIu64 " dumps)", (int)pid, timeout_ms / 1000, before);
+			snprintf(err, errlen, "oprofiled (pid %d) did not finish the %s within %d s "
+				 "(stats still show %" PRIu64 " %s)", (int)pid, what, timeout_ms / 1000,
+				 before, key);
 			return -ETIMEDOUT;
 		}
 		ctl_sleep_ms(POLL_MS);
 		waited += POLL_MS;
 	}
 	return 0;
+}
+
+int ctl_dump(const char *session_dir, int timeout_ms, FILE *out, char *err, size_t errlen)
+{
+	pid_t pid;
+	int ret;
+
+	(void)out;	/* silent on success, like OProfile's --dump */
+	ret = running_daemon(session_dir, &pid, err, errlen);
+	if (ret)
+		return ret;
+	return signal_and_wait(session_dir, pid, SIGUSR1, "dumps", read_stat(session_dir, "dumps"),
+			       "dump", timeout_ms, err, errlen);
+}
+
+uint64_t ctl_saves(const char *session_dir)
+{
+	return read_stat(session_dir, "saves");
+}
+
+int ctl_new_current(const char *session_dir, pid_t pid, uint64_t saves, int timeout_ms,
+		    char *err, size_t errlen)
+{
+	return signal_and_wait(session_dir, pid, SIGUSR2, "saves", saves,
+			       "switch to a fresh samples/current", timeout_ms, err, errlen);
 }

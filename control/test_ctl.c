@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 static char warn_last[512];
@@ -75,7 +76,34 @@ static const struct parse_case parse_cases[] = {
 	{ { "--dump", "--guest-cpu=5" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { "--start", "--guest-cpu-total=1001" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
-	{ { "--session-dir=/tmp/s" }, -EINVAL, CTL_NONE, "no action" },
+	/* OProfile 0.9: options alone store a setup */
+	{ { "--session-dir=/tmp/s" }, 0, CTL_SETUP, NULL },
+	{ { "--no-vmlinux" }, 0, CTL_SETUP, NULL },
+	{ { "--setup", "--event=TIMER", "-p", "library", "--vmlinux=/boot/v" }, 0, CTL_SETUP, NULL },
+	{ { "--init" }, 0, CTL_INIT, NULL },
+	{ { "--init", "--collector=kmod" }, 0, CTL_INIT, NULL },
+	{ { "--shutdown" }, 0, CTL_SHUTDOWN, NULL },
+	{ { "--deinit" }, 0, CTL_DEINIT, NULL },
+	{ { "--save=run1" }, 0, CTL_SAVE, NULL },
+	{ { "--save", "run1" }, 0, CTL_SAVE, NULL },
+	{ { "-l" }, 0, CTL_LIST_EVENTS, NULL },
+	{ { "--list", "--events-dir=/x" }, 0, CTL_LIST_EVENTS, NULL },
+	{ { "-s", "-V" }, 0, CTL_START, NULL },
+	{ { "-t" }, 0, CTL_STOP, NULL },
+	{ { "-d" }, 0, CTL_DUMP, NULL },
+	/* abbreviations, as getopt_long takes them */
+	{ { "--star", "--sep=lib", "--coll=perf" }, 0, CTL_START, NULL },
+	{ { "--shut" }, 0, CTL_SHUTDOWN, NULL },
+	{ { "--sta" }, -EINVAL, CTL_NONE, "ambiguous option '--sta' (--start, --status)" },
+	{ { "--save" }, -EINVAL, CTL_NONE, "--save needs a value" },
+	{ { "--save=current" }, -EINVAL, CTL_NONE, "needs a session name" },
+	{ { "--save=../x" }, -EINVAL, CTL_NONE, "needs a session name" },
+	{ { "--save=.x" }, -EINVAL, CTL_NONE, "needs a session name" },
+	{ { "--save=a", "--event=X" }, -EINVAL, CTL_NONE, "--event only applies to --start" },
+	{ { "--save=a", "--save=b" }, -EINVAL, CTL_NONE, "--save given twice" },
+	{ { "--start", "--vmlinux=/v", "--no-vmlinux" }, -EINVAL, CTL_NONE, "do not go together" },
+	{ { "--stop", "--events-dir=/x" }, -EINVAL, CTL_NONE, "only applies to --start" },
+	{ { "--init", "--save=a" }, -EINVAL, CTL_NONE, "only one action at a time: --init and --save" },
 	{ { "--start", "--stop" }, -EINVAL, CTL_NONE, "only one action at a time: --start and --stop" },
 	{ { "--dump", "--status" }, -EINVAL, CTL_NONE, "only one action" },
 	{ { "--bogus" }, -EINVAL, CTL_NONE, "unknown option '--bogus'" },
@@ -90,7 +118,8 @@ static const struct parse_case parse_cases[] = {
 	{ { "--start", "--separate=" }, -EINVAL, CTL_NONE, "--separate needs a value" },
 	{ { "--start", "--separate=lib", "--separate=cpu" }, -EINVAL, CTL_NONE, "given twice" },
 	{ { "--start", "--collector=oprofile" }, -EINVAL, CTL_NONE, "unknown collector" },
-	{ { "--stop", "--event=TIMER" }, -EINVAL, CTL_NONE, "--event only applies to --start, not --stop" },
+	{ { "--stop", "--event=TIMER" }, -EINVAL, CTL_NONE,
+	  "--event only applies to --start or --setup, not --stop" },
 	{ { "--status", "--separate=lib" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { "--dump", "--collector=perf" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { "--session-dir" }, -EINVAL, CTL_NONE, "needs a value" },
@@ -115,8 +144,8 @@ static void test_parse_table(void)
 		CU_ASSERT_EQUAL(ret, c->ret);
 		if (!c->ret) {
 			CU_ASSERT_EQUAL(o.action, c->action);
-			CU_ASSERT_PTR_NOT_NULL(o.session_dir);
-			CU_ASSERT_PTR_NOT_NULL(o.collector);
+			/* --setup stores what was given, no defaults */
+			CU_ASSERT(c->action == CTL_SETUP || (o.session_dir && o.collector));
 		} else if (c->err_has && !strstr(err, c->err_has)) {
 			fprintf(stderr, "\ncase %zu: message '%s' lacks '%s'\n", i, err, c->err_has);
 			CU_FAIL("error message");
@@ -171,6 +200,84 @@ static void test_parse_values(void)
 
 	CU_ASSERT_EQUAL(ctl_parse_args(2, argv2, &o, err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(o.session_dir, DP_DEFAULT_SESSION_DIR);
+}
+
+/* Stored settings fill what the command line leaves out, the command line
+ * wins, and --setup merges: what it stores is its own options, then the
+ * stored ones it did not give again. */
+static void test_setup_merge(void)
+{
+	static const char stored[] = "event TIMER:5\nevent CPU_CLK_UNHALTED\nseparate lib\n"
+				     "session_dir /tmp/q\ncallgraph 4\nno_vmlinux 1\n";
+	struct du_kv *kv = du_kv_parse(stored, sizeof(stored) - 1);
+	char *start[] = { "opcontrol", "--start", "--sep=cpu", "--vmlinux=/v", NULL };
+	char *dump[] = { "opcontrol", "--dump", NULL };
+	char *setup[] = { "opcontrol", "--setup", "-e", "B", NULL };
+	char err[256] = "";
+	struct ctl_opts o;
+
+	CU_ASSERT_FATAL(kv != NULL);
+	CU_ASSERT_EQUAL_FATAL(ctl_parse_args_setup(4, start, kv, "S", &o, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(o.n_events, 2);
+	CU_ASSERT_STRING_EQUAL(o.events[0], "TIMER:5");
+	CU_ASSERT_STRING_EQUAL(o.separate, "cpu");
+	CU_ASSERT_STRING_EQUAL(o.session_dir, "/tmp/q");
+	CU_ASSERT_EQUAL(o.callgraph, 4);
+	CU_ASSERT_STRING_EQUAL(o.vmlinux, "/v");	/* --vmlinux given: no_vmlinux not taken */
+	CU_ASSERT_FALSE(o.no_vmlinux);
+	CU_ASSERT_EQUAL(ctl_parse_args_setup(2, dump, kv, "S", &o, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(o.session_dir, "/tmp/q");
+	CU_ASSERT_EQUAL(ctl_parse_args_setup(4, setup, kv, "S", &o, err, sizeof(err)), 0);
+	o.setup[o.setup_len] = '\0';
+	CU_ASSERT_STRING_EQUAL(o.setup, "event B\nseparate lib\nsession_dir /tmp/q\n"
+				      "callgraph 4\nno_vmlinux 1\n");
+	du_kv_free(kv);
+
+	/* a bad stored value is refused, naming the file */
+	kv = du_kv_parse("callgraph 999\n", 14);
+	CU_ASSERT_EQUAL(ctl_parse_args_setup(2, start, kv, "SETUPFILE", &o, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "SETUPFILE: --callgraph needs a depth"));
+	du_kv_free(kv);
+}
+
+/* opcontrol --setup through ctl_main with HOME at @home: its output. */
+static void run_setup(const char *home, const char *opt, char *out, size_t outlen)
+{
+	char *argv[] = { "opcontrol", "--setup", (char *)opt, NULL };
+	FILE *f = fmemopen(out, outlen, "w");
+
+	setenv("HOME", home, 1);
+	CU_ASSERT_EQUAL(ctl_main(3, argv, f, f), 0);
+	fclose(f);
+	setenv("HOME", "/nonexistent-domprof-test-home", 1);
+}
+
+/* The setup file is written private and merged with the stored one, but
+ * a stored one that others could have written is ignored. */
+static void test_setup_file(void)
+{
+	char home[] = "/tmp/test_ctl_home.XXXXXX", path[PATH_MAX], out[2048], text[512];
+	struct stat sb;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(home));
+	snprintf(path, sizeof(path), "%s/.domprof/setup", home);
+	run_setup(home, "--callgraph=4", out, sizeof(out));
+	CU_ASSERT_EQUAL_FATAL(stat(path, &sb), 0);
+	CU_ASSERT_EQUAL(sb.st_mode & 0777, 0600);
+	run_setup(home, "--sep=lib", out, sizeof(out));
+	CU_ASSERT(du_read_small(path, text, sizeof(text)) > 0);
+	CU_ASSERT_STRING_EQUAL(text, "separate lib\ncallgraph 4\n");
+	chmod(path, 0666);
+	warn_count = 0;
+	run_setup(home, "--sep=cpu", out, sizeof(out));
+	CU_ASSERT_EQUAL(warn_count, 1);
+	CU_ASSERT(du_read_small(path, text, sizeof(text)) > 0);
+	CU_ASSERT_STRING_EQUAL(text, "separate cpu\n");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/.domprof", home);
+	rmdir(path);
+	rmdir(home);
 }
 
 /* Does the daemon's command line for opcontrol @args (at most 4, NULL
@@ -541,6 +648,47 @@ static uint64_t stats_u64(const char *key)
 	return v;
 }
 
+/* --save under the fake daemon @pid: a dump, the move, SIGUSR2 (the fake
+ * makes a fresh samples/current and counts saves, as the daemon does). */
+static void save_running_fake(pid_t pid, FILE *devnull)
+{
+	char path[PATH_MAX + 64], err[512];
+
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_p(path), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_EQUAL(stats_u64("dumps"), 3);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);	/* the daemon's fresh one */
+	snprintf(path, sizeof(path), "%s/samples/live", tmp_session);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "live", devnull, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+}
+
+/* --save with no daemon: samples/current to samples/NAME, once per name. */
+static void save_stopped(FILE *devnull)
+{
+	char path[PATH_MAX + 64], err[512];
+
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	rmdir(path);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nothing to save"));
+	mkdir(path, 0755);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), 0);
+	CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/samples/run1", tmp_session);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/samples/current", tmp_session);
+	mkdir(path, 0755);
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "run1", devnull, err, sizeof(err)), -EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "session run1 already exists"));
+	CU_ASSERT_EQUAL(ctl_save(tmp_session, "a/b", devnull, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	rmdir(path);
+}
+
 static void test_start_stop_dump(void)
 {
 	char out[4096] = "", err[512] = "", path[PATH_MAX + 64], buf[64];
@@ -602,8 +750,10 @@ static void test_start_stop_dump(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(sbuf, "all 2 CPUs: samples 150, lost 7\n"));
 	free(sbuf);
 
-	/* reset refuses while running */
+	/* reset refuses while running; save dumps, moves samples/current
+	 * and has the daemon start a fresh one (SIGUSR2, stats' saves) */
 	CU_ASSERT_EQUAL(ctl_reset(tmp_session, devnull, err, sizeof(err)), -EBUSY);
+	save_running_fake(pid, devnull);
 
 	/* stop */
 	CU_ASSERT_EQUAL(ctl_stop(tmp_session, 10000, devnull, err, sizeof(err)), 0);
@@ -616,6 +766,10 @@ static void test_start_stop_dump(void)
 
 	/* status after the run still shows its stats */
 	CU_ASSERT_EQUAL(ctl_status(tmp_session, devnull, err, sizeof(err)), 0);
+	/* shutdown with no daemon is no error (0.9: --stop, then --shutdown) */
+	CU_ASSERT_EQUAL(ctl_shutdown(tmp_session, 100, devnull, err, sizeof(err)), 0);
+
+	save_stopped(devnull);
 
 	/* reset moves samples/current aside and removes stats */
 	snprintf(path, sizeof(path), "%s/samples", tmp_session);
@@ -785,14 +939,19 @@ static int opcontrol(char *out, size_t outlen, const char *a1, const char *a2, c
 	return ret;
 }
 
-/* Samples of this very test program, in any sample file under samples/current. */
-static bool own_samples_filed(void)
+/* Samples of this very test program, in any sample file under samples/@sub. */
+static bool own_samples_in(const char *sub)
 {
 	char cmd[PATH_MAX * 2];
 
-	snprintf(cmd, sizeof(cmd), "find '%s/samples/current' -path '*test_ctl*' -type f | grep -q .",
-		 tmp_session);
+	snprintf(cmd, sizeof(cmd), "find '%s/samples/%s' -path '*test_ctl*' -type f | grep -q .",
+		 tmp_session, sub);
 	return system(cmd) == 0;
+}
+
+static bool own_samples_filed(void)
+{
+	return own_samples_in("current");
 }
 
 static void burn_cpu_ms(int ms)
@@ -813,6 +972,27 @@ static void burn_cpu_ms(int ms)
  * the perf collector: the session contract as the real daemon keeps it,
  * --separate=library accepted by both, and samples of this process filed.
  */
+/* --save while the real daemon @pid runs: what was filed moves to
+ * samples/live, the daemon goes on, into a fresh samples/current. */
+static void real_daemon_save(pid_t pid)
+{
+	char out[8192];
+	bool filed = false;
+
+	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--save=live", NULL, NULL, NULL), 0);
+	if (!strstr(out, "profiling goes on"))
+		fprintf(stderr, "\nopcontrol --save said:\n%s\n", out);
+	CU_ASSERT_TRUE(own_samples_in("live"));
+	CU_ASSERT_EQUAL(stats_u64("saves"), 1);
+	CU_ASSERT_TRUE(ctl_pid_alive(pid));
+	for (int i = 0; i < 20 && !filed; i++) {
+		burn_cpu_ms(100);
+		CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--dump", NULL, NULL, NULL), 0);
+		filed = own_samples_filed();
+	}
+	CU_ASSERT_TRUE(filed);
+}
+
 static void test_real_daemon(void)
 {
 	char out[8192], buf[64];
@@ -865,6 +1045,8 @@ static void test_real_daemon(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "Separate:     library\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "samples received"));
 
+	real_daemon_save(pid);
+
 	/* stop: the daemon exits, its pid file goes, its stats say so */
 	CU_ASSERT_EQUAL(opcontrol(out, sizeof(out), "--stop", NULL, NULL, NULL), 0);
 	CU_ASSERT_FALSE(ctl_pid_alive(pid));
@@ -893,6 +1075,8 @@ int main(void)
 	 * left a zombie where init does not reap (containers).
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* no stored --setup of whoever runs the tests */
+	setenv("HOME", "/nonexistent-domprof-test-home", 1);
 	du_log_set(capture_log);
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
@@ -900,6 +1084,8 @@ int main(void)
 	if (!s ||
 	    !CU_add_test(s, "parse table", test_parse_table) ||
 	    !CU_add_test(s, "parse values", test_parse_values) ||
+	    !CU_add_test(s, "stored settings (--setup)", test_setup_merge) ||
+	    !CU_add_test(s, "the setup file", test_setup_file) ||
 	    !CU_add_test(s, "default collector", test_default_collector) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
 	    !CU_add_test(s, "options on the daemon's command line", test_daemon_argv) ||

@@ -1,7 +1,7 @@
 /*
  * A stand-in for oprofiled, for test_ctl only: it honours the session
  * contract's outside (pid file held under a POSIX lock, session.conf, stats with
- * dumps and running, SIGUSR1/SIGTERM, the launching parent's exit status)
+ * dumps, saves and running, SIGUSR1/SIGUSR2/SIGTERM, the launching parent's exit status)
  * and collects nothing.
  *
  * Test knobs (environment):
@@ -18,15 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t got_usr1, got_term;
+static volatile sig_atomic_t got_usr1, got_usr2, got_term;
 
 static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
 		got_usr1 = 1;
+	else if (sig == SIGUSR2)
+		got_usr2 = 1;
 	else
 		got_term = 1;
 }
@@ -34,7 +37,7 @@ static void on_signal(int sig)
 static char session[4096];
 static char collector[32] = "perf";
 static char events[2048];
-static long dumps;
+static long dumps, saves;
 static time_t start_time;
 
 static void write_stats(int running)
@@ -48,8 +51,9 @@ static void write_stats(int running)
 	if (!f)
 		return;
 	fprintf(f, "dumps %ld\nrunning %d\ncollector %s\nstart_time %lld\nevents %s\n"
-		"samples_received %ld\nsamples_lost 0\nsamples_filed %ld\n",
-		dumps, running, collector, (long long)start_time, events, dumps * 100, dumps * 90);
+		"samples_received %ld\nsamples_lost 0\nsamples_filed %ld\nsaves %ld\n",
+		dumps, running, collector, (long long)start_time, events, dumps * 100, dumps * 90,
+		saves);
 	fclose(f);
 	rename(tmp, path);
 }
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
 
 	sigemptyset(&block);
 	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGUSR2);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_BLOCK, &block, &old);
@@ -155,6 +160,7 @@ int main(int argc, char **argv)
 		signal(SIGUSR1, SIG_IGN);
 	else
 		sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	write_stats(1);
@@ -173,6 +179,13 @@ int main(int argc, char **argv)
 		if (got_usr1) {
 			got_usr1 = 0;
 			dumps++;
+			write_stats(1);
+		}
+		if (got_usr2) {	/* --save: a fresh samples/current, as the daemon */
+			got_usr2 = 0;
+			snprintf(path, sizeof(path), "%s/samples/current", session);
+			mkdir(path, 0750);
+			saves++;
 			write_stats(1);
 		}
 	}

@@ -81,6 +81,14 @@ void opd_cc_free(struct opd_cc *cc)
 	free(cc);
 }
 
+void opd_cc_restart(struct opd_cc *cc)
+{
+	cc->nstacks = 0;
+	cc->npool = 0;
+	if (cc->slots)
+		memset(cc->slots, 0, cc->nslots * sizeof(*cc->slots));
+}
+
 /* ---- guest chains held with their samples ---- */
 
 uint32_t opd_cc_hold(struct opd_cc *cc, const struct opd_cc_chain *ch)

@@ -76,5 +76,8 @@ bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out);
 
 /* Write the stacks file (if any stack was seen).  0 or -errno (logged). */
 int opd_cc_write(struct opd_cc *cc);
+/* Forget the stacks counted so far (written first with opd_cc_write): the
+ * sample directory they belong to was set aside.  Held chains stay. */
+void opd_cc_restart(struct opd_cc *cc);
 
 #endif

@@ -276,6 +276,48 @@ int opd_daemon_dump(struct opd_daemon *d)
 	return opd_daemon_write_stats(d) ? : ret;
 }
 
+/* A fresh samples/current: the monitor's (privsep), else made here. */
+static int fresh_current(struct opd_daemon *d)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (snprintf(path, sizeof(path), "%s/samples/current", d->conf->session_dir) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if (!d->samples_dir)
+		return du_nf_mkdirs(path);
+	ret = d->samples_dir(d->samples_dir_ctx, &fd);
+	if (ret)
+		return ret;
+	ret = du_nf_root_add(path, fd);	/* replaces the root of that path */
+	if (ret)
+		close(fd);
+	return ret;
+}
+
+int opd_daemon_new_current(struct opd_daemon *d)
+{
+	int ret;
+
+	/* what was read before the signal goes with the saved session */
+	opd_trans_drain_guests(d->trans, mono_ns(), true);
+	opd_batch_flush(d->batch);
+	opd_cc_write(d->cc);
+	opd_sfiles_recheck_images(d->sfiles);
+	ret = opd_sfiles_restart(d->sfiles);
+	opd_cc_restart(d->cc);
+	if (!ret)
+		ret = fresh_current(d);
+	if (ret)
+		du_err("after --save: no fresh samples/current (%s); samples go on into the "
+		       "saved session", strerror(-ret));
+	else
+		du_info("samples set aside (opcontrol --save); a new samples/current begins");
+	d->st.saves++;
+	return opd_daemon_write_stats(d) ? : ret;
+}
+
 int opd_daemon_stop(struct opd_daemon *d)
 {
 	int ret;
@@ -379,6 +421,10 @@ bool opd_daemon_service(struct opd_daemon *d)
 			du_err("dump %" PRIu64 " incomplete: %s", d->st.dumps, strerror(-ret));
 		else
 			du_debug("dump %" PRIu64 " done", d->st.dumps);
+	}
+	if (opd_sig.save) {
+		opd_sig.save = 0;
+		opd_daemon_new_current(d);
 	}
 	if (d->domains && opd_domains_scan_due(d->domains, mono_ns()))
 		opd_daemon_scan_domains(d);

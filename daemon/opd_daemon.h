@@ -30,6 +30,7 @@ struct opd_sigflags {
 	volatile sig_atomic_t stop;
 	volatile sig_atomic_t dump;
 	volatile sig_atomic_t hup;
+	volatile sig_atomic_t save;	/* SIGUSR2: opd_daemon_new_current */
 };
 extern struct opd_sigflags opd_sig;
 
@@ -54,6 +55,11 @@ struct opd_daemon {
 	 * Nonzero stops the run. */
 	int (*started)(void *ctx);
 	void *started_ctx;
+	/* Under privsep, where the worker may not make directories in the
+	 * session: a fresh samples/current opened by the monitor (*@fd), for
+	 * opd_daemon_new_current.  NULL: made here.  0 or -errno. */
+	int (*samples_dir)(void *ctx, int *fd);
+	void *samples_dir_ctx;
 	bool conf_written;
 };
 
@@ -82,6 +88,15 @@ int opd_daemon_run(struct opd_daemon *d, const struct opd_collector_ops *ops, vo
 
 /* msync all sample files, dumps+1, rewrite stats.  0 or -errno. */
 int opd_daemon_dump(struct opd_daemon *d);
+/*
+ * opcontrol --save while running (doc/session.md, "Saved sessions"): it
+ * renamed samples/current to samples/NAME and sent SIGUSR2; the files
+ * still open are in NAME.  File what is queued, sync and close every
+ * sample file, forget the image identities and stacks recorded, take a
+ * fresh samples/current (d->samples_dir under privsep), saves+1, rewrite
+ * stats.  Samples read from now on go to the new files.  0 or -errno.
+ */
+int opd_daemon_new_current(struct opd_daemon *d);
 /* Final sync and stats with running 0.  0 or -errno. */
 int opd_daemon_stop(struct opd_daemon *d);
 int opd_daemon_write_stats(struct opd_daemon *d);
@@ -92,7 +107,7 @@ int opd_daemon_write_stats(struct opd_daemon *d);
  */
 int opd_daemon_scan_domains(struct opd_daemon *d);
 
-/* Act on pending signal flags (dump, log reopen) and rescan the domains
+/* Act on pending signal flags (dump, save, log reopen) and rescan the domains
  * when due (about once a second).  True when asked to stop. */
 bool opd_daemon_service(struct opd_daemon *d);
 

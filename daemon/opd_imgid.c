@@ -162,6 +162,12 @@ int opd_imgids_note(struct opd_imgids *r, struct opd_image *img)
 	return ret;
 }
 
+void opd_imgids_unnote(struct opd_imgids *r)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		r->imgs[i]->id_noted = 0;
+}
+
 int opd_imgids_recheck(struct opd_imgids *r)
 {
 	int n = 0;

@@ -43,6 +43,10 @@ int opd_imgids_note(struct opd_imgids *r, struct opd_image *img);
  */
 int opd_imgids_recheck(struct opd_imgids *r);
 
+/* Let every image @r recorded be noted again, in a new record (the old
+ * one was set aside with its samples: opd_sfiles_restart). */
+void opd_imgids_unnote(struct opd_imgids *r);
+
 /* How @path is written in a record line: bytes outside '!'..'~' and '\'
  * as \xHH.  Its length, or -ENAMETOOLONG when @size is too small. */
 int opd_imgids_escape(const char *path, char *out, size_t size);

@@ -289,8 +289,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
 		if (opt == '?') {
-			fprintf(stderr, "oprofiled: unknown or malformed option \"%s\"\n",
-				argv[optind - 1]);
+			char msg[256];
+
+			du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], long_opts);
+			fprintf(stderr, "oprofiled: %s\n", msg);
 			return 1;
 		}
 		ret = parse_one(opt, o);
@@ -362,6 +364,9 @@ static void on_signal(int sig)
 	case SIGHUP:
 		opd_sig.hup = 1;
 		break;
+	case SIGUSR2:
+		opd_sig.save = 1;
+		break;
 	default:
 		opd_sig.stop = 1;
 		break;
@@ -378,6 +383,7 @@ static void setup_signals(void)
 	/* no SA_RESTART: poll() returns EINTR and the loop sees the flag */
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
@@ -755,6 +761,8 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 			opd_agents_set_tsc_opener(d.agents, opd_ps_tsc_open, &ch);
 		}
 		opd_trans_set_maps_source(d.trans, opd_ps_maps, &ch);
+		d.samples_dir = opd_ps_samples_dir;
+		d.samples_dir_ctx = &ch;
 	}
 	memset(&args, 0, sizeof(args));
 	args.conf = c;

@@ -53,6 +53,8 @@ static uint32_t body_len(unsigned int type)
 		return sizeof(struct opd_ps_refused);
 	case OPD_PS_END:
 	case OPD_PS_COLLECT:
+	case OPD_PS_SAMPLES:
+	case OPD_PS_SAMPLES_DIR:
 		return sizeof(int32_t);
 	default:
 		return UINT32_MAX;
@@ -160,7 +162,10 @@ static bool body_ok(const struct opd_ps_msg *m)
 		       str_ok(m->u.refused.name, sizeof(m->u.refused.name), false) &&
 		       str_ok(m->u.refused.why, sizeof(m->u.refused.why), true);
 	case OPD_PS_END:
+	case OPD_PS_SAMPLES_DIR:
 		return m->u.end <= 0 && m->u.end > -4096;
+	case OPD_PS_SAMPLES:
+		return m->u.end == 0;
 	case OPD_PS_COLLECT:
 		return m->u.end == 0 || m->u.end == 1;
 	default:
@@ -182,7 +187,8 @@ int opd_ps_check(const struct opd_ps_msg *m, size_t n, bool from_monitor, int nf
 		if (m->u.raw[i])
 			return -EBADMSG;
 	if (nfds != (((m->type == OPD_PS_CONNECTED && m->u.conn.err == 0) ||
-		      (m->type == OPD_PS_TRACE_CPU && m->u.tcpu.err == 0)) ? 1 : 0))
+		      (m->type == OPD_PS_TRACE_CPU && m->u.tcpu.err == 0) ||
+		      (m->type == OPD_PS_SAMPLES_DIR && m->u.end == 0)) ? 1 : 0))
 		return -EBADMSG;
 	return body_ok(m) ? 0 : -EBADMSG;
 }
@@ -613,6 +619,26 @@ int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd)
 	if (ret)
 		return ret;
 	return m.u.conn.err;
+}
+
+int opd_ps_samples_dir(void *chan, int *fd)
+{
+	const struct opd_ps_chan *ch = chan;
+	struct opd_ps_msg m;
+	int ret;
+
+	*fd = -1;
+	opd_ps_msg_init(&m, OPD_PS_SAMPLES);
+	ret = opd_ps_send(ch->sock, &m, -1);
+	if (!ret)
+		ret = opd_ps_recv(ch->sock, &m, true, fd);
+	if (!ret && m.type != OPD_PS_SAMPLES_DIR) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		ret = -EBADMSG;
+	}
+	return ret ? ret : m.u.end;
 }
 
 int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, char *why,

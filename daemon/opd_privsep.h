@@ -73,13 +73,17 @@ enum opd_ps_type {
 	/* worker -> monitor */
 	OPD_PS_COLLECT,		/* end: 1 start, 0 stop the monitor's collector
 				 * (opd_relay.h); END answers */
+	OPD_PS_SAMPLES,		/* end: 0; a fresh samples/current, please
+				 * (opcontrol --save); SAMPLES_DIR answers */
+	/* monitor -> worker */
+	OPD_PS_SAMPLES_DIR,	/* end: 0 with the directory's fd, or -errno */
 	OPD_PS_TYPE_MAX,
 };
 
 /* What a request of the worker's may be: whether the monitor answers it. */
 #define OPD_PS_TO_MONITOR(t) \
 	((t) == OPD_PS_REFRESH || (t) == OPD_PS_CONNECT || (t) == OPD_PS_TRACE_OPEN || \
-	 (t) == OPD_PS_MAPS || (t) == OPD_PS_COLLECT)
+	 (t) == OPD_PS_MAPS || (t) == OPD_PS_COLLECT || (t) == OPD_PS_SAMPLES)
 
 struct opd_ps_dom {
 	uint64_t handle;		/* the monitor's, never reused */
@@ -207,6 +211,13 @@ struct opd_ps_chan {
 
 /* An agent connector (opd_agents_set_connector) through the monitor. */
 int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd);
+
+/*
+ * The worker's side of opd_daemon.samples_dir: ask the monitor for a
+ * fresh SESSION/samples/current (made if missing, given to the worker's
+ * user, opened) and return its descriptor in *@fd.  0 or -errno.
+ */
+int opd_ps_samples_dir(void *chan, int *fd);
 
 /* KVM's TSC offset tracepoint opened by the monitor (an opd_kvmtsc_open_fn
  * for opd_agents_set_tsc_opener): @fds[cpu] its fds, mapped by the caller

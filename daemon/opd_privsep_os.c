@@ -8,6 +8,7 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/perf_event.h>
@@ -232,6 +233,7 @@ struct handle {
 
 struct mon {
 	int sock;
+	const struct opd_conf *conf;
 	const struct dom_backend_ops *be;
 	void *bs;
 	bool root_listener;		/* the backend's daemon may listen */
@@ -546,6 +548,38 @@ static int mon_connect(struct mon *m, pid_t pid, int *fd)
 	return 0;
 }
 
+/* SAMPLES: a fresh samples/current for the worker, whose own was set
+ * aside (opcontrol --save): made as at the start (hand_dir in
+ * opd_main.c), given to the worker's user, opened, sent. */
+static int mon_samples(struct mon *m)
+{
+	struct opd_ps_msg msg;
+	char path[PATH_MAX];
+	uid_t uid;
+	gid_t gid;
+	int fd = -1, ret = -ENAMETOOLONG;
+
+	if (snprintf(path, sizeof(path), "%s/samples/current", m->conf->session_dir) <
+	    (int)sizeof(path))
+		ret = du_sdir_worker_user(m->conf->privsep_user, &uid, &gid);
+	if (!ret)
+		ret = du_nf_mkdirs(path);
+	if (!ret)
+		ret = du_sdir_chown_tree(path, uid, gid);
+	if (!ret) {
+		fd = du_nf_open(path, O_RDONLY | O_DIRECTORY, 0, false);
+		ret = fd < 0 ? fd : 0;
+	}
+	if (ret)
+		du_err("privsep: no fresh %s for the worker: %s", path, strerror(-ret));
+	opd_ps_msg_init(&msg, OPD_PS_SAMPLES_DIR);
+	msg.u.end = ret;
+	ret = opd_ps_send(m->sock, &msg, fd);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 /* One request from the worker: 0, or -errno to stop. */
 static int mon_serve(struct mon *m)
 {
@@ -561,6 +595,8 @@ static int mon_serve(struct mon *m)
 		return mon_trace(m);
 	if (msg.type == OPD_PS_MAPS)
 		return mon_maps(m, msg.u.mreq.pid, msg.u.mreq.pc);
+	if (msg.type == OPD_PS_SAMPLES)
+		return mon_samples(m);
 	if (msg.type == OPD_PS_COLLECT) {
 		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
 		opd_ps_msg_init(&msg, OPD_PS_END);
@@ -601,6 +637,10 @@ static void forward_signals(pid_t worker)
 	if (opd_sig.hup) {
 		opd_sig.hup = 0;
 		kill(worker, SIGHUP);
+	}
+	if (opd_sig.save) {
+		opd_sig.save = 0;
+		kill(worker, SIGUSR2);
 	}
 }
 
@@ -663,6 +703,7 @@ int opd_ps_monitor_wake(int sock, int wake, int pub, const struct opd_conf *conf
 		return 1;
 	}
 	mp->sock = sock;
+	mp->conf = conf;
 	mp->relay = relay;
 	mon_open_backend(mp, conf, worker);
 	for (;;) {

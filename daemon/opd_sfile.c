@@ -342,19 +342,17 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 	return sf->db;
 }
 
-size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain)
+/* Sync, close and free every entry of @domain (@all: every entry). */
+static size_t close_entries(struct opd_sfiles *t, bool all, const struct opd_image *domain)
 {
 	size_t n = 0, freed = 0;
 
 	if (t->close_hook)	/* (what is queued goes in first) */
 		t->close_hook(t->close_ctx);
-	/* every entry of the domain, open or not, synced, closed and freed:
-	 * a stopped domain costs nothing; if it comes back, its files are
-	 * found again by name and appended to */
 	for (uint32_t id = 0; id < t->next_id; id++) {
 		struct sfile *sf = t->by_id[id];
 
-		if (!sf || sf->key.domain != domain)
+		if (!sf || (!all && sf->key.domain != domain))
 			continue;
 		if (sf->db) {
 			lru_unlink(t, sf);
@@ -375,6 +373,31 @@ size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *dom
 	if (freed)
 		t->evictions++;
 	return n;
+}
+
+size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain)
+{
+	/* every entry of the domain, open or not: a stopped domain costs
+	 * nothing; if it comes back, its files are found again by name and
+	 * appended to */
+	return close_entries(t, false, domain);
+}
+
+int opd_sfiles_restart(struct opd_sfiles *t)
+{
+	struct opd_imgids *ids;
+
+	close_entries(t, true, NULL);
+	/* a new {images} record: the next file of an image notes it there */
+	memcpy(t->base + t->base_len, OPD_SFILES_IMAGES, sizeof(OPD_SFILES_IMAGES));
+	ids = opd_imgids_new(t->base);
+	t->base[t->base_len] = '\0';
+	if (!ids)
+		return -ENOMEM;
+	opd_imgids_unnote(t->ids);
+	opd_imgids_free(t->ids);
+	t->ids = ids;
+	return 0;
 }
 
 int opd_sfiles_recheck_images(struct opd_sfiles *t)

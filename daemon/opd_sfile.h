@@ -91,6 +91,14 @@ uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
  */
 size_t opd_sfiles_close_domain(struct opd_sfiles *t, const struct opd_image *domain);
 
+/*
+ * Sync, close and free every entry (as opd_sfiles_close_domain does for
+ * one domain) and start a new image identity record: the session's sample
+ * directory was set aside (opcontrol --save), later samples make new
+ * files.  0 or -ENOMEM (the old record is kept then).
+ */
+int opd_sfiles_restart(struct opd_sfiles *t);
+
 /* msync every open file.  0 or the first error. */
 int opd_sfiles_sync(struct opd_sfiles *t);
 

@@ -31,6 +31,7 @@
 	X(sample_file_errors)			\
 	X(sample_files_evicted)			\
 	X(sample_files_released)		\
+	X(saves)				\
 	X(processes_exited)			\
 	X(processes_freed)			\
 	X(processes_proc_lookups)		\

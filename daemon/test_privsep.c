@@ -171,6 +171,23 @@ static void test_malformed_more(void)
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
 	m.u.conn.err = 3;
 	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	/* opcontrol --save: SAMPLES asks with a zero body; SAMPLES_DIR
+	 * answers with the directory's fd exactly when it succeeded */
+	opd_ps_msg_init(&m, OPD_PS_SAMPLES);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 1) == -EBADMSG);
+	m.u.end = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 0) == -EBADMSG);
+	opd_ps_msg_init(&m, OPD_PS_SAMPLES_DIR);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), false, 1) == -EBADMSG);
+	m.u.end = -EACCES;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 1) == -EBADMSG);
+	m.u.end = 2;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 }
 
 static void good_tcpu(struct opd_ps_msg *m, int cpu)

@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include <getopt.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,71 +49,6 @@ static void usage(FILE *f)
 		DP_EVENTS_DIR);
 }
 
-static void print_spec(const struct ev_spec *s)
-{
-	printf("%s:%" PRIu64 ":", s->name, s->count);
-	if (s->unit_mask)
-		printf("0x%" PRIx32, s->unit_mask);
-	else
-		putchar('0');
-	printf(":%d:%d\n", s->kernel, s->user);
-}
-
-static void print_counters(uint32_t m)
-{
-	bool first = true;
-	int i;
-
-	for (i = 0; i < 32; i++) {
-		if (!(m & (1u << i)))
-			continue;
-		printf("%s%d", first ? "" : ",", i);
-		first = false;
-	}
-}
-
-static void list_events(const struct ev_table *t)
-{
-	const struct ev_info *e;
-	struct ev_spec def;
-	size_t i, j;
-
-	printf("domprof: available events for CPU type \"%s\"\n", ev_table_cpu_type(t));
-	if (ev_default_spec(t, &def) == 0) {
-		printf("Default event: ");
-		print_spec(&def);
-	}
-	printf("\nEvent specification: NAME[:COUNT[:UM[:KERNEL[:USER]]]] (opcontrol --event);\n"
-	       "COUNT is the number of events between two samples%s.\n\n",
-	       strcmp(ev_table_cpu_type(t), "timer") ? "" : " (for TIMER: nanoseconds of CPU time)");
-
-	for (i = 0; (e = ev_table_get(t, i)); i++) {
-		uint32_t v, um_default = 0;
-		const char *desc;
-		bool plain;
-		struct ev_spec s = { 0 };
-
-		printf("%s: (counter: ", e->name);
-		print_counters(e->counters);
-		printf(")\n\t%s (min count: %" PRIu64 ", default: %" PRIu64 ")\n",
-		       e->desc, e->minimum, e->default_count);
-
-		/* the default unit mask, as a spec without one gets it */
-		snprintf(s.name, sizeof(s.name), "%s", e->name);
-		s.kernel = s.user = true;
-		if (ev_spec_check(t, &s, NULL, 0) == 0)
-			um_default = s.unit_mask;
-
-		/* like OProfile, say nothing of a lone "no unit mask" 0x0 */
-		plain = ev_unit_mask_get(t, e, 0, &v) && v == 0 && !ev_unit_mask_get(t, e, 1, NULL);
-		if (plain)
-			continue;
-		printf("\tUnit masks (default 0x%" PRIx32 ")\n\t----------\n", um_default);
-		for (j = 0; (desc = ev_unit_mask_get(t, e, j, &v)); j++)
-			printf("\t0x%02" PRIx32 ": %s\n", v, desc);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	const char *cpu_type = NULL, *dir = ev_default_dir();
@@ -150,7 +84,7 @@ int main(int argc, char **argv)
 			du_cli_version(stdout, "ophelp");
 			return 0;
 		default:
-			snprintf(err, sizeof(err), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			du_cli_getopt_msg(err, sizeof(err), argv[optind - 1], options);
 			du_cli_usage_error(stderr, "ophelp", err);
 			return 1;
 		}
@@ -177,7 +111,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ophelp: no default event for CPU type %s\n", ev_table_cpu_type(t));
 			goto out_free_table;
 		}
-		print_spec(&s);
+		ev_spec_print(stdout, &s);
 	} else if (check) {
 		for (i = optind; i < argc; i++) {
 			struct ev_spec s;
@@ -187,10 +121,10 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ophelp: %s\n", err);
 				goto out_free_table;
 			}
-			print_spec(&s);
+			ev_spec_print(stdout, &s);
 		}
 	} else {
-		list_events(t);
+		ev_table_list(stdout, t);
 	}
 	ret = 0;
 out_free_table:

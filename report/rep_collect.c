@@ -37,7 +37,7 @@ struct collector {
 	/* the {cg} file being read: caller's and callee's group and binary */
 	size_t cg_from_group, cg_to_group;
 	const struct rep_bin *cg_from_bin, *cg_to_bin;
-	size_t nseen;		/* regular files under samples/current */
+	size_t nseen;		/* regular files under the sample directory */
 	size_t ncorrupt;	/* sample files refused as corrupt */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
@@ -622,29 +622,21 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 	struct collector c = { .o = o, .images = images, .sink = sink };
 	struct rep_progress progress = { 0 };	/* silent until begun */
 	char *dir = NULL;
-	struct stat st;
 	int rc = -ENOMEM;
 
 	*out = NULL;
 	c.p = calloc(1, sizeof(*c.p));
 	c.groups = rep_strmap_new();
 	c.rowmap = rep_u64map_new();
-	if (!c.p || !c.groups || !c.rowmap || asprintf(&dir, "%s/samples/current", o->session_dir) < 0) {
+	if (c.p && c.groups && c.rowmap)
+		dir = rep_samples_path(o, NULL);
+	if (!dir) {
 		du_err("out of memory");
-		dir = NULL;
 		goto out_free;
 	}
-	if (stat(o->session_dir, &st) || !S_ISDIR(st.st_mode)) {
-		du_err("no session directory %s (give --session-dir=DIR)", o->session_dir);
-		rc = -ENOENT;
+	rc = rep_samples_check(o);
+	if (rc)
 		goto out_free;
-	}
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		du_err("no samples in session %s (%s does not exist; was the profiler started and dumped?)",
-		       o->session_dir, dir);
-		rc = -ENOENT;
-		goto out_free;
-	}
 	rc = find_files(&c, dir);
 	if (rc) {
 		du_err("cannot list %s: %s", dir, strerror(-rc));

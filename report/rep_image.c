@@ -64,6 +64,7 @@ struct rep_images {
 struct rep_images *rep_images_new(const struct rep_opts *o)
 {
 	struct rep_images *c = calloc(1, sizeof(*c));
+	char *samples;
 
 	if (!c)
 		return NULL;
@@ -72,7 +73,10 @@ struct rep_images *rep_images_new(const struct rep_opts *o)
 	c->by_bid = rep_strmap_new();
 	c->basenames = rep_strmap_new();
 	c->located = rep_strmap_new();
-	c->vs = rep_vstore_new(o->session_dir);
+	samples = rep_samples_path(o, NULL);
+	if (samples)
+		c->vs = rep_vstore_new(o->session_dir, samples);
+	free(samples);
 	if (!c->by_key || !c->by_bid || !c->basenames || !c->vs) {
 		rep_images_free(c);
 		errno = ENOMEM;

@@ -4,9 +4,12 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rep_opts.h"
 #include "util/du_cli.h"
+#include "util/du_log.h"
 #include "rep_spec.h"
 #include "rep_view.h"
 
@@ -48,6 +51,8 @@ void rep_usage(FILE *f)
 	      "  unit-mask:N      unit masks\n"
 	      "  tgid:N tid:N cpu:N  process, thread, cpu (needs --separate=thread/cpu)\n"
 	      "  domain:NAMES     domain names; \"host\" for the host's own work\n"
+	      "  session:NAME     a session set aside by opcontrol --save=NAME (one name;\n"
+	      "                   default: current)\n"
 	      "\n"
 	      "Percentages are of all samples reported (per event); with --separate=lib\n"
 	      "the images an application used are listed under it, with percentages of\n"
@@ -117,6 +122,69 @@ int rep_parse_sort(const char *s, struct rep_opts *o)
 
 	o->nsort = 0;
 	return parse_words(s, names, sizeof(names) / sizeof(names[0]), take_sort, o);
+}
+
+char *rep_samples_path(const struct rep_opts *o, const char *sub)
+{
+	const char *name = rep_spec_session(o->spec);
+	char *path = NULL;
+
+	if (asprintf(&path, "%s/samples/%s%s%s", o->session_dir, name ? name : "current",
+		     sub ? "/" : "", sub ? sub : "") < 0)
+		return NULL;
+	return path;
+}
+
+/* What stat() or access() said about the sample directory @dir, as a
+ * message that names the session and tells a missing one from a locked
+ * one. */
+static void samples_error(const struct rep_opts *o, const char *dir, int e)
+{
+	const char *name = rep_spec_session(o->spec);
+
+	if (e == EACCES || e == EPERM)
+		du_err("permission denied reading %s%s%s (%s): the session is root's; run as root "
+		       "or join the group domprof", name ? "session " : "the samples of ",
+		       name ? name : o->session_dir, name ? "" : "", dir);
+	else if (e == ENOENT && name && strcmp(name, "current"))
+		du_err("no saved session '%s' in %s (%s does not exist; opcontrol --save=%s "
+		       "makes one)", name, o->session_dir, dir, name);
+	else if (e == ENOENT || e == ENOTDIR)
+		du_err("no samples in session %s (%s does not exist; was the profiler started and "
+		       "dumped?)", o->session_dir, dir);
+	else
+		du_err("%s: %s", dir, strerror(e));
+}
+
+int rep_samples_check(const struct rep_opts *o)
+{
+	char *dir = rep_samples_path(o, NULL);
+	struct stat st;
+	int e = 0;
+
+	if (!dir) {
+		du_err("out of memory");
+		return -ENOMEM;
+	}
+	if (stat(o->session_dir, &st) && errno != EACCES)
+		e = errno;
+	else if (!stat(o->session_dir, &st) && !S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	if (e) {
+		du_err("no session directory %s (give --session-dir=DIR)", o->session_dir);
+		free(dir);
+		return -e;
+	}
+	if (stat(dir, &st))
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(dir, R_OK | X_OK))
+		e = errno;
+	if (e)
+		samples_error(o, dir, e);
+	free(dir);
+	return -e;
 }
 
 void rep_opts_release(struct rep_opts *o)
@@ -235,11 +303,12 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 			rep_usage(out);
 			return 1;
 		default:
-			if (optopt && optopt < 256 && strchr("mtspo", optopt))
+			if (argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
+				du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], lopts);
+			else if (optopt && optopt < 256 && strchr("mtspo", optopt))
 				snprintf(msg, sizeof(msg), "option -%c needs an argument", optopt);
 			else
-				snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"",
-					 argv[optind - 1]);
+				snprintf(msg, sizeof(msg), "unknown option \"%s\"", argv[optind - 1]);
 			goto bad;
 		}
 	}

@@ -50,6 +50,20 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 void rep_opts_release(struct rep_opts *o);
 void rep_usage(FILE *f);
 
+/*
+ * The sample directory the report reads: SESSION/samples/NAME, NAME from
+ * the specification's session: tag, else "current"; with "/@sub" after it
+ * when @sub is not NULL.  malloc'd; NULL when out of memory.
+ */
+char *rep_samples_path(const struct rep_opts *o, const char *sub);
+
+/*
+ * Check that the sample directory is there and readable; else say which
+ * (a saved session by its name, a permission problem as one) with
+ * du_err() and return -errno.
+ */
+int rep_samples_check(const struct rep_opts *o);
+
 /* Parse a --merge list ("lib,cpu,tid,tgid,unitmask,all") into REP_MERGE_* bits. */
 int rep_parse_merge(const char *s, unsigned *out);
 /* Parse a --sort list into @o->sort. */

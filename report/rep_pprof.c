@@ -810,16 +810,17 @@ static void free_builder(struct builder *b)
 }
 
 /* When the session started and how long it ran, as far as its files say. */
-static void session_times(const char *dir, int64_t *start, int64_t *duration)
+static void session_times(const struct rep_opts *o, int64_t *start, int64_t *duration)
 {
-	char *conf = NULL, *samples = NULL;
+	char *conf = NULL, *samples = rep_samples_path(o, NULL);
 	struct stat a, z;
 
 	*start = *duration = 0;
-	if (asprintf(&conf, "%s/session.conf", dir) < 0)
+	if (asprintf(&conf, "%s/session.conf", o->session_dir) < 0) {
+		free(samples);
 		return;
-	if (asprintf(&samples, "%s/samples/current", dir) >= 0 && !stat(conf, &a) &&
-	    !stat(samples, &z)) {
+	}
+	if (samples && !stat(conf, &a) && !stat(samples, &z)) {
 		*start = (int64_t)a.st_mtim.tv_sec * 1000000000 + a.st_mtim.tv_nsec;
 		if (z.st_mtim.tv_sec >= a.st_mtim.tv_sec)
 			*duration = ((int64_t)z.st_mtim.tv_sec - a.st_mtim.tv_sec) * 1000000000;
@@ -875,7 +876,7 @@ static int build(struct builder *b, Profile *prof)
 	prof->period_type = b->vt.v[1];
 	prof->period = (int64_t)p->classes[0].count;
 	prof->default_sample_type = ((ValueType *)b->vt.v[0])->type;
-	session_times(b->o->session_dir, &prof->time_nanos, &prof->duration_nanos);
+	session_times(b->o, &prof->time_nanos, &prof->duration_nanos);
 	b->comments = calloc(p->nnotes + 1, sizeof(*b->comments));
 	if (!b->comments)
 		return -ENOMEM;

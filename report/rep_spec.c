@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rep_spec.h"
+#include "util/du_sdir.h"
 
 struct strlist {
 	char **v;
@@ -23,6 +24,7 @@ struct numlist {
 
 struct rep_spec {
 	struct strlist image, lib_image, event, domain;
+	char *session;		/* session:NAME, NULL: current */
 	struct numlist count, unit_mask, tgid, tid, cpu;
 };
 
@@ -48,6 +50,7 @@ void rep_spec_free(struct rep_spec *s)
 	strlist_free(&s->lib_image);
 	strlist_free(&s->event);
 	strlist_free(&s->domain);
+	free(s->session);
 	free(s->count.v);
 	free(s->unit_mask.v);
 	free(s->tgid.v);
@@ -140,6 +143,38 @@ static int add_values(const char *tag, const char *val, struct strlist *str,
 	}
 }
 
+/* session:NAME: a saved session (opcontrol --save), one per report. */
+static int add_session(struct rep_spec *s, const char *val, char *err, size_t errlen)
+{
+	if (strchr(val, ',')) {
+		snprintf(err, errlen, "\"session:%s\": domprof reports one session at a time "
+			 "(give one name)", val);
+		return -EINVAL;
+	}
+	if (strcmp(val, "current") && !du_sdir_session_name_ok(val)) {
+		snprintf(err, errlen, "\"session:%s\" is no session name (" DU_SDIR_SESSION_NAME_RULE
+			 ")", val);
+		return -EINVAL;
+	}
+	if (s->session && strcmp(s->session, val)) {
+		snprintf(err, errlen, "two sessions given (session:%s and session:%s): one at a time",
+			 s->session, val);
+		return -EINVAL;
+	}
+	free(s->session);
+	s->session = strdup(val);
+	if (!s->session) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+const char *rep_spec_session(const struct rep_spec *s)
+{
+	return s ? s->session : NULL;
+}
+
 int rep_spec_add(struct rep_spec *s, const char *arg, char *err, size_t errlen)
 {
 	static const struct {
@@ -168,6 +203,8 @@ int rep_spec_add(struct rep_spec *s, const char *arg, char *err, size_t errlen)
 	if (!colon)
 		return add_values("image", arg, &s->image, NULL, err, errlen);
 	taglen = colon - arg;
+	if (taglen == 7 && !strncmp(arg, "session", 7))
+		return add_session(s, colon + 1, err, errlen);
 	for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
 		char *base = (char *)s;
 
@@ -181,7 +218,7 @@ int rep_spec_add(struct rep_spec *s, const char *arg, char *err, size_t errlen)
 				  (struct numlist *)(base + tags[i].num_off), err, errlen);
 	}
 	snprintf(err, errlen, "unknown profile specification tag \"%.*s\" in \"%s\" "
-		 "(known: image lib-image event count unit-mask tgid tid cpu domain)",
+		 "(known: session image lib-image event count unit-mask tgid tid cpu domain)",
 		 (int)taglen, arg, arg);
 	return -EINVAL;
 }

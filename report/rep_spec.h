@@ -3,7 +3,9 @@
  * "tag:value[,value...]" with the tags image, lib-image, event, count,
  * unit-mask, tgid, tid, cpu and domain, or a bare word meaning image:word.
  * A sample file matches when it satisfies every tag that was given; within
- * one tag, any listed value will do.
+ * one tag, any listed value will do.  session:NAME picks the saved session
+ * whose sample files are read (SESSION/samples/NAME, opcontrol --save);
+ * domprof takes one name.
  */
 #ifndef REP_SPEC_H
 #define REP_SPEC_H
@@ -24,6 +26,10 @@ void rep_spec_free(struct rep_spec *s);	/* NULL accepted */
  * or malformed value), -ENOMEM.  Adding a tag twice widens it.
  */
 int rep_spec_add(struct rep_spec *s, const char *arg, char *err, size_t errlen);
+
+/* The session:NAME given (borrowed), NULL when none (the current one);
+ * NULL @s accepted. */
+const char *rep_spec_session(const struct rep_spec *s);
 
 /* The same as adding "domain:@list" (--domain). */
 int rep_spec_add_domains(struct rep_spec *s, const char *list, char *err, size_t errlen);

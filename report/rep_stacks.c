@@ -149,7 +149,8 @@ int rep_stacks_foreach(const struct rep_opts *o, rep_stack_fn fn, void *ctx, siz
 	DIR *d;
 	int rc = 0;
 
-	if (asprintf(&dir, "%s/samples/current/{stacks}", o->session_dir) < 0)
+	dir = rep_samples_path(o, "{stacks}");
+	if (!dir)
 		return -ENOMEM;
 	d = opendir(dir);
 	if (!d) {

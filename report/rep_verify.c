@@ -537,6 +537,7 @@ int rep_verify_pick(const char *path, const struct rep_ident *ids, size_t nids,
 
 struct rep_vstore {
 	const char *session_dir;
+	char *samples_dir;		/* owned */
 	struct rep_idrec *host;		/* NULL: none recorded (or unreadable) */
 	bool host_tried;
 	struct rep_idrec *guest;	/* by "domain\1path" */
@@ -548,17 +549,18 @@ struct rep_vstore {
 	void *fetch_ctx;
 };
 
-struct rep_vstore *rep_vstore_new(const char *session_dir)
+struct rep_vstore *rep_vstore_new(const char *session_dir, const char *samples_dir)
 {
 	struct rep_vstore *v = calloc(1, sizeof(*v));
 
 	if (!v)
 		return NULL;
 	v->session_dir = session_dir;
+	v->samples_dir = strdup(samples_dir);
 	v->guest = rep_idrec_new();
 	v->guest_tried = rep_strmap_new();
 	v->verdicts = rep_strmap_new();
-	if (!v->guest || !v->guest_tried || !v->verdicts) {
+	if (!v->samples_dir || !v->guest || !v->guest_tried || !v->verdicts) {
 		rep_vstore_free(v);
 		errno = ENOMEM;
 		return NULL;
@@ -570,6 +572,7 @@ void rep_vstore_free(struct rep_vstore *v)
 {
 	if (!v)
 		return;
+	free(v->samples_dir);
 	rep_idrec_free(v->host);
 	rep_idrec_free(v->guest);
 	rep_strmap_free(v->guest_tried);
@@ -598,7 +601,7 @@ static void load_host(struct rep_vstore *v)
 	char *path = NULL, err[256], msg[768];
 
 	v->host_tried = true;
-	if (asprintf(&path, "%s/samples/current/{images}", v->session_dir) < 0)
+	if (asprintf(&path, "%s/{images}", v->samples_dir) < 0)
 		return;
 	v->host = rep_idrec_load(path, err, sizeof(err));
 	if (!v->host && errno != ENOENT) {

@@ -120,8 +120,9 @@ int rep_verify_pick(const char *path, const struct rep_ident *ids, size_t nids,
 
 struct rep_vstore;
 
-/* @session_dir is borrowed.  NULL with errno set. */
-struct rep_vstore *rep_vstore_new(const char *session_dir);
+/* @session_dir is borrowed, @samples_dir (the sample directory read,
+ * holding {images}) copied.  NULL with errno set. */
+struct rep_vstore *rep_vstore_new(const char *session_dir, const char *samples_dir);
 void rep_vstore_free(struct rep_vstore *v);	/* NULL accepted */
 
 /* The identities recorded for @path as seen from @domain (NULL: host) and

@@ -192,7 +192,11 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 			goto out;
 		case '?':
 		case ':':
-			snprintf(msg, sizeof(msg), "unknown or malformed option \"%s\"", argv[optind - 1]);
+			if (argv[optind - 1][1] == '-')
+				du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], lopts);
+			else
+				snprintf(msg, sizeof(msg), "unknown option or missing value: \"%s\"",
+					 argv[optind - 1]);
 			goto bad;
 		default:
 			msg[0] = '\0';

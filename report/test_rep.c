@@ -234,7 +234,8 @@ static void test_spec_bad(void)
 {
 	static const char *const bad[] = {
 		"", "foo:bar", "image:", "count:abc", "tid:1,,2", "cpu:-1", "tgid:", "count:1x",
-		"unit-mask:", "domain:", "event:A,", ":x", "session:foo",
+		"unit-mask:", "domain:", "event:A,", ":x", "session:", "session:a,b", "session:../x",
+		"session:.x", "session:a/b",
 	};
 	struct rep_spec *s = rep_spec_new();
 	char err[256];
@@ -527,6 +528,40 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 	return rc;
 }
 
+/* session:NAME reports SESSION/samples/NAME (what opcontrol --save made),
+ * the same figures as when they were current; a missing one is an error. */
+static void test_session_tag(const char *session)
+{
+	const char *none[] = { NULL }, *saved[] = { "session:run1", NULL };
+	const char *cur[] = { "session:current", NULL }, *nope[] = { "session:nope", NULL };
+	const char *two[] = { "session:run1", "session:run2", NULL };
+	char from[700], to[700];
+	struct rep_profile *p = NULL;
+	uint64_t total;
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, none, &p, NULL), 0);
+	total = p->totals[0];
+	rep_profile_free(p);
+	CU_ASSERT_EQUAL_FATAL(collect(session, cur, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->totals[0], total);
+	rep_profile_free(p);
+	snprintf(from, sizeof(from), "%s/samples/current", session);
+	snprintf(to, sizeof(to), "%s/samples/run1", session);
+	CU_ASSERT_EQUAL_FATAL(rename(from, to), 0);
+	p = NULL;
+	CU_ASSERT_EQUAL(collect(session, saved, &p, NULL), 0);
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT(total > 0);
+	CU_ASSERT_EQUAL(p->totals[0], total);
+	rep_profile_free(p);
+	p = NULL;
+	CU_ASSERT_EQUAL(collect(session, none, &p, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(collect(session, nope, &p, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(collect(session, two, &p, NULL), -EINVAL);
+	CU_ASSERT_PTR_NULL(p);
+	CU_ASSERT_EQUAL(rename(to, from), 0);
+}
+
 static void test_aggregate(void)
 {
 	char session[600], bin[600], so[600], path[8192], corrupt[8192];
@@ -687,6 +722,7 @@ static void test_aggregate(void)
 		CU_ASSERT_PTR_NULL(p);
 	}
 	unlink(corrupt);
+	test_session_tag(session);
 	(void)f;
 	collect_end();
 }

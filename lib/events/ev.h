@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct perf_event_attr;
 struct ev_table;
@@ -81,5 +82,11 @@ struct ev_info {
 const struct ev_info *ev_table_get(const struct ev_table *t, size_t i);
 /* Unit masks of an event for ophelp: (value, description), NULL past the end. */
 const char *ev_unit_mask_get(const struct ev_table *t, const struct ev_info *e, size_t i, uint32_t *value);
+
+/* @s as "NAME:COUNT:UM:KERNEL:USER" and a newline on @f (ev_list.c). */
+void ev_spec_print(FILE *f, const struct ev_spec *s);
+/* The list ophelp prints: the CPU type, its default event, and every
+ * event with its counters, description, counts and unit masks, on @f. */
+void ev_table_list(FILE *f, const struct ev_table *t);
 
 #endif

@@ -79,10 +79,17 @@ int du_nf_root_add(const char *path, int fd)
 	struct nf_root *r = &nf_roots[nf_nr_roots];
 	size_t len = strlen(path);
 
-	if (nf_nr_roots == NF_MAX_ROOTS)
-		return -ENOSPC;
 	if (path[0] != '/' || len < 2 || len >= sizeof(r->path) || path[len - 1] == '/')
 		return -EINVAL;
+	for (unsigned int i = 0; i < nf_nr_roots; i++) {
+		if (nf_roots[i].len == len && !memcmp(nf_roots[i].path, path, len)) {
+			close(nf_roots[i].fd);	/* the same path, a new directory */
+			nf_roots[i].fd = fd;
+			return 0;
+		}
+	}
+	if (nf_nr_roots == NF_MAX_ROOTS)
+		return -ENOSPC;
 	memcpy(r->path, path, len + 1);
 	r->len = len;
 	r->fd = fd;
@@ -595,4 +602,16 @@ int du_sdir_prepare(const char *dir, char *canon, size_t canon_size, char *err, 
 		snprintf(err, errlen, "session directory %s: %s", canon, strerror(-ret));
 	close(fd);
 	return ret;
+}
+
+bool du_sdir_session_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 128 || name[0] == '.' || name[0] == '-' || !strcmp(name, "current"))
+		return false;
+	/* a plain word: no '/', no glob or shell character, nothing a
+	 * terminal would act on */
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._+-@") == n;
 }

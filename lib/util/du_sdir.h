@@ -73,7 +73,9 @@ int du_sdir_check(const char *canon, char *err, size_t errlen);
  * du_nf_* path is resolved below the root it lies in (absolute @path, the
  * directory open as @fd, kept open), and a path in no root is refused
  * (-EACCES).  The worker, which may not even search the session
- * directory, reaches exactly the directories it was handed.  0 or -errno.
+ * directory, reaches exactly the directories it was handed.  A path that
+ * is a root already gets @fd in place of its descriptor, which is closed
+ * (a directory set aside and replaced).  0 or -errno.
  */
 int du_nf_root_add(const char *path, int fd);
 
@@ -128,5 +130,14 @@ int du_nf_write_atomic(const char *path, const char *tmp, const void *buf, size_
 /* fopen() of du_nf_open(); @mode "r", "w" (truncate) or "a".  NULL with
  * errno set. */
 FILE *du_nf_fopen(const char *path, const char *mode, mode_t perm);
+
+/*
+ * A saved session's name (opcontrol --save=NAME, the report tools'
+ * session:NAME), the directory SESSION/samples/NAME: letters, digits and
+ * "._+-@", at most 128 bytes, not "current", not starting with '.' or '-'.
+ */
+#define DU_SDIR_SESSION_NAME_RULE \
+	"letters, digits and ._+-@, not current, not starting with . or -"
+bool du_sdir_session_name_ok(const char *name);
 
 #endif

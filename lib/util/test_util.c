@@ -7,6 +7,7 @@
 
 #include <CUnit/Basic.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/du_cli.h"
 #include "util/du_elfid.h"
 #include "util/du_fs.h"
 #include "util/du_kv.h"
@@ -391,6 +393,57 @@ static void test_roots(void)
 	CU_ASSERT_EQUAL(system(p), 0);
 }
 
+/* The one line a refused option gets, by what getopt_long saw. */
+static void test_getopt_msg(void)
+{
+	static const struct option lo[] = {
+		{ "session-dir", required_argument, NULL, 1 },
+		{ "symbols", no_argument, NULL, 2 },
+		{ "sort", required_argument, NULL, 3 },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const struct {
+		const char *arg, *want;
+	} cases[] = {
+		{ "--session-dir", "option \"--session-dir\" needs a value" },
+		{ "--sess", "option \"--session-dir\" needs a value" },
+		{ "--symbols=1", "option \"--symbols\" takes no value" },
+		{ "--s", "ambiguous option \"--s\"" },
+		{ "--so", "option \"--sort\" needs a value" },
+		{ "--bogus=2", "unknown option \"--bogus\"" },
+		{ "-q", "unknown option or missing value: \"-q\"" },
+	};
+	char buf[128];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		du_cli_getopt_msg(buf, sizeof(buf), cases[i].arg, lo);
+		CU_ASSERT_STRING_EQUAL(buf, cases[i].want);
+	}
+}
+
+/* Saved session names: a plain word, never a path or "current". */
+static void test_session_names(void)
+{
+	static const struct {
+		const char *name;
+		bool ok;
+	} cases[] = {
+		{ "run1", true }, { "before-fix_2.0", true }, { "a@b+c", true },
+		{ "", false }, { "current", false }, { ".", false }, { "..", false },
+		{ ".hidden", false }, { "-rf", false }, { "a/b", false }, { "a b", false },
+		{ "*", false }, { "x\n", false }, { "reset-20260101-000000", true },
+	};
+	char longname[130];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CU_ASSERT_EQUAL(du_sdir_session_name_ok(cases[i].name), cases[i].ok);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	CU_ASSERT_FALSE(du_sdir_session_name_ok(longname));
+	longname[128] = '\0';
+	CU_ASSERT_TRUE(du_sdir_session_name_ok(longname));
+}
+
 static void test_sdir(void)
 {
 	char tmpl[] = "/tmp/test_util_sdir.XXXXXX", base[PATH_MAX], path[PATH_MAX + 64];
@@ -640,6 +693,8 @@ int main(void)
 	    !CU_add_test(s, "separate table", test_separate_table) ||
 	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
 	    !CU_add_test(s, "session directory", test_sdir) ||
+	    !CU_add_test(s, "saved session names", test_session_names) ||
+	    !CU_add_test(s, "usage error lines", test_getopt_msg) ||
 	    !CU_add_test(s, "ELF build id and code segment", test_elfid) ||
 	    !CU_add_test(s, "worker user", test_worker_user) ||
 	    !CU_add_test(s, "files a root process writes", test_open_own) ||
