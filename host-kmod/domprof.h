@@ -163,9 +163,11 @@ bool dp_cc_settle(struct dp_cpu *c);
 /* dp_sample.c: the vCPU running on this CPU (NULL: none, or no KVM) */
 struct kvm_vcpu *dp_running(void);
 
-/* dp_cr3.c: the guest's CR3 under nested paging.  dp_cr3_init() says how
+/*
+ * dp_cr3.c: the guest's CR3 under nested paging.  dp_cr3_init() says how
  * it is read on this CPU (NULL: it is not); dp_direct_cr3() gives it in
- * the sample's window, or 0 (counted in @c). */
+ * the sample's window, or 0 (counted in @c).
+ */
 const char *dp_cr3_init(void);
 u64 dp_direct_cr3(struct dp_cpu *c, struct kvm_vcpu *vcpu);
 

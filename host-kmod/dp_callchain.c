@@ -78,8 +78,10 @@ static int dp_read_kvm(void *ctx, u64 gpa, void *data, unsigned long len)
 	return read ? read(ctx, gpa, data, len) : -EFAULT;
 }
 
-/* The walk from @cr3, @fp and @sp into @slot (word 0 stays 0 when it
- * finds nothing), under the VM's SRCU: hard-IRQ context, not NMI. */
+/*
+ * The walk from @cr3, @fp and @sp into @slot (word 0 stays 0 when it
+ * finds nothing), under the VM's SRCU: hard-IRQ context, not NMI.
+ */
 static void dp_cc_walk(struct dp_cpu *c, struct kvm_vcpu *vcpu, u64 cr3, u64 fp, u64 sp,
 		       bool user, u64 *slot)
 {
@@ -147,6 +149,7 @@ static void dp_cc_deferred(struct irq_work *work)
 		dp_cc_walk(c, vcpu, d->cr3, d->fp, d->sp, d->user, d->slot);
 	else
 		WRITE_ONCE(c->ccs.deferred_changed, c->ccs.deferred_changed + 1);
+	/* publish the entry and its chain: the reader acquires head */
 	smp_store_release(&c->head, d->head + 1);
 	atomic_set_release(&d->state, DP_DEFER_IDLE);
 }
@@ -164,6 +167,7 @@ bool dp_cc_settle(struct dp_cpu *c)
 	if (atomic_cmpxchg(&d->state, DP_DEFER_PENDING, DP_DEFER_IDLE) == DP_DEFER_PENDING) {
 		/* its irq_work has not run: the entry goes without a chain */
 		WRITE_ONCE(c->ccs.deferred_superseded, c->ccs.deferred_superseded + 1);
+		/* publish the entry: the reader acquires head */
 		smp_store_release(&c->head, d->head + 1);
 		return true;
 	}

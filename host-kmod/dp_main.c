@@ -155,8 +155,10 @@ static void dp_cpu_stop(unsigned int cpu)
 	/* returns once the counter is off and no handler of it runs */
 	perf_event_release_kernel(c->event);
 	c->event = NULL;
-	/* a walk it left to the irq_work is made (or given up) and its
-	 * entry published */
+	/*
+	 * a walk it left to the irq_work is made (or given up) and its
+	 * entry published
+	 */
 	irq_work_sync(&c->cc_work);
 	dp_cc_settle(c);
 }
