@@ -282,9 +282,12 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
 
-		/* the context is of some moment of the read: +- half of it */
-		if (!rc && (!e->spread_valid || e->cur_spread != (t1 - t0 + 1) / 2)) {
-			e->cur_spread = (t1 - t0 + 1) / 2;
+		/* the context is of some moment of the read: +- half of it,
+		 * and CX_LOOK_SLACK_NS for what the read does not show */
+		uint64_t spread = (t1 - t0 + 1) / 2 + CX_LOOK_SLACK_NS;
+
+		if (!rc && (!e->spread_valid || e->cur_spread != spread)) {
+			e->cur_spread = spread;
 			rc = raw_put_time_spread(w, e->cur_spread);
 			e->spread_valid = !rc;
 		}

@@ -91,6 +91,17 @@ struct cx_src_ops {
 	int (*guest_tsc)(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz);
 };
 
+/*
+ * What a look's time (the middle of its context read) may be off by
+ * besides half the read: the vCPU stops some time after the pause is
+ * asked for (an IPI, Xen's scheduler on its pCPU), and the guest's own
+ * switch stamps lag its scheduler a little.  Stated with each look
+ * (DP_RAW_TIME_SPREAD); the daemon's guest clock adds its own.  In the
+ * Xen lab a sample was learnt right with a margin of 1 ms (the ping/pong
+ * clock's floor) and wrong at 0.1 ms (doc/xen.md).
+ */
+#define CX_LOOK_SLACK_NS 1000000ULL
+
 /* How often a domain's guest TSC is read (guest_tsc), and how many reads
  * each time (the one with the shortest window between its clock reads is
  * stated). */
