@@ -92,7 +92,9 @@ lab_checks="smoke libvirt"
 # deferral to count).
 # guest-debuginfo (issue 22): a stripped guest program and the guest's C
 # library named through a debuginfod server in L1.
-lab_tests="agent domains exact kmod kmod-compare kmod-exact callgraph-guest libvirt-domprof trust-identity hostile-guest guest-debuginfo xen-all"
+# kmod-npt-all (issue 26): the module with nested paging (kvm_amd npt=1):
+# kmod-exact-npt and callgraph-guest-npt's first phases on one boot.
+lab_tests="agent domains exact kmod kmod-compare kmod-exact callgraph-guest kmod-npt-all libvirt-domprof trust-identity hostile-guest guest-debuginfo xen-all"
 if [ $lab = 1 ]; then
 	for n in $lab_checks; do
 		self_check "lab self-check: $n" tests/lab/run.sh "$n" --stage "$build/stage"
