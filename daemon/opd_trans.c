@@ -110,6 +110,7 @@ struct opd_trans {
 	 * binary and its libraries stays on the fast path.  NULL until the
 	 * events are known; ctx_dirty: the context changed, find it again. */
 	struct opd_trans_ctx *ctx;
+	struct opd_trans_ctx *ctx_prev;	/* the one before (a task's other mode) */
 	bool ctx_dirty;
 	/* every context's caches: a pool of ctx_max, ctx_size bytes each,
 	 * ctx_used of them in use, found through ctx_hash; when the pool is
@@ -198,6 +199,12 @@ static void ctx_select(struct opd_trans *t)
 	if (!t->ctx_pool)
 		return;
 	ctx_tag(t, &g);
+	/* a task's samples alternate between user and kernel mode: the
+	 * context before is the likely one, and still in the cache */
+	if (t->ctx_prev && tag_eq(&t->ctx_prev->tag, &g)) {
+		c = t->ctx_prev;
+		goto out;
+	}
 	h = tag_hash(&g);
 	for (c = t->ctx_hash[h]; c; c = c->next)
 		if (tag_eq(&c->tag, &g))
@@ -206,6 +213,7 @@ static void ctx_select(struct opd_trans *t)
 		/* full: start over; the bump makes the reused entries stale */
 		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
 		t->ctx_used = 0;
+		t->ctx = t->ctx_prev = NULL;
 		t->gen++;
 	}
 	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used++ * t->ctx_size);
@@ -213,7 +221,10 @@ static void ctx_select(struct opd_trans *t)
 	c->next = t->ctx_hash[h];
 	t->ctx_hash[h] = c;
 out:
-	t->ctx = c;
+	if (c != t->ctx) {
+		t->ctx_prev = t->ctx;
+		t->ctx = c;
+	}
 }
 
 /* The context changed (a record of the stream): its caches are found at
@@ -243,7 +254,7 @@ static int ctx_pool_init(struct opd_trans *t, unsigned int nr)
 		t->ctx_hash = calloc(OPD_TRANS_CTX_BUCKETS, sizeof(*t->ctx_hash));
 	else
 		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
-	t->ctx = NULL;
+	t->ctx = t->ctx_prev = NULL;
 	t->ctx_used = 0;
 	t->ctx_size = size;
 	t->ctx_max = max;
