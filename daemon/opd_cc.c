@@ -236,10 +236,14 @@ static uint64_t stack_hash(const struct opd_sfile_key *k, const struct opd_cc_fr
 	h = mix(h, (uint64_t)k->tgid);
 	h = mix(h, (uint64_t)k->tid);
 	h = mix(h, (uint64_t)k->cpu);
+	/* one multiply a frame on the dependent chain: the frame's own
+	 * mixing of dep and offset runs beside it */
 	for (size_t i = 0; i < n; i++) {
-		h = mix(h, (uintptr_t)f[i].dep);
-		h = mix(h, f[i].off);
+		uint64_t v = f[i].off * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)f[i].dep;
+
+		h = ((h << 23 | h >> 41) ^ v) * 0xbf58476d1ce4e5b9ULL;
 	}
+	h ^= h >> 31;
 	return h ? h : 1;
 }
 
