@@ -195,27 +195,68 @@ static struct odb *arc_file(struct opd_cc *cc, const struct opd_sfile_key *k)
 	return e->db;
 }
 
-static void file_arc(struct opd_cc *cc, const struct opd_sfile_key *leaf,
-		     const struct opd_cc_frame *from, const struct opd_cc_frame *to)
+/* The {cg} file's key of the arc @from -> @to of a chain of @leaf, and
+ * the arc's key in it; false if the arc has no key (too far: counted
+ * cc_arcs_dropped). */
+static bool arc_key(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		    const struct opd_cc_frame *from, const struct opd_cc_frame *to,
+		    struct opd_sfile_key *k, uint64_t *key)
 {
-	struct opd_sfile_key k = *leaf;
-	struct odb *db;
-
 	/* OProfile's key: two 32-bit offsets; a binary larger than 4 GiB,
 	 * or an address of nothing known (keyed by itself), does not fit */
 	if (from->off > UINT32_MAX || to->off > UINT32_MAX) {
 		cc->st->cc_arcs_dropped++;
-		return;
+		return false;
 	}
-	k.image = from->image;
-	k.dep = from->dep;
-	k.cg = to->dep;
-	db = arc_file(cc, &k);
-	if (!db || odb_add(db, from->off << 32 | to->off, 1)) {
+	*k = *leaf;
+	k->image = from->image;
+	k->dep = from->dep;
+	k->cg = to->dep;
+	*key = from->off << 32 | to->off;
+	return true;
+}
+
+static void add_arc(struct opd_cc *cc, struct odb *db, uint64_t key)
+{
+	if (!db || odb_add(db, key, 1))
 		cc->st->cc_arcs_dropped++;
+	else
+		cc->st->cc_arcs++;
+}
+
+/*
+ * The arcs of a chain of @n frames, in order.  Their tables are far
+ * apart in memory: every bucket is fetched first, then every node, then
+ * the adds, so the misses overlap instead of following one another.  If
+ * opening a file evicted another on the way, a file found before may be
+ * closed: then each arc's file is found again just before its add.
+ */
+static void file_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		      const struct opd_cc_frame *f, size_t n)
+{
+	struct opd_sfile_key k[DP_RAW_CC_MAX + 1];
+	uint64_t key[DP_RAW_CC_MAX + 1], ev = opd_sfiles_evictions(cc->sfiles);
+	struct odb *db[DP_RAW_CC_MAX + 1];
+	bool ok[DP_RAW_CC_MAX + 1];
+
+	for (size_t i = 1; i < n; i++) {
+		ok[i] = arc_key(cc, leaf, &f[i], &f[i - 1], &k[i], &key[i]);
+		db[i] = ok[i] ? arc_file(cc, &k[i]) : NULL;
+		if (db[i])
+			odb_prefetch(db[i], key[i], 0);
+	}
+	if (ev != opd_sfiles_evictions(cc->sfiles)) {
+		for (size_t i = 1; i < n; i++)
+			if (ok[i])
+				add_arc(cc, arc_file(cc, &k[i]), key[i]);
 		return;
 	}
-	cc->st->cc_arcs++;
+	for (size_t i = 1; i < n; i++)
+		if (db[i])
+			odb_prefetch(db[i], key[i], 1);
+	for (size_t i = 1; i < n; i++)
+		if (ok[i])
+			add_arc(cc, db[i], key[i]);
 }
 
 /* ---- stacks ---- */
@@ -372,8 +413,7 @@ void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 	h = stack_hash(leaf, f, n);
 	if (cc->nslots)
 		__builtin_prefetch(&cc->slots[h & (cc->nslots - 1)]);
-	for (size_t i = 1; i < n; i++)
-		file_arc(cc, leaf, &f[i], &f[i - 1]);
+	file_arcs(cc, leaf, f, n);
 	add_stack(cc, leaf, f, n, h);
 }
 
