@@ -20,6 +20,17 @@ struct cc_pframe {
 	uint64_t off;
 };
 
+/* The {cg} files of the arcs filed last, by their key: a chain's arcs
+ * mostly repeat, and a hit costs no lookup among all the sample files.
+ * An entry holds while the files' evictions count is unchanged. */
+#define CC_ARC_CACHE	512
+
+struct cc_arc_file {
+	struct opd_sfile_key key;
+	struct odb *db;
+	uint64_t evictions;
+};
+
 /* One distinct stack: its leaf's sample file key and offset, its callers
  * in the frame pool. */
 struct cc_stack {
@@ -40,12 +51,16 @@ struct opd_cc {
 	size_t nstacks, cap;
 	struct cc_pframe *pool;
 	size_t npool, pool_cap;
-	uint32_t *slots;	/* index + 1 into stacks, 0: empty */
+	/* open addressing: the high 32 bits of a stack's hash, then its
+	 * index + 1 into stacks (0: empty), so that a probe past another
+	 * stack reads no stack */
+	uint64_t *slots;
 	size_t nslots;		/* power of 2, > 2 * nstacks */
 	/* guest chains held with their samples: held[id - 1], free ids */
 	struct opd_cc_chain **held;
 	uint32_t *free_ids;
 	uint32_t nfree, nheld_ever;
+	struct cc_arc_file arcs[CC_ARC_CACHE];
 };
 
 struct opd_cc *opd_cc_new(const char *session_dir, struct opd_sfiles *sfiles,
@@ -156,27 +171,100 @@ bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out)
 
 /* ---- arcs ---- */
 
-static void file_arc(struct opd_cc *cc, const struct opd_sfile_key *leaf,
-		     const struct opd_cc_frame *from, const struct opd_cc_frame *to)
+static size_t arc_slot(const struct opd_sfile_key *k)
 {
-	struct opd_sfile_key k = *leaf;
-	struct odb *db;
+	uint64_t h = (uintptr_t)k->image * 31 + (uintptr_t)k->dep;
 
+	h = h * 31 + (uintptr_t)k->cg;
+	h = h * 31 + ((uint64_t)k->event << 1 | k->vmm) + (uintptr_t)k->domain;
+	h = h * 31 + (uint64_t)(k->tgid ^ k->tid ^ k->cpu);
+	return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> 40) % CC_ARC_CACHE;
+}
+
+static bool arc_key_eq(const struct opd_sfile_key *a, const struct opd_sfile_key *b)
+{
+	return a->image == b->image && a->dep == b->dep && a->cg == b->cg && a->domain == b->domain &&
+	       a->vmm == b->vmm && a->event == b->event && a->tgid == b->tgid &&
+	       a->tid == b->tid && a->cpu == b->cpu;
+}
+
+/* The {cg} file of @k: remembered, else opened (opd_sfile_get). */
+static struct odb *arc_file(struct opd_cc *cc, const struct opd_sfile_key *k)
+{
+	struct cc_arc_file *e = &cc->arcs[arc_slot(k)];
+	uint64_t ev = opd_sfiles_evictions(cc->sfiles);
+
+	if (e->db && e->evictions == ev && arc_key_eq(&e->key, k))
+		return e->db;
+	e->db = opd_sfile_get(cc->sfiles, k);
+	/* (the open may evict others: the count after it) */
+	e->evictions = opd_sfiles_evictions(cc->sfiles);
+	e->key = *k;
+	return e->db;
+}
+
+/* The {cg} file's key of the arc @from -> @to of a chain of @leaf, and
+ * the arc's key in it; false if the arc has no key (too far: counted
+ * cc_arcs_dropped). */
+static bool arc_key(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		    const struct opd_cc_frame *from, const struct opd_cc_frame *to,
+		    struct opd_sfile_key *k, uint64_t *key)
+{
 	/* OProfile's key: two 32-bit offsets; a binary larger than 4 GiB,
 	 * or an address of nothing known (keyed by itself), does not fit */
 	if (from->off > UINT32_MAX || to->off > UINT32_MAX) {
 		cc->st->cc_arcs_dropped++;
-		return;
+		return false;
 	}
-	k.image = from->image;
-	k.dep = from->dep;
-	k.cg = to->dep;
-	db = opd_sfile_get(cc->sfiles, &k);
-	if (!db || odb_add(db, from->off << 32 | to->off, 1)) {
+	*k = *leaf;
+	k->image = from->image;
+	k->dep = from->dep;
+	k->cg = to->dep;
+	*key = from->off << 32 | to->off;
+	return true;
+}
+
+static void add_arc(struct opd_cc *cc, struct odb *db, uint64_t key)
+{
+	if (!db || odb_add(db, key, 1))
 		cc->st->cc_arcs_dropped++;
+	else
+		cc->st->cc_arcs++;
+}
+
+/*
+ * The arcs of a chain of @n frames, in order.  Their tables are far
+ * apart in memory: every bucket is fetched first, then every node, then
+ * the adds, so the misses overlap instead of following one another.  If
+ * opening a file evicted another on the way, a file found before may be
+ * closed: then each arc's file is found again just before its add.
+ */
+static void file_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		      const struct opd_cc_frame *f, size_t n)
+{
+	struct opd_sfile_key k[DP_RAW_CC_MAX + 1];
+	uint64_t key[DP_RAW_CC_MAX + 1], ev = opd_sfiles_evictions(cc->sfiles);
+	struct odb *db[DP_RAW_CC_MAX + 1];
+	bool ok[DP_RAW_CC_MAX + 1];
+
+	for (size_t i = 1; i < n; i++) {
+		ok[i] = arc_key(cc, leaf, &f[i], &f[i - 1], &k[i], &key[i]);
+		db[i] = ok[i] ? arc_file(cc, &k[i]) : NULL;
+		if (db[i])
+			odb_prefetch(db[i], key[i], 0);
+	}
+	if (ev != opd_sfiles_evictions(cc->sfiles)) {
+		for (size_t i = 1; i < n; i++)
+			if (ok[i])
+				add_arc(cc, arc_file(cc, &k[i]), key[i]);
 		return;
 	}
-	cc->st->cc_arcs++;
+	for (size_t i = 1; i < n; i++)
+		if (db[i])
+			odb_prefetch(db[i], key[i], 1);
+	for (size_t i = 1; i < n; i++)
+		if (ok[i])
+			add_arc(cc, db[i], key[i]);
 }
 
 /* ---- stacks ---- */
@@ -197,10 +285,14 @@ static uint64_t stack_hash(const struct opd_sfile_key *k, const struct opd_cc_fr
 	h = mix(h, (uint64_t)k->tgid);
 	h = mix(h, (uint64_t)k->tid);
 	h = mix(h, (uint64_t)k->cpu);
+	/* one multiply a frame on the dependent chain: the frame's own
+	 * mixing of dep and offset runs beside it */
 	for (size_t i = 0; i < n; i++) {
-		h = mix(h, (uintptr_t)f[i].dep);
-		h = mix(h, f[i].off);
+		uint64_t v = f[i].off * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)f[i].dep;
+
+		h = ((h << 23 | h >> 41) ^ v) * 0xbf58476d1ce4e5b9ULL;
 	}
+	h ^= h >> 31;
 	return h ? h : 1;
 }
 
@@ -222,10 +314,15 @@ static bool stack_eq(const struct opd_cc *cc, const struct cc_stack *s,
 	return true;
 }
 
+static inline uint64_t slot_of(uint64_t hash, size_t i)
+{
+	return (hash & ~(uint64_t)UINT32_MAX) | (uint32_t)(i + 1);
+}
+
 static int grow_slots(struct opd_cc *cc)
 {
 	size_t n = cc->nslots ? cc->nslots * 2 : 1024;
-	uint32_t *sl = calloc(n, sizeof(*sl));
+	uint64_t *sl = calloc(n, sizeof(*sl));
 
 	if (!sl)
 		return -ENOMEM;
@@ -234,7 +331,7 @@ static int grow_slots(struct opd_cc *cc)
 
 		while (sl[j])
 			j = (j + 1) & (n - 1);
-		sl[j] = (uint32_t)i + 1;
+		sl[j] = slot_of(cc->stacks[i].hash, i);
 	}
 	free(cc->slots);
 	cc->slots = sl;
@@ -274,15 +371,16 @@ static bool stack_room(struct opd_cc *cc, size_t callers)
 }
 
 static void add_stack(struct opd_cc *cc, const struct opd_sfile_key *leaf,
-		      const struct opd_cc_frame *f, size_t n)
+		      const struct opd_cc_frame *f, size_t n, uint64_t h)
 {
-	uint64_t h = stack_hash(leaf, f, n);
 	struct cc_stack *s;
 	size_t j;
 
 	if (cc->nslots) {
 		for (j = h & (cc->nslots - 1); cc->slots[j]; j = (j + 1) & (cc->nslots - 1)) {
-			s = &cc->stacks[cc->slots[j] - 1];
+			if ((cc->slots[j] ^ h) >> 32)
+				continue;
+			s = &cc->stacks[(uint32_t)cc->slots[j] - 1];
 			if (s->hash == h && stack_eq(cc, s, leaf, f, n)) {
 				s->count++;
 				return;
@@ -308,18 +406,23 @@ static void add_stack(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 	}
 	for (j = h & (cc->nslots - 1); cc->slots[j]; j = (j + 1) & (cc->nslots - 1))
 		;
-	cc->slots[j] = (uint32_t)++cc->nstacks;
+	cc->slots[j] = slot_of(h, cc->nstacks++);
 	cc->st->cc_stacks = cc->nstacks;
 }
 
 void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		 const struct opd_cc_frame *f, size_t n)
 {
+	uint64_t h;
+
 	if (n < 2)
 		return;
-	for (size_t i = 1; i < n; i++)
-		file_arc(cc, leaf, &f[i], &f[i - 1]);
-	add_stack(cc, leaf, f, n);
+	/* the stack's slot is far in memory: on its way while the arcs go */
+	h = stack_hash(leaf, f, n);
+	if (cc->nslots)
+		__builtin_prefetch(&cc->slots[h & (cc->nslots - 1)]);
+	file_arcs(cc, leaf, f, n);
+	add_stack(cc, leaf, f, n, h);
 }
 
 /* ---- the stacks file ---- */

@@ -12,9 +12,14 @@
 #include "opd_trans.h"
 #include "util/du_log.h"
 
-#define OPD_TRANS_CACHE_BITS	4
+#define OPD_TRANS_CACHE_BITS	5
 #define OPD_TRANS_CACHE_WAYS	(1 << OPD_TRANS_CACHE_BITS)
 #define OPD_TRANS_CACHE_SHIFT	21
+/* Contexts whose caches are kept: at most this many bytes of them, and
+ * this many hash buckets to find them. */
+#define OPD_TRANS_CTX_BYTES	(16u << 20)
+#define OPD_TRANS_CTX_MAX	16384
+#define OPD_TRANS_CTX_BUCKETS	4096
 /* Domains whose guest-user samples are split per address space here
  * (those with no agent channel; opd_guest_asid.h); more share one bucket. */
 #define OPD_TRANS_ASID_DOMS	64
@@ -32,6 +37,33 @@ struct opd_trans_cache {
 	uint32_t id;		/* db's index in opd_sfiles (for the batch) */
 	uint64_t *unresolved;	/* counter bumped per sample, or a dummy */
 	uint64_t *extra;	/* a second one ({vmm}, unselected), or a dummy */
+};
+
+/* A call chain frame's resolution (resolve_frame), per 2 MiB region as
+ * the samples' cache. */
+struct opd_trans_frame {
+	uint64_t gen;
+	uint64_t start, len, delta;
+	struct opd_image *image, *dep;
+	bool kernel;		/* resolved against the kernel ranges */
+	bool unresolved;
+};
+
+/* What a resolution depends on besides the tables (which the generation
+ * covers): the fields of the transient context that --separate and the
+ * mode make relevant (zero where they are not). */
+struct opd_trans_tag {
+	uint64_t domain_key, asid;
+	uint32_t pid, tid, cpu, mode, domain_key_ns, have_task;
+};
+
+/* A context's caches, kept while the stream switches between contexts
+ * (tasks, modes, CPUs), so a switch back finds its resolutions. */
+struct opd_trans_ctx {
+	struct opd_trans_tag tag;
+	struct opd_trans_ctx *next;	/* in its hash chain */
+	struct opd_trans_frame frames[OPD_TRANS_CACHE_WAYS];
+	struct opd_trans_cache cache[];	/* [nr_events][OPD_TRANS_CACHE_WAYS] */
 };
 
 struct opd_trans {
@@ -74,10 +106,19 @@ struct opd_trans {
 	struct opd_proc *proc;		/* current task's process, NULL: look up */
 	uint64_t sfile_evictions;
 	uint64_t dummy;
-	/* Per event, one entry per 2 MiB region of pc (direct-mapped), so a
-	 * task that alternates between its binary and its libraries stays on
-	 * the fast path. */
-	struct opd_trans_cache cache[DP_RAW_MAX_EVENTS][OPD_TRANS_CACHE_WAYS];
+	/* The current context's caches: per event, one entry per 2 MiB
+	 * region of pc (direct-mapped), so a task that alternates between its
+	 * binary and its libraries stays on the fast path.  NULL until the
+	 * events are known; ctx_dirty: the context changed, find it again. */
+	struct opd_trans_ctx *ctx;
+	struct opd_trans_ctx *ctx_prev;	/* the one before (a task's other mode) */
+	bool ctx_dirty;
+	/* every context's caches: a pool of ctx_max, ctx_size bytes each,
+	 * ctx_used of them in use, found through ctx_hash; when the pool is
+	 * full it starts over (a generation bump drops what it held) */
+	uint8_t *ctx_pool;
+	size_t ctx_size, ctx_max, ctx_used;
+	struct opd_trans_ctx **ctx_hash;	/* OPD_TRANS_CTX_BUCKETS */
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
 	struct opd_image *dom_unknown;	/* domain "unknown": guest pc of no domain */
 
@@ -98,13 +139,133 @@ static inline void trans_bump(struct opd_trans *t)
 	t->proc = NULL;
 }
 
-static inline struct opd_trans_cache *cache_slot(struct opd_trans *t, uint32_t event, uint64_t pc)
+static inline size_t region_slot(uint64_t pc)
 {
 	/* Multiplicative hash of the region: mappings laid out at regular
 	 * strides must not all land on one entry. */
 	uint64_t h = (pc >> OPD_TRANS_CACHE_SHIFT) * 0x9e3779b97f4a7c15ull;
 
-	return &t->cache[event][h >> (64 - OPD_TRANS_CACHE_BITS)];
+	return (size_t)(h >> (64 - OPD_TRANS_CACHE_BITS));
+}
+
+static inline struct opd_trans_cache *cache_slot(struct opd_trans *t, uint32_t event, uint64_t pc)
+{
+	return &t->ctx->cache[(size_t)event * OPD_TRANS_CACHE_WAYS + region_slot(pc)];
+}
+
+/* The transient context's tag (struct opd_trans_tag). */
+static void ctx_tag(const struct opd_trans *t, struct opd_trans_tag *g)
+{
+	unsigned int sep = t->conf->separate;
+
+	memset(g, 0, sizeof(*g));
+	g->domain_key = t->domain_key;
+	g->domain_key_ns = t->domain_key_ns;
+	g->asid = t->asid;
+	g->mode = t->mode;
+	g->have_task = t->have_task;
+	if (t->have_task) {
+		g->pid = t->pid;
+		g->tid = (sep & OPD_SEP_THREAD) ? t->tid : 0;
+	}
+	g->cpu = (sep & OPD_SEP_CPU) ? t->cpu : 0;
+}
+
+static size_t tag_hash(const struct opd_trans_tag *g)
+{
+	uint64_t h = g->domain_key * 31 + g->asid;
+
+	h = h * 31 + ((uint64_t)g->pid << 32 | g->tid);
+	h = h * 31 + ((uint64_t)g->cpu << 32 | g->mode << 8 | g->domain_key_ns << 1 | g->have_task);
+	h *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 52) & (OPD_TRANS_CTX_BUCKETS - 1);
+}
+
+static bool tag_eq(const struct opd_trans_tag *a, const struct opd_trans_tag *b)
+{
+	return a->pid == b->pid && a->mode == b->mode && a->tid == b->tid && a->cpu == b->cpu &&
+	       a->domain_key == b->domain_key && a->asid == b->asid &&
+	       a->domain_key_ns == b->domain_key_ns && a->have_task == b->have_task;
+}
+
+/* Make the current context's caches t->ctx: found among those kept, or
+ * a new one (every entry stale: its generation is below t->gen). */
+static void ctx_select(struct opd_trans *t)
+{
+	struct opd_trans_tag g;
+	struct opd_trans_ctx *c;
+	size_t h;
+
+	t->ctx_dirty = false;
+	if (!t->ctx_pool)
+		return;
+	ctx_tag(t, &g);
+	/* a task's samples alternate between user and kernel mode: the
+	 * context before is the likely one, and still in the cache */
+	if (t->ctx_prev && tag_eq(&t->ctx_prev->tag, &g)) {
+		c = t->ctx_prev;
+		goto out;
+	}
+	h = tag_hash(&g);
+	for (c = t->ctx_hash[h]; c; c = c->next)
+		if (tag_eq(&c->tag, &g))
+			goto out;
+	if (t->ctx_used == t->ctx_max) {
+		/* full: start over; the bump makes the reused entries stale */
+		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
+		t->ctx_used = 0;
+		t->ctx = t->ctx_prev = NULL;
+		t->gen++;
+	}
+	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used++ * t->ctx_size);
+	c->tag = g;
+	c->next = t->ctx_hash[h];
+	t->ctx_hash[h] = c;
+out:
+	if (c != t->ctx) {
+		t->ctx_prev = t->ctx;
+		t->ctx = c;
+	}
+}
+
+/* The context changed (a record of the stream): its caches are found at
+ * the next sample.  @task: the process changed too. */
+static inline void ctx_changed(struct opd_trans *t, bool task)
+{
+	t->ctx_dirty = true;
+	if (task)
+		t->proc = NULL;
+}
+
+/* A pool of contexts for @nr events (the stream's header).  0 or -ENOMEM. */
+static int ctx_pool_init(struct opd_trans *t, unsigned int nr)
+{
+	size_t size = sizeof(struct opd_trans_ctx) +
+		      (size_t)(nr ? nr : 1) * OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_cache);
+	size_t max = OPD_TRANS_CTX_BYTES / size;
+
+	if (max > OPD_TRANS_CTX_MAX)
+		max = OPD_TRANS_CTX_MAX;
+	if (max < 2)
+		max = 2;
+	free(t->ctx_pool);
+	/* pages untouched until contexts are used */
+	t->ctx_pool = calloc(max, size);
+	if (!t->ctx_hash)
+		t->ctx_hash = calloc(OPD_TRANS_CTX_BUCKETS, sizeof(*t->ctx_hash));
+	else
+		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
+	t->ctx = t->ctx_prev = NULL;
+	t->ctx_used = 0;
+	t->ctx_size = size;
+	t->ctx_max = max;
+	t->ctx_dirty = true;
+	if (!t->ctx_pool || !t->ctx_hash) {
+		free(t->ctx_pool);
+		t->ctx_pool = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void opd_trans_invalidate(struct opd_trans *t)
@@ -167,6 +328,8 @@ void opd_trans_free(struct opd_trans *t)
 	for (size_t i = 0; i < t->nr_asid_doms; i++)
 		opd_gasid_fini(&t->asid_doms[i].a);
 	free(t->asid_doms);
+	free(t->ctx_pool);
+	free(t->ctx_hash);
 	free(t);
 }
 
@@ -230,6 +393,7 @@ void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc)
 int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
 {
 	unsigned int n = h->nr_events > DP_RAW_MAX_EVENTS ? DP_RAW_MAX_EVENTS : h->nr_events;
+	int ret;
 
 	for (unsigned int i = 0; i < n; i++) {
 		memset(&t->events[i], 0, sizeof(t->events[i]));
@@ -239,6 +403,11 @@ int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
 	}
 	t->nr_events = n;
 	trans_bump(t);
+	ret = ctx_pool_init(t, n);
+	if (ret) {
+		t->nr_events = 0;	/* samples are then counted unresolved_bad_event */
+		return ret;
+	}
 	return opd_sfiles_set_events(t->sfiles, t->events, n);
 }
 
@@ -644,7 +813,9 @@ static int trans_sample(void *ctx, uint64_t pc, uint32_t event)
 		return sample_chain(t, pc, event);
 	t->st->samples_received++;
 	(*t->mode_counter)++;
-	if (event < DP_RAW_MAX_EVENTS) {
+	if (__builtin_expect(t->ctx_dirty, 0))
+		ctx_select(t);
+	if (event < t->nr_events) {
 		struct opd_trans_cache *c = cache_slot(t, event, pc);
 
 		if (c->gen == t->gen && pc - c->start < c->len) {
@@ -680,28 +851,61 @@ static int trans_callchain(void *ctx, uint32_t nr, uint32_t nk, uint32_t flags,
 }
 
 /*
+ * Address @a (@kernel: against the kernel ranges, else the task's
+ * mappings) as a sample's pc would be resolved: binary, dep and key into
+ * @f; true if nothing explained it.  Remembered per context and region as
+ * samples are, so the frames of the next chains cost a range check.
+ * -errno (out of memory) as resolve_user.
+ */
+static int resolve_addr(struct opd_trans *t, uint64_t a, bool kernel, struct opd_cc_frame *f,
+			bool *unresolved)
+{
+	struct opd_trans_frame none, *e = t->ctx ? &t->ctx->frames[region_slot(a)] : &none;
+	struct resolution r;
+	int ret = 0;
+
+	if (e != &none && e->gen == t->gen && e->kernel == kernel && a - e->start < e->len)
+		goto out;
+	memset(&r, 0, sizeof(r));
+	r.unresolved = &t->dummy;
+	if (kernel)
+		resolve_kernel(t, a, &r);
+	else
+		ret = resolve_user(t, a, &r);
+	if (ret)
+		return ret;
+	e->gen = t->gen;
+	e->start = r.start;
+	e->len = r.len;
+	e->delta = r.delta;
+	e->image = r.key.image;
+	e->dep = r.key.dep;
+	e->kernel = kernel;
+	e->unresolved = r.unresolved != &t->dummy;
+out:
+	f->image = e->image;
+	f->dep = e->dep;
+	f->off = a + e->delta;
+	*unresolved = e->unresolved;
+	return 0;
+}
+
+/*
  * A host frame as the sample's pc would be resolved (@kernel: against the
  * kernel ranges, else the task's mappings).  A return address is the
  * instruction after the call: the call site is one byte before it.
  */
-static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, uint32_t event,
-			  struct opd_cc_frame *f)
+static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, struct opd_cc_frame *f)
 {
-	struct resolution r;
 	uint64_t a = ret - 1;
+	bool unresolved = false;
 
-	memset(&r, 0, sizeof(r));
-	r.key.event = event;
-	r.unresolved = &t->dummy;
-	if (kernel)
-		resolve_kernel(t, a, &r);
-	else if (resolve_user(t, a, &r))
-		r.key.image = r.key.dep = t->anon_unknown;
-	if (r.unresolved != &t->dummy)
+	if (resolve_addr(t, a, kernel, f, &unresolved)) {
+		f->image = f->dep = t->anon_unknown;
+		f->off = a;
+	}
+	if (unresolved)
 		t->st->cc_frames_unresolved++;
-	f->image = r.key.image;
-	f->dep = r.key.dep;
-	f->off = a + r.delta;
 }
 
 /* The chain of the host sample (@pc, @event) just filed. */
@@ -709,22 +913,21 @@ static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
 	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
 	struct resolution r;
+	bool unresolved;
 	size_t n = 1;
 
 	memset(&r, 0, sizeof(r));
 	r.key.event = event;
 	r.unresolved = &t->dummy;
 	r.extra = &t->dummy;
-	if (t->mode == DP_MODE_HOST_KERNEL)
-		resolve_kernel(t, pc, &r);
-	else if (resolve_user(t, pc, &r))
+	if (resolve_addr(t, pc, t->mode == DP_MODE_HOST_KERNEL, &f[0], &unresolved))
 		return;
+	r.key.image = f[0].image;
+	r.key.dep = f[0].dep;
+	sep_ids(t, &r.key);
 	mark_vmm(t, &r);
-	f[0].image = r.key.image;
-	f[0].dep = r.key.dep;
-	f[0].off = pc + r.delta;
 	for (uint32_t i = 0; i < t->chain.nr; i++)
-		resolve_frame(t, t->chain.f[i], i < t->chain.nk, event, &f[n++]);
+		resolve_frame(t, t->chain.f[i], i < t->chain.nk, &f[n++]);
 	opd_cc_file(t->cc, &r.key, f, n);
 }
 
@@ -764,12 +967,12 @@ static int trans_cpu(void *ctx, uint32_t cpu)
 	if (t->asid) {
 		/* re-stated after a CPU record when known (doc/raw-stream.md) */
 		t->asid = 0;
-		trans_bump(t);
+		ctx_changed(t, false);
 	}
 	if (cpu != t->cpu) {
 		t->cpu = cpu;
 		if (t->conf->separate & OPD_SEP_CPU)
-			trans_bump(t);
+			ctx_changed(t, false);
 	}
 	return 0;
 }
@@ -782,10 +985,10 @@ static int trans_task(void *ctx, uint32_t pid, uint32_t tid)
 		t->tid = tid;
 		return 0;
 	}
+	ctx_changed(t, !t->have_task || pid != t->pid);
 	t->have_task = true;
 	t->pid = pid;
 	t->tid = tid;
-	trans_bump(t);
 	return 0;
 }
 
@@ -796,7 +999,7 @@ static int trans_mode(void *ctx, uint32_t mode)
 	if (mode != t->mode) {
 		t->mode = mode;
 		t->mode_counter = mode_counter(t, mode);
-		trans_bump(t);
+		ctx_changed(t, false);
 	}
 	return 0;
 }
@@ -809,7 +1012,7 @@ static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 	if (key != t->domain_key || key_ns != t->domain_key_ns) {
 		t->domain_key = key;
 		t->domain_key_ns = key_ns;
-		trans_bump(t);
+		ctx_changed(t, false);
 	}
 	return 0;
 }
@@ -820,7 +1023,7 @@ static int trans_asid(void *ctx, uint64_t asid)
 
 	if (asid != t->asid) {
 		t->asid = asid;
-		trans_bump(t);
+		ctx_changed(t, false);
 	}
 	return 0;
 }

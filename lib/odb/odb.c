@@ -530,6 +530,21 @@ int odb_add(struct odb *db, uint64_t key, uint64_t inc)
 	return odb_insert(db, key, inc);
 }
 
+void odb_prefetch(const struct odb *db, uint64_t key, int stage)
+{
+	uint32_t j;
+
+	if (db->mode != ODB_RDWR)
+		return;
+	if (stage == 0) {
+		__builtin_prefetch(&db->buckets[odb_hash(key, db->shift)]);
+		return;
+	}
+	j = db->buckets[odb_hash(key, db->shift)];
+	if (j != ODB_NODE_END)
+		__builtin_prefetch(&db->nodes[j - 1], 1);
+}
+
 /* How far ahead odb_add_keys prefetches: buckets at 2 * D, nodes at D. */
 #define ODB_PREFETCH	8
 

@@ -61,6 +61,14 @@ int odb_sync_start(struct odb *db);
 int odb_add(struct odb *db, uint64_t key, uint64_t inc);
 
 /*
+ * Hints that odb_add(@db, @key, ...) comes soon, so that several adds to
+ * tables far apart in memory wait for their misses together: @stage 0
+ * fetches the key's bucket; @stage 1, after it, the node the bucket
+ * names.  Changes nothing; any writer handle, any key.
+ */
+void odb_prefetch(const struct odb *db, uint64_t key, int stage);
+
+/*
  * Add 1 to the count of each of @keys[0..@n) (a key may repeat), as @n
  * calls of odb_add(db, key, 1) would, in order (new keys get nodes in
  * the order of their first occurrence), with the same crash safety.

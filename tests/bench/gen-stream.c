@@ -3,7 +3,7 @@
  * many images, samples in runs per task as a real collector delivers them.
  *
  *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
- *              [--images I] [--seed S] [--hot H]
+ *              [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]
  *
  * --perf also writes the same profile as a perf.data in perf's pipe format
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
@@ -12,6 +12,13 @@
  * I images; samples fall on about 4 x H offsets per image (--hot, default
  * 256), skewed towards a few hot ones so keys repeat as in a real profile;
  * 10% of them are in the kernel.
+ * --callchain D: every sample carries a call chain of D frames (raw type
+ * 14) in the process's images (and the kernel's, for a kernel sample), as
+ * --callgraph=D records them; not written to --perf.
+ * --mixed: what the default leaves out, for tests that compare filings
+ * (tests/bench/compare-filing.sh): each run's thread is one of four of its
+ * process, and every eighth run is a guest's (a DOMAIN record keyed by the
+ * process, a vCPU, an address space, guest kernel and user samples).
  */
 #include "config.h"
 
@@ -39,6 +46,11 @@
 struct gen_proc {
 	uint32_t pid;
 	uint32_t image[1 + LIBS_PER_PROC];
+};
+
+struct gen_opts {
+	unsigned hot, depth;
+	bool mixed;
 };
 
 static uint64_t rng_state;
@@ -173,6 +185,84 @@ static int put_process(struct raw_writer *w, struct perf_out *po, const struct g
 	return err;
 }
 
+/* A pc in the process's images (slot @slot) or the kernel, skewed towards
+ * low offsets, as real hot spots are few; @r varies it per run. */
+static uint64_t gen_pc(const struct gen_opts *go, uint64_t x, bool kernel, uint64_t r)
+{
+	unsigned slot = (unsigned)((x >> 8) % (1 + LIBS_PER_PROC));
+	uint64_t u = (x >> 16) % go->hot;
+	uint64_t off = (u * u / go->hot) * 16 + (r % 4);
+
+	return kernel ? KERNEL_BASE + (off * 97) % KERNEL_SIZE : map_start(slot) + off;
+}
+
+/* The chain of a sample: return addresses a few call paths deep, the
+ * first ones in the kernel for a kernel sample (@kernel). */
+static int put_chain(struct raw_writer *w, const struct gen_opts *go, uint64_t x, bool kernel)
+{
+	uint64_t f[DP_RAW_CC_MAX];
+	unsigned nk = kernel ? (go->depth + 3) / 4 : 0;
+
+	for (unsigned k = 0; k < go->depth; k++)
+		f[k] = gen_pc(go, (x >> (k % 8)) * 0x9e3779b97f4a7c15ull + k, k < nk, k) + 1;
+	return raw_put_callchain(w, go->depth, nk, 0, f);
+}
+
+/* The context of a run: host, or (--mixed) every eighth run a guest's. */
+static int put_context(struct raw_writer *w, const struct gen_opts *go,
+		       const struct gen_proc *p, uint64_t r, uint64_t now, unsigned cpu,
+		       bool *guest)
+{
+	uint32_t tid = go->mixed ? p->pid + (uint32_t)(r >> 8) % 4 : p->pid;
+	int err = raw_put_time(w, now);
+
+	*guest = go->mixed && (r >> 12) % 8 == 0;
+	if (!err)
+		err = raw_put_cpu(w, cpu);
+	if (!err)
+		err = raw_put_task(w, p->pid, tid);
+	if (!err && *guest)
+		err = raw_put_domain(w, p->pid, (uint32_t)(r >> 16) % 4);
+	if (!err && *guest)
+		err = raw_put_asid(w, 0x1000 * (1 + (r >> 20) % 3));
+	return err;
+}
+
+/* A run of @n samples of process @p on @cpu. */
+static int put_run(struct raw_writer *w, struct perf_out *po, const struct gen_opts *go,
+		   const struct gen_proc *p, uint64_t now, unsigned cpu, unsigned n)
+{
+	uint64_t r = rng();
+	int mode = -1;
+	bool guest;
+	int err = put_context(w, go, p, r, now, cpu, &guest);
+
+	if (po) {
+		po->time = now;
+		po->cpu = cpu;
+		po->pid = po->tid = p->pid;
+	}
+	for (unsigned k = 0; !err && k < n; k++) {
+		uint64_t x = rng();
+		bool kernel = (x % 10) == 0;
+		uint64_t pc = gen_pc(go, x, kernel, r);
+		int m = guest ? (kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER) :
+			(kernel ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER);
+
+		if (mode != m) {
+			mode = m;
+			err = raw_put_mode(w, (uint32_t)mode);
+		}
+		if (!err && go->depth && !guest)
+			err = put_chain(w, go, x, kernel);
+		if (!err)
+			err = raw_put_sample(w, pc, 0);
+		if (po)
+			perf_sample(po, pc, kernel);
+	}
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -183,10 +273,13 @@ int main(int argc, char **argv)
 		{ "images", required_argument, NULL, 'i' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "hot", required_argument, NULL, 'h' },
+		{ "callchain", required_argument, NULL, 'c' },
+		{ "mixed", no_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull;
-	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0, hot = 256;
+	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0;
+	struct gen_opts go = { .hot = 256 };
 	const char *out = NULL, *perf_path = NULL;
 	struct perf_out perf = { 0 }, *po = NULL;
 	struct dp_raw_event ev = { .name = "TIMER", .count = 100000,
@@ -196,7 +289,7 @@ int main(int argc, char **argv)
 	int c, fd, err = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
-	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:m", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'P': perf_path = optarg; break;
@@ -204,15 +297,17 @@ int main(int argc, char **argv)
 		case 'p': nr_procs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'i': nr_images = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 's': rng_state = strtoull(optarg, NULL, 0) | 1; break;
-		case 'h': hot = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'h': go.hot = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'c': go.depth = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'm': go.mixed = true; break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]\n");
 			return 1;
 		}
 	}
-	if (!out || !nr_procs || !hot || nr_images < 1 + LIBS_PER_PROC) {
-		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d\n",
-			1 + LIBS_PER_PROC);
+	if (!out || !nr_procs || !go.hot || nr_images < 1 + LIBS_PER_PROC || go.depth > DP_RAW_CC_MAX) {
+		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d, --callchain <= %d\n",
+			1 + LIBS_PER_PROC, DP_RAW_CC_MAX);
 		return 1;
 	}
 	procs = calloc(nr_procs, sizeof(*procs));
@@ -251,40 +346,12 @@ int main(int argc, char **argv)
 		/* Skew: half the runs go to the first tenth of the processes. */
 		unsigned span = (rng() & 1) ? (nr_procs + 9) / 10 : nr_procs;
 		const struct gen_proc *p = &procs[rng() % span];
-		uint64_t r = rng();
+		uint64_t n = nr_samples - written < RUN ? nr_samples - written : RUN;
 
 		now += 100000;
 		cpu = (cpu + 1) % 2;
-		err = raw_put_time(w, now);
-		if (!err)
-			err = raw_put_cpu(w, cpu);
-		if (!err)
-			err = raw_put_task(w, p->pid, p->pid);
-		if (po) {
-			po->time = now;
-			po->cpu = cpu;
-			po->pid = po->tid = p->pid;
-		}
-		int mode = -1;
-
-		for (unsigned k = 0; !err && k < RUN && written < nr_samples; k++, written++) {
-			uint64_t x = rng();
-			bool kernel = (x % 10) == 0;
-			unsigned slot = (unsigned)((x >> 8) % (1 + LIBS_PER_PROC));
-			/* Skewed towards low offsets, as real hot spots are few. */
-			uint64_t u = (x >> 16) % hot;
-			uint64_t off = (u * u / hot) * 16 + (r % 4);
-			uint64_t pc = kernel ? KERNEL_BASE + (off * 97) % KERNEL_SIZE : map_start(slot) + off;
-
-			if (mode != (kernel ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER)) {
-				mode = kernel ? DP_MODE_HOST_KERNEL : DP_MODE_HOST_USER;
-				err = raw_put_mode(w, (uint32_t)mode);
-			}
-			if (!err)
-				err = raw_put_sample(w, pc, 0);
-			if (po)
-				perf_sample(po, pc, kernel);
-		}
+		err = put_run(w, po, &go, p, now, cpu, (unsigned)n);
+		written += n;
 	}
 	if (!err)
 		err = raw_writer_close(w);

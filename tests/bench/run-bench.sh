@@ -5,22 +5,30 @@
 #   - oprofiled replaying the stream (ingest rate: samples per CPU-second)
 #   - opreport on the resulting session
 #   - perf report on the equivalent perf.data
-# It prints figures and asserts nothing about time.
-#   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H] [--no-perf]
+#   - the same replays of a stream whose every sample has a 16-deep call
+#     chain (--cc-samples, default 2 million; 0: none), as --callgraph=16
+#     records them: arcs into {cg} files and the stacks
+# Each replay is timed twice: creating every sample file, then into the
+# same session with the files in place (steady state).  Ingest figures are
+# per CPU-second of the daemon (user + system), so other work on the
+# machine does not count.  It prints figures and asserts nothing about time.
+#   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H]
+#                            [--cc-samples N] [--no-perf]
 # (--hot: distinct hot offsets per image, see gen-stream.c)
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
-samples=50000000 procs=1000 images=1000 hot=256 perf=1
+samples=50000000 procs=1000 images=1000 hot=256 perf=1 cc_samples=2000000
 while [ $# -gt 0 ]; do
 	case $1 in
 	--samples) samples=$2; shift ;;
 	--processes) procs=$2; shift ;;
 	--images) images=$2; shift ;;
 	--hot) hot=$2; shift ;;
+	--cc-samples) cc_samples=$2; shift ;;
 	--no-perf) perf=0 ;;
-	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--no-perf]" >&2; exit 1 ;;
+	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--cc-samples N] [--no-perf]" >&2; exit 1 ;;
 	esac
 	shift
 done
@@ -52,14 +60,26 @@ cat "$work/bench.raw" >/dev/null
 # First replay: creates every sample file (and its directories) on the way;
 # second replay: the same stream into the same session, files in place, which
 # is the steady state of a daemon that has run for a while.
+# ingest LABEL [STREAM SESSION SAMPLES]
 ingest() {
+	local stream=${2:-$work/bench.raw} session=${3:-$work/session} n=${4:-$samples}
+
 	run "$1" - "$DP_PREFIX/sbin/oprofiled" --collector=file \
-		--input="$work/bench.raw" --session-dir="$work/session" --separate=lib --foreground
-	awk -v n="$samples" -v c="$cpu" -v w="$wall" 'BEGIN {
+		--input="$stream" --session-dir="$session" --separate=lib --foreground
+	awk -v n="$n" -v c="$cpu" -v w="$wall" 'BEGIN {
 		printf "  ingest: %.2f million samples per CPU-second (%.2f M/s wall)\n", n / c / 1e6, n / w / 1e6 }'
 }
 ingest "oprofiled replay, new files"
 ingest "oprofiled replay, files exist"
+if [ "$cc_samples" -gt 0 ]; then
+	run "generate, 16-deep chains" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/cc.raw" \
+		--samples "$cc_samples" --processes "$procs" --images "$images" --hot "$hot" --callchain 16
+	cat "$work/cc.raw" >/dev/null
+	ingest "replay, 16-deep chains, new" "$work/cc.raw" "$work/cc-session" "$cc_samples"
+	ingest "replay, 16-deep chains, exist" "$work/cc.raw" "$work/cc-session" "$cc_samples"
+	grep -E '^(cc_arcs|cc_stacks|cc_stacks_dropped) ' "$work/cc-session/stats" | sed 's/^/  /'
+	rm -rf "$work/cc.raw" "$work/cc-session"
+fi
 grep -E '^(samples_received|samples_filed|sample_files|processes_seen) ' "$work/session/stats" | sed 's/^/  /'
 printf '  sample files: %s, %s MiB\n' "$(find "$work/session/samples" -type f | wc -l)" \
 	"$(du -sm "$work/session/samples" | cut -f1)"
