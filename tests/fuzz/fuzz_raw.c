@@ -208,11 +208,36 @@ static int f_callchain(void *ctx, uint32_t nr, uint32_t nr_kernel, uint32_t flag
 	return s->w ? raw_put_callchain(s->w, nr, nr_kernel, flags, fr) : 0;
 }
 
+static int f_guest_tsc(void *ctx, const struct dp_raw_guest_tsc *g)
+{
+	struct seen *s = ctx;
+
+	if (!g->khz)
+		abort();	/* the decoder refuses a rate of 0 */
+	mix(s, 15);
+	mix(s, g->key);
+	mix(s, g->key_ns);
+	mix(s, g->khz);
+	mix(s, g->host_ns);
+	mix(s, g->window_ns);
+	mix(s, g->tsc);
+	return s->w ? raw_put_guest_tsc(s->w, g) : 0;
+}
+
+static int f_time_spread(void *ctx, uint64_t ns)
+{
+	struct seen *s = ctx;
+
+	mix(s, 16);
+	mix(s, ns);
+	return s->w ? raw_put_time_spread(s->w, ns) : 0;
+}
+
 static const struct raw_ops fuzz_ops = {
 	.sample = f_sample, .cpu = f_cpu, .task = f_task, .mode = f_mode,
 	.domain = f_domain, .lost = f_lost, .time = f_time, .mmap = f_mmap,
 	.comm = f_comm, .fork = f_fork, .exit = f_exit, .kmod = f_kmod, .asid = f_asid,
-	.callchain = f_callchain,
+	.callchain = f_callchain, .guest_tsc = f_guest_tsc, .time_spread = f_time_spread,
 };
 
 struct outbuf {
