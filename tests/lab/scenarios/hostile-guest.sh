@@ -145,10 +145,13 @@ phase() {
 	a=$(stat_of "$S/domains/g1/stats" samples_received)
 	t1=$(lab_now)
 	c1=$(cpu_all)
+	p1=$(for p in $(pidof oprofiled); do echo "$p:$(cpu_s "$p")"; done)
 	touch "/tmp/share-g1/$flag" "/tmp/share-bad/$flag"
 	wait_console g1 "$done" $((PHASE * 6 + 60)) || lab_fail "g1's $done did not come"
 	t2=$(lab_now)
 	c2=$(cpu_all)
+	lab_log "$flag: CPU seconds of each oprofiled process (pid:start): $(echo $p1);" \
+		"now: $(for p in $(pidof oprofiled); do echo "$p:$(cpu_s "$p")"; done | tr '\n' ' ')"
 	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
 	snap "$flag-b"
 	b=$(stat_of "$S/domains/g1/stats" samples_received)
@@ -168,7 +171,24 @@ cpu1=$CPU
 secs1=$SECS
 lab_log "phase 1 (bad only busy): g1 $rate1 samples/s"
 rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
+# What the daemon's processes do under attack, for the note when the CPU
+# check fails: a profile of both, perf pinned beside them on CPU 0 (its
+# own CPU is not the daemon's and g1's CPU is left alone)
+pprof_pid=
+if [ "${HG_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
+	taskset -c 0 perf record -q -F 199 -g -p "$(pidof oprofiled | tr ' ' ,)" \
+		-o "$RESULTS/daemon-phase2.perf" >/dev/null 2>&1 &
+	pprof_pid=$!
+fi
 phase go2 G1-PHASE2-DONE
+if [ -n "$pprof_pid" ]; then
+	kill -INT "$pprof_pid" 2>/dev/null
+	wait "$pprof_pid" 2>/dev/null
+	perf report -q -i "$RESULTS/daemon-phase2.perf" --stdio --no-children --sort comm,dso,sym \
+		-g none --percent-limit 1 >"$RESULTS/daemon-phase2.txt" 2>/dev/null || true
+	lab_log "phase 2: the daemon's profile (top 12, perf -F 199):"
+	head -n 12 "$RESULTS/daemon-phase2.txt" | sed 's/^/  /'
+fi
 rate2=$RATE
 cpu2=$CPU
 secs2=$SECS
