@@ -119,6 +119,9 @@ cpu_s() {
 	awk -v t="$s" 'BEGIN { printf "%.2f", t / 100 }'
 }
 cpu_all() { echo "$(cpu_s $(pidof oprofiled)) $(cpu_s "$(guest_pid g1)") $(cpu_s "$(guest_pid bad)")"; }
+# Each CPU's ticks by kind, one line a CPU (where CPU 1's time went when
+# g1's QEMU, alone on it, got less of it)
+cpu_split() { awk '/^cpu[0-9]/ { print $1 ":" $2 "/" $3 "/" $4 "/" $7 "/" $8 "/" $5 "/" $6 }' /proc/stat | tr '\n' ' '; }
 # The session as it is now, into $S.$1 (the image cache left out: the
 # domain summary needs none of it), for g1's whole row later: its guest
 # samples and its QEMU's host work, which the domain's stats file does not
@@ -146,10 +149,15 @@ phase() {
 	t1=$(lab_now)
 	c1=$(cpu_all)
 	p1=$(for p in $(pidof oprofiled); do echo "$p:$(cpu_s "$p")"; done)
+	st1=$(cpu_split)
 	touch "/tmp/share-g1/$flag" "/tmp/share-bad/$flag"
 	wait_console g1 "$done" $((PHASE * 6 + 60)) || lab_fail "g1's $done did not come"
 	t2=$(lab_now)
 	c2=$(cpu_all)
+	lab_log "$flag: L1's CPUs (user/nice/system/irq/softirq/idle/iowait ticks):" \
+		"start $st1; end $(cpu_split)"
+	lab_log "$flag: oprofiled's context switches and bytes written (pid:vol/invol/write_bytes):" \
+		"$(for p in $(pidof oprofiled); do echo "$p:$(awk '/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { printf "%s/%s", v, n }' "/proc/$p/status")/$(awk '/^write_bytes/ { print $2 }' "/proc/$p/io" 2>/dev/null)"; done | tr '\n' ' ')"
 	lab_log "$flag: CPU seconds of each oprofiled process (pid:start): $(echo $p1);" \
 		"now: $(for p in $(pidof oprofiled); do echo "$p:$(cpu_s "$p")"; done | tr '\n' ' ')"
 	timeout 30 opcontrol --dump --session-dir="$S" >/dev/null 2>&1 || true
@@ -171,11 +179,12 @@ cpu1=$CPU
 secs1=$SECS
 lab_log "phase 1 (bad only busy): g1 $rate1 samples/s"
 rss0=$(awk '/^VmRSS/ { print $2 }' "/proc/$dpid/status")
-# What the daemon's processes do under attack, for the note when the CPU
-# check fails: a profile of both, perf pinned beside them on CPU 0 (its
-# own CPU is not the daemon's and g1's CPU is left alone)
+# HG_PROFILE=1: what the daemon's processes do under attack, a profile of
+# both, perf pinned beside them on CPU 0.  Not by default: sampling the
+# daemon slows it (in one run with it, bad's frames overran the budget
+# and the daemon's pings to bad stopped for 6 s)
 pprof_pid=
-if [ "${HG_PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
+if [ "${HG_PROFILE:-0}" = 1 ] && command -v perf >/dev/null; then
 	taskset -c 0 perf record -q -F 199 -g -p "$(pidof oprofiled | tr ' ' ,)" \
 		-o "$RESULTS/daemon-phase2.perf" >/dev/null 2>&1 &
 	pprof_pid=$!
