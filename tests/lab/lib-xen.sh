@@ -20,7 +20,9 @@
 # Environment: XEN_CREATE_PAUSED=1 (xl create -p: the domain waits for
 #   xl unpause), LAB_GUEST_MEM (128, MiB: a PV guest's memory is set up by
 #   dom0 and Xen on the emulated CPU, the less the faster), LAB_GUEST_SMP (1),
-#   LAB_GUEST_APPEND extra kernel command line words.
+#   LAB_GUEST_APPEND extra kernel command line words, LAB_XEN_TYPE the
+#   domain's type (pv, the default, or pvh: the same kernel through its
+#   PVH entry, in an HVM container under the emulated SVM).
 
 XEN_CONSOLES=${XEN_CONSOLES:-$RESULTS/xen-consoles}
 # The build-images.sh --kind xen forms of the L2 kernel and initramfs that
@@ -65,7 +67,7 @@ xen_start_guest() {
 	{
 		echo "name = \"$name\""
 		echo "uuid = \"$uuid\""
-		echo 'type = "pv"'
+		echo "type = \"${LAB_XEN_TYPE:-pv}\""
 		echo "kernel = \"$LAB_XEN_L2_KERNEL\""
 		echo "ramdisk = \"$LAB_XEN_L2_INITRD\""
 		echo "extra = \"$append\""
@@ -90,7 +92,7 @@ xen_start_guest() {
 	rc=${PIPESTATUS[0]}
 	[ $rc = 0 ] || lab_fail "xl create $name failed: $(tail -n 5 "$RESULTS/$name.xl.log")"
 	t1=$(lab_now)
-	lab_log "started PV guest $name ($uuid, $work) domid $(xen_domid "$name"), xl create $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s"
+	lab_log "started ${LAB_XEN_TYPE:-pv} guest $name ($uuid, $work) domid $(xen_domid "$name"), xl create $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s"
 }
 
 # Prefix each line of stdin with dom0's uptime.

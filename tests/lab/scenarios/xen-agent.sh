@@ -249,7 +249,10 @@ for i in $(seq 1 600); do
 	sleep 1
 done
 grep -q WORK-DONE "$CONS" || { cp "$S/oprofiled.log" "$RESULTS/"; tail -n 30 "$CONS"
-	lab_fail "web's workload did not finish"; }
+	timeout 10 xl list >"$RESULTS/xl-list-at-fail.txt" 2>&1
+	timeout 10 xl dmesg 2>&1 | tail -n 60 >"$RESULTS/xl-dmesg-at-fail.txt"
+	lab_fail "web's workload did not finish ($(xen_alive web && echo "web is alive" ||
+		echo "web is gone"); xl dmesg: $(tail -n 3 "$RESULTS/xl-dmesg-at-fail.txt" | tr '\n' ' '))"; }
 lab_summary xa_workload_done_s "$(lab_since "$t")"
 # dom0's back-end threads: pid, name, flags (PF_KTHREAD is 0x200000)
 cat /proc/[0-9]*/stat 2>/dev/null |
