@@ -522,7 +522,7 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 	rc = rep_collect(op, last_images, p);
 	if (!rc && text) {
 		f = open_memstream(text, &len);
-		rep_output(f, op, *p, "file");
+		{ struct rep_info in = { .collector = (char *)"file" }; rep_output(f, op, *p, &in); }
 		fclose(f);
 	}
 	return rc;
