@@ -154,7 +154,7 @@ static void write_symbols(struct xml *x, size_t g, int indent)
 static void write_image(struct xml *x, const char *tag, const struct sfn_image *img,
 			const struct rep_group *g, bool app)
 {
-	fprintf(x->f, "   %s<%s", app ? "" : " ", tag);
+	fprintf(x->f, "%s<%s", app ? "  " : "   ", tag);
 	xml_attr(x->f, "name", img->name);
 	if (img->kind != SFN_ROOT)
 		fputs(img->kind == SFN_KERN ? " kind=\"kernel\"" : " kind=\"anon\"", x->f);
@@ -178,7 +178,7 @@ static void write_app(struct xml *x, size_t a, const uint64_t *sums)
 	const struct rep_group *first = &x->p->groups[x->grows[x->app_first[a]].group];
 
 	write_image(x, "binary", &first->app, first, true);
-	xml_counts(x, 5, sums);
+	xml_counts(x, 3, sums);
 	for (size_t i = 0; i < x->p->ngroups; i++) {
 		const struct rep_row *r = &x->grows[i];
 		const struct rep_group *g = &x->p->groups[r->group];
@@ -187,16 +187,16 @@ static void write_app(struct xml *x, size_t a, const uint64_t *sums)
 			continue;
 		if (rep_same_dep(g)) {
 			if (x->srows)
-				write_symbols(x, r->group, 5);
+				write_symbols(x, r->group, 3);
 			continue;
 		}
 		write_image(x, "module", &g->dep, g, false);
-		xml_counts(x, 6, r->counts);
+		xml_counts(x, 4, r->counts);
 		if (x->srows)
-			write_symbols(x, r->group, 6);
-		fputs("    </module>\n", x->f);
+			write_symbols(x, r->group, 4);
+		fputs("   </module>\n", x->f);
 	}
-	fputs("   </binary>\n", x->f);
+	fputs("  </binary>\n", x->f);
 }
 
 static bool same_domain(const struct rep_group *g, const char *name)
