@@ -272,40 +272,103 @@ static int o9_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t 
 	return 1;
 }
 
+/* opreport's own options besides OProfile's flags: 0 when @c was one of
+ * them, 1 when not, -EINVAL with @msg. */
+static int own_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t msglen)
+{
+	char *end;
+
+	switch (c) {
+	case 'l':
+		o->symbols = true;
+		return 0;
+	case 'c':
+		o->callgraph = true;
+		o->symbols = true;
+		return 0;
+	case OPT_FLAMEGRAPH:
+		if (!*arg) {
+			snprintf(msg, msglen, "--flamegraph needs a file name");
+			return -EINVAL;
+		}
+		o->flamegraph = arg;
+		o->symbols = true;
+		return 0;
+	case 'm':
+		if (rep_parse_merge(arg, &o->merge)) {
+			snprintf(msg, msglen, "bad --merge list \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 't':
+		errno = 0;
+		o->threshold = strtod(arg, &end);
+		if (errno || end == arg || *end || o->threshold < 0 || o->threshold > 100) {
+			snprintf(msg, msglen, "bad --threshold \"%s\" (a percentage)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 's':
+		if (rep_parse_sort(arg, o)) {
+			snprintf(msg, msglen, "bad --sort list \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'r':
+		o->reverse = true;
+		return 0;
+	case 'o':
+		if (!*arg) {
+			snprintf(msg, msglen, "--output-file needs a file name");
+			return -EINVAL;
+		}
+		o->output = arg;
+		return 0;
+	case OPT_WIDE:
+		o->wide = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	}
+	return 1;
+}
+
+static const struct option lopts[] = {
+	{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
+	{ "symbols", no_argument, NULL, 'l' },
+	{ "callgraph", no_argument, NULL, 'c' },
+	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+	{ "merge", required_argument, NULL, 'm' },
+	{ "threshold", required_argument, NULL, 't' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "reverse-sort", no_argument, NULL, 'r' },
+	{ "image-path", required_argument, NULL, 'p' },
+	{ "root", required_argument, NULL, REP_OPT_ROOT },
+	{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
+	{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
+	{ "output-file", required_argument, NULL, 'o' },
+	{ "wide", no_argument, NULL, OPT_WIDE },
+	{ "show-address", no_argument, NULL, 'w' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "xml", no_argument, NULL, 'X' },
+	{ "debug-info", no_argument, NULL, 'g' },
+	{ "details", no_argument, NULL, 'd' },
+	{ "long-filenames", no_argument, NULL, 'f' },
+	{ "no-header", no_argument, NULL, 'n' },
+	{ "accumulated", no_argument, NULL, 'a' },
+	{ "exclude-dependent", no_argument, NULL, 'x' },
+	{ "exclude-symbols", required_argument, NULL, 'e' },
+	{ "include-symbols", required_argument, NULL, 'i' },
+	{ "global-percent", no_argument, NULL, '%' },
+	{ "demangle", required_argument, NULL, 'D' },
+	{ "version", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
-	static const struct option lopts[] = {
-		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
-		{ "symbols", no_argument, NULL, 'l' },
-		{ "callgraph", no_argument, NULL, 'c' },
-		{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
-		{ "merge", required_argument, NULL, 'm' },
-		{ "threshold", required_argument, NULL, 't' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "reverse-sort", no_argument, NULL, 'r' },
-		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, REP_OPT_ROOT },
-		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
-		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
-		{ "output-file", required_argument, NULL, 'o' },
-		{ "wide", no_argument, NULL, OPT_WIDE },
-		{ "show-address", no_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "xml", no_argument, NULL, 'X' },
-		{ "debug-info", no_argument, NULL, 'g' },
-		{ "details", no_argument, NULL, 'd' },
-		{ "long-filenames", no_argument, NULL, 'f' },
-		{ "no-header", no_argument, NULL, 'n' },
-		{ "accumulated", no_argument, NULL, 'a' },
-		{ "exclude-dependent", no_argument, NULL, 'x' },
-		{ "exclude-symbols", required_argument, NULL, 'e' },
-		{ "include-symbols", required_argument, NULL, 'i' },
-		{ "global-percent", no_argument, NULL, '%' },
-		{ "demangle", required_argument, NULL, 'D' },
-		{ "version", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char msg[512];
 	int c;
 
@@ -322,10 +385,11 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "lcm:t:s:rp:o:wvhXgdfnaxe:i:%D:", lopts, NULL)) != -1) {
 		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
-		char *end;
 
 		if (r == 1)
 			r = o9_opt(o, c, optarg, msg, sizeof(msg));
+		if (r == 1)
+			r = own_opt(o, c, optarg, msg, sizeof(msg));
 		if (r == -ENOMEM)
 			snprintf(msg, sizeof(msg), "out of memory");
 		if (r < 0)
@@ -333,57 +397,6 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 		if (r == 0)
 			continue;
 		switch (c) {
-		case 'l':
-			o->symbols = true;
-			break;
-		case 'c':
-			o->callgraph = true;
-			o->symbols = true;
-			break;
-		case OPT_FLAMEGRAPH:
-			if (!*optarg) {
-				snprintf(msg, sizeof(msg), "--flamegraph needs a file name");
-				goto bad;
-			}
-			o->flamegraph = optarg;
-			o->symbols = true;
-			break;
-		case 'm':
-			if (rep_parse_merge(optarg, &o->merge)) {
-				snprintf(msg, sizeof(msg), "bad --merge list \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 't':
-			errno = 0;
-			o->threshold = strtod(optarg, &end);
-			if (errno || end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
-				snprintf(msg, sizeof(msg), "bad --threshold \"%s\" (a percentage)", optarg);
-				goto bad;
-			}
-			break;
-		case 's':
-			if (rep_parse_sort(optarg, o)) {
-				snprintf(msg, sizeof(msg), "bad --sort list \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 'r':
-			o->reverse = true;
-			break;
-		case 'o':
-			if (!*optarg) {
-				snprintf(msg, sizeof(msg), "--output-file needs a file name");
-				goto bad;
-			}
-			o->output = optarg;
-			break;
-		case OPT_WIDE:
-			o->wide = true;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
 		case 'v':
 			du_cli_version(out, "opreport");
 			return 1;
