@@ -179,22 +179,26 @@ static void write_app(struct xml *x, size_t a, const uint64_t *sums)
 
 	write_image(x, "binary", &first->app, first, true);
 	xml_counts(x, 3, sums);
-	for (size_t i = 0; i < x->p->ngroups; i++) {
-		const struct rep_row *r = &x->grows[i];
-		const struct rep_group *g = &x->p->groups[r->group];
+	/* the schema's order: the binary's own symbols, then its modules */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < x->p->ngroups; i++) {
+			const struct rep_row *r = &x->grows[i];
+			const struct rep_group *g = &x->p->groups[r->group];
 
-		if (x->app_of[r->group] != a || !rep_above_threshold(x->o, x->p, r->counts))
-			continue;
-		if (rep_same_dep(g)) {
+			if (x->app_of[r->group] != a || rep_same_dep(g) != !pass ||
+			    !rep_above_threshold(x->o, x->p, r->counts))
+				continue;
+			if (!pass) {
+				if (x->srows)
+					write_symbols(x, r->group, 3);
+				continue;
+			}
+			write_image(x, "module", &g->dep, g, false);
+			xml_counts(x, 4, r->counts);
 			if (x->srows)
-				write_symbols(x, r->group, 3);
-			continue;
+				write_symbols(x, r->group, 4);
+			fputs("   </module>\n", x->f);
 		}
-		write_image(x, "module", &g->dep, g, false);
-		xml_counts(x, 4, r->counts);
-		if (x->srows)
-			write_symbols(x, r->group, 4);
-		fputs("   </module>\n", x->f);
 	}
 	fputs("  </binary>\n", x->f);
 }

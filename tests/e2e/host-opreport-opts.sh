@@ -39,6 +39,8 @@ cp "$DP_BUILD/tests/e2e/ratio" "$work/ratio"
 grep -q '^cpu_type ' "$session/session.conf" || fail "session.conf records no cpu_type"
 
 rep() { "$bin/opreport" --session-dir="$session" "$@" 2>/dev/null; }
+# (reports go to files before grep -q: an early exit of grep would fail
+# the pipeline under pipefail)
 # the rows of a symbol listing: lines whose first field is a count
 rows() { awk '$1 ~ /^[0-9]+$/'; }
 # sum of column N of the rows
@@ -89,7 +91,8 @@ near "-i: burn_a's share" "$(awk '$NF == "burn_a" { print $2 }' "$work/in.out")"
 
 # ---- -x: the application's own image only -----------------------------------
 rep -l -x image:ratio >"$work/x.out"
-if rows <"$work/x.out" | awk '$3 != "ratio"' | grep -q .; then fail "-x kept dependent images: $(rows <"$work/x.out" | awk '$3 != "ratio"' | head -3)"; fi
+kept=$(rows <"$work/x.out" | awk '$3 != "ratio"')
+[ -z "$kept" ] || fail "-x kept dependent images: $(echo "$kept" | head -3)"
 grep -q 'libc.so' "$work/sym.out" || grep -q 'vmlinux\|vdso' "$work/sym.out" ||
 	echo "note: the session has no dependent image under ratio to drop"
 near "-x: percentages sum" "$(colsum 2 <"$work/x.out")" 100 0.05
@@ -108,9 +111,12 @@ echo "OK: -r lists smallest first"
 want=$(nm "$work/ratio" | awk '$3 == "burn_a" { print $1 }' | sed 's/^0*//')
 got=$(rep -l -w image:ratio | awk '$NF == "burn_a" { print $1 }' | sed 's/^0*//')
 [ "$got" = "$want" ] || fail "-w: burn_a at $got, nm says $want"
-rep -l --wide image:ratio | grep -q 'burn_a' || fail "--wide no longer works"
-rep -l -f image:ratio | grep -qE " $work/ratio +burn_a$" || fail "-f: no whole path for ratio"
-rep -l -g image:ratio | grep -qE 'ratio\.c:[0-9]+ .* burn_a$' || fail "-g: no ratio.c:LINE for burn_a"
+rep -l --wide image:ratio >"$work/wide.out"
+grep -q 'burn_a' "$work/wide.out" || fail "--wide no longer works"
+rep -l -f image:ratio >"$work/f.out"
+grep -qE " $work/ratio +burn_a$" "$work/f.out" || fail "-f: no whole path for ratio: $(grep burn_a "$work/f.out")"
+rep -l -g image:ratio >"$work/g.out"
+grep -qE 'ratio\.c:[0-9]+ .* burn_a$' "$work/g.out" || fail "-g: no ratio.c:LINE for burn_a"
 rep -l -d image:ratio >"$work/d.out"
 awk -v a="$a" '
 	$NF == "burn_a" { on = 1; next }
@@ -119,10 +125,23 @@ awk -v a="$a" '
 	END { if (s != a) { printf "FAIL: -d: burn_a instructions sum to %d, burn_a has %d\n", s, a; exit 1 }
 	      if (p < 99.9 || p > 100.1) { printf "FAIL: -d: shares sum to %.2f\n", p; exit 1 }
 	      printf "OK: -d: burn_a instructions sum to its %d samples, 100%%\n", s }' "$work/d.out"
-rep image:ratio | awk -F'\t' 'NF > 1' | awk '{ print $2 }' | head -1 >"$work/dep.pct"
-rep -% image:ratio | awk -F'\t' 'NF > 1' | awk '{ print $2 }' | head -1 >"$work/dep.gpct"
-cmp -s "$work/dep.pct" "$work/dep.gpct" && fail "-%: a dependent image's percentage did not change"
-rep -l -D none image:ratio | grep -qE ' burn_a$' || fail "-D none lost the C names"
+# the first dependent image under ratio in the whole profile: its samples
+# and percentage; ratio's samples; all samples
+dep_row() { awk -F'\t' '/^[^\t].* ratio$/ { on = 1; next } /^[^\t]/ { on = 0 }
+	on && NF > 1 { split($2, f, " "); if (f[1] ~ /^[0-9]+$/) { print f[1], f[2]; exit } }'; }
+rep >"$work/all.out"
+rep -% >"$work/all-g.out"
+read -r dn dpct < <(dep_row <"$work/all.out")
+read -r gn gpct < <(dep_row <"$work/all-g.out")
+whole=$(awk '/^[^\t]/ && $1 ~ /^[0-9]+$/ { s += $1 } END { print s }' "$work/all.out")
+app=$(awk '/^[^\t].* ratio$/ { print $1; exit }' "$work/all.out")
+[ -n "$dn" ] && [ "$dn" = "$gn" ] || fail "-%: the dependent image's samples changed or are missing ($dn, $gn)"
+near "-%: a dependent image's share of the whole profile" "$gpct" \
+	"$(awk -v n="$gn" -v t="$whole" 'BEGIN { printf "%.4f", 100 * n / t }')" 0.001
+near "without -%: its share of ratio's samples" "$dpct" \
+	"$(awk -v n="$dn" -v t="$app" 'BEGIN { printf "%.4f", 100 * n / t }')" 0.001
+rep -l -D none image:ratio >"$work/dn.out"
+grep -qE ' burn_a$' "$work/dn.out" || fail "-D none lost the C names"
 if rep -l -D bogus image:ratio; then fail "-D bogus accepted"; fi
 echo "OK: -w matches nm, --wide, -f, -g, -d, -%, -D"
 
