@@ -879,6 +879,32 @@ static char *read_all(const char *path)
 	return buf;
 }
 
+/* -D smart: the standard library's long spellings shortened. */
+static void test_demangle_smart(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "f(std::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)",
+		  "f(std::string const&)" },
+		{ "std::vector<int, std::allocator<int> >::push_back(int const&)",
+		  "std::vector<int>::push_back(int const&)" },
+		{ "g(std::map<int, std::vector<int, std::allocator<int> >, std::less<int>, "
+		  "std::allocator<std::pair<int const, std::vector<int, std::allocator<int> > > > >&)",
+		  "g(std::map<int, std::vector<int>>&)" },
+		{ "std::__cxx11::list<long, std::allocator<long> >::clear()",
+		  "std::list<long>::clear()" },
+		{ "plain_c_function", "plain_c_function" },
+		{ "h(std::allocator<", "h(std::allocator<" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		rep_demangle_smart(buf);
+		CU_ASSERT_STRING_EQUAL(buf, cases[i].out);
+	}
+}
+
 static void test_output_options(void)
 {
 #define LONG_DOM "a-domain-name-longer-than-twenty"
@@ -1115,6 +1141,7 @@ int main(void)
 	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
 	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
 	CU_add_test(s, "-o, --wide, -w, --version", test_output_options);
+	CU_add_test(s, "-D smart", test_demangle_smart);
 	CU_add_test(s, "--json parses and holds the profile", test_json);
 	CU_add_test(s, "symbol table from a parser child", test_bin_wire);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
