@@ -26,6 +26,9 @@ struct opd_conf {
 	const char *input;		/* --input, for the file collector */
 	const char *record;		/* --record, NULL if not recording */
 	const char *events_dir;
+	/* the events table's CPU type (borrowed from it), for session.conf;
+	 * NULL when no table was loaded */
+	const char *cpu_type;
 	const char *domains;		/* --domains: "all" or NAME,...; NULL = all */
 	/* Live system: follow the domains running on it (domains/ procfs
 	 * backend) and attribute guest and {vmm} samples to them by name.

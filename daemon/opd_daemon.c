@@ -464,6 +464,8 @@ int opd_daemon_write_session_conf(struct opd_daemon *d, const struct raw_header 
 			!!(h->events[i].flags & DP_RAW_EV_USER));
 	fprintf(f, "separate %s\n", d->conf->separate_str ? d->conf->separate_str : "none");
 	fprintf(f, "collector %s\n", d->conf->collector);
+	if (d->conf->cpu_type)
+		fprintf(f, "cpu_type %s\n", d->conf->cpu_type);
 	if (d->conf->domains)
 		fprintf(f, "domains %s\n", d->conf->domains);
 	if (d->conf->input)

@@ -465,6 +465,7 @@ static int load_events(struct opts *o, struct ev_table **tab)
 		du_err("cannot load events from %s: %s", c->events_dir, err);
 		return -1;
 	}
+	c->cpu_type = ev_table_cpu_type(*tab);
 	for (unsigned int i = 0; i < o->nr_event_args; i++) {
 		if (ev_spec_parse(o->event_args[i], &c->events[i], err, sizeof(err)) ||
 		    ev_spec_check(*tab, &c->events[i], err, sizeof(err))) {

@@ -551,7 +551,8 @@ static int load_child(void *ctx, int out, int in)
 	head[1] = f.refused;
 	head[2] = (f.debuginfod_asked ? 1 : 0) | (f.debuginfod_timeout ? 2 : 0);
 	head[3] = f.debuginfod_spent_ms;
-	b = rep_bin_open_split(l->file, l->fd, f.fd, f.src == REP_DEBUG_MINI, err, sizeof(err));
+	b = rep_bin_open_split(l->file, l->fd, f.fd, f.src == REP_DEBUG_MINI, l->c->o->demangle, err,
+			       sizeof(err));
 	if (!b)
 		goto fail;
 	if (write(out, head, sizeof(head)) != sizeof(head) || put_str(out, f.build_id) ||

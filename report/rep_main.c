@@ -6,36 +6,19 @@
 #include <string.h>
 
 #include "rep_collect.h"
+#include "rep_filter.h"
 #include "rep_flame.h"
 #include "rep_image.h"
+#include "rep_info.h"
 #include "rep_main.h"
 #include "rep_opts.h"
 #include "rep_output.h"
 #include "rep_view.h"
-#include "util/du_kv.h"
 #include "util/du_log.h"
-
-/* "collector NAME" from SESSION/session.conf, if the daemon wrote one. */
-static char *read_collector(const char *session_dir)
-{
-	char *path = NULL, *res = NULL;
-	struct du_kv *conf;
-	const char *v;
-
-	if (asprintf(&path, "%s/session.conf", session_dir) < 0)
-		return NULL;
-	conf = du_kv_load(path);
-	free(path);
-	v = du_kv_get(conf, "collector");
-	if (v && *v)
-		res = strdup(v);
-	du_kv_free(conf);
-	return res;
-}
 
 /* Write the report to -o FILE or stdout: 0, or 1 after a message. */
 static int write_report(const struct rep_opts *o, const struct rep_profile *p,
-			const char *collector)
+			const struct rep_info *in)
 {
 	FILE *f = stdout;
 	int rc;
@@ -48,7 +31,7 @@ static int write_report(const struct rep_opts *o, const struct rep_profile *p,
 			return 1;
 		}
 	}
-	rc = rep_output(f, o, p, collector);
+	rc = rep_output(f, o, p, in);
 	if (f != stdout && fclose(f) && !rc)
 		rc = -errno;
 	if (rc) {
@@ -59,12 +42,48 @@ static int write_report(const struct rep_opts *o, const struct rep_profile *p,
 	return 0;
 }
 
+/*
+ * The profile as the options select it: collected (with -d every sample's
+ * address kept), then -x, -e, -i applied, then -d's and -g's extras and
+ * the header's facts in @in.  0, or -1 with the reason said.
+ */
+static int load(const struct rep_opts *o, struct rep_images **images, struct rep_profile **p,
+		struct rep_info *in)
+{
+	struct rep_key_sink sink;
+	struct rep_keys *keys = NULL;
+	long *gmap = NULL;
+	int rc = -ENOMEM;
+
+	*p = NULL;
+	*images = rep_images_new(o);
+	if (!*images || (o->details && !(keys = rep_keys_new(&sink))))
+		goto out;
+	if (rep_collect_keys(o, *images, keys ? &sink : NULL, p)) {
+		rep_keys_free(keys);
+		return -1;
+	}
+	if (rep_filter(o, *p, keys ? &gmap : NULL) || rep_info_header(in, o->session_dir, *p))
+		goto out;
+	if (keys && rep_info_details(in, *p, keys, gmap))
+		goto out;
+	if (o->debug_info && o->symbols && rep_info_lines(in, o, *p, *images))
+		goto out;
+	rc = 0;
+out:
+	if (rc)
+		du_err("out of memory");
+	free(gmap);
+	rep_keys_free(keys);
+	return rc ? -1 : 0;
+}
+
 int rep_main(int argc, char **argv)
 {
 	struct rep_profile *p = NULL;
 	struct rep_images *images = NULL;
+	struct rep_info in = { 0 };
 	struct rep_opts o;
-	char *collector = NULL;
 	int rc, status = 1;
 
 	du_log_set_prog("opreport");
@@ -73,17 +92,16 @@ int rep_main(int argc, char **argv)
 		status = rc == 1 ? 0 : 1;
 		goto out_opts;
 	}
-	if (rep_view_load(&o, &images, &p))
+	if (load(&o, &images, &p, &in))
 		goto out_profile;
 	if (o.flamegraph) {
 		/* OProfile's spelling of opflame -o FILE: the SVG, no text */
 		status = rep_flame_write_file(&o, images, p, 0, o.flamegraph, 0) ? 1 : 0;
 		goto out_profile;
 	}
-	collector = read_collector(o.session_dir);
-	status = write_report(&o, p, collector);
+	status = write_report(&o, p, &in);
 out_profile:
-	free(collector);
+	rep_info_release(&in, p ? p->nrows : 0);
 	rep_profile_free(p);
 	rep_images_free(images);
 out_opts:

@@ -29,6 +29,19 @@ void rep_usage(FILE *f)
 	      "  -s, --sort=LIST         sort by sample, image, app-name, symbol, vma\n"
 	      "                          (in that priority; default sample)\n"
 	      "  -r, --reverse-sort      reverse the sort order\n"
+	      "  -a, --accumulated       add cumulated samples and percentages (with -l)\n"
+	      "  -w, --show-address      show each symbol's address (with -l)\n"
+	      "  -g, --debug-info        show each symbol's source file and line (with -l)\n"
+	      "  -d, --details           samples per instruction under each symbol (implies -l)\n"
+	      "  -e, --exclude-symbols=LIST  leave out these symbols (implies -l)\n"
+	      "  -i, --include-symbols=LIST  only these symbols (implies -l)\n"
+	      "  -x, --exclude-dependent only the applications' own images, not the\n"
+	      "                          libraries and kernel they used (--separate=lib)\n"
+	      "  -%, --global-percent    percentages of the whole profile, also under\n"
+	      "                          an application\n"
+	      "  -D, --demangle=MODE     C++ names: none, normal (default), smart\n"
+	      "  -f, --long-filenames    whole paths instead of basenames\n"
+	      "  -n, --no-header         no header and no column titles\n"
 	      "  -p, --image-path=DIRS   comma-separated directories searched (recursively,\n"
 	      "                          by basename) for binaries before anywhere else\n"
 	      "      --root=DIR          prefix for binary paths (e.g. a guest's file system)\n"
@@ -36,10 +49,11 @@ void rep_usage(FILE *f)
 	      "      --domain=NAMES      only these domains (\"host\": the host's own work);\n"
 	      "                          the same as domain:NAMES\n"
 	      "  -o, --output-file=FILE  write the report to FILE instead of the standard output\n"
-	      "  -w, --wide              make columns as wide as their longest entry\n"
+	      "      --wide              make columns as wide as their longest entry\n"
 	      "                          (nothing shortened, long names stay aligned)\n"
 	      "      --json              write the report as one JSON document\n"
 	      "                          (schema in opreport(1))\n"
+	      "  -X, --xml               write OProfile's XML report (schema opreport.xsd)\n"
 	      "  -v, --version           show the version and exit\n"
 	      "  -h, --help              show this help and exit\n"
 	      "\n"
@@ -196,30 +210,165 @@ void rep_opts_release(struct rep_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
-enum { OPT_JSON = REP_OPT_FREE, OPT_FLAMEGRAPH };
+enum { OPT_JSON = REP_OPT_FREE, OPT_FLAMEGRAPH, OPT_WIDE };
+
+/* -D's words, in enum rep_demangle's order. */
+static const char *const demangle_names[] = {
+	[REP_DEMANGLE_NORMAL] = "normal", [REP_DEMANGLE_NONE] = "none",
+	[REP_DEMANGLE_SMART] = "smart",
+};
+
+/* The options OProfile's opreport has that are flags or lists here:
+ * 0 when @c was one of them, 1 when not, -EINVAL with @msg. */
+static int o9_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t msglen)
+{
+	switch (c) {
+	case 'X':
+		o->xml = true;
+		return 0;
+	case 'g':
+		o->debug_info = true;
+		return 0;
+	case 'd':
+		o->details = o->symbols = true;
+		return 0;
+	case 'f':
+		o->long_names = true;
+		return 0;
+	case 'n':
+		o->no_header = true;
+		return 0;
+	case 'a':
+		o->accumulated = true;
+		return 0;
+	case 'x':
+		o->exclude_dependent = true;
+		return 0;
+	case '%':
+		o->global_percent = true;
+		return 0;
+	case 'w':
+		o->show_address = true;
+		return 0;
+	case 'e':
+	case 'i':
+		if (!*arg) {
+			snprintf(msg, msglen, "--%s-symbols needs a list of symbols",
+				 c == 'e' ? "exclude" : "include");
+			return -EINVAL;
+		}
+		*(c == 'e' ? &o->exclude_syms : &o->include_syms) = arg;
+		o->symbols = true;
+		return 0;
+	case 'D':
+		for (size_t i = 0; i < sizeof(demangle_names) / sizeof(demangle_names[0]); i++)
+			if (!strcmp(arg, demangle_names[i])) {
+				o->demangle = (enum rep_demangle)i;
+				return 0;
+			}
+		snprintf(msg, msglen, "bad --demangle \"%s\" (none, normal or smart)", arg);
+		return -EINVAL;
+	}
+	return 1;
+}
+
+/* opreport's own options besides OProfile's flags: 0 when @c was one of
+ * them, 1 when not, -EINVAL with @msg. */
+static int own_opt(struct rep_opts *o, int c, const char *arg, char *msg, size_t msglen)
+{
+	char *end;
+
+	switch (c) {
+	case 'l':
+		o->symbols = true;
+		return 0;
+	case 'c':
+		o->callgraph = true;
+		o->symbols = true;
+		return 0;
+	case OPT_FLAMEGRAPH:
+		if (!*arg) {
+			snprintf(msg, msglen, "--flamegraph needs a file name");
+			return -EINVAL;
+		}
+		o->flamegraph = arg;
+		o->symbols = true;
+		return 0;
+	case 'm':
+		if (rep_parse_merge(arg, &o->merge)) {
+			snprintf(msg, msglen, "bad --merge list \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 't':
+		errno = 0;
+		o->threshold = strtod(arg, &end);
+		if (errno || end == arg || *end || o->threshold < 0 || o->threshold > 100) {
+			snprintf(msg, msglen, "bad --threshold \"%s\" (a percentage)", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 's':
+		if (rep_parse_sort(arg, o)) {
+			snprintf(msg, msglen, "bad --sort list \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'r':
+		o->reverse = true;
+		return 0;
+	case 'o':
+		if (!*arg) {
+			snprintf(msg, msglen, "--output-file needs a file name");
+			return -EINVAL;
+		}
+		o->output = arg;
+		return 0;
+	case OPT_WIDE:
+		o->wide = true;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	}
+	return 1;
+}
+
+static const struct option lopts[] = {
+	{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
+	{ "symbols", no_argument, NULL, 'l' },
+	{ "callgraph", no_argument, NULL, 'c' },
+	{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
+	{ "merge", required_argument, NULL, 'm' },
+	{ "threshold", required_argument, NULL, 't' },
+	{ "sort", required_argument, NULL, 's' },
+	{ "reverse-sort", no_argument, NULL, 'r' },
+	{ "image-path", required_argument, NULL, 'p' },
+	{ "root", required_argument, NULL, REP_OPT_ROOT },
+	{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
+	{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
+	{ "output-file", required_argument, NULL, 'o' },
+	{ "wide", no_argument, NULL, OPT_WIDE },
+	{ "show-address", no_argument, NULL, 'w' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "xml", no_argument, NULL, 'X' },
+	{ "debug-info", no_argument, NULL, 'g' },
+	{ "details", no_argument, NULL, 'd' },
+	{ "long-filenames", no_argument, NULL, 'f' },
+	{ "no-header", no_argument, NULL, 'n' },
+	{ "accumulated", no_argument, NULL, 'a' },
+	{ "exclude-dependent", no_argument, NULL, 'x' },
+	{ "exclude-symbols", required_argument, NULL, 'e' },
+	{ "include-symbols", required_argument, NULL, 'i' },
+	{ "global-percent", no_argument, NULL, '%' },
+	{ "demangle", required_argument, NULL, 'D' },
+	{ "version", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
 int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *err)
 {
-	static const struct option lopts[] = {
-		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
-		{ "symbols", no_argument, NULL, 'l' },
-		{ "callgraph", no_argument, NULL, 'c' },
-		{ "flamegraph", required_argument, NULL, OPT_FLAMEGRAPH },
-		{ "merge", required_argument, NULL, 'm' },
-		{ "threshold", required_argument, NULL, 't' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "reverse-sort", no_argument, NULL, 'r' },
-		{ "image-path", required_argument, NULL, 'p' },
-		{ "root", required_argument, NULL, REP_OPT_ROOT },
-		{ "debug-dir", required_argument, NULL, REP_OPT_DEBUG_DIR },
-		{ "domain", required_argument, NULL, REP_OPT_DOMAIN },
-		{ "output-file", required_argument, NULL, 'o' },
-		{ "wide", no_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "version", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char msg[512];
 	int c;
 
@@ -234,10 +383,13 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "lcm:t:s:rp:o:wvh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "lcm:t:s:rp:o:wvhXgdfnaxe:i:%D:", lopts, NULL)) != -1) {
 		int r = rep_view_common_opt(o, c, optarg, msg, sizeof(msg));
-		char *end;
 
+		if (r == 1)
+			r = o9_opt(o, c, optarg, msg, sizeof(msg));
+		if (r == 1)
+			r = own_opt(o, c, optarg, msg, sizeof(msg));
 		if (r == -ENOMEM)
 			snprintf(msg, sizeof(msg), "out of memory");
 		if (r < 0)
@@ -245,57 +397,6 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 		if (r == 0)
 			continue;
 		switch (c) {
-		case 'l':
-			o->symbols = true;
-			break;
-		case 'c':
-			o->callgraph = true;
-			o->symbols = true;
-			break;
-		case OPT_FLAMEGRAPH:
-			if (!*optarg) {
-				snprintf(msg, sizeof(msg), "--flamegraph needs a file name");
-				goto bad;
-			}
-			o->flamegraph = optarg;
-			o->symbols = true;
-			break;
-		case 'm':
-			if (rep_parse_merge(optarg, &o->merge)) {
-				snprintf(msg, sizeof(msg), "bad --merge list \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 't':
-			errno = 0;
-			o->threshold = strtod(optarg, &end);
-			if (errno || end == optarg || *end || o->threshold < 0 || o->threshold > 100) {
-				snprintf(msg, sizeof(msg), "bad --threshold \"%s\" (a percentage)", optarg);
-				goto bad;
-			}
-			break;
-		case 's':
-			if (rep_parse_sort(optarg, o)) {
-				snprintf(msg, sizeof(msg), "bad --sort list \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case 'r':
-			o->reverse = true;
-			break;
-		case 'o':
-			if (!*optarg) {
-				snprintf(msg, sizeof(msg), "--output-file needs a file name");
-				goto bad;
-			}
-			o->output = optarg;
-			break;
-		case 'w':
-			o->wide = true;
-			break;
-		case OPT_JSON:
-			o->json = true;
-			break;
 		case 'v':
 			du_cli_version(out, "opreport");
 			return 1;
@@ -305,7 +406,7 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 		default:
 			if (argv[optind - 1][0] == '-' && argv[optind - 1][1] == '-')
 				du_cli_getopt_msg(msg, sizeof(msg), argv[optind - 1], lopts);
-			else if (optopt && optopt < 256 && strchr("mtspo", optopt))
+			else if (optopt && optopt < 256 && strchr("mtspoeiD", optopt))
 				snprintf(msg, sizeof(msg), "option -%c needs an argument", optopt);
 			else
 				snprintf(msg, sizeof(msg), "unknown option \"%s\"", argv[optind - 1]);
@@ -315,6 +416,10 @@ int rep_opts_parse(struct rep_opts *o, int argc, char **argv, FILE *out, FILE *e
 	for (int i = optind; i < argc; i++)
 		if (rep_spec_add(o->spec, argv[i], msg, sizeof(msg)))
 			goto bad;
+	if (o->xml && (o->json || o->callgraph || o->flamegraph)) {
+		snprintf(msg, sizeof(msg), "-X writes its own report: not with --json, -c or --flamegraph");
+		goto bad;
+	}
 	return 0;
 bad:
 	du_cli_usage_error(err, "opreport", msg);

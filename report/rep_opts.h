@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "rep_sym.h"
+
 struct rep_spec;
 
 enum rep_merge {
@@ -35,8 +37,20 @@ struct rep_opts {
 	const char *debug_dir;		/* --debug-dir, borrowed; NULL: /usr/lib/debug */
 	struct rep_spec *spec;		/* owned */
 	const char *output;		/* -o FILE, borrowed; NULL: stdout */
-	bool wide;			/* -w: columns as wide as their longest entry */
+	bool wide;			/* --wide: columns as wide as their longest entry */
 	bool json;			/* --json: the machine-readable report */
+	bool xml;			/* -X: OProfile's XML report (doc/opreport.xsd) */
+	bool show_address;		/* -w: a vma column */
+	bool debug_info;		/* -g: the source file and line of each symbol */
+	bool details;			/* -d: samples per instruction under each symbol */
+	bool long_names;		/* -f: whole paths, not basenames */
+	bool no_header;			/* -n: no header, no column titles */
+	bool accumulated;		/* -a: cumulated samples and percentages */
+	bool global_percent;		/* -%: percentages of the whole profile */
+	bool exclude_dependent;		/* -x: only the applications' own images */
+	const char *exclude_syms;	/* -e: comma list, borrowed; NULL none */
+	const char *include_syms;	/* -i: comma list, borrowed; NULL all */
+	enum rep_demangle demangle;	/* -D */
 	bool callgraph;			/* -c: callers and callees ({cg} files) */
 	const char *flamegraph;		/* --flamegraph=FILE, borrowed: opflame's SVG */
 };

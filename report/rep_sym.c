@@ -263,7 +263,7 @@ static long read_symtab(bfd *abfd, bool dynamic, asymbol ***out)
 	return n < 0 ? 0 : n;
 }
 
-static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
+static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n, enum rep_demangle dm)
 {
 	struct cand *c = calloc(n ? n : 1, sizeof(*c));
 	size_t nc = 0;
@@ -292,7 +292,7 @@ static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
 	for (size_t i = 0; i < nc; i++) {
 		size_t j = i + 1;
 		const char *at;
-		char *dm, *plain;
+		char *dem, *plain;
 
 		/* Best-ranked symbol at an address is first; skip the others. */
 		if (i && c[i].start == c[i - 1].start)
@@ -306,10 +306,13 @@ static int build_syms(bfd *abfd, struct rep_bin *b, asymbol **tab, long n)
 						 strdup(c[i].name);
 		if (!plain)
 			goto out_free_cand;
-		dm = bfd_demangle(abfd, plain, 3 /* DMGL_PARAMS | DMGL_ANSI */);
-		if (dm)
+		dem = dm == REP_DEMANGLE_NONE ? NULL :
+			bfd_demangle(abfd, plain, 3 /* DMGL_PARAMS | DMGL_ANSI */);
+		if (dem)
 			free(plain);
-		b->names[b->nsyms] = dm ? dm : plain;
+		if (dem && dm == REP_DEMANGLE_SMART)
+			rep_demangle_smart(dem);
+		b->names[b->nsyms] = dem ? dem : plain;
 		b->syms[b->nsyms].start = c[i].start;
 		b->syms[b->nsyms].end = j < nc && c[j].start < c[i].limit ? c[j].start : c[i].limit;
 		b->syms[b->nsyms].name = b->names[b->nsyms];
@@ -321,23 +324,67 @@ out_free_cand:
 	return rc;
 }
 
-static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn, char *err,
-				size_t errlen);
+static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn,
+				enum rep_demangle dm, char *err, size_t errlen);
 
 struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
 {
-	return open_elf(path, -1, -1, false, err, errlen);
+	return open_elf(path, -1, -1, false, REP_DEMANGLE_NORMAL, err, errlen);
 }
 
 struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen)
 {
-	return open_elf(name, fd, -1, false, err, errlen);
+	return open_elf(name, fd, -1, false, REP_DEMANGLE_NORMAL, err, errlen);
 }
 
-struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn, char *err,
-				   size_t errlen)
+struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn,
+				   enum rep_demangle dm, char *err, size_t errlen)
 {
-	return open_elf(name, fd, dbg_fd, with_dyn, err, errlen);
+	return open_elf(name, fd, dbg_fd, with_dyn, dm, err, errlen);
+}
+
+/* Replace every @from in @s by @to (not longer), in place. */
+static void replace_all(char *s, const char *from, const char *to)
+{
+	size_t nf = strlen(from), nt = strlen(to);
+	char *p;
+
+	while ((p = strstr(s, from))) {
+		memcpy(p, to, nt);
+		memmove(p + nt, p + nf, strlen(p + nf) + 1);
+		s = p + nt;
+	}
+}
+
+/* Drop every ", @arg<...> " default argument, brackets matched. */
+static void drop_default_arg(char *s, const char *arg)
+{
+	char *p;
+
+	while ((p = strstr(s, arg))) {
+		char *q = p + strlen(arg);
+		int depth = 1;
+
+		for (; *q && depth; q++)
+			depth += *q == '<' ? 1 : *q == '>' ? -1 : 0;
+		if (depth)
+			return;
+		if (*q == ' ' && q[1] == '>')
+			q++;
+		memmove(p, q, strlen(q) + 1);
+		s = p;
+	}
+}
+
+void rep_demangle_smart(char *s)
+{
+	replace_all(s, "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+		    "std::string");
+	replace_all(s, "std::basic_string<wchar_t, std::char_traits<wchar_t>, "
+		    "std::allocator<wchar_t> >", "std::wstring");
+	replace_all(s, "std::__cxx11::", "std::");
+	drop_default_arg(s, ", std::allocator<");
+	drop_default_arg(s, ", std::less<");
 }
 
 static bfd *open_bfd(const char *path, int fd, int *rc, char *err, size_t errlen)
@@ -390,7 +437,8 @@ static long join_tabs(asymbol **a, long na, asymbol **b, long nb, asymbol ***out
  * (MiniDebugInfo holds only what the dynamic table lacks).  Without @dbg,
  * @abfd's static table, else its dynamic one.
  */
-static int read_all_syms(bfd *abfd, bfd *dbg, bool with_dyn, struct rep_bin *b)
+static int read_all_syms(bfd *abfd, bfd *dbg, bool with_dyn, enum rep_demangle dm,
+			 struct rep_bin *b)
 {
 	asymbol **tab = NULL, **dyn = NULL, **all = NULL;
 	long n, nd = 0;
@@ -403,7 +451,7 @@ static int read_all_syms(bfd *abfd, bfd *dbg, bool with_dyn, struct rep_bin *b)
 		goto out;
 	n = join_tabs(tab, n, dyn, nd, &all);
 	if (n >= 0)
-		rc = build_syms(abfd, b, all, n);
+		rc = build_syms(abfd, b, all, n, dm);
 out:
 	free(all);
 	free(tab);
@@ -411,8 +459,8 @@ out:
 	return rc;
 }
 
-static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn, char *err,
-				size_t errlen)
+static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_dyn,
+				enum rep_demangle dm, char *err, size_t errlen)
 {
 	struct rep_bin *b = NULL;
 	bfd *abfd, *dbg = NULL;
@@ -431,7 +479,7 @@ static struct rep_bin *open_elf(const char *path, int fd, int dbg_fd, bool with_
 	}
 	b = calloc(1, sizeof(*b));
 	/* offsets to vmas by the image's own sections; names from the best table */
-	if (!b || load_sections(abfd, b) || read_all_syms(abfd, dbg, with_dyn, b))
+	if (!b || load_sections(abfd, b) || read_all_syms(abfd, dbg, with_dyn, dm, b))
 		goto out_oom;
 	if (dbg)
 		bfd_close(dbg);

@@ -19,6 +19,20 @@ struct rep_sym {
 
 struct rep_bin;
 
+/* How symbol names are written (opreport -D): as the binary has them, as
+ * the C++ demangler writes them, or that with the standard library's
+ * default template arguments taken out (rep_demangle_smart). */
+enum rep_demangle { REP_DEMANGLE_NORMAL, REP_DEMANGLE_NONE, REP_DEMANGLE_SMART };
+
+/*
+ * Shorten demangled name @s in place as OProfile's smart demangling does:
+ * std::basic_string<char, std::char_traits<char>, std::allocator<char> >
+ * becomes std::string (wchar_t: std::wstring), and a container's default
+ * allocator (", std::allocator<T> ") and a set's or map's default
+ * comparator (", std::less<K> ") are dropped.
+ */
+void rep_demangle_smart(char *s);
+
 /*
  * Read the function symbols of the ELF file @path with libbfd: the static
  * symbol table, or the dynamic one when the file is stripped.  Sample keys
@@ -37,8 +51,8 @@ struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t 
  * with the image's dynamic table when @with_dyn (MiniDebugInfo).  A debug
  * file's symbols are vmas like the image's.
  */
-struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn, char *err,
-				   size_t errlen);
+struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn,
+				   enum rep_demangle dm, char *err, size_t errlen);
 
 /* @b written to @fd (closed by the call) for rep_bin_read(): 0 or -errno. */
 int rep_bin_write(const struct rep_bin *b, int fd);

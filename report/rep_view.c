@@ -219,7 +219,7 @@ out:
 	return rc;
 }
 
-char *rep_view_image_label(const struct sfn_image *img)
+char *rep_view_image_name(const struct sfn_image *img, bool full)
 {
 	const char *base;
 	char *s = NULL;
@@ -227,7 +227,7 @@ char *rep_view_image_label(const struct sfn_image *img)
 	switch (img->kind) {
 	case SFN_ROOT:
 		base = strrchr(img->name, '/');
-		return strdup(base && base[1] ? base + 1 : img->name);
+		return strdup(base && base[1] && !full ? base + 1 : img->name);
 	case SFN_KERN:
 		return strdup(img->name);
 	default:
@@ -237,9 +237,14 @@ char *rep_view_image_label(const struct sfn_image *img)
 	}
 }
 
-char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img)
+char *rep_view_image_label(const struct sfn_image *img)
 {
-	char *s = rep_view_image_label(img), *m = NULL;
+	return rep_view_image_name(img, false);
+}
+
+char *rep_view_dep_name(const struct rep_group *g, const struct sfn_image *img, bool full)
+{
+	char *s = rep_view_image_name(img, full), *m = NULL;
 
 	if (!s || !g->unverified)
 		return s;
@@ -249,9 +254,19 @@ char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img)
 	return m;
 }
 
+char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img)
+{
+	return rep_view_dep_name(g, img, false);
+}
+
 char *rep_view_app_label(const struct rep_group *g)
 {
-	char *base = rep_view_image_label(&g->app), *s = NULL;
+	return rep_view_app_name(g, false);
+}
+
+char *rep_view_app_name(const struct rep_group *g, bool full)
+{
+	char *base = rep_view_image_name(&g->app, full), *s = NULL;
 	char extra[96] = "";
 	size_t n = 0;
 

@@ -97,6 +97,10 @@ char *rep_view_app_label(const struct rep_group *g);
 /* @img's label (@g's dep, or its app when that is the dep), with
  * " (unverified)" when @g is marked (rep_collect.h). */
 char *rep_view_dep_label(const struct rep_group *g, const struct sfn_image *img);
+/* The same with whole paths instead of basenames when @full (opreport -f). */
+char *rep_view_image_name(const struct sfn_image *img, bool full);
+char *rep_view_app_name(const struct rep_group *g, bool full);
+char *rep_view_dep_name(const struct rep_group *g, const struct sfn_image *img, bool full);
 
 /* A domain's own sample is guest kernel work when it fell in a guest
  * kernel image or the {anon:guest-kernel} bucket (as opreport counts). */

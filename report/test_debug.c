@@ -99,7 +99,7 @@ static bool names_hidden(const char *img, struct rep_debug_found *f)
 
 	snprintf(p, sizeof(p), "%s/%s", dir, img);
 	fd = open(p, O_RDONLY);
-	b = rep_bin_open_split(p, fd, f->fd, f->src == REP_DEBUG_MINI, err, sizeof(err));
+	b = rep_bin_open_split(p, fd, f->fd, f->src == REP_DEBUG_MINI, REP_DEMANGLE_NORMAL, err, sizeof(err));
 	f->fd = -1;
 	if (!b)
 		fprintf(stderr, "test_debug: %s: %s\n", img, err);

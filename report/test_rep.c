@@ -23,6 +23,7 @@
 #include "rep_kernel.h"
 #include "rep_main.h"
 #include "rep_opts.h"
+#include "rep_info.h"
 #include "rep_output.h"
 #include "rep_spec.h"
 #include "rep_sym.h"
@@ -521,8 +522,10 @@ static int collect(const char *session, const char *const *args, struct rep_prof
 	last_images = rep_images_new(op);
 	rc = rep_collect(op, last_images, p);
 	if (!rc && text) {
+		struct rep_info in = { .collector = (char *)"file" };
+
 		f = open_memstream(text, &len);
-		rep_output(f, op, *p, "file");
+		rep_output(f, op, *p, &in);
 		fclose(f);
 	}
 	return rc;
@@ -876,6 +879,32 @@ static char *read_all(const char *path)
 	return buf;
 }
 
+/* -D smart: the standard library's long spellings shortened. */
+static void test_demangle_smart(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "f(std::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)",
+		  "f(std::string const&)" },
+		{ "std::vector<int, std::allocator<int> >::push_back(int const&)",
+		  "std::vector<int>::push_back(int const&)" },
+		{ "g(std::map<int, std::vector<int, std::allocator<int> >, std::less<int>, "
+		  "std::allocator<std::pair<int const, std::vector<int, std::allocator<int> > > > >&)",
+		  "g(std::map<int, std::vector<int>>&)" },
+		{ "std::__cxx11::list<long, std::allocator<long> >::clear()",
+		  "std::list<long>::clear()" },
+		{ "plain_c_function", "plain_c_function" },
+		{ "h(std::allocator<", "h(std::allocator<" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[512];
+
+		snprintf(buf, sizeof(buf), "%s", cases[i].in);
+		rep_demangle_smart(buf);
+		CU_ASSERT_STRING_EQUAL(buf, cases[i].out);
+	}
+}
+
 static void test_output_options(void)
 {
 #define LONG_DOM "a-domain-name-longer-than-twenty"
@@ -886,7 +915,8 @@ static void test_output_options(void)
 	struct sfn_name h = mkname(NULL, false, SFN_ROOT, "/bin/sh", SFN_ROOT, "/bin/sh", "TIMER",
 				   10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
 	struct kv k[] = { { 0x10, 9 } }, kh[] = { { 0x10, 1 } };
-	const char *narrow[] = { "-l", NULL }, *wide[] = { "-l", "-w", NULL };
+	const char *narrow[] = { "-l", NULL }, *wide[] = { "-l", "--wide", NULL };
+	const char *addr[] = { "-l", "-w", NULL };
 	const char *dom_wide[] = { "--wide", NULL };
 	char *version[] = { "opreport", "--version", NULL };
 	char *vtext = NULL, *text = NULL;
@@ -907,8 +937,13 @@ static void test_output_options(void)
 	CU_ASSERT_STRING_EQUAL(vtext, "opreport (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
 	free(vtext);
 
-	/* without -w the image column stops at 40 and a longer name pushes the
-	 * symbol out of its column; with -w it lines up with its header */
+	/* -w is OProfile's --show-address: a vma column first */
+	CU_ASSERT_EQUAL_FATAL(collect(session, addr, &p, &text), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nvma "));
+	rep_profile_free(p);
+	free(text);
+	/* without --wide the image column stops at 40 and a longer name pushes
+	 * the symbol out of its column; with --wide it lines up with its header */
 	CU_ASSERT_EQUAL_FATAL(collect(session, narrow, &p, &text), 0);
 	CU_ASSERT_NOT_EQUAL(col_of(text, "symbol name", "symbol name"),
 			    col_of(text, LONG_BIN, "(no symbols)"));
@@ -1105,7 +1140,8 @@ int main(void)
 	CU_add_test(s, "aggregation over a session", test_aggregate);
 	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
 	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
-	CU_add_test(s, "-o, -w, --version", test_output_options);
+	CU_add_test(s, "-o, --wide, -w, --version", test_output_options);
+	CU_add_test(s, "-D smart", test_demangle_smart);
 	CU_add_test(s, "--json parses and holds the profile", test_json);
 	CU_add_test(s, "symbol table from a parser child", test_bin_wire);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

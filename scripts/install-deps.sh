@@ -8,6 +8,7 @@ set -euo pipefail
 pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	binutils-dev libiberty-dev libelf-dev zlib1g-dev libcunit1-dev libvirt-dev libxml2-dev
+	libxml2-utils	# xmllint: opreport -X is validated against doc/opreport.xsd
 	nettle-dev	# the daemon's image cache: SHA-256 content ids
 	liblzma-dev libseccomp-dev	# the report's MiniDebugInfo and its parser children's seccomp
 	libdebuginfod-dev debuginfod libc6-dbg	# debug info by build-id; host-debuginfo.sh serves and reads it

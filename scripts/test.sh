@@ -59,6 +59,7 @@ step "unit tests" unit_tests
 step "fuzz (short)" make -C "$build" fuzz-short
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
 step "host end-to-end: OProfile 0.9's sequence (--init, --setup, --save, session:), --version and usage errors of every tool (issue 25)" tests/e2e/host-oprofile09.sh
+step "host end-to-end: opreport's OProfile 0.9 options (-a -e -i -x -r -n -w -f -g -d -% -D, CPU: header) by their figures, -X validated against doc/opreport.xsd (issue 25)" tests/e2e/host-opreport-opts.sh
 step "host end-to-end: opannotate, flame graph, pprof, oparchive vs opreport" tests/e2e/host-views.sh
 step "host end-to-end: a program rebuilt after profiling: named from a copy or warned about, rows marked (issue 22)" tests/e2e/host-rebuilt.sh
 step "host end-to-end: debug info by debug link, build-id dir, debuginfod; libc vs perf; bad debug files" tests/e2e/host-debuginfo.sh
