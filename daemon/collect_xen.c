@@ -383,6 +383,7 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 #include <sys/mman.h>
 #include <xenctrl.h>
 #include <xenforeignmemory.h>
+#include <xen/hvm/save.h>
 
 #include "events/ev.h"
 #include "opd_collector.h"
@@ -406,6 +407,9 @@ struct cx_xc {
 		void *p;
 	} map[CX_MAP_CACHE];
 	unsigned int nmap;
+	/* the last HVM TSC read (cx_xc_hvm_tsc): its domain + 1, its value */
+	uint32_t hvm_tsc_dom;
+	uint64_t hvm_tsc_last;
 };
 
 static int cx_xc_list(void *src, struct cx_dom *out, size_t max)
@@ -534,13 +538,40 @@ static uint64_t cx_xc_clock(void *src)
 }
 
 /*
- * A PV domain's TSC now, from Xen's TSC information (what save and
+ * An HVM or PVH domain's TSC now: the tsc of vCPU 0's CPU save record,
+ * which Xen computes at the call (the host's TSC, scaled, plus the vCPU's
+ * offset; Xen gives a domain's vCPUs one offset unless the guest writes
+ * one's TSC).  A domain saved before (a snapshot, a migration) gives the
+ * TSC of that save instead, the same at every read: a domain's first
+ * read is taken twice, and a value that did not move is not used.
+ */
+static int cx_xc_hvm_tsc(struct cx_xc *x, uint32_t domid, uint64_t *tsc)
+{
+	bool first = x->hvm_tsc_dom != domid + 1;
+
+	for (int k = 0; k < (first ? 2 : 1); k++) {
+		struct hvm_hw_cpu cpu;
+
+		if (xc_domain_hvm_getcontext_partial(x->xch, domid, HVM_SAVE_CODE(CPU), 0, &cpu,
+						     sizeof(cpu)) < 0)
+			return errno ? -errno : -EIO;
+		if ((k || !first) && cpu.tsc == x->hvm_tsc_last)
+			return -EOPNOTSUPP;	/* a saved value, not now's */
+		x->hvm_tsc_dom = domid + 1;
+		x->hvm_tsc_last = cpu.tsc;
+		*tsc = cpu.tsc;
+	}
+	return 0;
+}
+
+/*
+ * A domain's TSC now.  PV: from Xen's TSC information (what save and
  * migration carry): in every mode that is not "never emulate", elapsed_nsec
  * at gtsc_khz is the guest's TSC at the call (emulated: Xen's time since
  * the domain's TSC start; native: the host TSC in ns).  "Never emulate"
  * gives nothing; the guest then reads the host's TSC, as dom0 does, so
- * dom0's answer stands in.  Not for HVM and PVH domains, whose TSC Xen
- * offsets per vCPU, which this does not say.
+ * dom0's answer stands in.  HVM and PVH: cx_xc_hvm_tsc, at the rate of
+ * the TSC information (the guest's TSC kHz).
  */
 static int cx_xc_guest_tsc(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz)
 {
@@ -548,13 +579,15 @@ static int cx_xc_guest_tsc(void *src, uint32_t domid, bool hvm, uint64_t *tsc, u
 	uint32_t mode, incarnation;
 	uint64_t elapsed;
 
-	if (hvm)
-		return -EOPNOTSUPP;
 	if (xc_domain_get_tsc_info(x->xch, domid, &mode, &elapsed, khz, &incarnation) < 0)
 		return errno ? -errno : -EIO;
 	if (!*khz && xc_domain_get_tsc_info(x->xch, 0, &mode, &elapsed, khz, &incarnation) < 0)
 		return errno ? -errno : -EIO;
-	if (!*khz || !elapsed)
+	if (!*khz)
+		return -EOPNOTSUPP;
+	if (hvm)
+		return cx_xc_hvm_tsc(x, domid, tsc);
+	if (!elapsed)
 		return -EOPNOTSUPP;
 	*tsc = (uint64_t)((unsigned __int128)elapsed * *khz / 1000000u);
 	return 0;

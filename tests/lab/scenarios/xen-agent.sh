@@ -156,6 +156,8 @@ echo "XA-DISK \$(ls -l /dev/xvda 2>&1)"
 i=0
 while ! grep -q "kernel symbols sent" /tmp/agent.log 2>/dev/null && [ \$i -lt 3000 ]; do
 	sleep 0.2; i=\$((i + 1))
+	# every 30 s of waiting: where the agent is
+	[ \$((i % 150)) -eq 0 ] && echo "XA-AGENT-WAIT \$i: \$(tail -n 3 /tmp/agent.log | tr '\n' ' ')"
 done
 echo "XA-AGENT-LOG-BEGIN"; cat /tmp/agent.log; echo "XA-AGENT-LOG-END"
 # where the channel is: xenbus console devices and the hvc ttys
