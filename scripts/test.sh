@@ -60,6 +60,7 @@ step "fuzz (short)" make -C "$build" fuzz-short
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
 step "host end-to-end: OProfile 0.9's sequence (--init, --setup, --save, session:), --version and usage errors of every tool (issue 25)" tests/e2e/host-oprofile09.sh
 step "host end-to-end: opannotate, flame graph, pprof, oparchive vs opreport" tests/e2e/host-views.sh
+step "host end-to-end: opannotate -a -s (mixed), --output-dir, --base-dirs, --search-dirs (issue 25)" tests/e2e/host-annotate.sh
 step "host end-to-end: a program rebuilt after profiling: named from a copy or warned about, rows marked (issue 22)" tests/e2e/host-rebuilt.sh
 step "host end-to-end: debug info by debug link, build-id dir, debuginfod; libc vs perf; bad debug files" tests/e2e/host-debuginfo.sh
 step "host end-to-end: call graph 2:1 (opreport -c) beside perf record -g" tests/e2e/host-callgraph.sh
