@@ -67,7 +67,11 @@ step "host end-to-end: call graph 2:1 (opreport -c) beside perf record -g" tests
 step "host end-to-end: session directory and opreport input attacks (issue 9)" tests/e2e/trust-files.sh
 step "host end-to-end: privsep worker unprivileged under seccomp, profile whole" tests/e2e/host-privsep.sh
 step "host end-to-end: a live session against nobody, links and forged pid files (issue 23)" tests/e2e/trust-session.sh
-step "host: make install DESTDIR, install-module, make dist (issue 25)" tests/e2e/host-install.sh
+step "host: make install DESTDIR, install-module, install-dkms, make dist (issue 25)" tests/e2e/host-install.sh
+# The tarball on its own: configured, built, make check, installed and
+# uninstalled out of a read-only source tree.  Slow: 1131 s (18.9 min) at
+# nice 19 on the shared two-core build machine (2026-11, load 4-7).
+step "host: make distcheck (issue 25)" make -C "$build" -j"$(nproc)" distcheck
 # Lab self-checks: smoke (KVM guests in L1, perf sees their samples) and
 # libvirt (libvirtd in L1 runs a domain with its agent channel) test the
 # lab, not domprof.  They run when a lab test failed (3.9 minutes saved on
