@@ -70,7 +70,7 @@ step "host end-to-end: a live session against nobody, links and forged pid files
 step "host: make install DESTDIR, install-module, install-dkms, make dist (issue 25)" tests/e2e/host-install.sh
 # The tarball on its own: configured, built, make check, installed and
 # uninstalled out of a read-only source tree.  Slow: 1131 s (18.9 min) at
-# nice 19 on the shared two-core build machine (2026-11, load 4-7).
+# nice 19 on the shared two-core build machine (2026-11-29, load 4-7).
 step "host: make distcheck (issue 25)" make -C "$build" -j"$(nproc)" distcheck
 # Lab self-checks: smoke (KVM guests in L1, perf sees their samples) and
 # libvirt (libvirtd in L1 runs a domain with its agent channel) test the
