@@ -17,6 +17,7 @@
 #define MAX_TEXT	(128u << 20)
 #define MAX_NAME	4096u
 #define MAX_LINE	10000000u
+#define MAX_MARKS	(4u << 20)
 
 static bfd *open_fd(const char *name, int fd)
 {
@@ -74,80 +75,170 @@ static int put_inlines(FILE *o, bfd *abfd)
 	return rc;
 }
 
+/* A binary's line table: the bfd that holds it and its symbols. */
+struct line_src {
+	bfd *abfd;
+	asymbol **syms;
+};
+
+static void line_src_init(struct line_src *ls, bfd *abfd)
+{
+	long size = bfd_get_symtab_upper_bound(abfd);
+
+	ls->abfd = abfd;
+	ls->syms = NULL;
+	if (size > 0 && (ls->syms = malloc(size)) && bfd_canonicalize_symtab(abfd, ls->syms) < 0) {
+		free(ls->syms);
+		ls->syms = NULL;
+	}
+}
+
+/* @vma's source file and line (0: none) and function. */
+static unsigned int line_of(const struct line_src *ls, uint64_t vma, const char **src,
+			    const char **func)
+{
+	asection *sec = NULL;
+	unsigned int line = 0;
+
+	*src = *func = NULL;
+	for (asection *x = ls->abfd->sections; x && !sec; x = x->next)
+		if ((bfd_section_flags(x) & SEC_CODE) && vma >= bfd_section_vma(x) &&
+		    vma - bfd_section_vma(x) < bfd_section_size(x))
+			sec = x;
+	if (!sec || !bfd_find_nearest_line(ls->abfd, sec, ls->syms, vma - bfd_section_vma(sec),
+					   src, func, &line) || !*src)
+		return 0;
+	return line;
+}
+
 /* Each address's file and line: u32 line (0: none), u16 length, the name;
  * with inlines asked, then its function's name and put_inlines(). */
-static int put_lines(FILE *o, bfd *abfd, const struct rep_annot_req *r)
+static int put_lines(FILE *o, const struct line_src *ls, const struct rep_annot_req *r)
 {
-	asymbol **syms = NULL;
-	long size = bfd_get_symtab_upper_bound(abfd);
 	int rc = 0;
 
-	if (size > 0 && (syms = malloc(size)) && bfd_canonicalize_symtab(abfd, syms) < 0) {
-		free(syms);
-		syms = NULL;
-	}
 	for (size_t i = 0; i < r->nvmas && !rc; i++) {
-		const char *src = NULL, *func = NULL;
-		unsigned int line = 0;
-		asection *sec = NULL;
-		uint16_t len = 0;
+		const char *src, *func;
+		unsigned int line = line_of(ls, r->vmas[i], &src, &func);
+		uint16_t len = line ? (uint16_t)strnlen(src, MAX_NAME) : 0;
 
-		for (asection *x = abfd->sections; x && !sec; x = x->next)
-			if ((bfd_section_flags(x) & SEC_CODE) && r->vmas[i] >= bfd_section_vma(x) &&
-			    r->vmas[i] - bfd_section_vma(x) < bfd_section_size(x))
-				sec = x;
-		if (!sec || !bfd_find_nearest_line(abfd, sec, syms, r->vmas[i] - bfd_section_vma(sec),
-						   &src, &func, &line) || !src)
-			line = 0;
-		if (line)
-			len = (uint16_t)strnlen(src, MAX_NAME);
 		rc = put(o, &line, 4) | put(o, &len, 2) | (len ? put(o, src, len) : 0);
 		if (!rc && r->inlines && line)
-			rc = put_str(o, func) | put_inlines(o, abfd);
+			rc = put_str(o, func) | put_inlines(o, ls->abfd);
 	}
-	free(syms);
 	return rc;
 }
 
-/* The child: debug info found, files opened, then seccomp, then the parse. */
+struct rep_annot_marks {
+	struct line_src ls;
+	FILE *text;			/* where the disassembly goes */
+	struct rep_annot_mark *v;
+	size_t n, cap;
+	bool failed;			/* out of memory: the marks are incomplete */
+};
+
+void rep_annot_mark(struct rep_annot_marks *mk, uint64_t vma)
+{
+	const char *src, *func;
+	unsigned int line;
+	struct rep_annot_mark *last;
+	long off;
+
+	if (!mk || mk->failed)
+		return;
+	line = line_of(&mk->ls, vma, &src, &func);
+	last = mk->n ? &mk->v[mk->n - 1] : NULL;
+	if (!line || (last && last->line == line && !strcmp(last->file, src)))
+		return;
+	off = ftell(mk->text);
+	if (mk->n == mk->cap) {
+		struct rep_annot_mark *nv = reallocarray(mk->v, mk->cap * 2 + 64, sizeof(*nv));
+
+		if (!nv)
+			off = -1;
+		else
+			mk->v = nv, mk->cap = mk->cap * 2 + 64;
+	}
+	if (off < 0) {
+		mk->failed = true;
+		return;
+	}
+	mk->v[mk->n] = (struct rep_annot_mark){ .off = (size_t)off, .line = line,
+						.file = strndup(src, MAX_NAME) };
+	if (!mk->v[mk->n].file) {
+		mk->failed = true;
+		return;
+	}
+	mk->n++;
+}
+
+/* The marks: u32 count, each u64 offset, u32 line and the file's name
+ * (none when they are incomplete). */
+static int put_marks(FILE *o, const struct rep_annot_marks *mk)
+{
+	uint32_t n = mk->failed ? 0 : (uint32_t)mk->n;
+	int rc = put(o, &n, 4);
+
+	for (uint32_t i = 0; i < n && !rc; i++) {
+		uint64_t off = mk->v[i].off;
+		uint32_t line = mk->v[i].line;
+
+		rc = put(o, &off, 8) | put(o, &line, 4) | put_str(o, mk->v[i].file);
+	}
+	return rc;
+}
+
+/*
+ * The child: debug info found, files opened, then seccomp, then the parse.
+ * One bfd reads the binary for both the disassembly and, with no separate
+ * debug file, the lines: two on duplicated descriptors would share one
+ * file offset.
+ */
 static int annot_child(void *ctx, int out, int in)
 {
 	const struct rep_annot_req *r = ctx;
 	struct rep_debug_found f = { .fd = -1 };
+	struct rep_annot_marks mk = { 0 };
 	char *text = NULL, note[256] = "";
 	size_t tlen = 0;
-	int afd = r->asm_fn ? dup(r->fd) : -1, lfd = -1;
+	int bfd_fd = dup(r->fd);
+	bool want_lines = false;
 	uint64_t n;
 	uint32_t have = 0;
 	bfd *abfd = NULL, *lines = NULL;
 	FILE *mem = open_memstream(&text, &tlen), *o = fdopen(out, "w");
 
-	if (r->nvmas && !rep_debug_find(r->fd, r->file, r->dopts, &f)) {
+	(void)in;
+	if ((r->nvmas || r->mixed) && !rep_debug_find(r->fd, r->file, r->dopts, &f)) {
 		if (f.src == REP_DEBUG_NONE)
 			snprintf(note, sizeof(note), "no line table: %.200s", f.why);
 		else
-			lfd = f.fd >= 0 ? f.fd : dup(r->fd);
+			want_lines = true;
 	}
 	if (!mem || !o || rep_child_confine())
 		return 3;
-	if (r->asm_fn) {
-		abfd = open_fd(r->file, afd);
-		if (abfd)
-			r->asm_fn(r->ctx, abfd, mem);
-		else
-			fprintf(mem, "(cannot read %s: %s)\n\n", r->file, bfd_errmsg(bfd_get_error()));
+	if (r->asm_fn || (want_lines && f.fd < 0))
+		abfd = open_fd(r->file, bfd_fd);
+	if (want_lines && !(lines = f.fd >= 0 ? open_fd(r->file, f.fd) : abfd))
+		snprintf(note, sizeof(note), "cannot read its debug file");
+	if (lines) {
+		line_src_init(&mk.ls, lines);
+		mk.text = mem;
 	}
+	if (r->asm_fn && abfd)
+		r->asm_fn(r->ctx, abfd, mem, r->mixed && lines ? &mk : NULL);
+	else if (r->asm_fn)
+		fprintf(mem, "(cannot read %s: %s)\n\n", r->file, bfd_errmsg(bfd_get_error()));
 	if (fflush(mem))
 		return 3;
 	n = tlen;
 	if (put(o, &n, 8) || put(o, text, tlen))
 		return 3;
-	if (lfd >= 0 && !(lines = open_fd(r->file, lfd)))
-		snprintf(note, sizeof(note), "cannot read its debug file");
 	have = lines != NULL;
 	n = strlen(note);
 	if (put(o, &have, 4) || put(o, &n, 8) || put(o, note, n) ||
-	    (lines && put_lines(o, lines, r)) || fclose(o))
+	    (lines && put_lines(o, &mk.ls, r)) || (lines && r->mixed && put_marks(o, &mk)) ||
+	    fclose(o))
 		return 3;
 	return 0;
 }
@@ -223,6 +314,36 @@ static int decode_chain(struct rd *d, struct rep_annot_res *res, size_t i)
 	return 0;
 }
 
+/* put_marks()'s: each at a line's start in the text, in order. */
+static int decode_marks(struct rd *d, struct rep_annot_res *res)
+{
+	uint32_t n;
+	size_t prev = 0;
+
+	if (!get(d, &n, 4) || n > MAX_MARKS || n > d->left / 14)
+		return -EBADMSG;
+	res->marks = calloc(n ? n : 1, sizeof(*res->marks));
+	if (!res->marks)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rep_annot_mark *m = &res->marks[i];
+		uint64_t off;
+		uint32_t line;
+
+		if (!get(d, &off, 8) || !get(d, &line, 4))
+			return -EBADMSG;
+		res->nmarks++;	/* freed from here on */
+		if (get_str(d, &m->file) || !m->file)
+			return -EBADMSG;
+		if (off < prev || off > res->len || (off && res->text[off - 1] != '\n') ||
+		    !line || line > MAX_LINE)
+			return -EBADMSG;
+		m->off = prev = (size_t)off;
+		m->line = line;
+	}
+	return 0;
+}
+
 static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 		  struct rep_annot_res *res)
 {
@@ -275,6 +396,8 @@ static int decode(const struct rep_annot_req *r, const char *buf, size_t len,
 		if (r->inlines && sent && (rc = decode_chain(&d, res, i)))
 			return rc;
 	}
+	if (r->mixed && decode_marks(&d, res))
+		return -EBADMSG;
 	return d.left ? -EBADMSG : 0;
 }
 
@@ -311,6 +434,9 @@ void rep_annot_res_free(struct rep_annot_res *res, size_t nvmas)
 		}
 		free(res->frames[i]);
 	}
+	for (size_t i = 0; i < res->nmarks; i++)
+		free(res->marks[i].file);
+	free(res->marks);
 	free(res->frames);
 	free(res->nframes);
 	free(res->files);

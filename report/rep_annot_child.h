@@ -15,14 +15,26 @@
 struct rep_child_cfg;
 struct rep_debug_opts;
 struct bfd;
+struct rep_annot_marks;
+
+/*
+ * Mixed mode (opannotate -a -s): the disassembly calls this before it
+ * writes each instruction; when @vma's source line is not the previous
+ * instruction's, the line is noted at the current end of the text, and the
+ * parent prints that source line there.  @mk NULL (no mixed mode, or no
+ * line table): nothing.
+ */
+void rep_annot_mark(struct rep_annot_marks *mk, uint64_t vma);
 
 struct rep_annot_req {
 	const char *file;		/* for messages and debug links */
 	int fd;				/* the binary, borrowed */
 	const struct rep_debug_opts *dopts;
-	/* the disassembly, run in the child on the binary: NULL for none */
-	int (*asm_fn)(void *ctx, struct bfd *abfd, FILE *out);
+	/* the disassembly, run in the child on the binary: NULL for none;
+	 * @mk for rep_annot_mark() */
+	int (*asm_fn)(void *ctx, struct bfd *abfd, FILE *out, struct rep_annot_marks *mk);
 	void *ctx;
+	bool mixed;			/* source lines marked in the disassembly */
 	const uint64_t *vmas;		/* sampled addresses whose lines are wanted */
 	size_t nvmas;			/* 0: no lines */
 	bool inlines;			/* and the frames inlined at each */
@@ -41,9 +53,18 @@ struct rep_annot_frame {
 /* The most frames kept inlined at one address. */
 #define REP_ANNOT_MAX_INLINE 8
 
+/* Where the disassembly moves to another source line (mixed mode). */
+struct rep_annot_mark {
+	size_t off;			/* in the text, at the start of a line */
+	char *file;
+	unsigned int line;
+};
+
 struct rep_annot_res {
 	char *text;			/* the disassembly, printable bytes and \n, \t only */
 	size_t len;
+	struct rep_annot_mark *marks;	/* mixed mode, by increasing offset */
+	size_t nmarks;
 	bool have_lines;		/* false: why in @note */
 	char **files;			/* [nvmas]: source file of each address, NULL none */
 	unsigned int *lines;		/* [nvmas]: its line, 0 none */

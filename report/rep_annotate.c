@@ -10,12 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rep_annot_child.h"
+#include "rep_annot_int.h"
 #include "rep_annotate.h"
 #include "rep_child.h"
 #include "rep_debug.h"
@@ -32,42 +31,6 @@
 
 /* An instruction or a line gets the hot mark at this share of its block. */
 #define HOT_PCT 10.0
-
-/* One sampled address of an image, with a count per class. */
-struct addr {
-	uint64_t vma;
-	long sym;
-	uint64_t *counts;
-};
-
-/* One binary as seen from one owner (host and vmm share binaries). */
-struct img {
-	const struct rep_bin *bin;
-	char *domain;		/* NULL: host */
-	bool vmm;
-	struct sfn_image dep;
-	struct rep_u64map *byvma;
-	struct addr *a;
-	size_t na;
-	uint64_t *total;
-};
-
-struct annot {
-	struct rep_opts o;
-	bool assembly, source;
-	struct rep_images *images;
-	const struct rep_profile *p;
-	size_t nclasses;
-	struct img *imgs;
-	size_t nimgs;
-	long last;		/* the image of the previous key */
-	uint64_t *zero;		/* [nclasses] zeros */
-	FILE *out;
-	const char *source_dir;	/* --source-dir: where a guest's sources are */
-	struct rep_child_cfg cfg;	/* how parser children run */
-	char *archive_debug;	/* SESSION/archive/usr/lib/debug */
-	bool dbgd_gave_up;	/* a debuginfod server let an image wait its bound */
-};
 
 static void free_imgs(struct annot *a)
 {
@@ -188,8 +151,7 @@ static double pct_of(uint64_t x, uint64_t total)
 	return total ? 100.0 * (double)x / (double)total : 0.0;
 }
 
-/* "  samples %" columns for @c (blank when all zero); true when hot in @block. */
-static bool put_counts(FILE *f, const struct annot *a, const uint64_t *c, const uint64_t *block)
+bool rep_annot_counts(FILE *f, const struct annot *a, const uint64_t *c, const uint64_t *block)
 {
 	bool any = false, hot = false;
 	char pct[16];
@@ -215,6 +177,7 @@ struct insn_buf {
 	char text[512];
 	size_t len;
 	const struct rep_bin *bin;
+	struct rep_annot_marks *mk;	/* mixed mode: source lines marked */
 };
 
 static int buf_vprintf(struct insn_buf *b, const char *fmt, va_list ap)
@@ -328,6 +291,7 @@ static int print_symbol_asm(FILE *f, struct annot *a, struct img *m, bfd *abfd,
 
 		b->len = 0;
 		b->text[0] = '\0';
+		rep_annot_mark(b->mk, pc);
 		len = dis(pc, info);
 		if (len <= 0)
 			len = 1;
@@ -338,7 +302,7 @@ static int print_symbol_asm(FILE *f, struct annot *a, struct img *m, bfd *abfd,
 			k++;
 		}
 		fputs("  ", f);
-		hot = put_counts(f, a, c, symtot);
+		hot = rep_annot_counts(f, a, c, symtot);
 		fprintf(f, "%s %8" PRIx64 ":\t%s\n", hot ? "*" : ":", pc, b->text);
 		pc += (uint64_t)len;
 	}
@@ -400,7 +364,7 @@ static void free_blocks(struct symblock *bl, size_t n)
 	free(bl);
 }
 
-static bool above(const struct annot *a, const uint64_t *c)
+bool rep_annot_above(const struct annot *a, const uint64_t *c)
 {
 	if (a->o.threshold <= 0)
 		return true;
@@ -411,10 +375,11 @@ static bool above(const struct annot *a, const uint64_t *c)
 }
 
 /* The disassembly of @m's sampled symbols from @abfd (in a parser child). */
-static int annotate_asm(struct annot *a, struct img *m, bfd *abfd, const char *file)
+static int annotate_asm(struct annot *a, struct img *m, bfd *abfd, const char *file,
+			struct rep_annot_marks *mk)
 {
 	FILE *f = a->out;
-	struct insn_buf ib = { .bin = m->bin };
+	struct insn_buf ib = { .bin = m->bin, .mk = mk };
 	struct disassemble_info info;
 	struct sect_cache sc = { 0 };
 	disassembler_ftype dis;
@@ -439,16 +404,16 @@ static int annotate_asm(struct annot *a, struct img *m, bfd *abfd, const char *f
 	for (size_t i = 0; i < nb && !rc; i++) {
 		const struct rep_sym *sym = bl[i].sym >= 0 ? rep_bin_sym(m->bin, (size_t)bl[i].sym) : NULL;
 
-		if (!above(a, bl[i].tot))
+		if (!rep_annot_above(a, bl[i].tot))
 			continue;
 		if (!sym) {
 			fputs("  ", f);
-			put_counts(f, a, bl[i].tot, NULL);
+			rep_annot_counts(f, a, bl[i].tot, NULL);
 			fputs(": (no symbol)\n\n", f);
 			continue;
 		}
 		fputs("  ", f);
-		put_counts(f, a, bl[i].tot, NULL);
+		rep_annot_counts(f, a, bl[i].tot, NULL);
 		fprintf(f, ": %016" PRIx64 " <%s>: /* total */\n", sym->start, sym->name);
 		rc = print_symbol_asm(f, a, m, abfd, dis, &info, &sc, sym, bl[i].first, bl[i].last,
 				      bl[i].tot);
@@ -465,223 +430,12 @@ struct asm_job {
 	const char *file;
 };
 
-static int asm_in_child(void *ctx, struct bfd *abfd, FILE *out)
+static int asm_in_child(void *ctx, struct bfd *abfd, FILE *out, struct rep_annot_marks *mk)
 {
 	struct asm_job *j = ctx;
 
 	j->a->out = out;
-	return annotate_asm(j->a, j->m, abfd, j->file);
-}
-
-/* --- source ------------------------------------------------------------ */
-
-struct srcline {
-	size_t file;
-	unsigned int line;
-	uint64_t *counts;
-};
-
-struct srcfile {
-	char *name;
-	uint64_t *tot;
-};
-
-struct srcmap {
-	struct rep_strmap *files, *lines;
-	struct srcfile *f;
-	size_t nf;
-	struct srcline *l;
-	size_t nl;
-};
-
-static void free_srcmap(struct srcmap *s)
-{
-	for (size_t i = 0; i < s->nf; i++) {
-		free(s->f[i].name);
-		free(s->f[i].tot);
-	}
-	for (size_t i = 0; i < s->nl; i++)
-		free(s->l[i].counts);
-	free(s->f);
-	free(s->l);
-	rep_strmap_free(s->files);
-	rep_strmap_free(s->lines);
-}
-
-static int add_line(struct annot *a, struct srcmap *s, const char *file, unsigned int line,
-		    const uint64_t *counts)
-{
-	char key[32];
-	long fi = rep_strmap_get(s->files, file), li;
-
-	if (fi < 0) {
-		struct srcfile *nf = realloc(s->f, (s->nf + 1) * sizeof(*nf));
-
-		if (!nf)
-			return -ENOMEM;
-		s->f = nf;
-		nf[s->nf].name = strdup(file);
-		nf[s->nf].tot = calloc(a->nclasses, sizeof(uint64_t));
-		if (!nf[s->nf].name || !nf[s->nf].tot || rep_strmap_put(s->files, file, s->nf))
-			return -ENOMEM;
-		fi = (long)s->nf++;
-	}
-	snprintf(key, sizeof(key), "%ld:%u", fi, line);
-	li = rep_strmap_get(s->lines, key);
-	if (li < 0) {
-		struct srcline *nl = realloc(s->l, (s->nl + 1) * sizeof(*nl));
-
-		if (!nl)
-			return -ENOMEM;
-		s->l = nl;
-		nl[s->nl].file = (size_t)fi;
-		nl[s->nl].line = line;
-		nl[s->nl].counts = calloc(a->nclasses, sizeof(uint64_t));
-		if (!nl[s->nl].counts || rep_strmap_put(s->lines, key, s->nl))
-			return -ENOMEM;
-		li = (long)s->nl++;
-	}
-	for (size_t k = 0; k < a->nclasses; k++) {
-		s->l[li].counts[k] += counts[k];
-		s->f[fi].tot[k] += counts[k];
-	}
-	return 0;
-}
-
-/*
- * A source file named by @m's DWARF.  A host binary's as opreport finds
- * binaries (-p, --root, the path); a guest's only below --source-dir,
- * never as given (its DWARF may name any host file), and never through a
- * link that leaves that directory.
- */
-static FILE *open_source(struct annot *a, const struct img *m, const char *name)
-{
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
-	char *path;
-	FILE *f;
-	int dfd, fd;
-
-	if (!m->domain || m->vmm) {
-		path = rep_images_locate(a->images, NULL, false, name);
-		f = path ? fopen(path, "r") : NULL;
-		free(path);
-		return f;
-	}
-	if (!a->source_dir)
-		return NULL;
-	while (*name == '/')
-		name++;
-	dfd = open(a->source_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return NULL;
-	fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof(how));
-	close(dfd);
-	if (fd < 0)
-		return NULL;
-	f = fdopen(fd, "r");
-	if (!f)
-		close(fd);
-	return f;
-}
-
-static void print_source_file(struct annot *a, struct srcmap *s, size_t fi, const struct img *m)
-{
-	FILE *f = a->out, *src = NULL;
-	char *line = NULL;
-	unsigned int maxline = 0, n = 0;
-	size_t cap = 0;
-
-	for (size_t i = 0; i < s->nl; i++)
-		if (s->l[i].file == fi && s->l[i].line > maxline)
-			maxline = s->l[i].line;
-	uint64_t **byline = calloc(maxline + 1, sizeof(*byline));
-
-	if (!byline)
-		return;
-	for (size_t i = 0; i < s->nl; i++)
-		if (s->l[i].file == fi)
-			byline[s->l[i].line] = s->l[i].counts;
-	src = open_source(a, m, s->f[fi].name);
-	fputs("  ", f);
-	put_counts(f, a, s->f[fi].tot, NULL);
-	fprintf(f, ": source file %s%s\n", s->f[fi].name, src ? "" :
-		m->domain && !m->vmm && !a->source_dir ?
-		" (a guest's source: looked for under --source-dir only; sampled lines only)" :
-		" (not found: sampled lines only)");
-	if (src) {
-		while (getline(&line, &cap, src) > 0) {
-			bool hot;
-
-			n++;
-			line[strcspn(line, "\n")] = '\0';
-			fputs("  ", f);
-			if (n <= maxline && byline[n]) {
-				hot = put_counts(f, a, byline[n], s->f[fi].tot);
-			} else {
-				put_counts(f, a, a->zero, NULL);
-				hot = false;
-			}
-			fprintf(f, "%s %5u: %s\n", hot ? "*" : ":", n, line);
-		}
-		fclose(src);
-	} else {
-		for (unsigned int l = 0; l <= maxline; l++) {
-			bool hot;
-
-			if (!byline[l])
-				continue;
-			fputs("  ", f);
-			hot = put_counts(f, a, byline[l], s->f[fi].tot);
-			fprintf(f, "%s %5u:\n", hot ? "*" : ":", l);
-		}
-	}
-	fputc('\n', f);
-	free(line);
-	free(byline);
-}
-
-/* Source lines of @m from its parser child's table @res (addresses in
- * m->a's order). */
-static int annotate_source(struct annot *a, struct img *m, const struct rep_annot_res *res)
-{
-	struct srcmap s = { 0 };
-	uint64_t *nolines;
-	int rc = -ENOMEM;
-
-	if (!res->have_lines) {
-		fprintf(a->out, "(%s%s)\n\n", res->note[0] ? res->note : "no debug line information",
-			": build with -g or install its debug file");
-		return 0;
-	}
-	nolines = calloc(a->nclasses, sizeof(*nolines));
-	s.files = rep_strmap_new();
-	s.lines = rep_strmap_new();
-	if (!nolines || !s.files || !s.lines)
-		goto out;
-	for (size_t i = 0; i < m->na; i++) {
-		if (res->lines[i] && res->files[i]) {
-			if (add_line(a, &s, res->files[i], res->lines[i], m->a[i].counts))
-				goto out;
-		} else {
-			for (size_t k = 0; k < a->nclasses; k++)
-				nolines[k] += m->a[i].counts[k];
-		}
-	}
-	for (size_t fi = 0; fi < s.nf; fi++) {
-		if (above(a, s.f[fi].tot))
-			print_source_file(a, &s, fi, m);
-	}
-	if (nolines[0]) {
-		fputs("  ", a->out);
-		put_counts(a->out, a, nolines, NULL);
-		fputs(": (no line information)\n\n", a->out);
-	}
-	rc = 0;
-out:
-	free(nolines);
-	free_srcmap(&s);
-	return rc;
+	return annotate_asm(j->a, j->m, abfd, j->file, mk);
 }
 
 /*
@@ -716,7 +470,7 @@ static int annotate_image(struct annot *a, struct img *m, const char *file)
 	}
 	/* in the order the child's disassembly leaves them: its lines follow */
 	qsort(m->a, m->na, sizeof(*m->a), cmp_addr);
-	if (a->source) {
+	if (a->source && !a->assembly) {
 		vmas = calloc(m->na ? m->na : 1, sizeof(*vmas));
 		if (!vmas) {
 			rc = -ENOMEM;
@@ -730,6 +484,7 @@ static int annotate_image(struct annot *a, struct img *m, const char *file)
 	if (a->assembly) {
 		r.asm_fn = asm_in_child;
 		r.ctx = &job;
+		r.mixed = a->source;
 	}
 	rc = rep_annot_run(&a->cfg, &r, &res, err, sizeof(err));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -743,9 +498,15 @@ static int annotate_image(struct annot *a, struct img *m, const char *file)
 		rc = 0;
 		goto out;
 	}
-	fwrite(res.text, 1, res.len, a->out);
-	if (a->source)
-		rc = annotate_source(a, m, &res);
+	if (r.mixed && !res.have_lines)
+		fprintf(a->out, "(no source lines to interleave: %s)\n",
+			res.note[0] ? res.note : "no debug line information");
+	if (r.mixed)
+		rep_asrc_print_mixed(a, m, &res);
+	else
+		fwrite(res.text, 1, res.len, a->out);
+	if (a->source && !a->assembly)
+		rc = rep_asrc_annotate(a, m, &res);
 	rep_annot_res_free(&res, r.nvmas);
 out:
 	if (r.fd >= 0)
@@ -776,10 +537,10 @@ static int annotate(struct annot *a)
 		char *file = NULL;
 
 		rep_progress_step(&pr, i);
-		if (!above(a, m->total))
+		if (!rep_annot_above(a, m->total))
 			continue;
 		fputs("  ", f);
-		put_counts(f, a, m->total, NULL);
+		rep_annot_counts(f, a, m->total, NULL);
 		fprintf(f, ": image %s%s (%s)%s\n", m->dep.kind == SFN_KERN ? "kernel " : "",
 			m->dep.name, owner_label(m, own, sizeof(own)),
 			rep_images_unverified(a->images, m->domain, m->vmm, &m->dep) ?
@@ -798,6 +559,8 @@ static int annotate(struct annot *a)
 		free(file);
 	}
 	rep_progress_end(&pr);
+	if (!rc && a->tree)
+		rc = rep_asrc_tree_write(a);
 	if (!rc && (fflush(f) || ferror(f)))
 		rc = -EIO;
 	return rc;
@@ -811,7 +574,15 @@ static void usage(FILE *f)
 	      "\n"
 	      "Options:\n"
 	      "  -a, --assembly          disassembly, samples per instruction\n"
-	      "  -s, --source            source lines, samples per line (needs debug info)\n"
+	      "  -s, --source            source lines, samples per line (needs debug info);\n"
+	      "                          with --assembly: the source lines interleaved\n"
+	      "  -o, --output-dir=DIR    write each sampled source file, annotated, below DIR\n"
+	      "                          (implies --source; not with --assembly)\n"
+	      "  -d, --search-dirs=DIRS  comma-separated directories a host binary's source\n"
+	      "                          files are looked for in first\n"
+	      "  -b, --base-dirs=DIRS    comma-separated prefixes taken off the source paths\n"
+	      "                          the debug info names, before --search-dirs and\n"
+	      "                          --source-dir look them up\n"
 	      "  -t, --threshold=PERCENT hide images and symbols below PERCENT of the total\n"
 	      "      --source-dir=DIR    where a guest's source files are (never opened as its\n"
 	      "                          debug info names them)\n", f);
@@ -819,6 +590,25 @@ static void usage(FILE *f)
 }
 
 enum { OPT_SOURCE_DIR = REP_OPT_FREE };
+
+/* OProfile's rules, and the guest's --source-dir as a place to look. */
+static int check_opts(struct annot *a, char *err, size_t errlen)
+{
+	if (a->output_dir && a->assembly) {
+		snprintf(err, errlen, "--output-dir writes source files: not with --assembly");
+		return -EINVAL;
+	}
+	if (a->so.nbase && !a->so.nsearch && !a->so.source_dir) {
+		snprintf(err, errlen, "--base-dirs needs --search-dirs or --source-dir"
+			 " (where the shortened paths are looked up)");
+		return -EINVAL;
+	}
+	a->source |= a->output_dir != NULL;
+	if (a->assembly || a->source)
+		return 0;
+	snprintf(err, errlen, "give --assembly or --source (or both), or --output-dir");
+	return -EINVAL;
+}
 
 static int annotate_opt(void *ctx, int c, const char *arg, char *err, size_t errlen)
 {
@@ -833,8 +623,15 @@ static int annotate_opt(void *ctx, int c, const char *arg, char *err, size_t err
 		a->source = true;
 		return 0;
 	case OPT_SOURCE_DIR:
-		a->source_dir = arg;
+		a->so.source_dir = arg;
 		return 0;
+	case 'o':
+		a->output_dir = arg;
+		return 0;
+	case 'd':
+		return rep_view_add_list(&a->so.search_dirs, &a->so.nsearch, arg) ? -ENOMEM : 0;
+	case 'b':
+		return rep_view_add_list(&a->so.base_dirs, &a->so.nbase, arg) ? -ENOMEM : 0;
 	case 't':
 		a->o.threshold = strtod(arg, &end);
 		if (end == arg || *end || a->o.threshold < 0 || a->o.threshold > 100) {
@@ -843,10 +640,7 @@ static int annotate_opt(void *ctx, int c, const char *arg, char *err, size_t err
 		}
 		return 0;
 	case 0:
-		if (a->assembly || a->source)
-			return 0;
-		snprintf(err, errlen, "give --assembly or --source (or both)");
-		return -EINVAL;
+		return check_opts(a, err, errlen);
 	default:
 		snprintf(err, errlen, "unknown option");
 		return -EINVAL;
@@ -860,16 +654,26 @@ static int parse(struct annot *a, int argc, char **argv)
 		{ "source", no_argument, NULL, 's' },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "source-dir", required_argument, NULL, OPT_SOURCE_DIR },
+		{ "output-dir", required_argument, NULL, 'o' },
+		{ "search-dirs", required_argument, NULL, 'd' },
+		{ "base-dirs", required_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
+	size_t len = 0;
 
-	return rep_view_parse("opannotate", &a->o, argc, argv, extra, "ast:", annotate_opt, a,
-			      usage);
+	/* the command line, for the annotated files' closing comment */
+	for (int i = 0; i < argc; i++)
+		len += strlen(argv[i]) + 1;
+	a->cmdline = calloc(1, len + 1);
+	for (int i = 0; a->cmdline && i < argc; i++)
+		strcat(strcat(a->cmdline, i ? " " : ""), argv[i]);
+	return rep_view_parse("opannotate", &a->o, argc, argv, extra, "ast:o:d:b:", annotate_opt,
+			      a, usage);
 }
 
 int rep_annotate_main(int argc, char **argv)
 {
-	struct annot a = { .last = -1, .out = stdout };
+	struct annot a = { .last = -1, .out = stdout, .out_dfd = -1 };
 	struct rep_key_sink sink = { .key = on_key, .ctx = &a };
 	struct rep_profile *p = NULL;
 	int rc, status = 1;
@@ -891,6 +695,8 @@ int rep_annotate_main(int argc, char **argv)
 		du_err("out of memory");
 		goto out;
 	}
+	if (a.output_dir && rep_asrc_tree_begin(&a))
+		goto out;
 	if (rep_collect_keys(&a.o, a.images, &sink, &p))
 		goto out;
 	a.p = p;
@@ -898,12 +704,14 @@ int rep_annotate_main(int argc, char **argv)
 	a.zero = calloc(a.nclasses, sizeof(*a.zero));
 	rc = a.zero ? annotate(&a) : -ENOMEM;
 	if (rc) {
-		du_err("%s", rc == -ENOMEM ? "out of memory" : "cannot write the annotation");
+		du_err("%s", rc == -ENOMEM ? "out of memory" :
+		       "cannot write the annotation (or a file of it)");
 		goto out;
 	}
 	status = 0;
 out:
 	free_imgs(&a);
+	rep_asrc_release(&a);
 	free(a.archive_debug);
 	free(a.zero);
 	rep_profile_free(p);

@@ -30,7 +30,7 @@ int rep_view_load(const struct rep_opts *o, struct rep_images **images,
 	return rep_collect(o, *images, p) ? -1 : 0;
 }
 
-int rep_view_add_image_path(struct rep_opts *o, const char *list)
+int rep_view_add_list(char ***v, size_t *n, const char *list)
 {
 	const char *p = list;
 
@@ -39,19 +39,24 @@ int rep_view_add_image_path(struct rep_opts *o, const char *list)
 		char **nv;
 
 		if (len) {
-			nv = realloc(o->image_path, (o->nimage_path + 1) * sizeof(*nv));
+			nv = realloc(*v, (*n + 1) * sizeof(*nv));
 			if (!nv)
 				return -ENOMEM;
-			o->image_path = nv;
-			nv[o->nimage_path] = strndup(p, len);
-			if (!nv[o->nimage_path])
+			*v = nv;
+			nv[*n] = strndup(p, len);
+			if (!nv[*n])
 				return -ENOMEM;
-			o->nimage_path++;
+			(*n)++;
 		}
 		if (!p[len])
 			return 0;
 		p += len + 1;
 	}
+}
+
+int rep_view_add_image_path(struct rep_opts *o, const char *list)
+{
+	return rep_view_add_list(&o->image_path, &o->nimage_path, list);
 }
 
 static uint64_t now_ns(void)

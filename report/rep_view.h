@@ -16,6 +16,9 @@ struct rep_opts;
 
 /* Add the comma-separated directories of @list to @o->image_path (-p). */
 int rep_view_add_image_path(struct rep_opts *o, const char *list);
+/* Append each non-empty comma-separated item of @list to the array @v of
+ * @n strings (both owned by the caller).  0 or -ENOMEM. */
+int rep_view_add_list(char ***v, size_t *n, const char *list);
 
 /* getopt ids of the long options every report tool shares; a tool's own
  * long-only options start at REP_OPT_FREE. */

@@ -363,6 +363,51 @@ static char *annotate(int argc, char **argv, int *status)
 }
 
 /*
+ * A guest's sources (below --source-dir, @dir/src): interleaved with its
+ * disassembly in mixed mode, and written below --output-dir apart from the
+ * host's, under domain:web1; without --source-dir nothing is written.
+ */
+static void annotate_guest_tree(const char *dir, char *sd)
+{
+	char sdir[1200], odir[1200], copy[2400], *text;
+	char *mixed[] = { "opannotate", "-a", "-s", sd, "--domain=web1", sdir, NULL };
+	char *tree[] = { "opannotate", odir, sd, "--domain=web1", sdir, NULL };
+	int status;
+	FILE *f;
+
+	snprintf(sdir, sizeof(sdir), "--source-dir=%s/src", dir);
+	text = annotate(6, mixed, &status);
+	CU_ASSERT(status == 0);
+	/* guest_spin's first instruction under its source line, with its text */
+	CU_ASSERT(strstr(text, ":   g.c:2  __attribute__((noinline)) void guest_spin") != NULL);
+	free(text);
+
+	snprintf(odir, sizeof(odir), "--output-dir=%s/out", dir);
+	text = annotate(5, tree, &status);
+	CU_ASSERT(status == 0);
+	free(text);
+	snprintf(copy, sizeof(copy), "%s/out/domain:web1%s/g.c", dir, dir);
+	f = fopen(copy, "r");
+	CU_ASSERT(f != NULL);
+	if (f) {
+		char line[512];
+		bool hot = false, total = false;
+
+		while (fgets(line, sizeof(line), f)) {
+			hot |= strstr(line, "        77 100.000  * __attribute__") == line;
+			total |= strstr(line, " * Total samples for file : ") == line;
+		}
+		fclose(f);
+		CU_ASSERT(hot && total);
+	}
+	snprintf(odir, sizeof(odir), "--output-dir=%s/out2", dir);
+	text = annotate(4, tree, &status);
+	CU_ASSERT(status == 0);
+	CU_ASSERT(strstr(text, "0 file(s) written") != NULL);
+	free(text);
+}
+
+/*
  * A guest binary found only through the session's image cache: opannotate
  * disassembles it and puts the samples on the sampled instruction.
  */
@@ -444,6 +489,7 @@ static void test_annotate_guest(void)
 		CU_ASSERT(strstr(text, "for (int i = 0") == NULL);
 		free(text);
 	}
+	annotate_guest_tree(dir, sd);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CU_ASSERT(system(cmd) == 0);
 }

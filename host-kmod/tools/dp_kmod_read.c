@@ -35,6 +35,7 @@
 
 #include "domprof/kmod.h"
 #include "raw/raw_stream.h"
+#include "util/du_cli.h"
 
 #define KR_BUF		(256 * 1024)
 #define KR_MAX_SEEN	64
@@ -297,12 +298,27 @@ static int kr_stats(int fd)
 	return 0;
 }
 
-static void usage(void)
+#define PROG "dp-kmod-read"
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: dp-kmod-read [--seconds N] [--event auto|cycles|clock] "
+	fprintf(f, "Usage: " PROG " [--seconds N] [--event auto|cycles|clock] "
 		"[--period N] [--clock-ns N] [--ring N] [--out FILE] [--keep] [--stats]\n"
-		"       [--callgraph DEPTH] [--chains FILE]\n");
-	exit(2);
+		"       [--callgraph DEPTH] [--chains FILE] [--help] [--version]\n"
+		"Configure, enable and drain " DP_KMOD_DEVICE ", counting what was read.\n");
+}
+
+/* A refused option (@arg) or value: one line and a pointer to --help. */
+static int usage_error(const char *msg, const char *arg, const struct option *lo)
+{
+	char buf[256];
+
+	if (!msg) {
+		du_cli_getopt_msg(buf, sizeof(buf), arg, lo);
+		msg = buf;
+	}
+	du_cli_usage_error(stderr, PROG, msg);
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -318,6 +334,8 @@ int main(int argc, char **argv)
 		{ "stats", no_argument, NULL, 'S' },
 		{ "callgraph", required_argument, NULL, 'g' },
 		{ "chains", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dp_kmod_config cfg;
@@ -341,6 +359,7 @@ int main(int argc, char **argv)
 	cfg.clock_ns = DP_KMOD_DEF_CLOCK_NS;
 	cfg.ring_entries = DP_KMOD_DEF_RING;
 	cfg.flags = DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER;
+	opterr = 0;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': seconds = atof(optarg); break;
@@ -352,7 +371,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "clock"))
 				cfg.event = DP_KMOD_EV_CPU_CLOCK;
 			else
-				usage();
+				return usage_error("--event takes auto, cycles or clock", NULL, opts);
 			break;
 		case 'p': cfg.period = strtoull(optarg, NULL, 0); break;
 		case 'c': cfg.clock_ns = strtoull(optarg, NULL, 0); break;
@@ -362,7 +381,9 @@ int main(int argc, char **argv)
 		case 'S': stats = true; break;
 		case 'g': cfg.callgraph_depth = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'C': chains = optarg; break;
-		default: usage();
+		case 'h': usage(stdout); return 0;
+		case 'V': du_cli_version(stdout, PROG); return 0;
+		default: return usage_error(NULL, argv[optind - 1], opts);
 		}
 	}
 	fd = open(DP_KMOD_DEVICE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

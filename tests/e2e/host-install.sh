@@ -3,7 +3,9 @@
 # writes below D only, puts the daemon in sbin and every page in place, and
 # installs no kernel module; `make install-module` does, for the kernel it
 # names, below DESTDIR, without a depmod there, and refuses a kernel with no
-# build tree clearly; `make dist` carries every tracked file.
+# build tree clearly; `make install-dkms` writes the DKMS source tree below
+# DESTDIR and that tree builds with dkms.conf's MAKE line; `make dist`
+# carries every tracked file.
 # Needs DP_BUILD (a configured build tree).
 set -uo pipefail
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
@@ -79,6 +81,42 @@ elif grep -q "no build tree for kernel 0.0-no-such-kernel" "$work/bad.log"; then
 	ok "install-module refuses a kernel without a build tree: $(grep -m1 'no build tree' "$work/bad.log")"
 else
 	fail "install-module failed without saying why: $(tail -n 3 "$work/bad.log")"
+fi
+
+# install-dkms: the DKMS source tree below DESTDIR only, and it builds as
+# dkms.conf's MAKE line builds it (dkms itself copies the tree to its
+# build directory and runs that line)
+touch "$marker"
+sleep 1
+ddest=$work/dkms
+version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$DP_BUILD/config.h")
+if make -s -C "$DP_BUILD" install-dkms DESTDIR="$ddest" >"$work/dkms.log" 2>&1; then
+	tree=$ddest/usr/src/domprof-$version
+	outside=$(for d in /usr/src /usr/lib/modules /lib/modules; do find "$d" -xdev -newer "$marker" \
+		! -type d 2>/dev/null; done)
+	[ -z "$outside" ] && ok "install-dkms wrote nothing outside DESTDIR" ||
+		fail "install-dkms wrote outside DESTDIR: $outside"
+	if grep -q "^PACKAGE_VERSION=\"$version\"$" "$tree/dkms.conf" 2>/dev/null; then
+		ok "install-dkms: $tree/dkms.conf for $version"
+	else
+		fail "install-dkms: no dkms.conf for $version in $tree"
+	fi
+	if [ -n "$kver" ]; then
+		cp -r "$tree" "$work/dkms-build"
+		# dkms.conf's MAKE line with dkms's variables filled in
+		mline=$(sed -n 's/^MAKE\[0\]="\(.*\)"$/\1/p' "$tree/dkms.conf" |
+			sed -e "s|\${kernel_source_dir}|/lib/modules/$kver/build|" \
+				-e "s|\${dkms_tree}/\${PACKAGE_NAME}/\${PACKAGE_VERSION}/build|$work/dkms-build|")
+		if (eval "$mline") >"$work/dkms-build.log" 2>&1 && [ -f "$work/dkms-build/domprof.ko" ]; then
+			ok "the DKMS tree builds domprof.ko for $kver with dkms.conf's MAKE line"
+		else
+			tail -n 20 "$work/dkms-build.log"
+			fail "the DKMS tree does not build for $kver: $mline"
+		fi
+	fi
+else
+	tail -n 20 "$work/dkms.log"
+	fail "make install-dkms DESTDIR failed"
 fi
 
 # the tarball carries every tracked file (make dist's own check)

@@ -8,7 +8,8 @@
 # session the daemon went on into holds none of it.  Then --save in the
 # middle of a second run: both halves hold the workload, in its split, and
 # together as many samples as the first run (none lost at the switch).
-# Then every installed tool answers --version, and a bad option costs at
+# Then every installed tool (bin, sbin and libexec/domprof) answers
+# --version, and a bad option costs at
 # most two lines on stderr and a nonzero status.
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (tests/e2e/ratio, config.h).
 set -euo pipefail
@@ -125,7 +126,7 @@ if grep -q 'does not exist' "$work/perm.err"; then fail "a permission problem sa
 echo "OK: session:nope, --save twice and a permission problem each said so"
 
 # ---- --version and usage errors in every tool -------------------------------
-for tool in "$bin"/op* "$sbin"/op*; do
+for tool in "$bin"/op* "$sbin"/op* "$DP_PREFIX"/libexec/domprof/*; do
 	[ -x "$tool" ] || continue
 	name=$(basename "$tool")
 	out=$("$tool" --version) || fail "$name --version exited $?"
