@@ -12,6 +12,7 @@
 #include "domprof/raw.h"
 #include "collect_xen.h"
 #include "gwalk.h"
+#include "util/du_log.h"
 
 struct cx_vcpu {
 	uint64_t last_ns;	/* cpu_time at the previous look */
@@ -25,6 +26,7 @@ struct cx_slot {
 	uint64_t used_ns;	/* vCPU time seen consumed, all vCPUs */
 	uint64_t samples;	/* emitted for it */
 	uint64_t next_tsc_ns;	/* host time its guest TSC is read next */
+	bool tsc_err_said;	/* a failed read logged */
 	bool live;
 };
 
@@ -330,7 +332,14 @@ static int cx_tsc(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s)
 	}
 	if (!got && (rc == -EOPNOTSUPP || !rc)) {
 		s->next_tsc_ns = UINT64_MAX;	/* not for this domain */
+		du_info("xen collector: domain %u: its TSC is not read (%s): its clock is by "
+			"ping/pong", s->dom.domid, rc ? "Xen gives no moving value" : "no rate");
 		return 0;
+	}
+	if (!got && !s->tsc_err_said) {
+		s->tsc_err_said = true;
+		du_info("xen collector: domain %u: reading its TSC failed: %s", s->dom.domid,
+			strerror(-rc));
 	}
 	s->next_tsc_ns = e->sops->clock(e->src) + CX_TSC_EVERY_NS;
 	if (!got) {
