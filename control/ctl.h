@@ -80,8 +80,9 @@ struct ctl_opts {
  * getopt_long (long options may be abbreviated).  At most one action; none
  * with options given means --setup, as in OProfile.  Start options with an
  * action that does not take them, unknown or ambiguous options, repeated
- * single-value options, a bad --save name and bad --separate or
- * --collector values are refused: -EINVAL with a message.  Event names are
+ * single-value options, a bad --save name and a bad --separate value
+ * are refused: -EINVAL with a message.  The collector is checked later,
+ * against the daemon's table (ctl_collector_check).  Event names are
  * not checked here (see ctl_events_resolve).  The session directory and
  * the collector get their defaults, except with --setup (which stores only
  * what is given).
@@ -107,6 +108,30 @@ int ctl_setup_apply(struct ctl_opts *o, const struct du_kv *setup, const char *w
  */
 #define CTL_XEN_CAPS "/proc/xen/capabilities"
 const char *ctl_default_collector(const char *caps_path);
+
+/* What oprofiled's collector table says of one collector opcontrol can
+ * start (a live one). */
+struct ctl_collector {
+	bool events;		/* programs the --event list (the default one
+				 * when none is given) */
+	bool events_optional;	/* programs --event when given, else its own */
+};
+
+/*
+ * Find @name among the live collectors of @text, the output of oprofiled
+ * --list-collectors ("NAME WORD..." lines): 0 with *@c filled, or -ENOENT.
+ * @names gets the live collectors' names, ", "-separated, for a message.
+ */
+int ctl_collectors_parse(const char *text, const char *name, struct ctl_collector *c,
+			 char *names, size_t nameslen);
+
+/*
+ * Ask @daemon (ctl_find_daemon) whether it has a live collector @name:
+ * 0 with *@c filled, -EINVAL naming the ones it has, or -errno when it
+ * could not be asked; @err says which.
+ */
+int ctl_collector_check(const char *daemon, const char *name, struct ctl_collector *c,
+			char *err, size_t errlen);
 void ctl_usage(FILE *f);
 
 /*

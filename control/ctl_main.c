@@ -12,28 +12,47 @@
 #include "util/du_log.h"
 #include "ctl_libvirt.h"
 
-static int start(const struct ctl_opts *o, FILE *out, char *err, size_t errlen)
+static int start(const struct ctl_opts *o, const struct ctl_collector *c, FILE *out, char *err,
+		 size_t errlen)
 {
 	char specs[CTL_MAX_EVENTS][96];
 	size_t n_specs = 0;
 	int ret = 0;
 
-	/* kmod samples with what the module picks unless told (its TIMER or
-	 * CPU_CLK_UNHALTED, checked as any event); xen with its own timer (a
-	 * period of vCPU time, 1 ms by default) */
-	if ((strcmp(o->collector, "kmod") && strcmp(o->collector, "xen")) || o->n_events)
+	/* a collector with an event of its own (kmod: the module's TIMER or
+	 * CPU_CLK_UNHALTED; xen: a period of vCPU time) is given one only when
+	 * asked; events are checked as any are */
+	if (c->events || (c->events_optional && o->n_events))
 		ret = ctl_events_resolve(o, specs, CTL_MAX_EVENTS, &n_specs, err, errlen);
 	if (!ret)
 		ret = ctl_start(o, specs, n_specs, out, err, errlen);
 	return ret;
 }
 
+/* The actions that name a collector: is it one the daemon has? */
+static int check_collector(const struct ctl_opts *o, struct ctl_collector *c, char *err,
+			   size_t errlen)
+{
+	char daemon[PATH_MAX];
+
+	if (!o->collector || (o->action != CTL_START && o->action != CTL_INIT &&
+			      o->action != CTL_SETUP))
+		return 0;
+	ctl_find_daemon(daemon, sizeof(daemon));
+	return ctl_collector_check(daemon, o->collector, c, err, errlen);
+}
+
 static int run(const struct ctl_opts *o, const char *setup_path, FILE *out, char *err,
 	       size_t errlen)
 {
+	struct ctl_collector c;
+	int ret = check_collector(o, &c, err, errlen);
+
+	if (ret)
+		return ret;
 	switch (o->action) {
 	case CTL_START:
-		return start(o, out, err, errlen);
+		return start(o, &c, out, err, errlen);
 	case CTL_STOP:
 		return ctl_stop(o->session_dir, CTL_STOP_TIMEOUT_MS, out, err, errlen);
 	case CTL_SHUTDOWN:

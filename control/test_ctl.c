@@ -117,7 +117,6 @@ static const struct parse_case parse_cases[] = {
 	{ { "--start", "--separate=lib," }, -EINVAL, CTL_NONE, "bad --separate value ''" },
 	{ { "--start", "--separate=" }, -EINVAL, CTL_NONE, "--separate needs a value" },
 	{ { "--start", "--separate=lib", "--separate=cpu" }, -EINVAL, CTL_NONE, "given twice" },
-	{ { "--start", "--collector=oprofile" }, -EINVAL, CTL_NONE, "unknown collector" },
 	{ { "--stop", "--event=TIMER" }, -EINVAL, CTL_NONE,
 	  "--event only applies to --start or --setup, not --stop" },
 	{ { "--status", "--separate=lib" }, -EINVAL, CTL_NONE, "only applies to --start" },
@@ -939,6 +938,62 @@ static int opcontrol(char *out, size_t outlen, const char *a1, const char *a2, c
 	return ret;
 }
 
+/*
+ * --collector is checked against the daemon's table (--list-collectors),
+ * not a list of opcontrol's: a collector the daemon adds is taken, one it
+ * lacks or cannot start live (file) is refused, naming those it has.
+ */
+static int ctl_run2(char *out, size_t outlen, const char *a1, const char *a2)
+{
+	char *argv[] = { "opcontrol", (char *)a1, (char *)a2, NULL };
+	FILE *f = fmemopen(out, outlen, "w");
+	int ret = ctl_main(3, argv, f, f);
+
+	fclose(f);
+	return ret;
+}
+
+static void test_collector_from_daemon(void)
+{
+	struct ctl_collector c;
+	char out[1024], names[128], home[] = "/tmp/test_ctl_home.XXXXXX", cmd[64];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(home));
+	setenv("HOME", home, 1);
+	set_fake_daemon();
+	setenv("FAKE_OPROFILED_COLLECTORS", "perf live events callchain\nfile input\n"
+	       "newone live events-optional\n", 1);
+	CU_ASSERT_EQUAL(ctl_run2(out, sizeof(out), "--setup", "--collector=newone"), 0);
+	CU_ASSERT_EQUAL(ctl_run2(out, sizeof(out), "--setup", "--collector=kmod"), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown collector 'kmod'"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "has perf, newone)"));
+	CU_ASSERT_EQUAL(ctl_run2(out, sizeof(out), "--init", "--collector=file"), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "unknown collector 'file'"));
+	unsetenv("FAKE_OPROFILED_COLLECTORS");
+	setenv("HOME", "/nonexistent-domprof-test-home", 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", home);
+	CU_ASSERT_EQUAL(system(cmd), 0);
+	/* the words: events, or events only when given */
+	CU_ASSERT_EQUAL(ctl_collectors_parse("perf live events\nkmod live events-optional\n",
+					     "kmod", &c, names, sizeof(names)), 0);
+	CU_ASSERT(!c.events && c.events_optional);
+	CU_ASSERT_EQUAL(ctl_collectors_parse("perf live events\n", "perf", &c, names,
+					     sizeof(names)), 0);
+	CU_ASSERT(c.events && !c.events_optional);
+	CU_ASSERT_EQUAL(ctl_collectors_parse("perf live events", "per", &c, names,
+					     sizeof(names)), -ENOENT);
+	CU_ASSERT_EQUAL(ctl_collectors_parse("perf liveevents\n", "perf", &c, names,
+					     sizeof(names)), -ENOENT);
+	/* every live collector of this build's daemon table is one opcontrol takes */
+	CU_ASSERT_EQUAL(ctl_collector_check(CTL_TEST_OPROFILED, "perf", &c, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(ctl_collector_check(CTL_TEST_OPROFILED, "kmod", &c, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(ctl_collector_check(CTL_TEST_OPROFILED, "file", &c, out, sizeof(out)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(ctl_collector_check("/nonexistent/oprofiled", "perf", &c, out,
+					    sizeof(out)), -ENOEXEC);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "cannot ask /nonexistent/oprofiled"));
+}
+
 /* Samples of this very test program, in any sample file under samples/@sub. */
 static bool own_samples_in(const char *sub)
 {
@@ -1087,6 +1142,7 @@ int main(void)
 	    !CU_add_test(s, "stored settings (--setup)", test_setup_merge) ||
 	    !CU_add_test(s, "the setup file", test_setup_file) ||
 	    !CU_add_test(s, "default collector", test_default_collector) ||
+	    !CU_add_test(s, "collectors from the daemon's table", test_collector_from_daemon) ||
 	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
 	    !CU_add_test(s, "options on the daemon's command line", test_daemon_argv) ||
 	    !CU_add_test(s, "pid parse", test_pid_parse) ||

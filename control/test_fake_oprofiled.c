@@ -8,6 +8,8 @@
  *   FAKE_OPROFILED_FAIL=MSG    the child reports MSG and the parent exits 1
  *   FAKE_OPROFILED_NODUMP=1    ignore SIGUSR1 (dump timeouts)
  *   FAKE_OPROFILED_ARGS=FILE   write the received argv there, one per line
+ *   FAKE_OPROFILED_COLLECTORS=TEXT  what --list-collectors prints (else the
+ *                              real daemon of the build tree answers it)
  */
 #include "config.h"
 
@@ -80,6 +82,12 @@ int main(int argc, char **argv)
 			fprintf(f, "%s\n", argv[i]);
 		if (f)
 			fclose(f);
+	}
+	if (argc == 2 && !strcmp(argv[1], "--list-collectors")) {
+		if ((v = getenv("FAKE_OPROFILED_COLLECTORS")))
+			return fputs(v, stdout) < 0;
+		execv(CTL_TEST_OPROFILED, argv);
+		return 127;
 	}
 	for (int i = 1; i < argc; i++) {
 		if ((v = opt_value(argv[i], "--session-dir"))) {

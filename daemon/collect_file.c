@@ -148,7 +148,7 @@ static int file_stop(void *state)
 
 const struct opd_collector_ops opd_collector_file = {
 	.name = "file",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_INPUT | OPD_CAP_PRIVSEP,
+	.caps = OPD_CAP_INPUT,
 	.open = file_open,
 	.pollfds = file_pollfds,
 	.start = file_start,

@@ -291,8 +291,7 @@ static int km_stop(void *state)
 
 const struct opd_collector_ops opd_collector_kmod = {
 	.name = "kmod",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_LIVE |
-		OPD_CAP_CALLCHAIN | OPD_CAP_EVENTS_OPT | OPD_CAP_PRIVSEP,
+	.caps = OPD_CAP_LIVE | OPD_CAP_CALLCHAIN | OPD_CAP_EVENTS_OPT,
 	.open = km_open,
 	.pollfds = km_pollfds,
 	.start = km_start,

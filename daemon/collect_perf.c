@@ -844,8 +844,7 @@ static int perf_stop(void *state)
 
 const struct opd_collector_ops opd_collector_perf = {
 	.name = "perf",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_LIVE | OPD_CAP_EVENTS | OPD_CAP_CALLCHAIN |
-		OPD_CAP_PRIVSEP | OPD_CAP_EMBED,
+	.caps = OPD_CAP_LIVE | OPD_CAP_EVENTS | OPD_CAP_CALLCHAIN,
 	.open = perf_open_ops,
 	.pollfds = perf_pollfds,
 	.start = perf_start,

@@ -954,8 +954,7 @@ static int cx_stop(void *state)
 
 const struct opd_collector_ops opd_collector_xen = {
 	.name = "xen",
-	.caps = OPD_CAP_GUEST_PC | OPD_CAP_VCPU | OPD_CAP_ASID | OPD_CAP_CALLCHAIN | OPD_CAP_LIVE |
-		OPD_CAP_EVENTS_OPT | OPD_CAP_PRIVSEP | OPD_CAP_MONITOR,
+	.caps = OPD_CAP_LIVE | OPD_CAP_CALLCHAIN | OPD_CAP_EVENTS_OPT | OPD_CAP_MONITOR,
 	.open = cx_open,
 	.pollfds = cx_pollfds,
 	.start = cx_start,

@@ -506,7 +506,8 @@ int opd_cc_write(struct opd_cc *cc)
 {
 	char path[PATH_MAX + 80], tmp[PATH_MAX + 80];
 	struct opd_image **imgs;
-	size_t nimgs = 0;
+	size_t nimgs = 0, len = 0;
+	char *buf = NULL;
 	FILE *f;
 	int ret;
 
@@ -524,7 +525,7 @@ int opd_cc_write(struct opd_cc *cc)
 		ret = -ENOMEM;
 		goto out_err;
 	}
-	f = du_nf_fopen(tmp, "w", DU_SDIR_FILE_MODE);
+	f = open_memstream(&buf, &len);
 	if (!f) {
 		ret = -errno;
 		free(imgs);
@@ -535,11 +536,11 @@ int opd_cc_write(struct opd_cc *cc)
 	write_stacks(cc, f, imgs, nimgs);
 	free(imgs);
 	errno = 0;
-	ret = ferror(f) | fclose(f) ? (errno ? -errno : -EIO) : du_nf_rename(tmp, path);
-	if (ret) {
-		du_nf_unlink(tmp);
+	ret = ferror(f) | fclose(f) ? (errno ? -errno : -ENOMEM) :
+		du_nf_write_atomic(path, tmp, buf, len, DU_SDIR_FILE_MODE);
+	free(buf);
+	if (ret)
 		goto out_err;
-	}
 	return 0;
 
 out_err:

@@ -34,3 +34,26 @@ void opd_collector_names(char *buf, size_t size)
 	for (size_t i = 0; i < sizeof(collectors) / sizeof(collectors[0]) && off < size; i++)
 		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? "|" : "", collectors[i]->name);
 }
+
+static const struct {
+	unsigned int cap;
+	const char *word;
+} cap_words[] = {
+	{ OPD_CAP_LIVE, "live" },
+	{ OPD_CAP_EVENTS, "events" },
+	{ OPD_CAP_EVENTS_OPT, "events-optional" },
+	{ OPD_CAP_INPUT, "input" },
+	{ OPD_CAP_CALLCHAIN, "callchain" },
+	{ OPD_CAP_MONITOR, "monitor" },
+};
+
+void opd_collector_list(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(collectors) / sizeof(collectors[0]); i++) {
+		fputs(collectors[i]->name, f);
+		for (size_t j = 0; j < sizeof(cap_words) / sizeof(cap_words[0]); j++)
+			if (collectors[i]->caps & cap_words[j].cap)
+				fprintf(f, " %s", cap_words[j].word);
+		fputc('\n', f);
+	}
+}

@@ -25,31 +25,30 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "events/ev.h"
 #include "opd_conf.h"
 
-/* What a collector can tell about a sample (caps). */
-#define OPD_CAP_GUEST_PC	0x01	/* guest-mode samples with the guest's pc */
-#define OPD_CAP_VCPU		0x02	/* DOMAIN records carry the vCPU index */
-#define OPD_CAP_ASID		0x04	/* DP_RAW_ASID records (guest address space) */
-#define OPD_CAP_CALLCHAIN	0x08	/* DP_RAW_CALLCHAIN records when
-					 * conf->callgraph_depth > 0 */
-/* How it runs (caps too). */
-#define OPD_CAP_LIVE		0x10	/* reads the running system: /proc lookups,
-					 * domain tracking and agents make sense */
-#define OPD_CAP_EVENTS		0x20	/* programs the --event list (else the
+/*
+ * What a collector needs and gives (caps).  Each bit is read where it
+ * changes what the daemon or opcontrol does; --list-collectors prints them
+ * (opd_collector_list) and opcontrol decides from that list, not from names.
+ */
+#define OPD_CAP_LIVE		0x01	/* reads the running system: /proc lookups,
+					 * domain tracking and agents make sense;
+					 * opcontrol can start it */
+#define OPD_CAP_EVENTS		0x02	/* programs the --event list (else the
 					 * stream's header names the events) */
-#define OPD_CAP_INPUT		0x40	/* reads --input=FILE (required) */
-#define OPD_CAP_EVENTS_OPT	0x80	/* programs the --event list when one is
+#define OPD_CAP_EVENTS_OPT	0x04	/* programs the --event list when one is
 					 * given, else its own default (kmod) */
-#define OPD_CAP_PRIVSEP		0x100	/* seen working beside the privsep
-					 * monitor: privsep by default (else
-					 * only when asked for) */
-#define OPD_CAP_MONITOR		0x200	/* every read needs root: under privsep
+#define OPD_CAP_INPUT		0x08	/* reads --input=FILE (required) */
+#define OPD_CAP_CALLCHAIN	0x10	/* DP_RAW_CALLCHAIN records when
+					 * conf->callgraph_depth > 0 (else
+					 * --callgraph is refused) */
+#define OPD_CAP_MONITOR		0x20	/* every read needs root: under privsep
 					 * the monitor runs it and relays its
 					 * stream to the worker (opd_relay.h) */
-#define OPD_CAP_EMBED		0x400	/* honours opd_collector_args.embedded */
 
 /* read(): the input is exhausted (a replay reached its end). */
 #define OPD_COLLECT_EOF 1
@@ -87,8 +86,7 @@ struct opd_collector_args {
 	 * (the host collector's clock rules), and the context (CPU, task,
 	 * mode) re-stated at each read, since the other collector's records
 	 * come between; the idle task is not sampled (a sample is CPU time
-	 * used, as the other's are).  Only collectors with OPD_CAP_EMBED
-	 * honour it.
+	 * used, as the other's are).  Only the perf collector honours it.
 	 */
 	bool embedded;
 };
@@ -127,5 +125,13 @@ const struct opd_collector_ops *opd_collector_find(const char *name);
 /* The collector names, '|'-separated, into @buf (NUL-terminated, cut to
  * @size), for usage and messages. */
 void opd_collector_names(char *buf, size_t size);
+
+/*
+ * oprofiled --list-collectors: one line a collector of the table, its name
+ * then the words of its caps, space-separated ("perf live events
+ * callchain"): live, events, events-optional, input, callchain, monitor.
+ * opcontrol reads it (control/ctl_collectors.c).
+ */
+void opd_collector_list(FILE *f);
 
 #endif

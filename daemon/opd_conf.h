@@ -49,7 +49,6 @@ struct opd_conf {
 	 * one, else nobody) under seccomp, with a root monitor beside it
 	 * (opd_privsep.h).  Only as root. */
 	bool privsep;
-	bool privsep_asked;	/* set by --[no-]privsep or DOMPROF_PRIVSEP */
 	const char *privsep_user;
 	const char *separate_str;	/* as given, for session.conf */
 	unsigned int separate;		/* OPD_SEP_* */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "opd_guest_kernel.h"
+#include "util/du_ksym.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
 
@@ -130,19 +131,14 @@ static void table_text(struct opd_gkernel *k, struct opd_gtable *tf, const char 
 
 static void ks_line(struct opd_gkernel *k, char *line)
 {
-	char *end, *name;
-	uint64_t addr = strtoull(line, &end, 16);
+	struct du_ksym s;
 
-	if (end == line || *end != ' ')
+	if (du_ksym_parse(line, &s))
 		return;
-	name = strchr(end + 1, ' ');
-	if (!name)
-		return;
-	name++;
-	if (!strcmp(name, "_text"))
-		k->ktext = addr;
-	else if (!strchr(name, '[') && addr > k->klast && addr < 0xffffffffff000000ULL)
-		k->klast = addr;	/* not a module's: part of the kernel image */
+	if (s.name_len == 5 && !memcmp(s.name, "_text", 5))
+		k->ktext = s.addr;
+	else if (!s.mod && s.addr > k->klast && s.addr < 0xffffffffff000000ULL)
+		k->klast = s.addr;	/* not a module's: part of the kernel image */
 }
 
 static bool mod_name_ok(const char *s, size_t len)
@@ -156,28 +152,25 @@ static bool mod_name_ok(const char *s, size_t len)
 	return true;
 }
 
-/* "name size refcount deps state address [taint]" */
+/* A /proc/modules line (util/du_ksym.h) of the guest's. */
 static void mod_line(struct opd_gkernel *k, char *line)
 {
-	char *f[8], *save = NULL, *tok;
-	int n = 0;
-	uint64_t size, addr;
 	struct opd_gmod *nv;
 	struct opd_image *img;
+	struct du_kmod m;
+	uint64_t size, addr;
 
-	for (tok = strtok_r(line, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save))
-		f[n++] = tok;
-	if (n < 6 || !mod_name_ok(f[0], strlen(f[0])))
+	if (du_kmod_parse(line, &m) || !mod_name_ok(m.name, m.name_len))
 		return;
-	size = strtoull(f[1], NULL, 10);
-	addr = strtoull(f[5], NULL, 16);
+	size = m.size;
+	addr = m.addr;
 	if (!addr || !size || addr + size < addr || size > (1ULL << 32))
 		return;
 	if (k->nr_mod >= MAX_MODULES) {
 		k->st->guest_bad_values++;
 		return;
 	}
-	img = opd_image_find(k->images, SFN_KERN, f[0], strlen(f[0]));
+	img = opd_image_find(k->images, SFN_KERN, m.name, m.name_len);
 	if (!img && k->nr_images) {
 		if (*k->nr_images >= k->max_images) {
 			k->st->guest_images_capped++;
@@ -191,7 +184,7 @@ static void mod_line(struct opd_gkernel *k, char *line)
 	k->modv = nv;
 	nv[k->nr_mod].start = addr;
 	nv[k->nr_mod].end = addr + size;
-	nv[k->nr_mod].img = img ? img : opd_image_get(k->images, SFN_KERN, f[0], strlen(f[0]));
+	nv[k->nr_mod].img = img ? img : opd_image_get(k->images, SFN_KERN, m.name, m.name_len);
 	if (nv[k->nr_mod].img)
 		k->nr_mod++;
 }

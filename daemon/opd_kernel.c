@@ -80,8 +80,3 @@ const struct opd_kernel_range *opd_kernel_find(const struct opd_kernel *k, uint6
 		*gap_end = lo < k->nr ? k->r[lo].start : UINT64_MAX;
 	return NULL;
 }
-
-size_t opd_kernel_count(const struct opd_kernel *k)
-{
-	return k->nr;
-}

@@ -31,6 +31,4 @@ int opd_kernel_add(struct opd_kernel *k, uint64_t start, uint64_t size, const ch
 const struct opd_kernel_range *opd_kernel_find(const struct opd_kernel *k, uint64_t pc,
 					       uint64_t *gap_start, uint64_t *gap_end);
 
-size_t opd_kernel_count(const struct opd_kernel *k);
-
 #endif

@@ -66,6 +66,8 @@ static void usage(FILE *f)
 		"                         MS / its number, what one leaves goes to the others\n"
 		"  --foreground           stay in the foreground, log to stderr too\n"
 		"  --verbose              log debug messages\n"
+		"  --list-collectors      the collectors, one a line with what each needs\n"
+		"                         and gives (what opcontrol asks)\n"
 		"  --help                 this text\n"
 		"  --version              the version\n", coll, back, DP_AG_GUEST_CPU_MS_MAX,
 		DP_AG_GUEST_CPU_MS, DP_AG_GUEST_CPU_MS_MAX, DP_AG_GUEST_CPU_TOTAL_MS);
@@ -75,7 +77,7 @@ enum {
 	OPT_SESSION = 256, OPT_COLLECTOR, OPT_INPUT, OPT_EVENT, OPT_SEPARATE, OPT_RECORD,
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP, OPT_VERSION,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
-	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL,
+	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL, OPT_LIST_COLLECTORS,
 };
 
 static const struct option long_opts[] = {
@@ -100,6 +102,7 @@ static const struct option long_opts[] = {
 	{ "max-open-files", required_argument, NULL, OPT_MAX_FILES },
 	{ "callgraph", required_argument, NULL, OPT_CALLGRAPH },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "list-collectors", no_argument, NULL, OPT_LIST_COLLECTORS },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
@@ -153,13 +156,11 @@ static int parse_trust(int opt, struct opd_conf *c)
 		return 0;
 	case OPT_PRIVSEP:
 		c->privsep = true;
-		c->privsep_asked = true;
 		if (optarg)
 			c->privsep_user = optarg;
 		return 0;
 	case OPT_NO_PRIVSEP:
 		c->privsep = false;
-		c->privsep_asked = true;
 		return 0;
 	case OPT_NO_DOM0:
 		c->xen_dom0 = false;
@@ -259,13 +260,15 @@ static int parse_one(int opt, struct opts *o)
 		return 2;
 	case OPT_VERSION:
 		return 3;
+	case OPT_LIST_COLLECTORS:
+		return 4;
 	default:
 		return parse_trust(opt, c);
 	}
 	return 0;
 }
 
-/* 0, 1 (usage error), 2 (--help) or 3 (--version) */
+/* 0, 1 (usage error), 2 (--help), 3 (--version) or 4 (--list-collectors) */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct opd_conf *c = &o->conf;
@@ -279,10 +282,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	env = getenv("DOMPROF_PRIVSEP");
 	if (env && (!strcmp(env, "0") || !strcmp(env, "no"))) {
 		c->privsep = false;
-		c->privsep_asked = true;
 	} else if (env && *env) {
 		c->privsep = true;
-		c->privsep_asked = true;
 		c->privsep_user = strcmp(env, "1") ? env : NULL;
 	}
 	optind = 1;
@@ -312,12 +313,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "oprofiled: --input is for --collector=file\n");
 		return 1;
 	}
+	if (!(caps & OPD_CAP_CALLCHAIN) && c->callgraph_depth) {
+		fprintf(stderr, "oprofiled: --callgraph: the %s collector records no call chains "
+			"(a replay has those of its stream)\n", c->collector);
+		return 1;
+	}
 	c->live_proc_lookup = caps & OPD_CAP_LIVE;
 	c->track_domains = caps & OPD_CAP_LIVE;
-	/* the default holds for collectors seen working under it (all the
-	 * built-in ones; the file collector reads no guest but the file) */
-	if (!c->privsep_asked && !(caps & OPD_CAP_PRIVSEP))
-		c->privsep = false;
 	return 0;
 }
 
@@ -731,9 +733,6 @@ static int run(struct opts *o, const struct ev_table *tab, bool *ready, bool *wo
 	void *state = NULL;
 	int ret, status = 1;
 
-	if (!c->privsep_asked && !(ops->caps & OPD_CAP_PRIVSEP))
-		du_info("privsep: not by default with the %s collector (not yet seen working "
-			"beside the monitor); --privsep asks for it", ops->name);
 	if (c->privsep && geteuid() != 0) {
 		du_info("privsep: not root, nothing to separate");
 		c->privsep = false;
@@ -840,11 +839,13 @@ int opd_main(int argc, char **argv)
 	du_log_set_prog("oprofiled");
 	memset(&o, 0, sizeof(o));
 	ret = parse_opts(argc, argv, &o);
-	if (ret == 2 || ret == 3) {
+	if (ret == 2 || ret == 3 || ret == 4) {
 		if (ret == 2)
 			usage(stdout);
-		else
+		else if (ret == 3)
 			du_cli_version(stdout, "oprofiled");
+		else
+			opd_collector_list(stdout);
 		return 0;
 	}
 	if (ret) {

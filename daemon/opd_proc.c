@@ -337,16 +337,6 @@ const struct opd_map *opd_proc_find_map(const struct opd_proc *p, uint64_t pc,
 	return NULL;
 }
 
-uint32_t opd_proc_tgid(const struct opd_proc *p)
-{
-	return p->tgid;
-}
-
-const char *opd_proc_comm_name(const struct opd_proc *p)
-{
-	return p->comm;
-}
-
 struct opd_image *opd_proc_main_image(const struct opd_proc *p)
 {
 	return p->main;
@@ -355,16 +345,6 @@ struct opd_image *opd_proc_main_image(const struct opd_proc *p)
 size_t opd_proc_nr_maps(const struct opd_proc *p)
 {
 	return p->nr_maps;
-}
-
-bool opd_proc_exited(const struct opd_proc *p)
-{
-	return p->exited;
-}
-
-size_t opd_procs_count(const struct opd_procs *t)
-{
-	return t->tab.count;
 }
 
 struct live_ctx {

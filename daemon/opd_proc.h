@@ -56,12 +56,9 @@ int opd_procs_reap(struct opd_procs *t, uint64_t now_ns);
 const struct opd_map *opd_proc_find_map(const struct opd_proc *p, uint64_t pc,
 					uint64_t *gap_start, uint64_t *gap_end);
 
-uint32_t opd_proc_tgid(const struct opd_proc *p);
-const char *opd_proc_comm_name(const struct opd_proc *p);
 /* The process's main binary, NULL if not known. */
 struct opd_image *opd_proc_main_image(const struct opd_proc *p);
 size_t opd_proc_nr_maps(const struct opd_proc *p);
-bool opd_proc_exited(const struct opd_proc *p);
 
 /*
  * Fill an unknown process from @proc_root (normally "/proc") once: its
@@ -73,8 +70,5 @@ int opd_proc_lookup_live(struct opd_procs *t, struct opd_proc *p, const char *pr
  * user pc that made the caller ask. */
 int opd_proc_lookup_via(struct opd_procs *t, struct opd_proc *p, uint64_t pc, opd_maps_src_fn src,
 			void *ctx);
-
-/* Number of processes in the table (lingering ones included). */
-size_t opd_procs_count(const struct opd_procs *t);
 
 #endif

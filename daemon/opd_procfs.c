@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "opd_procfs.h"
+#include "util/du_ksym.h"
 
 struct maps_line {
 	struct dp_raw_mmap m;
@@ -122,8 +123,6 @@ int opd_procfs_comm(const char *proc_root, pid_t pid, char comm[16])
 
 int opd_procfs_kernel_range(const char *kallsyms, uint64_t *start, uint64_t *end)
 {
-	unsigned long long addr;
-	char type, name[256];
 	char *line = NULL;
 	size_t cap = 0;
 	bool have_s = false, have_e = false;
@@ -132,13 +131,15 @@ int opd_procfs_kernel_range(const char *kallsyms, uint64_t *start, uint64_t *end
 	if (!f)
 		return -errno;
 	while (!(have_s && have_e) && getline(&line, &cap, f) > 0) {
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+		struct du_ksym s;
+
+		if (du_ksym_parse(line, &s))
 			continue;
-		if (!have_s && !strcmp(name, "_text")) {
-			*start = addr;
+		if (!have_s && s.name_len == 5 && !memcmp(s.name, "_text", 5)) {
+			*start = s.addr;
 			have_s = true;
-		} else if (!have_e && !strcmp(name, "_etext")) {
-			*end = addr;
+		} else if (!have_e && s.name_len == 6 && !memcmp(s.name, "_etext", 6)) {
+			*end = s.addr;
 			have_e = true;
 		}
 	}
@@ -151,8 +152,6 @@ int opd_procfs_kernel_range(const char *kallsyms, uint64_t *start, uint64_t *end
 
 int opd_procfs_modules(const char *modules, opd_kmod_fn fn, void *ctx)
 {
-	unsigned long long size, addr;
-	char name[128], refs[32], deps[1024], state[32];
 	char *line = NULL;
 	size_t cap = 0;
 	int ret = 0;
@@ -161,12 +160,12 @@ int opd_procfs_modules(const char *modules, opd_kmod_fn fn, void *ctx)
 	if (!f)
 		return -errno;
 	while (!ret && getline(&line, &cap, f) > 0) {
-		if (sscanf(line, "%127s %llu %31s %1023s %31s %llx", name, &size, refs, deps, state,
-			   &addr) != 6)
+		struct du_kmod m;
+
+		/* a module's name is under 64 bytes (MODULE_NAME_LEN) */
+		if (du_kmod_parse(line, &m) || !m.addr || !m.size || m.name_len >= 64)
 			continue;
-		if (!addr || !size)
-			continue;
-		ret = fn(ctx, addr, size, name, strlen(name));
+		ret = fn(ctx, m.addr, m.size, m.name, m.name_len);
 	}
 	free(line);
 	fclose(f);

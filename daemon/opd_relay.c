@@ -21,7 +21,6 @@ struct opd_relay_mon {
 	bool started;
 	char *buf;			/* bytes the pipe had no room for */
 	size_t len, cap;
-	unsigned long long sent;
 };
 
 /* Write what waits, as much as the pipe takes.  0 or -errno. */
@@ -40,7 +39,6 @@ static int flush_some(struct opd_relay_mon *r)
 			return -errno;
 		}
 		off += (size_t)n;
-		r->sent += (unsigned long long)n;
 	}
 	memmove(r->buf, r->buf + off, r->len - off);
 	r->len -= off;
@@ -188,13 +186,6 @@ int opd_relay_mon_collect(struct opd_relay_mon *r, bool start)
 		end_stream(r);
 	}
 	return ret;
-}
-
-void opd_relay_mon_counts(const struct opd_relay_mon *r, unsigned long long *sent,
-			  unsigned long long *pending)
-{
-	*sent = r ? r->sent : 0;
-	*pending = r ? r->len : 0;
 }
 
 void opd_relay_mon_close(struct opd_relay_mon *r)

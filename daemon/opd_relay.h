@@ -53,9 +53,6 @@ size_t opd_relay_mon_pollfds(struct opd_relay_mon *r, struct pollfd *pfd, size_t
 int opd_relay_mon_service(struct opd_relay_mon *r, const struct pollfd *pfd, size_t n);
 /* A COLLECT request: start, or stop and end the stream.  0 or -errno. */
 int opd_relay_mon_collect(struct opd_relay_mon *r, bool start);
-/* Bytes relayed, and bytes still waiting (for the log and tests). */
-void opd_relay_mon_counts(const struct opd_relay_mon *r, unsigned long long *sent,
-			  unsigned long long *pending);
 void opd_relay_mon_close(struct opd_relay_mon *r);	/* NULL accepted */
 
 /* ---- worker side --------------------------------------------------------- */

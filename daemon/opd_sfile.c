@@ -191,7 +191,7 @@ static int make_parents(char *path, size_t from)
 	int fd;
 
 	if (path[0] != '/')
-		return du_mkdir_parents(path, from - 1);
+		return du_mkdir_parents(path, from - 1, DU_SDIR_DIR_MODE);
 	fd = du_nf_open_parent(path, true, &base);
 	if (fd < 0)
 		return fd;

@@ -42,7 +42,6 @@
 	X(domain_refused)			\
 	X(privsep_agent_refused)		\
 	X(privsep_maps_refused)			\
-	X(privsep_bad_msgs)			\
 	X(privsep_worker_uid)			\
 	X(samples_vmm)				\
 	X(unresolved_no_domain)			\

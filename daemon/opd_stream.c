@@ -47,11 +47,6 @@ uint64_t opd_stream_offset(const struct opd_stream *s)
 	return s->offset;
 }
 
-bool opd_stream_has_header(const struct opd_stream *s)
-{
-	return s->have_header;
-}
-
 /* Find the record raw_decode refused, by walking the record lengths. */
 static size_t bad_record_offset(const uint8_t *buf, size_t len)
 {

@@ -40,6 +40,5 @@ int opd_stream_finish(struct opd_stream *s);
 
 /* Byte offset in the stream of the next byte expected. */
 uint64_t opd_stream_offset(const struct opd_stream *s);
-bool opd_stream_has_header(const struct opd_stream *s);
 
 #endif

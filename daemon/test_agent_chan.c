@@ -28,6 +28,7 @@
 #include "opd_image.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
+#include "test_stats_doc.h"
 
 #define MS 1000000ULL
 #define S (1000 * MS)
@@ -465,6 +466,7 @@ static void test_gone_domain(void)
 	cur = NULL;
 	CU_ASSERT(opd_agents_next(agents, &cur, &gone) == NULL);
 	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
+	CU_ASSERT_EQUAL(stats_keys_undocumented(path), 0);
 	CU_ASSERT(kv(path, "samples_received") && !strcmp(kv(path, "samples_received"), "2"));
 	CU_ASSERT(kv(path, "samples_anon") && !strcmp(kv(path, "samples_anon"), "2"));
 	CU_ASSERT(kv(path, "samples_user_resolved") &&

@@ -22,6 +22,7 @@
 #include "opd_guest_asid.h"
 #include "opd_imgcache.h"
 #include "sfname/sfname.h"
+#include "test_stats_doc.h"
 
 #define MS 1000000ULL
 #define NOW UINT64_MAX	/* a guest time after everything */
@@ -400,6 +401,7 @@ static void test_wrong_clock(void)
 	CU_ASSERT(stat_of(path, "asid_filed") > 350);
 	CU_ASSERT(stat_of(path, "asid_overrode_clock") >= 100);
 	CU_ASSERT(stat_of(path, "asid_seen") == 600);
+	CU_ASSERT_EQUAL(stats_keys_undocumented(path), 0);
 	opd_guest_free(g);
 }
 

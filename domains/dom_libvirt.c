@@ -910,23 +910,11 @@ const struct lvdom *dom_lv_next(const struct dom_lv *lv, const struct lvdom *pre
 	return prev ? prev->next : lv->list;
 }
 
-bool dom_lv_connected(const struct dom_lv *lv)
-{
-	return lv->conn != NULL;
-}
-
 const char *dom_lv_dom_name(const struct lvdom *d) { return d->name; }
 const char *dom_lv_dom_uuid(const struct lvdom *d) { return d->uuid; }
-int dom_lv_dom_id(const struct lvdom *d) { return d->id; }
 pid_t dom_lv_dom_pid(const struct lvdom *d) { return d->pid; }
 unsigned int dom_lv_dom_nr_vcpus(const struct lvdom *d) { return d->nr_vcpus; }
-const char *dom_lv_dom_agent_path(const struct lvdom *d) { return d->agent_path; }
 bool dom_lv_dom_selected(const struct lvdom *d) { return d->selected; }
-
-pid_t dom_lv_dom_vcpu_tid(const struct lvdom *d, unsigned int idx)
-{
-	return idx < d->nr_vcpus ? d->vcpu_tid[idx] : -1;
-}
 
 const char *dom_lv_dom_state(const struct lvdom *d)
 {

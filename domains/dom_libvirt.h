@@ -80,16 +80,12 @@ int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx);
 const struct lvdom *dom_lv_lookup_pid(const struct dom_lv *lv, pid_t pid, pid_t tid, int *vcpu);
 /* Iterate: NULL gives the first, NULL after the last. */
 const struct lvdom *dom_lv_next(const struct dom_lv *lv, const struct lvdom *prev);
-bool dom_lv_connected(const struct dom_lv *lv);
 
 const char *dom_lv_dom_name(const struct lvdom *d);
 const char *dom_lv_dom_uuid(const struct lvdom *d);	/* lowercase */
-int dom_lv_dom_id(const struct lvdom *d);
 const char *dom_lv_dom_state(const struct lvdom *d);
 pid_t dom_lv_dom_pid(const struct lvdom *d);		/* 0: QEMU not found */
 unsigned int dom_lv_dom_nr_vcpus(const struct lvdom *d);
-pid_t dom_lv_dom_vcpu_tid(const struct lvdom *d, unsigned int idx);
-const char *dom_lv_dom_agent_path(const struct lvdom *d);	/* NULL: none */
 bool dom_lv_dom_selected(const struct lvdom *d);
 
 #endif

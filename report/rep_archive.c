@@ -51,7 +51,7 @@ static int copy_file(const char *src, const char *dst)
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = du_mkdir_parents(tmp, 0);
+	rc = du_mkdir_parents(tmp, 0, 0755);
 	if (rc)
 		goto out;
 	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
@@ -143,7 +143,7 @@ static int store_by_build_id(const char *dir, const char *copy, const char *suff
 	free(arch);
 	if (!dst || !stat(dst, &st))
 		goto out;
-	rc = du_mkdir_parents(dst, 0);
+	rc = du_mkdir_parents(dst, 0, 0755);
 	if (!rc && link(copy, dst))
 		rc = copy_file(copy, dst);
 	if (rc)

@@ -9,6 +9,7 @@
 
 #include "rep_kernel.h"
 #include "rep_sym.h"
+#include "util/du_ksym.h"
 
 struct ksym {
 	uint64_t addr;
@@ -99,38 +100,18 @@ static struct kimage *push_img(struct rep_kernel *k, size_t *cap, const char *na
 	return im;
 }
 
-/* "ADDR TYPE NAME [\t[MOD]]" */
-static int parse_kallsyms_line(char *line, struct ksym *out)
+/* A kallsyms line (util/du_ksym.h) into @out, its strings copied. */
+static int parse_kallsyms_line(const char *line, struct ksym *out)
 {
-	char *p = line, *end, *name, *mod = NULL;
+	struct du_ksym s;
 
-	errno = 0;
-	out->addr = strtoull(p, &end, 16);
-	if (errno || end == p || (*end != ' ' && *end != '\t'))
+	if (du_ksym_parse(line, &s))
 		return -EINVAL;
-	p = end + strspn(end, " \t");
-	if (!*p || (p[1] != ' ' && p[1] != '\t'))
-		return -EINVAL;
-	out->type = p[0];
-	p += 1 + strspn(p + 1, " \t");
-	name = p;
-	p += strcspn(p, " \t\n");
-	if (p == name)
-		return -EINVAL;
-	if (*p) {
-		*p++ = '\0';
-		p += strspn(p, " \t");
-		if (*p == '[') {
-			mod = p + 1;
-			p = strchr(mod, ']');
-			if (!p || p == mod)
-				return -EINVAL;
-			*p = '\0';
-		}
-	}
-	out->name = strdup(name);
-	out->mod = mod ? strdup(mod) : NULL;
-	if (!out->name || (mod && !out->mod)) {
+	out->addr = s.addr;
+	out->type = s.type;
+	out->name = strndup(s.name, s.name_len);
+	out->mod = s.mod ? strndup(s.mod, s.mod_len) : NULL;
+	if (!out->name || (s.mod && !out->mod)) {
 		free(out->name);
 		free(out->mod);
 		return -ENOMEM;
@@ -186,25 +167,24 @@ static int load_kallsyms(struct rep_kernel *k, FILE *f, char *err, size_t errlen
 	return 0;
 }
 
-/* "name size refcount deps state address [taint]"; the refcount is "-"
- * on a kernel without module unloading, so it is read as a word */
+/* /proc/modules (util/du_ksym.h): each module's load address and size */
 static void load_modules(struct rep_kernel *k, FILE *f, size_t *cap)
 {
-	char line[4096];
+	char line[4096], name[256];
 
 	while (fgets(line, sizeof(line), f)) {
-		char name[256], ref[32], deps[2048], state[64];
-		unsigned long long size, addr;
+		struct du_kmod m;
 		struct kimage *im;
 
-		if (sscanf(line, "%255s %llu %31s %2047s %63s %llx", name, &size, ref, deps,
-			   state, &addr) != 6)
+		if (du_kmod_parse(line, &m) || m.name_len >= sizeof(name))
 			continue;
+		memcpy(name, m.name, m.name_len);
+		name[m.name_len] = '\0';
 		im = push_img(k, cap, name);
 		if (!im)
 			return;
-		im->base = addr;
-		im->size = size;
+		im->base = m.addr;
+		im->size = m.size;
 		im->have_base = true;
 	}
 }

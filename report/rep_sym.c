@@ -332,11 +332,6 @@ struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen)
 	return open_elf(path, -1, -1, false, REP_DEMANGLE_NORMAL, err, errlen);
 }
 
-struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen)
-{
-	return open_elf(name, fd, -1, false, REP_DEMANGLE_NORMAL, err, errlen);
-}
-
 struct rep_bin *rep_bin_open_split(const char *name, int fd, int dbg_fd, bool with_dyn,
 				   enum rep_demangle dm, char *err, size_t errlen)
 {

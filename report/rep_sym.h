@@ -40,9 +40,6 @@ void rep_demangle_smart(char *s);
  * that offset.  NULL with errno set and a reason in @err.
  */
 struct rep_bin *rep_bin_open_elf(const char *path, char *err, size_t errlen);
-/* The same from open file @fd (taken over: closed by the call), @name for
- * messages only. */
-struct rep_bin *rep_bin_open_elf_fd(const char *name, int fd, char *err, size_t errlen);
 
 /*
  * The same with the names from a separate debug file: sections (sample

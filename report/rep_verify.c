@@ -545,8 +545,6 @@ struct rep_vstore {
 	struct rep_strmap *verdicts;	/* "owner\1path" -> enum rep_vstate */
 	char **notes;
 	size_t nnotes;
-	rep_verify_fetch_fn fetch;
-	void *fetch_ctx;
 };
 
 struct rep_vstore *rep_vstore_new(const char *session_dir, const char *samples_dir)
@@ -649,7 +647,7 @@ size_t rep_vstore_recorded(struct rep_vstore *v, const char *domain, bool vmm, c
 int rep_vstore_pick(struct rep_vstore *v, const char *path, const struct rep_ident *ids,
 		    size_t nids, char *const *cands, size_t ncands, struct rep_vpick *out)
 {
-	return rep_verify_pick(path, ids, nids, cands, ncands, v->fetch, v->fetch_ctx, out);
+	return rep_verify_pick(path, ids, nids, cands, ncands, NULL, NULL, out);
 }
 
 void rep_vstore_verdict(struct rep_vstore *v, const char *domain, bool vmm, const char *path,
@@ -682,8 +680,3 @@ char *const *rep_vstore_notes(const struct rep_vstore *v, size_t *n)
 	return v->notes;
 }
 
-void rep_vstore_set_fetch(struct rep_vstore *v, rep_verify_fetch_fn fn, void *ctx)
-{
-	v->fetch = fn;
-	v->fetch_ctx = ctx;
-}

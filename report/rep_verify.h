@@ -131,7 +131,7 @@ void rep_vstore_free(struct rep_vstore *v);	/* NULL accepted */
 size_t rep_vstore_recorded(struct rep_vstore *v, const char *domain, bool vmm, const char *path,
 			   const struct rep_ident **ids);
 
-/* rep_verify_pick() with @v's fetch hook. */
+/* rep_verify_pick() without a fetch hook. */
 int rep_vstore_pick(struct rep_vstore *v, const char *path, const struct rep_ident *ids,
 		    size_t nids, char *const *cands, size_t ncands, struct rep_vpick *out);
 
@@ -145,8 +145,5 @@ int rep_vstore_state(const struct rep_vstore *v, const char *domain, bool vmm, c
 
 /* The header's warnings, in the order they arose; owned by @v. */
 char *const *rep_vstore_notes(const struct rep_vstore *v, size_t *n);
-
-/* Install the fetch hook (NULL: none, the default). */
-void rep_vstore_set_fetch(struct rep_vstore *v, rep_verify_fetch_fn fn, void *ctx);
 
 #endif

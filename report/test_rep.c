@@ -442,7 +442,7 @@ static void mkdirs(const char *path)
 	char buf[8192];
 
 	snprintf(buf, sizeof(buf), "%s", path);
-	CU_ASSERT_EQUAL_FATAL(du_mkdir_parents(buf, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_parents(buf, 0, 0755), 0);
 }
 
 struct kv {

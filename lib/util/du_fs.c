@@ -9,13 +9,13 @@
 
 #include "util/du_fs.h"
 
-int du_mkdir_parents(char *path, size_t from)
+int du_mkdir_parents(char *path, size_t from, mode_t mode)
 {
 	for (char *p = path + from; *p; p++) {
 		if (*p != '/' || p == path)
 			continue;
 		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST) {
+		if (mkdir(path, mode) && errno != EEXIST) {
 			int ret = -errno;
 
 			*p = '/';
@@ -32,7 +32,7 @@ int du_mkdir_p(const char *dir)
 
 	if (snprintf(buf, sizeof(buf), "%s/", dir) >= (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	return du_mkdir_parents(buf, 0);
+	return du_mkdir_parents(buf, 0, 0755);
 }
 
 ssize_t du_read_small(const char *path, char *buf, size_t cap)

@@ -7,12 +7,13 @@
 
 /*
  * Create every directory that ends at a '/' in @path after its first @from
- * bytes (the part before is known to exist), mode 0755; existing ones are
- * fine.  @path is restored before returning.  0 or -errno.
+ * bytes (the part before is known to exist), mode @mode (less the umask);
+ * existing ones are fine.  @path is restored before returning.  0 or -errno.
  */
-int du_mkdir_parents(char *path, size_t from);
+int du_mkdir_parents(char *path, size_t from, mode_t mode);
 
-/* Create directory @dir and its missing parents (mkdir -p). 0 or -errno. */
+/* Create directory @dir and its missing parents (mkdir -p), mode 0755.
+ * 0 or -errno. */
 int du_mkdir_p(const char *dir);
 
 /* Read at most @cap - 1 bytes of small file @path (one read: /proc files)

@@ -21,6 +21,7 @@
 #include "util/du_cli.h"
 #include "util/du_elfid.h"
 #include "util/du_fs.h"
+#include "util/du_ksym.h"
 #include "util/du_kv.h"
 #include "util/du_sdir.h"
 #include "util/du_separate.h"
@@ -257,10 +258,11 @@ static void test_mkdir_p(void)
 	CU_ASSERT(!stat("rel/x", &st) && S_ISDIR(st.st_mode));
 	/* parents only: the last component is left alone */
 	snprintf(path, sizeof(path), "%s/p/q/leaf", base);
-	CU_ASSERT_EQUAL(du_mkdir_parents(path, strlen(base)), 0);
+	umask(022);
+	CU_ASSERT_EQUAL(du_mkdir_parents(path, strlen(base), 0750), 0);
 	CU_ASSERT_STRING_EQUAL(path + strlen(base), "/p/q/leaf");	/* restored */
 	snprintf(path, sizeof(path), "%s/p/q", base);
-	CU_ASSERT(!stat(path, &st) && S_ISDIR(st.st_mode));
+	CU_ASSERT(!stat(path, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0750);
 	snprintf(path, sizeof(path), "%s/p/q/leaf", base);
 	CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
 	memset(path, 'x', sizeof(path) - 1);
@@ -680,6 +682,52 @@ static void test_elfid(void)
 	close(fd);
 }
 
+/* The kernel's tables, one line at a time, as the daemon and the report
+ * read them: a refcount of "-" (no module unloading) is a word like any. */
+static void test_ksym_lines(void)
+{
+	static const struct {
+		const char *line;
+		int ret;
+		const char *name;
+		uint64_t size, addr;
+	} mods[] = {
+		{ "kvm 1392640 1 kvm_intel, Live 0xffffffffc0a00000\n", 0, "kvm", 1392640,
+		  0xffffffffc0a00000ULL },
+		{ "virtio_net 8192 - - Live 0xffffffffc0002f00 (E)", 0, "virtio_net", 8192,
+		  0xffffffffc0002f00ULL },
+		{ "hidden 4096 0 - Live 0x0000000000000000\n", 0, "hidden", 4096, 0 },
+		{ "bad 12ab 0 - Live 0xffffffffc0000000\n", -EINVAL, NULL, 0, 0 },
+		{ "short 4096 0 - Live\n", -EINVAL, NULL, 0, 0 },
+		{ "big 4096 0 - Live 0x1ffffffffffffffff\n", -EINVAL, NULL, 0, 0 },
+		{ "", -EINVAL, NULL, 0, 0 },
+	};
+	struct du_kmod m;
+	struct du_ksym s;
+
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+		CU_ASSERT_EQUAL(du_kmod_parse(mods[i].line, &m), mods[i].ret);
+		if (mods[i].ret)
+			continue;
+		CU_ASSERT(m.name_len == strlen(mods[i].name) &&
+			  !memcmp(m.name, mods[i].name, m.name_len));
+		CU_ASSERT_EQUAL(m.size, mods[i].size);
+		CU_ASSERT_EQUAL(m.addr, mods[i].addr);
+	}
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffff81000000 T _text\n", &s), 0);
+	CU_ASSERT(s.addr == 0xffffffff81000000ULL && s.type == 'T' && s.name_len == 5 &&
+		  !memcmp(s.name, "_text", 5) && !s.mod);
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffffc0a01000 t vmx_exit\t[kvm_intel]\n", &s), 0);
+	CU_ASSERT(s.name_len == 8 && !memcmp(s.name, "vmx_exit", 8) && s.mod_len == 9 &&
+		  !memcmp(s.mod, "kvm_intel", 9));
+	CU_ASSERT_EQUAL(du_ksym_parse("0000000000000000 T _text", &s), 0);
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffff81000000 T\n", &s), -EINVAL);
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffff81000000 TT _text\n", &s), -EINVAL);
+	CU_ASSERT_EQUAL(du_ksym_parse("zz T _text\n", &s), -EINVAL);
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffffc0a01000 t f\t[]\n", &s), -EINVAL);
+	CU_ASSERT_EQUAL(du_ksym_parse("ffffffffc0a01000 t f\t[kvm\n", &s), -EINVAL);
+}
+
 int main(void)
 {
 	CU_pSuite s;
@@ -698,7 +746,8 @@ int main(void)
 	    !CU_add_test(s, "ELF build id and code segment", test_elfid) ||
 	    !CU_add_test(s, "worker user", test_worker_user) ||
 	    !CU_add_test(s, "files a root process writes", test_open_own) ||
-	    !CU_add_test(s, "worker roots", test_roots)) {
+	    !CU_add_test(s, "worker roots", test_roots) ||
+	    !CU_add_test(s, "kallsyms and /proc/modules lines", test_ksym_lines)) {
 		CU_cleanup_registry();
 		return 1;
 	}

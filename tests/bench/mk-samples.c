@@ -59,7 +59,7 @@ static int open_file(const char *session, char *line, struct odb **db, unsigned 
 	if (snprintf(path, sizeof(path), "%s/samples/current/%s", session, rel) >=
 	    (int)sizeof(path))
 		return -ENAMETOOLONG;
-	rc = du_mkdir_parents(path, strlen(session));
+	rc = du_mkdir_parents(path, strlen(session), 0750);
 	if (rc)
 		return rc;
 	snprintf(d.event, sizeof(d.event), "%s", ev);
