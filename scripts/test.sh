@@ -67,6 +67,8 @@ step "host end-to-end: session directory and opreport input attacks (issue 9)" t
 step "host end-to-end: privsep worker unprivileged under seccomp, profile whole" tests/e2e/host-privsep.sh
 step "host end-to-end: a live session against nobody, links and forged pid files (issue 23)" tests/e2e/trust-session.sh
 step "host: make install DESTDIR, install-module, make dist (issue 25)" tests/e2e/host-install.sh
+step "host: 50 domains replayed, no sample lost (samples in = samples in the files; run-bench --domains, issue 27)" \
+	tests/bench/run-bench.sh --domains 50 --samples 200000 --processes 100 --images 100 --runs 1
 # Lab self-checks: smoke (KVM guests in L1, perf sees their samples) and
 # libvirt (libvirtd in L1 runs a domain with its agent channel) test the
 # lab, not domprof.  They run when a lab test failed (3.9 minutes saved on
