@@ -120,9 +120,9 @@ bench_domains() {
 		printf "  peak memory: anonymous %.1f MiB (one domain %.1f), file-backed %.1f MiB (one domain %.1f)\n", b / 1024, a / 1024, fb / 1024, fa / 1024
 		printf "  anonymous memory per domain: %.1f KiB ((%d domains - one) / %d)\n", (b - a) / (n - 1), n, n - 1 }'
 	s=$work/dsession$domains
-	printf '  sample files: %s, open at most %s (descriptors, daemon and worker: peak %s), evicted %s in the last replay\n' \
-		"$(stat_of "$s" sample_files)" "${cap:-?}" "$(median <<<"${fds[$domains]}")" \
-		"$(stat_of "$s" sample_files_evicted)"
+	printf '  sample files: %s (%s MiB on disk), open at most %s (descriptors, daemon and worker: peak %s), evicted %s in the last replay\n' \
+		"$(stat_of "$s" sample_files)" "$(du -sm "$s/samples" | cut -f1)" "${cap:-?}" \
+		"$(median <<<"${fds[$domains]}")" "$(stat_of "$s" sample_files_evicted)"
 	d=$(ls "$s/samples/current/{domain}" | sed -n "$(((domains + 1) / 2))p")
 	for ((r = 1; r <= runs; r++)); do
 		run "opreport ($domains domains)" "$work/opreport.out" "$DP_PREFIX/bin/opreport" --session-dir="$s"
