@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,4 +270,90 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned,
 		s->reversed, s->doubted, s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
 		s->spaces_capped, s->waited, s->wait_expired);
+}
+
+/* ---- the tables of domains with no agent, by domain ---- */
+
+struct opd_gasid_dom {
+	const struct opd_image *domain;	/* NULL: a free slot */
+	struct opd_gasid *a;
+};
+
+struct opd_gasid_doms {
+	struct opd_images *images;
+	struct opd_gasid_dom *slot;	/* open addressing, mask + 1 of them */
+	size_t mask, used;
+};
+
+struct opd_gasid_doms *opd_gasid_doms_new(struct opd_images *images)
+{
+	struct opd_gasid_doms *m = calloc(1, sizeof(*m));
+
+	if (m)
+		m->images = images;
+	return m;
+}
+
+void opd_gasid_doms_free(struct opd_gasid_doms *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; m->slot && i <= m->mask; i++) {
+		if (m->slot[i].a)
+			opd_gasid_fini(m->slot[i].a);
+		free(m->slot[i].a);
+	}
+	free(m->slot);
+	free(m);
+}
+
+static struct opd_gasid_dom *doms_slot(struct opd_gasid_dom *slot, size_t mask,
+				       const struct opd_image *domain)
+{
+	size_t i = (size_t)(((uintptr_t)domain * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+
+	while (slot[i].domain && slot[i].domain != domain)
+		i = (i + 1) & mask;
+	return &slot[i];
+}
+
+/* Room for one more, kept at most half full. */
+static int doms_grow(struct opd_gasid_doms *m)
+{
+	size_t n = m->slot ? (m->mask + 1) * 2 : 64;
+	struct opd_gasid_dom *slot;
+
+	if (m->slot && (m->used + 1) * 2 <= m->mask + 1)
+		return 0;
+	slot = calloc(n, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; m->slot && i <= m->mask; i++)
+		if (m->slot[i].domain)
+			*doms_slot(slot, n - 1, m->slot[i].domain) = m->slot[i];
+	free(m->slot);
+	m->slot = slot;
+	m->mask = n - 1;
+	return 0;
+}
+
+struct opd_gasid *opd_gasid_doms_get(struct opd_gasid_doms *m, const struct opd_image *domain)
+{
+	struct opd_gasid_dom *d;
+
+	if (m->slot) {
+		d = doms_slot(m->slot, m->mask, domain);
+		if (d->domain)
+			return d->a;
+	}
+	if (m->used == OPD_GASID_MAX_DOMS || doms_grow(m))
+		return NULL;
+	d = doms_slot(m->slot, m->mask, domain);
+	d->a = malloc(sizeof(*d->a));
+	if (!d->a)
+		return NULL;
+	opd_gasid_init(d->a, OPD_GASID_MAX_SPACES, m->images);
+	d->domain = domain;
+	m->used++;
+	return d->a;
 }

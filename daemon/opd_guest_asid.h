@@ -136,4 +136,24 @@ struct opd_image *opd_gasid_bucket(struct opd_gasid *a, uint64_t asid);
 /* asid_* lines for the domain's stats file. */
 void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f);
 
+/*
+ * The tables of the domains whose guest-user samples are split here with
+ * no agent (opd_trans: replay, or a domain with no channel), found by the
+ * domain's name image through a hash.  At most OPD_GASID_MAX_DOMS of
+ * them, later domains share {anon:guest-user}: a table is
+ * OPD_GASID_SETS x OPD_GASID_WAYS entries of 144 bytes (144 KiB, of which
+ * only the pages of the sets its spaces fall in are touched), so the cap
+ * bounds the whole at 576 MiB, reached only if every domain shows a
+ * thousand spaces.
+ */
+#define OPD_GASID_MAX_DOMS	4096
+struct opd_gasid_doms;
+
+/* @images borrowed (for the buckets).  NULL with errno set. */
+struct opd_gasid_doms *opd_gasid_doms_new(struct opd_images *images);
+void opd_gasid_doms_free(struct opd_gasid_doms *m);	/* NULL accepted */
+/* The table of @domain, made on first use; NULL past the cap or out of
+ * memory. */
+struct opd_gasid *opd_gasid_doms_get(struct opd_gasid_doms *m, const struct opd_image *domain);
+
 #endif

@@ -20,15 +20,6 @@
 #define OPD_TRANS_CTX_BYTES	(16u << 20)
 #define OPD_TRANS_CTX_MAX	16384
 #define OPD_TRANS_CTX_BUCKETS	4096
-/* Domains whose guest-user samples are split per address space here
- * (those with no agent channel; opd_guest_asid.h); more share one bucket. */
-#define OPD_TRANS_ASID_DOMS	64
-
-struct opd_trans_asid {
-	struct opd_image *domain;
-	struct opd_gasid a;
-};
-
 struct opd_trans_cache {
 	uint64_t gen;
 	uint64_t start, len;	/* pc in [start, start + len) */
@@ -128,8 +119,9 @@ struct opd_trans {
 	struct opd_cc_chain chain;
 	bool chain_busy;	/* its sample is being filed */
 	bool chain_held;	/* ...and the chain went with it (a guest's) */
-	struct opd_trans_asid *asid_doms;	/* OPD_TRANS_ASID_DOMS, lazily */
-	size_t nr_asid_doms;
+	/* guest-user samples split per address space, for domains with no
+	 * agent (opd_guest_asid.h); lazily */
+	struct opd_gasid_doms *asid_doms;
 };
 
 
@@ -325,9 +317,7 @@ void opd_trans_free(struct opd_trans *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nr_asid_doms; i++)
-		opd_gasid_fini(&t->asid_doms[i].a);
-	free(t->asid_doms);
+	opd_gasid_doms_free(t->asid_doms);
 	free(t->ctx_pool);
 	free(t->ctx_hash);
 	free(t);
@@ -338,23 +328,14 @@ void opd_trans_free(struct opd_trans *t)
  * {anon:guest-user} bucket (no ASID, a table full, out of memory). */
 static struct opd_image *asid_bucket(struct opd_trans *t, struct opd_image *domain)
 {
-	struct opd_trans_asid *d = NULL;
+	struct opd_gasid *a;
 
 	if (!t->asid)
 		return NULL;
-	for (size_t i = 0; i < t->nr_asid_doms && !d; i++)
-		if (t->asid_doms[i].domain == domain)
-			d = &t->asid_doms[i];
-	if (!d) {
-		if (!t->asid_doms)
-			t->asid_doms = calloc(OPD_TRANS_ASID_DOMS, sizeof(*t->asid_doms));
-		if (!t->asid_doms || t->nr_asid_doms == OPD_TRANS_ASID_DOMS)
-			return NULL;
-		d = &t->asid_doms[t->nr_asid_doms++];
-		d->domain = domain;
-		opd_gasid_init(&d->a, OPD_GASID_MAX_SPACES, t->images);
-	}
-	return opd_gasid_bucket(&d->a, t->asid);
+	if (!t->asid_doms)
+		t->asid_doms = opd_gasid_doms_new(t->images);
+	a = t->asid_doms ? opd_gasid_doms_get(t->asid_doms, domain) : NULL;
+	return a ? opd_gasid_bucket(a, t->asid) : NULL;
 }
 
 void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains)

@@ -557,6 +557,32 @@ static void test_guest_asid_buckets(void)
 	teardown();
 }
 
+/* Many domains (the benchmark's 1,000; the split once stopped at 64):
+ * each domain's address spaces get their own buckets. */
+static void test_guest_asid_many_domains(void)
+{
+	struct want w = { .ikind = SFN_ANON, .image = "guest-user:as1", .dkind = SFN_ANON,
+			  .dep = "guest-user:as1", .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL,
+			  .key = 0x401000 };
+	char name[32];
+
+	setup("none");
+	for (uint32_t d = 0; d < 200; d++) {
+		put_ctx(0, 5000 + d, 5000 + d, DP_MODE_GUEST_USER);
+		CU_ASSERT(raw_put_domain(fx.w, 5000 + d, 0) == 0);
+		CU_ASSERT(raw_put_asid(fx.w, 0x1234000) == 0);
+		raw_put_sample(fx.w, 0x401000, 0);
+	}
+	finish();
+	for (uint32_t d = 0; d < 200; d += 199) {
+		snprintf(name, sizeof(name), "pid-%u", 5000 + d);
+		w.domain = name;
+		lookup(&w);
+		CU_ASSERT(w.count == 1);
+	}
+	teardown();
+}
+
 static void test_stats_file(void)
 {
 	char path[128], line[256];
@@ -1080,6 +1106,7 @@ int main(void)
 		{ "events and a bad event index", test_events_and_bad_event },
 		{ "guest samples", test_guest },
 		{ "guest-user samples per address space (ASID)", test_guest_asid_buckets },
+		{ "... in each of 200 domains", test_guest_asid_many_domains },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
 		{ "overlapping mappings", test_map_overlap },

@@ -38,6 +38,7 @@ struct collector {
 	size_t cg_from_group, cg_to_group;
 	const struct rep_bin *cg_from_bin, *cg_to_bin;
 	size_t nseen;		/* regular files under the sample directory */
+	size_t npruned;		/* trees not walked: no file of theirs can match */
 	size_t ncorrupt;	/* sample files refused as corrupt */
 	struct rep_strmap *groups;
 	struct rep_u64map *rowmap;
@@ -147,6 +148,21 @@ static int keep_file(struct collector *c, const char *path, struct sfn_name *n)
 	return add_file(&c->files, &c->nfiles, &c->cap, path, n);
 }
 
+/*
+ * Does the directory @e hold files --domain lets through?  With domains
+ * named, the host's trees (every top directory but {domain}) and the other
+ * domains' ({domain}/NAME) are not walked: a report of one domain among a
+ * thousand reads its own directories, not the session's.
+ */
+static bool tree_wanted(const struct collector *c, const FTSENT *e)
+{
+	if (e->fts_level == 1)
+		return !strcmp(e->fts_name, "{domain}") || rep_spec_domain_ok(c->o->spec, NULL);
+	if (e->fts_level == 2 && !strcmp(e->fts_parent->fts_name, "{domain}"))
+		return rep_spec_domain_dir_ok(c->o->spec, e->fts_name);
+	return true;
+}
+
 static int find_files(struct collector *c, const char *dir)
 {
 	char *const roots[] = { (char *)dir, NULL };
@@ -168,6 +184,11 @@ static int find_files(struct collector *c, const char *dir)
 		}
 		/* the daemon's stacks (doc/sample-files.md): for the views */
 		if (e->fts_info == FTS_D && e->fts_level == 1 && !strcmp(e->fts_name, "{stacks}")) {
+			fts_set(fts, e, FTS_SKIP);
+			continue;
+		}
+		if (e->fts_info == FTS_D && !tree_wanted(c, e)) {
+			c->npruned++;
 			fts_set(fts, e, FTS_SKIP);
 			continue;
 		}
@@ -643,7 +664,7 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		goto out_free;
 	}
 	if (!c.nfiles) {
-		if (c.nseen)
+		if (c.nseen || c.npruned)
 			du_err("no sample file in %s matches the profile specification", dir);
 		else
 			du_err("no sample files in %s", dir);

@@ -277,6 +277,25 @@ bool rep_spec_domain_ok(const struct rep_spec *s, const char *domain)
 	return strlist_has(&s->domain, domain ? domain : "host");
 }
 
+bool rep_spec_domain_dir_ok(const struct rep_spec *s, const char *comp)
+{
+	char esc[SFN_MAX_PATH + 1];
+	size_t len = strlen(comp);
+
+	if (!s->domain.given)
+		return true;
+	for (size_t i = 0; i < s->domain.n; i++) {
+		const char *d = s->domain.v[i];
+
+		/* a name that cannot be escaped: keep the walk whole */
+		if (sfn_escape_component(d, strlen(d), esc, sizeof(esc)) < 0)
+			return true;
+		if (!strncmp(esc, comp, len) && (esc[len] == '\0' || esc[len] == '/'))
+			return true;
+	}
+	return false;
+}
+
 bool rep_spec_match(const struct rep_spec *s, const struct sfn_name *n)
 {
 	if (!rep_spec_domain_ok(s, n->domain))

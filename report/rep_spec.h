@@ -46,4 +46,10 @@ bool rep_spec_match(const struct rep_spec *s, const struct sfn_name *n);
 /* Does @s restrict the domain, and does it let @domain (NULL: host) through? */
 bool rep_spec_domain_ok(const struct rep_spec *s, const char *domain);
 
+/* May the directory samples/current/{domain}/@comp hold files of a
+ * domain @s lets through?  @comp is one escaped path component (a long
+ * name's first part: sfn_escape_component).  Lets the walk skip the
+ * other domains' trees. */
+bool rep_spec_domain_dir_ok(const struct rep_spec *s, const char *comp);
+
 #endif

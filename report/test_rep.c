@@ -231,6 +231,37 @@ static void test_spec_good(void)
 	CU_ASSERT_FALSE(spec_matches(a16, &bash));
 }
 
+/* The walk skips the trees of domains --domain leaves out: which
+ * {domain}/COMP directories may hold a selected domain's files. */
+static void test_spec_domain_dirs(void)
+{
+	struct rep_spec *s = rep_spec_new();
+	char err[256], longname[301], esc[SFN_MAX_PATH + 1], *cut;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+	CU_ASSERT_TRUE(rep_spec_domain_dir_ok(s, "anything"));	/* no --domain */
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	CU_ASSERT(rep_spec_add(s, "domain:web1,a{b},host", err, sizeof(err)) == 0);
+	CU_ASSERT(rep_spec_add_domains(s, longname, err, sizeof(err)) == 0);
+	CU_ASSERT_TRUE(rep_spec_domain_dir_ok(s, "web1"));
+	CU_ASSERT_FALSE(rep_spec_domain_dir_ok(s, "web2"));
+	CU_ASSERT_FALSE(rep_spec_domain_dir_ok(s, "web"));
+	CU_ASSERT_FALSE(rep_spec_domain_dir_ok(s, "web10"));
+	CU_ASSERT_FALSE(rep_spec_domain_dir_ok(s, "a{b}"));	/* escaped on disk */
+	CU_ASSERT(sfn_escape_component("a{b}", 4, esc, sizeof(esc)) > 0);
+	CU_ASSERT_TRUE(rep_spec_domain_dir_ok(s, esc));
+	/* a long name is several levels: its first is the directory */
+	CU_ASSERT(sfn_escape_component(longname, strlen(longname), esc, sizeof(esc)) > 0);
+	cut = strchr(esc, '/');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cut);
+	*cut = '\0';
+	CU_ASSERT_TRUE(rep_spec_domain_dir_ok(s, esc));
+	esc[10] = '\0';
+	CU_ASSERT_FALSE(rep_spec_domain_dir_ok(s, esc));
+	rep_spec_free(s);
+}
+
 static void test_spec_bad(void)
 {
 	static const char *const bad[] = {
@@ -1129,6 +1160,7 @@ int main(void)
 	s = CU_add_suite("rep", NULL, NULL);
 	CU_add_test(s, "spec parsing and matching", test_spec_good);
 	CU_add_test(s, "bad specs", test_spec_bad);
+	CU_add_test(s, "--domain: the domain directories walked", test_spec_domain_dirs);
 	CU_add_test(s, "options", test_opts);
 	CU_add_test(s, "percent format", test_pct);
 	CU_add_test(s, "symbols: non-PIE", test_sym_nopie);

@@ -78,6 +78,8 @@ step "host: make install DESTDIR, install-module, install-dkms, make dist (issue
 if [ "${DP_DISTCHECK:-0}" = 1 ]; then
 	step "host: make distcheck (issue 25)" make -C "$build" -j"$(nproc)" distcheck
 fi
+step "host: 50 domains replayed, no sample lost (samples in = samples in the files; run-bench --domains, issue 27)" \
+	tests/bench/run-bench.sh --domains 50 --samples 200000 --processes 100 --images 100 --runs 1
 # Lab self-checks: smoke (KVM guests in L1, perf sees their samples) and
 # libvirt (libvirtd in L1 runs a domain with its agent channel) test the
 # lab, not domprof.  They run when a lab test failed (3.9 minutes saved on

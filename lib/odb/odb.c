@@ -99,7 +99,14 @@ static void odb_free(struct odb *db)
 	free(db);
 }
 
-/* Chain the committed nodes into the (empty) index. */
+/*
+ * Chain the committed nodes into the (empty) index.  A file reopened at
+ * the capacity it was written with already holds these chains (odb_insert
+ * chains a node to its bucket's head, as this does), so a link is written
+ * only where it differs: a reopen then reads the nodes' pages without
+ * dirtying them (a write fault each, and their writeback), which under
+ * many files and an LRU of open ones was most of a reopen's cost.
+ */
 static void odb_rebuild_index(struct odb *db)
 {
 	uint64_t i;
@@ -107,7 +114,8 @@ static void odb_rebuild_index(struct odb *db)
 	for (i = 0; i < db->committed; i++) {
 		uint32_t h = odb_hash(db->nodes[i].key, db->shift);
 
-		db->nodes[i].next = db->buckets[h];
+		if (db->nodes[i].next != db->buckets[h])
+			db->nodes[i].next = db->buckets[h];
 		db->buckets[h] = (uint32_t)(i + 1);
 	}
 }

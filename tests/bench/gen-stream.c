@@ -4,6 +4,7 @@
  *
  *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
  *              [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]
+ *              [--domains N [--guest-procs G]] [--cpus C]
  *
  * --perf also writes the same profile as a perf.data in perf's pipe format
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
@@ -19,6 +20,17 @@
  * (tests/bench/compare-filing.sh): each run's thread is one of four of its
  * process, and every eighth run is a guest's (a DOMAIN record keyed by the
  * process, a vCPU, an address space, guest kernel and user samples).
+ * --domains N: N guests besides the host's processes, each a QEMU process
+ * (pid 100000 + 16 x d, DOM_VCPUS vCPU threads after it) with G guest
+ * processes (--guest-procs, default 20), each its own address space
+ * (DP_RAW_ASID).  Of the runs, 85% are a guest's (TASK of a vCPU thread,
+ * DOMAIN keyed by the QEMU pid with the vCPU, ASID of the guest process,
+ * guest user and 10% guest kernel samples; domain uniform, half the runs
+ * on its first two processes), 5% its QEMU's own work (host user and
+ * kernel in QEMU's images), 10% the host's processes.  A replay files the
+ * guest samples under domain pid-<QEMU pid>, user samples per address
+ * space (doc/raw-stream.md); not written to --perf.
+ * --cpus C: runs go round the C CPUs (default 2).
  */
 #include "config.h"
 
@@ -42,15 +54,20 @@
 #define RUN		64
 #define KERNEL_BASE	0xffffffff81000000ull
 #define KERNEL_SIZE	(16u << 20)
+#define DOM_VCPUS	4
+#define DOM_PID_BASE	100000u
+#define DOM_PID_STEP	16u
 
 struct gen_proc {
 	uint32_t pid;
+	bool qemu;		/* a domain's QEMU: its main binary is QEMU's */
 	uint32_t image[1 + LIBS_PER_PROC];
 };
 
 struct gen_opts {
 	unsigned hot, depth;
 	bool mixed;
+	unsigned nr_doms, guest_procs;
 };
 
 static uint64_t rng_state;
@@ -166,7 +183,7 @@ static int put_process(struct raw_writer *w, struct perf_out *po, const struct g
 	char path[64], comm[16];
 	int err;
 
-	snprintf(comm, sizeof(comm), "bench%u", p->pid);
+	snprintf(comm, sizeof(comm), p->qemu ? "qemu%u" : "bench%u", p->pid);
 	err = raw_put_comm(w, p->pid, p->pid, DP_RAW_COMM_EXEC, comm);
 	if (po)
 		perf_comm(po, p->pid, comm);
@@ -175,7 +192,9 @@ static int put_process(struct raw_writer *w, struct perf_out *po, const struct g
 			.pid = p->pid, .tid = p->pid, .start = map_start(s), .len = IMAGE_SIZE,
 			.pgoff = 0, .ino = p->image[s] + 1, .prot = 5,
 		};
-		int n = snprintf(path, sizeof(path), s == 0 ? "/usr/bin/bench/app%05u" :
+		int n = s == 0 && p->qemu ?
+			snprintf(path, sizeof(path), "/usr/bin/qemu-system-x86_64") :
+			snprintf(path, sizeof(path), s == 0 ? "/usr/bin/bench/app%05u" :
 				 "/usr/lib/bench/lib%05u.so", p->image[s]);
 
 		err = raw_put_mmap(w, &m, path, (size_t)n);
@@ -263,6 +282,92 @@ static int put_run(struct raw_writer *w, struct perf_out *po, const struct gen_o
 	return err;
 }
 
+/*
+ * A run of @n samples of guest process @gp of domain @q (its QEMU) on a
+ * vCPU: the vCPU thread's TASK, the DOMAIN and the process's ASID, then
+ * guest user and kernel samples.
+ */
+static int put_guest_run(struct raw_writer *w, const struct gen_opts *go, const struct gen_proc *q,
+			 uint64_t now, unsigned cpu, unsigned n)
+{
+	uint64_t r = rng();
+	uint32_t vcpu = (uint32_t)(r % DOM_VCPUS);
+	/* half the runs on the domain's first two processes */
+	unsigned span = (r >> 8) & 1 ? (go->guest_procs < 2 ? go->guest_procs : 2) : go->guest_procs;
+	uint64_t gp = (r >> 16) % span;
+	int mode = -1;
+	int err = raw_put_time(w, now);
+
+	if (!err)
+		err = raw_put_cpu(w, cpu);
+	if (!err)
+		err = raw_put_task(w, q->pid, q->pid + 1 + vcpu);
+	if (!err)
+		err = raw_put_domain(w, q->pid, vcpu);
+	if (!err)
+		err = raw_put_asid(w, 0x1000 * (1 + gp));
+	for (unsigned k = 0; !err && k < n; k++) {
+		uint64_t x = rng();
+		bool kernel = (x % 10) == 0;
+		int m = kernel ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
+
+		if (mode != m) {
+			mode = m;
+			err = raw_put_mode(w, (uint32_t)mode);
+		}
+		if (!err)
+			err = raw_put_sample(w, gen_pc(go, x, kernel, r), 0);
+	}
+	return err;
+}
+
+/* The next run: a host process's, or with domains (put_guest_run) a
+ * guest's or its QEMU's. */
+static int put_any_run(struct raw_writer *w, struct perf_out *po, const struct gen_opts *go,
+		       const struct gen_proc *procs, unsigned nr_procs, const struct gen_proc *qemus,
+		       uint64_t now, unsigned cpu, unsigned n)
+{
+	unsigned span;
+
+	if (go->nr_doms) {
+		unsigned pick = (unsigned)(rng() % 20);
+		const struct gen_proc *q = &qemus[rng() % go->nr_doms];
+
+		if (pick >= 3)
+			return put_guest_run(w, go, q, now, cpu, n);
+		if (pick == 2)
+			return put_run(w, po, go, q, now, cpu, n);
+	}
+	/* Skew: half the runs go to the first tenth of the processes. */
+	span = (rng() & 1) ? (nr_procs + 9) / 10 : nr_procs;
+	return put_run(w, po, go, &procs[rng() % span], now, cpu, n);
+}
+
+/* The processes' sideband: the host's (@procs), then the domains' QEMUs. */
+static int put_processes(struct raw_writer *w, struct perf_out *po, struct gen_proc *procs,
+			 unsigned nr_procs, struct gen_proc *qemus, unsigned nr_doms,
+			 unsigned nr_images)
+{
+	int err = 0;
+
+	for (unsigned i = 0; !err && i < nr_procs + nr_doms; i++) {
+		struct gen_proc *p = i < nr_procs ? &procs[i] : &qemus[i - nr_procs];
+
+		if (i < nr_procs) {
+			p->pid = 1000 + i;
+			p->image[0] = i % nr_images;
+		} else {
+			p->pid = DOM_PID_BASE + DOM_PID_STEP * (i - nr_procs);
+			p->qemu = true;
+			p->image[0] = nr_images;	/* its own inode */
+		}
+		for (unsigned s = 1; s <= LIBS_PER_PROC; s++)
+			p->image[s] = (unsigned)(rng() % nr_images);
+		err = put_process(w, p->qemu ? NULL : po, p);
+	}
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -275,21 +380,24 @@ int main(int argc, char **argv)
 		{ "hot", required_argument, NULL, 'h' },
 		{ "callchain", required_argument, NULL, 'c' },
 		{ "mixed", no_argument, NULL, 'm' },
+		{ "domains", required_argument, NULL, 'd' },
+		{ "guest-procs", required_argument, NULL, 'g' },
+		{ "cpus", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull;
-	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0;
-	struct gen_opts go = { .hot = 256 };
+	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0, nr_cpus = 2;
+	struct gen_opts go = { .hot = 256, .guest_procs = 20 };
 	const char *out = NULL, *perf_path = NULL;
 	struct perf_out perf = { 0 }, *po = NULL;
 	struct dp_raw_event ev = { .name = "TIMER", .count = 100000,
 				   .flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER };
-	struct gen_proc *procs;
+	struct gen_proc *procs, *qemus;
 	struct raw_writer *w;
 	int c, fd, err = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
-	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:m", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:md:g:C:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'P': perf_path = optarg; break;
@@ -300,17 +408,23 @@ int main(int argc, char **argv)
 		case 'h': go.hot = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'c': go.depth = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'm': go.mixed = true; break;
+		case 'd': go.nr_doms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'g': go.guest_procs = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'C': nr_cpus = (unsigned)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed] [--domains N [--guest-procs G]] [--cpus C]\n");
 			return 1;
 		}
 	}
-	if (!out || !nr_procs || !go.hot || nr_images < 1 + LIBS_PER_PROC || go.depth > DP_RAW_CC_MAX) {
-		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d, --callchain <= %d\n",
+	if (!out || !nr_procs || !go.hot || nr_images < 1 + LIBS_PER_PROC || go.depth > DP_RAW_CC_MAX ||
+	    !nr_cpus || !go.guest_procs || go.nr_doms > 100000 || (go.nr_doms && (perf_path || go.mixed))) {
+		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d, --callchain <= %d, "
+			"--cpus and --guest-procs >= 1, --domains <= 100000 and not with --perf or --mixed\n",
 			1 + LIBS_PER_PROC, DP_RAW_CC_MAX);
 		return 1;
 	}
-	procs = calloc(nr_procs, sizeof(*procs));
+	procs = calloc(nr_procs + go.nr_doms, sizeof(*procs));
+	qemus = procs ? procs + nr_procs : NULL;
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (!procs || fd < 0) {
 		fprintf(stderr, "gen-stream: %s: %s\n", out, strerror(errno));
@@ -335,22 +449,14 @@ int main(int argc, char **argv)
 	err = raw_put_header(w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, now, &ev, 1);
 	if (!err)
 		err = raw_put_kmod(w, KERNEL_BASE, KERNEL_SIZE, "vmlinux", 7);
-	for (unsigned i = 0; !err && i < nr_procs; i++) {
-		procs[i].pid = 1000 + i;
-		procs[i].image[0] = i % nr_images;
-		for (unsigned s = 1; s <= LIBS_PER_PROC; s++)
-			procs[i].image[s] = (unsigned)(rng() % nr_images);
-		err = put_process(w, po, &procs[i]);
-	}
+	if (!err)
+		err = put_processes(w, po, procs, nr_procs, qemus, go.nr_doms, nr_images);
 	while (!err && written < nr_samples) {
-		/* Skew: half the runs go to the first tenth of the processes. */
-		unsigned span = (rng() & 1) ? (nr_procs + 9) / 10 : nr_procs;
-		const struct gen_proc *p = &procs[rng() % span];
 		uint64_t n = nr_samples - written < RUN ? nr_samples - written : RUN;
 
 		now += 100000;
-		cpu = (cpu + 1) % 2;
-		err = put_run(w, po, &go, p, now, cpu, (unsigned)n);
+		cpu = (cpu + 1) % nr_cpus;
+		err = put_any_run(w, po, &go, procs, nr_procs, qemus, now, cpu, (unsigned)n);
 		written += n;
 	}
 	if (!err)
@@ -363,8 +469,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gen-stream: writing %s: %s\n", out, strerror(err ? -err : errno));
 		return 1;
 	}
-	printf("gen-stream: %" PRIu64 " samples, %u processes, %u images -> %s\n",
-	       written, nr_procs, nr_images, out);
+	printf("gen-stream: %" PRIu64 " samples, %u processes, %u images, %u domains x %u guest processes, %u CPUs -> %s\n",
+	       written, nr_procs, nr_images, go.nr_doms, go.nr_doms ? go.guest_procs : 0, nr_cpus, out);
 	free(procs);
 	return 0;
 }

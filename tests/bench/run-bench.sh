@@ -13,22 +13,32 @@
 # per CPU-second of the daemon (user + system), so other work on the
 # machine does not count.  It prints figures and asserts nothing about time.
 #   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H]
-#                            [--cc-samples N] [--no-perf]
+#                            [--cc-samples N] [--no-perf] [--domains N [--guest-procs G] [--runs R]]
 # (--hot: distinct hot offsets per image, see gen-stream.c)
+# --domains N: instead, the scale of domains (tests/bench/domains-lib.sh):
+# a stream of N guests (gen-stream --domains, G processes each, default 20,
+# 64 CPUs) against the same stream with one guest, each replayed R times
+# (default 3) into a new session and again into it; it prints the medians,
+# the daemon's peak memory and open files, the reports' times, and fails
+# when a sample is lost (samples replayed != samples in the files).
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream).
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
 samples=50000000 procs=1000 images=1000 hot=256 perf=1 cc_samples=2000000
+domains=0 guest_procs=20 runs=3
 while [ $# -gt 0 ]; do
 	case $1 in
+	--domains) domains=$2; shift ;;
+	--guest-procs) guest_procs=$2; shift ;;
+	--runs) runs=$2; shift ;;
 	--samples) samples=$2; shift ;;
 	--processes) procs=$2; shift ;;
 	--images) images=$2; shift ;;
 	--hot) hot=$2; shift ;;
 	--cc-samples) cc_samples=$2; shift ;;
 	--no-perf) perf=0 ;;
-	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--cc-samples N] [--no-perf]" >&2; exit 1 ;;
+	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--cc-samples N] [--no-perf] [--domains N [--guest-procs G] [--runs R]]" >&2; exit 1 ;;
 	esac
 	shift
 done
@@ -49,6 +59,12 @@ run() {
 	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
 	printf '%-28s wall %7.2f s  cpu %7.2f s  peak RSS %7.1f MiB\n' "$label" "$wall" "$cpu" "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')"
 }
+
+if [ "$domains" -gt 0 ]; then
+	. "$(dirname "$0")/domains-lib.sh"
+	bench_domains
+	exit
+fi
 
 gen_args=(--out "$work/bench.raw" --samples "$samples" --processes "$procs" --images "$images" --hot "$hot")
 [ $perf = 1 ] && gen_args+=(--perf "$work/bench.perf")

@@ -1,0 +1,133 @@
+# The domain scale benchmark of tests/bench/run-bench.sh --domains N (sourced
+# by it: $work, $samples, $procs, $images, $hot, $domains, $guest_procs,
+# $runs, $DP_PREFIX and $DP_BUILD are set).
+#
+# Two streams of $samples samples over 64 CPUs (gen-stream --domains): one
+# with N guests and one with a single guest, the rest alike (the host's
+# processes, 85% of the runs a guest's).  Each is replayed $runs times,
+# interleaved, into a new session and then again into it (steady state).
+# Printed: each replay's CPU seconds and ingest rate and their medians,
+# N's steady rate against one guest's; the daemon's peak memory
+# (anonymous and file-backed, polled from /proc: the replay maps its
+# input, which counts as file-backed) and its extra anonymous memory per
+# domain; the peak of its open descriptors against its cap of open sample
+# files, and the files evicted; opreport's summary and --domain=X -l.
+# Fails when a sample is lost: after each session's two replays the
+# daemon's stats must say every sample filed, none lost or in error, and
+# the sample files must hold exactly twice the stream (tests/bench/sum-samples).
+
+# watch_daemon TIMEPID OUT: polls the processes under TIMEPID (the daemon
+# and its privsep worker) until it exits; OUT gets "peak-anon-KiB
+# peak-file-KiB peak-fds" summed over them.
+watch_daemon() {
+	local top=$1 out=$2 anon=0 file=0 fds=0 pids p a f n pa pf
+	set +e	# a process may go between two looks
+	while kill -0 "$top" 2>/dev/null; do
+		pids=$(pgrep -P "$top" || true)
+		for p in $pids; do pids+=" $(pgrep -P "$p" || true)"; done
+		a=0 f=0 n=0
+		for p in $pids; do
+			read -r pa pf < <(awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 }
+				END { print a + 0, f + 0 }' "/proc/$p/status" 2>/dev/null || echo "0 0")
+			a=$((a + pa)) f=$((f + pf))
+			n=$((n + $(find "/proc/$p/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)))
+		done
+		[ $a -gt $anon ] && anon=$a
+		[ $f -gt $file ] && file=$f
+		[ $n -gt $fds ] && fds=$n
+		sleep 0.2
+	done
+	echo "$anon $file $fds" >"$out"
+}
+
+# replay_watched STREAM SESSION: one replay; sets $cpu (user + system of the
+# daemon and its worker), $peak_anon $peak_file (KiB), $peak_fds
+replay_watched() {
+	local user sys wall rss
+	/usr/bin/time -f '%e %U %S %M' -o "$work/time.out" "$DP_PREFIX/sbin/oprofiled" \
+		--collector=file --input="$1" --session-dir="$2" --separate=lib --foreground &
+	local tpid=$!
+	watch_daemon "$tpid" "$work/mem.out" &
+	local wpid=$!
+	wait "$tpid" || { echo "run-bench: oprofiled failed replaying $1" >&2; exit 1; }
+	wait "$wpid" || true
+	read -r wall user sys rss <"$work/time.out"
+	read -r peak_anon peak_file peak_fds <"$work/mem.out"
+	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
+}
+
+stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1/stats"; }
+
+# check_no_loss SESSION: the daemon filed every sample of the last replay
+# and the files hold both replays' samples
+check_no_loss() {
+	local s=$1 got
+	for k in samples_received samples_filed; do
+		[ "$(stat_of "$s" "$k")" = "$samples" ] ||
+			{ echo "run-bench: LOST: $k $(stat_of "$s" "$k"), not $samples" >&2; exit 1; }
+	done
+	for k in samples_lost sample_file_errors; do
+		[ "$(stat_of "$s" "$k")" = 0 ] ||
+			{ echo "run-bench: LOST: $k $(stat_of "$s" "$k")" >&2; exit 1; }
+	done
+	got=$("$DP_BUILD/tests/bench/sum-samples" "$s") || { echo "run-bench: sum-samples failed" >&2; exit 1; }
+	[ "${got##* }" = $((2 * samples)) ] ||
+		{ echo "run-bench: LOST: the sample files hold ${got##* } samples, not $((2 * samples))" >&2; exit 1; }
+	printf '  no loss: %s samples replayed twice, %s in %s sample files\n' "$samples" "${got##* }" \
+		"$(echo "$got" | cut -d' ' -f2)"
+}
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+rate() { awk -v n="$samples" -v c="$1" 'BEGIN { printf "%.2f", n / c / 1e6 }'; }
+
+bench_domains() {
+	local n d r kind s cap
+	declare -A new steady anon file fds
+	for n in 1 "$domains"; do
+		run "generate, $n domains" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/dom$n.raw" \
+			--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" \
+			--domains "$n" --guest-procs "$guest_procs" --cpus 64
+	done
+	for ((r = 1; r <= runs; r++)); do
+		for n in 1 "$domains"; do
+			s=$work/dsession$n
+			rm -rf "$s"
+			cat "$work/dom$n.raw" >/dev/null
+			for kind in new steady; do
+				replay_watched "$work/dom$n.raw" "$s"
+				if [ $kind = new ]; then new[$n]+="$cpu "; else steady[$n]+="$cpu "; fi
+				anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
+				printf '%-6s domains %5d, run %d, %-6s cpu %7.2f s  %6s M/CPU-s  peak anon %7.1f MiB, file %7.1f MiB, fds %6d\n' \
+					"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu")" \
+					"$(awk -v k="$peak_anon" 'BEGIN { print k / 1024 }')" \
+					"$(awk -v k="$peak_file" 'BEGIN { print k / 1024 }')" "$peak_fds"
+			done
+			check_no_loss "$s"
+		done
+	done
+	cap=$(sed -n 's/.*up to \([0-9]*\) open sample files.*/\1/p' "$work/dsession$domains/oprofiled.log" | tail -1)
+	echo
+	echo "median of $runs runs (CPU seconds of the daemon; wall time means little on a shared machine)"
+	for n in 1 "$domains"; do
+		printf '  %5d domains: new files %7.2f cpu s (%s M/CPU-s), steady %7.2f cpu s (%s M/CPU-s)\n' "$n" \
+			"$(median <<<"${new[$n]}")" "$(rate "$(median <<<"${new[$n]}")")" \
+			"$(median <<<"${steady[$n]}")" "$(rate "$(median <<<"${steady[$n]}")")"
+	done
+	awk -v a="$(median <<<"${steady[1]}")" -v b="$(median <<<"${steady[$domains]}")" -v n="$domains" \
+		'BEGIN { printf "  steady ingest, %d domains against one: %.2f (CPU time x%.2f)\n", n, a / b, b / a }'
+	awk -v a="$(median <<<"${anon[1]}")" -v b="$(median <<<"${anon[$domains]}")" -v n="$domains" \
+		-v fa="$(median <<<"${file[1]}")" -v fb="$(median <<<"${file[$domains]}")" 'BEGIN {
+		printf "  peak memory: anonymous %.1f MiB (one domain %.1f), file-backed %.1f MiB (one domain %.1f)\n", b / 1024, a / 1024, fb / 1024, fa / 1024
+		printf "  anonymous memory per domain: %.1f KiB ((%d domains - one) / %d)\n", (b - a) / (n - 1), n, n - 1 }'
+	s=$work/dsession$domains
+	printf '  sample files: %s (%s MiB on disk), open at most %s (descriptors, daemon and worker: peak %s), evicted %s in the last replay\n' \
+		"$(stat_of "$s" sample_files)" "$(du -sm "$s/samples" | cut -f1)" "${cap:-?}" \
+		"$(median <<<"${fds[$domains]}")" "$(stat_of "$s" sample_files_evicted)"
+	d=$(ls "$s/samples/current/{domain}" | sed -n "$(((domains + 1) / 2))p")
+	for ((r = 1; r <= runs; r++)); do
+		run "opreport ($domains domains)" "$work/opreport.out" "$DP_PREFIX/bin/opreport" --session-dir="$s"
+		run "opreport --domain=$d -l" "$work/opreport-d.out" "$DP_PREFIX/bin/opreport" --domain="$d" -l --session-dir="$s"
+	done
+	head -8 "$work/opreport.out" | sed 's/^/  | /'
+	sed -n '6,10p' "$work/opreport-d.out" | sed 's/^/  | /'
+}
