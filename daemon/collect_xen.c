@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,9 +417,12 @@ struct cx_xc {
 		void *p;
 	} map[CX_MAP_CACHE];
 	unsigned int nmap;
-	/* the last HVM TSC read (cx_xc_hvm_tsc): its domain + 1, its value */
+	/* the last HVM TSC read (cx_xc_hvm_tsc): its domain + 1, its value;
+	 * the buffer of HVM contexts */
 	uint32_t hvm_tsc_dom;
 	uint64_t hvm_tsc_last;
+	uint8_t *hvm_buf;
+	size_t hvm_cap;
 };
 
 static int cx_xc_list(void *src, struct cx_dom *out, size_t max)
@@ -535,6 +539,7 @@ static void cx_xc_close(void *src)
 	}
 	if (x->xch)
 		xc_interface_close(x->xch);
+	free(x->hvm_buf);
 	free(x);
 }
 
@@ -546,30 +551,61 @@ static uint64_t cx_xc_clock(void *src)
 	return cx_now();
 }
 
+/* The tsc of the CPU record of vCPU 0 in an HVM context (@len bytes of
+ * save records, each a descriptor and its body); false if none. */
+static bool cx_hvm_cpu0_tsc(const uint8_t *buf, size_t len, uint64_t *tsc)
+{
+	size_t off = 0;
+
+	while (len - off >= sizeof(struct hvm_save_descriptor)) {
+		struct hvm_save_descriptor d;
+
+		memcpy(&d, buf + off, sizeof(d));
+		off += sizeof(d);
+		if (d.typecode == 0 || d.length > len - off)
+			return false;	/* the end, or a record cut short */
+		if (d.typecode == HVM_SAVE_CODE(CPU) && d.instance == 0 &&
+		    d.length >= offsetof(struct hvm_hw_cpu, tsc) + sizeof(*tsc)) {
+			memcpy(tsc, buf + off + offsetof(struct hvm_hw_cpu, tsc), sizeof(*tsc));
+			return true;
+		}
+		off += d.length;
+	}
+	return false;
+}
+
 /*
- * An HVM or PVH domain's TSC now: the tsc of vCPU 0's CPU save record,
- * which Xen computes at the call (the host's TSC, scaled, plus the vCPU's
- * offset; Xen gives a domain's vCPUs one offset unless the guest writes
- * one's TSC).  A domain saved before (a snapshot, a migration) gives the
- * TSC of that save instead, the same at every read: a domain's first
- * read is taken twice, and a value that did not move is not used.
+ * An HVM or PVH domain's TSC now: the tsc of vCPU 0's CPU record in the
+ * domain's whole HVM context.  Xen computes it at the host TSC it read
+ * when that save began (the host's TSC, scaled, plus the vCPU's offset;
+ * a domain's vCPUs share one offset unless the guest writes one's TSC).
+ * A read of one record alone is no use: it gives the TSC of the last
+ * whole save (domain creation, for one never saved since).  A value that
+ * did not move since the last read is not used.
  */
 static int cx_xc_hvm_tsc(struct cx_xc *x, uint32_t domid, uint64_t *tsc)
 {
-	bool first = x->hvm_tsc_dom != domid + 1;
+	int n = xc_domain_hvm_getcontext(x->xch, domid, NULL, 0);
 
-	for (int k = 0; k < (first ? 2 : 1); k++) {
-		struct hvm_hw_cpu cpu;
+	if (n <= 0)
+		return n < 0 && errno ? -errno : -EOPNOTSUPP;
+	if ((size_t)n > x->hvm_cap) {
+		uint8_t *b = realloc(x->hvm_buf, (size_t)n);
 
-		if (xc_domain_hvm_getcontext_partial(x->xch, domid, HVM_SAVE_CODE(CPU), 0, &cpu,
-						     sizeof(cpu)) < 0)
-			return errno ? -errno : -EIO;
-		if ((k || !first) && cpu.tsc == x->hvm_tsc_last)
-			return -EOPNOTSUPP;	/* a saved value, not now's */
-		x->hvm_tsc_dom = domid + 1;
-		x->hvm_tsc_last = cpu.tsc;
-		*tsc = cpu.tsc;
+		if (!b)
+			return -ENOMEM;
+		x->hvm_buf = b;
+		x->hvm_cap = (size_t)n;
 	}
+	n = xc_domain_hvm_getcontext(x->xch, domid, x->hvm_buf, (uint32_t)x->hvm_cap);
+	if (n < 0)
+		return errno ? -errno : -EIO;
+	if (!cx_hvm_cpu0_tsc(x->hvm_buf, (size_t)n, tsc))
+		return -EOPNOTSUPP;
+	if (x->hvm_tsc_dom == domid + 1 && *tsc == x->hvm_tsc_last)
+		return -EOPNOTSUPP;	/* a saved value, not now's */
+	x->hvm_tsc_dom = domid + 1;
+	x->hvm_tsc_last = *tsc;
 	return 0;
 }
 
