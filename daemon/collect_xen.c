@@ -323,6 +323,10 @@ static int cx_tsc(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s)
 		t0 = e->sops->clock(e->src);
 		rc = e->sops->guest_tsc(e->src, s->dom.domid, s->dom.hvm, &tsc, &khz);
 		t1 = e->sops->clock(e->src);
+		if (rc == -EAGAIN) {	/* the source is ready now: the next try */
+			rc = 0;
+			continue;
+		}
 		if (rc || !khz || (got && t1 - t0 >= g.window_ns))
 			continue;
 		g = (struct dp_raw_guest_tsc){ .key = s->dom.domid, .key_ns = DP_DOMKEY_XEN_DOMID,

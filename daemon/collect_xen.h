@@ -82,7 +82,8 @@ struct cx_src_ops {
 	uint64_t (*clock)(void *src);
 	/*
 	 * Optional (with clock): the domain's guest TSC now and its rate in
-	 * kHz.  0 or -errno; -EOPNOTSUPP: not for this domain (the engine
+	 * kHz.  0 or -errno; -EAGAIN: ask again now (the source got ready);
+	 * -EOPNOTSUPP: not for this domain (the engine
 	 * stops asking).  The engine states it in the stream on a domain's
 	 * first look and about every CX_TSC_EVERY_NS after
 	 * (DP_RAW_GUEST_TSC), which makes the agent's clock exact

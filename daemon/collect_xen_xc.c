@@ -200,21 +200,24 @@ static bool cx_hvm_cpu0_tsc(const uint8_t *buf, size_t len, uint64_t *tsc)
  */
 static int cx_xc_hvm_tsc(struct cx_xc *x, uint32_t domid, uint64_t *tsc)
 {
-	int n = xc_domain_hvm_getcontext(x->xch, domid, NULL, 0);
+	/* one call when the buffer is big enough (the caller times it) */
+	int n = x->hvm_cap ? xc_domain_hvm_getcontext(x->xch, domid, x->hvm_buf,
+						      (uint32_t)x->hvm_cap) : -1;
 
-	if (n <= 0)
-		return n < 0 && errno ? -errno : -EOPNOTSUPP;
-	if ((size_t)n > x->hvm_cap) {
-		uint8_t *b = realloc(x->hvm_buf, (size_t)n);
+	if (n < 0) {
+		n = xc_domain_hvm_getcontext(x->xch, domid, NULL, 0);
+		if (n <= 0)
+			return n < 0 && errno ? -errno : -EOPNOTSUPP;
+		if ((size_t)n > x->hvm_cap) {
+			uint8_t *b = realloc(x->hvm_buf, (size_t)n * 2);
 
-		if (!b)
-			return -ENOMEM;
-		x->hvm_buf = b;
-		x->hvm_cap = (size_t)n;
+			if (!b)
+				return -ENOMEM;
+			x->hvm_buf = b;
+			x->hvm_cap = (size_t)n * 2;
+		}
+		return -EAGAIN;	/* the next try reads it */
 	}
-	n = xc_domain_hvm_getcontext(x->xch, domid, x->hvm_buf, (uint32_t)x->hvm_cap);
-	if (n < 0)
-		return errno ? -errno : -EIO;
 	if (!cx_hvm_cpu0_tsc(x->hvm_buf, (size_t)n, tsc))
 		return -EOPNOTSUPP;
 	if (x->hvm_tsc_dom == domid + 1 && *tsc == x->hvm_tsc_last)
