@@ -8,7 +8,7 @@
 # address, guest memory is read by guest frame), and its guest TSC comes
 # from its whole HVM context, a coarser read than a PV domain's.  Not in
 # the test command: 12 minutes, and its same-address pair fails (7.5 to
-# 28.6% misattributed in four runs of 2026-11-29: the address spaces'
+# 28.6% misattributed in five runs of 2026-11-29: the address spaces'
 # owners are not learned at a millisecond of clock uncertainty; doc/xen.md,
 # "HVM and PVH guests").
 LAB_XEN_TYPE=pvh
