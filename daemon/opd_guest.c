@@ -1104,7 +1104,8 @@ bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 	is_ready = ready(g, s);
 	if (!all && !is_ready && host_ns - s->host_ns < hold)
 		return false;
-	if (!all && is_ready && wait_for_owner(g, opd_ghold_at(&g->hold, 0), host_ns, hold))
+	if (!all && is_ready &&
+	    wait_for_owner(g, opd_ghold_at(&g->hold, 0), host_ns, OPD_GUEST_OWNER_WAIT_NS))
 		return false;
 	take(g, s, out, r);
 	/* placed by the last switch known, though the agent's stream had not

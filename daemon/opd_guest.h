@@ -39,6 +39,13 @@
 #include "opd_stats.h"
 
 #define OPD_GUEST_HOLD_NS (2000ULL * 1000 * 1000)
+/* How long past its own time a held guest-user sample whose address space
+ * has no owner yet waits for one (doc/guest-asid.md): on Xen, where a
+ * look's time is known to a millisecond, two processes switching every
+ * few ms on one vCPU gave few clear votes, and a space was learned about
+ * 3 s after its process started; with 2 s the clock placed the samples
+ * before that, 7.5% of a late pair wrongly (xen-all, 2026-11-29). */
+#define OPD_GUEST_OWNER_WAIT_NS (6000ULL * 1000 * 1000)
 /* The hold while no agent has said HELLO: no sideband is coming that could
  * explain a sample, so waiting longer only delays it (a domain with a
  * channel but no agent, just turned on, showed its first samples 2 s

@@ -603,8 +603,10 @@ static void test_wait_owner(void)
 	s.host_ns = 1300 * MS - 1003 * MS;
 	s.asid = AS_A + 0x10000;
 	CU_ASSERT(!opd_guest_defer(g, &s, &out, &r));
-	CU_ASSERT(!opd_guest_next(g, s.host_ns + OPD_GUEST_HOLD_NS / 2, false, &out, &r));
-	CU_ASSERT(opd_guest_next(g, s.host_ns + OPD_GUEST_HOLD_NS, false, &out, &r) && r.resolved);
+	CU_ASSERT(!opd_guest_next(g, s.host_ns + OPD_GUEST_HOLD_NS, false, &out, &r));
+	CU_ASSERT(!opd_guest_next(g, s.host_ns + OPD_GUEST_OWNER_WAIT_NS - 1, false, &out, &r));
+	CU_ASSERT(opd_guest_next(g, s.host_ns + OPD_GUEST_OWNER_WAIT_NS, false, &out, &r) &&
+		  r.resolved);
 	printf("\n  held: wrong %d of %d\n", wrong, n);
 	CU_ASSERT_EQUAL(n, 400);
 	CU_ASSERT_EQUAL(wrong, 0);
