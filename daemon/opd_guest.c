@@ -60,6 +60,12 @@ struct opd_guest {
 	struct opd_gimgs imgs;
 	struct opd_gkernel kern;
 	struct opd_ghold hold;
+	/* samples waiting for their address space's owner, beside the hold
+	 * so that they hold up no other sample; wait_new_owner: a space got
+	 * an owner since the last look through them */
+	struct opd_ghold wait;
+	bool wait_new_owner;
+	size_t wait_filed;	/* filed out of turn, still in g->wait */
 	struct opd_gasid asid;
 
 	struct opd_guest_dstats ds;
@@ -116,6 +122,8 @@ static int parts_init(struct opd_guest *g, struct opd_images *images,
 	g->kern.max_images = lim->max_images;
 	if (!ret)
 		ret = opd_ghold_init(&g->hold, lim->queue);
+	if (!ret)
+		ret = opd_ghold_init(&g->wait, lim->queue);
 	return ret;
 }
 
@@ -183,6 +191,7 @@ void opd_guest_free(struct opd_guest *g)
 	opd_gtl_fini(&g->tl);
 	opd_gkern_fini(&g->kern);
 	opd_ghold_fini(&g->hold);
+	opd_ghold_fini(&g->wait);
 	opd_gasid_fini(&g->asid);
 	free(g->in);
 	free(g->name);
@@ -819,6 +828,8 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 	if (!opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
 			    s->host_ns))
 		return;
+	g->wait_new_owner = true;
+	g->wait.scanned = 0;
 	t = opd_gtasks_find(&g->tasks, pid);
 	if (t)
 		t->asid = s->asid;
@@ -1004,6 +1015,7 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 	/* the hold's own marks start clear, whatever the caller left there */
 	q.voted = false;
 	q.waited = false;
+	q.filed = false;
 	g->ds.received++;
 	if (!g->hold.cap) {
 		take(g, &q, out, r);
@@ -1036,44 +1048,65 @@ static void vote_now(struct opd_guest *g, struct opd_guest_sample *q)
 }
 
 /*
- * Hold @s, the oldest sample, its time passed by the timeline, while its
- * address space has no owner yet: the held samples behind it whose time
- * the timeline passed vote meanwhile (each once: the scan resumes where
- * it stopped), and the owner they elect files @s (doc/guest-asid.md), not
- * the clock, which may be wrong by more than it knows (a ping/pong clock
- * over a slow channel) and cannot tell apart two processes of one binary.
- * At most @hold after @s; then the clock places it.  (Waiting only while
- * the space had votes filed more by the clock: 4.31% of the Xen lab's
- * same-address samples misattributed against 0.00 to 0.39%.)
+ * Should @s, the oldest held sample, its time passed by the timeline, wait
+ * for its address space's owner?  While a space has none yet, its samples
+ * vote as they leave the hold (this one first), and the owner they elect
+ * files them (doc/guest-asid.md), not the clock, which may be wrong by
+ * more than it knows (a ping/pong clock over a slow channel) and cannot
+ * tell apart two processes of one binary.  They wait beside the hold
+ * (g->wait), so that no other sample waits behind them: one space that
+ * never gets an owner (a process the agent does not report, the agent
+ * itself) would otherwise hold every sample of the domain back.  At most
+ * OPD_GUEST_OWNER_WAIT_NS after its time; then the clock places it.
  */
-static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s, uint64_t host_ns,
-			   uint64_t hold)
+static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s)
 {
-	if (!s->asid || s->mode != DP_MODE_GUEST_USER || !g->has_agent ||
-	    owner_of(g, s))
+	if (!s->asid || s->mode != DP_MODE_GUEST_USER || !g->has_agent)
 		return false;
-	while (g->hold.scanned < g->hold.count) {
-		struct opd_guest_sample *q = opd_ghold_at(&g->hold, g->hold.scanned);
-
-		if (!ready(g, q))
-			break;
-		if (q->asid && q->mode == DP_MODE_GUEST_USER && !q->voted)
-			vote_now(g, q);
-		g->hold.scanned++;
-		if (owner_of(g, s))
-			return false;
-	}
-	if (host_ns - s->host_ns >= hold) {
-		g->asid.s.wait_expired += s->waited;
-		if (s->waited && debug_ok(g, s))
-			du_debug("domain %s: address space %#" PRIx64 " has no owner after %" PRIu64
-				 " ms: the clock places its sample at %" PRIu64, g->name, s->asid,
-				 (host_ns - s->host_ns) / 1000000, s->host_ns);
+	if (!s->voted)
+		vote_now(g, s);
+	if (owner_of(g, s))
+		return false;
+	if (opd_ghold_full(&g->wait)) {
+		g->asid.s.wait_full++;
 		return false;
 	}
-	g->asid.s.waited += !s->waited;
+	g->asid.s.waited++;
 	s->waited = true;
+	opd_ghold_push(&g->wait, s);
 	return true;
+}
+
+/*
+ * The next waiting sample to file (opd_guest_next): the oldest once its
+ * space has an owner or its wait is over (@all: now), else, after a space
+ * got an owner, the next one of the samples behind it that has one now.
+ */
+static struct opd_guest_sample *wait_next(struct opd_guest *g, uint64_t host_ns, bool all)
+{
+	struct opd_guest_sample *q;
+
+	if (!g->wait.count)
+		return NULL;
+	q = opd_ghold_at(&g->wait, 0);
+	if (all || host_ns - q->host_ns >= OPD_GUEST_OWNER_WAIT_NS || owner_of(g, q)) {
+		if (!owner_of(g, q)) {
+			g->asid.s.wait_expired++;
+			if (debug_ok(g, q))
+				du_debug("domain %s: address space %#" PRIx64 " has no owner after %"
+					 PRIu64 " ms: the clock places its sample at %" PRIu64,
+					 g->name, q->asid, (host_ns - q->host_ns) / 1000000,
+					 q->host_ns);
+		}
+		return q;
+	}
+	for (; g->wait_new_owner && g->wait.scanned < g->wait.count; g->wait.scanned++) {
+		q = opd_ghold_at(&g->wait, g->wait.scanned);
+		if (!q->filed && owner_of(g, q))
+			return q;
+	}
+	g->wait_new_owner = false;
+	return NULL;
 }
 
 /* Has the sideband passed @s's time?  Its vCPU's timeline says so when a
@@ -1095,17 +1128,29 @@ static bool ready(const struct opd_guest *g, const struct opd_guest_sample *s)
 bool opd_guest_next(struct opd_guest *g, uint64_t host_ns, bool all,
 		    struct opd_guest_sample *out, struct opd_guest_res *r)
 {
-	const struct opd_guest_sample *s = opd_ghold_oldest(&g->hold);
 	uint64_t hold = g->has_agent ? OPD_GUEST_HOLD_NS : OPD_GUEST_HOLD_NOAGENT_NS;
+	struct opd_guest_sample *s = wait_next(g, host_ns, all);
 	bool is_ready;
 
+	if (s) {
+		take(g, s, out, r);
+		s->filed = true;
+		g->wait_filed++;
+		while (g->wait.count && opd_ghold_at(&g->wait, 0)->filed) {
+			opd_ghold_pop(&g->wait);
+			g->wait_filed--;
+		}
+		return true;
+	}
+	while ((s = g->hold.count ? opd_ghold_at(&g->hold, 0) : NULL)) {
+		is_ready = ready(g, s);
+		if (!all && !is_ready && host_ns - s->host_ns < hold)
+			return false;
+		if (all || !is_ready || !wait_for_owner(g, s))
+			break;
+		opd_ghold_pop(&g->hold);
+	}
 	if (!s)
-		return false;
-	is_ready = ready(g, s);
-	if (!all && !is_ready && host_ns - s->host_ns < hold)
-		return false;
-	if (!all && is_ready &&
-	    wait_for_owner(g, opd_ghold_at(&g->hold, 0), host_ns, OPD_GUEST_OWNER_WAIT_NS))
 		return false;
 	take(g, s, out, r);
 	/* placed by the last switch known, though the agent's stream had not
@@ -1164,7 +1209,8 @@ int opd_guest_write_stats(const struct opd_guest *g, bool connected)
 	write_clock_detail(f, &g->clock, g->flags);
 	fprintf(f, "samples_received %" PRIu64 "\nsamples_resolved %" PRIu64 "\n",
 		g->ds.received, g->ds.resolved);
-	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon, g->hold.count);
+	fprintf(f, "samples_anon %" PRIu64 "\nsamples_held %zu\n", g->ds.anon,
+		g->hold.count + g->wait.count - g->wait_filed);
 	fprintf(f, "samples_user_resolved %" PRIu64 "\nsamples_user_unresolved %" PRIu64 "\n",
 		g->ds.user_resolved, g->ds.user_unresolved);
 	fprintf(f, "queue_overflow %" PRIu64 "\nlost_records %" PRIu64 "\n",
@@ -1225,5 +1271,5 @@ size_t opd_guest_bytes(const struct opd_guest *g)
 
 size_t opd_guest_held(const struct opd_guest *g)
 {
-	return g->hold.count;
+	return g->hold.count + g->wait.count - g->wait_filed;
 }

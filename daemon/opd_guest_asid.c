@@ -266,10 +266,10 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
 		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
 		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
-		"\nasid_wait_expired %" PRIu64 "\n",
+		"\nasid_wait_expired %" PRIu64 "\nasid_wait_full %" PRIu64 "\n",
 		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned,
 		s->reversed, s->doubted, s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
-		s->spaces_capped, s->waited, s->wait_expired);
+		s->spaces_capped, s->waited, s->wait_expired, s->wait_full);
 }
 
 /* ---- the tables of domains with no agent, by domain ---- */

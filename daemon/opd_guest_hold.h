@@ -23,6 +23,7 @@ struct opd_guest_sample {
 	uint64_t asid;		/* guest address space (DP_RAW_ASID), 0 unknown */
 	bool voted;		/* its ASID vote was looked at (opd_guest.c) */
 	bool waited;		/* held for its ASID's owner (opd_guest.c) */
+	bool filed;		/* left the owner wait out of turn (opd_guest.c) */
 };
 
 struct opd_ghold {

@@ -619,6 +619,49 @@ static void test_wait_owner(void)
 }
 
 /*
+ * A sample waiting for its space's owner holds up no other sample: with
+ * AS_A and AS_B learned, one look of a new space AS_X (one vote, fewer
+ * than an owner needs) waits, while the samples of AS_A behind it leave
+ * the hold as soon as the timeline has passed them, filed by their owner.
+ * AS_X's sample leaves when its wait is over, placed by the clock.
+ */
+static void test_wait_beside(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_sample x = { .pc = 0x400100, .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+				      .asid = AS_A + 0x30000 }, s, out;
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+	int filed = 0;
+
+	CU_ASSERT(run(g, 1000, 1200, true) < 20);
+	x.host_ns = 1251 * MS - 1003 * MS;
+	CU_ASSERT(!opd_guest_defer(g, &x, &out, &r));
+	for (uint64_t gt = 1252 * MS; gt < 1260 * MS; gt += MS / 2) {
+		s = x;
+		s.host_ns = gt - 1003 * MS;
+		s.asid = AS_A;
+		CU_ASSERT(!opd_guest_defer(g, &s, &out, &r));
+	}
+	/* the timeline reaches 1400 ms: every sample is ready now */
+	while (opd_guest_next(g, 1260 * MS - 1003 * MS, false, &out, &r)) {
+		filed++;
+		CU_ASSERT(out.asid == AS_A && r.resolved && r.pid == 100);
+	}
+	CU_ASSERT_EQUAL(filed, 16);
+	CU_ASSERT_EQUAL(opd_guest_held(g), 1);
+	CU_ASSERT(!opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS - 1, false, &out, &r));
+	CU_ASSERT(opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS, false, &out, &r) &&
+		  out.asid == x.asid && r.resolved);
+	CU_ASSERT_EQUAL(opd_guest_held(g), 0);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	CU_ASSERT(stat_of(path, "asid_waited") == 1);
+	CU_ASSERT(stat_of(path, "asid_wait_expired") == 1);
+	opd_guest_free(g);
+}
+
+/*
  * Exit and exec: from that time on the space is learned again, not kept
  * for the old pid; a sample from before (held while the agent's word came)
  * is still the old pid's.  A pid with only a minority of votes in another
@@ -720,6 +763,7 @@ WRAP(test_time_spread)
 WRAP(test_wrong_owners_corrected)
 WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
+WRAP(test_wait_beside)
 WRAP(test_exit_exec)
 WRAP(test_no_agent)
 
@@ -742,6 +786,7 @@ int main(void)
 	CU_add_test(s, "wrong owners are corrected", test_wrong_owners_corrected_w);
 	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
 	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
+	CU_add_test(s, "a waiting sample holds up no other", test_wait_beside_w);
 	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
 	CU_add_test(s, "no agent: a bucket per address space", test_no_agent_w);
 	CU_basic_set_mode(CU_BRM_VERBOSE);

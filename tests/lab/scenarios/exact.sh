@@ -48,6 +48,9 @@ kmod)	MAXMIS=${KMOD_EXACT_MAX_MIS:-0.5}
 	depmod -a || lab_fail "depmod failed" ;;
 *)	lab_fail "EXACT_COLLECTOR=$COLL: perf or kmod" ;;
 esac
+# EXACT_VERBOSE=1: the daemon logs how each address space got its owner
+# (oprofiled1.log in the results), for a run that failed
+[ "${EXACT_VERBOSE:-0}" = 1 ] && start_args="$start_args --verbose"
 [ "${EXACT_NPT:-0}" = 1 ] && lab_kvm_npt
 opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 for p in exact-a exact-b; do
