@@ -87,28 +87,30 @@ step "host: 50 domains replayed, no sample lost (samples in = samples in the fil
 # DP_LAB_CHECKS=first runs them before the tests, as they once always did.
 lab_checks="smoke libvirt"
 # The lab scenarios that test domprof; demo (the README's main job) and
-# boot-loop (the emulator's fault rate) are not tests.
-# xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line; run.sh
-# gives it one CPU): xen-smoke then xen-domains, 329 s in all on a busy
-# build machine (2026-11-23).
-# exact (issue 8) runs the perf collector's clock path; kmod-exact the same
-# workload with kmod.  exact was out of the list for a while: in the test
-# command's own run of 2026-11-23 one TSC pair put the guest clock 5 ms off
-# for 1.2 s (10.07% misattributed, bar 2%); such pairs are now held until
-# the next pair confirms them (doc/clock.md), and it passed since.
-# callgraph-guest (issue 12): the guest call chains through kmod.
+# boot-loop (the emulator's fault rate) are not tests.  Scenarios that
+# need the same kind of L1 share boots (lab_parts in tests/lab/lib.sh):
+# kvm-guests: agent, domains, trust-identity (issue 9) and guest-debuginfo
+# (issue 22: a stripped guest program and the guest's C library named
+# through a debuginfod server in L1).
+# exact-all: exact (issue 8), the perf collector's clock path, and
+# kmod-exact, the same workload with kmod, on one guest, then
+# callgraph-guest (issue 12, guest call chains through kmod).  exact was
+# out of the list for a while: in the test command's own run of
+# 2026-11-23 one TSC pair put the guest clock 5 ms off for 1.2 s (10.07%
+# misattributed, bar 2%); such pairs are now held until the next pair
+# confirms them (doc/clock.md), and it passed since.
+# kmod-npt-all (issue 26): the module with nested paging (kvm_amd npt=1):
+# kmod-exact-npt and callgraph-guest-npt's first phases on one boot.
 # hostile-guest (issue 9): the attacks of a hostile guest beside a normal
 # one.  It samples at 1 kHz (the default 10 kHz throttled the emulated
 # L1's timer) and gives each domain 50 ms of daemon CPU a second
 # (--guest-cpu=50): at the default 200 ms, whether the attacker's frames
 # spent the budget in some second depended on the emulator's speed (in
 # the test command's run of 2026-11-25 they did not, so there was no
-# deferral to count).
-# guest-debuginfo (issue 22): a stripped guest program and the guest's C
-# library named through a debuginfod server in L1.
-# kmod-npt-all (issue 26): the module with nested paging (kvm_amd npt=1):
-# kmod-exact-npt and callgraph-guest-npt's first phases on one boot.
-lab_tests="agent domains exact kmod kmod-compare kmod-exact callgraph-guest kmod-npt-all libvirt-domprof trust-identity hostile-guest guest-debuginfo xen-all"
+# deferral to count).  It keeps its own boot: it measures the daemon's CPU.
+# xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line; run.sh
+# gives it one CPU): xen-smoke, xen-domains and xen-agent.
+lab_tests="kvm-guests exact-all kmod kmod-compare kmod-npt-all libvirt-domprof hostile-guest xen-all"
 if [ $lab = 1 ]; then
 	lab_self_checks() {
 		for n in $lab_checks; do

@@ -152,6 +152,42 @@ elif [ $no_domprof -eq 0 ]; then
 	t_build=$(( $(date +%s) - t_build ))
 	test_bin_dir=$work/build/tests
 fi
+# The module's entries in L1's module index, made here: depmod -a over the
+# whole kernel takes about 10 s in L1 under the emulator, in each of five
+# scenarios.  Only where this machine has the same kernel's modules (the
+# lab's image is built from them); lab_depmod in L1 checks the result and
+# runs depmod itself otherwise.
+stage_depmod() {
+	local ko kver d tmp key cache
+	ko=$(find "$stage/domprof" -path '*/lib/modules/*/extra/domprof.ko' 2>/dev/null | head -n 1)
+	[ -n "$ko" ] || return 0
+	d=$(dirname "$(dirname "$ko")")
+	kver=$(basename "$d")
+	[ -d "/lib/modules/$kver/kernel" ] && [ -f "/lib/modules/$kver/modules.order" ] || return 0
+	# what depmod's output depends on: the kernel's modules and what the
+	# module needs and offers (not its code), so most builds share one
+	key=$({ echo "$kver"; stat -c '%s %Y' "/lib/modules/$kver/modules.dep"
+		modinfo "$ko" | grep -E '^(name|depends|softdep|alias):'
+		nm "$ko" 2>/dev/null | awk '$3 ~ /^__ksymtab_/ { print $3 }'; } | sha256sum | cut -c1-16)
+	cache=${DOMPROF_LAB_CACHE:-/var/cache/domprof-lab}/depmod/$key
+	if [ ! -f "$cache/modules.dep.bin" ]; then
+		tmp=$(mktemp -d)
+		mkdir -p "$tmp/lib/modules/$kver/extra"
+		ln -s "/lib/modules/$kver/kernel" "$tmp/lib/modules/$kver/kernel"
+		cp /lib/modules/"$kver"/modules.{order,builtin,builtin.modinfo} "$tmp/lib/modules/$kver/" 2>/dev/null
+		cp "$ko" "$tmp/lib/modules/$kver/extra/"
+		if depmod -b "$tmp" "$kver" 2>"$out/depmod.log" && mkdir -p "$cache.tmp"; then
+			cp "$tmp/lib/modules/$kver"/modules.* "$cache.tmp/" && rm -rf "$cache" &&
+				mkdir -p "$(dirname "$cache")" && mv "$cache.tmp" "$cache"
+		fi
+		rm -rf "$tmp" "$cache.tmp"
+		# the three newest indexes are kept
+		ls -1dt "$(dirname "$cache")"/* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+	fi
+	[ -f "$cache/modules.dep.bin" ] && cp "$cache"/modules.* "$d/"
+}
+stage_depmod
+
 # Test programs for guests (built, not installed): scenarios find them in
 # $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
 # Their symbols too (L1 has no nm), for counting perf's guest samples by

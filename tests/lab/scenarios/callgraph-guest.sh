@@ -46,7 +46,7 @@ SHARE=/tmp/share-cg
 dmesg_base=$(dmesg | wc -l)
 
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
-depmod -a || lab_fail "depmod failed"
+lab_depmod
 if [ "${CG_NPT:-0}" = 1 ]; then
 	lab_kvm_npt
 	rmmod domprof 2>/dev/null || true

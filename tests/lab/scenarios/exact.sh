@@ -5,28 +5,30 @@
 # one process filed under the other lands in code that never ran (a_never,
 # b_never), so the report itself counts the misattributions.
 #
-# Two phases on the same guest, each with its own session:
-#   1. the daemon's default correlation (exact through the TSC when it can)
-#   2. correlation forced to ping/pong (DOMPROF_CLOCK=pingpong)
-# and perf in L1 beside phase 1: perf sorts the guest-user samples by
-# address alone (the two programs' hot code does not overlap in address), so
-# its split of each program needs no process attribution at all.
-# Must hold (phase 1):
+# Phases on the same guest, each with its own session (EXACT_PLAN, a list
+# of COLLECTOR:CLOCK; by default EXACT_COLLECTOR's two phases):
+#   COLLECTOR:default   the daemon's default correlation (exact through the
+#                       TSC when it can): checked
+#   COLLECTOR:pingpong  correlation forced to ping/pong
+#                       (DOMPROF_CLOCK=pingpong): printed, not checked
+# and perf in L1 beside each default phase: perf sorts the guest-user samples
+# by address alone (the two programs' hot code does not overlap in
+# address), so its split of each program needs no process attribution.
+# Must hold (each checked phase):
 #  - misattributed share (samples in never-run code / samples of the two
-#    programs) <= 2%  (EXACT_MAX_MIS);
+#    programs) <= 2% with the perf collector (EXACT_MAX_MIS);
 #  - each program's own split (one vs two, from its iteration counts) within
 #    5 points in opreport --domain=ge -l image:exact-X, over at least
 #    EXACT_MIN_SAMPLES (1600) samples per program: fewer make 5 points less
 #    than 4 standard deviations of the sampling noise, and mean the guest
 #    got far less CPU than its clock says (L1 starved), so the program's own
 #    figure is no truth to compare with; the scenario then fails as starved.
-# Phase 2's figures are printed, not checked.
 #
-# EXACT_COLLECTOR=kmod (the kmod-exact scenario) runs both phases with the
-# kernel collector (opcontrol --collector=kmod), which also gives the guest
-# address space (CR3) of every sample (doc/guest-asid.md): the bar is then
-# KMOD_EXACT_MAX_MIS (0.5%), and the address space must have filed samples
-# (asid_filed > 0 in the domain's stats).  perf runs beside phase 1 either way.
+# With the kernel collector (kmod:..., opcontrol --collector=kmod; the
+# kmod-exact scenario), which also gives the guest address space (CR3) of
+# every sample (doc/guest-asid.md), the bar is KMOD_EXACT_MAX_MIS (0.5%),
+# and the address space must have filed samples (asid_filed > 0 in the
+# domain's stats).
 #
 # EXACT_NPT=1 (the kmod-exact-npt scenario) reloads kvm_amd with nested
 # paging (npt=1) before the guest starts: the module then reads the
@@ -36,21 +38,35 @@ lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
 SEC=${EXACT_SECONDS:-4}
-COLL=${EXACT_COLLECTOR:-perf}
 TOL=5
 MINS=${EXACT_MIN_SAMPLES:-1600}
-case $COLL in
-perf)	MAXMIS=${EXACT_MAX_MIS:-2} start_args= ;;
-kmod)	MAXMIS=${KMOD_EXACT_MAX_MIS:-0.5}
-	start_args="--collector=kmod --event=TIMER:${KEXACT_NS:-100000}"
-	[ -f "/lib/modules/$(uname -r)/extra/domprof.ko" ] ||
-		lab_fail "no domprof.ko for $(uname -r) in the install tree"
-	depmod -a || lab_fail "depmod failed" ;;
-*)	lab_fail "EXACT_COLLECTOR=$COLL: perf or kmod" ;;
-esac
-# EXACT_VERBOSE=1: the daemon logs how each address space got its owner
-# (oprofiled1.log in the results), for a run that failed
-[ "${EXACT_VERBOSE:-0}" = 1 ] && start_args="$start_args --verbose"
+if [ -z "${EXACT_PLAN:-}" ]; then
+	EXACT_PLAN=${EXACT_COLLECTOR:-perf}:default
+	[ "${EXACT_PHASES:-2}" -ge 2 ] && EXACT_PLAN="$EXACT_PLAN ${EXACT_COLLECTOR:-perf}:pingpong"
+fi
+read -r -a plan <<<"$EXACT_PLAN"
+for p in "${plan[@]}"; do
+	case $p in
+	perf:default|perf:pingpong) ;;
+	kmod:default|kmod:pingpong)
+		[ -f "/lib/modules/$(uname -r)/extra/domprof.ko" ] ||
+			lab_fail "no domprof.ko for $(uname -r) in the install tree" ;;
+	*)	lab_fail "EXACT_PLAN: $p is not perf|kmod:default|pingpong" ;;
+	esac
+done
+case " $EXACT_PLAN" in *" kmod:"*) lab_depmod ;; esac
+# The opcontrol arguments and the misattribution bar of collector $1.
+coll_args() {
+	case $1 in
+	perf)	MAXMIS=${EXACT_MAX_MIS:-2} start_args= ;;
+	kmod)	MAXMIS=${KMOD_EXACT_MAX_MIS:-0.5}
+		start_args="--collector=kmod --event=TIMER:${KEXACT_NS:-100000}" ;;
+	esac
+	# EXACT_VERBOSE=1: the daemon logs how each address space got its
+	# owner (oprofiled$ph.log in the results), for a run that failed
+	[ "${EXACT_VERBOSE:-0}" = 1 ] && start_args="$start_args --verbose"
+	return 0
+}
 [ "${EXACT_NPT:-0}" = 1 ] && lab_kvm_npt
 opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 for p in exact-a exact-b; do
@@ -66,7 +82,7 @@ cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$opagent_bin" "$share/"
 {
 	echo 'echo "L2-CLOCK $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
 		"$(dmesg | grep -iE "tsc|clocksource" | tr "\n" ";")"'
-	echo 'for ph in 1 2; do'
+	echo "for ph in $(seq -s " " 1 ${#plan[@]}); do"
 	echo '	i=0'
 	echo '	while [ ! -e /share/go$ph ] && [ $i -lt 3000 ]; do sleep 0.2; i=$((i + 1)); done'
 	echo '	echo "PHASE$ph-START $(cut -d" " -f1 /proc/uptime)"'
@@ -121,13 +137,16 @@ mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/ker
 tp_ev=
 [ -e /sys/kernel/tracing/events/kvm/kvm_write_tsc_offset/id ] && tp_ev="-e kvm:kvm_write_tsc_offset"
 
-# One phase: start domprof (environment $2), run the workload, report.
-# Sets mis_pct, a_diff and b_diff.
+# One phase: start domprof with collector $2 (environment $3), run the
+# workload, report.  Sets mis_pct, a_diff, b_diff, n_a, n_b, asid_filed,
+# cr3_direct and MAXMIS.
 phase() {
-	local ph=$1 envset=$2 S=/var/lib/domprof-lab/exact-$COLL$1 i perf_pid=
+	local ph=$1 COLL=$2 envset=$3 S=/var/lib/domprof-lab/exact-$2$1 i perf_pid=
+	asid_filed=0 cr3_direct=0
+	coll_args "$COLL"
 	rm -rf "$S"
 	# perf starts now (slow to start in L1), its events on with the workload
-	if [ "$ph" = 1 ] && command -v perf >/dev/null; then
+	if [ -z "$envset" ] && command -v perf >/dev/null; then
 		# shellcheck disable=SC2086
 		perf_rec_start "/tmp/perf$ph.data" -F 1000 -e cpu-clock $tp_ev && perf_pid=$PERF_REC_PID
 	fi
@@ -218,30 +237,34 @@ phase() {
 	lab_log "phase $ph (${envset:-default clock}): misattributed $mis of $all = $mis_pct%; exact-a diff $a_diff, exact-b diff $b_diff"
 }
 
-phase 1 ""
-mis1=$mis_pct a1=$a_diff b1=$b_diff filed1=${asid_filed:-0} na1=$n_a nb1=$n_b cr3_1=${cr3_direct:-0}
-# EXACT_PHASES=1: phase 1 only (phase 2 is printed, not checked)
-mis2="not run"
-if [ "${EXACT_PHASES:-2}" -ge 2 ]; then
-	phase 2 "DOMPROF_CLOCK=pingpong"
-	mis2=$mis_pct%
-fi
+fail=0 passes= printed= kmod_used=0
+for i in "${!plan[@]}"; do
+	ph=$((i + 1)) coll=${plan[$i]%%:*} clk=${plan[$i]#*:}
+	[ "$coll" = kmod ] && kmod_used=1
+	if [ "$clk" = pingpong ]; then
+		phase "$ph" "$coll" "DOMPROF_CLOCK=pingpong"
+		printed="$printed; $coll ping/pong $mis_pct% (printed, not checked)"
+		continue
+	fi
+	phase "$ph" "$coll" ""
+	f0=$fail
+	[ "$coll" != kmod ] || [ "$asid_filed" -gt 0 ] ||
+		{ lab_log "FAIL: phase $ph ($coll): no sample filed by its address space (asid_filed 0)"; fail=1; }
+	[ "$coll" != kmod ] || [ "${EXACT_NPT:-0}" != 1 ] || [ "$cr3_direct" -gt 0 ] ||
+		{ lab_log "FAIL: phase $ph ($coll): nested paging: the module read no guest CR3 (cr3_direct 0)"; fail=1; }
+	awk -v m="$mis_pct" -v t="$MAXMIS" 'BEGIN { exit !(m != "n/a" && m <= t) }' ||
+		{ lab_log "FAIL: phase $ph ($coll): misattributed share $mis_pct% > $MAXMIS%"; fail=1; }
+	[ "$n_a" -ge "$MINS" ] && [ "$n_b" -ge "$MINS" ] ||
+		{ lab_log "FAIL: phase $ph ($coll): starved: $n_a and $n_b samples in the two programs' hot code, fewer than $MINS (EXACT_MIN_SAMPLES): their own splits are no truth to check against"; fail=1; }
+	awk -v d="$a_diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
+		{ lab_log "FAIL: phase $ph ($coll): exact-a's split off by $a_diff points (> $TOL)"; fail=1; }
+	awk -v d="$b_diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
+		{ lab_log "FAIL: phase $ph ($coll): exact-b's split off by $b_diff points (> $TOL)"; fail=1; }
+	lab_log "phase $ph: $coll collector${EXACT_NPT:+ with nested paging}, misattributed $mis_pct% (bar $MAXMIS%), splits within $a_diff and $b_diff points$([ $fail = "$f0" ] && echo ": pass")"
+	passes="$passes; $coll $mis_pct% misattributed"
+done
 stop_guest ge
-[ "$COLL" = kmod ] && { rmmod domprof 2>/dev/null || true; }
+[ $kmod_used = 1 ] && { rmmod domprof 2>/dev/null || true; }
 lab_summary scenario_s "$(lab_since "$t0")"
-lab_log "$COLL collector, misattributed: default $mis1%, ping/pong $mis2"
-fail=0
-[ "$COLL" != kmod ] || [ "$filed1" -gt 0 ] ||
-	{ lab_log "FAIL: no sample filed by its address space (asid_filed 0)"; fail=1; }
-[ "${EXACT_NPT:-0}" != 1 ] || [ "$cr3_1" -gt 0 ] ||
-	{ lab_log "FAIL: nested paging: the module read no guest CR3 (cr3_direct 0)"; fail=1; }
-awk -v m="$mis1" -v t="$MAXMIS" 'BEGIN { exit !(m != "n/a" && m <= t) }' ||
-	{ lab_log "FAIL: misattributed share $mis1% > $MAXMIS%"; fail=1; }
-[ "$na1" -ge "$MINS" ] && [ "$nb1" -ge "$MINS" ] ||
-	{ lab_log "FAIL: starved: $na1 and $nb1 samples in the two programs' hot code, fewer than $MINS (EXACT_MIN_SAMPLES): their own splits are no truth to check against"; fail=1; }
-awk -v d="$a1" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
-	{ lab_log "FAIL: exact-a's split off by $a1 points (> $TOL)"; fail=1; }
-awk -v d="$b1" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
-	{ lab_log "FAIL: exact-b's split off by $b1 points (> $TOL)"; fail=1; }
 [ $fail -eq 0 ] || lab_fail "see above"
-lab_log "PASS: $COLL collector${EXACT_NPT:+ with nested paging}, misattributed $mis1% (ping/pong $mis2), splits within $a1 and $b1 points"
+lab_log "PASS: ${passes#; }$printed"

@@ -17,7 +17,7 @@ RATES=${KBENCH_RATES:-"1000000 250000 100000"}
 NCPU=$(nproc)
 KVER=$(uname -r)
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
-depmod -a || lab_fail "depmod failed"
+lab_depmod
 command -v perf >/dev/null || lab_fail "no perf in L1"
 TCK=$(getconf CLK_TCK)
 

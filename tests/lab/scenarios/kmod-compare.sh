@@ -39,7 +39,7 @@ UUID_WEB=6b1b1d6e-0000-4000-8000-000000000c01
 UUID_DB=6b1b1d6e-0000-4000-8000-000000000c02
 dmesg_base=$(dmesg | wc -l)
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
-depmod -a || lab_fail "depmod failed"
+lab_depmod
 
 share=/tmp/share-db
 rm -rf "$share"

@@ -5,7 +5,7 @@
 #
 # Phase 1: with web (busy) running, 15 s of sampling give guest samples
 #   that carry web's QEMU pid as domain, a vCPU index and a guest CR3.
-# Phase 2: KMOD_CYCLES (50) cycles of load / sample under load / unload,
+# Phase 2: KMOD_CYCLES (25) cycles of load / sample under load / unload,
 #   unloading while sampling in two cycles of three, and CPU 1 taken
 #   offline and back while sampling in one cycle of five.
 # Phase 3: with KVM unloaded the module loads, samples the host, unloads.
@@ -13,7 +13,7 @@
 # module unloads every time, and kvm's reference count ends where it began.
 lab_require_kvm
 t0=$(lab_now)
-CYCLES=${KMOD_CYCLES:-50}
+CYCLES=${KMOD_CYCLES:-25}
 KVER=$(uname -r)
 KO=/lib/modules/$KVER/extra/domprof.ko
 READ=$(ls /usr/local/libexec/domprof/dp-kmod-read /usr/libexec/domprof/dp-kmod-read 2>/dev/null | head -n 1)
@@ -23,7 +23,7 @@ dmesg_base=$(dmesg | wc -l)
 [ -f "$KO" ] || lab_fail "no $KO in the install tree (was configure's kernel tree found?)"
 [ -x "$READ" ] || lab_fail "no dp-kmod-read installed"
 modinfo "$KO" | grep -E '^(vermagic|depends)' | sed 's/^/lab: /'
-depmod -a || lab_fail "depmod failed"
+lab_depmod
 
 # "used by" count of module $1 in /proc/modules, empty if not loaded.
 # Shell builtins only: under TCG every exec costs, and phase 2 loops.
