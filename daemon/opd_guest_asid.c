@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "opd_guest_asid.h"
+#include "opd_guest_int.h"
+#include "util/du_log.h"
 
 void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images *images)
 {
@@ -356,4 +358,133 @@ struct opd_gasid *opd_gasid_doms_get(struct opd_gasid_doms *m, const struct opd_
 	d->domain = domain;
 	m->used++;
 	return d->a;
+}
+
+/* ---- the votes: which process a sample's space is, and filing by it ---- */
+
+/* The owner of @s's address space at its time (opd_gasid_owner). */
+uint32_t opd_gvote_owner(const struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	return opd_gasid_owner(&g->asid, s->asid, opd_gclock_guest(&g->clock, s->host_ns));
+}
+
+/* Is @t known to run in another address space than @asid at guest time
+ * @gt (the owner of one)?  A process runs in one at a time. */
+static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t, uint64_t asid,
+			   uint64_t gt)
+{
+	return t->asid && t->asid != asid && opd_gasid_owner(&g->asid, t->asid, gt) == t->pid;
+}
+
+/*
+ * The pid @s votes for as its address space's owner, or 0: the one task
+ * among the clock's @nc candidates (opd_gres_candidates()), whose mappings hold the
+ * pc.  While the space has no
+ * owner, the tasks known to run in another address space are set aside
+ * first (so that, of two processes taking turns, the second is learned
+ * from the turns' edges too once the first is known).  Not once it has
+ * one: a wrong owner of each of two spaces would then set the right one
+ * aside in both, and no vote could correct them.  A task the agent has
+ * not named is never set aside.
+ */
+static uint32_t voter(const struct opd_guest *g, const struct opd_guest_sample *s,
+		      const uint32_t *cand, int nc)
+{
+	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
+	bool aside = !opd_gasid_owner(&g->asid, s->asid, gt);
+	const struct opd_gtask *t;
+	uint32_t one = 0;
+
+	for (int k = 0; k < nc; k++) {
+		if (!cand[k] || cand[k] == one)
+			continue;
+		t = opd_gtasks_find(&g->tasks, cand[k]);
+		if (aside && t && runs_elsewhere(g, t, s->asid, gt))
+			continue;
+		if (one)
+			return 0;	/* two remain */
+		one = cand[k];
+	}
+	t = one ? opd_gtasks_find(&g->tasks, one) : NULL;
+	return t && opd_gtask_find_map(t, s->pc) ? one : 0;
+}
+
+/* @s votes for @pid as its address space's owner; a new owner is logged
+ * (--verbose) and noted in its task. */
+static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid)
+{
+	uint32_t was = opd_gvote_owner(g, s);
+	struct opd_gtask *t;
+
+	if (!opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
+			    s->host_ns))
+		return;
+	g->wait_new_owner = true;
+	g->wait.scanned = 0;
+	t = opd_gtasks_find(&g->tasks, pid);
+	if (t)
+		t->asid = s->asid;
+	if (opd_guest_debug_ok(g, s))
+		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
+			 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64
+			 " near %" PRIu64, g->name, s->asid, pid, was, s->host_ns, s->vcpu,
+			 g->clock.off, opd_gclock_near(&g->clock));
+}
+
+/*
+ * The kernel collector's guest address space (opd_guest_asid.h): a sample
+ * the clock gives to one process votes for its ASID's owner; a known owner
+ * whose mappings hold the pc takes the sample whatever the clock says.
+ */
+bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
+			 struct opd_guest_res *r)
+{
+	uint32_t cand[OPD_GUEST_MAX_CAND], clock_pid = 0, owner, v;
+	const struct opd_gtask *t;
+	const struct opd_gmap *m;
+	bool early = false;
+	int nc = 0;
+
+	g->asid.s.seen++;
+	if (opd_gclock_known(&g->clock) && opd_gtl_count(&g->tl, s->vcpu))
+		nc = opd_gres_candidates(g, s, cand, &early);
+	if (nc >= 1 && !early)
+		clock_pid = cand[0];
+	if (!s->voted && nc && !early && (v = voter(g, s, cand, nc))) {
+		/* only where the agent's stream has passed the sample: beyond
+		 * it, the last switch known is not what ran */
+		if (opd_ghold_ready(g, s))
+			vote(g, s, v);
+		else
+			g->asid.s.votes_ahead++;
+	}
+	owner = opd_gvote_owner(g, s);
+	if (!owner)
+		return false;
+	t = opd_gtasks_find(&g->tasks, owner);
+	m = t ? opd_gtask_find_map(t, s->pc) : NULL;
+	if (!m) {
+		g->asid.s.no_mapping++;
+		opd_gasid_doubt(&g->asid, s->asid);
+		return false;
+	}
+	opd_gres_place_user(g, s, r, t, m);
+	g->asid.s.filed++;
+	g->asid.s.overrode_clock += clock_pid && clock_pid != owner;
+	return true;
+}
+
+/* Does the sample with this ASID vote, as resolve_asid would? */
+void opd_gvote_now(struct opd_guest *g, struct opd_guest_sample *q)
+{
+	uint32_t cand[OPD_GUEST_MAX_CAND], v;
+	bool early = false;
+	int nc;
+
+	q->voted = true;
+	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, q->vcpu))
+		return;
+	nc = opd_gres_candidates(g, q, cand, &early);
+	if (!early && (v = voter(g, q, cand, nc)))
+		vote(g, q, v);
 }
