@@ -257,7 +257,7 @@ lab_kill_all_guests() {
 # still runs, after what it left behind (guests, a daemon, perf) is gone.
 # Saves a boot of L1 (about 20 s) per scenario against running them apart.
 lab_parts() {
-	local p failed= t
+	local p failed= t left f
 	for p in "$@"; do
 		t=$(lab_now)
 		lab_log "=== part $p"
@@ -266,12 +266,17 @@ lab_parts() {
 		else
 			lab_log "=== part $p: FAIL ($(lab_since "$t") s)"
 			failed="$failed $p"
-			lab_kill_all_guests
-			rm -f "$LAB_RUN"/*.started "$LAB_RUN"/*.booted
 			pkill -9 -x oprofiled 2>/dev/null || true
 			pkill -INT -x perf 2>/dev/null || true
-			sleep 1
 		fi
+		# guests a part left running (some scenarios end with the boot)
+		left=
+		for f in "$LAB_RUN"/*.pid; do
+			[ -f "$f" ] && left="$left $(basename "$f" .pid)"
+		done
+		[ -z "$left" ] || lab_log "part $p left guests running:$left (killed)"
+		lab_kill_all_guests
+		rm -f "$LAB_RUN"/*.started "$LAB_RUN"/*.booted
 	done
 	[ -z "$failed" ] || lab_fail "parts that failed:$failed"
 }

@@ -50,6 +50,8 @@ dbg_pid=$!
 export DEBUGINFOD_CACHE_PATH=/tmp/debuginfod-client
 URLS=http://127.0.0.1:$PORT
 
+# a fresh share: another scenario of this boot may have left a go file
+rm -rf /tmp/share-g1
 mkdir -p /tmp/share-g1
 cp "$STAGE/lab/ratio-dyn" "$STAGE/lab/strburn" "$opagent_bin" /tmp/share-g1/
 cp $libdir/libc.so.6 $libdir/ld-linux-x86-64.so.2 /tmp/share-g1/
