@@ -188,6 +188,24 @@ wait_guest_booted() {
 	lab_log "guest $name booted in $(cat "$LAB_RUN/$name.booted")s"
 }
 
+# Wait up to $3 seconds for guest $1's console to show the line pattern
+# $2 (grep -E).  A guest that died meanwhile (an emulator fault: its
+# kernel panicked, or its QEMU is gone) ends the scenario at once, as a
+# lab fault run.sh retries, not after the whole wait.  1 on the timeout.
+lab_wait_console() {
+	local name=$1 pat=$2 limit=$3 i
+	for ((i = 0; i < limit; i++)); do
+		grep -qE "$pat" "$RESULTS/$name.console" 2>/dev/null && return 0
+		if ! guest_alive "$name" || grep -q "Kernel panic - not syncing" "$RESULTS/$name.console" 2>/dev/null; then
+			tail -n 30 "$RESULTS/$name.console" 2>/dev/null
+			lab_log "LAB-FAULT: guest $name died while its workload ran (console above)"
+			lab_fail "guest $name died before \"$pat\""
+		fi
+		sleep 1
+	done
+	grep -qE "$pat" "$RESULTS/$name.console" 2>/dev/null
+}
+
 # Send one QMP command (JSON "execute" name, optional arguments object);
 # prints the replies.
 guest_qmp() {

@@ -116,11 +116,7 @@ if [ -n "$perf_pid" ]; then
 fi
 touch /tmp/share-g1/go /tmp/share-g2/go
 for g in g1 g2; do
-	for i in $(seq 1 600); do
-		grep -q WORK-DONE "$RESULTS/$g.console" && break
-		sleep 1
-	done
-	grep -q WORK-DONE "$RESULTS/$g.console" || lab_fail "$g's workload did not finish"
+	lab_wait_console "$g" WORK-DONE 600 || lab_fail "$g's workload did not finish"
 	[ $g = g1 ] && [ -n "$perf_pid" ] && { kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" || true; }
 	[ $g = g1 ] && touch /tmp/share-g2/churn-go
 done

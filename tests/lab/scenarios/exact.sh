@@ -160,10 +160,7 @@ phase() {
 	fi
 	sleep 2
 	touch "$share/go$ph"
-	for i in $(seq 1 600); do
-		grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" && break
-		sleep 1
-	done
+	lab_wait_console ge "PHASE$ph-DONE" 600 || true
 	[ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
 		cp "/tmp/perf$ph.data" "/tmp/perf$ph.data.err" "$RESULTS/" 2>/dev/null || true; }
 	grep -q "PHASE$ph-DONE" "$RESULTS/ge.console" || lab_fail "phase $ph: workload did not finish"

@@ -99,11 +99,7 @@ rm -rf "$DEBUGINFOD_CACHE_PATH"
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
 wait_agents_complete "$S" 1 || lab_fail "agent not connected after 120 s"
 touch /tmp/share-g1/go
-for i in $(seq 1 600); do
-	grep -q WORK-DONE "$RESULTS/g1.console" && break
-	sleep 1
-done
-grep -q WORK-DONE "$RESULTS/g1.console" || lab_fail "g1's workload did not finish"
+lab_wait_console g1 WORK-DONE 600 || lab_fail "g1's workload did not finish"
 sleep 3
 timeout 60 opcontrol --stop --session-dir="$S" || lab_fail "opcontrol --stop failed"
 cp "$S/oprofiled.log" "$RESULTS/oprofiled.log"

@@ -62,10 +62,7 @@ lab_log "impostor pid $imp: $(tr '\0' ' ' </proc/$imp/cmdline | cut -c1-120)"
 timeout 60 opcontrol --start --session-dir="$S" --domains=all || lab_fail "opcontrol --start failed"
 wait_agents_complete "$S" || lab_fail "victim's agent did not connect in 120 s"
 touch /tmp/share-victim/go
-for i in $(seq 1 300); do
-	grep -q WORK-DONE "$RESULTS/victim.console" && break
-	sleep 1
-done
+lab_wait_console victim WORK-DONE 300 || true
 # the processes while it runs
 mon=$(cat "$S/oprofiled.pid")
 wk=$(pgrep -P "$mon" -x oprofiled | head -n 1)
