@@ -275,14 +275,19 @@ lab_kill_all_guests() {
 # still runs, after what it left behind (guests, a daemon, perf) is gone.
 # Saves a boot of L1 (about 20 s) per scenario against running them apart.
 lab_parts() {
-	local p failed= t left f
+	local p failed= t left f faults
 	for p in "$@"; do
 		t=$(lab_now)
+		faults=$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)
 		lab_log "=== part $p"
 		if (. "$LAB/scenarios/$p.sh"); then
 			lab_log "=== part $p: PASS ($(lab_since "$t") s)"
 		else
 			lab_log "=== part $p: FAIL ($(lab_since "$t") s)"
+			# a fault of the emulator: run.sh retries the whole run,
+			# so the parts after this one would run for nothing
+			[ "$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)" = "$faults" ] ||
+				lab_fail "part $p met a lab fault; the parts after it are left to the retry"
 			failed="$failed $p"
 			pkill -9 -x oprofiled 2>/dev/null || true
 			pkill -INT -x perf 2>/dev/null || true
