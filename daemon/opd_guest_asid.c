@@ -474,7 +474,7 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	return true;
 }
 
-/* Does the sample with this ASID vote, as resolve_asid would? */
+/* @q votes now, as opd_gvote_resolve would, and is marked voted. */
 void opd_gvote_now(struct opd_guest *g, struct opd_guest_sample *q)
 {
 	uint32_t cand[OPD_GUEST_MAX_CAND], v;

@@ -80,7 +80,6 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 
 	/* the hold's own marks start clear, whatever the caller left there */
 	q.voted = false;
-	q.waited = false;
 	q.filed = false;
 	g->ds.received++;
 	if (!g->hold.cap) {
@@ -123,7 +122,6 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s)
 		return false;
 	}
 	g->asid.s.waited++;
-	s->waited = true;
 	opd_ghold_push(&g->wait, s);
 	return true;
 }
@@ -136,12 +134,14 @@ static bool wait_for_owner(struct opd_guest *g, struct opd_guest_sample *s)
 static struct opd_guest_sample *wait_next(struct opd_guest *g, uint64_t host_ns, bool all)
 {
 	struct opd_guest_sample *q;
+	bool owned;
 
 	if (!g->wait.count)
 		return NULL;
 	q = opd_ghold_at(&g->wait, 0);
-	if (all || host_ns - q->host_ns >= OPD_GUEST_OWNER_WAIT_NS || opd_gvote_owner(g, q)) {
-		if (!opd_gvote_owner(g, q)) {
+	owned = opd_gvote_owner(g, q) != 0;
+	if (all || host_ns - q->host_ns >= OPD_GUEST_OWNER_WAIT_NS || owned) {
+		if (!owned) {
 			g->asid.s.wait_expired++;
 			if (opd_guest_debug_ok(g, q))
 				du_debug("domain %s: address space %#" PRIx64 " has no owner after %"

@@ -21,9 +21,8 @@ struct opd_guest_sample {
 	uint32_t cc;		/* its call chain held in opd_cc (opd_cc_hold), 0: none */
 	uint32_t spread_us;	/* host_ns is good to +- this (DP_RAW_TIME_SPREAD) */
 	uint64_t asid;		/* guest address space (DP_RAW_ASID), 0 unknown */
-	bool voted;		/* its ASID vote was looked at (opd_guest.c) */
-	bool waited;		/* held for its ASID's owner (opd_guest.c) */
-	bool filed;		/* left the owner wait out of turn (opd_guest.c) */
+	bool voted;		/* its ASID vote was looked at (opd_guest_asid.c) */
+	bool filed;		/* left the owner wait out of turn (opd_guest_hold.c) */
 };
 
 struct opd_ghold {

@@ -581,12 +581,12 @@ static void test_wait_owner(void)
 	uint64_t last = 0;
 
 	for (uint64_t gt = 1100 * MS; gt < 1300 * MS; gt += MS / 2) {
-		/* voted and waited are the hold's own: what the caller
+		/* voted and filed are the hold's own: what the caller
 		 * leaves in them (the daemon's stack once) must not count */
 		s = (struct opd_guest_sample){ .host_ns = gt - 1003 * MS, .pc = 0x400100,
 					       .vcpu = 0, .mode = DP_MODE_GUEST_USER,
 					       .asid = truth(gt) == 100 ? AS_A : AS_B,
-					       .voted = true, .waited = true };
+					       .voted = true, .filed = true };
 		last = s.host_ns;
 		if (opd_guest_defer(g, &s, &out, &r)) {
 			n++;
