@@ -84,6 +84,8 @@ struct opd_agents {
 	void *connect_ctx;
 	opd_kvmtsc_open_fn tsc_open;	/* NULL: open the tracepoint here */
 	void *tsc_open_ctx;
+	opd_agent_cpu_clock_fn cpu_clock;	/* NULL: this thread's CPU time */
+	void *cpu_clock_ctx;
 };
 
 void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx)
@@ -96,6 +98,12 @@ void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, voi
 {
 	a->connect = fn;
 	a->connect_ctx = ctx;
+}
+
+void opd_agents_set_cpu_clock(struct opd_agents *a, opd_agent_cpu_clock_fn fn, void *ctx)
+{
+	a->cpu_clock = fn;
+	a->cpu_clock_ctx = ctx;
 }
 static void chan_free(struct opd_agents *a, struct chan *c);
 
@@ -398,10 +406,12 @@ static void chan_write(struct opd_agents *a, struct chan *c)
 	c->wlen -= (size_t)n;
 }
 
-static uint64_t thread_cpu_ns(void)
+static uint64_t thread_cpu_ns(const struct opd_agents *a)
 {
 	struct timespec ts;
 
+	if (a->cpu_clock)
+		return a->cpu_clock(a->cpu_clock_ctx);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * SECOND_NS + (uint64_t)ts.tv_nsec;
 }
@@ -494,7 +504,7 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 	size_t total = 0;
 
 	while (total < READ_BUDGET && c->fd >= 0 && chan_may_read(a, c, now)) {
-		uint64_t t0 = thread_cpu_ns();
+		uint64_t t0 = thread_cpu_ns(a);
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		int ret;
 
@@ -512,7 +522,7 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		}
 		total += (size_t)n;
 		ret = opd_guest_feed(c->g, buf, (size_t)n, now);
-		t0 = thread_cpu_ns() - t0;
+		t0 = thread_cpu_ns(a) - t0;
 		c->id->cpu_spent += t0;
 		a->cpu_spent += t0;
 		a->st->guest_budget_spent_ns += t0;

@@ -89,6 +89,12 @@ void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, voi
  * instead of directly: the privsep worker asks its monitor. */
 void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx);
 
+/* Measure the CPU the frames take (the budgets of opd_guest_limits) by
+ * @fn instead of this thread's CPU clock: a test's clock makes each read
+ * cost what it says. */
+typedef uint64_t (*opd_agent_cpu_clock_fn)(void *ctx);
+void opd_agents_set_cpu_clock(struct opd_agents *a, opd_agent_cpu_clock_fn fn, void *ctx);
+
 /* True when the listener of the connected unix socket @fd is process
  * @pid (SO_PEERCRED), or a thread of it, or with @root_ok any process of
  * root's (a backend's daemon that hands the socket to the domain). */

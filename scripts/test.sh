@@ -50,8 +50,11 @@ unit_tests() {
 	grep -E '^(PASS|FAIL|XFAIL|XPASS|ERROR|SKIP):' "$build/check.out"
 	grep -E '^# (TOTAL|PASS|FAIL|ERROR)' "$build/check.out" | tail -4
 	if [ $rc -ne 0 ]; then
-		find "$build" -name 'test-suite.log' -newer "$build/check.out" -o -name 'test_*.log' -newer "$build/make.out" |
-			while read -r f; do grep -q -E 'FAIL|Failed|failed [1-9]' "$f" && { echo "--- $f"; tail -40 "$f"; }; done
+		# the failed tests' own logs, named by automake's .trs results
+		# (a CUnit log says "Failed" in every summary, failed or not)
+		grep -l -E '^:test-result: (FAIL|ERROR|XPASS)' $(find "$build" -name '*.trs') 2>/dev/null |
+			while read -r trs; do echo "--- ${trs%.trs}.log"; tail -60 "${trs%.trs}.log"; done
+		grep -E '^(FAIL|ERROR|XPASS):' "$build/check.out"
 	fi
 	return $rc
 }
