@@ -152,6 +152,90 @@ static int um_close(const struct reader *r, const struct ev_um *u, char *err, si
 	return 0;
 }
 
+/* A value of set @cur from @line, "  VALUE description". */
+static int um_add_value(const struct reader *r, struct ev_um *cur, char *line, char *err,
+			size_t errlen)
+{
+	struct ev_um_value *nv;
+	char *p = line + strspn(line, " \t"), *sp;
+	uint64_t v;
+
+	if (!cur)
+		return ev_fail(err, errlen, "%s:%u: unit mask value outside a set", r->path, r->line);
+	sp = p + strcspn(p, " \t");
+	if (*sp)
+		*sp++ = '\0';
+	sp += strspn(sp, " \t");
+	if (!ev_parse_num(p, UINT32_MAX, &v) || !*sp)
+		return ev_fail(err, errlen, "%s:%u: expected \"VALUE description\"", r->path, r->line);
+	for (size_t i = 0; i < cur->n; i++) {
+		if (cur->v[i].value == v)
+			return ev_fail(err, errlen, "%s:%u: duplicate value 0x%" PRIx64 " in set %s",
+				       r->path, r->line, v, cur->name);
+	}
+	nv = realloc(cur->v, (cur->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	cur->v = nv;
+	nv[cur->n].value = (uint32_t)v;
+	nv[cur->n].desc = strdup(sp);
+	if (!nv[cur->n].desc)
+		return -ENOMEM;
+	cur->n++;
+	return 0;
+}
+
+/* A new set of @t from @line, "name:NAME type:TYPE default:VALUE"; *@cur
+ * is where its values go. */
+static int um_add_set(struct ev_table *t, const struct reader *r, char *line, struct ev_um **cur,
+		      char *err, size_t errlen)
+{
+	char *name = NULL, *type = NULL, *def = NULL;
+	const struct kv_field fields[] = {
+		{ "name", &name }, { "type", &type }, { "default", &def }, { NULL, NULL },
+	};
+	struct ev_um *nu, *u;
+	uint64_t dv;
+	enum um_type ty;
+	int ret;
+
+	ret = split_fields(r, line, fields, "name, type, default", err, errlen);
+	if (ret)
+		return ret;
+	if (!name || !type || !def)
+		return ev_fail(err, errlen, "%s:%u: a unit mask set needs name:, type: and default:",
+			       r->path, r->line);
+	if (!ev_name_ok(name, 64))
+		return ev_fail(err, errlen, "%s:%u: bad unit mask set name \"%s\"", r->path, r->line, name);
+	if (find_um(t, name))
+		return ev_fail(err, errlen, "%s:%u: unit mask set %s defined twice", r->path, r->line, name);
+	if (!strcmp(type, "mandatory"))
+		ty = UM_MANDATORY;
+	else if (!strcmp(type, "exclusive"))
+		ty = UM_EXCLUSIVE;
+	else if (!strcmp(type, "bitmask"))
+		ty = UM_BITMASK;
+	else
+		return ev_fail(err, errlen, "%s:%u: unknown unit mask type \"%s\" (allowed: mandatory, exclusive, bitmask)",
+			       r->path, r->line, type);
+	if (!ev_parse_num(def, UINT32_MAX, &dv))
+		return ev_fail(err, errlen, "%s:%u: bad default \"%s\"", r->path, r->line, def);
+	nu = realloc(t->ums, (t->nums + 1) * sizeof(*nu));
+	if (!nu)
+		return -ENOMEM;
+	t->ums = nu;
+	u = *cur = &nu[t->nums];
+	memset(u, 0, sizeof(*u));
+	u->name = strdup(name);
+	if (!u->name)
+		return -ENOMEM;
+	t->nums++;
+	u->type = ty;
+	u->def = (uint32_t)dv;
+	u->line = r->line;
+	return 0;
+}
+
 int ev_load_unit_masks(struct ev_table *t, const char *dir, char *err, size_t errlen)
 {
 	struct reader r;
@@ -169,107 +253,15 @@ int ev_load_unit_masks(struct ev_table *t, const char *dir, char *err, size_t er
 		}
 		if (line[0] == ' ' || line[0] == '\t') {
 			/* a value of the current set: "VALUE description" */
-			struct ev_um_value *nv;
-			char *p = line + strspn(line, " \t"), *sp;
-			uint64_t v;
-
-			if (!cur) {
-				ret = ev_fail(err, errlen, "%s:%u: unit mask value outside a set", r.path, r.line);
-				goto out_close;
-			}
-			sp = p + strcspn(p, " \t");
-			if (*sp)
-				*sp++ = '\0';
-			sp += strspn(sp, " \t");
-			if (!ev_parse_num(p, UINT32_MAX, &v) || !*sp) {
-				ret = ev_fail(err, errlen, "%s:%u: expected \"VALUE description\"", r.path, r.line);
-				goto out_close;
-			}
-			for (size_t i = 0; i < cur->n; i++) {
-				if (cur->v[i].value == v) {
-					ret = ev_fail(err, errlen, "%s:%u: duplicate value 0x%" PRIx64 " in set %s",
-						   r.path, r.line, v, cur->name);
-					goto out_close;
-				}
-			}
-			nv = realloc(cur->v, (cur->n + 1) * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out_close;
-			}
-			cur->v = nv;
-			nv[cur->n].value = (uint32_t)v;
-			nv[cur->n].desc = strdup(sp);
-			if (!nv[cur->n].desc) {
-				ret = -ENOMEM;
-				goto out_close;
-			}
-			cur->n++;
-			continue;
+			ret = um_add_value(&r, cur, line, err, errlen);
+		} else {
+			/* a new set: name:NAME type:TYPE default:VALUE */
+			ret = um_close(&r, cur, err, errlen);
+			if (!ret)
+				ret = um_add_set(t, &r, line, &cur, err, errlen);
 		}
-
-		/* a new set: name:NAME type:TYPE default:VALUE */
-		ret = um_close(&r, cur, err, errlen);
 		if (ret)
 			goto out_close;
-		{
-			char *name = NULL, *type = NULL, *def = NULL;
-			const struct kv_field fields[] = {
-				{ "name", &name }, { "type", &type }, { "default", &def }, { NULL, NULL },
-			};
-			struct ev_um *nu;
-			uint64_t dv;
-			enum um_type ty;
-
-			ret = split_fields(&r, line, fields, "name, type, default", err, errlen);
-			if (ret)
-				goto out_close;
-			if (!name || !type || !def) {
-				ret = ev_fail(err, errlen, "%s:%u: a unit mask set needs name:, type: and default:",
-					   r.path, r.line);
-				goto out_close;
-			}
-			if (!ev_name_ok(name, 64)) {
-				ret = ev_fail(err, errlen, "%s:%u: bad unit mask set name \"%s\"", r.path, r.line, name);
-				goto out_close;
-			}
-			if (find_um(t, name)) {
-				ret = ev_fail(err, errlen, "%s:%u: unit mask set %s defined twice", r.path, r.line, name);
-				goto out_close;
-			}
-			if (!strcmp(type, "mandatory"))
-				ty = UM_MANDATORY;
-			else if (!strcmp(type, "exclusive"))
-				ty = UM_EXCLUSIVE;
-			else if (!strcmp(type, "bitmask"))
-				ty = UM_BITMASK;
-			else {
-				ret = ev_fail(err, errlen, "%s:%u: unknown unit mask type \"%s\" (allowed: mandatory, exclusive, bitmask)",
-					   r.path, r.line, type);
-				goto out_close;
-			}
-			if (!ev_parse_num(def, UINT32_MAX, &dv)) {
-				ret = ev_fail(err, errlen, "%s:%u: bad default \"%s\"", r.path, r.line, def);
-				goto out_close;
-			}
-			nu = realloc(t->ums, (t->nums + 1) * sizeof(*nu));
-			if (!nu) {
-				ret = -ENOMEM;
-				goto out_close;
-			}
-			t->ums = nu;
-			cur = &nu[t->nums];
-			memset(cur, 0, sizeof(*cur));
-			cur->name = strdup(name);
-			if (!cur->name) {
-				ret = -ENOMEM;
-				goto out_close;
-			}
-			t->nums++;
-			cur->type = ty;
-			cur->def = (uint32_t)dv;
-			cur->line = r.line;
-		}
 	}
 	if (ferror(r.f)) {
 		ret = ev_fail(err, errlen, "%s: read error", r.path);
@@ -308,6 +300,88 @@ static int parse_counters(const char *s, uint32_t *mask)
 	return 0;
 }
 
+/* The parts of an events line, "FIELDS : description". */
+struct ev_line {
+	char *event, *counters, *um, *min, *name;
+	char *desc;
+};
+
+/* @line cut into @l (zeroed by the caller): every field present, a
+ * description. */
+static int event_split(const struct reader *r, char *line, struct ev_line *l, char *err,
+		       size_t errlen)
+{
+	char *colon = strstr(line, " : ");
+	const struct kv_field fields[] = {
+		{ "event", &l->event }, { "counters", &l->counters }, { "um", &l->um },
+		{ "minimum", &l->min }, { "name", &l->name }, { NULL, NULL },
+	};
+	int ret;
+
+	if (!colon)
+		return ev_fail(err, errlen, "%s:%u: expected \"fields : description\"", r->path, r->line);
+	*colon = '\0';
+	l->desc = colon + 3;
+	l->desc += strspn(l->desc, " \t");
+	if (!*l->desc)
+		return ev_fail(err, errlen, "%s:%u: empty description", r->path, r->line);
+	ret = split_fields(r, line, fields, "event, counters, um, minimum, name", err, errlen);
+	if (ret)
+		return ret;
+	if (!l->event || !l->counters || !l->um || !l->min || !l->name)
+		return ev_fail(err, errlen, "%s:%u: an event needs event:, counters:, um:, minimum: and name:",
+			       r->path, r->line);
+	return 0;
+}
+
+/* The event of line @l, checked, appended to @t. */
+static int event_add(struct ev_table *t, const struct reader *r, const struct ev_line *l,
+		     char *err, size_t errlen)
+{
+	struct ev_event *ne, *e;
+	struct ev_um *um;
+	uint64_t code, min;
+	uint32_t counters;
+
+	if (!ev_parse_num(l->event, 0xff, &code))
+		return ev_fail(err, errlen, "%s:%u: bad event code \"%s\" (0..0xff)", r->path, r->line, l->event);
+	if (parse_counters(l->counters, &counters))
+		return ev_fail(err, errlen, "%s:%u: bad counters \"%s\" (comma list of 0..31)",
+			       r->path, r->line, l->counters);
+	if (!ev_parse_num(l->min, UINT64_MAX, &min) || min == 0)
+		return ev_fail(err, errlen, "%s:%u: bad minimum \"%s\" (a count of at least 1)",
+			       r->path, r->line, l->min);
+	if (!ev_name_ok(l->name, EV_NAME_MAX))
+		return ev_fail(err, errlen, "%s:%u: bad event name \"%s\" ([A-Za-z0-9_], at most %zu bytes)",
+			       r->path, r->line, l->name, EV_NAME_MAX);
+	if (ev_find_event(t, l->name))
+		return ev_fail(err, errlen, "%s:%u: event %s defined twice", r->path, r->line, l->name);
+	um = find_um(t, l->um);
+	if (!um)
+		return ev_fail(err, errlen, "%s:%u: event %s uses unit mask set \"%s\", which unit_masks does not define",
+			       r->path, r->line, l->name, l->um);
+	ne = realloc(t->ev, (t->nev + 1) * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	t->ev = ne;
+	e = &ne[t->nev];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(l->name);
+	e->desc = strdup(l->desc);
+	if (!e->name || !e->desc) {
+		free(e->name);
+		free(e->desc);
+		return -ENOMEM;
+	}
+	t->nev++;
+	e->um = (size_t)(um - t->ums);
+	e->info.code = (uint32_t)code;
+	e->info.counters = counters;
+	e->info.minimum = min;
+	e->info.default_count = min > EV_DEFAULT_COUNT ? min : EV_DEFAULT_COUNT;
+	return 0;
+}
+
 int ev_load_events(struct ev_table *t, const char *dir, char *err, size_t errlen)
 {
 	struct reader r;
@@ -318,93 +392,17 @@ int ev_load_events(struct ev_table *t, const char *dir, char *err, size_t errlen
 	if (ret)
 		return ret;
 	while ((line = next_line(&r))) {
-		char *colon = strstr(line, " : ");
-		char *f_event = NULL, *f_counters = NULL, *f_um = NULL, *f_min = NULL, *f_name = NULL;
-		char *desc;
-		const struct kv_field fields[] = {
-			{ "event", &f_event }, { "counters", &f_counters }, { "um", &f_um },
-			{ "minimum", &f_min }, { "name", &f_name }, { NULL, NULL },
-		};
-		struct ev_event *ne, *e;
-		struct ev_um *um;
-		uint64_t code, min;
-		uint32_t counters;
+		struct ev_line l = { 0 };
 
 		if (r.nul) {
 			ret = ev_fail(err, errlen, "%s:%u: NUL byte in line", r.path, r.line);
 			goto out_close;
 		}
-
-		if (!colon) {
-			ret = ev_fail(err, errlen, "%s:%u: expected \"fields : description\"", r.path, r.line);
-			goto out_close;
-		}
-		*colon = '\0';
-		desc = colon + 3;
-		desc += strspn(desc, " \t");
-		if (!*desc) {
-			ret = ev_fail(err, errlen, "%s:%u: empty description", r.path, r.line);
-			goto out_close;
-		}
-		ret = split_fields(&r, line, fields, "event, counters, um, minimum, name", err, errlen);
+		ret = event_split(&r, line, &l, err, errlen);
+		if (!ret)
+			ret = event_add(t, &r, &l, err, errlen);
 		if (ret)
 			goto out_close;
-		if (!f_event || !f_counters || !f_um || !f_min || !f_name) {
-			ret = ev_fail(err, errlen, "%s:%u: an event needs event:, counters:, um:, minimum: and name:",
-				   r.path, r.line);
-			goto out_close;
-		}
-		if (!ev_parse_num(f_event, 0xff, &code)) {
-			ret = ev_fail(err, errlen, "%s:%u: bad event code \"%s\" (0..0xff)", r.path, r.line, f_event);
-			goto out_close;
-		}
-		if (parse_counters(f_counters, &counters)) {
-			ret = ev_fail(err, errlen, "%s:%u: bad counters \"%s\" (comma list of 0..31)",
-				   r.path, r.line, f_counters);
-			goto out_close;
-		}
-		if (!ev_parse_num(f_min, UINT64_MAX, &min) || min == 0) {
-			ret = ev_fail(err, errlen, "%s:%u: bad minimum \"%s\" (a count of at least 1)",
-				   r.path, r.line, f_min);
-			goto out_close;
-		}
-		if (!ev_name_ok(f_name, EV_NAME_MAX)) {
-			ret = ev_fail(err, errlen, "%s:%u: bad event name \"%s\" ([A-Za-z0-9_], at most %zu bytes)",
-				   r.path, r.line, f_name, EV_NAME_MAX);
-			goto out_close;
-		}
-		if (ev_find_event(t, f_name)) {
-			ret = ev_fail(err, errlen, "%s:%u: event %s defined twice", r.path, r.line, f_name);
-			goto out_close;
-		}
-		um = find_um(t, f_um);
-		if (!um) {
-			ret = ev_fail(err, errlen, "%s:%u: event %s uses unit mask set \"%s\", which unit_masks does not define",
-				   r.path, r.line, f_name, f_um);
-			goto out_close;
-		}
-		ne = realloc(t->ev, (t->nev + 1) * sizeof(*ne));
-		if (!ne) {
-			ret = -ENOMEM;
-			goto out_close;
-		}
-		t->ev = ne;
-		e = &ne[t->nev];
-		memset(e, 0, sizeof(*e));
-		e->name = strdup(f_name);
-		e->desc = strdup(desc);
-		if (!e->name || !e->desc) {
-			free(e->name);
-			free(e->desc);
-			ret = -ENOMEM;
-			goto out_close;
-		}
-		t->nev++;
-		e->um = (size_t)(um - t->ums);
-		e->info.code = (uint32_t)code;
-		e->info.counters = counters;
-		e->info.minimum = min;
-		e->info.default_count = min > EV_DEFAULT_COUNT ? min : EV_DEFAULT_COUNT;
 	}
 	if (ferror(r.f)) {
 		ret = ev_fail(err, errlen, "%s: read error", r.path);
