@@ -538,10 +538,10 @@ static const char fg_script[] =
 	"}\n"
 	"window.addEventListener('load', init);\n";
 
-int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title, unsigned int flags)
+/* The SVG's head: styles, script, background, title, buttons, legend and
+ * the two status lines, for a picture @height pixels high. */
+static void write_head(FILE *out, const char *title, unsigned int height)
 {
-	unsigned int height = FG_TOP + (f->maxdepth + 1) * FG_FRAME_H + FG_BOTTOM;
-	double scale = f->v[0].n ? (double)(FG_WIDTH - 2 * FG_PAD) / (double)f->v[0].n : 0;
 	static const struct {
 		enum rep_frame_kind k;
 		const char *label;
@@ -549,10 +549,7 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title, unsig
 		{ REP_FRAME_HOST, "host" }, { REP_FRAME_GUEST_KERNEL, "guest kernel" },
 		{ REP_FRAME_GUEST_USER, "guest user" }, { REP_FRAME_VMM, "vmm (host work for a guest)" },
 	};
-	int rc = layout(f);
 
-	if (rc)
-		return rc;
 	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%u\" "
 		"viewBox=\"0 0 %d %u\">\n", FG_WIDTH, height, FG_WIDTH, height);
@@ -589,61 +586,88 @@ int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title, unsig
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n", FG_PAD, height - 10);
 	fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"%u\" text-anchor=\"end\"></text>\n",
 		FG_WIDTH - FG_PAD, height - 10);
-	fputs("<g id=\"frames\">\n", out);
-	/* Pre-order, so a parent always comes before its children. */
-	{
-		size_t *stack = malloc(f->nv * sizeof(*stack)), sp = 0;
+}
 
-		if (!stack)
-			return -ENOMEM;
-		stack[sp++] = 0;
-		while (sp) {
-			size_t at = stack[--sp], nk = 0;
-			const struct fnode *n = &f->v[at];
-			double x = FG_PAD + (double)n->x * scale, w = (double)n->n * scale;
-			/* flamegraph.pl's way: the root at the bottom */
-			unsigned int y = FG_TOP + (flags & REP_FLAME_ICICLE ? n->depth :
-						   f->maxdepth - n->depth) * FG_FRAME_H;
-			int chars = (int)((w - 6) / FG_CHAR_W);
-			char col[32], pct[32];
+/* Frame @n as a <g>; false when it is left out (with its callers, which
+ * are no wider): recorded callers narrower than half a pixel, as
+ * flamegraph.pl's minwidth does, for a whole system's stacks are hundreds
+ * of thousands. */
+static bool write_frame(const struct rep_flame *f, FILE *out, const struct fnode *n,
+			double scale, unsigned int flags)
+{
+	double x = FG_PAD + (double)n->x * scale, w = (double)n->n * scale;
+	/* flamegraph.pl's way: the root at the bottom */
+	unsigned int y = FG_TOP + (flags & REP_FLAME_ICICLE ? n->depth :
+				   f->maxdepth - n->depth) * FG_FRAME_H;
+	int chars = (int)((w - 6) / FG_CHAR_W);
+	char col[32], pct[32];
 
-			/* recorded callers narrower than half a pixel are
-			 * left out, with theirs (flamegraph.pl's minwidth): a
-			 * whole system's stacks are hundreds of thousands */
-			if (n->depth > 4 && w < 0.5)
-				continue;
-			frame_colour(n, col, sizeof(col));
-			snprintf(pct, sizeof(pct), "%.2f",
-				 f->v[0].n ? 100.0 * (double)n->n / (double)f->v[0].n : 0.0);
-			fprintf(out, "<g class=\"f k-%s\" data-n=\"%" PRIu64 "\" data-x=\"%" PRIu64
-				"\" data-d=\"%u\" data-name=\"", kind_class(n->kind), n->n, n->x, n->depth);
-			put_escaped(out, n->name, SIZE_MAX);
-			fputs("\"><title>", out);
-			put_escaped(out, n->name, SIZE_MAX);
-			fprintf(out, " (%" PRIu64 " samples, %s%%)</title>", n->n, pct);
-			fprintf(out, "<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
-				"rx=\"2\"/><text x=\"%.2f\" y=\"%u\">", x, y, w, FG_FRAME_H - 1, col,
-				x + 3, y + 12);
-			if (chars >= 3) {
-				size_t len = strlen(n->name);
+	if (n->depth > 4 && w < 0.5)
+		return false;
+	frame_colour(n, col, sizeof(col));
+	snprintf(pct, sizeof(pct), "%.2f",
+		 f->v[0].n ? 100.0 * (double)n->n / (double)f->v[0].n : 0.0);
+	fprintf(out, "<g class=\"f k-%s\" data-n=\"%" PRIu64 "\" data-x=\"%" PRIu64
+		"\" data-d=\"%u\" data-name=\"", kind_class(n->kind), n->n, n->x, n->depth);
+	put_escaped(out, n->name, SIZE_MAX);
+	fputs("\"><title>", out);
+	put_escaped(out, n->name, SIZE_MAX);
+	fprintf(out, " (%" PRIu64 " samples, %s%%)</title>", n->n, pct);
+	fprintf(out, "<rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+		"rx=\"2\"/><text x=\"%.2f\" y=\"%u\">", x, y, w, FG_FRAME_H - 1, col,
+		x + 3, y + 12);
+	if (chars >= 3) {
+		size_t len = strlen(n->name);
 
-				if (len <= (size_t)chars) {
-					put_escaped(out, n->name, len);
-				} else {
-					put_escaped(out, n->name, (size_t)chars - 2);
-					fputs("..", out);
-				}
-			}
-			fputs("</text></g>\n", out);
-			/* Push children right to left so the leftmost comes out first. */
-			for (size_t c = n->first; c; c = f->v[c].next)
-				nk++;
-			sp += nk;
-			for (size_t c = n->first, i = 0; c; c = f->v[c].next, i++)
-				stack[sp - 1 - i] = c;
+		if (len <= (size_t)chars) {
+			put_escaped(out, n->name, len);
+		} else {
+			put_escaped(out, n->name, (size_t)chars - 2);
+			fputs("..", out);
 		}
-		free(stack);
 	}
+	fputs("</text></g>\n", out);
+	return true;
+}
+
+/* Every frame, pre-order, so a parent always comes before its children. */
+static int write_frames(const struct rep_flame *f, FILE *out, double scale, unsigned int flags)
+{
+	size_t *stack = malloc(f->nv * sizeof(*stack)), sp = 0;
+
+	if (!stack)
+		return -ENOMEM;
+	stack[sp++] = 0;
+	while (sp) {
+		size_t at = stack[--sp], nk = 0;
+		const struct fnode *n = &f->v[at];
+
+		if (!write_frame(f, out, n, scale, flags))
+			continue;
+		/* Push children right to left so the leftmost comes out first. */
+		for (size_t c = n->first; c; c = f->v[c].next)
+			nk++;
+		sp += nk;
+		for (size_t c = n->first, i = 0; c; c = f->v[c].next, i++)
+			stack[sp - 1 - i] = c;
+	}
+	free(stack);
+	return 0;
+}
+
+int rep_flame_write_svg(struct rep_flame *f, FILE *out, const char *title, unsigned int flags)
+{
+	unsigned int height = FG_TOP + (f->maxdepth + 1) * FG_FRAME_H + FG_BOTTOM;
+	double scale = f->v[0].n ? (double)(FG_WIDTH - 2 * FG_PAD) / (double)f->v[0].n : 0;
+	int rc = layout(f);
+
+	if (rc)
+		return rc;
+	write_head(out, title, height);
+	fputs("<g id=\"frames\">\n", out);
+	rc = write_frames(f, out, scale, flags);
+	if (rc)
+		return rc;
 	fputs("</g>\n</svg>\n", out);
 	if (fflush(out) || ferror(out))
 		return -EIO;
