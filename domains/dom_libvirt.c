@@ -34,9 +34,7 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -47,7 +45,6 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -56,196 +53,11 @@
 
 #include "dom_backend.h"
 #include "dom_cmdline.h"
-#include "dom_libvirt.h"
-#include "dom_lvxml.h"
+#include "dom_libvirt_int.h"
 #include "domprof/raw.h"
-#include "util/du_fs.h"
 #include "util/du_log.h"
 
-#define DLV_RETRY_MS 2000
-#define DLV_PIDFILE_MAX 32
-/* Domains whose change is queued before "list everything" is cheaper. */
-#define DLV_QUEUE_MAX 64
-
-/* ---- the part the event thread shares ------------------------------------ */
-
-struct dlv_shared {
-	atomic_int refs;
-	pthread_mutex_t lock;
-	int efd;			/* eventfd: the event thread wakes the daemon */
-	/* under lock */
-	bool lost;			/* the connection closed */
-	bool resync;			/* list every domain again */
-	size_t n_queued;
-	char queued[DLV_QUEUE_MAX][VIR_UUID_STRING_BUFLEN];
-};
-
-static struct dlv_shared *shared_get(struct dlv_shared *s)
-{
-	atomic_fetch_add(&s->refs, 1);
-	return s;
-}
-
-static void shared_put(void *p)
-{
-	struct dlv_shared *s = p;
-
-	if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
-		return;
-	pthread_mutex_destroy(&s->lock);
-	if (s->efd >= 0)
-		close(s->efd);
-	free(s);
-}
-
-static void shared_wake(struct dlv_shared *s)
-{
-	uint64_t one = 1;
-
-	if (write(s->efd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the counter is already non-zero, the daemon will wake */
-	}
-}
-
-static void queue_domain(struct dlv_shared *s, virDomainPtr dom)
-{
-	char uuid[VIR_UUID_STRING_BUFLEN];
-
-	if (virDomainGetUUIDString(dom, uuid) < 0) {
-		uuid[0] = '\0';
-	}
-	pthread_mutex_lock(&s->lock);
-	if (!uuid[0] || s->n_queued == DLV_QUEUE_MAX) {
-		s->resync = true;
-	} else {
-		bool dup = false;
-
-		for (size_t i = 0; i < s->n_queued; i++)
-			dup |= !strcmp(s->queued[i], uuid);
-		if (!dup)
-			memcpy(s->queued[s->n_queued++], uuid, sizeof(uuid));
-	}
-	pthread_mutex_unlock(&s->lock);
-	shared_wake(s);
-}
-
-/* ---- event callbacks (event thread: no logging, no table access) --------- */
-
-static int on_lifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
-			void *opaque)
-{
-	(void)conn;
-	(void)event;
-	(void)detail;
-	queue_domain(opaque, dom);
-	return 0;
-}
-
-static void on_metadata(virConnectPtr conn, virDomainPtr dom, int type, const char *nsuri,
-			void *opaque)
-{
-	(void)conn;
-	if (type == VIR_DOMAIN_METADATA_ELEMENT && nsuri && strcmp(nsuri, DOM_LV_NS_URI))
-		return;		/* another tool's element */
-	queue_domain(opaque, dom);
-}
-
-static void on_device(virConnectPtr conn, virDomainPtr dom, const char *alias, void *opaque)
-{
-	(void)conn;
-	(void)alias;
-	queue_domain(opaque, dom);
-}
-
-static void on_close(virConnectPtr conn, int reason, void *opaque)
-{
-	struct dlv_shared *s = opaque;
-
-	(void)conn;
-	(void)reason;
-	pthread_mutex_lock(&s->lock);
-	s->lost = true;
-	pthread_mutex_unlock(&s->lock);
-	shared_wake(s);
-}
-
-/* ---- process-wide libvirt setup ------------------------------------------- */
-
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static int global_err;
-
-/* libvirt prints every error on stderr unless told otherwise; the backend
- * reports what matters itself. */
-static void quiet_errors(void *opaque, virErrorPtr err)
-{
-	(void)opaque;
-	(void)err;
-}
-
-static void *event_loop(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		if (virEventRunDefaultImpl() < 0)
-			usleep(100 * 1000);	/* never spin */
-	}
-	return NULL;
-}
-
-static void global_init(void)
-{
-	pthread_attr_t attr;
-	pthread_t tid;
-
-	virSetErrorFunc(NULL, quiet_errors);
-	if (virInitialize() < 0 || virEventRegisterDefaultImpl() < 0) {
-		global_err = -EIO;
-		return;
-	}
-	/* Detached and never stopped: libvirt's default loop has no way to
-	 * end it, and it sleeps in poll() when there is nothing to do. */
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	global_err = -pthread_create(&tid, &attr, event_loop, NULL);
-	pthread_attr_destroy(&attr);
-}
-
 /* ---- domains ---------------------------------------------------------------- */
-
-struct lvdom {
-	char uuid[DOM_UUID_STRLEN + 1];
-	char *name;
-	int id;				/* libvirt id: a new one for every start */
-	int state;			/* VIR_DOMAIN_RUNNING, _PAUSED, ... */
-	pid_t pid;			/* QEMU, 0 if not found */
-	unsigned int nr_vcpus;
-	pid_t *vcpu_tid;		/* nr_vcpus entries, -1 for gaps */
-	char *agent_path;
-	enum dom_lv_profile profile;
-	bool selected;
-	bool seen;			/* in the last listing (resync) */
-	struct dom_domain *dd;		/* what the daemon sees (dom.h) */
-	struct lvdom *next;
-};
-
-struct dom_lv {
-	char *uri;
-	char *proc_root;
-	char *pid_dir;
-	char **names;			/* --domains, NULL-terminated; NULL: none */
-	bool select_all;
-	bool identity;			/* check the QEMU's uids (dom_lv_config) */
-	uid_t vm_uids[8];
-	size_t nr_vm_uids;
-	struct dlv_shared *sh;
-	int epfd, tfd;
-	virConnectPtr conn;
-	int cb_ids[4];
-	bool cb_close;
-	bool retrying;			/* tfd armed */
-	bool said_lost;
-	struct lvdom *list;
-};
 
 static void lvdom_free(struct lvdom *d)
 {
@@ -284,149 +96,6 @@ static int lvdom_sync(struct lvdom *d)
 	/* NULL selects, an empty list does not: the choice is made here */
 	dom_domain_select(d->dd, d->selected ? NULL : none);
 	return 0;
-}
-
-/* All four uids of /proc/PID/status are root or the hypervisor's (a pid
- * file or a /proc search names the QEMU; a local user's process with the
- * domain's -uuid is not it).  Not checked on a fake tree unless asked. */
-static bool pid_owner_ok(const struct dom_lv *lv, pid_t pid)
-{
-	char path[PATH_MAX], buf[4096], *p;
-	unsigned long u[4];
-	ssize_t n;
-
-	if (!lv->identity)
-		return true;
-	snprintf(path, sizeof(path), "%s/%d/status", lv->proc_root, (int)pid);
-	n = du_read_small(path, buf, sizeof(buf));
-	if (n <= 0)
-		return false;
-	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
-		return false;
-	for (int i = 0; i < 4; i++) {
-		bool ok = u[i] == 0;
-
-		for (size_t k = 0; k < lv->nr_vm_uids && !ok; k++)
-			ok = u[i] == (unsigned long)lv->vm_uids[k];
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
-/* True when /proc/PID/cmdline is a QEMU with -uuid @uuid, run by root or
- * the hypervisor's user. */
-static bool pid_has_uuid(const struct dom_lv *lv, pid_t pid, const char *uuid)
-{
-	char path[PATH_MAX];
-	struct dom_cmdline cl;
-	char *buf;
-	ssize_t n;
-	bool ok = false;
-	int fd;
-
-	if (!pid_owner_ok(lv, pid))
-		return false;
-	snprintf(path, sizeof(path), "%s/%d/cmdline", lv->proc_root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	buf = malloc(DOM_CMDLINE_MAX);
-	if (!buf) {
-		close(fd);
-		return false;
-	}
-	n = read(fd, buf, DOM_CMDLINE_MAX);
-	close(fd);
-	if (n > 0 && !dom_cmdline_parse(buf, (size_t)n, n == DOM_CMDLINE_MAX, &cl)) {
-		ok = !strcasecmp(cl.uuid, uuid);
-		dom_cmdline_release(&cl);
-	}
-	free(buf);
-	return ok;
-}
-
-static pid_t find_qemu_pid(const struct dom_lv *lv, const char *name, const char *uuid)
-{
-	char path[PATH_MAX], buf[DLV_PIDFILE_MAX];
-	struct dirent *de;
-	pid_t pid = 0;
-	long v;
-	char *end;
-	DIR *dir;
-
-	if (snprintf(path, sizeof(path), "%s/%s.pid", lv->pid_dir, name) < (int)sizeof(path) &&
-	    !strchr(name, '/') && du_read_small(path, buf, sizeof(buf)) > 0) {
-		errno = 0;
-		v = strtol(buf, &end, 10);
-		if (!errno && v > 1 && v <= INT_MAX && (*end == '\0' || *end == '\n') &&
-		    pid_has_uuid(lv, (pid_t)v, uuid))
-			return (pid_t)v;
-	}
-	/* another state directory (session URIs), or an odd name */
-	dir = opendir(lv->proc_root);
-	if (!dir)
-		return 0;
-	while (!pid && (de = readdir(dir))) {
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		errno = 0;
-		v = strtol(de->d_name, &end, 10);
-		if (*end || errno || v <= 1 || v > INT_MAX)
-			continue;
-		if (pid_has_uuid(lv, (pid_t)v, uuid))
-			pid = (pid_t)v;
-	}
-	closedir(dir);
-	return pid;
-}
-
-/* Read the vCPU map of @d->pid from its thread names.  True if it changed. */
-static bool read_vcpus(const struct dom_lv *lv, struct lvdom *d)
-{
-	char path[PATH_MAX], comm[32];
-	pid_t *map = NULL;
-	unsigned int nr = 0, cap = 0, v;
-	struct dirent *de;
-	bool changed = false;
-	DIR *dir;
-
-	if (d->pid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "%s/%d/task", lv->proc_root, (int)d->pid);
-	dir = opendir(path);
-	if (!dir)
-		return false;
-	while ((de = readdir(dir))) {
-		char *end;
-		long tid;
-		ssize_t n;
-
-		errno = 0;
-		tid = strtol(de->d_name, &end, 10);
-		if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || errno ||
-		    tid > INT_MAX)
-			continue;
-		snprintf(path, sizeof(path), "%s/%d/task/%ld/comm", lv->proc_root, (int)d->pid,
-			 tid);
-		n = du_read_small(path, comm, sizeof(comm));
-		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
-			continue;
-		if (dom_vcpu_map_add(&map, &cap, &nr, v, (pid_t)tid))
-			goto out;
-	}
-	if (nr != d->nr_vcpus || (nr && memcmp(map, d->vcpu_tid, nr * sizeof(*map)))) {
-		free(d->vcpu_tid);
-		d->vcpu_tid = map;
-		d->nr_vcpus = nr;
-		map = NULL;
-		changed = true;
-	}
-out:
-	free(map);
-	closedir(dir);
-	return changed;
 }
 
 static bool name_selected(const struct dom_lv *lv, const char *name, const char *uuid)
@@ -492,107 +161,15 @@ static int lvdom_read(struct dom_lv *lv, virDomainPtr dom, struct lvdom *d, unsi
 	if (sel != d->selected)
 		*changes |= DOM_LV_CHANGED_SELECTED;
 	d->selected = sel;
-	if (d->pid <= 0 || !pid_has_uuid(lv, d->pid, d->uuid)) {
-		d->pid = find_qemu_pid(lv, d->name, d->uuid);
+	if (d->pid <= 0 || !dlv_pid_has_uuid(lv, d->pid, d->uuid)) {
+		d->pid = dlv_find_qemu_pid(lv, d->name, d->uuid);
 		free(d->vcpu_tid);
 		d->vcpu_tid = NULL;
 		d->nr_vcpus = 0;
 	}
-	if (read_vcpus(lv, d))
+	if (dlv_read_vcpus(lv, d))
 		*changes |= DOM_LV_CHANGED_VCPUS;
 	return lvdom_sync(d);
-}
-
-/* ---- connection --------------------------------------------------------------- */
-
-static void lv_disconnect(struct dom_lv *lv)
-{
-	if (!lv->conn)
-		return;
-	for (size_t i = 0; i < sizeof(lv->cb_ids) / sizeof(lv->cb_ids[0]); i++) {
-		if (lv->cb_ids[i] >= 0)
-			virConnectDomainEventDeregisterAny(lv->conn, lv->cb_ids[i]);
-		lv->cb_ids[i] = -1;
-	}
-	if (lv->cb_close)
-		virConnectUnregisterCloseCallback(lv->conn, on_close);
-	lv->cb_close = false;
-	virConnectClose(lv->conn);
-	lv->conn = NULL;
-}
-
-static void arm_retry(struct dom_lv *lv, bool on)
-{
-	struct itimerspec its;
-
-	if (lv->retrying == on)
-		return;
-	memset(&its, 0, sizeof(its));
-	if (on) {
-		its.it_value.tv_sec = DLV_RETRY_MS / 1000;
-		its.it_value.tv_nsec = (DLV_RETRY_MS % 1000) * 1000000L;
-		its.it_interval = its.it_value;
-	}
-	timerfd_settime(lv->tfd, 0, &its, NULL);
-	lv->retrying = on;
-}
-
-static const char *lv_errmsg(void)
-{
-	const char *m = virGetLastErrorMessage();
-
-	return m ? m : "unknown error";
-}
-
-/* Open the connection and subscribe; 0 or -errno (ECONNREFUSED: no
- * libvirtd answers there). */
-static int lv_connect(struct dom_lv *lv)
-{
-	static const struct {
-		int id;
-		virConnectDomainEventGenericCallback cb;
-	} evs[] = {
-		{ VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle) },
-		{ VIR_DOMAIN_EVENT_ID_METADATA_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_metadata) },
-		{ VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(on_device) },
-		{ VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(on_device) },
-	};
-
-	_Static_assert(sizeof(evs) / sizeof(evs[0]) == sizeof(lv->cb_ids) / sizeof(lv->cb_ids[0]),
-		       "one id per event");
-	lv->conn = virConnectOpen(lv->uri);
-	if (!lv->conn)
-		return -ECONNREFUSED;
-	if (virConnectRegisterCloseCallback(lv->conn, on_close, shared_get(lv->sh),
-					    shared_put) < 0) {
-		shared_put(lv->sh);
-		du_warn("libvirt %s: no close callback (%s); a libvirtd restart will go unnoticed "
-			"until a call fails", lv->uri, lv_errmsg());
-	} else {
-		lv->cb_close = true;
-	}
-	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
-		lv->cb_ids[i] = virConnectDomainEventRegisterAny(lv->conn, NULL, evs[i].id, evs[i].cb,
-								 shared_get(lv->sh), shared_put);
-		if (lv->cb_ids[i] < 0) {
-			shared_put(lv->sh);
-			if (evs[i].id == VIR_DOMAIN_EVENT_ID_LIFECYCLE) {
-				du_warn("libvirt %s: cannot subscribe to lifecycle events: %s",
-					lv->uri, lv_errmsg());
-				lv_disconnect(lv);
-				return -EIO;
-			}
-			du_warn("libvirt %s: no event %d: %s", lv->uri, evs[i].id, lv_errmsg());
-		}
-	}
-	/* keepalive notices a libvirtd that hangs rather than exits */
-	virConnectSetKeepAlive(lv->conn, 5, 3);
-	pthread_mutex_lock(&lv->sh->lock);
-	lv->sh->lost = false;
-	lv->sh->resync = true;
-	lv->sh->n_queued = 0;
-	pthread_mutex_unlock(&lv->sh->lock);
-	return 0;
 }
 
 static void free_names(char **names)
@@ -608,7 +185,7 @@ void dom_lv_close(struct dom_lv *lv)
 
 	if (!lv)
 		return;
-	lv_disconnect(lv);
+	dlv_disconnect(lv);
 	for (d = lv->list; d; d = next) {
 		next = d->next;
 		lvdom_free(d);
@@ -617,7 +194,7 @@ void dom_lv_close(struct dom_lv *lv)
 		close(lv->epfd);
 	if (lv->tfd >= 0)
 		close(lv->tfd);
-	shared_put(lv->sh);
+	dlv_shared_put(lv->sh);
 	free_names(lv->names);
 	free(lv->uri);
 	free(lv->proc_root);
@@ -633,9 +210,9 @@ int dom_lv_open(const struct dom_lv_config *cfg, struct dom_lv **out)
 	int ret;
 
 	*out = NULL;
-	pthread_once(&global_once, global_init);
-	if (global_err)
-		return global_err;
+	ret = dlv_global_init();
+	if (ret)
+		return ret;
 	lv = calloc(1, sizeof(*lv));
 	if (!lv)
 		return -ENOMEM;
@@ -685,7 +262,7 @@ int dom_lv_open(const struct dom_lv_config *cfg, struct dom_lv **out)
 		ret = -errno;
 		goto out_close;
 	}
-	ret = lv_connect(lv);
+	ret = dlv_connect(lv);
 	if (ret)
 		goto out_close;
 	du_info("libvirt: connected to %s", lv->uri);
@@ -839,14 +416,14 @@ int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
 			du_warn("libvirt: lost the connection to %s; domains are kept, "
 				"reconnecting every %d ms", lv->uri, DLV_RETRY_MS);
 		lv->said_lost = true;
-		lv_disconnect(lv);
+		dlv_disconnect(lv);
 	}
 	if (!lv->conn) {
-		if (lv_connect(lv)) {
-			arm_retry(lv, true);
+		if (dlv_connect(lv)) {
+			dlv_arm_retry(lv, true);
 			return 0;
 		}
-		arm_retry(lv, false);
+		dlv_arm_retry(lv, false);
 		du_info("libvirt: connected to %s again", lv->uri);
 		lv->said_lost = false;
 	}
@@ -864,7 +441,7 @@ int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
 			pthread_mutex_lock(&lv->sh->lock);
 			lv->sh->resync = true;
 			pthread_mutex_unlock(&lv->sh->lock);
-			arm_retry(lv, true);
+			dlv_arm_retry(lv, true);
 			return 0;
 		}
 		return ret;
@@ -877,7 +454,7 @@ int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
 			pthread_mutex_lock(&lv->sh->lock);
 			lv->sh->resync = true;
 			pthread_mutex_unlock(&lv->sh->lock);
-			shared_wake(lv->sh);
+			dlv_shared_wake(lv->sh);
 			break;
 		}
 		ret = update_one(lv, dom, queued[i], ops, ctx);
@@ -1003,7 +580,7 @@ static int be_open(const struct dom_config *cfg, void **state)
 	if (ret) {
 		/* said once, at start: the daemon then tries the next backend */
 		du_info("libvirt: no libvirtd at %s (%s)", lc.uri ? lc.uri : DOM_LV_DEFAULT_URI,
-			lv_errmsg());
+			dlv_errmsg());
 		free(b);
 		return ret;
 	}

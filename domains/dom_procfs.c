@@ -1,6 +1,8 @@
 /*
  * The procfs backend: find QEMU processes under a proc root, read their
- * command lines and vCPU thread names, and keep the table current.
+ * command lines and vCPU thread names, and keep the table current.  Here
+ * the table and the scan; reading one process is dom_procfs_read.c's,
+ * the identity checks are dom_procfs_ident.c's.
  */
 #include "config.h"
 
@@ -18,307 +20,11 @@
 #include "dom_backend.h"
 #include "dom_proc.h"
 #include "dom_procfs.h"
+#include "dom_procfs_int.h"
 #include "domprof/raw.h"
 #include "dom_cmdline.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
-
-/* Scans after a change of thread count during which threads are re-read:
- * QEMU names a thread just after creating it, so a scan can see the
- * thread before its name. */
-#define DOM_SETTLE_SCANS 3
-
-/* The procfs side of a domain: how it is found and kept current. */
-struct pdom {
-	struct dom_domain *dom;		/* what it reports (dom.h) */
-	struct pdom *next;		/* table list */
-	struct pdom *hnext;		/* pid hash chain */
-	pid_t pid;
-	unsigned long long start_time;	/* /proc/PID/stat field 22; 0: unknown */
-	nlink_t task_nlink;		/* st_nlink of task/ at the last read */
-	unsigned int settle;		/* scans left to re-read threads */
-	unsigned int seen_gen;
-	bool vcpus_dirty;		/* report vcpus_changed this scan */
-};
-
-/* A process that claims to be QEMU but failed the identity checks: kept
- * so it is reported once, and dropped when it exits. */
-struct refusal {
-	struct refusal *next;
-	pid_t pid;
-	unsigned long long start_time;
-	unsigned int seen_gen;
-	unsigned int scans;		/* consecutive scans refused */
-	bool reported;
-};
-
-/* Scans a claimant is refused before it is reported: QEMU opens its KVM
- * VM a moment after exec. */
-#define REFUSE_REPORT_SCANS 3
-/* fds looked at for the KVM VM: QEMU opens it early, so among the first */
-#define IDENTITY_MAX_FDS 4096
-#define REFUSAL_BUCKETS 256
-
-struct dom_table {
-	int proc_fd;
-	bool identity;			/* check_identity (dom.h) */
-	uid_t *vm_uids;
-	size_t nr_vm_uids;
-	struct refusal *refused[REFUSAL_BUCKETS];
-	char **names;			/* selection, NULL-terminated; NULL: all */
-	struct pdom *list;
-	struct pdom **buckets;	/* pid hash */
-	size_t nr_buckets;		/* power of two */
-	size_t count;
-	unsigned int gen;
-};
-
-static void refusals_prune(struct dom_table *t, bool all);
-
-/* ---- small helpers ----------------------------------------------------- */
-
-/*
- * Read up to @cap bytes of @path (relative to @dirfd) into @buf.  Returns
- * the byte count, or -errno.  *@full is set when the file may have more.
- */
-static ssize_t read_at(int dirfd, const char *path, char *buf, size_t cap,
-		       bool *full)
-{
-	ssize_t n;
-	size_t got = 0;
-	int fd;
-
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	while (got < cap) {
-		n = read(fd, buf + got, cap - got);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			n = -errno;
-			close(fd);
-			return n;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	if (full)
-		*full = got == cap;
-	close(fd);
-	return (ssize_t)got;
-}
-
-/* Start time and state from /proc/PID/stat (dom_proc.h: 0, -ENOENT when
- * absent, -EINVAL when malformed). */
-static int read_stat(int dirfd, pid_t pid, unsigned long long *start, char *state)
-{
-	struct dom_pstat st;
-	int r = dom_proc_stat(dirfd, pid, &st);
-
-	if (r == 0) {
-		*start = st.start;
-		*state = st.state;
-	}
-	return r;
-}
-
-/* ---- domains ------------------------------------------------------------ */
-
-static void domain_free(struct pdom *d)
-{
-	if (!d)
-		return;
-	dom_domain_free(d->dom);
-	free(d);
-}
-
-/*
- * Resolve an agent chardev given as fd=N (libvirt opens the listening
- * socket itself): /proc/PID/fd/N is "socket:[INODE]", and the path bound
- * to that inode is in /proc/PID/net/unix.  Best effort: NULL if anything
- * is missing.
- */
-static char *agent_path_from_fd(int dirfd, pid_t pid, int fd)
-{
-	char path[64], link[64], *buf = NULL, *line, *save = NULL, *res = NULL;
-	unsigned long long ino;
-	ssize_t n;
-	bool full;
-
-	snprintf(path, sizeof(path), "%d/fd/%d", (int)pid, fd);
-	n = readlinkat(dirfd, path, link, sizeof(link) - 1);
-	if (n < 0)
-		return NULL;
-	link[n] = '\0';
-	if (sscanf(link, "socket:[%llu]", &ino) != 1)
-		return NULL;
-	buf = malloc(1 << 20);
-	if (!buf)
-		return NULL;
-	snprintf(path, sizeof(path), "%d/net/unix", (int)pid);
-	n = read_at(dirfd, path, buf, (1 << 20) - 1, &full);
-	if (n < 0)
-		goto out_free;
-	buf[n] = '\0';
-	/* Num RefCount Protocol Flags Type St Inode Path */
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long lino;
-		int off = 0;
-
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %llu %n", &lino,
-			   &off) < 1 || lino != ino || off <= 0 || !line[off])
-			continue;
-		if (line[off] == '/')
-			res = strdup(line + off);
-		break;
-	}
-out_free:
-	free(buf);
-	return res;
-}
-
-/* The neutral domain a parsed command line describes; NULL when out of
- * memory. */
-static struct dom_domain *domain_build(struct dom_table *t, pid_t pid, struct dom_cmdline *cl)
-{
-	struct dom_domain *dom;
-	char tmp[32];
-	char *agent = NULL;
-	int ret = 0;
-
-	snprintf(tmp, sizeof(tmp), "qemu-%d", (int)pid);
-	dom = dom_domain_new(cl->name ? cl->name : tmp);
-	if (!dom)
-		return NULL;
-	dom_domain_set_pid(dom, pid);
-	dom_domain_set_hypervisor(dom, "qemu");
-	if (cl->uuid[0])
-		dom_domain_set_uuid(dom, cl->uuid);
-	if (cl->agent_path)
-		ret = dom_domain_set_agent_path(dom, cl->agent_path);
-	else if (cl->agent_fd >= 0 && (agent = agent_path_from_fd(t->proc_fd, pid, cl->agent_fd)))
-		ret = dom_domain_set_agent_path(dom, agent);
-	free(agent);
-	if (ret) {
-		dom_domain_free(dom);
-		return NULL;
-	}
-	dom_domain_select(dom, (const char *const *)t->names);
-	return dom;
-}
-
-/* Build a domain from /proc/PID; NULL when it cannot (it may just have
- * exited) — the error is logged at debug level and the pid skipped. */
-static struct pdom *domain_probe(struct dom_table *t, pid_t pid)
-{
-	struct dom_cmdline cl;
-	struct pdom *d;
-	char path[32], *buf;
-	char state = 0;
-	bool full = false;
-	ssize_t n;
-
-	buf = malloc(DOM_CMDLINE_MAX);
-	d = calloc(1, sizeof(*d));
-	if (!buf || !d)
-		goto out_free;
-	d->pid = pid;
-	if (read_stat(t->proc_fd, pid, &d->start_time, &state) < 0)
-		d->start_time = 0;
-	if (state == 'Z')
-		goto out_free;
-	snprintf(path, sizeof(path), "%d/cmdline", (int)pid);
-	n = read_at(t->proc_fd, path, buf, DOM_CMDLINE_MAX, &full);
-	if (n < 0) {
-		du_debug("domains: pid %d: cmdline: %s", (int)pid, strerror((int)-n));
-		goto out_free;
-	}
-	if (dom_cmdline_parse(buf, (size_t)n, full, &cl))
-		goto out_free;
-	d->dom = domain_build(t, pid, &cl);
-	dom_cmdline_release(&cl);
-	if (!d->dom)
-		goto out_free;
-	dom_domain_set_priv(d->dom, d);
-	d->task_nlink = (nlink_t)-1;
-	d->settle = DOM_SETTLE_SCANS;
-	free(buf);
-	return d;
-out_free:
-	free(buf);
-	domain_free(d);
-	return NULL;
-}
-
-static bool same_map(const struct dom_domain *dom, const pid_t *map, unsigned int nr)
-{
-	for (unsigned int i = 0; i < nr; i++)
-		if (dom_domain_vcpu_tid(dom, i) != map[i])
-			return false;
-	return true;
-}
-
-/*
- * Re-read the thread names of @d if its thread count changed or it is
- * still settling.  Sets d->vcpus_dirty when the vCPU map changed.
- */
-static void domain_read_tasks(struct dom_table *t, struct pdom *d)
-{
-	char path[64], comm[32];
-	pid_t *map = NULL;
-	unsigned int nr = 0, cap = 0, v;
-	struct dirent *de;
-	struct stat st;
-	DIR *dir = NULL;
-	int fd;
-
-	snprintf(path, sizeof(path), "%d/task", (int)d->pid);
-	if (fstatat(t->proc_fd, path, &st, 0) < 0)
-		return;
-	if (st.st_nlink != d->task_nlink) {
-		d->task_nlink = st.st_nlink;
-		d->settle = DOM_SETTLE_SCANS;
-	} else if (d->settle == 0) {
-		return;
-	} else {
-		d->settle--;
-	}
-	fd = openat(t->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
-	while ((de = readdir(dir))) {
-		pid_t tid = dom_proc_pid(de->d_name);
-		ssize_t n;
-
-		if (!tid)
-			continue;
-		snprintf(path, sizeof(path), "%d/task/%d/comm", (int)d->pid, (int)tid);
-		n = read_at(t->proc_fd, path, comm, sizeof(comm), NULL);
-		if (n <= 0 || !dom_parse_vcpu_comm(comm, (size_t)n, &v))
-			continue;
-		if (dom_vcpu_map_add(&map, &cap, &nr, v, (pid_t)tid))
-			goto out_close;
-	}
-	if (nr == dom_domain_nr_vcpus(d->dom) && same_map(d->dom, map, nr))
-		goto out_close;
-	if (dom_domain_set_vcpus(d->dom, map, nr) < 0) {
-		/* Keep the old, consistent map; retry next scan. */
-		d->task_nlink = (nlink_t)-1;
-		goto out_close;
-	}
-	d->vcpus_dirty = true;
-out_close:
-	free(map);
-	closedir(dir);
-}
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -442,7 +148,7 @@ void dom_table_free(struct dom_table *t)
 		return;
 	for (d = t->list; d; d = next) {
 		next = d->next;
-		domain_free(d);
+		dpf_domain_free(d);
 	}
 	if (t->names) {
 		for (s = t->names; *s; s++)
@@ -451,252 +157,67 @@ void dom_table_free(struct dom_table *t)
 	}
 	if (t->proc_fd >= 0)
 		close(t->proc_fd);
-	refusals_prune(t, true);
+	dpf_refusals_prune(t, true);
 	free(t->vm_uids);
 	free(t->buckets);
 	free(t);
 }
 
-/* ---- identity (dom.h: check_identity) ----------------------------------- */
-
-static bool uid_allowed(const struct dom_table *t, unsigned long uid)
+/*
+ * Pid @pid of the proc root in this scan: a known domain still alive is
+ * marked seen (its threads re-read); a new QEMU that passes the identity
+ * checks is probed and pushed on *@added.
+ */
+static void scan_pid(struct dom_table *t, pid_t pid, struct pdom **added,
+		     const struct dom_ops *ops, void *ctx)
 {
-	if (uid == 0)
-		return true;
-	for (size_t i = 0; i < t->nr_vm_uids; i++)
-		if ((unsigned long)t->vm_uids[i] == uid)
-			return true;
-	return false;
-}
+	struct pdom *d = table_find(t, pid);
+	unsigned long long start;
+	const char *why;
+	char state;
 
-/* All four uids of /proc/PID/status (real, effective, saved, fs) are
- * root or the hypervisor's.  Not the owner of /proc/PID: a process that
- * makes itself non-dumpable shows as root's there. */
-static bool owner_allowed(const struct dom_table *t, pid_t pid)
-{
-	char path[32], buf[4096], *p;
-	unsigned long u[4];
-	ssize_t n;
+	if (d) {
+		int r = dpf_read_stat(t->proc_fd, pid, &start, &state);
 
-	snprintf(path, sizeof(path), "%d/status", (int)pid);
-	n = read_at(t->proc_fd, path, buf, sizeof(buf) - 1, NULL);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
-		return false;
-	for (int i = 0; i < 4; i++)
-		if (!uid_allowed(t, u[i]))
-			return false;
-	return true;
-}
-
-/* The process holds a KVM VM: one of its fds is "anon_inode:kvm-vm". */
-static bool holds_kvm_vm(const struct dom_table *t, pid_t pid)
-{
-	static const char want[] = "anon_inode:kvm-vm";
-	char path[64], link[64];
-	struct dirent *de;
-	unsigned int seen = 0;
-	bool found = false;
-	DIR *dir;
-	int fd;
-
-	snprintf(path, sizeof(path), "%d/fd", (int)pid);
-	fd = openat(t->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return false;
-	}
-	while (!found && seen < IDENTITY_MAX_FDS && (de = readdir(dir))) {
-		ssize_t n;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		seen++;
-		n = readlinkat(fd, de->d_name, link, sizeof(link));
-		found = n == (ssize_t)sizeof(want) - 1 && !memcmp(link, want, sizeof(want) - 1);
-	}
-	closedir(dir);
-	return found;
-}
-
-/* NULL when @pid may be a domain, else why not. */
-static const char *identity_refusal(const struct dom_table *t, pid_t pid)
-{
-	if (!t->identity)
-		return NULL;
-	if (!owner_allowed(t, pid))
-		return "not run by root or the hypervisor's user";
-	if (!holds_kvm_vm(t, pid))
-		return "holds no KVM VM";
-	return NULL;
-}
-
-static struct refusal *refusal_find(struct dom_table *t, pid_t pid)
-{
-	struct refusal *r;
-
-	for (r = t->refused[dom_hash_id(pid) % REFUSAL_BUCKETS]; r; r = r->next)
-		if (r->pid == pid)
-			return r;
-	return NULL;
-}
-
-/* Note that @pid was refused this scan; report it once it has been for a
- * few scans.  Memory failure only costs the report. */
-static void refusal_note(struct dom_table *t, pid_t pid, const char *why,
-			 const struct dom_ops *ops, void *ctx)
-{
-	struct refusal *r = refusal_find(t, pid);
-	unsigned long long start = 0;
-	char state = 0;
-	struct pdom *d;
-
-	if (read_stat(t->proc_fd, pid, &start, &state) < 0)
-		start = 0;
-	if (r && r->start_time != start) {
-		r->scans = 0;		/* a new process under a reused pid */
-		r->reported = false;
-		r->start_time = start;
-	}
-	if (!r) {
-		size_t b = dom_hash_id(pid) % REFUSAL_BUCKETS;
-
-		r = calloc(1, sizeof(*r));
-		if (!r)
+		if (r == 0 && state != 'Z' &&
+		    (!d->start_time || start == d->start_time)) {
+			d->start_time = start;
+			d->seen_gen = t->gen;
+			dpf_domain_read_tasks(t, d);
 			return;
-		r->pid = pid;
-		r->start_time = start;
-		r->next = t->refused[b];
-		t->refused[b] = r;
+		}
+		/* A tree without stat files (tests) gives no start
+		 * time: the directory entry is its liveness. */
+		if (r < 0 && !d->start_time) {
+			d->seen_gen = t->gen;
+			dpf_domain_read_tasks(t, d);
+			return;
+		}
+		/* Exited, a zombie, or the pid was reused: the old
+		 * domain goes; a reused pid is probed as new. */
+		if (r < 0)
+			return;
 	}
-	r->seen_gen = t->gen;
-	if (r->reported || ++r->scans < REFUSE_REPORT_SCANS)
+	if (!dpf_pid_is_qemu(t->proc_fd, pid))
 		return;
-	r->reported = true;
-	d = domain_probe(t, pid);	/* for the name it claims */
-	if (ops && ops->refused)
-		ops->refused(ctx, pid, d ? dom_domain_name(d->dom) : "?", why);
-	else
-		du_info("domains: pid %d claims to be QEMU but %s; refused", (int)pid, why);
-	domain_free(d);
+	why = dpf_identity_refusal(t, pid);
+	if (why) {
+		dpf_refusal_note(t, pid, why, ops, ctx);
+		return;
+	}
+	d = dpf_domain_probe(t, pid);
+	if (!d)
+		return;
+	d->next = *added;
+	*added = d;
 }
 
-/* Forget the refused processes that were not seen this scan (exited), and
- * with @all every one. */
-static void refusals_prune(struct dom_table *t, bool all)
+/* The scan's outcome into the table and to @ops: the domains not seen go,
+ * the ones in @added come, then the vCPU maps that changed. */
+static void scan_apply(struct dom_table *t, struct pdom *added, const struct dom_ops *ops,
+		       void *ctx)
 {
-	for (size_t b = 0; b < REFUSAL_BUCKETS; b++) {
-		struct refusal **pp = &t->refused[b];
-
-		while (*pp) {
-			struct refusal *r = *pp;
-
-			if (!all && r->seen_gen == t->gen) {
-				pp = &r->next;
-				continue;
-			}
-			*pp = r->next;
-			free(r);
-		}
-	}
-}
-
-/* Cheapest test first: one readlink, then the 16-byte comm, then argv[0]. */
-static bool pid_is_qemu(int dirfd, pid_t pid)
-{
-	char path[32], buf[PATH_MAX];
-	ssize_t n;
-	char *nul;
-
-	snprintf(path, sizeof(path), "%d/exe", (int)pid);
-	n = readlinkat(dirfd, path, buf, sizeof(buf));
-	if (n > 0 && dom_is_qemu_path(buf, (size_t)n))
-		return true;
-	snprintf(path, sizeof(path), "%d/comm", (int)pid);
-	n = read_at(dirfd, path, buf, 64, NULL);
-	if (n > 0 && dom_is_qemu_comm(buf, (size_t)n))
-		return true;
-	snprintf(path, sizeof(path), "%d/cmdline", (int)pid);
-	n = read_at(dirfd, path, buf, sizeof(buf), NULL);
-	if (n <= 0)
-		return false;
-	/* An argv[0] longer than the buffer is no QEMU path we accept. */
-	nul = memchr(buf, '\0', (size_t)n);
-	if (!nul)
-		return false;
-	return dom_is_qemu_path(buf, (size_t)(nul - buf));
-}
-
-int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
-{
-	struct pdom *added = NULL, *removed = NULL, *d, **pp;
-	struct dirent *de;
-	DIR *dir;
-	int fd;
-
-	fd = openat(t->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	dir = fdopendir(fd);
-	if (!dir) {
-		int err = -errno;
-
-		close(fd);
-		return err;
-	}
-	t->gen++;
-	while ((de = readdir(dir))) {
-		unsigned long long start;
-		const char *why;
-		char state;
-		pid_t pid = dom_proc_pid(de->d_name);
-
-		if (!pid)
-			continue;
-		d = table_find(t, pid);
-		if (d) {
-			int r = read_stat(t->proc_fd, pid, &start, &state);
-
-			if (r == 0 && state != 'Z' &&
-			    (!d->start_time || start == d->start_time)) {
-				d->start_time = start;
-				d->seen_gen = t->gen;
-				domain_read_tasks(t, d);
-				continue;
-			}
-			/* A tree without stat files (tests) gives no start
-			 * time: the directory entry is its liveness. */
-			if (r < 0 && !d->start_time) {
-				d->seen_gen = t->gen;
-				domain_read_tasks(t, d);
-				continue;
-			}
-			/* Exited, a zombie, or the pid was reused: the old
-			 * domain goes; a reused pid is probed as new. */
-			if (r < 0)
-				continue;
-		}
-		if (!pid_is_qemu(t->proc_fd, pid))
-			continue;
-		why = identity_refusal(t, pid);
-		if (why) {
-			refusal_note(t, pid, why, ops, ctx);
-			continue;
-		}
-		d = domain_probe(t, pid);
-		if (!d)
-			continue;
-		d->next = added;
-		added = d;
-	}
-	closedir(dir);
-	refusals_prune(t, false);
+	struct pdom *removed = NULL, *d, **pp;
 
 	/* Removals first, so a restart reads as remove + add. */
 	for (pp = &t->list; *pp;) {
@@ -713,12 +234,12 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		removed = d->next;
 		if (ops && ops->removed)
 			ops->removed(ctx, d->dom);
-		domain_free(d);
+		dpf_domain_free(d);
 	}
 	while ((d = added)) {
 		added = d->next;
 		d->seen_gen = t->gen;
-		domain_read_tasks(t, d);
+		dpf_domain_read_tasks(t, d);
 		d->vcpus_dirty = false;
 		table_grow(t);
 		table_link(t, d);
@@ -732,6 +253,35 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 		if (ops && ops->vcpus_changed)
 			ops->vcpus_changed(ctx, d->dom);
 	}
+}
+
+int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
+{
+	struct pdom *added = NULL;
+	struct dirent *de;
+	DIR *dir;
+	int fd;
+
+	fd = openat(t->proc_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	t->gen++;
+	while ((de = readdir(dir))) {
+		pid_t pid = dom_proc_pid(de->d_name);
+
+		if (pid)
+			scan_pid(t, pid, &added, ops, ctx);
+	}
+	closedir(dir);
+	dpf_refusals_prune(t, false);
+	scan_apply(t, added, ops, ctx);
 	return 0;
 }
 

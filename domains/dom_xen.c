@@ -398,11 +398,73 @@ static void dom_xen_scan_helpers(struct dom_xen *x)
 	}
 }
 
+/* The domains of @x->info[0..@n) not known yet (dom0 is the host, dying
+ * ones are let go) into the table, kept sorted, in the room the caller
+ * made. */
+static void dom_xen_add_new(struct dom_xen *x, int n)
+{
+	size_t first_new = x->n;
+
+	for (int i = 0; i < n; i++) {
+		const struct dom_xen_info *in = &x->info[i];
+		struct dom_xen_ent *e;
+
+		if (in->domid == 0 || (in->flags & DOM_XEN_F_DYING))
+			continue;
+		/* only x->ents[0..first_new) is sorted; the domids in the
+		 * list are distinct, so the new ones need no search */
+		if (dom_xen_find_in(x, in->domid, first_new))
+			continue;
+		e = &x->ents[x->n];
+		e->d = dom_xen_build(x, in);
+		if (!e->d)
+			continue;	/* retried at the next refresh */
+		e->domid = in->domid;
+		memcpy(e->handle, in->handle, sizeof(e->handle));
+		e->nr_vcpus = in->nr_vcpus;
+		e->flags = in->flags;
+		e->reported = false;
+		e->late_looks = 0;
+		e->nr_helpers = e->over = 0;
+		e->over_said = false;
+		x->n++;
+	}
+	if (x->n != first_new)
+		qsort(x->ents, x->n, sizeof(*x->ents), dom_xen_cmp);
+}
+
+/* Tell @ops what is new of each domain: added (once), changed (state,
+ * late facts, back-end threads), vCPUs changed. */
+static void dom_xen_report(struct dom_xen *x, int n, const struct dom_ops *ops, void *ctx)
+{
+	for (size_t i = 0; i < x->n; i++) {
+		struct dom_xen_ent *e = &x->ents[i];
+		const struct dom_xen_info *in = dom_xen_find_info(x->info, (size_t)n, e->domid);
+		bool helpers = dom_domain_set_helpers(e->d, e->helper, e->nr_helpers);
+
+		if (!e->reported) {
+			e->reported = true;
+			if (ops && ops->added)
+				ops->added(ctx, e->d);
+			continue;
+		}
+		dom_domain_set_state(e->d, dom_xen_state(in->flags));
+		e->flags = in->flags;
+		if ((dom_xen_late_facts(x, e) || helpers) && ops && ops->changed)
+			ops->changed(ctx, e->d);
+		if (in->nr_vcpus != e->nr_vcpus && dom_xen_vcpus(e->d, in->nr_vcpus) == 0) {
+			e->nr_vcpus = in->nr_vcpus;
+			if (ops && ops->vcpus_changed)
+				ops->vcpus_changed(ctx, e->d);
+		}
+	}
+}
+
 static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 {
 	struct dom_xen *x = state;
 	int n, rc;
-	size_t keep = 0, first_new;
+	size_t keep = 0;
 
 	rc = x->sops->events(x->src);
 	if (rc < 0)
@@ -434,56 +496,9 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 		x->ents[keep++] = *e;
 	}
 	x->n = keep;
-	/* added (dom0 is the host) */
-	first_new = x->n;
-	for (int i = 0; i < n; i++) {
-		const struct dom_xen_info *in = &x->info[i];
-		struct dom_xen_ent *e;
-
-		if (in->domid == 0 || (in->flags & DOM_XEN_F_DYING))
-			continue;
-		/* only x->ents[0..first_new) is sorted; the domids in the
-		 * list are distinct, so the new ones need no search */
-		if (dom_xen_find_in(x, in->domid, first_new))
-			continue;
-		e = &x->ents[x->n];
-		e->d = dom_xen_build(x, in);
-		if (!e->d)
-			continue;	/* retried at the next refresh */
-		e->domid = in->domid;
-		memcpy(e->handle, in->handle, sizeof(e->handle));
-		e->nr_vcpus = in->nr_vcpus;
-		e->flags = in->flags;
-		e->reported = false;
-		e->late_looks = 0;
-		e->nr_helpers = e->over = 0;
-		e->over_said = false;
-		x->n++;
-	}
-	if (x->n != first_new)
-		qsort(x->ents, x->n, sizeof(*x->ents), dom_xen_cmp);
+	dom_xen_add_new(x, n);
 	dom_xen_scan_helpers(x);
-	for (size_t i = 0; i < x->n; i++) {
-		struct dom_xen_ent *e = &x->ents[i];
-		const struct dom_xen_info *in = dom_xen_find_info(x->info, (size_t)n, e->domid);
-		bool helpers = dom_domain_set_helpers(e->d, e->helper, e->nr_helpers);
-
-		if (!e->reported) {
-			e->reported = true;
-			if (ops && ops->added)
-				ops->added(ctx, e->d);
-			continue;
-		}
-		dom_domain_set_state(e->d, dom_xen_state(in->flags));
-		e->flags = in->flags;
-		if ((dom_xen_late_facts(x, e) || helpers) && ops && ops->changed)
-			ops->changed(ctx, e->d);
-		if (in->nr_vcpus != e->nr_vcpus && dom_xen_vcpus(e->d, in->nr_vcpus) == 0) {
-			e->nr_vcpus = in->nr_vcpus;
-			if (ops && ops->vcpus_changed)
-				ops->vcpus_changed(ctx, e->d);
-		}
-	}
+	dom_xen_report(x, n, ops, ctx);
 	return 0;
 }
 

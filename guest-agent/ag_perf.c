@@ -169,6 +169,69 @@ static bool get_sid(const uint8_t *rec, size_t size, size_t body, struct ag_samp
 	return true;
 }
 
+/* A PERF_RECORD_MMAP2 record (@rec, @size bytes); a short one is skipped. */
+static int handle_mmap(struct ag_ring *r, struct ag_out *o, struct ag_cookies *ck,
+		       const uint8_t *rec, size_t size)
+{
+	struct perf_event_header h;
+	const uint8_t *b = rec + sizeof(h);
+	struct ag_sample_id sid;
+	struct {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		uint32_t maj, min;
+		uint64_t ino, ino_gen;
+		uint32_t prot, flags;
+	} mm;
+	struct dp_ag_mmap m = { .cpu = r->cpu };
+	const char *path;
+	size_t room;
+
+	memcpy(&h, rec, sizeof(h));
+	if (!get_sid(rec, size, sizeof(mm), &sid))
+		return 0;
+	memcpy(&mm, b, sizeof(mm));
+	path = (const char *)b + sizeof(mm);
+	room = size - sizeof(h) - sizeof(mm) - sizeof(sid);
+	m.time_ns = sid.time;
+	m.pid = mm.pid;
+	m.tid = mm.tid;
+	m.start = mm.addr;
+	m.len = mm.len;
+	m.pgoff = mm.pgoff;
+	m.prot = mm.prot;
+	m.flags = mm.flags;
+	room = strnlen(path, room);
+	if (room > DP_AG_MAX_PATH)
+		room = DP_AG_MAX_PATH;
+	if (!(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
+		ag_fill_cookie(ck, &m, makedev(mm.maj, mm.min), mm.ino, path, room);
+	return AG_PUT(o, ap_put_mmap, &m, path, room);
+}
+
+/* A PERF_RECORD_COMM record. */
+static int handle_comm(struct ag_out *o, const uint8_t *rec, size_t size)
+{
+	struct perf_event_header h;
+	const uint8_t *b = rec + sizeof(h);
+	struct ag_sample_id sid;
+	struct dp_ag_comm c = { 0 };
+	uint32_t pt[2];
+	const char *name = (const char *)b + 8;
+	size_t n;
+
+	memcpy(&h, rec, sizeof(h));
+	if (!get_sid(rec, size, 8, &sid))
+		return 0;
+	memcpy(pt, b, sizeof(pt));
+	n = strnlen(name, size - sizeof(h) - 8 - sizeof(sid));
+	c.time_ns = sid.time;
+	c.pid = pt[0];
+	c.tid = pt[1];
+	c.flags = (h.misc & PERF_RECORD_MISC_COMM_EXEC) ? DP_AG_COMM_EXEC : 0;
+	return AG_PUT(o, ap_put_comm, &c, name, n > DP_AG_MAX_COMM ? DP_AG_MAX_COMM : n);
+}
+
 /* One kernel record; sizes are checked even though the kernel wrote it. */
 static int handle(struct ag_perf *p, struct ag_ring *r, struct ag_out *o, struct ag_cookies *ck,
 		  const uint8_t *rec, size_t size)
@@ -198,54 +261,10 @@ static int handle(struct ag_perf *p, struct ag_ring *r, struct ag_out *o, struct
 	if (err)
 		return err;
 	switch (h.type) {
-	case PERF_RECORD_MMAP2: {
-		struct {
-			uint32_t pid, tid;
-			uint64_t addr, len, pgoff;
-			uint32_t maj, min;
-			uint64_t ino, ino_gen;
-			uint32_t prot, flags;
-		} mm;
-		struct dp_ag_mmap m = { .cpu = r->cpu };
-		const char *path;
-		size_t room;
-
-		if (!get_sid(rec, size, sizeof(mm), &sid))
-			return 0;
-		memcpy(&mm, b, sizeof(mm));
-		path = (const char *)b + sizeof(mm);
-		room = size - sizeof(h) - sizeof(mm) - sizeof(sid);
-		m.time_ns = sid.time;
-		m.pid = mm.pid;
-		m.tid = mm.tid;
-		m.start = mm.addr;
-		m.len = mm.len;
-		m.pgoff = mm.pgoff;
-		m.prot = mm.prot;
-		m.flags = mm.flags;
-		room = strnlen(path, room);
-		if (room > DP_AG_MAX_PATH)
-			room = DP_AG_MAX_PATH;
-		if (!(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID))
-			ag_fill_cookie(ck, &m, makedev(mm.maj, mm.min), mm.ino, path, room);
-		return AG_PUT(o, ap_put_mmap, &m, path, room);
-	}
-	case PERF_RECORD_COMM: {
-		struct dp_ag_comm c = { 0 };
-		uint32_t pt[2];
-		const char *name = (const char *)b + 8;
-		size_t n;
-
-		if (!get_sid(rec, size, 8, &sid))
-			return 0;
-		memcpy(pt, b, sizeof(pt));
-		n = strnlen(name, size - sizeof(h) - 8 - sizeof(sid));
-		c.time_ns = sid.time;
-		c.pid = pt[0];
-		c.tid = pt[1];
-		c.flags = (h.misc & PERF_RECORD_MISC_COMM_EXEC) ? DP_AG_COMM_EXEC : 0;
-		return AG_PUT(o, ap_put_comm, &c, name, n > DP_AG_MAX_COMM ? DP_AG_MAX_COMM : n);
-	}
+	case PERF_RECORD_MMAP2:
+		return handle_mmap(r, o, ck, rec, size);
+	case PERF_RECORD_COMM:
+		return handle_comm(o, rec, size);
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT: {
 		struct dp_ag_task t;

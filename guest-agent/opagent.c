@@ -306,6 +306,32 @@ static int send_state(struct ag_state *s)
 
 /* One connection, from HELLO until the host goes away (-EPIPE), a stop
  * (0), or an error. */
+/* One turn's output, after the poll: the kernel's records, a TSC pair
+ * when one is due, one chunk of the symbol table after the stream. */
+static int send_turn(struct ag_state *s)
+{
+	int err = ag_perf_drain(s->perf, &s->out, s->ck);
+
+	if (!err && s->tsc && ag_now_ns() >= s->next_tsc) {
+		err = ag_tsc_send(&s->out);
+		s->next_tsc = ag_now_ns() + AG_TSC_NS;
+	}
+	if (!err)
+		err = ag_out_flush(&s->out);
+	/* one chunk of the symbol table per turn, after the stream */
+	if (!err && s->ks.pending && bulk_ok(s)) {
+		err = ag_table_send(&s->ks, &s->out, 1);
+		if (err > 0 && s->opts->verbose)
+			du_info("kernel symbols sent: %llu bytes in %u chunks",
+				(unsigned long long)s->ks.end.total_bytes, s->ks.end.chunks);
+		if (err > 0)
+			err = 0;
+		if (!err)
+			err = ag_out_flush(&s->out);
+	}
+	return err;
+}
+
 static int run_connection(struct ag_state *s, uint64_t deadline)
 {
 	struct pollfd pfd[1 + 512];
@@ -360,24 +386,7 @@ static int run_connection(struct ag_state *s, uint64_t deadline)
 					break;
 			}
 		}
-		err = ag_perf_drain(s->perf, &s->out, s->ck);
-		if (!err && s->tsc && ag_now_ns() >= s->next_tsc) {
-			err = ag_tsc_send(&s->out);
-			s->next_tsc = ag_now_ns() + AG_TSC_NS;
-		}
-		if (!err)
-			err = ag_out_flush(&s->out);
-		/* one chunk of the symbol table per turn, after the stream */
-		if (!err && s->ks.pending && bulk_ok(s)) {
-			err = ag_table_send(&s->ks, &s->out, 1);
-			if (err > 0 && s->opts->verbose)
-				du_info("kernel symbols sent: %llu bytes in %u chunks",
-					(unsigned long long)s->ks.end.total_bytes, s->ks.end.chunks);
-			if (err > 0)
-				err = 0;
-			if (!err)
-				err = ag_out_flush(&s->out);
-		}
+		err = send_turn(s);
 		if (err)
 			break;
 	}
@@ -469,6 +478,69 @@ static int connect_port(const struct ag_opts *o, unsigned int *backoff_ms, bool 
 			*backoff_ms *= 2;
 	}
 	return -EINTR;
+}
+
+/* Hosts one after another on the channel s->out.fd (@tty: a serial
+ * port, whose host must say it joined): one that (re)joins starts over. */
+static int serve_channel(struct ag_state *s, bool tty, uint64_t deadline)
+{
+	bool joined = !tty;
+	int err;
+
+	for (;;) {
+		if (!joined) {
+			err = wait_join(s, deadline);
+			if (err)
+				break;
+		}
+		err = run_connection(s, deadline);
+		/* a host (re)joined: start over on the same channel */
+		joined = err == -ECONNRESET;
+		if (joined)
+			continue;
+		/* a tty nobody reads (or acknowledges): wait
+		 * for the next host */
+		if (tty && (err == -EPIPE || err == -ETIMEDOUT) && !stop) {
+			if (s->opts->verbose)
+				du_info("no host is reading; waiting for one");
+			continue;
+		}
+		break;
+	}
+	return err;
+}
+
+/* The agent on its port until stopped or @deadline: a host that closes or
+ * restarts is waited for and given everything again (it may have lost
+ * all it knew).  0, or with --once the connection's error. */
+static int serve_port(struct ag_state *s, uint64_t deadline)
+{
+	unsigned int backoff = 100;
+	int err = 0;
+
+	while (!stop && (!deadline || ag_now_ns() < deadline)) {
+		bool tty = false;
+		int fd = connect_port(s->opts, &backoff, &tty);
+
+		if (fd < 0)
+			break;
+		s->out.fd = fd;
+		s->out.is_tty = tty;
+		s->inlen = 0;
+		err = serve_channel(s, tty, deadline);
+		if (err == -EINTR)
+			err = 0;
+		close(fd);
+		s->out.fd = -1;
+		if (s->opts->once)
+			break;
+		if (err && err != -EPIPE)
+			du_warn("connection ended: %s", strerror(-err));
+		else if (s->opts->verbose)
+			du_info("host went away; reconnecting");
+		err = 0;
+	}
+	return err;
 }
 
 static void usage(FILE *f)
@@ -590,7 +662,6 @@ int main(int argc, char **argv)
 	struct ag_opts opts;
 	struct ag_state s = { .opts = &opts, .ks = { .fd = -1 } };
 	struct sigaction sa = { .sa_handler = on_signal };
-	unsigned int backoff = 100;
 	uint64_t deadline = 0;
 	const char *bad;
 	int err = 0, ret = 1;
@@ -633,50 +704,7 @@ int main(int argc, char **argv)
 		err = run_connection(&s, deadline);
 		close(s.out.fd);
 	} else {
-		/* A host that closes or restarts is waited for and given
-		 * everything again: it may have lost all it knew. */
-		while (!stop && (!deadline || ag_now_ns() < deadline)) {
-			bool tty = false, joined;
-			int fd = connect_port(&opts, &backoff, &tty);
-
-			if (fd < 0)
-				break;
-			s.out.fd = fd;
-			s.out.is_tty = tty;
-			s.inlen = 0;
-			joined = !tty;
-			for (;;) {
-				if (!joined) {
-					err = wait_join(&s, deadline);
-					if (err)
-						break;
-				}
-				err = run_connection(&s, deadline);
-				/* a host (re)joined: start over on the same channel */
-				joined = err == -ECONNRESET;
-				if (joined)
-					continue;
-				/* a tty nobody reads (or acknowledges): wait
-				 * for the next host */
-				if (tty && (err == -EPIPE || err == -ETIMEDOUT) && !stop) {
-					if (opts.verbose)
-						du_info("no host is reading; waiting for one");
-					continue;
-				}
-				break;
-			}
-			if (err == -EINTR)
-				err = 0;
-			close(fd);
-			s.out.fd = -1;
-			if (opts.once)
-				break;
-			if (err && err != -EPIPE)
-				du_warn("connection ended: %s", strerror(-err));
-			else if (opts.verbose)
-				du_info("host went away; reconnecting");
-			err = 0;
-		}
+		err = serve_port(&s, deadline);
 	}
 	if (err)
 		du_err("%s", strerror(-err));

@@ -49,13 +49,32 @@ static void usage(FILE *f)
 		DP_EVENTS_DIR);
 }
 
+/* --check-events: each of @specs[0..@n) parsed, checked against @t and
+ * printed in full; 0, or 1 at the first bad one (said). */
+static int check_specs(const struct ev_table *t, char **specs, int n)
+{
+	char err[512];
+
+	for (int i = 0; i < n; i++) {
+		struct ev_spec s;
+
+		if (ev_spec_parse(specs[i], &s, err, sizeof(err)) ||
+		    ev_spec_check(t, &s, err, sizeof(err))) {
+			fprintf(stderr, "ophelp: %s\n", err);
+			return 1;
+		}
+		ev_spec_print(stdout, &s);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cpu_type = NULL, *dir = ev_default_dir();
 	bool check = false, get_default = false, get_cpu = false;
 	struct ev_table *t = NULL;
 	char err[512];
-	int c, i, ret = 1;
+	int c, ret = 1;
 
 	du_log_set_prog("ophelp");
 	opterr = 0;
@@ -113,16 +132,8 @@ int main(int argc, char **argv)
 		}
 		ev_spec_print(stdout, &s);
 	} else if (check) {
-		for (i = optind; i < argc; i++) {
-			struct ev_spec s;
-
-			if (ev_spec_parse(argv[i], &s, err, sizeof(err)) ||
-			    ev_spec_check(t, &s, err, sizeof(err))) {
-				fprintf(stderr, "ophelp: %s\n", err);
-				goto out_free_table;
-			}
-			ev_spec_print(stdout, &s);
-		}
+		if (check_specs(t, argv + optind, argc - optind))
+			goto out_free_table;
 	} else {
 		ev_table_list(stdout, t);
 	}

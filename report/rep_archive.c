@@ -312,6 +312,58 @@ static int archive_opt(void *ctx, int c, const char *arg, char *err, size_t errl
 	}
 }
 
+/* The directory the archive is made in, *@dir (malloc'd, also on
+ * failure: the caller frees it): the -o directory, or one next to the
+ * --tar file.  0, or -1 after saying why not. */
+static int make_dir(const struct archive_args *args, char **dir)
+{
+	if (args->tarball) {
+		if (asprintf(dir, "%s.tmpXXXXXX", args->tarball) < 0 || !mkdtemp(*dir)) {
+			du_err("cannot make a directory next to %s: %s", args->tarball, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	*dir = strdup(args->output);
+	if (!*dir || mkdir(*dir, 0755)) {
+		du_err("cannot create %s: %s", args->output, *dir ? strerror(errno) : "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* @dir is below the session @session (or cannot be told apart from it). */
+static bool inside_session(const char *dir, const char *session)
+{
+	char *real = realpath(dir, NULL);
+	size_t n = strlen(session);
+	bool inside = !real || (!strncmp(real, session, n) && real[n] == '/');
+
+	free(real);
+	return inside;
+}
+
+/* The host binaries of @p's groups into @dir, counted in *@ncopied.
+ * Guest binaries are in the image cache, copied with the session. */
+static int copy_binaries(struct rep_images *images, const struct rep_profile *p, const char *dir,
+			 size_t *ncopied)
+{
+	struct rep_progress pr;
+	int rc = 0;
+
+	rep_progress_begin(&pr, "oparchive: copying binaries", p->ngroups);
+	for (size_t i = 0; i < p->ngroups && !rc; i++) {
+		const struct rep_group *g = &p->groups[i];
+
+		rep_progress_step(&pr, i);
+		if (g->dep.kind != SFN_ROOT || (g->domain && !g->vmm))
+			continue;
+		rc = copy_binary(images, dir, g, ncopied);
+	}
+	rep_progress_end(&pr);
+	return rc;
+}
+
 int rep_archive_main(int argc, char **argv)
 {
 	static const struct option extra[] = {
@@ -322,7 +374,6 @@ int rep_archive_main(int argc, char **argv)
 	struct archive_args args = { 0 };
 	struct rep_images *images = NULL;
 	struct rep_profile *p = NULL;
-	struct rep_progress pr;
 	struct rep_opts o;
 	char *dir = NULL, *session = NULL;
 	size_t ncopied = 0;
@@ -339,18 +390,8 @@ int rep_archive_main(int argc, char **argv)
 	o.symbols = false;
 	if (rep_view_load(&o, &images, &p))
 		goto out;
-	if (args.tarball) {
-		if (asprintf(&dir, "%s.tmpXXXXXX", args.tarball) < 0 || !mkdtemp(dir)) {
-			du_err("cannot make a directory next to %s: %s", args.tarball, strerror(errno));
-			goto out;
-		}
-	} else {
-		dir = strdup(args.output);
-		if (!dir || mkdir(dir, 0755)) {
-			du_err("cannot create %s: %s", args.output, dir ? strerror(errno) : "out of memory");
-			goto out;
-		}
-	}
+	if (make_dir(&args, &dir))
+		goto out;
 	made = true;
 	/* An absolute source, so that nftw paths map onto the copy. */
 	session = realpath(o.session_dir, NULL);
@@ -358,31 +399,14 @@ int rep_archive_main(int argc, char **argv)
 		du_err("%s: %s", o.session_dir, strerror(errno));
 		goto out;
 	}
-	{
-		char *real = realpath(dir, NULL);
-		size_t n = strlen(session);
-		bool inside = !real || (!strncmp(real, session, n) && real[n] == '/');
-
-		free(real);
-		if (inside) {
-			du_err("the archive cannot be inside the session %s", session);
-			goto out;
-		}
+	if (inside_session(dir, session)) {
+		du_err("the archive cannot be inside the session %s", session);
+		goto out;
 	}
 	rc = copy_session(session, dir);
 	if (rc)
 		goto out;
-	rep_progress_begin(&pr, "oparchive: copying binaries", p->ngroups);
-	for (size_t i = 0; i < p->ngroups && !rc; i++) {
-		const struct rep_group *g = &p->groups[i];
-
-		rep_progress_step(&pr, i);
-		/* Guest binaries are in the image cache, copied with the session. */
-		if (g->dep.kind != SFN_ROOT || (g->domain && !g->vmm))
-			continue;
-		rc = copy_binary(images, dir, g, &ncopied);
-	}
-	rep_progress_end(&pr);
+	rc = copy_binaries(images, p, dir, &ncopied);
 	if (rc)
 		goto out;
 	if (args.tarball) {

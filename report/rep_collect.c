@@ -637,6 +637,26 @@ int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_
 	return rep_collect_keys(o, images, NULL, out);
 }
 
+/* The sample files below @dir that the profile specification selects,
+ * into @c; 0, or -errno after saying why there are none. */
+static int list_files(struct collector *c, const char *dir)
+{
+	int rc = find_files(c, dir);
+
+	if (rc) {
+		du_err("cannot list %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (!c->nfiles) {
+		if (c->nseen || c->npruned)
+			du_err("no sample file in %s matches the profile specification", dir);
+		else
+			du_err("no sample files in %s", dir);
+		return -ENODATA;
+	}
+	return 0;
+}
+
 int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		     const struct rep_key_sink *sink, struct rep_profile **out)
 {
@@ -658,19 +678,9 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 	rc = rep_samples_check(o);
 	if (rc)
 		goto out_free;
-	rc = find_files(&c, dir);
-	if (rc) {
-		du_err("cannot list %s: %s", dir, strerror(-rc));
+	rc = list_files(&c, dir);
+	if (rc)
 		goto out_free;
-	}
-	if (!c.nfiles) {
-		if (c.nseen || c.npruned)
-			du_err("no sample file in %s matches the profile specification", dir);
-		else
-			du_err("no sample files in %s", dir);
-		rc = -ENODATA;
-		goto out_free;
-	}
 	rc = make_classes(&c);
 	if (rc)
 		goto out_oom;

@@ -130,6 +130,59 @@ static void print_counts(FILE *f, const struct rep_profile *p, const uint64_t *c
 	}
 }
 
+/* Row @r for the application of group @i (@g), its counts @counts: its
+ * labels, an unverified binary marked.  0 or -ENOMEM. */
+static int app_row(struct rep_row *r, const struct rep_opts *o, const struct rep_group *g,
+		   size_t i, const uint64_t *counts)
+{
+	r->group = i;
+	r->counts = counts;
+	r->domain = rep_domain_label(g);
+	r->app = rep_rows_app_label(o, g);
+	r->image = rep_rows_image_label(o, &g->app);
+	if (r->app && rep_same_dep(g) && g->unverified) {
+		char *m = NULL;
+
+		if (asprintf(&m, "%s " REP_UNVERIFIED, r->app) < 0)
+			m = NULL;
+		free(r->app);
+		r->app = m;
+	}
+	if (!r->domain || !r->app || !r->image)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Under application @orig's line (its counts @app_counts), the binaries
+ * of every group that is its (@app_of), sorted.  0 or -ENOMEM. */
+static int print_deps(FILE *f, const struct rep_opts *o, const struct rep_profile *p,
+		      const size_t *app_of, size_t orig, const uint64_t *app_counts)
+{
+	struct rep_row *deps = calloc(p->ngroups, sizeof(*deps));
+	size_t nd = 0;
+
+	if (!deps)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->ngroups; i++) {
+		if (app_of[i] != orig)
+			continue;
+		deps[nd].counts = rep_counts(p, p->groups[i].counts);
+		deps[nd].image = rep_rows_dep_label(o, &p->groups[i], &p->groups[i].dep);
+		nd++;
+	}
+	rep_rows_sort(deps, nd, o, p->nclasses);
+	print_col_header(f, o, p, "\t");
+	for (size_t k = 0; k < nd; k++) {
+		if (!rep_above_threshold(o, p, deps[k].counts))
+			continue;
+		fputc('\t', f);
+		print_counts(f, p, deps[k].counts, o->global_percent ? p->totals : app_counts);
+		fprintf(f, "%s\n", deps[k].image ? deps[k].image : "?");
+	}
+	rep_rows_free(deps, nd);
+	return 0;
+}
+
 static int print_images(FILE *f, const struct rep_opts *o, const struct rep_profile *p)
 {
 	size_t n = p->nclasses, napps = 0, dlen = 0;
@@ -158,20 +211,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 		}
 		free(key);
 		if (a == napps) {
-			apps[a].group = i;
-			apps[a].counts = sums + a * n;
-			apps[a].domain = rep_domain_label(g);
-			apps[a].app = rep_rows_app_label(o, g);
-			apps[a].image = rep_rows_image_label(o, &g->app);
-			if (apps[a].app && rep_same_dep(g) && g->unverified) {
-				char *m = NULL;
-
-				if (asprintf(&m, "%s " REP_UNVERIFIED, apps[a].app) < 0)
-					m = NULL;
-				free(apps[a].app);
-				apps[a].app = m;
-			}
-			if (!apps[a].domain || !apps[a].app || !apps[a].image)
+			if (app_row(&apps[a], o, g, i, sums + a * n))
 				goto out_free;
 			napps++;
 		}
@@ -187,8 +227,7 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 	dw = col_width(o, 16, dlen);
 	print_col_header(f, o, p, "");
 	for (size_t a = 0; a < napps; a++) {
-		struct rep_row *deps;
-		size_t nd = 0, orig;
+		size_t orig;
 
 		if (!rep_above_threshold(o, p, apps[a].counts))
 			continue;
@@ -197,28 +236,8 @@ static int print_images(FILE *f, const struct rep_opts *o, const struct rep_prof
 			fprintf(f, "%-*s ", dw, apps[a].domain);
 		fprintf(f, "%s\n", apps[a].app);
 		orig = app_of[apps[a].group];
-		if (!has_deps[orig])
-			continue;
-		deps = calloc(p->ngroups, sizeof(*deps));
-		if (!deps)
+		if (has_deps[orig] && print_deps(f, o, p, app_of, orig, apps[a].counts))
 			goto out_free;
-		for (size_t i = 0; i < p->ngroups; i++) {
-			if (app_of[i] != orig)
-				continue;
-			deps[nd].counts = rep_counts(p, p->groups[i].counts);
-			deps[nd].image = rep_rows_dep_label(o, &p->groups[i], &p->groups[i].dep);
-			nd++;
-		}
-		rep_rows_sort(deps, nd, o, n);
-		print_col_header(f, o, p, "\t");
-		for (size_t k = 0; k < nd; k++) {
-			if (!rep_above_threshold(o, p, deps[k].counts))
-				continue;
-			fputc('\t', f);
-			print_counts(f, p, deps[k].counts, o->global_percent ? p->totals : apps[a].counts);
-			fprintf(f, "%s\n", deps[k].image ? deps[k].image : "?");
-		}
-		rep_rows_free(deps, nd);
 	}
 	rc = 0;
 out_free:

@@ -137,10 +137,9 @@ int rep_view_common_opt(struct rep_opts *o, int c, const char *arg, char *msg, s
 	}
 }
 
-int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
-		   const struct option *extra, const char *extra_short,
-		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
-		   void *ctx, void (*usage)(FILE *f))
+/* The views' common long options, then @extra's (ended by a NULL name),
+ * in one malloc'd array with its end; NULL when out of memory. */
+static struct option *long_options(const struct option *extra)
 {
 	static const struct option common[] = {
 		{ "session-dir", required_argument, NULL, REP_OPT_SESSION_DIR },
@@ -153,6 +152,24 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 	};
 	size_t ncommon = sizeof(common) / sizeof(common[0]), nextra = 0;
 	struct option *lopts;
+
+	while (extra && extra[nextra].name)
+		nextra++;
+	lopts = calloc(ncommon + nextra + 1, sizeof(*lopts));
+	if (!lopts)
+		return NULL;
+	memcpy(lopts, common, sizeof(common));
+	if (nextra)
+		memcpy(lopts + ncommon, extra, nextra * sizeof(*extra));
+	return lopts;
+}
+
+int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
+		   const struct option *extra, const char *extra_short,
+		   int (*cb)(void *ctx, int c, const char *arg, char *err, size_t errlen),
+		   void *ctx, void (*usage)(FILE *f))
+{
+	struct option *lopts;
 	char shorts[64], msg[512];
 	int c, rc = -EINVAL;
 
@@ -162,16 +179,11 @@ int rep_view_parse(const char *prog, struct rep_opts *o, int argc, char **argv,
 	o->sort[0] = REP_SORT_SAMPLE;
 	o->nsort = 1;
 	o->spec = rep_spec_new();
-	while (extra && extra[nextra].name)
-		nextra++;
-	lopts = calloc(ncommon + nextra + 1, sizeof(*lopts));
+	lopts = long_options(extra);
 	if (!o->spec || !lopts) {
 		free(lopts);
 		return -ENOMEM;
 	}
-	memcpy(lopts, common, sizeof(common));
-	if (nextra)
-		memcpy(lopts + ncommon, extra, nextra * sizeof(*extra));
 	snprintf(shorts, sizeof(shorts), "p:hv%s", extra_short ? extra_short : "");
 	optind = 1;
 	opterr = 0;

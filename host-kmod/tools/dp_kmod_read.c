@@ -321,7 +321,16 @@ static int usage_error(const char *msg, const char *arg, const struct option *lo
 	return 2;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct kr_args {
+	struct dp_kmod_config cfg;
+	double seconds;
+	const char *out, *chains;
+	bool keep, stats;
+};
+
+/* The command line into @a: -1 to go on, else the exit status. */
+static int kr_parse(int argc, char **argv, struct kr_args *a)
 {
 	static const struct option opts[] = {
 		{ "seconds", required_argument, NULL, 's' },
@@ -338,85 +347,68 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct dp_kmod_config cfg;
-	struct raw_header hdr;
-	struct raw_decode_stats st = { 0 };
-	static struct kr_count k;
-	static struct kr_cc cc;
-	const char *chains = NULL;
-	double seconds = 5, end;
-	const char *out = NULL;
-	bool keep = false, stats = false, disabled = false, have_hdr = false;
-	unsigned char *buf;
-	size_t have = 0;
-	FILE *of = NULL;
-	int fd, o, rc = 0;
+	struct dp_kmod_config *cfg = &a->cfg;
+	int o;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.abi = DP_KMOD_ABI;
-	cfg.event = DP_KMOD_EV_AUTO;
-	cfg.period = DP_KMOD_DEF_PERIOD;
-	cfg.clock_ns = DP_KMOD_DEF_CLOCK_NS;
-	cfg.ring_entries = DP_KMOD_DEF_RING;
-	cfg.flags = DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER;
+	memset(a, 0, sizeof(*a));
+	a->seconds = 5;
+	cfg->abi = DP_KMOD_ABI;
+	cfg->event = DP_KMOD_EV_AUTO;
+	cfg->period = DP_KMOD_DEF_PERIOD;
+	cfg->clock_ns = DP_KMOD_DEF_CLOCK_NS;
+	cfg->ring_entries = DP_KMOD_DEF_RING;
+	cfg->flags = DP_KMOD_CF_KERNEL | DP_KMOD_CF_USER;
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
-		case 's': seconds = atof(optarg); break;
+		case 's': a->seconds = atof(optarg); break;
 		case 'e':
 			if (!strcmp(optarg, "auto"))
-				cfg.event = DP_KMOD_EV_AUTO;
+				cfg->event = DP_KMOD_EV_AUTO;
 			else if (!strcmp(optarg, "cycles"))
-				cfg.event = DP_KMOD_EV_CYCLES;
+				cfg->event = DP_KMOD_EV_CYCLES;
 			else if (!strcmp(optarg, "clock"))
-				cfg.event = DP_KMOD_EV_CPU_CLOCK;
+				cfg->event = DP_KMOD_EV_CPU_CLOCK;
 			else
 				return usage_error("--event takes auto, cycles or clock", NULL, opts);
 			break;
-		case 'p': cfg.period = strtoull(optarg, NULL, 0); break;
-		case 'c': cfg.clock_ns = strtoull(optarg, NULL, 0); break;
-		case 'r': cfg.ring_entries = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'o': out = optarg; break;
-		case 'k': keep = true; break;
-		case 'S': stats = true; break;
-		case 'g': cfg.callgraph_depth = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'C': chains = optarg; break;
+		case 'p': cfg->period = strtoull(optarg, NULL, 0); break;
+		case 'c': cfg->clock_ns = strtoull(optarg, NULL, 0); break;
+		case 'r': cfg->ring_entries = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'o': a->out = optarg; break;
+		case 'k': a->keep = true; break;
+		case 'S': a->stats = true; break;
+		case 'g': cfg->callgraph_depth = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'C': a->chains = optarg; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': du_cli_version(stdout, PROG); return 0;
 		default: return usage_error(NULL, argv[optind - 1], opts);
 		}
 	}
-	fd = open(DP_KMOD_DEVICE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		perror("dp-kmod-read: " DP_KMOD_DEVICE);
-		return 1;
-	}
-	if (stats)
-		return kr_stats(fd);
-	if (ioctl(fd, DP_KMOD_IOC_SET_CONFIG, &cfg) < 0 || ioctl(fd, DP_KMOD_IOC_ENABLE) < 0) {
-		perror("dp-kmod-read: configure/enable");
-		return 1;
-	}
-	if (ioctl(fd, DP_KMOD_IOC_GET_CONFIG, &cfg) == 0)
-		printf("event %s\n", cfg.active_event == DP_KMOD_EV_CYCLES ? "cycles" : "clock");
-	if (keep) {
-		/* let it sample, then leave it on for whoever unloads us */
-		usleep((useconds_t)(seconds * 1e6));
-		puts("left enabled");
-		return 0;
-	}
-	if (out && !(of = fopen(out, "wb"))) {
-		perror(out);
-		return 1;
-	}
-	if (chains && !(cc.out = fopen(chains, "w"))) {
-		perror(chains);
-		return 1;
-	}
-	buf = malloc(KR_BUF);
-	if (!buf)
-		return 1;
-	end = kr_now() + seconds;
+	return -1;
+}
+
+/* Where the stream goes: decoded into @k and @cc, copied to @of. */
+struct kr_sink {
+	struct kr_count *k;
+	struct kr_cc *cc;
+	struct raw_decode_stats *st;
+	FILE *of;
+	const char *out;	/* @of's name */
+};
+
+/*
+ * Read the stream of @fd, disabled after @seconds, to its end: the header
+ * said, the records decoded (@buf, KR_BUF bytes, holds what is not yet
+ * decoded: *@have bytes at the end).  0, or 1 after saying what failed.
+ */
+static int kr_read(int fd, double seconds, const struct kr_sink *o, unsigned char *buf,
+		   size_t *have)
+{
+	struct raw_header hdr;
+	bool disabled = false, have_hdr = false;
+	double end = kr_now() + seconds;
+
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
@@ -426,82 +418,136 @@ int main(int argc, char **argv)
 		if (!disabled && kr_now() >= end) {
 			if (ioctl(fd, DP_KMOD_IOC_DISABLE) < 0) {
 				perror("dp-kmod-read: disable");
-				rc = 1;
-				break;
+				return 1;
 			}
 			disabled = true;
 		}
-		n = read(fd, buf + have, KR_BUF - have);
+		n = read(fd, buf + *have, KR_BUF - *have);
 		if (n < 0 && errno == EAGAIN) {
 			poll(&pfd, 1, 100);
 			continue;
 		}
 		if (n < 0) {
 			perror("dp-kmod-read: read");
-			rc = 1;
-			break;
+			return 1;
 		}
 		if (n == 0)
-			break;	/* disabled and drained: the end of the stream */
-		if (of && fwrite(buf + have, 1, (size_t)n, of) != (size_t)n) {
-			perror(out);
-			rc = 1;
-			break;
+			return 0;	/* disabled and drained: the end of the stream */
+		if (o->of && fwrite(buf + *have, 1, (size_t)n, o->of) != (size_t)n) {
+			perror(o->out);
+			return 1;
 		}
-		have += (size_t)n;
+		*have += (size_t)n;
 		if (!have_hdr) {
-			hs = raw_header_parse(buf, have, &hdr);
+			hs = raw_header_parse(buf, *have, &hdr);
 			if (hs == -EAGAIN)
 				continue;
 			if (hs < 0) {
 				fprintf(stderr, "dp-kmod-read: bad header (%d)\n", hs);
-				rc = 1;
-				break;
+				return 1;
 			}
 			have_hdr = true;
 			printf("header collector %u events %u name %s count %llu\n", hdr.collector,
 			       hdr.nr_events, hdr.events[0].name,
 			       (unsigned long long)hdr.events[0].count);
-			memmove(buf, buf + hs, have - (size_t)hs);
-			have -= (size_t)hs;
+			memmove(buf, buf + hs, *have - (size_t)hs);
+			*have -= (size_t)hs;
 		}
-		if (raw_decode(&kr_ops, &k, buf, have, &used, &st) < 0) {
+		if (raw_decode(&kr_ops, o->k, buf, *have, &used, o->st) < 0) {
 			fprintf(stderr, "dp-kmod-read: corrupt stream\n");
-			rc = 1;
-			break;
+			return 1;
 		}
-		kr_scan(&cc, buf, used);
-		memmove(buf, buf + used, have - used);
-		have -= used;
+		kr_scan(o->cc, buf, used);
+		memmove(buf, buf + used, *have - used);
+		*have -= used;
 	}
+}
+
+/* What was read, one "key value" line each (@have: bytes left undecoded). */
+static void kr_print(int fd, const struct dp_kmod_config *cfg, const struct kr_sink *o,
+		     size_t have)
+{
+	const struct kr_count *k = o->k;
+	const struct kr_cc *cc = o->cc;
+	const struct raw_decode_stats *st = o->st;
+
 	if (have)
 		printf("trailing_bytes %zu\n", have);
-	printf("samples %llu\n", (unsigned long long)k.samples);
+	printf("samples %llu\n", (unsigned long long)k->samples);
 	printf("host_kernel %llu\nhost_user %llu\nguest_kernel %llu\nguest_user %llu\n",
-	       (unsigned long long)k.by_mode[0], (unsigned long long)k.by_mode[1],
-	       (unsigned long long)k.by_mode[2], (unsigned long long)k.by_mode[3]);
-	printf("guest_attributed %llu\nguest_asid %llu\n", (unsigned long long)k.guest_attributed,
-	       (unsigned long long)k.guest_asid);
-	printf("domains %zu\nasids %zu\ncpus %zu\n", k.domains.n, k.asids.n, k.cpus.n);
-	printf("lost %llu\ntime_backwards %llu\n", (unsigned long long)k.lost,
-	       (unsigned long long)k.backwards);
-	printf("unknown_type %llu\nbad_payload %llu\n", (unsigned long long)st.unknown_type,
-	       (unsigned long long)st.bad_payload);
-	if (cfg.callgraph_depth) {
+	       (unsigned long long)k->by_mode[0], (unsigned long long)k->by_mode[1],
+	       (unsigned long long)k->by_mode[2], (unsigned long long)k->by_mode[3]);
+	printf("guest_attributed %llu\nguest_asid %llu\n", (unsigned long long)k->guest_attributed,
+	       (unsigned long long)k->guest_asid);
+	printf("domains %zu\nasids %zu\ncpus %zu\n", k->domains.n, k->asids.n, k->cpus.n);
+	printf("lost %llu\ntime_backwards %llu\n", (unsigned long long)k->lost,
+	       (unsigned long long)k->backwards);
+	printf("unknown_type %llu\nbad_payload %llu\n", (unsigned long long)st->unknown_type,
+	       (unsigned long long)st->bad_payload);
+	if (cfg->callgraph_depth) {
 		kr_cc_stats(fd);
 		printf("cc_records %llu\ncc_guest %llu\ncc_truncated %llu\ncc_frames %llu\n"
 		       "cc_bad %llu\ncc_orphan %llu\ncc_guest_kernel %llu\ncc_guest_user %llu\n",
-		       (unsigned long long)cc.records, (unsigned long long)cc.guest,
-		       (unsigned long long)cc.truncated, (unsigned long long)cc.frames_total,
-		       (unsigned long long)cc.bad,
-		       (unsigned long long)(cc.orphan + cc.pending),
-		       (unsigned long long)cc.by_mode[DP_MODE_GUEST_KERNEL],
-		       (unsigned long long)cc.by_mode[DP_MODE_GUEST_USER]);
+		       (unsigned long long)cc->records, (unsigned long long)cc->guest,
+		       (unsigned long long)cc->truncated, (unsigned long long)cc->frames_total,
+		       (unsigned long long)cc->bad,
+		       (unsigned long long)(cc->orphan + cc->pending),
+		       (unsigned long long)cc->by_mode[DP_MODE_GUEST_KERNEL],
+		       (unsigned long long)cc->by_mode[DP_MODE_GUEST_USER]);
 	}
-	for (size_t i = 0; i < k.domains.n; i++)
-		printf("domain %llu\n", (unsigned long long)k.domains.v[i]);
-	if (of)
-		fclose(of);
+	for (size_t i = 0; i < k->domains.n; i++)
+		printf("domain %llu\n", (unsigned long long)k->domains.v[i]);
+}
+
+int main(int argc, char **argv)
+{
+	struct kr_args a;
+	struct raw_decode_stats st = { 0 };
+	static struct kr_count k;
+	static struct kr_cc cc;
+	struct kr_sink sink = { .k = &k, .cc = &cc, .st = &st };
+	unsigned char *buf;
+	size_t have = 0;
+	int fd, rc;
+
+	rc = kr_parse(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	fd = open(DP_KMOD_DEVICE, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		perror("dp-kmod-read: " DP_KMOD_DEVICE);
+		return 1;
+	}
+	if (a.stats)
+		return kr_stats(fd);
+	if (ioctl(fd, DP_KMOD_IOC_SET_CONFIG, &a.cfg) < 0 || ioctl(fd, DP_KMOD_IOC_ENABLE) < 0) {
+		perror("dp-kmod-read: configure/enable");
+		return 1;
+	}
+	if (ioctl(fd, DP_KMOD_IOC_GET_CONFIG, &a.cfg) == 0)
+		printf("event %s\n", a.cfg.active_event == DP_KMOD_EV_CYCLES ? "cycles" : "clock");
+	if (a.keep) {
+		/* let it sample, then leave it on for whoever unloads us */
+		usleep((useconds_t)(a.seconds * 1e6));
+		puts("left enabled");
+		return 0;
+	}
+	sink.out = a.out;
+	if (a.out && !(sink.of = fopen(a.out, "wb"))) {
+		perror(a.out);
+		return 1;
+	}
+	if (a.chains && !(cc.out = fopen(a.chains, "w"))) {
+		perror(a.chains);
+		return 1;
+	}
+	buf = malloc(KR_BUF);
+	if (!buf)
+		return 1;
+	rc = kr_read(fd, a.seconds, &sink, buf, &have);
+	kr_print(fd, &a.cfg, &sink, have);
+	if (sink.of)
+		fclose(sink.of);
 	if (cc.out)
 		fclose(cc.out);
 	free(buf);

@@ -585,12 +585,101 @@ static bool is_cont(const char *s, size_t n)
 	return n >= 2 && s[0] == '%' && s[1] == '+';
 }
 
+/*
+ * Walk the physical components of @path (@plen bytes): all but the last
+ * are escaped text (pieces of logical components), joined into @copy as
+ * they come and listed in @comps (*@ncp of them); the last is the event,
+ * parsed into @out.  0 or -EINVAL.
+ */
+static int split_path(const char *path, size_t plen, char *copy, struct sfn_comp *comps,
+		      size_t *ncp, struct sfn_name *out)
+{
+	size_t nc = 0, start = 0, w = 0, prev_len = 0;
+
+	for (;;) {
+		const char *s = path + start;
+		const char *slash = memchr(s, '/', plen - start);
+		size_t n = slash ? (size_t)(slash - s) : plen - start;
+
+		if (n == 0 || n > SFN_COMP_MAX ||
+		    (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+			return -EINVAL;
+		if (!slash) {
+			*ncp = nc;
+			return parse_event(s, out);
+		}
+		if (is_cont(s, n)) {
+			/*
+			 * A continuation: the previous piece must have been
+			 * full, i.e. this piece's first unit did not fit it.
+			 */
+			size_t unit;
+
+			if (nc == 0 || n == 2 || !piece_ok(s + 2, n - 2))
+				return -EINVAL;
+			unit = s[2] == '%' ? 3 : 1;
+			if (prev_len + unit <= SFN_COMP_MAX)
+				return -EINVAL;
+			memcpy(copy + w, s + 2, n - 2);
+			w += n - 2;
+			comps[nc - 1].len += n - 2;
+		} else {
+			if (!piece_ok(s, n))
+				return -EINVAL;
+			comps[nc].s = copy + w;
+			comps[nc].len = n;
+			memcpy(copy + w, s, n);
+			w += n;
+			nc++;
+		}
+		prev_len = n;
+		start += n + 1;
+	}
+}
+
+/* The logical components @comps[0..@nc) into @out: [{domain}/NAME[/{vmm}]/]
+ * IMAGE/{dep}/DEP[/{cg}/CG].  0 or -EINVAL. */
+static int parse_comps(const struct sfn_comp *comps, size_t nc, struct sfn_name *out)
+{
+	size_t i = 0;
+	int err;
+
+	if (nc && comp_is(&comps[0], "{domain}")) {
+		if (nc < 2 || comp_is_token(&comps[1]))
+			return -EINVAL;
+		err = decode(comps[1].s, comps[1].len, true, false, &out->domain);
+		if (err)
+			return err;
+		i = 2;
+		if (i < nc && comp_is(&comps[i], "{vmm}")) {
+			out->vmm = true;
+			i++;
+		}
+	}
+	err = parse_image(comps, nc, &i, "{dep}", false, &out->image);
+	if (err)
+		return err;
+	if (i >= nc || !comp_is(&comps[i], "{dep}"))
+		return -EINVAL;
+	i++;
+	err = parse_image(comps, nc, &i, "{cg}", true, &out->dep);
+	if (err)
+		return err;
+	if (i < nc && comp_is(&comps[i], "{cg}")) {
+		i++;
+		err = parse_image(comps, nc, &i, NULL, false, &out->cg);
+		if (err)
+			return err;
+	}
+	return i != nc ? -EINVAL : 0;
+}
+
 int sfn_parse(const char *path, struct sfn_name *out)
 {
 	struct sfn_comp *comps = NULL;
 	char *copy = NULL;
-	size_t plen, nc = 0, i, start, w, prev_len = 0;
-	int err = -EINVAL;
+	size_t plen, nc = 0, i;
+	int err;
 
 	if (!out)
 		return -EINVAL;
@@ -611,92 +700,9 @@ int sfn_parse(const char *path, struct sfn_name *out)
 		err = -ENOMEM;
 		goto out_free;
 	}
-
-	/*
-	 * Walk the physical components; all but the last are escaped text
-	 * (pieces of logical components), joined into @copy as they come.
-	 */
-	w = 0;
-	start = 0;
-	for (;;) {
-		const char *s = path + start;
-		const char *slash = memchr(s, '/', plen - start);
-		size_t n = slash ? (size_t)(slash - s) : plen - start;
-
-		if (n == 0 || n > SFN_COMP_MAX ||
-		    (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			goto out_free;
-		if (!slash) {
-			err = parse_event(s, out);
-			if (err)
-				goto out_free;
-			break;
-		}
-		if (is_cont(s, n)) {
-			/*
-			 * A continuation: the previous piece must have been
-			 * full, i.e. this piece's first unit did not fit it.
-			 */
-			size_t unit;
-
-			if (nc == 0 || n == 2 || !piece_ok(s + 2, n - 2))
-				goto out_free;
-			unit = s[2] == '%' ? 3 : 1;
-			if (prev_len + unit <= SFN_COMP_MAX)
-				goto out_free;
-			memcpy(copy + w, s + 2, n - 2);
-			w += n - 2;
-			comps[nc - 1].len += n - 2;
-		} else {
-			if (!piece_ok(s, n))
-				goto out_free;
-			comps[nc].s = copy + w;
-			comps[nc].len = n;
-			memcpy(copy + w, s, n);
-			w += n;
-			nc++;
-		}
-		prev_len = n;
-		start += n + 1;
-	}
-
-	i = 0;
-	if (nc && comp_is(&comps[0], "{domain}")) {
-		if (nc < 2 || comp_is_token(&comps[1])) {
-			err = -EINVAL;
-			goto out_free;
-		}
-		err = decode(comps[1].s, comps[1].len, true, false, &out->domain);
-		if (err)
-			goto out_free;
-		i = 2;
-		if (i < nc && comp_is(&comps[i], "{vmm}")) {
-			out->vmm = true;
-			i++;
-		}
-	}
-	err = parse_image(comps, nc, &i, "{dep}", false, &out->image);
-	if (err)
-		goto out_free;
-	if (i >= nc || !comp_is(&comps[i], "{dep}")) {
-		err = -EINVAL;
-		goto out_free;
-	}
-	i++;
-	err = parse_image(comps, nc, &i, "{cg}", true, &out->dep);
-	if (err)
-		goto out_free;
-	if (i < nc && comp_is(&comps[i], "{cg}")) {
-		i++;
-		err = parse_image(comps, nc, &i, NULL, false, &out->cg);
-		if (err)
-			goto out_free;
-	}
-	if (i != nc) {
-		err = -EINVAL;
-		goto out_free;
-	}
-	err = 0;
+	err = split_path(path, plen, copy, comps, &nc, out);
+	if (!err)
+		err = parse_comps(comps, nc, out);
 out_free:
 	if (err)
 		sfn_name_release(out);
