@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "opd_batch.h"
 #include "util/du_log.h"
@@ -14,6 +15,8 @@ struct opd_batch {
 	uint32_t *ids;		/* pending samples, in stream order */
 	uint64_t *keys;
 	uint64_t *sorted;	/* keys grouped by file (flush scratch) */
+	void *mem;		/* the three above, mapped */
+	size_t mem_len;
 	/* per file index: pending samples, counted as they come so a flush
 	 * needs no histogram pass; then each run's start */
 	uint32_t *count;
@@ -36,6 +39,29 @@ static void close_hook(void *ctx)
 	opd_batch_flush(ctx);
 }
 
+/*
+ * The pending samples' arrays, in one mapping of huge pages where the
+ * kernel has them: its pages are touched only as the batch fills (a
+ * daemon at a low rate never touches most), and a first touch of a huge
+ * page costs about what a 4 KiB page's does, which under some
+ * hypervisors is tens of microseconds (doc/performance.md).
+ */
+static int map_arrays(struct opd_batch *b)
+{
+	size_t len = b->cap * (sizeof(*b->ids) + sizeof(*b->keys) + sizeof(*b->sorted));
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return -ENOMEM;
+	madvise(m, len, MADV_HUGEPAGE);		/* a hint: none is fine */
+	b->mem = m;
+	b->mem_len = len;
+	b->keys = (uint64_t *)m;
+	b->sorted = (uint64_t *)(m + b->cap * sizeof(*b->keys));
+	b->ids = (uint32_t *)(m + b->cap * (sizeof(*b->keys) + sizeof(*b->sorted)));
+	return 0;
+}
+
 struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st, size_t cap)
 {
 	struct opd_batch *b = calloc(1, sizeof(*b));
@@ -47,20 +73,14 @@ struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st,
 	b->cap = cap ? cap : OPD_BATCH_DEFAULT;
 	if (b->cap > UINT32_MAX)
 		b->cap = UINT32_MAX;
-	b->ids = malloc(b->cap * sizeof(*b->ids));
-	b->keys = malloc(b->cap * sizeof(*b->keys));
-	b->sorted = malloc(b->cap * sizeof(*b->sorted));
 	b->nr_count = 1024;
 	b->count = calloc(b->nr_count, sizeof(*b->count));
-	if (!b->ids || !b->keys || !b->sorted || !b->count)
+	if (!b->count || map_arrays(b))
 		goto out_free;
 	opd_sfiles_set_close_hook(sfiles, close_hook, b);
 	return b;
 
 out_free:
-	free(b->ids);
-	free(b->keys);
-	free(b->sorted);
 	free(b->count);
 	free(b);
 out_nomem:
@@ -73,9 +93,7 @@ void opd_batch_free(struct opd_batch *b)
 	if (!b)
 		return;
 	opd_sfiles_set_close_hook(b->sfiles, NULL, NULL);
-	free(b->ids);
-	free(b->keys);
-	free(b->sorted);
+	munmap(b->mem, b->mem_len);
 	free(b->count);
 	free(b);
 }
@@ -101,6 +119,19 @@ static int grow_count(struct opd_batch *b, uint32_t id)
 	return 0;
 }
 
+/* Entries counted as filed (samples, or arcs of a {cg} file) that could
+ * not be. */
+static void unfiled(struct opd_batch *b, uint32_t id, uint64_t n)
+{
+	if (opd_sfile_is_arcs(b->sfiles, id)) {
+		b->st->cc_arcs -= n;
+		b->st->cc_arcs_dropped += n;
+	} else {
+		b->st->samples_filed -= n;
+		b->st->sample_file_errors += n;
+	}
+}
+
 int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 {
 	int ret = 0;
@@ -114,10 +145,8 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 			/* cannot queue it: file it alone */
 			struct odb *db = opd_sfile_by_id(b->sfiles, id);
 
-			if (!db || odb_add(db, key, 1)) {
-				b->st->samples_filed--;
-				b->st->sample_file_errors++;
-			}
+			if (!db || odb_add(db, key, 1))
+				unfiled(b, id, 1);
 			return ret ? : r;
 		}
 	}
@@ -132,13 +161,6 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 	return ret;
 }
 
-/* Samples counted as filed that could not be. */
-static void unfiled(struct opd_batch *b, uint64_t n)
-{
-	b->st->samples_filed -= n;
-	b->st->sample_file_errors += n;
-}
-
 static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, size_t n)
 {
 	struct odb *db = opd_sfile_by_id(b->sfiles, id);
@@ -146,7 +168,7 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 	int ret = 0, r;
 
 	if (!db) {
-		unfiled(b, n);
+		unfiled(b, id, n);
 		return -EIO;
 	}
 	while (off < n) {
@@ -157,7 +179,7 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 		/* that key failed (a full disk, a file at its limit): skip it */
 		if (!ret)
 			ret = r;
-		unfiled(b, 1);
+		unfiled(b, id, 1);
 		off++;
 	}
 	return ret;
