@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "opd_batch.h"
 #include "util/du_log.h"
@@ -15,8 +14,6 @@ struct opd_batch {
 	uint32_t *ids;		/* pending samples, in stream order */
 	uint64_t *keys;
 	uint64_t *sorted;	/* keys grouped by file (flush scratch) */
-	void *mem;		/* the three above, mapped */
-	size_t mem_len;
 	/* per file index: pending samples, counted as they come so a flush
 	 * needs no histogram pass; then each run's start */
 	uint32_t *count;
@@ -39,29 +36,6 @@ static void close_hook(void *ctx)
 	opd_batch_flush(ctx);
 }
 
-/*
- * The pending samples' arrays, in one mapping of huge pages where the
- * kernel has them: its pages are touched only as the batch fills (a
- * daemon at a low rate never touches most), and a first touch of a huge
- * page costs about what a 4 KiB page's does, which under some
- * hypervisors is tens of microseconds (doc/performance.md).
- */
-static int map_arrays(struct opd_batch *b)
-{
-	size_t len = b->cap * (sizeof(*b->ids) + sizeof(*b->keys) + sizeof(*b->sorted));
-	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (m == MAP_FAILED)
-		return -ENOMEM;
-	madvise(m, len, MADV_HUGEPAGE);		/* a hint: none is fine */
-	b->mem = m;
-	b->mem_len = len;
-	b->keys = (uint64_t *)m;
-	b->sorted = (uint64_t *)(m + b->cap * sizeof(*b->keys));
-	b->ids = (uint32_t *)(m + b->cap * (sizeof(*b->keys) + sizeof(*b->sorted)));
-	return 0;
-}
-
 struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st, size_t cap)
 {
 	struct opd_batch *b = calloc(1, sizeof(*b));
@@ -73,14 +47,20 @@ struct opd_batch *opd_batch_new(struct opd_sfiles *sfiles, struct opd_stats *st,
 	b->cap = cap ? cap : OPD_BATCH_DEFAULT;
 	if (b->cap > UINT32_MAX)
 		b->cap = UINT32_MAX;
+	b->ids = malloc(b->cap * sizeof(*b->ids));
+	b->keys = malloc(b->cap * sizeof(*b->keys));
+	b->sorted = malloc(b->cap * sizeof(*b->sorted));
 	b->nr_count = 1024;
 	b->count = calloc(b->nr_count, sizeof(*b->count));
-	if (!b->count || map_arrays(b))
+	if (!b->ids || !b->keys || !b->sorted || !b->count)
 		goto out_free;
 	opd_sfiles_set_close_hook(sfiles, close_hook, b);
 	return b;
 
 out_free:
+	free(b->ids);
+	free(b->keys);
+	free(b->sorted);
 	free(b->count);
 	free(b);
 out_nomem:
@@ -93,7 +73,9 @@ void opd_batch_free(struct opd_batch *b)
 	if (!b)
 		return;
 	opd_sfiles_set_close_hook(b->sfiles, NULL, NULL);
-	munmap(b->mem, b->mem_len);
+	free(b->ids);
+	free(b->keys);
+	free(b->sorted);
 	free(b->count);
 	free(b);
 }

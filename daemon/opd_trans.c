@@ -270,9 +270,9 @@ static int ctx_pool_init(struct opd_trans *t, unsigned int nr)
 	/* zero pages, untouched until contexts are used */
 	pool = mmap(NULL, max * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (pool != MAP_FAILED) {
-		/* huge pages where the kernel has them (a hint), as the
-		 * batch's arrays (opd_batch.c) */
-		madvise(pool, max * size, MADV_HUGEPAGE);
+		/* (no MADV_HUGEPAGE: with huge pages here or in the batch, a
+		 * replay took three times the CPU on a paravirtualized guest,
+		 * doc/performance.md) */
 		t->ctx_pool = pool;
 		t->ctx_pool_len = max * size;
 	}
