@@ -101,6 +101,19 @@ static int grow_count(struct opd_batch *b, uint32_t id)
 	return 0;
 }
 
+/* Entries counted as filed (samples, or arcs of a {cg} file) that could
+ * not be. */
+static void unfiled(struct opd_batch *b, uint32_t id, uint64_t n)
+{
+	if (opd_sfile_is_arcs(b->sfiles, id)) {
+		b->st->cc_arcs -= n;
+		b->st->cc_arcs_dropped += n;
+	} else {
+		b->st->samples_filed -= n;
+		b->st->sample_file_errors += n;
+	}
+}
+
 int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 {
 	int ret = 0;
@@ -114,10 +127,8 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 			/* cannot queue it: file it alone */
 			struct odb *db = opd_sfile_by_id(b->sfiles, id);
 
-			if (!db || odb_add(db, key, 1)) {
-				b->st->samples_filed--;
-				b->st->sample_file_errors++;
-			}
+			if (!db || odb_add(db, key, 1))
+				unfiled(b, id, 1);
 			return ret ? : r;
 		}
 	}
@@ -132,13 +143,6 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 	return ret;
 }
 
-/* Samples counted as filed that could not be. */
-static void unfiled(struct opd_batch *b, uint64_t n)
-{
-	b->st->samples_filed -= n;
-	b->st->sample_file_errors += n;
-}
-
 static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, size_t n)
 {
 	struct odb *db = opd_sfile_by_id(b->sfiles, id);
@@ -146,7 +150,7 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 	int ret = 0, r;
 
 	if (!db) {
-		unfiled(b, n);
+		unfiled(b, id, n);
 		return -EIO;
 	}
 	while (off < n) {
@@ -157,7 +161,7 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 		/* that key failed (a full disk, a file at its limit): skip it */
 		if (!ret)
 			ret = r;
-		unfiled(b, 1);
+		unfiled(b, id, 1);
 		off++;
 	}
 	return ret;

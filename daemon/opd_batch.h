@@ -8,7 +8,9 @@
  *
  * Pending samples are already counted as filed (samples_filed); a flush
  * that cannot reopen a file or add a key moves them to
- * sample_file_errors.  Flush before anything reads the sample files or
+ * sample_file_errors.  The arcs of call chains (opd_cc.h) go through the
+ * batch too, counted cc_arcs, and cc_arcs_dropped when they cannot be
+ * filed.  Flush before anything reads the sample files or
  * closes one: at every dump and stop, when a file is evicted or closed
  * (opd_sfiles' close hook, set by opd_batch_new), and in live mode at
  * least every second (opd_batch_flush_due; a new file's first samples at

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opd_batch.h"
 #include "opd_cc.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
@@ -22,13 +23,16 @@ struct cc_pframe {
 
 /* The {cg} files of the arcs filed last, by their key: a chain's arcs
  * mostly repeat, and a hit costs no lookup among all the sample files.
- * An entry holds while the files' evictions count is unchanged. */
+ * An entry holds while the files' evictions count (for @db) or releases
+ * count (for @id, with a batch) is unchanged. */
 #define CC_ARC_CACHE	512
 
 struct cc_arc_file {
 	struct opd_sfile_key key;
 	struct odb *db;
-	uint64_t evictions;
+	uint32_t id;
+	bool valid;
+	uint64_t gen;
 };
 
 /* One distinct stack: its leaf's sample file key and offset, its callers
@@ -45,6 +49,7 @@ struct cc_stack {
 struct opd_cc {
 	struct opd_sfiles *sfiles;
 	struct opd_stats *st;
+	struct opd_batch *batch;	/* arcs are queued here when set */
 	char dir[PATH_MAX];	/* SESSION/samples/current/{stacks} */
 	char name[64];		/* <start>.<pid> */
 	struct cc_stack *stacks;
@@ -188,19 +193,40 @@ static bool arc_key_eq(const struct opd_sfile_key *a, const struct opd_sfile_key
 	       a->tid == b->tid && a->cpu == b->cpu;
 }
 
-/* The {cg} file of @k: remembered, else opened (opd_sfile_get). */
-static struct odb *arc_file(struct opd_cc *cc, const struct opd_sfile_key *k)
+void opd_cc_set_batch(struct opd_cc *cc, struct opd_batch *batch)
+{
+	cc->batch = batch;
+	for (size_t i = 0; i < CC_ARC_CACHE; i++)
+		cc->arcs[i].valid = false;
+}
+
+/* What makes a remembered {cg} file stale: its index is dropped when
+ * entries are released; its odb pointer also when a file is closed. */
+static uint64_t arc_gen(const struct opd_cc *cc)
+{
+	return cc->batch ? opd_sfiles_releases(cc->sfiles) : opd_sfiles_evictions(cc->sfiles);
+}
+
+/* The {cg} file of @k: remembered, else found (opd_sfile_id with a batch,
+ * else opened, opd_sfile_get_id).  False if it cannot be filed. */
+static bool arc_file(struct opd_cc *cc, const struct opd_sfile_key *k, struct cc_arc_file **out)
 {
 	struct cc_arc_file *e = &cc->arcs[arc_slot(k)];
-	uint64_t ev = opd_sfiles_evictions(cc->sfiles);
 
-	if (e->db && e->evictions == ev && arc_key_eq(&e->key, k))
-		return e->db;
-	e->db = opd_sfile_get(cc->sfiles, k);
-	/* (the open may evict others: the count after it) */
-	e->evictions = opd_sfiles_evictions(cc->sfiles);
+	*out = e;
+	if (e->valid && e->gen == arc_gen(cc) && arc_key_eq(&e->key, k))
+		return true;
 	e->key = *k;
-	return e->db;
+	if (cc->batch) {
+		e->db = NULL;
+		e->valid = opd_sfile_id(cc->sfiles, k, &e->id);
+	} else {
+		e->db = opd_sfile_get_id(cc->sfiles, k, &e->id);
+		e->valid = e->db != NULL;
+	}
+	/* (an open may evict others: the count after it) */
+	e->gen = arc_gen(cc);
+	return e->valid;
 }
 
 /* The {cg} file's key of the arc @from -> @to of a chain of @leaf, and
@@ -233,11 +259,37 @@ static void add_arc(struct opd_cc *cc, struct odb *db, uint64_t key)
 }
 
 /*
- * The arcs of a chain of @n frames, in order.  Their tables are far
- * apart in memory: every bucket is fetched first, then every node, then
- * the adds, so the misses overlap instead of following one another.  If
- * opening a file evicted another on the way, a file found before may be
- * closed: then each arc's file is found again just before its add.
+ * The arcs of a chain of @n frames, in order, queued in the batch (which
+ * applies them by file, as samples).
+ */
+static void queue_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		       const struct opd_cc_frame *f, size_t n)
+{
+	struct opd_sfile_key k;
+	struct cc_arc_file *e;
+	uint64_t key;
+
+	for (size_t i = 1; i < n; i++) {
+		if (!arc_key(cc, leaf, &f[i], &f[i - 1], &k, &key))
+			continue;
+		if (!arc_file(cc, &k, &e)) {
+			cc->st->cc_arcs_dropped++;
+			continue;
+		}
+		/* counted filed now; the batch moves what it cannot file to
+		 * cc_arcs_dropped */
+		cc->st->cc_arcs++;
+		opd_batch_add(cc->batch, e->id, key);
+	}
+}
+
+/*
+ * The arcs of a chain of @n frames, in order, added at once (no batch).
+ * Their tables are far apart in memory: every bucket is fetched first,
+ * then every node, then the adds, so the misses overlap instead of
+ * following one another.  If opening a file evicted another on the way,
+ * a file found before may be closed: then each arc's file is found again
+ * just before its add.
  */
 static void file_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		      const struct opd_cc_frame *f, size_t n)
@@ -245,18 +297,19 @@ static void file_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 	struct opd_sfile_key k[DP_RAW_CC_MAX + 1];
 	uint64_t key[DP_RAW_CC_MAX + 1], ev = opd_sfiles_evictions(cc->sfiles);
 	struct odb *db[DP_RAW_CC_MAX + 1];
+	struct cc_arc_file *e;
 	bool ok[DP_RAW_CC_MAX + 1];
 
 	for (size_t i = 1; i < n; i++) {
 		ok[i] = arc_key(cc, leaf, &f[i], &f[i - 1], &k[i], &key[i]);
-		db[i] = ok[i] ? arc_file(cc, &k[i]) : NULL;
+		db[i] = ok[i] && arc_file(cc, &k[i], &e) ? e->db : NULL;
 		if (db[i])
 			odb_prefetch(db[i], key[i], 0);
 	}
 	if (ev != opd_sfiles_evictions(cc->sfiles)) {
 		for (size_t i = 1; i < n; i++)
 			if (ok[i])
-				add_arc(cc, arc_file(cc, &k[i]), key[i]);
+				add_arc(cc, arc_file(cc, &k[i], &e) ? e->db : NULL, key[i]);
 		return;
 	}
 	for (size_t i = 1; i < n; i++)
@@ -421,7 +474,10 @@ void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 	h = stack_hash(leaf, f, n);
 	if (cc->nslots)
 		__builtin_prefetch(&cc->slots[h & (cc->nslots - 1)]);
-	file_arcs(cc, leaf, f, n);
+	if (cc->batch)
+		queue_arcs(cc, leaf, f, n);
+	else
+		file_arcs(cc, leaf, f, n);
 	add_stack(cc, leaf, f, n, h);
 }
 

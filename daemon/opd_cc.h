@@ -47,6 +47,11 @@ struct opd_cc *opd_cc_new(const char *session_dir, struct opd_sfiles *sfiles,
 			  struct opd_stats *st);
 void opd_cc_free(struct opd_cc *cc);	/* NULL accepted */
 
+/* Arcs are queued in @batch (borrowed; NULL: added to their files at
+ * once), as samples are; opd_trans_set_batch sets it. */
+struct opd_batch;
+void opd_cc_set_batch(struct opd_cc *cc, struct opd_batch *batch);
+
 /*
  * File the chain of one sample: @f[0] is the sample (its sample file key
  * is @leaf: domain, vmm, event, ids), @f[1..n-1] its callers, innermost

@@ -39,6 +39,7 @@ struct opd_sfiles {
 	struct sfile *lru_head, *lru_tail;
 	size_t nr_open;
 	uint64_t evictions;
+	uint64_t releases;	/* entries freed (their ids dropped) */
 	struct opd_imgids *ids;	/* host images' identities (opd_imgid.h) */
 	char base[PATH_MAX];
 	size_t base_len;
@@ -113,6 +114,16 @@ const struct opd_event_desc *opd_sfiles_event(const struct opd_sfiles *t, uint32
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t)
 {
 	return t->evictions;
+}
+
+uint64_t opd_sfiles_releases(const struct opd_sfiles *t)
+{
+	return t->releases;
+}
+
+bool opd_sfile_is_arcs(const struct opd_sfiles *t, uint32_t id)
+{
+	return id < t->next_id && t->by_id[id] && t->by_id[id]->key.cg;
 }
 
 static uint32_t key_hash(const struct opd_sfile_key *k)
@@ -293,28 +304,12 @@ static struct sfile *sfile_find(const struct opd_sfiles *t, const struct opd_sfi
 	return NULL;
 }
 
-struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id)
+/* A new entry for @key, its file opened (created); NULL: no memory (the
+ * entry of a file that fails to open is kept, marked failed). */
+static struct sfile *sfile_new(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t h)
 {
-	uint32_t h = key_hash(key);
 	struct sfile *sf;
 
-	if (key->event >= t->nr_ev)
-		return NULL;
-	sf = sfile_find(t, key, h);
-	if (sf) {
-		*id = sf->id;
-		if (sf->db) {
-			if (t->lru_head != sf) {
-				lru_unlink(t, sf);
-				lru_push(t, sf);
-			}
-			return sf->db;
-		}
-		if (sf->failed)
-			return NULL;
-		sfile_open(t, sf);
-		return sf->db;
-	}
 	if (t->tab.count > t->tab.mask && du_htab_grow(&t->tab))
 		return NULL;
 	if (t->next_id == t->by_id_cap) {
@@ -332,14 +327,55 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 	sf->key = *key;
 	sf->id = t->next_id++;
 	t->by_id[sf->id] = sf;
-	*id = sf->id;
 	du_htab_add(&t->tab, &sf->hl, h);
 	t->st->sample_files++;
 	if (sfile_open(t, sf)) {
 		sf->failed = true;
 		t->st->sample_file_errors++;
 	}
+	return sf;
+}
+
+/* The entry of @key, made (and its file opened) if there is none yet;
+ * NULL for a bad event or no memory. */
+static struct sfile *sfile_entry(struct opd_sfiles *t, const struct opd_sfile_key *key)
+{
+	uint32_t h = key_hash(key);
+	struct sfile *sf;
+
+	if (key->event >= t->nr_ev)
+		return NULL;
+	sf = sfile_find(t, key, h);
+	return sf ? sf : sfile_new(t, key, h);
+}
+
+struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id)
+{
+	struct sfile *sf = sfile_entry(t, key);
+
+	if (!sf)
+		return NULL;
+	*id = sf->id;
+	if (sf->db) {
+		if (t->lru_head != sf) {
+			lru_unlink(t, sf);
+			lru_push(t, sf);
+		}
+		return sf->db;
+	}
+	if (!sf->failed)
+		sfile_open(t, sf);
 	return sf->db;
+}
+
+bool opd_sfile_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id)
+{
+	struct sfile *sf = sfile_entry(t, key);
+
+	if (!sf || sf->failed)
+		return false;
+	*id = sf->id;
+	return true;
 }
 
 /* Sync, close and free every entry of @domain (@all: every entry). */
@@ -370,8 +406,10 @@ static size_t close_entries(struct opd_sfiles *t, bool all, const struct opd_ima
 	}
 	t->st->sample_files_released += freed;
 	/* also drops cached odb pointers and ids (opd_trans) */
-	if (freed)
+	if (freed) {
 		t->evictions++;
+		t->releases++;
+	}
 	return n;
 }
 

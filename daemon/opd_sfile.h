@@ -62,6 +62,17 @@ struct odb *opd_sfile_get(struct opd_sfiles *t, const struct opd_sfile_key *key)
  * in order of first use) and stable for the life of @t, open or not.
  */
 struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id);
+/*
+ * The index of @key's file, as opd_sfile_get_id sets it, for samples that
+ * go through opd_batch: a new file is created (and opened) now, but one
+ * that was closed to stay under the cap is not reopened (the batch's
+ * flush reopens it, once for all its samples).  False if it cannot be
+ * filed (a file that failed to open, a bad event, no memory).  The index
+ * stays valid until opd_sfiles_releases() changes.
+ */
+bool opd_sfile_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id);
+/* Whether the file of index @id is a {cg} file of arcs (key.cg set). */
+bool opd_sfile_is_arcs(const struct opd_sfiles *t, uint32_t id);
 /* The file of index @id, reopening it (appending) if it was closed.
  * NULL if @id is unknown or the file cannot be opened. */
 struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id);
@@ -76,8 +87,12 @@ void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void
 /* Event @i of the table, NULL beyond it. */
 const struct opd_event_desc *opd_sfiles_event(const struct opd_sfiles *t, uint32_t i);
 
-/* Grows each time an open file is closed to stay under the cap. */
+/* Grows each time an open file is closed to stay under the cap, and when
+ * entries are released (below): cached odb pointers are stale. */
 uint64_t opd_sfiles_evictions(const struct opd_sfiles *t);
+/* Grows each time entries are released (opd_sfiles_close_domain,
+ * opd_sfiles_restart): cached indexes are stale. */
+uint64_t opd_sfiles_releases(const struct opd_sfiles *t);
 
 /*
  * Sync and close every open file of @domain (all of its files, guest and

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "opd_agent.h"
 #include "opd_cc.h"
@@ -20,7 +21,8 @@
 #define OPD_TRANS_CTX_BYTES	(16u << 20)
 #define OPD_TRANS_CTX_MAX	16384
 #define OPD_TRANS_CTX_BUCKETS	4096
-struct opd_trans_cache {
+/* A line each (the pool is page-aligned): a lookup costs one miss. */
+struct __attribute__((aligned(64))) opd_trans_cache {
 	uint64_t gen;
 	uint64_t start, len;	/* pc in [start, start + len) */
 	uint64_t delta;		/* key = pc + delta (mod 2^64) */
@@ -95,7 +97,7 @@ struct opd_trans {
 	uint64_t gen;
 	uint64_t *mode_counter;
 	struct opd_proc *proc;		/* current task's process, NULL: look up */
-	uint64_t sfile_evictions;
+	uint64_t sfile_gen;		/* files_gen() the caches were made at */
 	uint64_t dummy;
 	/* The current context's caches: per event, one entry per 2 MiB
 	 * region of pc (direct-mapped), so a task that alternates between its
@@ -107,7 +109,8 @@ struct opd_trans {
 	/* every context's caches: a pool of ctx_max, ctx_size bytes each,
 	 * ctx_used of them in use, found through ctx_hash; when the pool is
 	 * full it starts over (a generation bump drops what it held) */
-	uint8_t *ctx_pool;
+	uint8_t *ctx_pool;	/* mapped: page-aligned, untouched until used */
+	size_t ctx_pool_len;
 	size_t ctx_size, ctx_max, ctx_used;
 	struct opd_trans_ctx **ctx_hash;	/* OPD_TRANS_CTX_BUCKETS */
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
@@ -180,6 +183,18 @@ static bool tag_eq(const struct opd_trans_tag *a, const struct opd_trans_tag *b)
 	       a->domain_key_ns == b->domain_key_ns && a->have_task == b->have_task;
 }
 
+/* Fetch the samples' cache entries of context @c (a line each) while its
+ * tag is compared: after a switch of task they are cold, and a run's
+ * samples would otherwise miss on them one after the other. */
+static inline void ctx_prefetch(const struct opd_trans *t, const struct opd_trans_ctx *c)
+{
+	const struct opd_trans_cache *e = c->cache;
+
+	__builtin_prefetch(&c->tag);
+	for (size_t i = 0; i < (size_t)t->nr_events * OPD_TRANS_CACHE_WAYS; i++)
+		__builtin_prefetch(&e[i]);
+}
+
 /* Make the current context's caches t->ctx: found among those kept, or
  * a new one (every entry stale: its generation is below t->gen). */
 static void ctx_select(struct opd_trans *t)
@@ -199,7 +214,10 @@ static void ctx_select(struct opd_trans *t)
 		goto out;
 	}
 	h = tag_hash(&g);
-	for (c = t->ctx_hash[h]; c; c = c->next)
+	c = t->ctx_hash[h];
+	if (c)
+		ctx_prefetch(t, c);
+	for (; c; c = c->next)
 		if (tag_eq(&c->tag, &g))
 			goto out;
 	if (t->ctx_used == t->ctx_max) {
@@ -229,20 +247,35 @@ static inline void ctx_changed(struct opd_trans *t, bool task)
 		t->proc = NULL;
 }
 
+static void ctx_pool_free(struct opd_trans *t)
+{
+	if (t->ctx_pool)
+		munmap(t->ctx_pool, t->ctx_pool_len);
+	t->ctx_pool = NULL;
+}
+
 /* A pool of contexts for @nr events (the stream's header).  0 or -ENOMEM. */
 static int ctx_pool_init(struct opd_trans *t, unsigned int nr)
 {
 	size_t size = sizeof(struct opd_trans_ctx) +
 		      (size_t)(nr ? nr : 1) * OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_cache);
 	size_t max = OPD_TRANS_CTX_BYTES / size;
+	void *pool;
 
 	if (max > OPD_TRANS_CTX_MAX)
 		max = OPD_TRANS_CTX_MAX;
 	if (max < 2)
 		max = 2;
-	free(t->ctx_pool);
-	/* pages untouched until contexts are used */
-	t->ctx_pool = calloc(max, size);
+	ctx_pool_free(t);
+	/* zero pages, untouched until contexts are used */
+	pool = mmap(NULL, max * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pool != MAP_FAILED) {
+		/* (no MADV_HUGEPAGE: with huge pages here or in the batch, a
+		 * replay took three times the CPU on a paravirtualized guest,
+		 * doc/performance.md) */
+		t->ctx_pool = pool;
+		t->ctx_pool_len = max * size;
+	}
 	if (!t->ctx_hash)
 		t->ctx_hash = calloc(OPD_TRANS_CTX_BUCKETS, sizeof(*t->ctx_hash));
 	else
@@ -253,8 +286,7 @@ static int ctx_pool_init(struct opd_trans *t, unsigned int nr)
 	t->ctx_max = max;
 	t->ctx_dirty = true;
 	if (!t->ctx_pool || !t->ctx_hash) {
-		free(t->ctx_pool);
-		t->ctx_pool = NULL;
+		ctx_pool_free(t);
 		return -ENOMEM;
 	}
 	return 0;
@@ -318,7 +350,7 @@ void opd_trans_free(struct opd_trans *t)
 	if (!t)
 		return;
 	opd_gasid_doms_free(t->asid_doms);
-	free(t->ctx_pool);
+	ctx_pool_free(t);
 	free(t->ctx_hash);
 	free(t);
 }
@@ -361,14 +393,39 @@ void opd_trans_set_maps_source(struct opd_trans *t, opd_maps_src_fn fn, void *ct
 	t->maps_ctx = ctx;
 }
 
+/* What makes cached sample files stale: with a batch the caches hold
+ * file indexes, dropped when entries are released; without, odb
+ * pointers, dropped also when a file is closed under the cap. */
+static uint64_t files_gen(const struct opd_trans *t)
+{
+	return t->batch ? opd_sfiles_releases(t->sfiles) : opd_sfiles_evictions(t->sfiles);
+}
+
+/* After anything that may have opened or released sample files. */
+static inline void files_check(struct opd_trans *t)
+{
+	uint64_t g = files_gen(t);
+
+	if (g != t->sfile_gen) {
+		t->sfile_gen = g;
+		trans_bump(t);
+	}
+}
+
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
 {
 	t->batch = batch;
+	t->sfile_gen = files_gen(t);
+	trans_bump(t);
+	if (t->cc)
+		opd_cc_set_batch(t->cc, batch);
 }
 
 void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc)
 {
 	t->cc = cc;
+	if (cc)
+		opd_cc_set_batch(cc, t->batch);
 }
 
 int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
@@ -411,6 +468,20 @@ static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
 		k->tid = t->tid;
 	}
 	k->cpu = (sep & OPD_SEP_CPU) ? (int64_t)t->cpu : SFN_ALL;
+}
+
+/* The sample file of @k for sink_add: its index, and without a batch the
+ * open file (a batch reopens a closed file at its flush).  False: it
+ * cannot be filed. */
+static bool sink_file(struct opd_trans *t, const struct opd_sfile_key *k, struct odb **db,
+		      uint32_t *id)
+{
+	if (t->batch) {
+		*db = NULL;
+		return opd_sfile_id(t->sfiles, k, id);
+	}
+	*db = opd_sfile_get_id(t->sfiles, k, id);
+	return *db != NULL;
 }
 
 /* The one sample sink, host and guest: 1 at @key of sample file @db,
@@ -476,16 +547,12 @@ static void file_guest(struct opd_trans *t, struct opd_guest *g,
 	uint32_t id;
 
 	opd_guestfile_key(t->conf->separate, opd_guest_domain(g), s, r, &k);
-	db = opd_sfile_get_id(t->sfiles, &k, &id);
-	if (db)
+	if (sink_file(t, &k, &db, &id))
 		sink_add(t, db, id, r->key);
 	if (s->cc && opd_cc_take(t->cc, s->cc, &ch))
 		file_guest_chain(t, g, s, r, &k, &ch);
-	if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
-		/* cached odb pointers of the hot path may be stale now */
-		t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
-		opd_trans_invalidate(t);
-	}
+	/* cached files of the hot path may be stale now */
+	files_check(t);
 }
 
 /*
@@ -728,7 +795,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
 	struct resolution r;
 	struct opd_trans_cache *c;
-	uint64_t ev;
+	bool ok;
 	int ret = 0;
 
 	if (event >= t->nr_events) {
@@ -765,13 +832,9 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	}
 	(*r.unresolved)++;
 	(*r.extra)++;
-	c->db = opd_sfile_get_id(t->sfiles, &r.key, &c->id);
-	ev = opd_sfiles_evictions(t->sfiles);
-	if (ev != t->sfile_evictions) {
-		t->sfile_evictions = ev;
-		trans_bump(t);
-	}
-	if (!c->db) {
+	ok = sink_file(t, &r.key, &c->db, &c->id);
+	files_check(t);
+	if (!ok) {
 		c->gen = 0;
 		return 0;
 	}
@@ -928,10 +991,7 @@ static int sample_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 	if (!ret && t->cc && event < t->nr_events && host &&
 	    !(t->chain.flags & DP_RAW_CC_GUEST)) {
 		file_host_chain(t, pc, event);
-		if (opd_sfiles_evictions(t->sfiles) != t->sfile_evictions) {
-			t->sfile_evictions = opd_sfiles_evictions(t->sfiles);
-			trans_bump(t);
-		}
+		files_check(t);
 	} else if (!t->chain_held) {
 		/* a guest sample filed without its agent (replay, no channel,
 		 * an unselected domain), or frames of the other side */

@@ -51,8 +51,9 @@ void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains);
 /* Agent channels of live domains (NULL, the default: guest samples are
  * filed at once under {anon:guest-*}).  Borrowed. */
 void opd_trans_set_agents(struct opd_trans *t, struct opd_agents *agents);
-/* Samples are queued in @batch when set (the daemon sets it), else added
- * to their files one by one.  Borrowed. */
+/* Samples (and the arcs of call chains, through the opd_cc set) are
+ * queued in @batch when set (the daemon sets it), else added to their
+ * files one by one.  Borrowed. */
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch);
 
 /* Call chains (DP_RAW_CALLCHAIN) are filed through @cc when set (the

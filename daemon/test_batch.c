@@ -2,7 +2,8 @@
  * Batch tests: a random stream fed to a daemon that batches its samples
  * (opd_batch) and to one that adds each sample at once must leave the
  * same sample files with the same nodes, at the end and at a dump in the
- * middle, also when a tiny open file cap evicts files all the time.
+ * middle, also when a tiny open file cap evicts files all the time, and
+ * with call chains, whose arcs go through the batch too.
  */
 #include "config.h"
 
@@ -52,10 +53,30 @@ static uint64_t rnd(void)
 	return rng_state;
 }
 
+/* A call chain of @depth frames before a sample: return addresses in the
+ * process's app and libraries (a few of them in no mapping), the first
+ * ones in the kernel for a kernel sample (@r's low bits). */
+static void put_chain(struct raw_writer *w, uint64_t r, unsigned int depth)
+{
+	uint64_t f[DP_RAW_CC_MAX];
+	uint32_t nk = r % 10 ? 0 : 2;
+
+	for (unsigned int k = 0; k < depth; k++) {
+		uint64_t x = rnd();
+
+		f[k] = k < nk ? KSTART + (x >> 8) % 0x10000 :
+		       x % 7 == 0 ? 0x1000 + k :
+		       (x % 2 ? 0x400000 : 0x7f0000000000ULL + (x % 3 + 1) * 0x10000000ULL) +
+		       (x >> 40) % 32 * 64 + 5;
+	}
+	CU_ASSERT(raw_put_callchain(w, depth, nk, 0, f) == 0);
+}
+
 /* 40 processes, each an app and 3 of 30 libraries, kernel samples, two
- * events, samples in short runs per task; *@mid is a byte offset about
- * half way, between records. */
-static void make_stream(struct buf *out, size_t nr_samples, size_t *mid)
+ * events, samples in short runs per task, every third with a call chain
+ * of @depth frames (0: none); *@mid is a byte offset about half way,
+ * between records. */
+static void make_stream(struct buf *out, size_t nr_samples, size_t *mid, unsigned int depth)
 {
 	struct raw_writer *w = raw_writer_new(buf_sink, out, 4096);
 	struct dp_raw_event ev[2];
@@ -101,6 +122,8 @@ static void make_stream(struct buf *out, size_t nr_samples, size_t *mid)
 			pc += KSTART;	/* user mode: in no mapping ({anon}) */
 		else
 			pc += r % 5 ? 0x7f0000000000ULL + (r % 3 + 1) * 0x10000000ULL : 0x400000;
+		if (depth && i % 3 == 0)
+			put_chain(w, r, depth);
 		CU_ASSERT(raw_put_sample(w, pc, (uint32_t)(r >> 60) & 1) == 0);
 	}
 	CU_ASSERT(raw_writer_close(w) == 0);
@@ -164,7 +187,7 @@ static int list_cb(const char *path, const struct stat *sb, int flag, struct FTW
 
 	(void)sb;
 	(void)ftw;
-	if (flag != FTW_F)
+	if (flag != FTW_F || strstr(path, "/{stacks}/"))
 		return 0;
 	if (odb_open(&db, path, ODB_RDONLY, NULL)) {
 		CU_FAIL("a sample file does not open");
@@ -218,13 +241,18 @@ static void check_same(struct run *a, struct run *b, const char *what)
 	free(lb);
 }
 
-static void same_as_unbatched(unsigned int max_open, size_t batch)
+/* Also with call chains (@depth frames): their arcs go through the batch
+ * as samples do, and must make the same {cg} files. */
+static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int depth)
 {
+	/* (the reference files each arc at once: under a tiny cap that is
+	 * an open and a close an arc) */
+	size_t nr = depth && max_open < 10 ? 20000 : 200000;
 	struct buf s = { 0 };
 	struct run a, b;
 	size_t mid = 0;
 
-	make_stream(&s, 200000, &mid);
+	make_stream(&s, nr, &mid, depth);
 	CU_ASSERT_FATAL(mid > 0);
 	run_init(&a, max_open, batch);
 	run_init(&b, max_open, 0);
@@ -241,11 +269,15 @@ static void same_as_unbatched(unsigned int max_open, size_t batch)
 	CU_ASSERT(opd_daemon_stop(&a.d) == 0);
 	CU_ASSERT(opd_daemon_stop(&b.d) == 0);
 	check_same(&a, &b, "at the end");
-	CU_ASSERT(a.d.st.samples_received == 200000);
+	CU_ASSERT(a.d.st.samples_received == nr);
 	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
-	CU_ASSERT(a.d.st.samples_filed > 150000);
+	CU_ASSERT(a.d.st.samples_filed > nr * 3 / 4);
 	CU_ASSERT(a.d.st.sample_file_errors == 0);
 	CU_ASSERT(a.d.st.sample_files == b.d.st.sample_files);
+	CU_ASSERT(a.d.st.cc_arcs == b.d.st.cc_arcs);
+	CU_ASSERT(a.d.st.cc_arcs_dropped == b.d.st.cc_arcs_dropped);
+	if (depth)
+		CU_ASSERT(a.d.st.cc_arcs > nr);
 	if (max_open < 10)
 		CU_ASSERT(a.d.st.sample_files_evicted > 0);
 	run_fini(&a);
@@ -255,19 +287,31 @@ static void same_as_unbatched(unsigned int max_open, size_t batch)
 
 static void test_default_batch(void)
 {
-	same_as_unbatched(4096, OPD_BATCH_DEFAULT);
+	same_as_unbatched(4096, OPD_BATCH_DEFAULT, 0);
 }
 
 static void test_small_batch(void)
 {
 	/* many flushes by a full batch, none a multiple of a run */
-	same_as_unbatched(4096, 997);
+	same_as_unbatched(4096, 997, 0);
 }
 
 static void test_evictions(void)
 {
 	/* every new file evicts one with samples still queued */
-	same_as_unbatched(3, 5000);
+	same_as_unbatched(3, 5000, 0);
+}
+
+static void test_chains(void)
+{
+	same_as_unbatched(4096, OPD_BATCH_DEFAULT, 6);
+	same_as_unbatched(4096, 997, 6);
+}
+
+static void test_chains_evictions(void)
+{
+	/* arcs queued for {cg} files that are closed by then */
+	same_as_unbatched(5, 5000, 6);
 }
 
 /* The close hook flushes before a domain's files close; flush_due flushes
@@ -279,7 +323,7 @@ static void test_flush_due(void)
 	struct run a;
 	size_t mid = 0;
 
-	make_stream(&s, 1000, &mid);
+	make_stream(&s, 1000, &mid, 0);
 	run_init(&a, 4096, 1 << 16);
 	CU_ASSERT(opd_batch_flush(a.d.batch) == 0);
 	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1000, 500) == 0);	/* empty at 1000 */
@@ -308,6 +352,8 @@ int main(void)
 		{ "default batch = unbatched, dump in the middle", test_default_batch },
 		{ "small batch = unbatched", test_small_batch },
 		{ "evictions with samples queued", test_evictions },
+		{ "call chains' arcs batched = unbatched", test_chains },
+		{ "arcs queued for closed files", test_chains_evictions },
 		{ "flush when due", test_flush_due },
 	};
 	CU_pSuite s;
