@@ -98,6 +98,7 @@ int opd_stream_decode(struct opd_stream *s, const void *buf, size_t len, size_t 
 		len -= hlen;
 	}
 	len &= ~(size_t)(DP_RAW_WORD - 1);
+	opd_trans_begin_window(s->t);
 	ret = raw_decode(&opd_trans_ops, s->t, buf, len, &used, &st);
 	opd_trans_stats(s->t)->stream_records += st.records;
 	opd_trans_stats(s->t)->stream_unknown_records += st.unknown_type;

@@ -412,6 +412,11 @@ static inline void files_check(struct opd_trans *t)
 	}
 }
 
+void opd_trans_begin_window(struct opd_trans *t)
+{
+	files_check(t);
+}
+
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
 {
 	t->batch = batch;
@@ -607,6 +612,7 @@ size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
 
 	if (!t->agents)
 		return 0;
+	files_check(t);
 	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
 		/* a domain that left will say no more: its last drain */
 		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {

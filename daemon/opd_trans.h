@@ -70,6 +70,11 @@ int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h);
 /* Forget every cached resolution (after changing modules underneath). */
 void opd_trans_invalidate(struct opd_trans *t);
 
+/* Before a window of records: forget the cached sample files if any was
+ * released since the last window (a --save's fresh samples/current, a
+ * stopped domain's files), whoever released it. */
+void opd_trans_begin_window(struct opd_trans *t);
+
 /* Resolve and file the guest samples held that are due at host time
  * @now_ns (@all: every one; at a dump or stop), through the same sink as
  * host samples.  Returns how many. */

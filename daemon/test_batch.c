@@ -285,6 +285,39 @@ static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int 
 	free(s.p);
 }
 
+/*
+ * opcontrol --save between two halves: the batched daemon's cached file
+ * indexes are of the files the save released, and must not be used for
+ * the second half (its samples went to sample_file_errors once).
+ */
+static void test_save_mid_stream(void)
+{
+	struct buf s = { 0 };
+	struct run a, b;
+	size_t mid = 0;
+
+	make_stream(&s, 100000, &mid, 0);
+	CU_ASSERT_FATAL(mid > 0);
+	run_init(&a, 4096, OPD_BATCH_DEFAULT);
+	run_init(&b, 4096, 0);
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p, mid) == 0);
+	CU_ASSERT(opd_daemon_feed(&b.d, s.p, mid) == 0);
+	CU_ASSERT(opd_daemon_new_current(&a.d) == 0);
+	CU_ASSERT(opd_daemon_new_current(&b.d) == 0);
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p + mid, s.len - mid) == 0);
+	CU_ASSERT(opd_daemon_feed(&b.d, s.p + mid, s.len - mid) == 0);
+	CU_ASSERT(opd_stream_finish(a.d.stream) == 0);
+	CU_ASSERT(opd_stream_finish(b.d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&a.d) == 0);
+	CU_ASSERT(opd_daemon_stop(&b.d) == 0);
+	check_same(&a, &b, "after a save");
+	CU_ASSERT(a.d.st.sample_file_errors == 0);
+	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
+	run_fini(&a);
+	run_fini(&b);
+	free(s.p);
+}
+
 static void test_default_batch(void)
 {
 	same_as_unbatched(4096, OPD_BATCH_DEFAULT, 0);
@@ -355,6 +388,7 @@ int main(void)
 		{ "call chains' arcs batched = unbatched", test_chains },
 		{ "arcs queued for closed files", test_chains_evictions },
 		{ "flush when due", test_flush_due },
+		{ "a save in the middle: no cached file of the old session", test_save_mid_stream },
 	};
 	CU_pSuite s;
 	unsigned int fails;

@@ -304,8 +304,6 @@ static int send_state(struct ag_state *s)
 	return err;
 }
 
-/* One connection, from HELLO until the host goes away (-EPIPE), a stop
- * (0), or an error. */
 /* One turn's output, after the poll: the kernel's records, a TSC pair
  * when one is due, one chunk of the symbol table after the stream. */
 static int send_turn(struct ag_state *s)
@@ -332,6 +330,8 @@ static int send_turn(struct ag_state *s)
 	return err;
 }
 
+/* One connection, from HELLO until the host goes away (-EPIPE), a stop
+ * (0), or an error. */
 static int run_connection(struct ag_state *s, uint64_t deadline)
 {
 	struct pollfd pfd[1 + 512];

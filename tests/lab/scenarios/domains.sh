@@ -42,10 +42,11 @@ report() {
 	fi
 }
 
-start_guest web "$UUID_WEB" busy
+# the idle one first: a guest boots 10 to 15 s slower beside a busy one
 start_guest db "$UUID_DB" idle
-wait_guest_booted web
+start_guest web "$UUID_WEB" busy
 wait_guest_booted db
+wait_guest_booted web
 lab_log "web pid $(guest_pid web), vCPU threads $(guest_vcpu_tids web | tr '\n' ' ')"
 lab_log "db pid $(guest_pid db), vCPU threads $(guest_vcpu_tids db | tr '\n' ' ')"
 
