@@ -241,6 +241,17 @@ static void check_same(struct run *a, struct run *b, const char *what)
 	free(lb);
 }
 
+/* The rest of stream @s from @mid fed to both runs, then its end and a stop. */
+static void feed_rest_and_stop(struct run *a, struct run *b, const struct buf *s, size_t mid)
+{
+	CU_ASSERT(opd_daemon_feed(&a->d, s->p + mid, s->len - mid) == 0);
+	CU_ASSERT(opd_daemon_feed(&b->d, s->p + mid, s->len - mid) == 0);
+	CU_ASSERT(opd_stream_finish(a->d.stream) == 0);
+	CU_ASSERT(opd_stream_finish(b->d.stream) == 0);
+	CU_ASSERT(opd_daemon_stop(&a->d) == 0);
+	CU_ASSERT(opd_daemon_stop(&b->d) == 0);
+}
+
 /* Also with call chains (@depth frames): their arcs go through the batch
  * as samples do, and must make the same {cg} files. */
 static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int depth)
@@ -262,12 +273,7 @@ static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int 
 	CU_ASSERT(opd_daemon_dump(&a.d) == 0);
 	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
 	check_same(&a, &b, "at the dump");
-	CU_ASSERT(opd_daemon_feed(&a.d, s.p + mid, s.len - mid) == 0);
-	CU_ASSERT(opd_daemon_feed(&b.d, s.p + mid, s.len - mid) == 0);
-	CU_ASSERT(opd_stream_finish(a.d.stream) == 0);
-	CU_ASSERT(opd_stream_finish(b.d.stream) == 0);
-	CU_ASSERT(opd_daemon_stop(&a.d) == 0);
-	CU_ASSERT(opd_daemon_stop(&b.d) == 0);
+	feed_rest_and_stop(&a, &b, &s, mid);
 	check_same(&a, &b, "at the end");
 	CU_ASSERT(a.d.st.samples_received == nr);
 	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
@@ -304,12 +310,7 @@ static void test_save_mid_stream(void)
 	CU_ASSERT(opd_daemon_feed(&b.d, s.p, mid) == 0);
 	CU_ASSERT(opd_daemon_new_current(&a.d) == 0);
 	CU_ASSERT(opd_daemon_new_current(&b.d) == 0);
-	CU_ASSERT(opd_daemon_feed(&a.d, s.p + mid, s.len - mid) == 0);
-	CU_ASSERT(opd_daemon_feed(&b.d, s.p + mid, s.len - mid) == 0);
-	CU_ASSERT(opd_stream_finish(a.d.stream) == 0);
-	CU_ASSERT(opd_stream_finish(b.d.stream) == 0);
-	CU_ASSERT(opd_daemon_stop(&a.d) == 0);
-	CU_ASSERT(opd_daemon_stop(&b.d) == 0);
+	feed_rest_and_stop(&a, &b, &s, mid);
 	check_same(&a, &b, "after a save");
 	CU_ASSERT(a.d.st.sample_file_errors == 0);
 	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
