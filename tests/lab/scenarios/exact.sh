@@ -17,12 +17,19 @@
 # Must hold (each checked phase):
 #  - misattributed share (samples in never-run code / samples of the two
 #    programs) <= 2% with the perf collector (EXACT_MAX_MIS);
-#  - each program's own split (one vs two, from its iteration counts) within
-#    5 points in opreport --domain=ge -l image:exact-X, over at least
-#    EXACT_MIN_SAMPLES (1600) samples per program: fewer make 5 points less
-#    than 4 standard deviations of the sampling noise, and mean the guest
-#    got far less CPU than its clock says (L1 starved), so the program's own
-#    figure is no truth to compare with; the scenario then fails as starved.
+#  - each program's split (one vs two) in opreport --domain=ge -l
+#    image:exact-X within 5 points, or 4 standard deviations of the two
+#    counts' sampling noise if that is more, of perf's split on the same
+#    run (the anchor: the same L1 CPU-clock samples, sorted by address
+#    alone); without perf in L1, of the program's own split by its
+#    iteration counts.  The iterations are printed in every phase but are
+#    no truth when L1 is starved: its clock then runs while the guest does
+#    no work, and both profilers sample that clock (2026-11-29 in CI,
+#    phase 1 got half its usual samples and exact-b's iterations said
+#    45.51% where perf said 38.30% and domprof 39.61%);
+#  - at least EXACT_MIN_SAMPLES (1600) samples per program: fewer mean the
+#    guest got far less CPU than its clock says; the scenario then fails
+#    as starved.
 #
 # With the kernel collector (kmod:..., opcontrol --collector=kmod; the
 # kmod-exact scenario), which also gives the guest address space (CR3) of
@@ -109,6 +116,16 @@ iter_split() {
 # Sum of a report's samples for symbol $2 ("" = every symbol row).
 rows() { awk -v s="$2" '$1 ~ /^[0-9]+$/ && (s == "" || $NF == s) { n += $1 } END { print n + 0 }' "$1"; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + b == 0) print "n/a"; else printf "%.2f", 100 * a / (a + b) }'; }
+# The bar for two splits of the same thing, counts $1/$2 against $3/$4:
+# TOL points, or 4 standard deviations of the difference of the two
+# binomial shares if that is more (perf's few samples alone are about 1.5
+# points).
+noise_bar() {
+	awk -v a1="$1" -v a2="$2" -v b1="$3" -v b2="$4" -v t="$TOL" 'BEGIN {
+		n = a1 + a2; m = b1 + b2; p = (a1 + b1) / (n + m)
+		s = 400 * sqrt(p * (1 - p) * (1 / n + 1 / m))
+		printf "%.2f", (s > t ? s : t) }'
+}
 
 # The hot ranges by address, as the programs print them (L1 has no nm):
 # lines "LO HI NAME" for perf's split (same addresses in the guest).
@@ -194,6 +211,8 @@ phase() {
 	lab_summary "phase${ph}_thread_time_one" "exact-a $(sed -n "s/.*PHASE$ph-A exact-a: one=\([0-9.]*\)%.*/\1/p" "$RESULTS/ge.console" | tail -n 1)%, exact-b $(sed -n "s/.*PHASE$ph-B exact-b: one=\([0-9.]*\)%.*/\1/p" "$RESULTS/ge.console" | tail -n 1)%"
 	dp_a=$(pct "$a_one" "$a_two"); dp_b=$(pct "$b_one" "$b_two")
 	n_a=$((a_one + a_two)) n_b=$((b_one + b_two))
+	# the reference: the program's iterations unless perf ran (below)
+	ref_name=iterations bar_a=$TOL bar_b=$TOL
 	a_diff=$(absdiff "$meas_a" "$dp_a"); b_diff=$(absdiff "$meas_b" "$dp_b")
 	lab_summary "phase${ph}_clock" "${envset:-default}"
 	lab_summary "phase${ph}_program_samples" "$all"
@@ -227,11 +246,17 @@ phase() {
 		lab_summary "phase${ph}_perf_exact_b_one" "$(pct "$pb1" "$pb2")% ($pb1/$pb2)"
 		lab_log "phase $ph exact-a one: program $meas_a%, domprof $dp_a%, perf $(pct "$pa1" "$pa2")%"
 		lab_log "phase $ph exact-b one: program $meas_b%, domprof $dp_b%, perf $(pct "$pb1" "$pb2")%"
+		if [ $((pa1 + pa2)) -gt 0 ] && [ $((pb1 + pb2)) -gt 0 ]; then
+			ref_name=perf
+			a_diff=$(absdiff "$(pct "$pa1" "$pa2")" "$dp_a"); b_diff=$(absdiff "$(pct "$pb1" "$pb2")" "$dp_b")
+			bar_a=$(noise_bar "$pa1" "$pa2" "$a_one" "$a_two"); bar_b=$(noise_bar "$pb1" "$pb2" "$b_one" "$b_two")
+			lab_summary "phase${ph}_split_vs_perf" "exact-a diff $a_diff (bar $bar_a), exact-b diff $b_diff (bar $bar_b)"
+		fi
 		tsc_writes "/tmp/perf$ph.data" >"$RESULTS/tsc-writes$ph.txt"
 		lab_summary "phase${ph}_kvm_tsc_offset_writes" "$(wc -l <"$RESULTS/tsc-writes$ph.txt") (ge: $(awk -v p="$(guest_pid ge)" '$1 == p' "$RESULTS/tsc-writes$ph.txt" | wc -l))"
 		# (perf$ph.data stays in RESULTS for a look offline)
 	fi
-	lab_log "phase $ph (${envset:-default clock}): misattributed $mis of $all = $mis_pct%; exact-a diff $a_diff, exact-b diff $b_diff"
+	lab_log "phase $ph (${envset:-default clock}): misattributed $mis of $all = $mis_pct%; exact-a diff $a_diff, exact-b diff $b_diff (against $ref_name)"
 }
 
 fail=0 passes= printed= kmod_used=0
@@ -253,11 +278,11 @@ for i in "${!plan[@]}"; do
 		{ lab_log "FAIL: phase $ph ($coll): misattributed share $mis_pct% > $MAXMIS%"; fail=1; }
 	[ "$n_a" -ge "$MINS" ] && [ "$n_b" -ge "$MINS" ] ||
 		{ lab_log "FAIL: phase $ph ($coll): starved: $n_a and $n_b samples in the two programs' hot code, fewer than $MINS (EXACT_MIN_SAMPLES): their own splits are no truth to check against"; fail=1; }
-	awk -v d="$a_diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
-		{ lab_log "FAIL: phase $ph ($coll): exact-a's split off by $a_diff points (> $TOL)"; fail=1; }
-	awk -v d="$b_diff" -v t="$TOL" 'BEGIN { exit !(d <= t) }' ||
-		{ lab_log "FAIL: phase $ph ($coll): exact-b's split off by $b_diff points (> $TOL)"; fail=1; }
-	lab_log "phase $ph: $coll collector${EXACT_NPT:+ with nested paging}, misattributed $mis_pct% (bar $MAXMIS%), splits within $a_diff and $b_diff points$([ $fail = "$f0" ] && echo ": pass")"
+	awk -v d="$a_diff" -v t="$bar_a" 'BEGIN { exit !(d != "" && d <= t) }' ||
+		{ lab_log "FAIL: phase $ph ($coll): exact-a's split off by $a_diff points from $ref_name's (> $bar_a)"; fail=1; }
+	awk -v d="$b_diff" -v t="$bar_b" 'BEGIN { exit !(d != "" && d <= t) }' ||
+		{ lab_log "FAIL: phase $ph ($coll): exact-b's split off by $b_diff points from $ref_name's (> $bar_b)"; fail=1; }
+	lab_log "phase $ph: $coll collector${EXACT_NPT:+ with nested paging}, misattributed $mis_pct% (bar $MAXMIS%), splits within $a_diff and $b_diff points of $ref_name's (bars $bar_a, $bar_b)$([ $fail = "$f0" ] && echo ": pass")"
 	passes="$passes; $coll $mis_pct% misattributed"
 done
 stop_guest ge
