@@ -12,6 +12,7 @@
 
 #include "dom_backend.h"
 #include "domprof/agent.h"
+#include "opd_dkeys.h"
 #include "opd_domain.h"
 #include "opd_domain_pend.h"
 #include "sfname/sfname.h"
@@ -30,12 +31,15 @@
 struct dentry {
 	struct opd_dom pub;
 	const struct dom_domain *d;	/* NULL once stopped */
-	/* its keys in the DOMAIN records, for samples after it stopped: a
-	 * Xen domain with a device model has two (the xen collector sends
-	 * its domid, perf its device model's pid) */
+	/* its keys in the DOMAIN records, as it last declared them (kept
+	 * for samples after it stopped): a Xen domain with a device model
+	 * has two (the xen collector sends its domid, perf its device
+	 * model's pid) */
 	uint32_t key_ns[2];
 	uint64_t key[2];
 	unsigned int nkeys;
+	/* while it runs: those keys and its helper threads in ds->index */
+	struct opd_dkey_set *keys;
 	const char *hypervisor;		/* static string from the backend */
 	char uuid[DOM_UUID_STRLEN + 1];
 	bool uuid_cmdline;
@@ -64,6 +68,7 @@ struct opd_domains {
 	void *bstate;
 	char **names;			/* selection, NULL-terminated; NULL: all */
 	struct dentry *list;
+	struct opd_dkeys index;		/* the running domains by their keys */
 	uint64_t last_scan_ns;
 	bool scanned, wanted;
 	/* verified domains refused for a name another holds: each takes it
@@ -191,6 +196,9 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 	ds->st = st;
 	ds->images = images;
 	ds->sfiles = sfiles;
+	ret = opd_dkeys_init(&ds->index);
+	if (ret)
+		goto out_free;
 	ret = parse_selection(conf->domains, &ds->names);
 	if (ret)
 		goto out_free;
@@ -206,6 +214,7 @@ struct opd_domains *opd_domains_new(const struct opd_conf *conf, struct opd_stat
 
 out_free:
 	free_names(ds->names);
+	opd_dkeys_fini(&ds->index);
 	free(ds);
 	errno = -ret;
 	return NULL;
@@ -226,8 +235,10 @@ void opd_domains_free(struct opd_domains *ds)
 		return;
 	for (e = ds->list; e; e = next) {
 		next = e->next;
+		opd_dkeys_drop(&ds->index, &e->keys);
 		dentry_free(e);
 	}
+	opd_dkeys_fini(&ds->index);
 	if (ds->be)
 		ds->be->close(ds->bstate);
 	free_names(ds->names);
@@ -421,10 +432,10 @@ static void unlink_entry(struct opd_domains *ds, struct dentry *e)
 	}
 }
 
-/* The keys DOMAIN records use for @d, into @ns/@key[2]: its host pid if
- * it has a process, and its Xen domid if it is a Xen domain (an HVM
- * guest has both: the xen collector keys it by domid whether or not its
- * device model runs).  How many. */
+/* The keys DOMAIN records use for @d, as its backend declared them, into
+ * @ns/@key[2]: its host pid if it has a process, and its id in the
+ * namespace the backend said (a Xen HVM guest has both: the xen collector
+ * keys it by domid whether or not its device model runs).  How many. */
 static unsigned int domain_keys(const struct dom_domain *d, uint32_t *ns, uint64_t *key)
 {
 	unsigned int n = 0;
@@ -433,11 +444,34 @@ static unsigned int domain_keys(const struct dom_domain *d, uint32_t *ns, uint64
 		ns[n] = DP_DOMKEY_HOST_PID;
 		key[n++] = (uint64_t)dom_domain_pid(d);
 	}
-	if (n == 0 || !strcmp(dom_domain_hypervisor(d), "xen")) {
-		ns[n] = DP_DOMKEY_XEN_DOMID;
+	if (dom_domain_id_ns(d) != DOM_ID_NS_NONE) {
+		ns[n] = dom_domain_id_ns(d);
 		key[n++] = dom_domain_id(d);
 	}
 	return n;
+}
+
+/* Index running entry @e under the keys @d declares now and its helper
+ * threads (a device model that came late, a back end that started). */
+static void index_entry(struct opd_domains *ds, struct dentry *e, const struct dom_domain *d)
+{
+	uint32_t ns[2 + DOM_HELPER_MAX];
+	uint64_t key[2 + DOM_HELPER_MAX];
+	const pid_t *tids;
+	unsigned int n, nh = dom_domain_helpers(d, &tids);
+
+	e->nkeys = domain_keys(d, e->key_ns, e->key);
+	for (n = 0; n < e->nkeys; n++) {
+		ns[n] = e->key_ns[n];
+		key[n] = e->key[n];
+	}
+	for (unsigned int i = 0; i < nh && i < DOM_HELPER_MAX; i++, n++) {
+		ns[n] = OPD_DKEY_HELPER;
+		key[n] = (uint64_t)tids[i];
+	}
+	if (opd_dkeys_put(&ds->index, &e->keys, e, ns, key, n))
+		du_err("domain %s: out of memory for its keys; its new keys resolve no samples",
+		       e->pub.name->name);
 }
 
 /* Does stopped entry @o answer to key @ns/@key? */
@@ -577,7 +611,7 @@ static void on_added(void *ctx, const struct dom_domain *d)
 	e->pub.agent_path = e->agent_path;
 	e->pub.agent_root_listener = ds->be->agent_root_listener;
 	e->pub.pid = dom_domain_pid(d);
-	e->nkeys = domain_keys(d, e->key_ns, e->key);
+	index_entry(ds, e, d);
 	e->hypervisor = dom_domain_hypervisor(d);
 	e->state = dom_domain_state(d);
 	e->pub.selected = dom_domain_selected(d);
@@ -615,6 +649,8 @@ static void on_removed(void *ctx, const struct dom_domain *d)
 	opd_dpend_del(&ds->pending, d);
 	if (!e)
 		return;
+	/* its keys stay in e->key_ns/key for late samples (find_stopped) */
+	opd_dkeys_drop(&ds->index, &e->keys);
 	e->d = NULL;
 	e->pub.running = false;
 	e->last_seen = ds->wall;
@@ -679,6 +715,7 @@ static void on_changed(void *ctx, const struct dom_domain *d)
 			opd_sfiles_close_domain(ds->sfiles, e->pub.name);
 	}
 	log_helpers(e, d);
+	index_entry(ds, e, d);
 	e->state = dom_domain_state(d);
 	e->last_seen = ds->wall;
 	ds->changes++;
@@ -748,30 +785,33 @@ static const struct opd_dom *find_stopped(struct opd_domains *ds, uint32_t key_n
 const struct opd_dom *opd_domains_lookup(struct opd_domains *ds, uint32_t key_ns, uint64_t key,
 					 uint32_t vcpu, uint32_t tid, int *vcpu_out)
 {
-	const struct dom_domain *d;
-	struct dentry *e;
+	struct dentry *e = NULL;
 
-	if (!ds->be->lookup(ds->bstate, key_ns, key, vcpu, (pid_t)tid, &d, vcpu_out)) {
-		e = find_live(ds, d);
-		if (e)
-			return &e->pub;
-	}
 	*vcpu_out = -1;
-	return find_stopped(ds, key_ns, key);
+	/* a record's namespace, never the registry's own (helpers) */
+	if (key_ns == DP_DOMKEY_HOST_PID || key_ns == DP_DOMKEY_XEN_DOMID)
+		e = opd_dkeys_find(&ds->index, key_ns, key);
+	if (!e)
+		return find_stopped(ds, key_ns, key);
+	*vcpu_out = dom_domain_vcpu_of_tid(e->d, (pid_t)tid);
+	dom_vcpu_recorded(vcpu, dom_vcpu_limit(e->d), vcpu_out);
+	return &e->pub;
 }
 
 const struct opd_dom *opd_domains_lookup_pid(struct opd_domains *ds, uint32_t pid, uint32_t tid,
 					     int *vcpu)
 {
-	const struct dom_domain *d;
-	struct dentry *e;
+	struct dentry *e = opd_dkeys_find(&ds->index, DP_DOMKEY_HOST_PID, pid);
 
-	if (!ds->be->lookup_pid(ds->bstate, (pid_t)pid, (pid_t)tid, &d, vcpu)) {
-		e = find_live(ds, d);
-		if (e)
-			return &e->pub;
-	}
 	*vcpu = -1;
+	if (e) {
+		*vcpu = dom_domain_vcpu_of_tid(e->d, (pid_t)tid);
+		return &e->pub;
+	}
+	/* a dom0 back-end thread: its pid is its tid */
+	e = opd_dkeys_find(&ds->index, OPD_DKEY_HELPER, pid);
+	if (e)
+		return &e->pub;
 	return find_stopped(ds, DP_DOMKEY_HOST_PID, pid);
 }
 

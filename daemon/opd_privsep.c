@@ -84,7 +84,7 @@ static bool str_ok(const char *s, size_t size, bool nonempty)
 
 static bool helpers_ok(const struct opd_ps_dom *d)
 {
-	if (d->nr_helpers > DOM_HELPER_MAX || d->reserved)
+	if (d->nr_helpers > DOM_HELPER_MAX || d->reserved || d->pad[0] || d->pad[1] || d->pad[2])
 		return false;
 	for (uint32_t i = 0; i < DOM_HELPER_MAX; i++) {
 		if ((i < d->nr_helpers) != (d->helpers[i] > 0) || d->helpers[i] < 0)
@@ -99,7 +99,9 @@ static bool dom_ok(const struct opd_ps_dom *d)
 {
 	return helpers_ok(d) && d->handle && d->pid >= 0 && d->state <= DOM_STATE_STOPPED &&
 	       d->nr_vcpus <= DOM_VCPU_MAX && d->selected <= 1 && d->has_uuid <= 1 && d->xen <= 1 &&
-	       d->has_path <= 1 && str_ok(d->uuid, sizeof(d->uuid), false) &&
+	       d->has_path <= 1 && d->vcpus_exact <= 1 &&
+	       (d->id_ns == DOM_ID_NS_NONE || d->id_ns == DP_DOMKEY_XEN_DOMID) &&
+	       str_ok(d->uuid, sizeof(d->uuid), false) &&
 	       strlen(d->uuid) <= DOM_UUID_STRLEN && str_ok(d->name, sizeof(d->name), true) &&
 	       strlen(d->name) <= DOM_NAME_MAX && str_ok(d->path, sizeof(d->path), d->has_path) &&
 	       (d->has_path || !d->path[0]);
@@ -348,6 +350,8 @@ static int apply_dom(struct dom_domain *d, const struct opd_ps_dom *pd)
 {
 	dom_domain_set_pid(d, pd->pid);
 	dom_domain_set_id(d, pd->id);
+	dom_domain_set_id_ns(d, pd->id_ns);
+	dom_domain_set_vcpus_exact(d, pd->vcpus_exact);
 	dom_domain_set_hypervisor(d, pd->xen ? "xen" : "qemu");
 	dom_domain_set_state(d, (enum dom_state)pd->state);
 	if (pd->has_uuid && dom_domain_set_uuid(d, pd->uuid))
@@ -500,78 +504,6 @@ static int mirror_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	return ret;
 }
 
-/* The domain whose process is @pid, or (@helpers) one of whose dom0
- * back-end threads it is; NULL if none. */
-static struct mdom *mirror_by_pid(struct mirror *m, pid_t pid, bool helpers)
-{
-	for (struct mdom *e = m->list; pid > 0 && e; e = e->next)
-		if (e->announced && (dom_domain_pid(e->d) == pid ||
-				     (helpers && dom_domain_is_helper(e->d, pid))))
-			return e;
-	return NULL;
-}
-
-/* Host work: the domain's process, or a back-end thread working for it. */
-static int mirror_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			     int *vcpu_out)
-{
-	struct mdom *e = mirror_by_pid(state, pid, true);
-
-	*d = e ? e->d : NULL;
-	*vcpu_out = e ? dom_domain_vcpu_of_tid(e->d, tid) : -1;
-	return e ? 0 : -ENOENT;
-}
-
-static int mirror_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-			 const struct dom_domain **d, int *vcpu_out)
-{
-	struct mirror *m = state;
-	int ret = -ENOENT;
-
-	*d = NULL;
-	*vcpu_out = -1;
-	if (key_ns == DP_DOMKEY_HOST_PID && key && key <= INT_MAX) {
-		/* a guest sample's key is its hypervisor process, never a
-		 * back-end thread (as the backends' own lookups have it) */
-		struct mdom *e = mirror_by_pid(m, (pid_t)key, false);
-
-		if (e) {
-			*d = e->d;
-			*vcpu_out = dom_domain_vcpu_of_tid(e->d, tid);
-			ret = 0;
-		}
-	} else if (key_ns == DP_DOMKEY_XEN_DOMID) {
-		for (struct mdom *e = m->list; e; e = e->next) {
-			/* a Xen domain may have a QEMU (its device model or
-			 * console back end) and with it a pid */
-			if (!e->announced || strcmp(dom_domain_hypervisor(e->d), "xen") ||
-			    dom_domain_id(e->d) != key)
-				continue;
-			*d = e->d;
-			ret = 0;
-			break;
-		}
-	}
-	if (!ret)
-		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
-	return ret;
-}
-
-static const struct dom_domain *mirror_next(void *state, const struct dom_domain *prev)
-{
-	struct mirror *m = state;
-	struct mdom *e = m->list;
-
-	if (prev) {
-		while (e && e->d != prev)
-			e = e->next;
-		e = e ? e->next : NULL;
-	}
-	while (e && !e->announced)
-		e = e->next;
-	return e ? e->d : NULL;
-}
-
 static void mirror_close(void *state)
 {
 	struct mirror *m = state;
@@ -591,9 +523,6 @@ const struct dom_backend_ops opd_ps_backend = {
 	.open = mirror_open,
 	.fd = mirror_fd,
 	.refresh = mirror_refresh,
-	.lookup = mirror_lookup,
-	.lookup_pid = mirror_lookup_pid,
-	.next = mirror_next,
 	.close = mirror_close,
 };
 

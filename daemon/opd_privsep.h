@@ -99,6 +99,8 @@ struct opd_ps_dom {
 	 * strictly increasing as the monitor's domain has them, zeros after */
 	uint32_t nr_helpers;		/* <= DOM_HELPER_MAX */
 	int32_t helpers[DOM_HELPER_MAX];
+	uint32_t id_ns;			/* dom_domain_id_ns: DOM_ID_NS_NONE or DP_DOMKEY_XEN_DOMID */
+	uint8_t vcpus_exact, pad[3];	/* dom_domain_vcpus_exact; pad 0 */
 	uint32_t reserved;		/* 0: the struct has no padding to check */
 };
 _Static_assert(sizeof(struct opd_ps_dom) == offsetof(struct opd_ps_dom, reserved) + 4,

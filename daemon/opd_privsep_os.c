@@ -392,6 +392,8 @@ static void fill_dom(struct opd_ps_msg *msg, enum opd_ps_type type, const struct
 	opd_ps_msg_init(msg, type);
 	pd->handle = h;
 	pd->id = dom_domain_id(d);
+	pd->id_ns = dom_domain_id_ns(d);
+	pd->vcpus_exact = dom_domain_vcpus_exact(d);
 	pd->pid = dom_domain_pid(d) > 0 ? dom_domain_pid(d) : 0;
 	pd->state = (uint32_t)dom_domain_state(d);
 	pd->nr_vcpus = dom_domain_nr_vcpus(d);

@@ -19,6 +19,7 @@
 
 #include "odb/odb.h"
 #include "opd_daemon.h"
+#include "opd_dkeys.h"
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
@@ -493,18 +494,17 @@ static void test_replay_keeps_pid_names(void)
 	teardown();
 }
 
-/* ---- a fake backend: the daemon reaches domains only through the ops ---- */
+/* ---- a fake backend: it only reports; the registry looks domains up ---- */
 
 #define XEN_DOMID 7
+#define XG_DM 4343		/* its device model's pid */
+#define XG_BACKEND 950		/* a dom0 back-end thread of it */
 
 static struct {
 	struct dom_domain *dom;
 	bool reported;
+	bool change;		/* say it changed at the next refresh */
 	bool stop, stopped;	/* stop: say it removed at the next refresh */
-	unsigned int lookups;
-	uint32_t ns, vcpu;
-	uint64_t key;
-	pid_t tid;
 } fb;
 
 static int fb_open(const struct dom_config *cfg, void **state)
@@ -526,46 +526,13 @@ static int fb_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	if (!fb.reported && ops && ops->added)
 		ops->added(ctx, fb.dom);
 	fb.reported = true;
+	if (fb.change && !fb.stopped && ops && ops->changed)
+		ops->changed(ctx, fb.dom);
+	fb.change = false;
 	if (fb.stop && !fb.stopped && ops && ops->removed)
 		ops->removed(ctx, fb.dom);
 	fb.stopped |= fb.stop;
 	return 0;
-}
-
-/* Knows one Xen domain; maps a vCPU as recorded, else by host thread. */
-static int fb_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-		     const struct dom_domain **d, int *vcpu_out)
-{
-	(void)state;
-	fb.lookups++;
-	fb.ns = key_ns;
-	fb.key = key;
-	fb.vcpu = vcpu;
-	fb.tid = tid;
-	*d = NULL;
-	*vcpu_out = -1;
-	if (key_ns != DP_DOMKEY_XEN_DOMID || key != XEN_DOMID || fb.stopped)
-		return -ENOENT;
-	*d = fb.dom;
-	*vcpu_out = vcpu != DP_RAW_VCPU_UNKNOWN ? (int)vcpu : dom_domain_vcpu_of_tid(fb.dom, tid);
-	return 0;
-}
-
-static int fb_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			 int *vcpu_out)
-{
-	(void)state;
-	(void)pid;
-	(void)tid;
-	*d = NULL;
-	*vcpu_out = -1;
-	return -ENOENT;
-}
-
-static const struct dom_domain *fb_next(void *state, const struct dom_domain *prev)
-{
-	(void)state;
-	return prev || !fb.reported || fb.stopped ? NULL : fb.dom;
 }
 
 static void fb_close(void *state)
@@ -574,13 +541,15 @@ static void fb_close(void *state)
 }
 
 static const struct dom_backend_ops fake_backend = {
-	.name = "fake", .open = fb_open, .fd = fb_fd, .refresh = fb_refresh,
-	.lookup = fb_lookup, .lookup_pid = fb_lookup_pid, .next = fb_next, .close = fb_close,
+	.name = "fake", .open = fb_open, .fd = fb_fd, .refresh = fb_refresh, .close = fb_close,
 };
 
 #define XG_KERN "{domain}/xg/{anon:guest-kernel}/{dep}/{anon:guest-kernel}"
 
-static void test_fake_backend(void)
+/* A Xen domain as the xenctrl backend declares it: keyed by its domid,
+ * two vCPUs Xen counts (threads given here for the lookup by thread), a
+ * device model of pid @dm if not 0. */
+static void fake_xen_domain(pid_t dm)
 {
 	const pid_t tids[2] = { 900, 901 };
 
@@ -589,36 +558,102 @@ static void test_fake_backend(void)
 	CU_ASSERT_FATAL(fb.dom != NULL);
 	dom_domain_set_hypervisor(fb.dom, "xen");
 	dom_domain_set_id(fb.dom, XEN_DOMID);
+	dom_domain_set_id_ns(fb.dom, DP_DOMKEY_XEN_DOMID);
 	CU_ASSERT(dom_domain_set_uuid(fb.dom, UUID_B) == 0);
 	CU_ASSERT(dom_domain_set_vcpus(fb.dom, tids, 2) == 0);
+	dom_domain_set_vcpus_exact(fb.dom, true);
+	dom_domain_set_pid(fb.dom, dm);
 	setup_backend = &fake_backend;
 	setup(NULL);
 	setup_backend = NULL;
 	scan();
+}
+
+/* The registry looks a sample's domain up by the keys its backend
+ * declared, and its vCPU as recorded (bounded by the count the
+ * hypervisor says) or by host thread. */
+static void test_registry_lookup(void)
+{
+	const struct opd_dom *d;
+	int v;
+
+	fake_xen_domain(0);
 	CU_ASSERT_STRING_EQUAL(info_key("xg", "hypervisor"), "xen");
 	CU_ASSERT_STRING_EQUAL(info_key("xg", "uuid"), UUID_B);
 	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "running");
-	/* a Xen domid with its vCPU recorded */
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 1, 0, &v);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_STRING_EQUAL(d->name->name, "xg");
+	CU_ASSERT_EQUAL(v, 1);
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID, XEN_DOMID, DP_RAW_VCPU_UNKNOWN,
+			       901, &v);
+	CU_ASSERT(d && v == 1);
+	/* past the two vCPUs Xen says: the domain's, no vCPU of it */
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 2, 900, &v);
+	CU_ASSERT(d && v == -1);
+	/* the same number in another namespace, or in the registry's own */
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XEN_DOMID, 0, 0,
+					      &v));
+	CU_ASSERT_EQUAL(v, -1);
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, 0x80000001u, XEN_DOMID, 0, 0, &v));
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID,
+					      XEN_DOMID + (1ULL << 32), 0, 0, &v));
+	CU_ASSERT_PTR_NULL(opd_domains_lookup_pid(fx.d.domains, XEN_DOMID, XEN_DOMID, &v));
+	/* through the sample path: vCPU recorded, or by thread */
 	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 1) == 0);
 	samples(0xffffffff81000100ULL, 3);
-	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
-	CU_ASSERT(fb.ns == DP_DOMKEY_XEN_DOMID && fb.key == XEN_DOMID && fb.vcpu == 1);
-	/* vCPU unknown: the lookup gets the host thread */
 	CU_ASSERT(raw_put_task(fx.w, 100, 901) == 0);
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, DP_RAW_VCPU_UNKNOWN) == 0);
-	samples(0xffffffff81200000ULL, 2);	/* another page: not the cached resolution */
-	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
-	CU_ASSERT(fb.vcpu == DP_RAW_VCPU_UNKNOWN && fb.tid == 901);
+	samples(0xffffffff81200000ULL, 2);
 	/* the same number as a host pid is another domain: none here */
 	CU_ASSERT(raw_put_domain(fx.w, XEN_DOMID, 0) == 0);
 	samples(0xffffffff81000300ULL, 4);
 	finish();
-	CU_ASSERT(fb.ns == DP_DOMKEY_HOST_PID && fb.key == XEN_DOMID);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000100ULL) == 3);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81200000ULL) == 2);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000300ULL) == 0);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 4);
+	teardown();
+	dom_domain_free(fb.dom);
+}
+
+/*
+ * A device model and a back-end thread that come after the domain (libxl
+ * starts them after xenstore introduced it): the registry learns the new
+ * keys from the change, and the late samples keyed by the device model's
+ * pid after the domain stopped are still the domain's.
+ */
+static void test_registry_late_keys(void)
+{
+	const pid_t backend = XG_BACKEND;
+	const struct opd_dom *d;
+	int v;
+
+	fake_xen_domain(0);
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_DM, 0, 0, &v));
+	dom_domain_set_pid(fb.dom, XG_DM);
+	dom_domain_set_helpers(fb.dom, &backend, 1);
+	fb.change = true;
+	scan();
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_DM, 0, 0, &v);
+	CU_ASSERT(d && !strcmp(d->name->name, "xg") && d->pid == XG_DM);
+	/* its {vmm} work: the device model, the back-end thread */
+	CU_ASSERT_PTR_EQUAL(opd_domains_lookup_pid(fx.d.domains, XG_DM, XG_DM + 1, &v), d);
+	CU_ASSERT_EQUAL(v, -1);
+	CU_ASSERT_PTR_EQUAL(opd_domains_lookup_pid(fx.d.domains, XG_BACKEND, XG_BACKEND, &v), d);
+	/* a back-end thread keys no DOMAIN record */
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_BACKEND, 0, 0,
+					      &v));
+	fb.stop = true;
+	scan();
+	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "stopped");
+	/* stopped moments ago: its keys as it last declared them */
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_DM, 0, 0, &v);
+	CU_ASSERT(d && !strcmp(d->name->name, "xg") && !d->running);
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0, 0, &v);
+	CU_ASSERT(d && !strcmp(d->name->name, "xg") && !d->running);
+	finish();
 	teardown();
 	dom_domain_free(fb.dom);
 }
@@ -630,17 +665,7 @@ static void test_fake_backend(void)
  */
 static void test_xen_late_samples(void)
 {
-	memset(&fb, 0, sizeof(fb));
-	fb.dom = dom_domain_new("xg");
-	CU_ASSERT_FATAL(fb.dom != NULL);
-	dom_domain_set_hypervisor(fb.dom, "xen");
-	dom_domain_set_id(fb.dom, XEN_DOMID);
-	dom_domain_set_pid(fb.dom, 4343);	/* its device model */
-	CU_ASSERT(dom_domain_set_uuid(fb.dom, UUID_B) == 0);
-	setup_backend = &fake_backend;
-	setup(NULL);
-	setup_backend = NULL;
-	scan();
+	fake_xen_domain(XG_DM);
 	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0) == 0);
 	samples(0xffffffff81000100ULL, 3);
@@ -659,6 +684,51 @@ static void test_xen_late_samples(void)
 	dom_domain_free(fb.dom);
 }
 
+/* The registry's index: many owners (the table grows), a set replaced
+ * whole, a key two owners claim (the later one wins until it goes). */
+static void test_dkeys(void)
+{
+	static int owner[3000];
+	static struct opd_dkey_set *set[3000];
+	struct opd_dkeys ix;
+	uint32_t ns[2] = { DP_DOMKEY_HOST_PID, DP_DOMKEY_XEN_DOMID };
+	uint64_t key[2];
+	int bad = 0;
+
+	CU_ASSERT_FATAL(opd_dkeys_init(&ix) == 0);
+	for (int i = 0; i < 3000; i++) {
+		key[0] = 1000 + (uint64_t)i;
+		key[1] = (uint64_t)i;
+		CU_ASSERT_FATAL(opd_dkeys_put(&ix, &set[i], &owner[i], ns, key, 2) == 0);
+	}
+	for (int i = 0; i < 3000; i++)
+		bad += opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 1000 + (uint64_t)i) != &owner[i] ||
+		       opd_dkeys_find(&ix, DP_DOMKEY_XEN_DOMID, (uint64_t)i) != &owner[i];
+	CU_ASSERT_EQUAL(bad, 0);
+	CU_ASSERT(ix.tab.mask + 1 >= 6000);
+	CU_ASSERT_PTR_NULL(opd_dkeys_find(&ix, DP_DOMKEY_XEN_DOMID, 1000 + 3000));
+	/* owner 5 now answers to another pid only */
+	key[0] = 99999;
+	CU_ASSERT(opd_dkeys_put(&ix, &set[5], &owner[5], ns, key, 1) == 0);
+	CU_ASSERT_PTR_NULL(opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 1005));
+	CU_ASSERT_PTR_NULL(opd_dkeys_find(&ix, DP_DOMKEY_XEN_DOMID, 5));
+	CU_ASSERT_PTR_EQUAL(opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 99999), &owner[5]);
+	/* owner 6 claims it too, then goes */
+	CU_ASSERT(opd_dkeys_put(&ix, &set[6], &owner[6], ns, key, 1) == 0);
+	CU_ASSERT_PTR_EQUAL(opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 99999), &owner[6]);
+	opd_dkeys_drop(&ix, &set[6]);
+	CU_ASSERT_PTR_NULL(set[6]);
+	CU_ASSERT_PTR_EQUAL(opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 99999), &owner[5]);
+	/* no keys at all */
+	CU_ASSERT(opd_dkeys_put(&ix, &set[7], &owner[7], ns, key, 0) == 0);
+	CU_ASSERT_PTR_NULL(set[7]);
+	CU_ASSERT_PTR_NULL(opd_dkeys_find(&ix, DP_DOMKEY_HOST_PID, 1007));
+	for (int i = 0; i < 3000; i++)
+		opd_dkeys_drop(&ix, &set[i]);
+	CU_ASSERT_EQUAL(ix.tab.count, 0);
+	opd_dkeys_fini(&ix);
+}
+
 int main(void)
 {
 	static const struct {
@@ -672,7 +742,9 @@ int main(void)
 		{ "restart with another uuid", test_uuid_change },
 		{ "a held name is not taken by a second process", test_name_hold },
 		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
-		{ "a fake backend: key_ns and vcpu through the ops", test_fake_backend },
+		{ "the registry's lookups by declared keys and vCPUs", test_registry_lookup },
+		{ "keys declared late, kept after the stop", test_registry_late_keys },
+		{ "the registry's index of keys", test_dkeys },
 		{ "a Xen HVM domain's late samples, by domid", test_xen_late_samples },
 	};
 	CU_pSuite s;

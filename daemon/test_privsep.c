@@ -52,9 +52,33 @@ static void good_dom(struct opd_ps_msg *m, enum opd_ps_type t)
 	m->u.dom.pid = 1234;
 	m->u.dom.selected = 1;
 	m->u.dom.has_path = 1;
+	m->u.dom.id_ns = DOM_ID_NS_NONE;
 	strcpy(m->u.dom.name, "web");
 	strcpy(m->u.dom.uuid, "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f50");
 	strcpy(m->u.dom.path, "/run/web.agent");
+}
+
+/* A domain's declared keys: a namespace no record has, or the host
+ * pid's (the pid field says that one); a flag not 0 or 1; the padding. */
+static void test_malformed_keys(void)
+{
+	struct opd_ps_msg m;
+
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.id_ns = DP_DOMKEY_XEN_DOMID;
+	m.u.dom.vcpus_exact = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == 0);
+	m.u.dom.id_ns = 7;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.id_ns = DP_DOMKEY_HOST_PID;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.vcpus_exact = 2;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
+	good_dom(&m, OPD_PS_ADDED);
+	m.u.dom.pad[1] = 1;
+	CU_ASSERT(opd_ps_check(&m, sizeof(m), true, 0) == -EBADMSG);
 }
 
 /* Each case: a change to a good ADDED message that must be refused. */
@@ -403,9 +427,19 @@ static void test_wire(void)
 struct seen {
 	int added, removed, vcpus, changed, refused;
 	const struct dom_domain *last;
+	const struct dom_domain *all[8];	/* in the order added */
 };
 
-static void s_added(void *ctx, const struct dom_domain *d) { ((struct seen *)ctx)->added++; ((struct seen *)ctx)->last = d; }
+static void s_added(void *ctx, const struct dom_domain *d)
+{
+	struct seen *s = ctx;
+
+	if (s->added < 8)
+		s->all[s->added] = d;
+	s->added++;
+	s->last = d;
+}
+
 static void s_removed(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->removed++; }
 static void s_vcpus(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->vcpus++; }
 static void s_changed(void *ctx, const struct dom_domain *d) { (void)d; ((struct seen *)ctx)->changed++; }
@@ -441,11 +475,10 @@ static void *mirror_open(struct opd_ps_chan *ch, int sv[2])
 static void test_mirror(void)
 {
 	struct opd_ps_chan ch;
-	const struct dom_domain *d;
 	struct opd_ps_msg m;
 	struct seen s = { 0 };
 	void *st;
-	int sv[2], vcpu;
+	int sv[2];
 
 	st = mirror_open(&ch, sv);
 	good_dom(&m, OPD_PS_ADDED);
@@ -470,9 +503,8 @@ static void test_mirror(void)
 	CU_ASSERT_FATAL(s.last != NULL);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(s.last), "web");
 	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(s.last), "/run/web.agent");
-	CU_ASSERT(opd_ps_backend.lookup_pid(st, 1234, 1236, &d, &vcpu) == 0 && d == s.last &&
-		  vcpu == 1);
-	CU_ASSERT(opd_ps_backend.next(st, NULL) == s.last);
+	CU_ASSERT(dom_domain_pid(s.last) == 1234 && dom_domain_vcpu_of_tid(s.last, 1236) == 1);
+	CU_ASSERT(dom_domain_id_ns(s.last) == DOM_ID_NS_NONE && !dom_domain_vcpus_exact(s.last));
 	/* a monitor that says nonsense: the refresh fails */
 	opd_ps_msg_init(&m, OPD_PS_REMOVED);
 	m.u.handle = 8;		/* unknown */
@@ -485,30 +517,6 @@ static void test_mirror(void)
 	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
 	CU_ASSERT(s.removed == 1);
-	CU_ASSERT(opd_ps_backend.next(st, NULL) == NULL);
-	/* a Xen domain found by its domid, device model (a QEMU pid) or not;
-	 * a KVM domain with that id is not a Xen domain */
-	for (int k = 0; k < 3; k++) {
-		good_dom(&m, OPD_PS_ADDED);
-		m.u.dom.handle = 20 + (uint64_t)k;
-		m.u.dom.id = 5 + (uint64_t)k;
-		m.u.dom.xen = k < 2;
-		m.u.dom.pid = k == 1 ? 0 : 4321 + k;
-		snprintf(m.u.dom.name, sizeof(m.u.dom.name), "x%d", k);
-		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
-	}
-	opd_ps_msg_init(&m, OPD_PS_END);
-	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
-	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
-	for (int k = 0; k < 3; k++) {
-		int ret = opd_ps_backend.lookup(st, DP_DOMKEY_XEN_DOMID, 5 + (uint64_t)k, 1, 0, &d,
-						&vcpu);
-
-		bool found = ret == 0 && d && !strcmp(dom_domain_name(d), k ? "x1" : "x0") &&
-			     vcpu == 1;
-
-		CU_ASSERT(k < 2 ? found : ret == -ENOENT);
-	}
 	/* the monitor gone */
 	close(sv[0]);
 	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) < 0);
@@ -516,10 +524,10 @@ static void test_mirror(void)
 	close(sv[1]);
 }
 
-/* A Xen domain's back-end threads in dom0 (dom_domain_set_helpers) come
- * with its facts and are looked up as its {vmm}, as its device model
- * would be; gone from the facts, gone from the lookup. */
-static void test_mirror_helpers(void)
+/* Xen domains keyed by their domid, with a device model (a QEMU pid) or
+ * not, and the vCPU count Xen says (the registry bounds a recorded vCPU
+ * by it); a KVM domain's id keys nothing.  The mirror carries each fact. */
+static void test_mirror_xen_keys(void)
 {
 	struct opd_ps_chan ch;
 	const struct dom_domain *d;
@@ -527,6 +535,55 @@ static void test_mirror_helpers(void)
 	struct seen s = { 0 };
 	void *st;
 	int sv[2], vcpu;
+
+	st = mirror_open(&ch, sv);
+	for (int k = 0; k < 3; k++) {
+		good_dom(&m, OPD_PS_ADDED);
+		m.u.dom.handle = 20 + (uint64_t)k;
+		m.u.dom.id = 5 + (uint64_t)k;
+		m.u.dom.xen = k < 2;
+		m.u.dom.id_ns = k < 2 ? DP_DOMKEY_XEN_DOMID : DOM_ID_NS_NONE;
+		m.u.dom.vcpus_exact = k < 2;
+		m.u.dom.nr_vcpus = 2;
+		m.u.dom.pid = k == 1 ? 0 : 4321 + k;
+		snprintf(m.u.dom.name, sizeof(m.u.dom.name), "x%d", k);
+		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+		opd_ps_msg_init(&m, OPD_PS_VCPUS);
+		m.u.vcpus.handle = 20 + (uint64_t)k;
+		m.u.vcpus.nr = 2;
+		m.u.vcpus.count = 2;
+		m.u.vcpus.tids[0] = m.u.vcpus.tids[1] = -1;
+		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	}
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
+	CU_ASSERT_FATAL(s.added == 3);
+	for (int k = 0; k < 3; k++) {
+		d = s.all[k];
+		CU_ASSERT(!strcmp(dom_domain_name(d), k == 0 ? "x0" : k == 1 ? "x1" : "x2"));
+		CU_ASSERT(dom_domain_id(d) == 5 + (uint64_t)k);
+		CU_ASSERT(dom_domain_id_ns(d) == (k < 2 ? DP_DOMKEY_XEN_DOMID : DOM_ID_NS_NONE));
+		CU_ASSERT(dom_domain_pid(d) == (k == 1 ? 0 : 4321 + k));
+		vcpu = -1;
+		dom_vcpu_recorded(3, dom_vcpu_limit(d), &vcpu);
+		CU_ASSERT(vcpu == (k < 2 ? -1 : 3));
+	}
+	opd_ps_backend.close(st);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A Xen domain's back-end threads in dom0 (dom_domain_set_helpers) come
+ * with its facts (the registry looks them up as its {vmm}); gone from the
+ * facts, gone from the mirrored domain. */
+static void test_mirror_helpers(void)
+{
+	struct opd_ps_chan ch;
+	struct opd_ps_msg m;
+	struct seen s = { 0 };
+	void *st;
+	int sv[2];
 
 	st = mirror_open(&ch, sv);
 	for (int k = 0; k < 2; k++) {
@@ -541,17 +598,12 @@ static void test_mirror_helpers(void)
 		opd_ps_msg_init(&m, OPD_PS_END);
 		CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
 		CU_ASSERT(opd_ps_backend.refresh(st, &seen_ops, &s) == 0);
-		if (k == 0) {
-			CU_ASSERT(opd_ps_backend.lookup_pid(st, 700, 700, &d, &vcpu) == 0 && d &&
-				  !strcmp(dom_domain_name(d), "web") && vcpu == -1);
-			CU_ASSERT(opd_ps_backend.lookup_pid(st, 702, 702, &d, &vcpu) == 0);
-			CU_ASSERT(opd_ps_backend.lookup_pid(st, 701, 701, &d, &vcpu) == -ENOENT);
-			/* a guest sample's key is never a back-end thread */
-			CU_ASSERT(opd_ps_backend.lookup(st, DP_DOMKEY_HOST_PID, 700, 0, 700, &d,
-							&vcpu) == -ENOENT);
-		} else {
-			CU_ASSERT(opd_ps_backend.lookup_pid(st, 700, 700, &d, &vcpu) == -ENOENT);
-		}
+		CU_ASSERT_FATAL(s.last != NULL);
+		CU_ASSERT(!strcmp(dom_domain_name(s.last), "web") && s.added == 1 &&
+			  s.changed == k);
+		CU_ASSERT(dom_domain_is_helper(s.last, 700) == (k == 0));
+		CU_ASSERT(dom_domain_is_helper(s.last, 702) == (k == 0));
+		CU_ASSERT(!dom_domain_is_helper(s.last, 701));
 	}
 	opd_ps_backend.close(st);
 	close(sv[0]);
@@ -1182,12 +1234,14 @@ int main(void)
 	}
 	CU_add_test(s, "session files published through the monitor", test_publish);
 	CU_add_test(s, "malformed messages refused", test_malformed);
+	CU_add_test(s, "malformed keys of a domain refused", test_malformed_keys);
 	CU_add_test(s, "seccomp kills a forbidden call, ioctl commands too", test_seccomp);
 	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
 	CU_add_test(s, "messages and fds over the socketpair", test_wire);
 	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);
 	CU_add_test(s, "the worker's tracepoint and mappings requests", test_worker_requests);
 	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
+	CU_add_test(s, "Xen keys and vCPU counts in the mirror", test_mirror_xen_keys);
 	CU_add_test(s, "back-end threads in the mirror", test_mirror_helpers);
 	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
 	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);

@@ -110,7 +110,8 @@ enum dom_state {
 
 /*
  * A new domain called @name (copied; any byte but NUL, at most
- * DOM_NAME_MAX bytes), hypervisor "qemu", id 0, pid 0, no vCPUs, no agent
+ * DOM_NAME_MAX bytes), hypervisor "qemu", id 0 keying no records, pid 0,
+ * no vCPUs (not exact), no agent
  * path, running, selected, and the UUID derived from the name
  * (dom_uuid_from_name) until dom_domain_set_uuid().  NULL with errno set.
  */
@@ -124,6 +125,22 @@ int dom_domain_set_uuid(struct dom_domain *d, const char *uuid);
 void dom_domain_set_hypervisor(struct dom_domain *d, const char *hv);
 /* The backend's id (libvirt id, Xen domid); 0 if none. */
 void dom_domain_set_id(struct dom_domain *d, uint64_t id);
+/*
+ * The namespace in which that id also keys the domain's DOMAIN records
+ * (include/domprof/raw.h): DP_DOMKEY_XEN_DOMID for a Xen domid, whose
+ * collector keys samples by it; DOM_ID_NS_NONE (the default) when it
+ * keys none (a libvirt id).  A host pid > 0 always keys its domain's
+ * records (DP_DOMKEY_HOST_PID).
+ */
+#define DOM_ID_NS_NONE UINT32_MAX
+void dom_domain_set_id_ns(struct dom_domain *d, uint32_t ns);
+/*
+ * Whether the vCPU map's length is the hypervisor's own vCPU count (Xen
+ * says it), not only the vCPU threads seen so far (QEMU's threads may
+ * still be starting): a recorded vCPU at or past an exact count is no
+ * vCPU (dom_vcpu_limit).  Default false.
+ */
+void dom_domain_set_vcpus_exact(struct dom_domain *d, bool exact);
 void dom_domain_set_pid(struct dom_domain *d, pid_t pid);
 void dom_domain_set_state(struct dom_domain *d, enum dom_state s);
 /* Copies @path; NULL clears it.  0 or -ENOMEM (then unchanged). */
@@ -188,6 +205,9 @@ pid_t dom_domain_pid(const struct dom_domain *d);
 const char *dom_domain_hypervisor(const struct dom_domain *d);
 /* The backend's id for the domain (libvirt id, Xen domid); 0 if none. */
 uint64_t dom_domain_id(const struct dom_domain *d);
+/* The namespace its id keys DOMAIN records in; DOM_ID_NS_NONE if none. */
+uint32_t dom_domain_id_ns(const struct dom_domain *d);
+bool dom_domain_vcpus_exact(const struct dom_domain *d);
 enum dom_state dom_domain_state(const struct dom_domain *d);
 /* "running", "paused", "stopped". */
 const char *dom_state_name(enum dom_state s);
@@ -202,8 +222,12 @@ pid_t dom_domain_vcpu_tid(const struct dom_domain *d, unsigned int idx);
 /* The vCPU index host thread @tid runs, or -1.  O(1). */
 int dom_domain_vcpu_of_tid(const struct dom_domain *d, pid_t tid);
 
+/* The bound of a recorded vCPU of @d: its vCPU count where the
+ * hypervisor says it (dom_domain_set_vcpus_exact), else DOM_VCPU_MAX. */
+uint32_t dom_vcpu_limit(const struct dom_domain *d);
+
 /*
- * Every backend's lookup ends with this: the vCPU a sample's record names
+ * A domain lookup ends with this: the vCPU a sample's record names
  * (@vcpu; DP_RAW_VCPU_UNKNOWN: none) replaces the one found from its host
  * thread in *@vcpu_out, and a recorded vCPU at or past @limit (the
  * domain's count where the hypervisor says it, else DOM_VCPU_MAX) is no

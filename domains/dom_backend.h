@@ -1,18 +1,20 @@
 /*
  * The domain-backend interface: who tells the daemon which domains run
- * here, follows their lifecycle, and maps a sample's domain key and vCPU
- * to a domain (perf's machines { host; guests }, with the guests found by
- * a pluggable source).
+ * here and follows their lifecycle (perf's machines { host; guests }, with
+ * the guests found by a pluggable source).
  *
- * A backend builds backend-neutral struct dom_domain objects (dom.h,
- * constructor and setters in dom_domain.c) and reports changes through
- * struct dom_ops.  Adding a backend is one file (domains/dom_NAME.c
- * defining dom_backend_NAME) and one entry in the table of dom_backend.c.
- *
- * Domain keys (the DOMAIN record's key_ns and key, include/domprof/raw.h):
- *   DP_DOMKEY_HOST_PID   key = host pid of the hypervisor process (KVM/QEMU)
- *   DP_DOMKEY_XEN_DOMID  key = Xen domain id
- * A backend answers -ENOENT for a namespace it does not know.
+ * A backend only discovers and reports: it builds backend-neutral struct
+ * dom_domain objects (dom.h, constructor and setters in dom_domain.c) and
+ * reports changes through struct dom_ops.  The daemon's registry
+ * (daemon/opd_domain.h) alone keeps the table samples are looked up in,
+ * by the keys each domain declares (DOMAIN records' key_ns and key,
+ * include/domprof/raw.h):
+ *   DP_DOMKEY_HOST_PID   key = host pid of the hypervisor process
+ *                        (dom_domain_set_pid: KVM's QEMU, a Xen device model)
+ *   DP_DOMKEY_XEN_DOMID  key = Xen domain id (dom_domain_set_id with
+ *                        dom_domain_set_id_ns)
+ * Adding a backend is one file (domains/dom_NAME.c defining
+ * dom_backend_NAME) and one entry in the table of dom_backend.c.
  *
  * Ownership and lifetime as in dom.h: a domain handed out stays valid
  * until the removed callback for it returns, or until close().  Not
@@ -52,25 +54,6 @@ struct dom_backend_ops {
 	 * every added, then changed.  0 or -errno (the set is then unchanged).
 	 */
 	int (*refresh)(void *state, const struct dom_ops *ops, void *ctx);
-	/*
-	 * The domain of a guest sample: its DOMAIN record's @key_ns and @key,
-	 * @vcpu as recorded (DP_RAW_VCPU_UNKNOWN when the collector could not
-	 * tell) and the host thread @tid it was taken in.  On success *@d is
-	 * the domain and *@vcpu_out its vCPU index (the recorded one when
-	 * known, else found from @tid; -1 when neither tells).  -ENOENT when
-	 * the key is no known domain (*@d = NULL, *@vcpu_out = -1).
-	 */
-	int (*lookup)(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-		      const struct dom_domain **d, int *vcpu_out);
-	/*
-	 * The domain whose host process @pid is (its {vmm} work: QEMU, a Xen
-	 * device model), *@vcpu_out the vCPU thread @tid runs or -1.  -ENOENT
-	 * when @pid belongs to no domain.
-	 */
-	int (*lookup_pid)(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			  int *vcpu_out);
-	/* Iterate the known domains: NULL gives the first, NULL after the last. */
-	const struct dom_domain *(*next)(void *state, const struct dom_domain *prev);
 	void (*close)(void *state);	/* NULL state accepted */
 };
 

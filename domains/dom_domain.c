@@ -23,6 +23,8 @@ struct dom_domain {
 	bool selected;
 	const char *hypervisor;		/* static string */
 	uint64_t id;
+	uint32_t id_ns;			/* DOMAIN records' namespace of id */
+	bool vcpus_exact;		/* the map's length is the hypervisor's */
 	pid_t pid;
 	enum dom_state state;
 	char *agent_path;
@@ -94,6 +96,7 @@ struct dom_domain *dom_domain_new(const char *name)
 	}
 	dom_uuid_from_name(name, d->uuid);
 	d->hypervisor = "qemu";
+	d->id_ns = DOM_ID_NS_NONE;
 	d->selected = true;
 	d->state = DOM_STATE_RUNNING;
 	return d;
@@ -138,6 +141,16 @@ void dom_domain_set_hypervisor(struct dom_domain *d, const char *hv)
 void dom_domain_set_id(struct dom_domain *d, uint64_t id)
 {
 	d->id = id;
+}
+
+void dom_domain_set_id_ns(struct dom_domain *d, uint32_t ns)
+{
+	d->id_ns = ns;
+}
+
+void dom_domain_set_vcpus_exact(struct dom_domain *d, bool exact)
+{
+	d->vcpus_exact = exact;
 }
 
 void dom_domain_set_pid(struct dom_domain *d, pid_t pid)
@@ -344,6 +357,21 @@ const char *dom_domain_hypervisor(const struct dom_domain *d)
 uint64_t dom_domain_id(const struct dom_domain *d)
 {
 	return d->id;
+}
+
+uint32_t dom_domain_id_ns(const struct dom_domain *d)
+{
+	return d->id_ns;
+}
+
+bool dom_domain_vcpus_exact(const struct dom_domain *d)
+{
+	return d->vcpus_exact;
+}
+
+uint32_t dom_vcpu_limit(const struct dom_domain *d)
+{
+	return d->vcpus_exact ? d->nr_vcpus : DOM_VCPU_MAX;
 }
 
 enum dom_state dom_domain_state(const struct dom_domain *d)

@@ -35,7 +35,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -54,7 +53,6 @@
 #include "dom_backend.h"
 #include "dom_cmdline.h"
 #include "dom_libvirt_int.h"
-#include "domprof/raw.h"
 #include "util/du_log.h"
 
 /* ---- domains ---------------------------------------------------------------- */
@@ -606,45 +604,6 @@ static int be_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	return ret < 0 ? ret : 0;
 }
 
-static int be_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			 int *vcpu_out)
-{
-	const struct lvdom *ld = dom_lv_lookup_pid(((struct lv_backend *)state)->lv, pid, tid,
-						   vcpu_out);
-
-	*d = ld ? ld->dd : NULL;
-	if (!*d) {
-		*vcpu_out = -1;
-		return -ENOENT;
-	}
-	return 0;
-}
-
-static int be_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-		     const struct dom_domain **d, int *vcpu_out)
-{
-	int ret;
-
-	*d = NULL;
-	*vcpu_out = -1;
-	if (key_ns != DP_DOMKEY_HOST_PID || key == 0 || key > INT_MAX)
-		return -ENOENT;
-	ret = be_lookup_pid(state, (pid_t)key, tid, d, vcpu_out);
-	if (!ret)
-		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
-	return ret;
-}
-
-static const struct dom_domain *be_next(void *state, const struct dom_domain *prev)
-{
-	const struct dom_lv *lv = ((struct lv_backend *)state)->lv;
-	const struct lvdom *ld = prev ? dom_domain_priv(prev) : NULL;
-
-	for (ld = dom_lv_next(lv, ld); ld && !ld->dd; ld = dom_lv_next(lv, ld))
-		;
-	return ld ? ld->dd : NULL;
-}
-
 static void be_close(void *state)
 {
 	struct lv_backend *b = state;
@@ -662,8 +621,5 @@ const struct dom_backend_ops dom_backend_libvirt = {
 	.open = be_open,
 	.fd = be_fd,
 	.refresh = be_refresh,
-	.lookup = be_lookup,
-	.lookup_pid = be_lookup_pid,
-	.next = be_next,
 	.close = be_close,
 };

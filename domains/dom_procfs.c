@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,6 @@
 #include "dom_proc.h"
 #include "dom_procfs.h"
 #include "dom_procfs_int.h"
-#include "domprof/raw.h"
 #include "dom_cmdline.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
@@ -333,32 +331,6 @@ static int procfs_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	return dom_scan(state, ops, ctx);
 }
 
-static int procfs_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-			 const struct dom_domain **d, int *vcpu_out)
-{
-	int ret;
-
-	*d = NULL;
-	*vcpu_out = -1;
-	if (key_ns != DP_DOMKEY_HOST_PID || !key || key > INT_MAX)
-		return -ENOENT;
-	ret = dom_lookup_task(state, (pid_t)key, tid, d, vcpu_out);
-	if (!ret)
-		dom_vcpu_recorded(vcpu, DOM_VCPU_MAX, vcpu_out);
-	return ret;
-}
-
-static int procfs_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			     int *vcpu_out)
-{
-	return dom_lookup_task(state, pid, tid, d, vcpu_out);
-}
-
-static const struct dom_domain *procfs_next(void *state, const struct dom_domain *prev)
-{
-	return dom_table_next(state, prev);
-}
-
 static void procfs_close(void *state)
 {
 	dom_table_free(state);
@@ -369,8 +341,5 @@ const struct dom_backend_ops dom_backend_procfs = {
 	.open = procfs_open,
 	.fd = procfs_fd,
 	.refresh = procfs_refresh,
-	.lookup = procfs_lookup,
-	.lookup_pid = procfs_lookup_pid,
-	.next = procfs_next,
 	.close = procfs_close,
 };

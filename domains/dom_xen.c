@@ -240,6 +240,9 @@ static struct dom_domain *dom_xen_build(struct dom_xen *x, const struct dom_xen_
 	dom_domain_set_uuid(d, uuid);
 	dom_domain_set_hypervisor(d, "xen");
 	dom_domain_set_id(d, in->domid);
+	/* the xen collector keys samples by domid; Xen counts the vCPUs */
+	dom_domain_set_id_ns(d, DP_DOMKEY_XEN_DOMID);
+	dom_domain_set_vcpus_exact(d, true);
 	dom_domain_set_state(d, dom_xen_state(in->flags));
 	dom_xen_dm_pid(x, d, in->domid);
 	if (dom_xen_vcpus(d, in->nr_vcpus) < 0 || dom_xen_agent(x, d, in->domid) < 0) {
@@ -502,64 +505,11 @@ static int dom_xen_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	return 0;
 }
 
-static int dom_xen_lookup(void *state, uint32_t key_ns, uint64_t key, uint32_t vcpu, pid_t tid,
-			  const struct dom_domain **d, int *vcpu_out)
-{
-	struct dom_xen *x = state;
-	struct dom_xen_ent *e = NULL;
-
-	(void)tid;	/* Xen vCPUs have no host thread */
-	*d = NULL;
-	*vcpu_out = -1;
-	if (key_ns == DP_DOMKEY_XEN_DOMID && key <= UINT32_MAX)
-		e = dom_xen_find(x, (uint32_t)key);
-	if (!e)
-		return -ENOENT;
-	*d = e->d;
-	dom_vcpu_recorded(vcpu, e->nr_vcpus, vcpu_out);
-	return 0;
-}
-
-static int dom_xen_lookup_pid(void *state, pid_t pid, pid_t tid, const struct dom_domain **d,
-			      int *vcpu_out)
-{
-	struct dom_xen *x = state;
-
-	(void)tid;
-	*d = NULL;
-	*vcpu_out = -1;
-	if (pid <= 0)
-		return -ENOENT;
-	for (size_t i = 0; i < x->n; i++) {
-		if (dom_domain_pid(x->ents[i].d) == pid || dom_domain_is_helper(x->ents[i].d, pid)) {
-			*d = x->ents[i].d;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static const struct dom_domain *dom_xen_next(void *state, const struct dom_domain *prev)
-{
-	struct dom_xen *x = state;
-	size_t i = 0;
-
-	if (prev) {
-		while (i < x->n && x->ents[i].d != prev)
-			i++;
-		i++;
-	}
-	return i < x->n ? x->ents[i].d : NULL;
-}
-
 const struct dom_backend_ops dom_backend_xenctrl = {
 	.name = "xenctrl",
 	.open = dom_xen_open,
 	.fd = dom_xen_fd,
 	.refresh = dom_xen_refresh,
-	.lookup = dom_xen_lookup,
-	.lookup_pid = dom_xen_lookup_pid,
-	.next = dom_xen_next,
 	.close = dom_xen_close,
 };
 

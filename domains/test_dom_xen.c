@@ -107,9 +107,12 @@ static void fake_drop(struct fake_xen *f, uint32_t domid)
 	}
 }
 
-/* What the callbacks saw, as "+name" / "-name" / "~name" in order. */
+/* What the callbacks saw, as "+name" / "-name" / "~name" in order, and
+ * the domains reported and not removed (what a registry would hold). */
 struct seen {
 	char log[512];
+	const struct dom_domain *doms[FAKE_MAX];
+	size_t n;
 };
 
 static void seen_add(struct seen *s, char c, const struct dom_domain *d)
@@ -119,8 +122,25 @@ static void seen_add(struct seen *s, char c, const struct dom_domain *d)
 	snprintf(s->log + l, sizeof(s->log) - l, "%c%s ", c, dom_domain_name(d));
 }
 
-static void cb_added(void *ctx, const struct dom_domain *d) { seen_add(ctx, '+', d); }
-static void cb_removed(void *ctx, const struct dom_domain *d) { seen_add(ctx, '-', d); }
+static void cb_added(void *ctx, const struct dom_domain *d)
+{
+	struct seen *s = ctx;
+
+	seen_add(s, '+', d);
+	CU_ASSERT_FATAL(s->n < FAKE_MAX);
+	s->doms[s->n++] = d;
+}
+
+static void cb_removed(void *ctx, const struct dom_domain *d)
+{
+	struct seen *s = ctx;
+
+	seen_add(s, '-', d);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->doms[i] == d)
+			s->doms[i] = s->doms[--s->n];
+}
+
 static void cb_vcpus(void *ctx, const struct dom_domain *d) { seen_add(ctx, '~', d); }
 static void cb_changed(void *ctx, const struct dom_domain *d) { seen_add(ctx, '*', d); }
 
@@ -128,6 +148,34 @@ static const struct dom_ops cb_ops = {
 	.added = cb_added, .removed = cb_removed, .vcpus_changed = cb_vcpus,
 	.changed = cb_changed,
 };
+
+/* The reported domain that declared Xen domid @domid as its key. */
+static const struct dom_domain *by_domid(const struct seen *s, uint64_t domid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (dom_domain_id_ns(s->doms[i]) == DP_DOMKEY_XEN_DOMID &&
+		    dom_domain_id(s->doms[i]) == domid)
+			return s->doms[i];
+	return NULL;
+}
+
+/* The reported domain whose device model or back-end thread @pid is. */
+static const struct dom_domain *by_pid(const struct seen *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n && pid > 0; i++)
+		if (dom_domain_pid(s->doms[i]) == pid || dom_domain_is_helper(s->doms[i], pid))
+			return s->doms[i];
+	return NULL;
+}
+
+/* What a recorded vCPU @vcpu of @d stands for (-1: no vCPU of it). */
+static int rec_vcpu(const struct dom_domain *d, uint32_t vcpu)
+{
+	int v = -1;
+
+	dom_vcpu_recorded(vcpu, dom_vcpu_limit(d), &v);
+	return v;
+}
 
 static void *open_fake(struct fake_xen *f, const char *const *names)
 {
@@ -152,19 +200,17 @@ static void lab_like(struct fake_xen *f)
 static void test_added_not_dom0(void)
 {
 	struct fake_xen f;
-	struct seen s = { "" };
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
 	void *st;
-	int n = 0;
 
 	lab_like(&f);
 	st = open_fake(&f, NULL);
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
-	for (d = dom_backend_xenctrl.next(st, NULL); d; d = dom_backend_xenctrl.next(st, d))
-		n++;
-	CU_ASSERT_EQUAL(n, 2);
-	d = dom_backend_xenctrl.next(st, NULL);
+	CU_ASSERT_EQUAL(s.n, 2);
+	d = by_domid(&s, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(d), "xen");
 	CU_ASSERT_EQUAL(dom_domain_id(d), 1);
 	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), "d1d1d1d1-d1d1-d1d1-d1d1-d1d1d1d1d1d1");
@@ -177,33 +223,38 @@ static void test_added_not_dom0(void)
 	dom_backend_xenctrl.close(st);
 }
 
-static void test_lookup(void)
+/* A Xen domain's keys and vCPUs as the backend declares them: the xen
+ * collector's domid, the vCPU count Xen says (a recorded vCPU past it is
+ * none); no host pid unless a device model runs. */
+static void test_keys(void)
 {
 	struct fake_xen f;
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
-	int v;
 	void *st;
 
 	lab_like(&f);
 	st = open_fake(&f, NULL);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 1, 1234, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	d = by_domid(&s, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
-	CU_ASSERT_EQUAL(v, 1);
+	CU_ASSERT_EQUAL(dom_domain_id_ns(d), DP_DOMKEY_XEN_DOMID);
+	CU_ASSERT_TRUE(dom_domain_vcpus_exact(d));
+	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 2);
+	CU_ASSERT_EQUAL(rec_vcpu(d, 1), 1);
 	/* a vCPU the domain does not have, or none recorded */
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 2, 0, &d, &v), 0);
-	CU_ASSERT_EQUAL(v, -1);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1,
-						   DP_RAW_VCPU_UNKNOWN, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(rec_vcpu(d, 2), -1);
+	CU_ASSERT_EQUAL(rec_vcpu(d, DP_RAW_VCPU_UNKNOWN), -1);
+	/* Xen vCPUs run on no host thread */
+	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 0), -1);
+	CU_ASSERT_EQUAL(dom_domain_pid(d), 0);
+	d = by_domid(&s, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
-	CU_ASSERT_EQUAL(v, -1);
-	/* dom0, unknown domids, other key namespaces, ids above 32 bits */
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 0, 0, 0, &d, &v), -ENOENT);
-	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 7, 0, 0, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_HOST_PID, 2, 0, 0, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, (1ull << 32) | 2, 0, 0,
-						   &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(rec_vcpu(d, 1), -1);
+	/* dom0 is the host, not a domain */
+	CU_ASSERT_PTR_NULL(by_domid(&s, 0));
 	dom_backend_xenctrl.close(st);
 }
 
@@ -212,9 +263,8 @@ static void test_lookup(void)
 static void test_recreate(void)
 {
 	struct fake_xen f;
-	struct seen s = { "" };
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
-	int v;
 	void *st;
 
 	lab_like(&f);
@@ -231,8 +281,9 @@ static void test_recreate(void)
 	s.log[0] = '\0';
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+web ");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 3, 0, 0, &d, &v), 0);
+	CU_ASSERT_PTR_NULL(by_domid(&s, 2));
+	d = by_domid(&s, 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), "e3e3e3e3-e3e3-e3e3-e3e3-e3e3e3e3e3e3");
 	/* db's domid now names another domain (new handle) */
 	memset(f.doms[1].handle, 0xaa, 16);
@@ -245,9 +296,9 @@ static void test_recreate(void)
 static void test_vcpus_state_errors(void)
 {
 	struct fake_xen f;
-	struct seen s = { "" };
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
-	int v, closed = 0;
+	int closed = 0;
 	void *st;
 
 	lab_like(&f);
@@ -259,16 +310,19 @@ static void test_vcpus_state_errors(void)
 	f.doms[1].flags |= DOM_XEN_F_PAUSED;
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "~web ");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 3, 0, &d, &v), 0);
-	CU_ASSERT_EQUAL(v, 3);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &v), 0);
+	d = by_domid(&s, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(rec_vcpu(d, 3), 3);
+	d = by_domid(&s, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(dom_domain_state(d), DOM_STATE_PAUSED);
 	/* a failing hypervisor call leaves the set as it was */
 	f.list_err = -EPERM;
 	s.log[0] = '\0';
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), -EPERM);
 	CU_ASSERT_STRING_EQUAL(s.log, "");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	CU_ASSERT_PTR_NOT_NULL(by_domid(&s, 2));
+	CU_ASSERT_EQUAL(rec_vcpu(by_domid(&s, 2), 3), 3);
 	dom_backend_xenctrl.close(st);
 	CU_ASSERT_EQUAL(closed, 1);
 	dom_backend_xenctrl.close(NULL);
@@ -281,8 +335,8 @@ static void test_xenstore_facts(void)
 {
 	static const char *const only_web[] = { "web", NULL };
 	struct fake_xen f;
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
-	int v;
 	void *st;
 
 	lab_like(&f);
@@ -295,26 +349,28 @@ static void test_xenstore_facts(void)
 	fake_put(&f, "/local/domain/0/backend/console/2/2/path", "/run/domprof/web.agent");
 	fake_put(&f, "/local/domain/1/image/device-model-pid", "4242");
 	st = open_fake(&f, only_web);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, NULL, NULL), 0);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	d = by_domid(&s, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
 	CU_ASSERT_TRUE(dom_domain_selected(d));
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &v), 0);
+	d = by_domid(&s, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_PTR_NULL(dom_domain_agent_path(d));
 	CU_ASSERT_FALSE(dom_domain_selected(d));
+	/* its device model: a host pid key besides the domid */
 	CU_ASSERT_EQUAL(dom_domain_pid(d), 4242);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 4242, 4243, &d, &v), 0);
-	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
-	CU_ASSERT_EQUAL(v, -1);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 0, 0, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 99, 99, &d, &v), -ENOENT);
+	CU_ASSERT_EQUAL(dom_domain_id_ns(d), DP_DOMKEY_XEN_DOMID);
+	CU_ASSERT_PTR_EQUAL(by_pid(&s, 4242), d);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 4243), -1);
+	CU_ASSERT_PTR_NULL(by_pid(&s, 99));
 	/* domain 5 has no name yet: being built (xl names it as it builds
 	 * it), so it waits for its name instead of taking xen-5 */
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 5, 0, 0, &d, &v),
-			-ENOENT);
+	CU_ASSERT_PTR_NULL(by_domid(&s, 5));
 	fake_put(&f, "/local/domain/5/name", "late");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, NULL, NULL), 0);
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 5, 0, 0, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
+	d = by_domid(&s, 5);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "late");
 	dom_backend_xenctrl.close(st);
 }
@@ -326,9 +382,8 @@ static void test_xenstore_facts(void)
 static void test_late_channel(void)
 {
 	struct fake_xen f;
-	struct seen s = { "" };
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
-	int v;
 	void *st;
 
 	lab_like(&f);
@@ -345,7 +400,8 @@ static void test_late_channel(void)
 	fake_put(&f, "/local/domain/2/image/device-model-pid", "777");
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *web ");
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup(st, DP_DOMKEY_XEN_DOMID, 2, 0, 0, &d, &v), 0);
+	d = by_domid(&s, 2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(dom_domain_pid(d), 777);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dom_domain_agent_path(d));
 	CU_ASSERT_STRING_EQUAL(dom_domain_agent_path(d), "/run/domprof/web.agent");
@@ -417,10 +473,9 @@ static void test_backend_names(void)
 static void test_backend_threads(void)
 {
 	struct fake_xen f;
-	struct seen s = { 0 };
+	struct seen s = { .n = 0 };
 	const struct dom_domain *d;
 	const pid_t *tids;
-	int v;
 	void *st;
 
 	lab_like(&f);
@@ -434,17 +489,20 @@ static void test_backend_threads(void)
 	st = open_fake(&f, NULL);
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 300, 300, &d, &v), 0);
+	d = by_pid(&s, 300);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
-	CU_ASSERT_EQUAL(v, -1);
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 301, 301, &d, &v), 0);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 300), -1);
+	d = by_pid(&s, 301);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
 	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 3);
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 305, 305, &d, &v), 0);
+	d = by_pid(&s, 305);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 302, 302, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 303, 303, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 304, 304, &d, &v), -ENOENT);
+	CU_ASSERT_PTR_NULL(by_pid(&s, 302));
+	CU_ASSERT_PTR_NULL(by_pid(&s, 303));
+	CU_ASSERT_PTR_NULL(by_pid(&s, 304));
 	/* nothing new: nothing said */
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web ");
@@ -453,8 +511,9 @@ static void test_backend_threads(void)
 	put_task(306, "blkback.1.xvdb", KTHREAD_FLAGS);
 	CU_ASSERT_EQUAL(dom_backend_xenctrl.refresh(st, &cb_ops, &s), 0);
 	CU_ASSERT_STRING_EQUAL(s.log, "+db +web *db *web ");
-	CU_ASSERT_EQUAL(dom_backend_xenctrl.lookup_pid(st, 300, 300, &d, &v), -ENOENT);
-	CU_ASSERT_EQUAL_FATAL(dom_backend_xenctrl.lookup_pid(st, 306, 306, &d, &v), 0);
+	CU_ASSERT_PTR_NULL(by_pid(&s, 300));
+	d = by_pid(&s, 306);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "db");
 	CU_ASSERT_EQUAL(dom_domain_helpers(d, &tids), 2);
 	for (int pid = 301; pid <= 307; pid++)
@@ -472,7 +531,7 @@ int main(void)
 		return 1;
 	s = CU_add_suite("dom_xen", NULL, NULL);
 	if (!s || !CU_add_test(s, "added, dom0 left out", test_added_not_dom0) ||
-	    !CU_add_test(s, "lookup by domid", test_lookup) ||
+	    !CU_add_test(s, "keys and vCPUs declared", test_keys) ||
 	    !CU_add_test(s, "destroyed and created again", test_recreate) ||
 	    !CU_add_test(s, "vCPUs, state, errors", test_vcpus_state_errors) ||
 	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts) ||

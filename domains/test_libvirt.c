@@ -316,7 +316,6 @@ static void test_backend_ops(void)
 {
 	struct dom_config cfg = { .proc_root = NULL, .libvirt_uri = TEST_URI };
 	const struct dom_backend_ops *be = dom_backend_find("libvirt");
-	const struct dom_domain *d;
 	struct bseen s = { 0 };
 	struct pollfd pfd;
 	virConnectPtr c;
@@ -336,27 +335,20 @@ static void test_backend_ops(void)
 	CU_ASSERT(dom_domain_has_uuid(s.d));
 	CU_ASSERT_STRING_EQUAL(dom_domain_hypervisor(s.d), "qemu");
 	CU_ASSERT(dom_domain_id(s.d) > 0);
-	CU_ASSERT_PTR_EQUAL(be->next(st, NULL), s.d);
-	CU_ASSERT_PTR_NULL(be->next(st, s.d));
 	/* the test driver has no pid file under /run: /proc gives the pid */
 	CU_ASSERT_EQUAL(dom_domain_pid(s.d), TEST_PID);
-	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, DP_RAW_VCPU_UNKNOWN,
-				   TEST_PID + 2, &d, &vcpu), 0);
-	CU_ASSERT_PTR_EQUAL(d, s.d);
-	CU_ASSERT_EQUAL(vcpu, 1);
-	/* a recorded vCPU wins over the thread's */
-	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, 0, TEST_PID + 2, &d, &vcpu), 0);
+	/* its keys: the host pid alone (libvirt's id keys no records) */
+	CU_ASSERT_EQUAL(dom_domain_id_ns(s.d), DOM_ID_NS_NONE);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(s.d, TEST_PID + 2), 1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(s.d, TEST_PID), -1);
+	/* a recorded vCPU wins over the thread's; one no domain can have is
+	 * no vCPU, as with every backend (the thread's is not kept) */
+	CU_ASSERT_FALSE(dom_domain_vcpus_exact(s.d));
+	vcpu = 1;
+	dom_vcpu_recorded(0, dom_vcpu_limit(s.d), &vcpu);
 	CU_ASSERT_EQUAL(vcpu, 0);
-	/* one no domain can have is no vCPU, as with every backend (the
-	 * thread's vCPU is not kept) */
-	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_HOST_PID, TEST_PID, DOM_VCPU_MAX, TEST_PID + 2, &d,
-				   &vcpu), 0);
+	dom_vcpu_recorded(DOM_VCPU_MAX, dom_vcpu_limit(s.d), &vcpu);
 	CU_ASSERT_EQUAL(vcpu, -1);
-	CU_ASSERT_EQUAL(be->lookup(st, DP_DOMKEY_XEN_DOMID, 1, 0, 0, &d, &vcpu), -ENOENT);
-	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT_EQUAL(be->lookup_pid(st, TEST_PID, TEST_PID, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, -1);
-	CU_ASSERT_EQUAL(be->lookup_pid(st, 1, 1, &d, &vcpu), -ENOENT);
 	/* whatever metadata the last test left: set it on, then off */
 	c = virConnectOpen(TEST_URI);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
