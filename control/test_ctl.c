@@ -1,7 +1,7 @@
 /* Unit tests for opcontrol's logic (libctl.a), with fake/oprofiled as daemon. */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 #include "ctl.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 static char warn_last[512];
 static int warn_count;
@@ -1120,8 +1121,26 @@ static void test_real_daemon(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "parse table", test_parse_table },
+		{ "parse values", test_parse_values },
+		{ "stored settings (--setup)", test_setup_merge },
+		{ "the setup file", test_setup_file },
+		{ "default collector", test_default_collector },
+		{ "collectors from the daemon's table", test_collector_from_daemon },
+		{ "parse too many events", test_parse_too_many_events },
+		{ "options on the daemon's command line", test_daemon_argv },
+		{ "pid parse", test_pid_parse },
+		{ "pid probe", test_pid_probe },
+		{ "pid zombie", test_pid_zombie },
+		{ "status format", test_status_format },
+		{ "status no session", test_status_no_session },
+		{ "status per domain", test_status_domains },
+		{ "start stop dump reset", test_start_stop_dump },
+		{ "start over foreign pid", test_start_foreign_pid },
+		{ "start failures", test_start_failures },
+		{ "real oprofiled: start status dump stop", test_real_daemon },
+	};
 
 	/* the fake daemon's parent must be waited for by ctl_start, not ignored */
 	signal(SIGCHLD, SIG_DFL);
@@ -1133,34 +1152,5 @@ int main(void)
 	/* no stored --setup of whoever runs the tests */
 	setenv("HOME", "/nonexistent-domprof-test-home", 1);
 	du_log_set(capture_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("opcontrol", NULL, NULL);
-	if (!s ||
-	    !CU_add_test(s, "parse table", test_parse_table) ||
-	    !CU_add_test(s, "parse values", test_parse_values) ||
-	    !CU_add_test(s, "stored settings (--setup)", test_setup_merge) ||
-	    !CU_add_test(s, "the setup file", test_setup_file) ||
-	    !CU_add_test(s, "default collector", test_default_collector) ||
-	    !CU_add_test(s, "collectors from the daemon's table", test_collector_from_daemon) ||
-	    !CU_add_test(s, "parse too many events", test_parse_too_many_events) ||
-	    !CU_add_test(s, "options on the daemon's command line", test_daemon_argv) ||
-	    !CU_add_test(s, "pid parse", test_pid_parse) ||
-	    !CU_add_test(s, "pid probe", test_pid_probe) ||
-	    !CU_add_test(s, "pid zombie", test_pid_zombie) ||
-	    !CU_add_test(s, "status format", test_status_format) ||
-	    !CU_add_test(s, "status no session", test_status_no_session) ||
-	    !CU_add_test(s, "status per domain", test_status_domains) ||
-	    !CU_add_test(s, "start stop dump reset", test_start_stop_dump) ||
-	    !CU_add_test(s, "start over foreign pid", test_start_foreign_pid) ||
-	    !CU_add_test(s, "start failures", test_start_failures) ||
-	    !CU_add_test(s, "real oprofiled: start status dump stop", test_real_daemon)) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("opcontrol", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -10,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <libvirt/libvirt.h>
 
 #include "ctl.h"
 #include "ctl_libvirt.h"
 #include "dom_lvxml.h"
+#include "util/du_test.h"
 
 #define TEST_URI "test:///default"
 
@@ -167,28 +168,11 @@ static void test_channel(void)
 
 int main(void)
 {
-	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+	static const struct du_test tests[] = {
 		{ "options", test_wanted_and_parse },
 		{ "profile on and off through metadata", test_profile },
 		{ "agent channel added and removed", test_channel },
 	};
-	CU_pSuite s;
-	unsigned int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("opcontrol libvirt", NULL, NULL);
-	if (!s)
-		goto out_cleanup;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-out_cleanup:
-	CU_cleanup_registry();
-	return 1;
+	return du_test_main("opcontrol libvirt", tests, DU_TEST_N(tests), NULL, NULL);
 }

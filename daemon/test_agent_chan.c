@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -28,6 +28,7 @@
 #include "opd_image.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 #include "test_stats_doc.h"
 
 #define MS 1000000ULL
@@ -602,31 +603,20 @@ WRAP(test_domain_stats)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "connect, HELLO answered, clock from ping and pong", test_connect_and_clock_w },
+		{ "reconnect after the other side closed", test_reconnect_w },
+		{ "bytes that are not the protocol", test_hostile_bytes_w },
+		{ "HOST_JOIN first; a stream joined midway", test_join_and_midway_w },
+		{ "stopped and absent sockets", test_stopped_and_absent_w },
+		{ "a gone domain: held samples out, then freed", test_gone_domain_w },
+		{ "per-domain statistics", test_domain_stats_w },
+		{ "a listener that is not the domain's QEMU is refused", test_wrong_listener_w },
+		{ "a backend's daemon may listen: root's only", test_root_listener_w },
+		{ "a listener of another user is refused, whatever the backend",
+		  test_listener_of_another_user },
+	};
 
 	du_log_set(quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("agent channels", NULL, NULL);
-	if (!s) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_add_test(s, "connect, HELLO answered, clock from ping and pong", test_connect_and_clock_w);
-	CU_add_test(s, "reconnect after the other side closed", test_reconnect_w);
-	CU_add_test(s, "bytes that are not the protocol", test_hostile_bytes_w);
-	CU_add_test(s, "HOST_JOIN first; a stream joined midway", test_join_and_midway_w);
-	CU_add_test(s, "stopped and absent sockets", test_stopped_and_absent_w);
-	CU_add_test(s, "a gone domain: held samples out, then freed", test_gone_domain_w);
-	CU_add_test(s, "per-domain statistics", test_domain_stats_w);
-	CU_add_test(s, "a listener that is not the domain's QEMU is refused", test_wrong_listener_w);
-	CU_add_test(s, "a backend's daemon may listen: root's only", test_root_listener_w);
-	CU_add_test(s, "a listener of another user is refused, whatever the backend",
-		    test_listener_of_another_user);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("agent channels", tests, DU_TEST_N(tests), NULL, NULL);
 }

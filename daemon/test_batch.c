@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
+#include "util/du_test.h"
 
 #define KSTART 0xffffffff81000000ULL
 
@@ -379,10 +380,7 @@ static void test_flush_due(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct du_test tests[] = {
 		{ "default batch = unbatched, dump in the middle", test_default_batch },
 		{ "small batch = unbatched", test_small_batch },
 		{ "evictions with samples queued", test_evictions },
@@ -391,18 +389,9 @@ int main(void)
 		{ "flush when due", test_flush_due },
 		{ "a save in the middle: no cached file of the old session", test_save_mid_stream },
 	};
-	CU_pSuite s;
-	unsigned int fails;
+	int rc;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("batch", NULL, NULL);
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = du_test_main("batch", tests, DU_TEST_N(tests), NULL, NULL);
 	free(listing.p);
-	return fails ? 1 : 0;
+	return rc;
 }

@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "domprof/raw.h"
 #include "collect_xen.h"
+#include "util/du_test.h"
 
 #define FX_DOMS 4
 #define FX_VCPUS 4
@@ -731,26 +732,16 @@ static void test_callchain(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "busy and idle vCPUs", test_busy_idle },
+		{ "weight and carry", test_weight_and_carry },
+		{ "lifecycle and errors", test_lifecycle_errors },
+		{ "address space from CR3", test_asid },
+		{ "context re-stated after another collector's records", test_forget },
+		{ "each look dated by the source's clock", test_look_time },
+		{ "guest TSC stated once a second, not for HVM", test_guest_tsc },
+		{ "guest call chains", test_callchain },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("collect_xen", NULL, NULL);
-	if (!s || !CU_add_test(s, "busy and idle vCPUs", test_busy_idle) ||
-	    !CU_add_test(s, "weight and carry", test_weight_and_carry) ||
-	    !CU_add_test(s, "lifecycle and errors", test_lifecycle_errors) ||
-	    !CU_add_test(s, "address space from CR3", test_asid) ||
-	    !CU_add_test(s, "context re-stated after another collector's records", test_forget) ||
-	    !CU_add_test(s, "each look dated by the source's clock", test_look_time) ||
-	    !CU_add_test(s, "guest TSC stated once a second, not for HVM", test_guest_tsc) ||
-	    !CU_add_test(s, "guest call chains", test_callchain)) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("collect_xen", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
+#include "util/du_test.h"
 
 #define TEST_URI "test:///default"
 #define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
@@ -211,20 +212,9 @@ static void test_metadata_toggles(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "metadata toggles profiling", test_metadata_toggles },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("daemon on libvirt", NULL, NULL);
-	if (!s || !CU_add_test(s, "metadata toggles profiling", test_metadata_toggles))
-		goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-out_cleanup:
-	CU_cleanup_registry();
-	return 1;
+	return du_test_main("daemon on libvirt", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -23,6 +23,7 @@
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 #include "dom_testproc.h"
 #include "dom_backend.h"
 #include "domprof/agent.h"
@@ -731,10 +732,7 @@ static void test_dkeys(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct du_test tests[] = {
 		{ "guest and vmm samples of a domain", test_guest_and_vmm },
 		{ "guest sample of no domain", test_unknown_domain },
 		{ "--domains selection", test_selection },
@@ -747,18 +745,7 @@ int main(void)
 		{ "the registry's index of keys", test_dkeys },
 		{ "a Xen HVM domain's late samples, by domid", test_xen_late_samples },
 	};
-	CU_pSuite s;
-	unsigned int fails;
 
 	du_log_set_level(DU_LOG_WARN);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("daemon domains", NULL, NULL);
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("daemon domains", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 #include "opd_imgcache.h"
 #include "opd_imgproof.h"
 #include "opd_sfile.h"
+#include "util/du_test.h"
 
 #define MS 1000000ULL
 
@@ -938,38 +939,26 @@ WRAP(test_image_claim_denied)
 WRAP(test_sha256)
 WRAP(test_dstats)
 
-static void run_all(CU_pSuite s)
-{
-	CU_add_test(s, "timeline and clock offset", test_timeline_w);
-	CU_add_test(s, "pc-in-mappings tie-break near a switch", test_tie_break_w);
-	CU_add_test(s, "guest kernel and modules", test_kernel_w);
-	CU_add_test(s, "held samples", test_hold_w);
-	CU_add_test(s, "short hold with no agent heard", test_hold_no_agent_w);
-	CU_add_test(s, "a hold that ends before the timeline is counted", test_hold_past_timeline_w);
-	CU_add_test(s, "kernel samples placed before the whole symbol table", test_kernel_early_w);
-	CU_add_test(s, "owner scans within a budget", test_owner_budget_w);
-	CU_add_test(s, "bad frames; other domain unaffected", test_bad_frames_w);
-	CU_add_test(s, "hostile paths stay in the session", test_paths_w);
-	CU_add_test(s, "floods hit caps", test_floods_w);
-	CU_add_test(s, "image cache dedup across domains", test_image_dedup_w);
-	CU_add_test(s, "a forged build-id note gets its own entry", test_image_poison_w);
-	CU_add_test(s, "a claim the file denies is counted", test_image_claim_denied_w);
-	CU_add_test(s, "content ids are SHA-256", test_sha256_w);
-	CU_add_test(s, "per-domain guest-user counts", test_dstats_w);
-}
-
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "timeline and clock offset", test_timeline_w },
+		{ "pc-in-mappings tie-break near a switch", test_tie_break_w },
+		{ "guest kernel and modules", test_kernel_w },
+		{ "held samples", test_hold_w },
+		{ "short hold with no agent heard", test_hold_no_agent_w },
+		{ "a hold that ends before the timeline is counted", test_hold_past_timeline_w },
+		{ "kernel samples placed before the whole symbol table", test_kernel_early_w },
+		{ "owner scans within a budget", test_owner_budget_w },
+		{ "bad frames; other domain unaffected", test_bad_frames_w },
+		{ "hostile paths stay in the session", test_paths_w },
+		{ "floods hit caps", test_floods_w },
+		{ "image cache dedup across domains", test_image_dedup_w },
+		{ "a forged build-id note gets its own entry", test_image_poison_w },
+		{ "a claim the file denies is counted", test_image_claim_denied_w },
+		{ "content ids are SHA-256", test_sha256_w },
+		{ "per-domain guest-user counts", test_dstats_w },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("guest", NULL, NULL);
-	run_all(s);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("guest", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@
 #include "opd_imgcache.h"
 #include "sfname/sfname.h"
 #include "test_stats_doc.h"
+#include "util/du_test.h"
 
 #define MS 1000000ULL
 #define NOW UINT64_MAX	/* a guest time after everything */
@@ -769,29 +770,22 @@ WRAP(test_no_agent)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "votes, owner, forget, stale votes", test_votes_w },
+		{ "an owner the votes stop naming is replaced", test_reversal_w },
+		{ "past owners kept with their times", test_past_owners_w },
+		{ "bounded table and numbered buckets", test_bounds_w },
+		{ "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w },
+		{ "one weighted look is one vote", test_one_look_w },
+		{ "a task known to run elsewhere is set aside", test_elsewhere_w },
+		{ "a sample's time spread widens what is near a switch", test_time_spread_w },
+		{ "wrong owners are corrected", test_wrong_owners_corrected_w },
+		{ "samples beyond the agent's stream do not vote", test_lagging_stream_w },
+		{ "held samples wait for their space's owner", test_wait_owner_w },
+		{ "a waiting sample holds up no other", test_wait_beside_w },
+		{ "exit and exec forget the space", test_exit_exec_w },
+		{ "no agent: a bucket per address space", test_no_agent_w },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("guest asid", NULL, NULL);
-	CU_add_test(s, "votes, owner, forget, stale votes", test_votes_w);
-	CU_add_test(s, "an owner the votes stop naming is replaced", test_reversal_w);
-	CU_add_test(s, "past owners kept with their times", test_past_owners_w);
-	CU_add_test(s, "bounded table and numbered buckets", test_bounds_w);
-	CU_add_test(s, "ASID wins over a clock wrong by 3 ms", test_wrong_clock_w);
-	CU_add_test(s, "one weighted look is one vote", test_one_look_w);
-	CU_add_test(s, "a task known to run elsewhere is set aside", test_elsewhere_w);
-	CU_add_test(s, "a sample's time spread widens what is near a switch", test_time_spread_w);
-	CU_add_test(s, "wrong owners are corrected", test_wrong_owners_corrected_w);
-	CU_add_test(s, "samples beyond the agent's stream do not vote", test_lagging_stream_w);
-	CU_add_test(s, "held samples wait for their space's owner", test_wait_owner_w);
-	CU_add_test(s, "a waiting sample holds up no other", test_wait_beside_w);
-	CU_add_test(s, "exit and exec forget the space", test_exit_exec_w);
-	CU_add_test(s, "no agent: a bucket per address space", test_no_agent_w);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("guest asid", tests, DU_TEST_N(tests), NULL, NULL);
 }

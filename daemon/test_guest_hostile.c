@@ -14,7 +14,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdarg.h>
@@ -37,6 +37,7 @@
 #include "opd_sfile.h"
 #include "odb/odb.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 #define MS 1000000ULL
 #define SEC (1000 * MS)
@@ -625,27 +626,19 @@ static void quiet(enum du_log_level level, const char *fmt, va_list ap)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct du_test tests[] = {
+		{ "FORK copies in one pass; mappings capped per task", test_fork_linear },
+		{ "task buckets from a keyed hash", test_task_buckets },
+		{ "module names count against the image cap", test_module_names_capped },
+		{ "guest clock values without signed overflow", test_clock_overflow },
+		{ "a domain past its CPU budget is deferred, others read", test_cpu_budget },
+		{ "one memory account per domain identity", test_identity_cap },
+		{ "one CPU budget per domain identity", test_cpu_budget_identity },
+		{ "all domains share a total CPU budget fairly", test_cpu_budget_total },
+		{ "no link followed in the session", test_no_links },
+		{ "a stopped domain's sample-file entries freed", test_sfiles_released },
+	};
 
 	du_log_set(quiet);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("hostile guest", NULL, NULL);
-	CU_add_test(s, "FORK copies in one pass; mappings capped per task", test_fork_linear);
-	CU_add_test(s, "task buckets from a keyed hash", test_task_buckets);
-	CU_add_test(s, "module names count against the image cap", test_module_names_capped);
-	CU_add_test(s, "guest clock values without signed overflow", test_clock_overflow);
-	CU_add_test(s, "a domain past its CPU budget is deferred, others read",
-		    test_cpu_budget);
-	CU_add_test(s, "one memory account per domain identity", test_identity_cap);
-	CU_add_test(s, "one CPU budget per domain identity", test_cpu_budget_identity);
-	CU_add_test(s, "all domains share a total CPU budget fairly", test_cpu_budget_total);
-	CU_add_test(s, "no link followed in the session", test_no_links);
-	CU_add_test(s, "a stopped domain's sample-file entries freed", test_sfiles_released);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return du_test_main("hostile guest", tests, DU_TEST_N(tests), NULL, NULL);
 }

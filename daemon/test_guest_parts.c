@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
@@ -24,6 +24,7 @@
 #include "opd_guest_out.h"
 #include "opd_guest_tasks.h"
 #include "opd_guest_timeline.h"
+#include "util/du_test.h"
 
 #define MS 1000000ULL
 
@@ -467,36 +468,25 @@ static void test_hold(void)
 	opd_ghold_fini(&h);
 }
 
+/* One suite a part, each with the fixture of setup() and teardown(). */
+#define PART(suite, name, fn) \
+	{ suite, setup, teardown, (const struct du_test[]){ { name, fn } }, 1 }
+
 int main(void)
 {
-	static const struct {
-		const char *suite, *name;
-		void (*fn)(void);
-	} tests[] = {
-		{ "guest output queue", "whole frames out; overflow counted", test_out },
-		{ "guest clock", "narrowest exchange wins; bad PONGs refused", test_clock },
-		{ "guest timeline", "ring, order and budget", test_timeline },
-		{ "guest tasks", "maps, fork, exec, caps, owner, linger", test_tasks },
-		{ "guest tasks, maps in any order", "top-down, bottom-up, both ends, random", test_tasks_any_order },
-		{ "guest images", "intern, request, transfer, cap", test_images },
-		{ "guest images map file", "a write error is not dropped", test_images_map_error },
-		{ "guest kernel tables", "kallsyms, modules, counts, cap", test_kernel },
-		{ "guest holding", "FIFO with wrap", test_hold },
+	const struct du_test_suite suites[] = {
+		PART("guest output queue", "whole frames out; overflow counted", test_out),
+		PART("guest clock", "narrowest exchange wins; bad PONGs refused", test_clock),
+		PART("guest timeline", "ring, order and budget", test_timeline),
+		PART("guest tasks", "maps, fork, exec, caps, owner, linger", test_tasks),
+		PART("guest tasks, maps in any order", "top-down, bottom-up, both ends, random",
+		     test_tasks_any_order),
+		PART("guest images", "intern, request, transfer, cap", test_images),
+		PART("guest images map file", "a write error is not dropped",
+		     test_images_map_error),
+		PART("guest kernel tables", "kallsyms, modules, counts, cap", test_kernel),
+		PART("guest holding", "FIFO with wrap", test_hold),
 	};
-	unsigned int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		CU_pSuite s = CU_get_suite(tests[i].suite);
-
-		if (!s)
-			s = CU_add_suite(tests[i].suite, setup, teardown);
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_run(suites, DU_TEST_N(suites));
 }

@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdarg.h>
@@ -27,6 +27,7 @@
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
 #define KTEXT 0xffffffff81000000ULL
@@ -266,18 +267,11 @@ static void test_guest_chain(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "guest samples go through the batch", test_guest_samples_batched },
+		{ "guest call chains wait with their samples", test_guest_chain },
+	};
 
 	du_log_set(quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("guest sample sink", NULL, NULL);
-	CU_add_test(s, "guest samples go through the batch", test_guest_samples_batched);
-	CU_add_test(s, "guest call chains wait with their samples", test_guest_chain);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("guest sample sink", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -1,7 +1,7 @@
 /* The host images' identity record (opd_imgid.h). */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "opd_image.h"
 #include "opd_imgid.h"
 #include "util/du_elfid.h"
+#include "util/du_test.h"
 
 static char dir[] = "/tmp/test_imgid.XXXXXX";
 
@@ -125,24 +126,21 @@ static void test_no_build_id_and_escape(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "noted once, a changed file again", test_note_once_and_recheck },
+		{ "no build id; escaped path", test_no_build_id_and_escape },
+	};
+	int rc;
 
-	if (!mkdtemp(dir) || CU_initialize_registry() != CUE_SUCCESS)
+	if (!mkdtemp(dir))
 		return 1;
-	s = CU_add_suite("imgid", NULL, NULL);
-	CU_add_test(s, "noted once, a changed file again", test_note_once_and_recheck);
-	CU_add_test(s, "no build id; escaped path", test_no_build_id_and_escape);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	if (!fails) {
+	rc = du_test_main("imgid", tests, DU_TEST_N(tests), NULL, NULL);
+	if (!rc) {
 		char cmd[300];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		if (system(cmd))
 			return 1;
 	}
-	return fails ? 1 : 0;
+	return rc;
 }

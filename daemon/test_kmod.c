@@ -4,7 +4,7 @@
  * missing device and on something that is not the device.  The module
  * itself is tested in the lab (tests/lab/scenarios/kmod.sh).
  */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 
 #include "collect_kmod.h"
 #include "opd_conf.h"
+#include "util/du_test.h"
 
 static void set_event(struct opd_conf *c, const char *name, uint64_t count)
 {
@@ -118,21 +119,10 @@ static void test_open_errors(void)
 
 int main(void)
 {
-	CU_pSuite suite;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "events to module configuration", test_config },
+		{ "open: no module, not the device", test_open_errors },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("collect_kmod", NULL, NULL);
-	if (!suite ||
-	    !CU_add_test(suite, "events to module configuration", test_config) ||
-	    !CU_add_test(suite, "open: no module, not the device", test_open_errors)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("collect_kmod", tests, DU_TEST_N(tests), NULL, NULL);
 }

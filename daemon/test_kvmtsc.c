@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <ftw.h>
 #include <linux/perf_event.h>
@@ -28,6 +28,7 @@
 #include "opd_kvmtsc_trace.h"
 #include "opd_guest.h"
 #include "opd_imgcache.h"
+#include "util/du_test.h"
 
 
 #if defined(__x86_64__)
@@ -672,32 +673,26 @@ static void test_guest_exact(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "KVM TSC arithmetic", test_arith },
+		{ "offset from a guest pair", test_offset },
+		{ "refusals", test_refusals },
+		{ "KVM's offset writes followed", test_follow },
+		{ "tracepoint records decoded", test_decode },
+		{ "exact clock decides a switch ping/pong gets wrong", test_guest_exact },
+		{ "hypervisor's reads of the guest TSC", test_line },
+		{ "hypervisor's reads refused", test_line_refusals },
+		{ "the best-dated of the hypervisor's reads", test_line_best_read },
+		{ "the tightest exact offset kept while young", test_offer_exact },
+	};
+	int rc;
 
 	snprintf(root, sizeof(root), "/tmp/dp-gclock.XXXXXX");
 	if (!mkdtemp(root))
 		return 99;
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("gclock", NULL, NULL);
-	if (!s || !CU_add_test(s, "KVM TSC arithmetic", test_arith) ||
-	    !CU_add_test(s, "offset from a guest pair", test_offset) ||
-	    !CU_add_test(s, "refusals", test_refusals) ||
-	    !CU_add_test(s, "KVM's offset writes followed", test_follow) ||
-	    !CU_add_test(s, "tracepoint records decoded", test_decode) ||
-	    !CU_add_test(s, "exact clock decides a switch ping/pong gets wrong", test_guest_exact) ||
-	    !CU_add_test(s, "hypervisor's reads of the guest TSC", test_line) ||
-	    !CU_add_test(s, "hypervisor's reads refused", test_line_refusals) ||
-	    !CU_add_test(s, "the best-dated of the hypervisor's reads", test_line_best_read) ||
-	    !CU_add_test(s, "the tightest exact offset kept while young", test_offer_exact))
-		return 1;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = du_test_main("gclock", tests, DU_TEST_N(tests), NULL, NULL);
 	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return fails ? 1 : 0;
+	return rc;
 }
 #else
 int main(void)

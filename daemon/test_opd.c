@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -27,6 +27,7 @@
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
 #include "test_stats_doc.h"
+#include "util/du_test.h"
 
 #define APP "/usr/bin/app"
 #define LIBC "/usr/lib/libc.so.6"
@@ -1087,10 +1088,7 @@ out:
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct du_test tests[] = {
 		{ "user sample in the main binary", test_user_main_binary },
 		{ "host call chains: {cg} arcs and stacks", test_callchain_host },
 		{ "library, --separate=none", test_library_separate_none },
@@ -1118,18 +1116,7 @@ int main(void)
 		{ "perf collector embedded in another stream", test_perf_embedded },
 		{ "--list-collectors prints the collector table", test_collector_list },
 	};
-	CU_pSuite s;
-	unsigned int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("daemon", NULL, NULL);
 	/* the ingest benchmark that was here is daemon/bench_opd (not a test) */
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		CU_add_test(s, tests[i].name, tests[i].fn);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("daemon", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -37,6 +37,7 @@
 #include "util/du_fs.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
+#include "util/du_test.h"
 
 static void quiet_log(enum du_log_level l, const char *fmt, va_list ap)
 {
@@ -1221,35 +1222,24 @@ static void test_seccomp(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "session files published through the monitor", test_publish },
+		{ "malformed messages refused", test_malformed },
+		{ "malformed keys of a domain refused", test_malformed_keys },
+		{ "seccomp kills a forbidden call, ioctl commands too", test_seccomp },
+		{ "malformed chunks, requests and answers refused", test_malformed_more },
+		{ "messages and fds over the socketpair", test_wire },
+		{ "tracepoint and mappings messages checked", test_malformed_trace_maps },
+		{ "the worker's tracepoint and mappings requests", test_worker_requests },
+		{ "the worker's mirror of the domains", test_mirror },
+		{ "Xen keys and vCPU counts in the mirror", test_mirror_xen_keys },
+		{ "back-end threads in the mirror", test_mirror_helpers },
+		{ "the monitor connects the real listener only", test_monitor },
+		{ "the monitor wakes the worker when its backend speaks", test_wake },
+		{ "the monitor's collector reaches the worker whole, in order", test_relay },
+		{ "a stalled worker ends the relayed stream, not the monitor", test_relay_stalled },
+	};
 
 	du_log_set(quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("privsep", NULL, NULL);
-	if (!s) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_add_test(s, "session files published through the monitor", test_publish);
-	CU_add_test(s, "malformed messages refused", test_malformed);
-	CU_add_test(s, "malformed keys of a domain refused", test_malformed_keys);
-	CU_add_test(s, "seccomp kills a forbidden call, ioctl commands too", test_seccomp);
-	CU_add_test(s, "malformed chunks, requests and answers refused", test_malformed_more);
-	CU_add_test(s, "messages and fds over the socketpair", test_wire);
-	CU_add_test(s, "tracepoint and mappings messages checked", test_malformed_trace_maps);
-	CU_add_test(s, "the worker's tracepoint and mappings requests", test_worker_requests);
-	CU_add_test(s, "the worker's mirror of the domains", test_mirror);
-	CU_add_test(s, "Xen keys and vCPU counts in the mirror", test_mirror_xen_keys);
-	CU_add_test(s, "back-end threads in the mirror", test_mirror_helpers);
-	CU_add_test(s, "the monitor connects the real listener only", test_monitor);
-	CU_add_test(s, "the monitor wakes the worker when its backend speaks", test_wake);
-	CU_add_test(s, "the monitor's collector reaches the worker whole, in order", test_relay);
-	CU_add_test(s, "a stalled worker ends the relayed stream, not the monitor", test_relay_stalled);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("privsep", tests, DU_TEST_N(tests), NULL, NULL);
 }

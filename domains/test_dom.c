@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "dom_backend.h"
 #include "dom_proc.h"
@@ -22,6 +22,7 @@
 #include "domprof/raw.h"
 #include "dom_testproc.h"
 #include "dom_cmdline.h"
+#include "util/du_test.h"
 
 #define UUID_WEB "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f50"
 #define AGENT_WEB "/var/lib/libvirt/qemu/channel/target/domain-1-web/org.domprof.agent.0"
@@ -1136,7 +1137,7 @@ static void test_bad_root(void)
 
 int main(void)
 {
-	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+	static const struct du_test tests[] = {
 		{ "vcpu thread names", test_vcpu_comm },
 		{ "vcpu map from thread names", test_vcpu_map_add },
 		{ "uuid parse", test_uuid_parse },
@@ -1158,24 +1159,6 @@ int main(void)
 		{ "procfs through the backend ops", test_procfs_ops },
 		{ "neutral domain", test_neutral_domain },
 	};
-	CU_pSuite s;
-	unsigned int fails;
-	size_t i;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("domains", setup, teardown);
-	if (!s)
-		goto out_cleanup;
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-out_cleanup:
-	CU_cleanup_registry();
-	return 1;
+	return du_test_main("domains", tests, DU_TEST_N(tests), setup, teardown);
 }

@@ -12,12 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "domprof/raw.h"
 #include "dom_backend.h"
 #include "dom_testproc.h"
 #include "dom_xen.h"
+#include "util/du_test.h"
 
 /* A fake proc tree for dom0's back-end threads (empty unless a test puts
  * threads in it), so that no test reads the machine's own /proc. */
@@ -523,28 +524,22 @@ static void test_backend_threads(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "added, dom0 left out", test_added_not_dom0 },
+		{ "keys and vCPUs declared", test_keys },
+		{ "destroyed and created again", test_recreate },
+		{ "vCPUs, state, errors", test_vcpus_state_errors },
+		{ "names, agent channel, device model, selection", test_xenstore_facts },
+		{ "a channel and device model that come late", test_late_channel },
+		{ "back-end thread names", test_backend_names },
+		{ "dom0's back-end threads are their domain's", test_backend_threads },
+	};
+	int rc;
 
 	snprintf(proc_root, sizeof(proc_root), "/tmp/test_dom_xen.XXXXXX");
-	if (!mkdtemp(proc_root) || CU_initialize_registry() != CUE_SUCCESS)
+	if (!mkdtemp(proc_root))
 		return 1;
-	s = CU_add_suite("dom_xen", NULL, NULL);
-	if (!s || !CU_add_test(s, "added, dom0 left out", test_added_not_dom0) ||
-	    !CU_add_test(s, "keys and vCPUs declared", test_keys) ||
-	    !CU_add_test(s, "destroyed and created again", test_recreate) ||
-	    !CU_add_test(s, "vCPUs, state, errors", test_vcpus_state_errors) ||
-	    !CU_add_test(s, "names, agent channel, device model, selection", test_xenstore_facts) ||
-	    !CU_add_test(s, "a channel and device model that come late", test_late_channel) ||
-	    !CU_add_test(s, "back-end thread names", test_backend_names) ||
-	    !CU_add_test(s, "dom0's back-end threads are their domain's", test_backend_threads)) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = du_test_main("dom_xen", tests, DU_TEST_N(tests), NULL, NULL);
 	rmdir(proc_root);
-	return fails ? 1 : 0;
+	return rc;
 }

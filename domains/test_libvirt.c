@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <libvirt/libvirt.h>
 
 #include "dom_backend.h"
@@ -23,6 +23,7 @@
 #include "domprof/raw.h"
 #include "dom_lvxml.h"
 #include "dom_testproc.h"
+#include "util/du_test.h"
 
 #define TEST_URI "test:///default"
 #define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
@@ -389,30 +390,13 @@ static void test_no_libvirtd(void)
 
 int main(void)
 {
-	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+	static const struct du_test tests[] = {
 		{ "lifecycle and metadata events", test_lifecycle },
 		{ "selection, pid file checked", test_selection_and_pid },
 		{ "a QEMU of another user is not the domain's", test_qemu_owner },
 		{ "backend ops", test_backend_ops },
 		{ "no libvirtd", test_no_libvirtd },
 	};
-	CU_pSuite s;
-	unsigned int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("libvirt backend", NULL, teardown);
-	if (!s)
-		goto out_cleanup;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-out_cleanup:
-	CU_cleanup_registry();
-	return 1;
+	return du_test_main("libvirt backend", tests, DU_TEST_N(tests), NULL, teardown);
 }

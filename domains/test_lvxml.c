@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "dom_lvxml.h"
+#include "util/du_test.h"
 
 #ifndef TESTDATA_DIR
 #define TESTDATA_DIR "testdata"
@@ -180,7 +181,7 @@ static void test_round_trip(void)
 
 int main(void)
 {
-	static const struct { const char *name; CU_TestFunc fn; } tests[] = {
+	static const struct du_test tests[] = {
 		{ "live domain xml", test_live },
 		{ "inactive domain xml", test_inactive },
 		{ "foreign and hostile xml", test_foreign },
@@ -188,23 +189,6 @@ int main(void)
 		{ "metadata element", test_profile_element },
 		{ "what opcontrol writes", test_round_trip },
 	};
-	CU_pSuite s;
-	unsigned int fails;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("libvirt xml", NULL, NULL);
-	if (!s)
-		goto out_cleanup;
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
-out_cleanup:
-	CU_cleanup_registry();
-	return 1;
+	return du_test_main("libvirt xml", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ag.h"
+#include "util/du_test.h"
 
 /* An answer: header and payload. */
 static size_t answer(uint8_t *buf, uint32_t type, uint32_t id, const void *p, uint32_t n)
@@ -477,23 +478,24 @@ static void test_tty_snapshot_window(void)
 
 int main(void)
 {
-	CU_pSuite s, t;
-	int fails;
+	static const struct du_test xs[] = {
+		{ "xenstore request", test_xs_request },
+		{ "xenstore answers, good and hostile", test_xs_parse },
+		{ "hvc numbering", test_hvc_index },
+	};
+	static const struct du_test tty[] = {
+		{ "nothing before JOIN, raw frames after, JOIN starts over, once", test_tty_join },
+		{ "bulk within the window the host's ACKs open", test_tty_window },
+	};
+	static const struct du_test tty_small[] = {
+		{ "the snapshot within the window", test_tty_snapshot_window },
+	};
+	static const struct du_test_suite suites[] = {
+		{ "opagent xen channel", NULL, NULL, xs, DU_TEST_N(xs) },
+		{ "opagent on a tty", tty_setup, tty_teardown, tty, DU_TEST_N(tty) },
+		{ "opagent on a tty, a 4 KiB window", tty_setup_small, tty_teardown,
+		  tty_small, DU_TEST_N(tty_small) },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("opagent xen channel", NULL, NULL);
-	CU_add_test(s, "xenstore request", test_xs_request);
-	CU_add_test(s, "xenstore answers, good and hostile", test_xs_parse);
-	CU_add_test(s, "hvc numbering", test_hvc_index);
-	t = CU_add_suite("opagent on a tty", tty_setup, tty_teardown);
-	CU_add_test(t, "nothing before JOIN, raw frames after, JOIN starts over, once", test_tty_join);
-	CU_add_test(t, "bulk within the window the host's ACKs open", test_tty_window);
-	t = CU_add_suite("opagent on a tty, a 4 KiB window", tty_setup_small, tty_teardown);
-	CU_add_test(t, "the snapshot within the window", test_tty_snapshot_window);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_run(suites, DU_TEST_N(suites));
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +20,7 @@
 #include "rep_child.h"
 #include "rep_debug.h"
 #include "rep_sym.h"
+#include "util/du_test.h"
 
 #define ID_A "0123456789abcdef0123456789abcdef01234567"
 #define ID_B "fedcba9876543210fedcba9876543210fedcba98"
@@ -263,22 +264,15 @@ static void test_confine(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct du_test tests[] = {
+		{ "build-id of an image", test_build_id },
+		{ "own symbol table, nothing found", test_self_and_none },
+		{ "order: build-id dir, debug link (3 places)", test_order },
+		{ "debug link with a wrong CRC refused", test_crc_refused },
+		{ "debug file with a wrong build-id refused", test_build_id_refused },
+		{ "MiniDebugInfo", test_mini },
+		{ "parser children: opens refused, the rest killed", test_confine },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("debug info", setup, teardown);
-	CU_add_test(s, "build-id of an image", test_build_id);
-	CU_add_test(s, "own symbol table, nothing found", test_self_and_none);
-	CU_add_test(s, "order: build-id dir, debug link (3 places)", test_order);
-	CU_add_test(s, "debug link with a wrong CRC refused", test_crc_refused);
-	CU_add_test(s, "debug file with a wrong build-id refused", test_build_id_refused);
-	CU_add_test(s, "MiniDebugInfo", test_mini);
-	CU_add_test(s, "parser children: opens refused, the rest killed", test_confine);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return du_test_main("debug info", tests, DU_TEST_N(tests), setup, teardown);
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +16,7 @@
 #include "rep_opts.h"
 #include "rep_pprof.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 typedef Domprof__Pprof__Profile Profile;
 
@@ -170,18 +171,11 @@ static void test_addrs(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct du_test tests[] = {
+		{ "pack and decode", test_pack },
+		{ "samples by address", test_addrs },
+	};
 
 	du_log_set(quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("pprof", NULL, NULL);
-	CU_add_test(s, "pack and decode", test_pack);
-	CU_add_test(s, "samples by address", test_addrs);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return du_test_main("pprof", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -30,6 +30,7 @@
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 static char tmpdir[] = "/tmp/test_rep.XXXXXX";
 static bool built;
@@ -1147,43 +1148,38 @@ static void test_bin_wire(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned fails;
+	static const struct du_test tests[] = {
+		{ "spec parsing and matching", test_spec_good },
+		{ "bad specs", test_spec_bad },
+		{ "--domain: the domain directories walked", test_spec_domain_dirs },
+		{ "options", test_opts },
+		{ "percent format", test_pct },
+		{ "symbols: non-PIE", test_sym_nopie },
+		{ "symbols: PIE", test_sym_pie },
+		{ "symbols: shared library", test_sym_shared },
+		{ "symbols: stripped (dynamic symbols)", test_sym_stripped },
+		{ "symbols: missing or not ELF", test_sym_missing },
+		{ "kallsyms and modules", test_kallsyms },
+		{ "aggregation over a session", test_aggregate },
+		{ "event classes, unit mask merge, 64-bit counts", test_classes },
+		{ "domain summary with anonymous guest buckets", test_domain_summary_anon },
+		{ "-o, --wide, -w, --version", test_output_options },
+		{ "-D smart", test_demangle_smart },
+		{ "--json parses and holds the profile", test_json },
+		{ "symbol table from a parser child", test_bin_wire },
+	};
+	int rc;
 	char cmd[600];
 
 	if (!mkdtemp(tmpdir))
 		return 1;
 	built = build_binaries() == 0;
 	du_log_set(getenv("REP_TEST_VERBOSE") ? NULL : quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("rep", NULL, NULL);
-	CU_add_test(s, "spec parsing and matching", test_spec_good);
-	CU_add_test(s, "bad specs", test_spec_bad);
-	CU_add_test(s, "--domain: the domain directories walked", test_spec_domain_dirs);
-	CU_add_test(s, "options", test_opts);
-	CU_add_test(s, "percent format", test_pct);
-	CU_add_test(s, "symbols: non-PIE", test_sym_nopie);
-	CU_add_test(s, "symbols: PIE", test_sym_pie);
-	CU_add_test(s, "symbols: shared library", test_sym_shared);
-	CU_add_test(s, "symbols: stripped (dynamic symbols)", test_sym_stripped);
-	CU_add_test(s, "symbols: missing or not ELF", test_sym_missing);
-	CU_add_test(s, "kallsyms and modules", test_kallsyms);
-	CU_add_test(s, "aggregation over a session", test_aggregate);
-	CU_add_test(s, "event classes, unit mask merge, 64-bit counts", test_classes);
-	CU_add_test(s, "domain summary with anonymous guest buckets", test_domain_summary_anon);
-	CU_add_test(s, "-o, --wide, -w, --version", test_output_options);
-	CU_add_test(s, "-D smart", test_demangle_smart);
-	CU_add_test(s, "--json parses and holds the profile", test_json);
-	CU_add_test(s, "symbol table from a parser child", test_bin_wire);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = du_test_main("rep", tests, DU_TEST_N(tests), NULL, NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-	if (!fails && !getenv("REP_TEST_KEEP"))
+	if (!rc && !getenv("REP_TEST_KEEP"))
 		(void)!system(cmd);
 	else
 		fprintf(stderr, "test_rep: files kept in %s\n", tmpdir);
-	return fails ? 1 : 0;
+	return rc;
 }

@@ -2,7 +2,7 @@
  * among candidates (report/rep_verify.h). */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,6 +15,7 @@
 #include "rep_opts.h"
 #include "rep_verify.h"
 #include "sfname/sfname.h"
+#include "util/du_test.h"
 
 static char dir[] = "/tmp/test_verify.XXXXXX";
 
@@ -355,29 +356,26 @@ static void test_shared_by_content(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "record parsed", test_record_parse },
+		{ "malformed records refused with the line", test_record_malformed },
+		{ "a file's identity; build-id paths", test_ident_and_paths },
+		{ "the choice among candidates", test_pick },
+		{ "guest build ids from the image cache map", test_guest_map },
+		{ "rep_images_locate by recorded identity", test_locate },
+		{ "one parse per image cache entry, across domains", test_shared_by_content },
+	};
+	int rc;
 
-	if (!mkdtemp(dir) || CU_initialize_registry() != CUE_SUCCESS)
+	if (!mkdtemp(dir))
 		return 1;
-	s = CU_add_suite("verify", NULL, NULL);
-	CU_add_test(s, "record parsed", test_record_parse);
-	CU_add_test(s, "malformed records refused with the line", test_record_malformed);
-	CU_add_test(s, "a file's identity; build-id paths", test_ident_and_paths);
-	CU_add_test(s, "the choice among candidates", test_pick);
-	CU_add_test(s, "guest build ids from the image cache map", test_guest_map);
-	CU_add_test(s, "rep_images_locate by recorded identity", test_locate);
-	CU_add_test(s, "one parse per image cache entry, across domains", test_shared_by_content);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	if (!fails) {
+	rc = du_test_main("verify", tests, DU_TEST_N(tests), NULL, NULL);
+	if (!rc) {
 		char cmd[300];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 		if (system(cmd))
 			return 1;
 	}
-	return fails ? 1 : 0;
+	return rc;
 }

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <bfd.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include "rep_spec.h"
 #include "rep_view.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 static char *svg_of(struct rep_flame *f)
 {
@@ -503,23 +504,16 @@ static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failed;
+	static const struct du_test tests[] = {
+		{ "flame: tree, layout, SVG", test_flame_tree },
+		{ "flame: frames of a profile", test_flame_profile },
+		{ "command line", test_parse },
+		{ "labels", test_labels },
+		{ "flame graph: callers first, root at the bottom", test_flame_callers_first },
+		{ "progress off a terminal", test_progress_quiet },
+		{ "opannotate: a guest binary from the image cache", test_annotate_guest },
+	};
 
 	du_log_set(quiet_log);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("views", NULL, NULL);
-	CU_add_test(s, "flame: tree, layout, SVG", test_flame_tree);
-	CU_add_test(s, "flame: frames of a profile", test_flame_profile);
-	CU_add_test(s, "command line", test_parse);
-	CU_add_test(s, "labels", test_labels);
-	CU_add_test(s, "flame graph: callers first, root at the bottom", test_flame_callers_first);
-	CU_add_test(s, "progress off a terminal", test_progress_quiet);
-	CU_add_test(s, "opannotate: a guest binary from the image cache", test_annotate_guest);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	return du_test_main("views", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -4,13 +4,14 @@
  * (tests/ushim): what the module writes must decode with lib/raw, the
  * daemon's decoder, to exactly the samples and context it encoded.
  */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "domprof.h"
 #include "raw/raw_stream.h"
+#include "util/du_test.h"
 
 #define NR_ENTRIES	20000
 #define NR_CPUS		4
@@ -329,23 +330,12 @@ static void test_header_refuses(void)
 
 int main(void)
 {
-	CU_pSuite suite;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "module stream decodes to what was encoded", test_round_trip },
+		{ "context is stated only when it changes", test_compact },
+		{ "a call chain goes right before its sample", test_chain },
+		{ "header needs room and a real event", test_header_refuses },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("kmod_stream", NULL, NULL);
-	if (!suite ||
-	    !CU_add_test(suite, "module stream decodes to what was encoded", test_round_trip) ||
-	    !CU_add_test(suite, "context is stated only when it changes", test_compact) ||
-	    !CU_add_test(suite, "a call chain goes right before its sample", test_chain) ||
-	    !CU_add_test(suite, "header needs room and a real event", test_header_refuses)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("kmod_stream", tests, DU_TEST_N(tests), NULL, NULL);
 }

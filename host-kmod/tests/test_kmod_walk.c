@@ -6,11 +6,12 @@
  * never run past its bound, and honour the page tables' present and user
  * bits.
  */
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "domprof.h"
+#include "util/du_test.h"
 
 #define MEM_SIZE	(8u << 20)	/* guest physical memory */
 #define PT_ROOT		0x1000ull
@@ -269,24 +270,12 @@ static void test_kernel_and_user_tail(void)
 
 int main(void)
 {
-	CU_pSuite suite;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "a good chain is walked to its end or bound", test_good_chain },
+		{ "hostile starting frames: truncated, no frame", test_hostile_start },
+		{ "hostile links stop the walk", test_hostile_links },
+		{ "kernel frames, then user ones by pt_regs", test_kernel_and_user_tail },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("kmod_walk", setup, teardown);
-	if (!suite ||
-	    !CU_add_test(suite, "a good chain is walked to its end or bound", test_good_chain) ||
-	    !CU_add_test(suite, "hostile starting frames: truncated, no frame", test_hostile_start) ||
-	    !CU_add_test(suite, "hostile links stop the walk", test_hostile_links) ||
-	    !CU_add_test(suite, "kernel frames, then user ones by pt_regs",
-			 test_kernel_and_user_tail)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("kmod_walk", tests, DU_TEST_N(tests), setup, teardown);
 }

@@ -8,9 +8,10 @@
 #include <string.h>
 #include <time.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "agent/agent.h"
+#include "util/du_test.h"
 
 /* ---- a recorder: every callback appends one line ------------------------- */
 
@@ -717,30 +718,19 @@ static void test_sanitize_limits(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int fails;
+	static const struct du_test tests[] = {
+		{ "round trip of every frame type", test_roundtrip },
+		{ "truncation at every byte", test_truncation },
+		{ "bad magic and lengths", test_bad_magic_and_length },
+		{ "unknown types skipped", test_unknown_types },
+		{ "malformed payloads counted", test_bad_payloads },
+		{ "hostile paths", test_hostile_paths },
+		{ "mmap flood", test_mmap_flood },
+		{ "find hello", test_find_hello },
+		{ "encoder limits", test_encoder_limits },
+		{ "sanitize table", test_sanitize_table },
+		{ "sanitize limits", test_sanitize_limits },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("agent", NULL, NULL);
-	if (!s ||
-	    !CU_add_test(s, "round trip of every frame type", test_roundtrip) ||
-	    !CU_add_test(s, "truncation at every byte", test_truncation) ||
-	    !CU_add_test(s, "bad magic and lengths", test_bad_magic_and_length) ||
-	    !CU_add_test(s, "unknown types skipped", test_unknown_types) ||
-	    !CU_add_test(s, "malformed payloads counted", test_bad_payloads) ||
-	    !CU_add_test(s, "hostile paths", test_hostile_paths) ||
-	    !CU_add_test(s, "mmap flood", test_mmap_flood) ||
-	    !CU_add_test(s, "find hello", test_find_hello) ||
-	    !CU_add_test(s, "encoder limits", test_encoder_limits) ||
-	    !CU_add_test(s, "sanitize table", test_sanitize_table) ||
-	    !CU_add_test(s, "sanitize limits", test_sanitize_limits)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("agent", tests, DU_TEST_N(tests), NULL, NULL);
 }

@@ -11,9 +11,10 @@
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "events/ev.h"
+#include "util/du_test.h"
 
 #ifndef EV_TEST_EVENTS_DIR
 #error "EV_TEST_EVENTS_DIR: the source tree's events/ directory"
@@ -506,28 +507,17 @@ static void test_bad_files(void)
 
 int main(int argc, char **argv)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "every events table loads", test_all_tables },
+		{ "perf mapping", test_perf_mapping },
+		{ "spec parse", test_spec_parse },
+		{ "spec check", test_spec_check },
+		{ "default spec", test_default_spec },
+		{ "cpu type detection", test_detect },
+		{ "malformed files", test_bad_files },
+	};
 
 	if (argc > 1)
 		events_dir = argv[1];
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("events", init_tables, cleanup_tables);
-	if (!s ||
-	    !CU_add_test(s, "every events table loads", test_all_tables) ||
-	    !CU_add_test(s, "perf mapping", test_perf_mapping) ||
-	    !CU_add_test(s, "spec parse", test_spec_parse) ||
-	    !CU_add_test(s, "spec check", test_spec_check) ||
-	    !CU_add_test(s, "default spec", test_default_spec) ||
-	    !CU_add_test(s, "cpu type detection", test_detect) ||
-	    !CU_add_test(s, "malformed files", test_bad_files)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures() + (int)CU_get_number_of_suites_failed();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("events", tests, DU_TEST_N(tests), init_tables, cleanup_tables);
 }

@@ -12,11 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "domprof/odb_format.h"
 #include "odb/odb.h"
 #include "util/du_log.h"
+#include "util/du_test.h"
 
 static char tmpdir[64];
 static const struct odb_desc test_desc = {
@@ -765,10 +766,7 @@ static int rm_tmpdir(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct du_test tests[] = {
 		{ "add, lookup, sum", test_basic },
 		{ "open errors", test_open_errors },
 		{ "many keys, grows, reopen", test_many_keys_and_reopen },
@@ -781,31 +779,13 @@ int main(void)
 		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
 	};
-	CU_pSuite suite;
-	unsigned int failures;
-	size_t i;
+	int rc;
 
 	du_log_set(quiet_log);
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_odb.XXXXXX");
 	if (!mkdtemp(tmpdir))
 		return 2;
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("odb", NULL, NULL);
-	if (!suite)
-		goto out_cleanup;
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(suite, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
+	rc = du_test_main("odb", tests, DU_TEST_N(tests), NULL, NULL);
 	rm_tmpdir();
-	return failures ? 1 : 0;
-
-out_cleanup:
-	CU_cleanup_registry();
-	rm_tmpdir();
-	return 2;
+	return rc;
 }

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "raw/raw_stream.h"
+#include "util/du_test.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -953,10 +954,7 @@ static void test_fuzz_regressions(void)
 
 int main(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct du_test tests[] = {
 		{ "round trip of every record type", test_round_trip },
 		{ "pc == ESCAPE goes as DP_RAW_SAMPLE", test_escape_pc },
 		{ "split at every byte", test_split_every_byte },
@@ -977,25 +975,6 @@ int main(void)
 		{ "garbage input", test_garbage },
 		{ "fuzz regressions", test_fuzz_regressions },
 	};
-	CU_pSuite suite;
-	unsigned int failures;
-	size_t i;
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	suite = CU_add_suite("raw", NULL, NULL);
-	if (!suite)
-		goto out_cleanup;
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!CU_add_test(suite, tests[i].name, tests[i].fn))
-			goto out_cleanup;
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
-
-out_cleanup:
-	CU_cleanup_registry();
-	return 2;
+	return du_test_main("raw", tests, DU_TEST_N(tests), NULL, NULL);
 }

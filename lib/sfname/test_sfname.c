@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 
 #include "sfname/sfname.h"
+#include "util/du_test.h"
 
 #define ALL SFN_ALL
 
@@ -638,27 +639,16 @@ static void test_mutations(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	int fails;
+	static const struct du_test tests[] = {
+		{ "exact names", test_exact },
+		{ "long components split", test_split },
+		{ "mangle errors", test_mangle_errors },
+		{ "{cg} call-graph names", test_cg },
+		{ "random round trips", test_random_roundtrip },
+		{ "malformed names rejected", test_reject },
+		{ "length rules", test_reject_lengths },
+		{ "mutations stay canonical", test_mutations },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("sfname", NULL, NULL);
-	if (!s ||
-	    !CU_add_test(s, "exact names", test_exact) ||
-	    !CU_add_test(s, "long components split", test_split) ||
-	    !CU_add_test(s, "mangle errors", test_mangle_errors) ||
-	    !CU_add_test(s, "{cg} call-graph names", test_cg) ||
-	    !CU_add_test(s, "random round trips", test_random_roundtrip) ||
-	    !CU_add_test(s, "malformed names rejected", test_reject) ||
-	    !CU_add_test(s, "length rules", test_reject_lengths) ||
-	    !CU_add_test(s, "mutations stay canonical", test_mutations)) {
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	fails = (int)CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return fails ? 1 : 0;
+	return du_test_main("sfname", tests, DU_TEST_N(tests), NULL, NULL);
 }

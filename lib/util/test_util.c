@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
 #include <errno.h>
 #include <getopt.h>
 #include <fcntl.h>
@@ -25,6 +25,7 @@
 #include "util/du_kv.h"
 #include "util/du_sdir.h"
 #include "util/du_separate.h"
+#include "util/du_test.h"
 
 /* ---- key/value files ---------------------------------------------------- */
 
@@ -730,30 +731,20 @@ static void test_ksym_lines(void)
 
 int main(void)
 {
-	CU_pSuite s;
-	unsigned int failures;
+	static const struct du_test tests[] = {
+		{ "key/value table", test_kv_table },
+		{ "key/value edges", test_kv_edges },
+		{ "separate table", test_separate_table },
+		{ "mkdir -p", test_mkdir_p },
+		{ "session directory", test_sdir },
+		{ "saved session names", test_session_names },
+		{ "usage error lines", test_getopt_msg },
+		{ "ELF build id and code segment", test_elfid },
+		{ "worker user", test_worker_user },
+		{ "files a root process writes", test_open_own },
+		{ "worker roots", test_roots },
+		{ "kallsyms and /proc/modules lines", test_ksym_lines },
+	};
 
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 1;
-	s = CU_add_suite("util", NULL, NULL);
-	if (!s || !CU_add_test(s, "key/value table", test_kv_table) ||
-	    !CU_add_test(s, "key/value edges", test_kv_edges) ||
-	    !CU_add_test(s, "separate table", test_separate_table) ||
-	    !CU_add_test(s, "mkdir -p", test_mkdir_p) ||
-	    !CU_add_test(s, "session directory", test_sdir) ||
-	    !CU_add_test(s, "saved session names", test_session_names) ||
-	    !CU_add_test(s, "usage error lines", test_getopt_msg) ||
-	    !CU_add_test(s, "ELF build id and code segment", test_elfid) ||
-	    !CU_add_test(s, "worker user", test_worker_user) ||
-	    !CU_add_test(s, "files a root process writes", test_open_own) ||
-	    !CU_add_test(s, "worker roots", test_roots) ||
-	    !CU_add_test(s, "kallsyms and /proc/modules lines", test_ksym_lines)) {
-		CU_cleanup_registry();
-		return 1;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failures = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failures ? 1 : 0;
+	return du_test_main("util", tests, DU_TEST_N(tests), NULL, NULL);
 }
