@@ -571,6 +571,19 @@ static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
 	du_warn("pid %d claims to be domain \"%s\" but %s: refused", (int)pid, safe, why);
 }
 
+/* What a report of running entry @e may have changed of its keys: a
+ * device model started after its domain (Xen), a QEMU process found late
+ * (libvirt), back-end threads.  Its host process's work is the domain's
+ * {vmm} and it serves the agent socket. */
+static void follow_keys(struct opd_domains *ds, struct dentry *e, const struct dom_domain *d)
+{
+	if (e->pub.pid != dom_domain_pid(d)) {
+		e->pub.pid = dom_domain_pid(d);
+		du_info("domain %s: host process pid %d", e->pub.name->name, (int)e->pub.pid);
+	}
+	index_entry(ds, e, d);
+}
+
 static void on_added(void *ctx, const struct dom_domain *d)
 {
 	struct opd_domains *ds = ctx;
@@ -668,7 +681,10 @@ static void on_vcpus(void *ctx, const struct dom_domain *d)
 	struct opd_domains *ds = ctx;
 	struct dentry *e = find_live(ds, d);
 
-	if (!e || e->vcpus == dom_domain_nr_vcpus(d))
+	if (!e)
+		return;
+	follow_keys(ds, e, d);	/* cheap; whatever else came with it */
+	if (e->vcpus == dom_domain_nr_vcpus(d))
 		return;
 	e->vcpus = dom_domain_nr_vcpus(d);
 	e->last_seen = ds->wall;
@@ -688,12 +704,6 @@ static void on_changed(void *ctx, const struct dom_domain *d)
 
 	if (!e)
 		return;
-	/* a device model started after its domain (Xen): its work is the
-	 * domain's {vmm} and it serves the agent socket */
-	if (e->pub.pid <= 0 && dom_domain_pid(d) > 0) {
-		e->pub.pid = dom_domain_pid(d);
-		du_info("domain %s: device model pid %d", e->pub.name->name, (int)e->pub.pid);
-	}
 	if ((agent == NULL) != (e->agent_path == NULL) ||
 	    (agent && strcmp(agent, e->agent_path))) {
 		char *copy = agent ? strdup(agent) : NULL;
@@ -715,7 +725,7 @@ static void on_changed(void *ctx, const struct dom_domain *d)
 			opd_sfiles_close_domain(ds->sfiles, e->pub.name);
 	}
 	log_helpers(e, d);
-	index_entry(ds, e, d);
+	follow_keys(ds, e, d);
 	e->state = dom_domain_state(d);
 	e->last_seen = ds->wall;
 	ds->changes++;

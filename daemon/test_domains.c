@@ -505,6 +505,7 @@ static struct {
 	struct dom_domain *dom;
 	bool reported;
 	bool change;		/* say it changed at the next refresh */
+	bool vcpus;		/* say its vCPUs changed at the next refresh */
 	bool stop, stopped;	/* stop: say it removed at the next refresh */
 } fb;
 
@@ -530,6 +531,9 @@ static int fb_refresh(void *state, const struct dom_ops *ops, void *ctx)
 	if (fb.change && !fb.stopped && ops && ops->changed)
 		ops->changed(ctx, fb.dom);
 	fb.change = false;
+	if (fb.vcpus && !fb.stopped && ops && ops->vcpus_changed)
+		ops->vcpus_changed(ctx, fb.dom);
+	fb.vcpus = false;
 	if (fb.stop && !fb.stopped && ops && ops->removed)
 		ops->removed(ctx, fb.dom);
 	fb.stopped |= fb.stop;
@@ -659,6 +663,38 @@ static void test_registry_late_keys(void)
 	dom_domain_free(fb.dom);
 }
 
+/* A QEMU process found after its domain was reported (libvirt: its pid
+ * not in /proc yet), said with its vCPU threads: the registry keys the
+ * domain by it from then on, its threads map to vCPUs. */
+static void test_registry_pid_with_vcpus(void)
+{
+	const pid_t tids[2] = { 5001, 5002 };
+	const struct opd_dom *d;
+	int v;
+
+	memset(&fb, 0, sizeof(fb));
+	fb.dom = dom_domain_new("lv");
+	CU_ASSERT_FATAL(fb.dom != NULL);
+	setup_backend = &fake_backend;
+	setup(NULL);
+	setup_backend = NULL;
+	scan();
+	CU_ASSERT_STRING_EQUAL(info_key("lv", "state"), "running");
+	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, 5000, 0, 0, &v));
+	dom_domain_set_pid(fb.dom, 5000);
+	CU_ASSERT(dom_domain_set_vcpus(fb.dom, tids, 2) == 0);
+	fb.vcpus = true;
+	scan();
+	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, 5000, DP_RAW_VCPU_UNKNOWN, 5002,
+			       &v);
+	CU_ASSERT(d && !strcmp(d->name->name, "lv") && d->pid == 5000 && v == 1);
+	CU_ASSERT_PTR_EQUAL(opd_domains_lookup_pid(fx.d.domains, 5000, 5001, &v), d);
+	CU_ASSERT_EQUAL(v, 0);
+	finish();
+	teardown();
+	dom_domain_free(fb.dom);
+}
+
 /*
  * A Xen HVM domain has a device model (a host pid) when it is found, and
  * the xen collector keys its samples by domid: the samples it sends after
@@ -742,6 +778,7 @@ int main(void)
 		{ "replay: pid-<key> domains", test_replay_keeps_pid_names },
 		{ "the registry's lookups by declared keys and vCPUs", test_registry_lookup },
 		{ "keys declared late, kept after the stop", test_registry_late_keys },
+		{ "a host pid found late, with the vCPUs", test_registry_pid_with_vcpus },
 		{ "the registry's index of keys", test_dkeys },
 		{ "a Xen HVM domain's late samples, by domid", test_xen_late_samples },
 	};

@@ -160,7 +160,12 @@ static int lvdom_read(struct dom_lv *lv, virDomainPtr dom, struct lvdom *d, unsi
 		*changes |= DOM_LV_CHANGED_SELECTED;
 	d->selected = sel;
 	if (d->pid <= 0 || !dlv_pid_has_uuid(lv, d->pid, d->uuid)) {
-		d->pid = dlv_find_qemu_pid(lv, d->name, d->uuid);
+		pid_t pid = dlv_find_qemu_pid(lv, d->name, d->uuid);
+
+		/* the registry keys the domain's samples by it */
+		if (pid != d->pid)
+			*changes |= DOM_LV_CHANGED_PID;
+		d->pid = pid;
 		free(d->vcpu_tid);
 		d->vcpu_tid = NULL;
 		d->nr_vcpus = 0;

@@ -43,6 +43,7 @@ struct dom_lv_config {
 #define DOM_LV_CHANGED_AGENT	2u	/* agent channel appeared, went or moved */
 #define DOM_LV_CHANGED_SELECTED	4u	/* metadata turned profiling on or off */
 #define DOM_LV_CHANGED_STATE	8u	/* paused, resumed, ... */
+#define DOM_LV_CHANGED_PID	16u	/* its QEMU process found (late), or another */
 
 struct dom_lv_ops {
 	/* @d became active (started, or found when (re)connecting). */
