@@ -7,7 +7,8 @@
  * in both directions (opd_ps_check), then the whole run, closed by an
  * END, is sent down a socketpair to the worker's mirror backend, whose
  * refresh applies every message the monitor could have sent: domains
- * added, changed, removed, vCPU maps in chunks, refusals.  Whatever the
+ * added, changed, removed, vCPU maps in chunks, refusals, each domain
+ * read as it is reported.  Whatever the
  * bytes, nothing may crash, leak or read out of bounds (ASan, UBSan).
  */
 #include <errno.h>
@@ -34,11 +35,18 @@ static unsigned int seen;
 
 static void on_dom(void *ctx, const struct dom_domain *d)
 {
+	const pid_t *tids;
+	unsigned int nh = dom_domain_helpers(d, &tids);
+
 	(void)ctx;
-	/* read what a consumer reads */
+	/* read what the registry reads: the name, keys, vCPUs, helpers */
 	seen += (unsigned int)strlen(dom_domain_name(d)) + dom_domain_nr_vcpus(d);
+	seen += (unsigned int)dom_domain_pid(d) + dom_domain_id_ns(d) +
+		(unsigned int)dom_domain_id(d) + dom_vcpu_limit(d);
 	for (unsigned int i = 0; i < dom_domain_nr_vcpus(d); i++)
 		seen += (unsigned int)dom_domain_vcpu_tid(d, i);
+	for (unsigned int i = 0; i < nh; i++)
+		seen += (unsigned int)tids[i];
 }
 
 static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
@@ -81,11 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	opd_ps_msg_init(&m, OPD_PS_END);
 	(void)opd_ps_send(sv[0], &m, -1);
 	if (opd_ps_backend.open(&cfg, &st) == 0) {
-		/* the REFRESH it sends is left unread: the answers are queued */
+		/* the REFRESH it sends is left unread: the answers are queued;
+		 * each domain is read as it is reported (the registry keeps
+		 * no other view of the mirror's) */
 		(void)opd_ps_backend.refresh(st, &ops, NULL);
-		for (const struct dom_domain *d = opd_ps_backend.next(st, NULL); d;
-		     d = opd_ps_backend.next(st, d))
-			on_dom(NULL, d);
 		opd_ps_backend.close(st);
 	}
 	close(sv[0]);
