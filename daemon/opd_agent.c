@@ -528,6 +528,9 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		a->st->guest_budget_spent_ns += t0;
 		if (c->id->cpu_spent > a->st->guest_budget_peak_ns)
 			a->st->guest_budget_peak_ns = c->id->cpu_spent;
+		/* what one chunk cost: the most the budget can be overrun by */
+		if (t0 > a->st->guest_budget_chunk_peak_ns)
+			a->st->guest_budget_chunk_peak_ns = t0;
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,
 				ret == -EBADMSG ? "bytes that are not the agent protocol" :

@@ -107,6 +107,7 @@
 	X(guest_budget_deferred)			\
 	X(guest_budget_spent_ns)			\
 	X(guest_budget_peak_ns)			\
+	X(guest_budget_chunk_peak_ns)		\
 	X(guest_budget_share_deferred)		\
 	X(guest_budget_total_peak_ns)
 

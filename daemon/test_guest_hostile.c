@@ -311,6 +311,9 @@ static void test_cpu_budget(void)
 	 * spent (1 ns here), at most all the frames took */
 	CU_ASSERT(st.guest_budget_peak_ns >= 1);
 	CU_ASSERT(st.guest_budget_peak_ns <= st.guest_budget_spent_ns);
+	/* spent, nothing more is read: overrun by one chunk's cost at most */
+	CU_ASSERT(st.guest_budget_chunk_peak_ns >= 1);
+	CU_ASSERT(st.guest_budget_peak_ns <= 1 + st.guest_budget_chunk_peak_ns);
 	/* the same second: nothing more read */
 	opd_agents_io(a, NULL, 0, 10 * SEC + 500 * MS);
 	CU_ASSERT(opd_guest_nr_maps(b[0].g) == after_first);

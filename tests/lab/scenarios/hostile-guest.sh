@@ -24,9 +24,13 @@
 #    speed, and at 200 ms some runs never spent it (so no deferral was
 #    there to count); at 50 ms every run does;
 #  - bad's channel was deferred (budget_deferred in its stats), and no
-#    domain's frames took more than twice the budget in any second
-#    (guest_budget_peak_ns: the budget is looked at between 16 KiB
-#    chunks, so it is overrun by one chunk's cost at most);
+#    domain's frames took more than the budget plus the costliest chunk
+#    in any second (guest_budget_peak_ns against guest_budget_chunk_peak_ns:
+#    the budget is looked at between 16 KiB chunks, so it is overrun by
+#    one chunk's cost at most; under the emulator the peaks of eight runs
+#    of 2026-11-28/29 were 53 to 70 ms, overruns of 3 to 20 ms, and one
+#    101.6 ms, an overrun of 51.6: twice the budget, the bar until then,
+#    failed that run, whose daemon kept the rule);
 #  - each attack is counted: guest_maps_capped, guest_tasks_capped,
 #    guest_images_capped, guest_bad_values,
 #    guest_hostile_image_mismatch (when bad's upload was asked for);
@@ -228,7 +232,8 @@ poisoned=0
 cap_kb=$(( 64 * 1024 ))
 bad_bytes=$(stat_of "$S/domains/bad/stats" bytes)
 for k in guest_maps_capped guest_tasks_capped guest_images_capped guest_bad_values \
-	guest_budget_deferred guest_budget_spent_ns guest_budget_peak_ns guest_hostile_image_mismatch \
+	guest_budget_deferred guest_budget_spent_ns guest_budget_peak_ns guest_budget_chunk_peak_ns \
+	guest_hostile_image_mismatch \
 	agent_closed_bad samples_lost guest_queue_overflow; do
 	lab_summary "$k" "$(stat_of "$S/stats" "$k")"
 done
@@ -269,8 +274,9 @@ chk "${d2:-9} - ${d1:-0} <= $BUDGET_MS / 1000 + 0.05" \
 peak=$(stat_of "$S/stats" guest_budget_peak_ns)
 chk "$(stat_of "$S/domains/bad/stats" budget_deferred) + 0 > 0" \
 	"bad's channel never deferred (its frames took at most ${peak:-?} ns of CPU in a second; budget $BUDGET_MS ms)"
-chk "${peak:-999999999999} <= 2 * $BUDGET_MS * 1000000" \
-	"a domain's frames took ${peak:-?} ns of CPU in one second, over twice the $BUDGET_MS ms budget"
+chunk=$(stat_of "$S/stats" guest_budget_chunk_peak_ns)
+chk "${peak:-999999999999} <= $BUDGET_MS * 1000000 + ${chunk:-0} && ${chunk:-0} > 0" \
+	"a domain's frames took ${peak:-?} ns of CPU in one second, over the $BUDGET_MS ms budget plus the costliest chunk (${chunk:-?} ns)"
 for k in guest_maps_capped guest_tasks_capped guest_images_capped guest_bad_values; do
 	chk "$(stat_of "$S/stats" "$k") + 0 > 0" "$k not counted"
 done
