@@ -11,7 +11,7 @@
  *
  * Guest state is kept per domain (name and QEMU pid) while the domain is
  * in the registry (running, or in its grace period after it stopped);
- * once it has left, its held samples are filed (opd_trans_drain_guests)
+ * once it has left, its held samples are filed (opd_gpipe_drain)
  * and its state freed (opd_agents_reap), its last statistics written.
  */
 #ifndef OPD_AGENT_H

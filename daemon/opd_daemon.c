@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "opd_daemon.h"
-#include "opd_guestfile.h"
+#include "opd_gpipe.h"
 #include "opd_log.h"
 #include "opd_pub.h"
 #include "util/du_fs.h"
@@ -95,7 +95,12 @@ static int open_trans(struct opd_daemon *d, const struct opd_conf *conf)
 			du_err("cannot set up agent channels: %s", strerror(-ret));
 			return ret;
 		}
-		opd_trans_set_agents(d->trans, d->agents);
+		d->gpipe = opd_gpipe_new(conf, d->agents,
+					 &(struct opd_filer){ d->sfiles, d->batch, &d->st });
+		if (!d->gpipe)
+			return -errno;
+		opd_gpipe_set_cc(d->gpipe, d->cc);
+		opd_trans_set_gpipe(d->trans, d->gpipe);
 	}
 	opd_trans_set_domains(d->trans, d->domains);
 	opd_trans_set_batch(d->trans, d->batch);
@@ -159,6 +164,8 @@ void opd_daemon_fini(struct opd_daemon *d)
 	opd_stream_free(d->stream);
 	opd_trans_free(d->trans);
 	d->trans = NULL;
+	opd_gpipe_free(d->gpipe);
+	d->gpipe = NULL;
 	opd_agents_free(d->agents);
 	d->agents = NULL;
 	opd_domains_free(d->domains);
@@ -237,6 +244,13 @@ int opd_daemon_write_stats(struct opd_daemon *d)
 
 static uint64_t mono_ns(void);
 
+/* The guest samples held that are due at @now_ns (@all: every one). */
+static void drain_guests(struct opd_daemon *d, uint64_t now_ns, bool all)
+{
+	if (d->gpipe)
+		opd_gpipe_drain(d->gpipe, now_ns, all);
+}
+
 /* syncfs of the file system holding @dir/@sub (the worker may reach only
  * what it was handed, not the session directory itself) */
 static int sync_session(const char *dir, const char *sub)
@@ -260,7 +274,7 @@ int opd_daemon_dump(struct opd_daemon *d)
 	int ret = 0;
 
 	/* a dump covers every guest sample so far, with what is known */
-	opd_trans_drain_guests(d->trans, mono_ns(), true);
+	drain_guests(d, mono_ns(), true);
 	/* No msync: the sample files are shared mappings of the page cache,
 	 * so opreport sees every count as soon as the batch is applied, and a
 	 * killed daemon loses none of them.  Durability is the stop's job. */
@@ -301,7 +315,7 @@ int opd_daemon_new_current(struct opd_daemon *d)
 	int ret;
 
 	/* what was read before the signal goes with the saved session */
-	opd_trans_drain_guests(d->trans, mono_ns(), true);
+	drain_guests(d, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	opd_cc_write(d->cc);
 	opd_sfiles_recheck_images(d->sfiles);
@@ -322,7 +336,7 @@ int opd_daemon_stop(struct opd_daemon *d)
 {
 	int ret;
 
-	opd_trans_drain_guests(d->trans, mono_ns(), true);
+	drain_guests(d, mono_ns(), true);
 	opd_batch_flush(d->batch);
 	opd_cc_write(d->cc);
 	opd_sfiles_recheck_images(d->sfiles);
@@ -399,7 +413,7 @@ void opd_daemon_polled(struct opd_daemon *d, const struct pollfd *pfd, size_t n)
 	if (!d->agents)
 		return;
 	opd_agents_io(d->agents, pfd, n, now);
-	opd_trans_drain_guests(d->trans, now, false);
+	drain_guests(d, now, false);
 }
 
 bool opd_daemon_service(struct opd_daemon *d)

@@ -45,6 +45,7 @@ struct opd_daemon {
 	struct opd_cc *cc;		/* call-graph arcs and stacks */
 	struct opd_domains *domains;	/* NULL unless conf->track_domains */
 	struct opd_agents *agents;	/* agent channels, with domains */
+	struct opd_gpipe *gpipe;	/* guest samples' way, with agents */
 	struct opd_trans *trans;
 	struct opd_stream *stream;
 	int record_fd;		/* --record tee, -1 if none */

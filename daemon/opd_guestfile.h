@@ -1,6 +1,7 @@
 /*
- * Where a resolved guest sample is filed (the sample file key; the daemon
- * files it through the same batch as host samples, opd_trans):
+ * Where a resolved guest sample is filed (the sample file key; the guest
+ * pipeline, opd_gpipe.h, files it through the filer host samples go
+ * through, opd_filer.h):
  *
  *   user   {domain}/NAME/{root}/MAIN/{dep}/{root}/LIB, key = file offset
  *          (--separate=none: image = dep = the binary the pc is in)

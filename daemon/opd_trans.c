@@ -6,10 +6,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "opd_agent.h"
 #include "opd_cc.h"
+#include "opd_gpipe.h"
 #include "opd_guest_asid.h"
-#include "opd_guestfile.h"
 #include "opd_trans.h"
 #include "util/du_log.h"
 
@@ -72,12 +71,12 @@ struct opd_trans {
 	/* Live domains (NULL in replay: guest samples then go to domain
 	 * "pid-<hypervisor pid>", and no host work is {vmm}). */
 	struct opd_domains *domains;
-	/* Agent channels of live domains (NULL: guest samples are filed
-	 * at once under {anon:guest-*}).  opd_agent.h. */
-	struct opd_agents *agents;
-	/* Samples are queued here when set (the daemon sets it), else
-	 * added to their files one by one. */
-	struct opd_batch *batch;
+	/* Where guest samples of live domains go (NULL: filed at once
+	 * under {anon:guest-*}).  opd_gpipe.h. */
+	struct opd_gpipe *gpipe;
+	/* Where resolved samples are counted: their files, and the batch
+	 * they are queued in when the daemon set one. */
+	struct opd_filer filer;
 
 	/* the transient context */
 	uint32_t cpu;
@@ -327,6 +326,8 @@ struct opd_trans *opd_trans_new(const struct opd_conf *conf, struct opd_stats *s
 	t->procs = procs;
 	t->kernel = kernel;
 	t->sfiles = sfiles;
+	t->filer.sfiles = sfiles;
+	t->filer.st = st;
 	t->proc_root = "/proc";
 	t->mode = DP_MODE_HOST_USER;
 	t->mode_counter = mode_counter(t, t->mode);
@@ -376,9 +377,9 @@ void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains)
 	trans_bump(t);
 }
 
-void opd_trans_set_agents(struct opd_trans *t, struct opd_agents *agents)
+void opd_trans_set_gpipe(struct opd_trans *t, struct opd_gpipe *gpipe)
 {
-	t->agents = agents;
+	t->gpipe = gpipe;
 	trans_bump(t);
 }
 
@@ -398,7 +399,7 @@ void opd_trans_set_maps_source(struct opd_trans *t, opd_maps_src_fn fn, void *ct
  * pointers, dropped also when a file is closed under the cap. */
 static uint64_t files_gen(const struct opd_trans *t)
 {
-	return t->batch ? opd_sfiles_releases(t->sfiles) : opd_sfiles_evictions(t->sfiles);
+	return opd_filer_gen(&t->filer);
 }
 
 /* After anything that may have opened or released sample files. */
@@ -419,7 +420,7 @@ void opd_trans_begin_window(struct opd_trans *t)
 
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch)
 {
-	t->batch = batch;
+	t->filer.batch = batch;
 	t->sfile_gen = files_gen(t);
 	trans_bump(t);
 	if (t->cc)
@@ -430,7 +431,7 @@ void opd_trans_set_cc(struct opd_trans *t, struct opd_cc *cc)
 {
 	t->cc = cc;
 	if (cc)
-		opd_cc_set_batch(cc, t->batch);
+		opd_cc_set_batch(cc, t->filer.batch);
 }
 
 int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
@@ -475,110 +476,18 @@ static void sep_ids(const struct opd_trans *t, struct opd_sfile_key *k)
 	k->cpu = (sep & OPD_SEP_CPU) ? (int64_t)t->cpu : SFN_ALL;
 }
 
-/* The sample file of @k for sink_add: its index, and without a batch the
- * open file (a batch reopens a closed file at its flush).  False: it
- * cannot be filed. */
-static bool sink_file(struct opd_trans *t, const struct opd_sfile_key *k, struct odb **db,
-		      uint32_t *id)
-{
-	if (t->batch) {
-		*db = NULL;
-		return opd_sfile_id(t->sfiles, k, id);
-	}
-	*db = opd_sfile_get_id(t->sfiles, k, id);
-	return *db != NULL;
-}
-
-/* The one sample sink, host and guest: 1 at @key of sample file @db,
- * whose index is @id (for the batch). */
-static inline void sink_add(struct opd_trans *t, struct odb *db, uint32_t id, uint64_t key)
-{
-	if (t->batch) {
-		/* counted filed now; the batch counts what it cannot file
-		 * as sample_file_errors, so its errors need no action here */
-		t->st->samples_filed++;
-		opd_batch_add(t->batch, id, key);
-		return;
-	}
-	if (__builtin_expect(odb_add(db, key, 1) == 0, 1))
-		t->st->samples_filed++;
-	else
-		t->st->sample_file_errors++;
-}
-
-/* ---- guest samples through the agents' sideband (opd_guestfile.h) ---- */
-
 /*
- * The chain of guest sample @s (filed under @k): each frame resolved like
- * a guest pc of that sample (the guest kernel's symbols, or the sampled
- * guest process's mappings), then arcs and the stack (opd_cc.h).
- */
-static void file_guest_chain(struct opd_trans *t, struct opd_guest *g,
-			     const struct opd_guest_sample *s, const struct opd_guest_res *r,
-			     const struct opd_sfile_key *k, const struct opd_cc_chain *ch)
-{
-	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
-	size_t n = 1;
-
-	f[0].image = k->image;
-	f[0].dep = k->dep;
-	f[0].off = r->key;
-	for (uint32_t i = 0; i < ch->nr && i < DP_RAW_CC_MAX; i++) {
-		struct opd_guest_sample fs = *s;
-		struct opd_guest_res fr;
-		struct opd_sfile_key fk;
-
-		/* a return address: the call is the byte before it */
-		fs.pc = ch->f[i] - 1;
-		fs.mode = i < ch->nk ? DP_MODE_GUEST_KERNEL : DP_MODE_GUEST_USER;
-		fs.cc = 0;
-		opd_guest_resolve(g, &fs, &fr);
-		if (!fr.resolved)
-			t->st->cc_frames_unresolved++;
-		opd_guestfile_key(t->conf->separate, k->domain, &fs, &fr, &fk);
-		f[n].image = fk.image;
-		f[n].dep = fk.dep;
-		f[n++].off = fr.key;
-	}
-	opd_cc_file(t->cc, k, f, n);
-}
-
-static void file_guest(struct opd_trans *t, struct opd_guest *g,
-		       const struct opd_guest_sample *s, const struct opd_guest_res *r)
-{
-	struct opd_cc_chain ch;
-	struct opd_sfile_key k;
-	struct odb *db;
-	uint32_t id;
-
-	opd_guestfile_key(t->conf->separate, opd_guest_domain(g), s, r, &k);
-	if (sink_file(t, &k, &db, &id))
-		sink_add(t, db, id, r->key);
-	if (s->cc && opd_cc_take(t->cc, s->cc, &ch))
-		file_guest_chain(t, g, s, r, &k, &ch);
-	/* cached files of the hot path may be stale now */
-	files_check(t);
-}
-
-/*
- * Hold the sample (@pc, @event) of the current context for @dom, whose
- * vCPU is @vcpu (-1 unknown).  False when @dom has no agent channel: the
- * caller files it as before (counted guest_*_unresolved / no_agent).
+ * Hand the sample (@pc, @event) of the current context, in @dom whose
+ * vCPU is @vcpu (-1 unknown), to the guest pipeline, with its guest chain.
+ * False when @dom has no agent channel: the caller files it as before.
  */
 static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu, uint64_t pc,
 			uint32_t event)
 {
-	struct opd_guest_sample s = { 0 }, out;
-	struct opd_guest_res r;
-	struct opd_guest *g = opd_agents_guest(t->agents, dom);
+	struct opd_guest_sample s = { 0 };
+	bool chain = t->chain_busy && (t->chain.flags & DP_RAW_CC_GUEST);
+	bool taken;
 
-	if (!g) {
-		if (t->mode == DP_MODE_GUEST_USER)
-			t->st->guest_user_unresolved_no_agent++;
-		else
-			t->st->guest_kernel_unresolved++;
-		return false;
-	}
 	s.host_ns = t->now_ns;
 	s.spread_us = t->time_spread_ns >= (uint64_t)UINT32_MAX * 1000 ? UINT32_MAX :
 		      (uint32_t)((t->time_spread_ns + 999) / 1000);
@@ -587,41 +496,13 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 	s.cpu = t->cpu;
 	s.vcpu = vcpu;
 	s.mode = (uint8_t)t->mode;
-	s.cc = 0;
-	/* the sample's guest chain waits with it */
-	if (t->chain_busy && t->cc && (t->chain.flags & DP_RAW_CC_GUEST)) {
-		s.cc = opd_cc_hold(t->cc, &t->chain);
-		t->chain_held = true;
-	}
 	s.asid = t->asid;
-	t->st->guest_samples_held++;
-	if (opd_guest_defer(g, &s, &out, &r))
-		file_guest(t, g, &out, &r);
-	return true;
-}
-
-size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all)
-{
-	struct opd_guest_sample s;
-	struct opd_guest_res r;
-	struct opd_guest *g;
-	void *cur = NULL;
-	size_t n = 0;
-
-	bool gone;
-
-	if (!t->agents)
-		return 0;
+	taken = opd_gpipe_take(t->gpipe, dom, &s, chain ? &t->chain : NULL);
+	if (taken && chain)
+		t->chain_held = true;
+	/* an older sample filed to make room may have released files */
 	files_check(t);
-	while ((g = opd_agents_next(t->agents, &cur, &gone))) {
-		/* a domain that left will say no more: its last drain */
-		while (opd_guest_next(g, now_ns, all || gone, &s, &r)) {
-			file_guest(t, g, &s, &r);
-			n++;
-		}
-	}
-	opd_agents_reap(t->agents);
-	return n;
+	return taken;
 }
 
 /*
@@ -656,7 +537,7 @@ static int resolve_guest(struct opd_trans *t, uint64_t pc, struct resolution *r)
 		} else {
 			r->key.domain = dom->name;
 			/* held until the agent's sideband explains it */
-			if (t->agents && defer_guest(t, dom, vcpu, pc, r->key.event)) {
+			if (t->gpipe && defer_guest(t, dom, vcpu, pc, r->key.event)) {
 				r->skip = true;
 				return 0;
 			}
@@ -793,7 +674,7 @@ static int resolve_user(struct opd_trans *t, uint64_t pc, struct resolution *r)
 
 static inline int file_sample(struct opd_trans *t, const struct opd_trans_cache *c, uint64_t pc)
 {
-	sink_add(t, c->db, c->id, pc + c->delta);
+	opd_filer_add(&t->filer, c->db, c->id, pc + c->delta);
 	return 0;
 }
 
@@ -838,7 +719,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	}
 	(*r.unresolved)++;
 	(*r.extra)++;
-	ok = sink_file(t, &r.key, &c->db, &c->id);
+	ok = opd_filer_file(&t->filer, &r.key, &c->db, &c->id);
 	files_check(t);
 	if (!ok) {
 		c->gen = 0;
@@ -1173,15 +1054,13 @@ static int trans_guest_tsc(void *ctx, const struct dp_raw_guest_tsc *rec)
 {
 	struct opd_trans *t = ctx;
 	const struct opd_dom *dom;
-	struct opd_guest *g;
 	int vcpu;
 
-	if (!t->domains || !t->agents)
+	if (!t->domains || !t->gpipe)
 		return 0;
 	dom = opd_domains_lookup(t->domains, rec->key_ns, rec->key, DP_RAW_VCPU_UNKNOWN, 0, &vcpu);
-	g = dom ? opd_agents_guest(t->agents, dom) : NULL;
-	if (g)
-		opd_gtscline_note(&opd_guest_gclock(g)->line, rec);
+	if (dom)
+		opd_gpipe_guest_tsc(t->gpipe, dom, rec);
 	return 0;
 }
 

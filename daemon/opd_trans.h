@@ -29,7 +29,7 @@
 #include "opd_stats.h"
 
 struct opd_trans;
-struct opd_agents;
+struct opd_gpipe;
 
 /* The raw_ops table whose ctx is a struct opd_trans. */
 extern const struct raw_ops opd_trans_ops;
@@ -48,9 +48,10 @@ void opd_trans_set_maps_source(struct opd_trans *t, opd_maps_src_fn fn, void *ct
 /* Live domains (NULL, the default, in replay: guest samples then go to
  * domain "pid-<hypervisor pid>", and no host work is {vmm}).  Borrowed. */
 void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains);
-/* Agent channels of live domains (NULL, the default: guest samples are
- * filed at once under {anon:guest-*}).  Borrowed. */
-void opd_trans_set_agents(struct opd_trans *t, struct opd_agents *agents);
+/* The guest pipeline of live domains (opd_gpipe.h), which takes their
+ * guest samples once the registry named the domain (NULL, the default:
+ * guest samples are filed at once under {anon:guest-*}).  Borrowed. */
+void opd_trans_set_gpipe(struct opd_trans *t, struct opd_gpipe *gpipe);
 /* Samples (and the arcs of call chains, through the opd_cc set) are
  * queued in @batch when set (the daemon sets it), else added to their
  * files one by one.  Borrowed. */
@@ -74,10 +75,5 @@ void opd_trans_invalidate(struct opd_trans *t);
  * released since the last window (a --save's fresh samples/current, a
  * stopped domain's files), whoever released it. */
 void opd_trans_begin_window(struct opd_trans *t);
-
-/* Resolve and file the guest samples held that are due at host time
- * @now_ns (@all: every one; at a dump or stop), through the same sink as
- * host samples.  Returns how many. */
-size_t opd_trans_drain_guests(struct opd_trans *t, uint64_t now_ns, bool all);
 
 #endif
