@@ -29,6 +29,10 @@ int raw_header_parse(const void *buf, size_t len, struct raw_header *out)
 	/* Nothing to read, and buf may be NULL (NULL + 0 is undefined). */
 	if (!len)
 		return -EAGAIN;
+	if (!len) {
+		*consumed = 0;
+		return 0;
+	}
 	du_cur_init(&c, buf, len);
 	/* A wrong magic is known as soon as it is there: say so early. */
 	if (!du_cur_u64(&c, &magic))
@@ -259,6 +263,19 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)
 
+/* One call's counts (@local, and the records and samples it decoded)
+ * into the caller's @st, if it asked for them. */
+static void stats_add(struct raw_decode_stats *st, const struct raw_decode_stats *local,
+		      uint64_t records, uint64_t samples)
+{
+	if (!st)
+		return;
+	st->unknown_type += local->unknown_type;
+	st->bad_payload += local->bad_payload;
+	st->records += records;
+	st->samples += samples;
+}
+
 int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len,
 	       size_t *consumed, struct raw_decode_stats *st)
 {
@@ -270,10 +287,6 @@ int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len
 	uint64_t records = 0, samples = 0;
 	int rc = 0;
 
-	if (!len) {
-		*consumed = 0;
-		return 0;
-	}
 	du_cur_init(&c, buf, len);
 	for (;;) {
 		const uint8_t *head;
@@ -298,12 +311,9 @@ int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len
 			}
 			records++;
 			samples++;
-			if (on_sample) {
-				rc = on_sample(ctx, w0, (uint32_t)w1);
-				if (rc) {
-					rec = c.p;
-					break;
-				}
+			if (on_sample && (rc = on_sample(ctx, w0, (uint32_t)w1)) != 0) {
+				rec = c.p;
+				break;
 			}
 			continue;
 		}
@@ -339,13 +349,6 @@ int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len
 	}
 
 	*consumed = (size_t)(rec - start);
-	if (!st)
-		st = &local;
-	else {
-		st->unknown_type += local.unknown_type;
-		st->bad_payload += local.bad_payload;
-	}
-	st->records += records;
-	st->samples += samples;
+	stats_add(st, &local, records, samples);
 	return rc;
 }

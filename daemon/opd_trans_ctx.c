@@ -1,0 +1,143 @@
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "opd_trans_int.h"
+
+/* The transient context's tag (struct opd_trans_tag). */
+static void ctx_tag(const struct opd_trans *t, struct opd_trans_tag *g)
+{
+	unsigned int sep = t->conf->separate;
+
+	memset(g, 0, sizeof(*g));
+	g->domain_key = t->domain_key;
+	g->domain_key_ns = t->domain_key_ns;
+	g->asid = t->asid;
+	g->mode = t->mode;
+	g->have_task = t->have_task;
+	if (t->have_task) {
+		g->pid = t->pid;
+		g->tid = (sep & OPD_SEP_THREAD) ? t->tid : 0;
+	}
+	g->cpu = (sep & OPD_SEP_CPU) ? t->cpu : 0;
+}
+
+static size_t tag_hash(const struct opd_trans_tag *g)
+{
+	uint64_t h = g->domain_key * 31 + g->asid;
+
+	h = h * 31 + ((uint64_t)g->pid << 32 | g->tid);
+	h = h * 31 + ((uint64_t)g->cpu << 32 | g->mode << 8 | g->domain_key_ns << 1 | g->have_task);
+	h *= 0x9e3779b97f4a7c15ull;
+	return (size_t)(h >> 52) & (OPD_TRANS_CTX_BUCKETS - 1);
+}
+
+static bool tag_eq(const struct opd_trans_tag *a, const struct opd_trans_tag *b)
+{
+	return a->pid == b->pid && a->mode == b->mode && a->tid == b->tid && a->cpu == b->cpu &&
+	       a->domain_key == b->domain_key && a->asid == b->asid &&
+	       a->domain_key_ns == b->domain_key_ns && a->have_task == b->have_task;
+}
+
+/* Fetch the samples' cache entries of context @c (a line each) while its
+ * tag is compared: after a switch of task they are cold, and a run's
+ * samples would otherwise miss on them one after the other. */
+static inline void ctx_prefetch(const struct opd_trans *t, const struct opd_trans_ctx *c)
+{
+	const struct opd_trans_cache *e = c->cache;
+
+	__builtin_prefetch(&c->tag);
+	for (size_t i = 0; i < (size_t)t->nr_events * OPD_TRANS_CACHE_WAYS; i++)
+		__builtin_prefetch(&e[i]);
+}
+
+/* Make the current context's caches t->ctx: found among those kept, or
+ * a new one (every entry stale: its generation is below t->gen). */
+void opd_tr_ctx_select(struct opd_trans *t)
+{
+	struct opd_trans_tag g;
+	struct opd_trans_ctx *c;
+	size_t h;
+
+	t->ctx_dirty = false;
+	if (!t->ctx_pool)
+		return;
+	ctx_tag(t, &g);
+	/* a task's samples alternate between user and kernel mode: the
+	 * context before is the likely one, and still in the cache */
+	if (t->ctx_prev && tag_eq(&t->ctx_prev->tag, &g)) {
+		c = t->ctx_prev;
+		goto out;
+	}
+	h = tag_hash(&g);
+	c = t->ctx_hash[h];
+	if (c)
+		ctx_prefetch(t, c);
+	for (; c; c = c->next)
+		if (tag_eq(&c->tag, &g))
+			goto out;
+	if (t->ctx_used == t->ctx_max) {
+		/* full: start over; the bump makes the reused entries stale */
+		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
+		t->ctx_used = 0;
+		t->ctx = t->ctx_prev = NULL;
+		t->gen++;
+	}
+	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used++ * t->ctx_size);
+	c->tag = g;
+	c->next = t->ctx_hash[h];
+	t->ctx_hash[h] = c;
+out:
+	if (c != t->ctx) {
+		t->ctx_prev = t->ctx;
+		t->ctx = c;
+	}
+}
+
+void opd_tr_ctx_pool_free(struct opd_trans *t)
+{
+	if (t->ctx_pool)
+		munmap(t->ctx_pool, t->ctx_pool_len);
+	t->ctx_pool = NULL;
+}
+
+/* A pool of contexts for @nr events (the stream's header).  0 or -ENOMEM. */
+int opd_tr_ctx_pool_init(struct opd_trans *t, unsigned int nr)
+{
+	size_t size = sizeof(struct opd_trans_ctx) +
+		      (size_t)(nr ? nr : 1) * OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_cache);
+	size_t max = OPD_TRANS_CTX_BYTES / size;
+	void *pool;
+
+	if (max > OPD_TRANS_CTX_MAX)
+		max = OPD_TRANS_CTX_MAX;
+	if (max < 2)
+		max = 2;
+	opd_tr_ctx_pool_free(t);
+	/* zero pages, untouched until contexts are used */
+	pool = mmap(NULL, max * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pool != MAP_FAILED) {
+		/* (no MADV_HUGEPAGE: with huge pages here or in the batch, a
+		 * replay took three times the CPU on a paravirtualized guest,
+		 * doc/performance.md) */
+		t->ctx_pool = pool;
+		t->ctx_pool_len = max * size;
+	}
+	if (!t->ctx_hash)
+		t->ctx_hash = calloc(OPD_TRANS_CTX_BUCKETS, sizeof(*t->ctx_hash));
+	else
+		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
+	t->ctx = t->ctx_prev = NULL;
+	t->ctx_used = 0;
+	t->ctx_size = size;
+	t->ctx_max = max;
+	t->ctx_dirty = true;
+	if (!t->ctx_pool || !t->ctx_hash) {
+		opd_tr_ctx_pool_free(t);
+		return -ENOMEM;
+	}
+	return 0;
+}
