@@ -12,9 +12,9 @@
  * name may hold any byte but NUL.
  *
  * Ownership: a backend owns its domains.  A domain pointer handed out (by
- * a callback, a lookup or iteration) stays valid until the removed
- * callback for it returns, or until the backend is closed.  Strings
- * returned by accessors live as long as their domain.
+ * a callback) stays valid until the removed callback for it returns, or
+ * until the backend is closed.  Strings returned by accessors live as
+ * long as their domain.
  *
  * Not thread-safe: one backend is used by one thread at a time.
  */
