@@ -163,8 +163,6 @@ int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n
  * when the set changed.
  */
 bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned int n);
-/* Whether host thread @tid is one of @d's helpers.  O(log n). */
-bool dom_domain_is_helper(const struct dom_domain *d, pid_t tid);
 /* @d's helpers, sorted: their number, the array in *@tids. */
 unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids);
 /* A backend's own per-domain data (borrowed, not freed by the domain). */
