@@ -12,9 +12,9 @@
  * name may hold any byte but NUL.
  *
  * Ownership: a backend owns its domains.  A domain pointer handed out (by
- * a callback, a lookup or iteration) stays valid until the removed
- * callback for it returns, or until the backend is closed.  Strings
- * returned by accessors live as long as their domain.
+ * a callback) stays valid until the removed callback for it returns, or
+ * until the backend is closed.  Strings returned by accessors live as
+ * long as their domain.
  *
  * Not thread-safe: one backend is used by one thread at a time.
  */
@@ -163,8 +163,6 @@ int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n
  * when the set changed.
  */
 bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned int n);
-/* Whether host thread @tid is one of @d's helpers.  O(log n). */
-bool dom_domain_is_helper(const struct dom_domain *d, pid_t tid);
 /* @d's helpers, sorted: their number, the array in *@tids. */
 unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids);
 /* A backend's own per-domain data (borrowed, not freed by the domain). */

@@ -208,12 +208,6 @@ bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned in
 	return true;
 }
 
-bool dom_domain_is_helper(const struct dom_domain *d, pid_t tid)
-{
-	return tid > 0 && d->nr_helpers &&
-	       bsearch(&tid, d->helper, d->nr_helpers, sizeof(tid), cmp_pid) != NULL;
-}
-
 unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids)
 {
 	*tids = d->helper;

@@ -469,26 +469,7 @@ int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx)
 	return changes;
 }
 
-/* ---- lookups and accessors --------------------------------------------------------- */
-
-const struct lvdom *dom_lv_lookup_pid(const struct dom_lv *lv, pid_t pid, pid_t tid, int *vcpu)
-{
-	if (vcpu)
-		*vcpu = -1;
-	for (const struct lvdom *d = lv->list; d; d = d->next) {
-		if (d->pid != pid || pid <= 0)
-			continue;
-		if (vcpu)
-			*vcpu = dom_domain_vcpu_of_tid(d->dd, tid);
-		return d;
-	}
-	return NULL;
-}
-
-const struct lvdom *dom_lv_next(const struct dom_lv *lv, const struct lvdom *prev)
-{
-	return prev ? prev->next : lv->list;
-}
+/* ---- accessors --------------------------------------------------------------------- */
 
 const char *dom_lv_dom_name(const struct lvdom *d) { return d->name; }
 const char *dom_lv_dom_uuid(const struct lvdom *d) { return d->uuid; }

@@ -76,12 +76,6 @@ int dom_lv_fd(const struct dom_lv *lv);
  */
 int dom_lv_refresh(struct dom_lv *lv, const struct dom_lv_ops *ops, void *ctx);
 
-/* The active domain whose QEMU is @pid, and in *@vcpu (may be NULL) the
- * vCPU thread @tid runs, -1 for another thread.  NULL if none. */
-const struct lvdom *dom_lv_lookup_pid(const struct dom_lv *lv, pid_t pid, pid_t tid, int *vcpu);
-/* Iterate: NULL gives the first, NULL after the last. */
-const struct lvdom *dom_lv_next(const struct dom_lv *lv, const struct lvdom *prev);
-
 const char *dom_lv_dom_name(const struct lvdom *d);
 const char *dom_lv_dom_uuid(const struct lvdom *d);	/* lowercase */
 const char *dom_lv_dom_state(const struct lvdom *d);

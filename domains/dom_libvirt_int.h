@@ -1,6 +1,6 @@
 /*
  * The libvirt backend's state, shared by its files: dom_libvirt.c (the
- * domain table: open, refresh, lookups, the backend ops), dom_lvconn.c
+ * domain table: open, refresh, accessors, the backend ops), dom_lvconn.c
  * (the connection to libvirtd, its event thread and callbacks) and
  * dom_lvproc.c (a domain's QEMU process and vCPU threads in /proc).  Not
  * an interface: dom_libvirt.h is.

@@ -283,29 +283,9 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 	return 0;
 }
 
-int dom_lookup_task(const struct dom_table *t, pid_t pid, pid_t tid,
-		    const struct dom_domain **dp, int *vcpu)
-{
-	const struct pdom *d = table_find(t, pid);
-
-	if (dp)
-		*dp = d ? d->dom : NULL;
-	if (vcpu)
-		*vcpu = d ? dom_domain_vcpu_of_tid(d->dom, tid) : -1;
-	return d ? 0 : -ENOENT;
-}
-
 size_t dom_table_count(const struct dom_table *t)
 {
 	return t->count;
-}
-
-const struct dom_domain *dom_table_next(const struct dom_table *t,
-					const struct dom_domain *prev)
-{
-	const struct pdom *d = prev ? ((const struct pdom *)dom_domain_priv(prev))->next : t->list;
-
-	return d ? d->dom : NULL;
 }
 
 /* ---- the backend ops ---------------------------------------------------- */

@@ -43,23 +43,7 @@ void dom_table_free(struct dom_table *t);
  */
 int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx);
 
-/*
- * Map a sample's host @pid (thread group id) and @tid to a domain: on
- * success *@d is the domain whose hypervisor process is @pid, and *@vcpu
- * is the vCPU index that thread @tid runs, or -1 when @tid is another
- * thread of that process (I/O, main loop: the domain's {vmm} work).
- * Returns 0, or -ENOENT when @pid is no known domain (then *@d = NULL and
- * *@vcpu = -1).  O(1): hashes on pid and tid.  @d and @vcpu may be NULL.
- */
-int dom_lookup_task(const struct dom_table *t, pid_t pid, pid_t tid,
-		    const struct dom_domain **d, int *vcpu);
-
 /* Number of domains in the table. */
 size_t dom_table_count(const struct dom_table *t);
-
-/* Iterate: dom_table_next(t, NULL) is the first domain, NULL after the
- * last.  Order is unspecified; do not scan while iterating. */
-const struct dom_domain *dom_table_next(const struct dom_table *t,
-					const struct dom_domain *prev);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * The procfs backend's state, shared by its files: dom_procfs.c (the
- * table, the scan, lookups, the backend ops), dom_procfs_read.c (what
+ * table, the scan, the backend ops), dom_procfs_read.c (what
  * /proc says of one process: QEMU or not, its domain, its vCPU threads)
  * and dom_procfs_ident.c (the identity checks, and the claimants they
  * refused).  Not an interface: dom_procfs.h is.

@@ -120,10 +120,22 @@ struct event {
 	char name[64];
 };
 
+struct refusals {
+	int n;
+	int pid[8];
+	char name[8][32];
+};
+
+/* What the backend reported, which is all the daemon's registry learns of
+ * its domains: each event, the domains added and not removed since, and
+ * the processes refused. */
 struct recorder {
 	struct event ev[512];
 	int n;
 	const struct dom_domain *last_added;
+	const struct dom_domain *live[512];
+	int nr_live;
+	struct refusals refused;
 };
 
 static void rec(struct recorder *r, char kind, const struct dom_domain *d)
@@ -138,15 +150,43 @@ static void rec(struct recorder *r, char kind, const struct dom_domain *d)
 
 static void on_added(void *ctx, const struct dom_domain *d)
 {
-	rec(ctx, '+', d);
-	((struct recorder *)ctx)->last_added = d;
+	struct recorder *r = ctx;
+
+	rec(r, '+', d);
+	r->last_added = d;
+	CU_ASSERT_FATAL(r->nr_live < (int)(sizeof(r->live) / sizeof(r->live[0])));
+	r->live[r->nr_live++] = d;
 }
 
-static void on_removed(void *ctx, const struct dom_domain *d) { rec(ctx, '-', d); }
+/* A removed domain must be one reported added and not removed yet. */
+static void on_removed(void *ctx, const struct dom_domain *d)
+{
+	struct recorder *r = ctx;
+	int i;
+
+	rec(r, '-', d);
+	for (i = 0; i < r->nr_live && r->live[i] != d; i++)
+		;
+	CU_ASSERT_FATAL(i < r->nr_live);
+	r->live[i] = r->live[--r->nr_live];
+}
+
 static void on_vcpus(void *ctx, const struct dom_domain *d) { rec(ctx, '~', d); }
+
+static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
+{
+	struct refusals *r = &((struct recorder *)ctx)->refused;
+
+	(void)why;
+	CU_ASSERT_FATAL(r->n < 8);
+	r->pid[r->n] = (int)pid;
+	snprintf(r->name[r->n], sizeof(r->name[0]), "%s", name);
+	r->n++;
+}
 
 static const struct dom_ops rec_ops = {
 	.added = on_added, .removed = on_removed, .vcpus_changed = on_vcpus,
+	.refused = on_refused,
 };
 
 static struct dom_table *new_table(const char *const *names)
@@ -158,12 +198,18 @@ static struct dom_table *new_table(const char *const *names)
 	return t;
 }
 
-static const struct dom_domain *find(const struct dom_table *t, int pid)
+/* The domain reported (added, not removed) whose host process is @pid,
+ * its DP_DOMKEY_HOST_PID key; NULL if none.  Two would share a key. */
+static const struct dom_domain *find(const struct recorder *r, int pid)
 {
 	const struct dom_domain *d = NULL;
 
-	if (dom_lookup_task(t, pid, pid, &d, NULL) != 0)
-		return NULL;
+	for (int i = 0; i < r->nr_live; i++) {
+		if (dom_domain_pid(r->live[i]) != pid)
+			continue;
+		CU_ASSERT_PTR_NULL(d);
+		d = r->live[i];
+	}
 	return d;
 }
 
@@ -433,7 +479,6 @@ static void test_libvirt_domain(void)
 	struct recorder r = { .n = 0 };
 	const struct dom_domain *d;
 	struct dom_table *t;
-	int vcpu = 99;
 
 	reset_root();
 	fake_qemu(1000, libvirt_argv);
@@ -447,7 +492,7 @@ static void test_libvirt_domain(void)
 	CU_ASSERT_EQUAL(r.n, 1);
 	CU_ASSERT_EQUAL(r.ev[0].kind, '+');
 	CU_ASSERT_EQUAL(dom_table_count(t), 1);
-	d = find(t, 1000);
+	d = find(&r, 1000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "web");
 	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), UUID_WEB);
@@ -461,17 +506,14 @@ static void test_libvirt_domain(void)
 	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 1), 1004);
 	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 2), -1);
 
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 1000, 1004, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, 1);
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 1000, 1003, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, 0);
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 1000, 1002, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, -1);
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 1000, 1000, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, -1);
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 1003, 1003, &d, &vcpu), -ENOENT);
-	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT_EQUAL(vcpu, -1);
+	/* Which thread runs which vCPU, as the domain declares it: QEMU's
+	 * other threads (I/O, main loop) run none. */
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 1004), 1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 1003), 0);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 1002), -1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 1000), -1);
+	/* A vCPU thread is no domain's host process. */
+	CU_ASSERT_PTR_NULL(find(&r, 1003));
 
 	/* A second scan with nothing changed reports nothing. */
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
@@ -597,6 +639,7 @@ static void test_plain_and_unnamed(void)
 	static const char *const badname[] = { "qemu-system-x86_64",
 		"-uuid", "1234", "-name", NULL };
 	char want[DOM_UUID_STRLEN + 1];
+	struct recorder r = { .n = 0 };
 	const struct dom_domain *d;
 	struct dom_table *t;
 
@@ -605,10 +648,10 @@ static void test_plain_and_unnamed(void)
 	fake_qemu(2100, noname);
 	fake_qemu(2200, badname);
 	t = new_table(NULL);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(dom_table_count(t), 3);
 
-	d = find(t, 2000);
+	d = find(&r, 2000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "plain");
 	CU_ASSERT_FALSE(dom_domain_has_uuid(d));
@@ -617,14 +660,14 @@ static void test_plain_and_unnamed(void)
 	CU_ASSERT_PTR_NULL(dom_domain_agent_path(d));
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 0);
 
-	d = find(t, 2100);
+	d = find(&r, 2100);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-2100");
 	CU_ASSERT_FALSE(dom_domain_has_uuid(d));
 	dom_uuid_from_name("qemu-2100", want);
 	CU_ASSERT_STRING_EQUAL(dom_domain_uuid(d), want);
 
-	d = find(t, 2200);
+	d = find(&r, 2200);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-2200");
 	CU_ASSERT_FALSE(dom_domain_has_uuid(d));
@@ -636,6 +679,7 @@ static void test_hostile_procs(void)
 	const size_t big = 3 * DOM_CMDLINE_MAX;
 	char *buf = malloc(big);
 	char longname[DOM_NAME_MAX + 64];
+	struct recorder r = { .n = 0 };
 	const struct dom_domain *d;
 	struct dom_table *t;
 	size_t i, n;
@@ -679,16 +723,16 @@ static void test_hostile_procs(void)
 	}
 
 	t = new_table(NULL);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(dom_table_count(t), 5);
-	d = find(t, 3000);
+	d = find(&r, 3000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-3000");
 	CU_ASSERT_PTR_NULL(dom_domain_agent_path(d));
-	d = find(t, 3100);
+	d = find(&r, 3100);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-3100");
-	d = find(t, 3200);
+	d = find(&r, 3200);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "../x/\n\xff\xfe");
 	{
@@ -702,10 +746,10 @@ static void test_hostile_procs(void)
 		CU_ASSERT_STRING_NOT_EQUAL(safe, "..");
 		CU_ASSERT_EQUAL(dom_domain_safe_name(d, safe, 3), -ENAMETOOLONG);
 	}
-	d = find(t, 3300);
+	d = find(&r, 3300);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "qemu-3300");
-	d = find(t, 3400);
+	d = find(&r, 3400);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 1);
 	CU_ASSERT_EQUAL(dom_domain_vcpu_tid(d, 0), 3401);
@@ -719,6 +763,7 @@ static void test_recognition(void)
 	static const char img_argv[] = "/usr/bin/qemu-img\0convert";
 	static const char argv0[] = "/opt/qemu/bin/qemu-system-aarch64\0-name\0arm";
 	static const char renamed[] = "whatever\0-name\0bycomm";
+	struct recorder r = { .n = 0 };
 	const struct dom_domain *d;
 	struct dom_table *t;
 
@@ -747,18 +792,18 @@ static void test_recognition(void)
 	fake_proc(4007, "/usr/bin/qemu-system-x86_64", "qemu-system-x86", argv0, sizeof(argv0));
 	fake_stat(4007, 'Z', 5);
 	t = new_table(NULL);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(dom_table_count(t), 3);
-	CU_ASSERT_PTR_NULL(find(t, 4007));
-	CU_ASSERT_PTR_NULL(find(t, 4000));
-	CU_ASSERT_PTR_NULL(find(t, 4001));
-	CU_ASSERT_PTR_NULL(find(t, 4002));
-	CU_ASSERT_PTR_NULL(find(t, 4003));
-	d = find(t, 4004);
+	CU_ASSERT_PTR_NULL(find(&r, 4007));
+	CU_ASSERT_PTR_NULL(find(&r, 4000));
+	CU_ASSERT_PTR_NULL(find(&r, 4001));
+	CU_ASSERT_PTR_NULL(find(&r, 4002));
+	CU_ASSERT_PTR_NULL(find(&r, 4003));
+	d = find(&r, 4004);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "arm");
-	CU_ASSERT_PTR_NOT_NULL(find(t, 4005));
-	d = find(t, 4006);
+	CU_ASSERT_PTR_NOT_NULL(find(&r, 4005));
+	d = find(&r, 4006);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_STRING_EQUAL(dom_domain_name(d), "bycomm");
 	dom_table_free(t);
@@ -793,7 +838,7 @@ static void test_lifecycle(void)
 	CU_ASSERT_EQUAL(r.ev[1].kind, '+');
 	CU_ASSERT_EQUAL(r.ev[1].pid, 5200);
 	CU_ASSERT_STRING_EQUAL(r.ev[1].name, "c");
-	CU_ASSERT_PTR_NULL(find(t, 5100));
+	CU_ASSERT_PTR_NULL(find(&r, 5100));
 	CU_ASSERT_EQUAL(dom_table_count(t), 2);
 
 	/* a restarts under a new pid: remove, then add. */
@@ -841,14 +886,15 @@ static void test_vcpus_appear(void)
 	struct recorder r = { .n = 0 };
 	struct dom_table *t;
 	const struct dom_domain *d;
-	int vcpu, i;
+	int i;
 
 	reset_root();
 	fake_qemu(6000, a);
 	t = new_table(NULL);
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 1);
-	d = find(t, 6000);
+	d = find(&r, 6000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 0);
 
 	/* A vCPU thread appears. */
@@ -856,8 +902,9 @@ static void test_vcpus_appear(void)
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 2);
 	CU_ASSERT_EQUAL(r.ev[1].kind, '~');
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 6000, 6002, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, 0);
+	CU_ASSERT_EQUAL(r.ev[1].pid, 6000);
+	CU_ASSERT_PTR_EQUAL(find(&r, 6000), d);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 6002), 0);
 
 	/* A thread created before its name is set: named without a change of
 	 * thread count, still picked up while the table settles. */
@@ -868,8 +915,9 @@ static void test_vcpus_appear(void)
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 3);
 	CU_ASSERT_EQUAL(r.ev[2].kind, '~');
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 6000, 6003, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, 1);
+	CU_ASSERT_EQUAL(r.ev[2].pid, 6000);
+	CU_ASSERT_PTR_EQUAL(find(&r, 6000), d);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 6003), 1);
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 2);
 
 	/* Once settled, an unchanged thread count is not re-read. */
@@ -891,10 +939,21 @@ static void test_vcpus_appear(void)
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 4);
 	CU_ASSERT_EQUAL(r.ev[3].kind, '~');
+	CU_ASSERT_EQUAL(r.ev[3].pid, 6000);
+	CU_ASSERT_PTR_EQUAL(find(&r, 6000), d);
 	CU_ASSERT_EQUAL(dom_domain_nr_vcpus(d), 1);
-	CU_ASSERT_EQUAL(dom_lookup_task(t, 6000, 6003, &d, &vcpu), 0);
-	CU_ASSERT_EQUAL(vcpu, -1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(d, 6003), -1);
 	dom_table_free(t);
+}
+
+/* Whether the reported domain of host pid @pid is selected (there must
+ * be one). */
+static bool selected(const struct recorder *r, int pid)
+{
+	const struct dom_domain *d = find(r, pid);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	return dom_domain_selected(d);
 }
 
 static void test_selection(void)
@@ -907,6 +966,7 @@ static void test_selection(void)
 	const char *const sel[] = { "web", "11111111-2222-3333-4444-555555555555", NULL };
 	const char *const sel_uuid[] = { "6E0D3AC2-5F1B-4C9E-9A7D-0B1C2D3E4F50", NULL };
 	const char *const none[] = { NULL };
+	struct recorder r = { .n = 0 };
 	struct dom_table *t;
 
 	reset_root();
@@ -914,54 +974,58 @@ static void test_selection(void)
 	fake_qemu(7100, db);
 	fake_qemu(7200, other);
 	t = new_table(sel);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(dom_table_count(t), 3);
-	CU_ASSERT_TRUE(dom_domain_selected(find(t, 7000)));
-	CU_ASSERT_TRUE(dom_domain_selected(find(t, 7100)));
-	CU_ASSERT_FALSE(dom_domain_selected(find(t, 7200)));
+	CU_ASSERT_TRUE(selected(&r, 7000));
+	CU_ASSERT_TRUE(selected(&r, 7100));
+	CU_ASSERT_FALSE(selected(&r, 7200));
 	dom_table_free(t);
 
+	memset(&r, 0, sizeof(r));
 	t = new_table(sel_uuid);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
-	CU_ASSERT_TRUE(dom_domain_selected(find(t, 7000)));
-	CU_ASSERT_FALSE(dom_domain_selected(find(t, 7100)));
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
+	CU_ASSERT_TRUE(selected(&r, 7000));
+	CU_ASSERT_FALSE(selected(&r, 7100));
 	dom_table_free(t);
 
+	memset(&r, 0, sizeof(r));
 	t = new_table(none);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
-	CU_ASSERT_FALSE(dom_domain_selected(find(t, 7000)));
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
+	CU_ASSERT_FALSE(selected(&r, 7000));
 	dom_table_free(t);
 }
 
-/* Enough domains to grow the pid hash; iteration sees each once. */
+/* Enough domains to grow the pid hash: each is reported once, and a
+ * rescan finds the known ones again (only the gone are reported). */
 static void test_many(void)
 {
 	static const char *const a[] = { "qemu-system-x86_64", NULL };
-	const struct dom_domain *d;
 	struct recorder r = { .n = 0 };
 	struct dom_table *t;
-	size_t seen = 0;
 	int i;
 
 	reset_root();
 	for (i = 0; i < 300; i++)
 		fake_qemu(10000 + i, a);
 	t = new_table(NULL);
-	CU_ASSERT_EQUAL(dom_scan(t, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(dom_table_count(t), 300);
+	CU_ASSERT_EQUAL(r.n, 300);
+	CU_ASSERT_EQUAL(r.nr_live, 300);
 	for (i = 0; i < 300; i++)
-		CU_ASSERT_PTR_NOT_NULL(find(t, 10000 + i));
-	CU_ASSERT_PTR_NULL(find(t, 10300));
-	for (d = dom_table_next(t, NULL); d; d = dom_table_next(t, d))
-		seen++;
-	CU_ASSERT_EQUAL(seen, 300);
+		CU_ASSERT_PTR_NOT_NULL(find(&r, 10000 + i));
+	CU_ASSERT_PTR_NULL(find(&r, 10300));
 	for (i = 0; i < 300; i += 2)
 		tp_kill(root, 10000 + i);
+	r.n = 0;
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL(r.n, 150);
+	for (i = 0; i < r.n; i++)
+		CU_ASSERT_EQUAL(r.ev[i].kind, '-');
+	CU_ASSERT_EQUAL(r.nr_live, 150);
 	CU_ASSERT_EQUAL(dom_table_count(t), 150);
-	CU_ASSERT_PTR_NULL(find(t, 10000));
-	CU_ASSERT_PTR_NOT_NULL(find(t, 10001));
+	CU_ASSERT_PTR_NULL(find(&r, 10000));
+	CU_ASSERT_PTR_NOT_NULL(find(&r, 10001));
 	dom_table_free(t);
 }
 
@@ -986,25 +1050,6 @@ static void fake_fd(int pid, int fd, const char *target)
 	CU_ASSERT_FATAL(symlink(target, p) == 0);
 }
 
-struct refusals {
-	int n;
-	int pid[8];
-	char name[8][32];
-};
-
-static void on_refused(void *ctx, pid_t pid, const char *name, const char *why)
-{
-	struct refusals *r = ctx;
-
-	(void)why;
-	CU_ASSERT_FATAL(r->n < 8);
-	r->pid[r->n] = (int)pid;
-	snprintf(r->name[r->n], sizeof(r->name[0]), "%s", name);
-	r->n++;
-}
-
-static const struct dom_ops refuse_ops = { .refused = on_refused };
-
 static void fake_named_qemu(int pid, const char *name, const char *uids, const char *fd3)
 {
 	const char *argv[] = { "qemu-system-x86_64", "-name", name, "-enable-kvm", NULL };
@@ -1021,7 +1066,7 @@ static void test_identity(void)
 	static const uid_t hv[] = { 107 };
 	struct dom_config cfg = { .proc_root = root, .check_identity = true,
 				  .vm_uids = hv, .nr_vm_uids = 1 };
-	struct refusals r = { 0 };
+	struct recorder r = { .n = 0 };
 	struct dom_table *t;
 
 	reset_root();
@@ -1035,24 +1080,26 @@ static void test_identity(void)
 	fake_named_qemu(700, "nofds", "0\t0\t0\t0", NULL);
 	t = dom_table_new(&cfg);
 	CU_ASSERT_FATAL(t != NULL);
-	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
+	CU_ASSERT(dom_scan(t, &rec_ops, &r) == 0);
 	CU_ASSERT(dom_table_count(t) == 2);
-	CU_ASSERT(find(t, 100) != NULL && find(t, 400) != NULL);
-	CU_ASSERT(find(t, 200) == NULL && find(t, 300) == NULL && find(t, 500) == NULL);
-	CU_ASSERT(r.n == 0);		/* not said before a few scans */
-	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
-	CU_ASSERT(r.n == 0);
-	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
-	CU_ASSERT(r.n == 5);
-	for (int i = 0; i < r.n; i++)
-		CU_ASSERT(r.pid[i] == 200 || r.pid[i] == 300 || r.pid[i] == 500 ||
-			  r.pid[i] == 600 || r.pid[i] == 700);
-	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
-	CU_ASSERT(r.n == 5);		/* once per process */
+	CU_ASSERT(find(&r, 100) != NULL && find(&r, 400) != NULL);
+	CU_ASSERT(find(&r, 200) == NULL && find(&r, 300) == NULL && find(&r, 500) == NULL);
+	CU_ASSERT(r.refused.n == 0);		/* not said before a few scans */
+	CU_ASSERT(dom_scan(t, &rec_ops, &r) == 0);
+	CU_ASSERT(r.refused.n == 0);
+	CU_ASSERT(dom_scan(t, &rec_ops, &r) == 0);
+	CU_ASSERT(r.refused.n == 5);
+	for (int i = 0; i < r.refused.n; i++) {
+		int pid = r.refused.pid[i];
+
+		CU_ASSERT(pid == 200 || pid == 300 || pid == 500 || pid == 600 || pid == 700);
+	}
+	CU_ASSERT(dom_scan(t, &rec_ops, &r) == 0);
+	CU_ASSERT(r.refused.n == 5);		/* once per process */
 	/* QEMU that opens its VM late is taken then */
 	fake_fd(300, 5, "anon_inode:kvm-vm");
-	CU_ASSERT(dom_scan(t, &refuse_ops, &r) == 0);
-	CU_ASSERT(find(t, 300) != NULL);
+	CU_ASSERT(dom_scan(t, &rec_ops, &r) == 0);
+	CU_ASSERT(find(&r, 300) != NULL);
 	CU_ASSERT(dom_table_count(t) == 3);
 	dom_table_free(t);
 

@@ -160,11 +160,23 @@ static const struct dom_domain *by_domid(const struct seen *s, uint64_t domid)
 	return NULL;
 }
 
+/* Whether @d declares host thread @tid one of its helpers. */
+static bool has_helper(const struct dom_domain *d, pid_t tid)
+{
+	const pid_t *tids;
+	unsigned int n = dom_domain_helpers(d, &tids);
+
+	for (unsigned int i = 0; i < n; i++)
+		if (tids[i] == tid)
+			return true;
+	return false;
+}
+
 /* The reported domain whose device model or back-end thread @pid is. */
 static const struct dom_domain *by_pid(const struct seen *s, pid_t pid)
 {
 	for (size_t i = 0; i < s->n && pid > 0; i++)
-		if (dom_domain_pid(s->doms[i]) == pid || dom_domain_is_helper(s->doms[i], pid))
+		if (dom_domain_pid(s->doms[i]) == pid || has_helper(s->doms[i], pid))
 			return s->doms[i];
 	return NULL;
 }

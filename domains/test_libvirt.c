@@ -31,12 +31,16 @@
 
 static char root[64], proc[96], piddir[96];
 
+/* What the backend reported: counts, the last added domain's facts, and
+ * the domains added and not removed since. */
 struct seen {
 	int added, removed, changed;
 	unsigned int what;
 	char name[64];
 	pid_t pid;
 	bool selected;
+	const struct lvdom *live[4];
+	int nr_live;
 };
 
 static void on_added(void *ctx, const struct lvdom *d)
@@ -47,14 +51,21 @@ static void on_added(void *ctx, const struct lvdom *d)
 	snprintf(s->name, sizeof(s->name), "%s", dom_lv_dom_name(d));
 	s->pid = dom_lv_dom_pid(d);
 	s->selected = dom_lv_dom_selected(d);
+	CU_ASSERT_FATAL(s->nr_live < (int)(sizeof(s->live) / sizeof(s->live[0])));
+	s->live[s->nr_live++] = d;
 }
 
+/* A removed domain must be one reported added and not removed yet. */
 static void on_removed(void *ctx, const struct lvdom *d)
 {
 	struct seen *s = ctx;
+	int i;
 
-	(void)d;
 	s->removed++;
+	for (i = 0; i < s->nr_live && s->live[i] != d; i++)
+		;
+	CU_ASSERT_FATAL(i < s->nr_live);
+	s->live[i] = s->live[--s->nr_live];
 }
 
 static void on_changed(void *ctx, const struct lvdom *d, unsigned int what)
@@ -69,6 +80,16 @@ static void on_changed(void *ctx, const struct lvdom *d, unsigned int what)
 static const struct dom_lv_ops ops = {
 	.added = on_added, .removed = on_removed, .changed = on_changed,
 };
+
+/* The domain reported (added, not removed) whose QEMU is @pid; NULL if
+ * none. */
+static const struct lvdom *find(const struct seen *s, pid_t pid)
+{
+	for (int i = 0; i < s->nr_live; i++)
+		if (dom_lv_dom_pid(s->live[i]) == pid)
+			return s->live[i];
+	return NULL;
+}
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -133,7 +154,6 @@ static void test_lifecycle(void)
 	virConnectPtr c;
 	virDomainPtr dom;
 	struct dom_lv *lv;
-	int vcpu = 7;
 
 	make_tree();
 	CU_ASSERT_EQUAL_FATAL(dom_lv_open(&cfg, &lv), 0);
@@ -142,15 +162,14 @@ static void test_lifecycle(void)
 	CU_ASSERT_STRING_EQUAL(s.name, "test");
 	CU_ASSERT_EQUAL(s.pid, TEST_PID);
 	CU_ASSERT(!s.selected);		/* no metadata, no --domains */
-	d = dom_lv_lookup_pid(lv, TEST_PID, TEST_PID + 2, &vcpu);
+	/* which thread runs which vCPU: test_backend_ops and
+	 * test_backend_restart, on the domain the daemon is given */
+	d = find(&s, TEST_PID);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-	CU_ASSERT_EQUAL(vcpu, 1);
 	CU_ASSERT_STRING_EQUAL(dom_lv_dom_uuid(d), TEST_UUID);
 	CU_ASSERT_EQUAL(dom_lv_dom_nr_vcpus(d), 2);
 	CU_ASSERT_STRING_EQUAL(dom_lv_dom_state(d), "running");
-	CU_ASSERT_PTR_NOT_NULL(dom_lv_lookup_pid(lv, TEST_PID, TEST_PID, &vcpu));
-	CU_ASSERT_EQUAL(vcpu, -1);
-	CU_ASSERT_PTR_NULL(dom_lv_lookup_pid(lv, TEST_PID + 9, TEST_PID + 9, &vcpu));
+	CU_ASSERT_PTR_NULL(find(&s, TEST_PID + 9));
 
 	/* a second client of the same (shared) test hypervisor drives it */
 	c = virConnectOpen(TEST_URI);
@@ -186,14 +205,15 @@ static void test_lifecycle(void)
 	for (int i = 0; i < 20 && !s.removed; i++)
 		pump(lv, &s, 100);
 	CU_ASSERT_EQUAL(s.removed, 1);
-	CU_ASSERT_PTR_NULL(dom_lv_next(lv, NULL));
+	CU_ASSERT_EQUAL(s.nr_live, 0);
 	CU_ASSERT_EQUAL(virDomainCreate(dom), 0);
 	for (int i = 0; i < 20 && s.added < 2; i++)
 		pump(lv, &s, 100);
 	CU_ASSERT_EQUAL(s.added, 2);
 	CU_ASSERT_EQUAL(s.removed, 1);
-	CU_ASSERT_PTR_NOT_NULL(dom_lv_lookup_pid(lv, TEST_PID, TEST_PID + 1, &vcpu));
-	CU_ASSERT_EQUAL(vcpu, 0);
+	d = find(&s, TEST_PID);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+	CU_ASSERT_EQUAL(dom_lv_dom_nr_vcpus(d), 2);
 
 	virDomainFree(dom);
 	virConnectClose(c);
@@ -233,7 +253,7 @@ static void test_selection_and_pid(void)
 	CU_ASSERT_EQUAL(s.added, 1);
 	CU_ASSERT(s.selected);
 	CU_ASSERT_EQUAL(s.pid, 0);
-	CU_ASSERT_PTR_NULL(dom_lv_lookup_pid(lv, TEST_PID, TEST_PID, NULL));
+	CU_ASSERT_PTR_NULL(find(&s, TEST_PID));
 	dom_lv_close(lv);
 }
 
@@ -313,12 +333,24 @@ static const struct dom_ops bops = {
 	.added = b_added, .removed = b_removed, .vcpus_changed = b_vcpus, .changed = b_changed,
 };
 
+/* Refresh backend @be's @st whenever its fd says, until *@count (a
+ * counter of @s) is @want, or 2 s passed. */
+static void be_pump(const struct dom_backend_ops *be, void *st, struct bseen *s,
+		    const int *count, int want)
+{
+	for (int i = 0; i < 20 && *count != want; i++) {
+		struct pollfd pfd = { .fd = be->fd(st), .events = POLLIN };
+
+		poll(&pfd, 1, 100);
+		be->refresh(st, &bops, s);
+	}
+}
+
 static void test_backend_ops(void)
 {
 	struct dom_config cfg = { .proc_root = NULL, .libvirt_uri = TEST_URI };
 	const struct dom_backend_ops *be = dom_backend_find("libvirt");
 	struct bseen s = { 0 };
-	struct pollfd pfd;
 	virConnectPtr c;
 	virDomainPtr dom;
 	void *st;
@@ -361,12 +393,7 @@ static void test_backend_ops(void)
 		CU_ASSERT_EQUAL(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
 						     dom_lvxml_profile_element(on), DOM_LV_NS_PREFIX,
 						     DOM_LV_NS_URI, VIR_DOMAIN_AFFECT_LIVE), 0);
-		for (int i = 0; i < 20 && s.changed == before; i++) {
-			pfd.fd = be->fd(st);
-			pfd.events = POLLIN;
-			poll(&pfd, 1, 100);
-			be->refresh(st, &bops, &s);
-		}
+		be_pump(be, st, &s, &s.changed, before + 1);
 		CU_ASSERT_EQUAL(s.changed, before + 1);
 		CU_ASSERT_EQUAL(s.selected, on);
 		CU_ASSERT_EQUAL(dom_domain_selected(s.d), on);
@@ -376,6 +403,44 @@ static void test_backend_ops(void)
 	virConnectClose(c);
 	be->close(st);
 	be->close(NULL);
+}
+
+/* Stopped, then started again: the domain the daemon was given is
+ * removed, and the new one declares its QEMU's pid and which of its
+ * threads runs which vCPU. */
+static void test_backend_restart(void)
+{
+	struct dom_config cfg = { .proc_root = proc, .libvirt_uri = TEST_URI };
+	const struct dom_backend_ops *be = &dom_backend_libvirt;
+	struct bseen s = { 0 };
+	virConnectPtr c;
+	virDomainPtr dom;
+	void *st;
+
+	make_tree();
+	CU_ASSERT_EQUAL_FATAL(be->open(&cfg, &st), 0);
+	CU_ASSERT_EQUAL(be->refresh(st, &bops, &s), 0);
+	CU_ASSERT_EQUAL_FATAL(s.added, 1);
+	c = virConnectOpen(TEST_URI);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	dom = virDomainLookupByName(c, "test");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dom);
+	CU_ASSERT_EQUAL(virDomainDestroy(dom), 0);
+	be_pump(be, st, &s, &s.removed, 1);
+	CU_ASSERT_EQUAL(s.removed, 1);
+	CU_ASSERT_PTR_NULL(s.d);
+	CU_ASSERT_EQUAL(virDomainCreate(dom), 0);
+	be_pump(be, st, &s, &s.added, 2);
+	CU_ASSERT_EQUAL_FATAL(s.added, 2);
+	CU_ASSERT_EQUAL(s.removed, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(s.d);
+	CU_ASSERT_EQUAL(dom_domain_pid(s.d), TEST_PID);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(s.d, TEST_PID + 1), 0);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(s.d, TEST_PID + 2), 1);
+	CU_ASSERT_EQUAL(dom_domain_vcpu_of_tid(s.d, TEST_PID), -1);
+	virDomainFree(dom);
+	virConnectClose(c);
+	be->close(st);
 }
 
 static void test_no_libvirtd(void)
@@ -395,6 +460,7 @@ int main(void)
 		{ "selection, pid file checked", test_selection_and_pid },
 		{ "a QEMU of another user is not the domain's", test_qemu_owner },
 		{ "backend ops", test_backend_ops },
+		{ "backend ops: a restart", test_backend_restart },
 		{ "no libvirtd", test_no_libvirtd },
 	};
 
