@@ -165,9 +165,6 @@ int dom_domain_set_vcpus(struct dom_domain *d, const pid_t *tids, unsigned int n
 bool dom_domain_set_helpers(struct dom_domain *d, const pid_t *tids, unsigned int n);
 /* @d's helpers, sorted: their number, the array in *@tids. */
 unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids);
-/* A backend's own per-domain data (borrowed, not freed by the domain). */
-void dom_domain_set_priv(struct dom_domain *d, void *priv);
-void *dom_domain_priv(const struct dom_domain *d);
 
 /* ---- accessors ------------------------------------------------------------ */
 

@@ -36,7 +36,6 @@ struct dom_domain {
 	unsigned int ht_mask;
 	pid_t helper[DOM_HELPER_MAX];	/* sorted */
 	unsigned int nr_helpers;
-	void *priv;			/* the backend's */
 };
 
 /* ---- the key derived from a name ---------------------------------------- */
@@ -212,16 +211,6 @@ unsigned int dom_domain_helpers(const struct dom_domain *d, const pid_t **tids)
 {
 	*tids = d->helper;
 	return d->nr_helpers;
-}
-
-void dom_domain_set_priv(struct dom_domain *d, void *priv)
-{
-	d->priv = priv;
-}
-
-void *dom_domain_priv(const struct dom_domain *d)
-{
-	return d->priv;
 }
 
 /* ---- the vCPU map ---------------------------------------------------------- */

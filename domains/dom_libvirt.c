@@ -81,7 +81,6 @@ static int lvdom_sync(struct lvdom *d)
 		 * command line; has_uuid says so */
 		dom_domain_set_uuid(d->dd, d->uuid);
 		dom_domain_set_hypervisor(d->dd, "qemu");
-		dom_domain_set_priv(d->dd, d);
 	}
 	dom_domain_set_id(d->dd, d->id < 0 ? 0 : (uint64_t)d->id);
 	dom_domain_set_pid(d->dd, d->pid);

@@ -177,7 +177,6 @@ struct pdom *dpf_domain_probe(struct dom_table *t, pid_t pid)
 	dom_cmdline_release(&cl);
 	if (!d->dom)
 		goto out_free;
-	dom_domain_set_priv(d->dom, d);
 	d->task_nlink = (nlink_t)-1;
 	d->settle = DOM_SETTLE_SCANS;
 	free(buf);

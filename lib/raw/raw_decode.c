@@ -29,10 +29,6 @@ int raw_header_parse(const void *buf, size_t len, struct raw_header *out)
 	/* Nothing to read, and buf may be NULL (NULL + 0 is undefined). */
 	if (!len)
 		return -EAGAIN;
-	if (!len) {
-		*consumed = 0;
-		return 0;
-	}
 	du_cur_init(&c, buf, len);
 	/* A wrong magic is known as soon as it is there: say so early. */
 	if (!du_cur_u64(&c, &magic))
@@ -282,11 +278,15 @@ int raw_decode(const struct raw_ops *ops, void *ctx, const void *buf, size_t len
 	struct raw_decode_stats local = { 0 };
 	int (*const on_sample)(void *, uint64_t, uint32_t) = ops->sample;
 	struct du_cursor c;
-	const uint8_t *start = buf;
-	const uint8_t *rec = start;
+	const uint8_t *start = buf, *rec = buf;
 	uint64_t records = 0, samples = 0;
 	int rc = 0;
 
+	/* buf may be NULL when there is nothing (NULL + 0 is undefined) */
+	if (!len) {
+		*consumed = 0;
+		return 0;
+	}
 	du_cur_init(&c, buf, len);
 	for (;;) {
 		const uint8_t *head;
