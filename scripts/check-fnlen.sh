@@ -94,4 +94,4 @@ END {
 }' $product || { echo "check-fnlen: split the files above by role (or prune the known exceptions)"; bad=1; }
 [ -z "$bad" ] || exit 1
 echo "no function over $max lines in $(echo "$files" | wc -l) C files (known exceptions: $known)"
-echo "no file over $max_lines lines in $(echo "$product" | wc -l) product C files (known exceptions: $known_files)"
+echo "no file over $max_lines lines in $(echo "$product" | wc -l) product C files${known_files:+ (known exceptions: $known_files)}"
