@@ -1,19 +1,24 @@
 #!/bin/sh
 # No function over 80 lines in the product's C files (CONVENTIONS: a
-# function does one thing).  Run by `make check` from the top.
+# function does one thing), and no product C file over 800 lines (a file
+# has one job).  Run by `make check` from the top.
 #
 # Which files: every .c file of the tree but the tests (tests/, test_*.c,
 # fuzz_*.c) and generated code (protoc-c's *.pb-c.c, a kernel build's
-# *.mod.c); daemon/'s tests are held to it too, as they always were.  A
-# function counts from its opening brace in column 0 to the closing one.
+# *.mod.c); daemon/'s tests are held to the function rule too, as they
+# always were, not to the file rule.  A function counts from its opening
+# brace in column 0 to the closing one; a file, its lines.
 #
-# Known exceptions, as FILE:FUNCTION, in files being reworked elsewhere:
-# each is to be split and then removed from this list.  An entry whose
-# function is no longer over 80 lines fails the check, so the list stays
-# true.
+# Known exceptions, as FILE:FUNCTION for functions and FILE for files, in
+# files being reworked elsewhere: each is to be split and then removed from
+# its list.  An entry that is no longer over its limit fails the check, so
+# the lists stay true.
 known=""
+known_files=""
 
 max=80
+max_lines=800
+bad=
 top=$(cd "${srcdir:-$(dirname "$0")/..}" && pwd) || exit 1
 cd "$top" || exit 1
 
@@ -57,5 +62,36 @@ END {
 			bad = 1
 		}
 	exit bad
-}' $files || { echo "check-fnlen: split the functions above (or prune the known exceptions)"; exit 1; }
+}' $files || { echo "check-fnlen: split the functions above (or prune the known exceptions)"; bad=1; }
+
+# The product's files: the same but daemon/'s tests.
+product=$(echo "$files" | awk '!/(^|\/)test_[^\/]*\.c$/')
+# shellcheck disable=SC2086 # as above
+awk -v max="$max_lines" -v known="$known_files" '
+BEGIN { nk = split(known, k, " "); for (i = 1; i <= nk; i++) allowed[k[i]] = 1 }
+function check(file, n) {
+	if (n <= max)
+		return
+	if (file in allowed) {
+		printf "%s: %d lines (a known exception)\n", file, n
+		seen[file] = 1
+	} else {
+		printf "%s: %d lines\n", file, n
+		bad = 1
+	}
+}
+FNR == 1 && NR > 1 { check(prev, lines) }
+{ prev = FILENAME; lines = FNR }
+END {
+	if (NR)
+		check(prev, lines)
+	for (file in allowed)
+		if (!(file in seen)) {
+			printf "%s: not over %d lines (any more): remove it from the known exceptions in scripts/check-fnlen.sh\n", file, max
+			bad = 1
+		}
+	exit bad
+}' $product || { echo "check-fnlen: split the files above by role (or prune the known exceptions)"; bad=1; }
+[ -z "$bad" ] || exit 1
 echo "no function over $max lines in $(echo "$files" | wc -l) C files${known:+ (known exceptions: $known)}"
+echo "no file over $max_lines lines in $(echo "$product" | wc -l) product C files${known_files:+ (known exceptions: $known_files)}"
