@@ -1,6 +1,6 @@
 /*
  * Which collectors opcontrol may start: the daemon's table says
- * (oprofiled --list-collectors, daemon/opd_collector.h), so a collector
+ * (oprofiled --list-collectors, daemon/collect/opd_collector.h), so a collector
  * added there is one opcontrol takes without a change here.
  */
 #include "config.h"

@@ -6,7 +6,7 @@
  * A backend only discovers and reports: it builds backend-neutral struct
  * dom_domain objects (dom.h, constructor and setters in dom_domain.c) and
  * reports changes through struct dom_ops.  The daemon's registry
- * (daemon/opd_domain.h) alone keeps the table samples are looked up in,
+ * (daemon/registry/opd_domain.h) alone keeps the table samples are looked up in,
  * by the keys each domain declares (DOMAIN records' key_ns and key,
  * include/domprof/raw.h):
  *   DP_DOMKEY_HOST_PID   key = host pid of the hypervisor process

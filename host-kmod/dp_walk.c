@@ -32,7 +32,7 @@
 #define DP_USER_SS	0x2b
 /*
  * A Xen PV guest's user selectors (Xen's flat ring 3): the xen collector
- * walks such guests with this code too (daemon/gwalk.c).
+ * walks such guests with this code too (daemon/collect/gwalk.c).
  */
 #define DP_PV_USER_CS	0xe033
 #define DP_PV_USER_SS	0xe02b

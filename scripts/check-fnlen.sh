@@ -28,7 +28,7 @@ files=$(find . \( -path ./tests -o -path './build*' -o -path ./_build -o -path .
 		-o -path ./autom4te.cache \) -prune -o \
 		-name '*.c' ! -name '*.pb-c.c' ! -name '*.mod.c' -print |
 	sed 's|^\./||' |
-	awk '!/(^|\/)fuzz_[^\/]*\.c$/ && !/\/tests\// && (!/(^|\/)test_[^\/]*\.c$/ || /^daemon\//)' |
+	awk '!/(^|\/)fuzz_[^\/]*\.c$/ && (!/\/tests\// || /^daemon\/tests\//) && (!/(^|\/)test_[^\/]*\.c$/ || /^daemon\//)' |
 	sort)
 if [ -z "$files" ]; then
 	echo "check-fnlen: no C files below $top" >&2

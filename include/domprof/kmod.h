@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * domprof kernel module control interface: the ioctls of /dev/domprof,
- * shared by the module (host-kmod/) and the daemon (daemon/collect_kmod.c).
+ * shared by the module (host-kmod/) and the daemon (daemon/collect/collect_kmod.c).
  * host-kmod/README.md describes the device; doc/raw-stream.md the stream
  * that read() returns.
  *

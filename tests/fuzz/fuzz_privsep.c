@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the privsep message decoder (daemon/opd_privsep.c):
+ * libFuzzer target for the privsep message decoder (daemon/privsep/opd_privsep.c):
  * what either side of the channel believes of the other's bytes.  The
  * input is a run of messages of OPD_PS_MSG_SIZE bytes each (the last one
  * padded with zeros; the first byte of each says how many descriptors

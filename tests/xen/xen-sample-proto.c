@@ -1,6 +1,6 @@
 /*
  * Prototype of the xen collector's sampling loop, run in the Xen lab's
- * dom0 against PV guests.  It is the evidence for daemon/collect_xen.c:
+ * dom0 against PV guests.  It is the evidence for daemon/collect/collect_xen.c:
  * every domU vCPU is looked at about RATE times a second (with jitter, so
  * the looks do not lock onto a guest's periodic work); a vCPU that
  * consumed CPU time since the last look (xc_vcpu_getinfo cpu_time) gets
