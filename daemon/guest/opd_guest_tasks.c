@@ -10,27 +10,32 @@
 int opd_gtasks_init(struct opd_gtasks *ts, size_t max_tasks, size_t max_maps,
 		    struct opd_gbudget *budget, struct opd_stats *st)
 {
+	size_t nbuckets = OPD_GTASK_BUCKETS_MIN;
+	int ret;
+
 	memset(ts, 0, sizeof(*ts));
-	ts->nbuckets = OPD_GTASK_BUCKETS_MIN;
-	while (ts->nbuckets < max_tasks / 2 && ts->nbuckets < OPD_GTASK_BUCKETS_MAX)
-		ts->nbuckets *= 2;
-	ts->b = calloc(ts->nbuckets, sizeof(*ts->b));
-	if (!ts->b)
-		ts->nbuckets = 0;
+	while (nbuckets < max_tasks / 2 && nbuckets < OPD_GTASK_BUCKETS_MAX)
+		nbuckets *= 2;
+	ret = du_htab_init(&ts->tab, nbuckets);
 	ts->max_tasks = max_tasks;
 	ts->max_maps = max_maps;
 	ts->max_task_maps = OPD_GTASK_MAX_TASK_MAPS;
 	ts->budget = budget;
 	ts->st = st;
 	opd_ghkey_init(&ts->key);
-	return ts->b ? 0 : -ENOMEM;
+	return ret;
 }
 
 /* Not pid % buckets: a guest chooses its pids (a fork loop gives it any
- * residue it likes), not the key. */
-static size_t bucket(const struct opd_gtasks *ts, uint32_t pid)
+ * residue it likes), not the key.  The low bits pick the bucket. */
+static uint32_t pid_hash(const struct opd_gtasks *ts, uint32_t pid)
 {
-	return opd_ghash_u32(&ts->key, pid) & (ts->nbuckets - 1);
+	return (uint32_t)opd_ghash_u32(&ts->key, pid);
+}
+
+static struct opd_gtask *task_of(struct du_hlink *l)
+{
+	return du_container_of(l, struct opd_gtask, link);
 }
 
 static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
@@ -44,27 +49,30 @@ static void task_free(struct opd_gtasks *ts, struct opd_gtask *t)
 
 void opd_gtasks_fini(struct opd_gtasks *ts)
 {
-	for (size_t i = 0; i < ts->nbuckets && ts->nr_tasks; i++) {
-		struct opd_gtask *t, *n;
+	if (ts->tab.buckets) {
+		for (size_t i = 0; i <= ts->tab.mask && ts->nr_tasks; i++) {
+			struct du_hlink *l, *n;
 
-		for (t = ts->b[i]; t; t = n) {
-			n = t->next;
-			task_free(ts, t);
+			for (l = ts->tab.buckets[i]; l; l = n) {
+				n = l->next;
+				task_free(ts, task_of(l));
+			}
+			ts->tab.buckets[i] = NULL;
 		}
-		ts->b[i] = NULL;
 	}
-	free(ts->b);
-	ts->b = NULL;
-	ts->nbuckets = 0;
+	du_htab_fini(&ts->tab, NULL);
 }
 
 struct opd_gtask *opd_gtasks_find(const struct opd_gtasks *ts, uint32_t pid)
 {
-	if (!ts->nbuckets)
+	uint32_t h;
+
+	if (!ts->tab.buckets)
 		return NULL;
-	for (struct opd_gtask *t = ts->b[bucket(ts, pid)]; t; t = t->next)
-		if (t->pid == pid)
-			return t;
+	h = pid_hash(ts, pid);
+	for (struct du_hlink *l = du_htab_chain(&ts->tab, h); l; l = l->next)
+		if (l->hash == h && task_of(l)->pid == pid)
+			return task_of(l);
 	return NULL;
 }
 
@@ -74,7 +82,7 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 
 	if (t)
 		return t;
-	if (ts->nr_tasks >= ts->max_tasks || !ts->nbuckets) {
+	if (ts->nr_tasks >= ts->max_tasks || !ts->tab.buckets) {
 		ts->st->guest_tasks_capped++;
 		return NULL;
 	}
@@ -86,8 +94,7 @@ struct opd_gtask *opd_gtasks_get(struct opd_gtasks *ts, uint32_t pid)
 		return NULL;
 	}
 	t->pid = pid;
-	t->next = ts->b[bucket(ts, pid)];
-	ts->b[bucket(ts, pid)] = t;
+	du_htab_add(&ts->tab, &t->link, pid_hash(ts, pid));
 	ts->nr_tasks++;
 	return t;
 }
@@ -276,17 +283,16 @@ void opd_gtasks_fork(struct opd_gtasks *ts, uint32_t pid, uint32_t ppid)
 
 static void reap(struct opd_gtasks *ts, uint64_t seen, uint64_t linger)
 {
-	for (size_t i = 0; i < ts->nbuckets; i++) {
-		struct opd_gtask **pp = &ts->b[i];
+	for (size_t i = 0; ts->tab.buckets && i <= ts->tab.mask; i++) {
+		struct du_hlink *l, *n;
 
-		while (*pp) {
-			struct opd_gtask *t = *pp;
+		for (l = ts->tab.buckets[i]; l; l = n) {
+			struct opd_gtask *t = task_of(l);
 
+			n = l->next;
 			if (t->exited && seen - t->exit_ns > linger) {
-				*pp = t->next;
+				du_htab_del(&ts->tab, l);
 				task_free(ts, t);
-			} else {
-				pp = &t->next;
 			}
 		}
 	}
@@ -314,8 +320,9 @@ const struct opd_gtask *opd_gtasks_sole_owner(const struct opd_gtasks *ts, uint6
 	const struct opd_gtask *found = NULL;
 	const struct opd_gmap *fm = NULL;
 
-	for (size_t i = 0; i < ts->nbuckets; i++) {
-		for (const struct opd_gtask *t = ts->b[i]; t; t = t->next) {
+	for (size_t i = 0; ts->tab.buckets && i <= ts->tab.mask; i++) {
+		for (const struct du_hlink *l = ts->tab.buckets[i]; l; l = l->next) {
+			const struct opd_gtask *t = du_container_of(l, const struct opd_gtask, link);
 			const struct opd_gmap *m = t->exited ? NULL : opd_gtask_find_map(t, pc);
 
 			if (!m)

@@ -14,6 +14,7 @@
 #include "opd_guest_budget.h"
 #include "opd_guest_hash.h"
 #include "opd_stats.h"
+#include "util/du_hash.h"
 
 /* Buckets: a power of two near max_tasks / 2, within these. */
 #define OPD_GTASK_BUCKETS_MIN	16
@@ -32,7 +33,7 @@ struct opd_gmap {
 };
 
 struct opd_gtask {
-	struct opd_gtask *next;
+	struct du_hlink link;	/* in opd_gtasks.tab, by keyed hash of the pid */
 	uint32_t pid;
 	bool exited;
 	uint64_t exit_ns;
@@ -50,12 +51,12 @@ struct opd_gtask {
 };
 
 struct opd_gtasks {
-	struct opd_gtask **b;		/* nbuckets chains */
-	size_t nbuckets;
+	struct du_htab tab;		/* fixed buckets (never grown): the
+					 * chains are short by the keyed hash */
 	size_t nr_tasks, nr_maps;
 	size_t max_tasks, max_maps;
 	size_t max_task_maps;		/* OPD_GTASK_MAX_TASK_MAPS */
-	struct opd_ghkey key;		/* buckets by keyed hash of the pid */
+	struct opd_ghkey key;		/* the hash each link stores */
 	uint64_t last_reap;
 	struct opd_gbudget *budget;	/* borrowed */
 	struct opd_stats *st;		/* borrowed */
@@ -95,7 +96,7 @@ const struct opd_gmap *opd_gtask_find_map(const struct opd_gtask *t, uint64_t pc
 /* Tasks a full scan visits (the owner scan's cost). */
 static inline uint64_t opd_gtasks_scan_cost(const struct opd_gtasks *ts)
 {
-	return ts->nbuckets + ts->nr_tasks;
+	return (ts->tab.buckets ? ts->tab.mask + 1 : 0) + ts->nr_tasks;
 }
 
 /*

@@ -115,11 +115,11 @@ static void test_task_buckets(void)
 	memset(&st, 0, sizeof(st));
 	CU_ASSERT_FATAL(opd_gtasks_init(&ts, 32768, 1u << 20, &b, &st) == 0);
 	for (uint32_t k = 1; k <= 4000; k++)
-		CU_ASSERT_FATAL(opd_gtasks_get(&ts, k * (uint32_t)ts.nbuckets) != NULL);
-	for (size_t i = 0; i < ts.nbuckets; i++) {
+		CU_ASSERT_FATAL(opd_gtasks_get(&ts, k * (uint32_t)(ts.tab.mask + 1)) != NULL);
+	for (size_t i = 0; i <= ts.tab.mask; i++) {
 		size_t n = 0;
 
-		for (struct opd_gtask *t = ts.b[i]; t; t = t->next)
+		for (struct du_hlink *l = ts.tab.buckets[i]; l; l = l->next)
 			n++;
 		if (n > longest)
 			longest = n;
