@@ -13,9 +13,8 @@
 #include "util/du_sdir.h"
 
 struct opd_gimg {
-	struct opd_gimg *next;	/* hash chain */
+	struct du_hlink link;	/* opd_gimgs.tab: the keyed hash of the path */
 	struct opd_gimg *all_next;	/* opd_gimgs.all */
-	uint64_t hash;
 	uint32_t cookie;	/* 0: none (or the agent restarted) */
 	uint8_t bid[DP_AG_BUILD_ID_MAX];
 	uint8_t bid_size;
@@ -40,6 +39,8 @@ int opd_gimgs_init(struct opd_gimgs *is, const char *name, const char *dir, size
 	is->budget = budget;
 	is->st = st;
 	opd_ghkey_init(&is->key);
+	if (du_htab_init(&is->tab, OPD_GIMG_BUCKETS))
+		return -ENOMEM;
 	if (asprintf(&is->map_path, "%s/images", dir) < 0) {
 		is->map_path = NULL;
 		return -ENOMEM;
@@ -61,6 +62,7 @@ void opd_gimgs_fini(struct opd_gimgs *is)
 {
 	struct opd_gimg *x, *n;
 
+	du_htab_fini(&is->tab, NULL);	/* the links go below, by the list */
 	for (x = is->all; x; x = n) {
 		n = x->all_next;
 		opd_gbudget_give(is->budget, sizeof(*x) + x->len + 1);
@@ -68,7 +70,6 @@ void opd_gimgs_fini(struct opd_gimgs *is)
 	}
 	is->all = NULL;
 	is->nr_paths = 0;
-	memset(is->b, 0, sizeof(is->b));
 	xfer_abort(is);
 	free(is->map_path);
 	is->map_path = NULL;
@@ -77,12 +78,14 @@ void opd_gimgs_fini(struct opd_gimgs *is)
 struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t len)
 {
 	/* keyed: FNV buckets let a guest pick paths that chain */
-	uint64_t h = opd_ghash(&is->key, path, len);
+	uint32_t h = (uint32_t)opd_ghash(&is->key, path, len);
 	struct opd_gimg *x;
 
-	for (x = is->b[h & (OPD_GIMG_BUCKETS - 1)]; x; x = x->next)
-		if (x->hash == h && x->len == len && !memcmp(x->path, path, len))
+	for (struct du_hlink *l = du_htab_chain(&is->tab, h); l; l = l->next) {
+		x = du_container_of(l, struct opd_gimg, link);
+		if (l->hash == h && x->len == len && !memcmp(x->path, path, len))
 			return x;
+	}
 	if (is->nr_paths >= OPD_GIMG_MAX_PATHS) {
 		is->st->guest_images_capped++;
 		return NULL;
@@ -94,14 +97,12 @@ struct opd_gimg *opd_gimgs_get(struct opd_gimgs *is, const char *path, size_t le
 		opd_gbudget_give(is->budget, sizeof(*x) + len + 1);
 		return NULL;
 	}
-	x->hash = h;
 	x->len = len;
 	memcpy(x->path, path, len);
 	is->nr_paths++;
 	x->all_next = is->all;
 	is->all = x;
-	x->next = is->b[h & (OPD_GIMG_BUCKETS - 1)];
-	is->b[h & (OPD_GIMG_BUCKETS - 1)] = x;
+	du_htab_add(&is->tab, &x->link, h);
 	return x;
 }
 

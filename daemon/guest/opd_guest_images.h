@@ -22,8 +22,9 @@
 #include "opd_image.h"
 #include "opd_imgcache.h"
 #include "opd_stats.h"
+#include "util/du_hash.h"
 
-#define OPD_GIMG_BUCKETS	4096	/* a power of two */
+#define OPD_GIMG_BUCKETS	4096	/* a power of two; never grown */
 /* Distinct paths a domain's mappings may name (chains stay short). */
 #define OPD_GIMG_MAX_PATHS	32768
 #define OPD_GIMG_MAX_REQ	256
@@ -33,7 +34,7 @@ struct opd_gimg;
 struct opd_gimgs {
 	const char *name;		/* domain, for messages; borrowed */
 	char *map_path;			/* SESSION/domains/<esc>/images */
-	struct opd_gimg *b[OPD_GIMG_BUCKETS];	/* by keyed hash of the path */
+	struct du_htab tab;		/* OPD_GIMG_BUCKETS, by keyed hash of the path */
 	struct opd_ghkey key;
 	struct opd_gimg *all;	/* every entry, for the walks (not the buckets) */
 	size_t nr_paths;
