@@ -26,64 +26,47 @@
 
 /* ---- the table ---------------------------------------------------------- */
 
+static uint32_t pid_hash(pid_t pid)
+{
+	return (uint32_t)dom_hash_id(pid);
+}
+
 static void table_link(struct dom_table *t, struct pdom *d)
 {
-	size_t b = dom_hash_id(d->pid) & (t->nr_buckets - 1);
-
 	d->next = t->list;
 	t->list = d;
-	d->hnext = t->buckets[b];
-	t->buckets[b] = d;
-	t->count++;
+	du_htab_add(&t->pids, &d->link, pid_hash(d->pid));
 }
 
 static void table_unlink(struct dom_table *t, struct pdom *d)
 {
-	size_t b = dom_hash_id(d->pid) & (t->nr_buckets - 1);
 	struct pdom **pp;
 
-	for (pp = &t->buckets[b]; *pp; pp = &(*pp)->hnext)
-		if (*pp == d) {
-			*pp = d->hnext;
-			break;
-		}
+	du_htab_del(&t->pids, &d->link);
 	for (pp = &t->list; *pp; pp = &(*pp)->next)
 		if (*pp == d) {
 			*pp = d->next;
 			break;
 		}
-	t->count--;
 }
 
 /* Grow the pid hash so chains stay short; failure only costs speed. */
 static void table_grow(struct dom_table *t)
 {
-	struct pdom **nb, *d;
-	size_t n = t->nr_buckets * 2;
-
-	if (t->count < t->nr_buckets)
-		return;
-	nb = calloc(n, sizeof(*nb));
-	if (!nb)
-		return;
-	for (d = t->list; d; d = d->next) {
-		size_t b = dom_hash_id(d->pid) & (n - 1);
-
-		d->hnext = nb[b];
-		nb[b] = d;
-	}
-	free(t->buckets);
-	t->buckets = nb;
-	t->nr_buckets = n;
+	if (t->pids.count > t->pids.mask)
+		(void)du_htab_grow(&t->pids);
 }
 
 static struct pdom *table_find(const struct dom_table *t, pid_t pid)
 {
-	struct pdom *d;
+	uint32_t h = pid_hash(pid);
 
-	for (d = t->buckets[dom_hash_id(pid) & (t->nr_buckets - 1)]; d; d = d->hnext)
-		if (d->pid == pid)
+	for (struct du_hlink *l = du_htab_chain(&t->pids, h); l; l = l->next) {
+		struct pdom *d = du_container_of(l, struct pdom, link);
+
+		if (l->hash == h && d->pid == pid)
 			return d;
+	}
 	return NULL;
 }
 
@@ -98,9 +81,7 @@ struct dom_table *dom_table_new(const struct dom_config *cfg)
 	if (!t)
 		return NULL;
 	t->proc_fd = -1;
-	t->nr_buckets = 64;
-	t->buckets = calloc(t->nr_buckets, sizeof(*t->buckets));
-	if (!t->buckets)
+	if (du_htab_init(&t->pids, 64))
 		goto out_nomem;
 	if (cfg && cfg->names) {
 		while (cfg->names[n])
@@ -144,6 +125,7 @@ void dom_table_free(struct dom_table *t)
 
 	if (!t)
 		return;
+	du_htab_fini(&t->pids, NULL);	/* its domains go below, by the list */
 	for (d = t->list; d; d = next) {
 		next = d->next;
 		dpf_domain_free(d);
@@ -157,7 +139,6 @@ void dom_table_free(struct dom_table *t)
 		close(t->proc_fd);
 	dpf_refusals_prune(t, true);
 	free(t->vm_uids);
-	free(t->buckets);
 	free(t);
 }
 
@@ -285,7 +266,7 @@ int dom_scan(struct dom_table *t, const struct dom_ops *ops, void *ctx)
 
 size_t dom_table_count(const struct dom_table *t)
 {
-	return t->count;
+	return t->pids.count;
 }
 
 /* ---- the backend ops ---------------------------------------------------- */

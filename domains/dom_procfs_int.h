@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "dom.h"
+#include "util/du_hash.h"
 
 /* Scans after a change of thread count during which threads are re-read:
  * QEMU names a thread just after creating it, so a scan can see the
@@ -24,7 +25,7 @@
 struct pdom {
 	struct dom_domain *dom;		/* what it reports (dom.h) */
 	struct pdom *next;		/* table list */
-	struct pdom *hnext;		/* pid hash chain */
+	struct du_hlink link;		/* dom_table.pids: dom_hash_id(pid) */
 	pid_t pid;
 	unsigned long long start_time;	/* /proc/PID/stat field 22; 0: unknown */
 	nlink_t task_nlink;		/* st_nlink of task/ at the last read */
@@ -59,9 +60,7 @@ struct dom_table {
 	struct refusal *refused[REFUSAL_BUCKETS];
 	char **names;			/* selection, NULL-terminated; NULL: all */
 	struct pdom *list;
-	struct pdom **buckets;	/* pid hash */
-	size_t nr_buckets;		/* power of two */
-	size_t count;
+	struct du_htab pids;		/* every domain by pid; .count is the table's */
 	unsigned int gen;
 };
 
