@@ -22,6 +22,7 @@
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
+#include "test_fixture.h"
 #include "util/du_test.h"
 
 #define TEST_URI "test:///default"
@@ -29,34 +30,16 @@
 #define PID 4242
 #define GUEST_USER "{domain}/test/{anon:guest-user}/{dep}/{anon:guest-user}"
 
-static struct {
-	char dir[64], session[96], proc[96];
-	struct opd_conf conf;
-	struct opd_daemon d;
-	struct raw_writer *w;
-} fx;
+static struct tfx fx;
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
+/* Its QEMU as libvirt starts it: no exe link, comm or stat needed. */
 static void fake_qemu(void)
 {
-	static const char cmd[] = "/usr/bin/qemu-system-x86_64\0-name\0guest=test,debug-threads=on\0"
-				  "-uuid\0" TEST_UUID;
-	char p[256];
+	static const char *const argv[] = { "/usr/bin/qemu-system-x86_64", "-name",
+					    "guest=test,debug-threads=on", "-uuid", TEST_UUID,
+					    NULL };
 
-	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, PID);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, PID);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, PID);
-	tp_write_file(p, cmd, sizeof(cmd));
-	tp_thread(fx.proc, PID, PID, "qemu-system-x86");
+	tfx_qemu(&fx, PID, argv, true);
 	tp_thread(fx.proc, PID, PID + 1, "CPU 0/KVM");
 }
 
@@ -64,35 +47,14 @@ static void setup(void)
 {
 	struct dp_raw_event ev;
 
-	memset(&fx, 0, sizeof(fx));
-	strcpy(fx.dir, "/tmp/test_dom_libvirt.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
-	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
+	tfx_tmpdir(&fx, "test_dom_libvirt", true);
 	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0 && mkdir(fx.session, 0755) == 0);
 	fake_qemu();
-	opd_conf_defaults(&fx.conf);
-	fx.conf.session_dir = fx.session;
-	fx.conf.collector = "file";
-	fx.conf.track_domains = true;
-	fx.conf.domains_proc_root = fx.proc;
+	tfx_conf(&fx);
 	fx.conf.domain_backend = "libvirt";
 	fx.conf.libvirt_uri = TEST_URI;
-	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
-	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
-	CU_ASSERT_FATAL(fx.w != NULL);
-	memset(&ev, 0, sizeof(ev));
-	strcpy(ev.name, "CPU_CLK_UNHALTED");
-	ev.count = 100000;
-	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
-	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) == 0);
-}
-
-static void teardown(void)
-{
-	raw_writer_close(fx.w);
-	opd_daemon_fini(&fx.d);
-	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	tfx_event_clk(&ev);
+	tfx_start(&fx, &ev, 1, 0);
 }
 
 static const char *info_key(const char *key)
@@ -207,7 +169,7 @@ static void test_metadata_toggles(void)
 
 	virDomainFree(dom);
 	virConnectClose(c);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 int main(void)

@@ -27,6 +27,7 @@
 #include "dom_testproc.h"
 #include "dom_backend.h"
 #include "domprof/agent.h"
+#include "test_fixture.h"
 
 #define QEMU "/usr/bin/qemu-system-x86_64"
 #define UUID_A "6b1b1d6e-0000-4000-8000-00000000000a"
@@ -34,13 +35,7 @@
 #define KSTART 0xffffffff81000000ULL
 #define QEMU_TEXT 0x555555554000ULL
 
-static struct {
-	char dir[64];
-	char session[96], proc[96];
-	struct opd_conf conf;
-	struct opd_daemon d;
-	struct raw_writer *w;
-} fx;
+static struct tfx fx;
 
 /* ---- fake proc tree ---- */
 
@@ -48,8 +43,6 @@ static struct {
  * threads pid+1 .. pid+nvcpu and an I/O thread pid+100. */
 static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
 {
-	char p[256], cmd[1024], stat[256];
-	size_t n = 0;
 	const char *argv[] = { QEMU, "-enable-kvm", "-name", NULL, "-uuid", uuid, NULL };
 	char namearg[128];
 
@@ -57,27 +50,7 @@ static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
 	argv[3] = namearg;
 	if (!uuid)
 		argv[4] = NULL;
-	for (const char **a = argv; *a; a++) {
-		size_t l = strlen(*a) + 1;
-
-		memcpy(cmd + n, *a, l);
-		n += l;
-	}
-	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
-	CU_ASSERT_FATAL(symlink(QEMU, p) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
-	tp_write_file(p, cmd, n);
-	tp_pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
-	tp_write_file(p, "qemu-system-x86\n", 16);
-	tp_pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
-	tp_pathf(stat, sizeof(stat), "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n",
-	      pid, 1000 + pid);
-	tp_write_file(p, stat, strlen(stat));
-	tp_thread(fx.proc, pid, pid, "qemu-system-x86");
+	tfx_qemu(&fx, pid, argv, false);
 	for (int i = 0; i < nvcpu; i++) {
 		char c[32];
 
@@ -85,11 +58,6 @@ static void fake_qemu(int pid, const char *name, const char *uuid, int nvcpu)
 		tp_thread(fx.proc, pid, pid + 1 + i, c);
 	}
 	tp_thread(fx.proc, pid, pid + 100, "IO mon_iothread");
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 /* ---- daemon fixture ---- */
@@ -101,58 +69,13 @@ static void setup(const char *domains)
 {
 	struct dp_raw_event ev;
 
-	memset(&fx, 0, sizeof(fx));
-	strcpy(fx.dir, "/tmp/test_domains.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
-	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
-	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
-	opd_conf_defaults(&fx.conf);
-	fx.conf.session_dir = fx.session;
-	fx.conf.collector = "file";
-	fx.conf.track_domains = true;
-	fx.conf.domains_proc_root = fx.proc;
+	tfx_tmpdir(&fx, "test_domains", true);
+	tfx_mkdirs(&fx);
+	tfx_conf(&fx);
 	fx.conf.domains = domains;
 	fx.conf.domain_backend_ops = setup_backend;
-	CU_ASSERT_FATAL(mkdir(fx.session, 0755) == 0);
-	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
-	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
-	CU_ASSERT_FATAL(fx.w != NULL);
-	memset(&ev, 0, sizeof(ev));
-	strcpy(ev.name, "CPU_CLK_UNHALTED");
-	ev.count = 100000;
-	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
-	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev, 1) == 0);
-	CU_ASSERT_FATAL(raw_put_kmod(fx.w, KSTART, 0x1000000, "vmlinux", 7) == 0);
-}
-
-/* What the main loop does between collector rounds. */
-static void scan(void)
-{
-	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
-	CU_ASSERT(opd_daemon_scan_domains(&fx.d) == 0);
-}
-
-static void finish(void)
-{
-	CU_ASSERT(raw_writer_close(fx.w) == 0);
-	fx.w = NULL;
-	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
-	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
-}
-
-static void teardown(void)
-{
-	raw_writer_close(fx.w);
-	opd_daemon_fini(&fx.d);
-	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void put_ctx(uint32_t pid, uint32_t tid, uint32_t mode)
-{
-	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
-	CU_ASSERT(raw_put_task(fx.w, pid, tid) == 0);
-	CU_ASSERT(raw_put_mode(fx.w, mode) == 0);
+	tfx_event_clk(&ev);
+	tfx_start(&fx, &ev, 1, KSTART);
 }
 
 static void put_qemu_map(uint32_t pid)
@@ -253,15 +176,15 @@ static void test_guest_and_vmm(void)
 {
 	setup(NULL);
 	fake_qemu(4242, "web", UUID_A, 2);
-	scan();
+	tfx_scan(&fx);
 	put_qemu_map(4242);
 	/* vCPU 1 runs guest user code, then guest kernel code */
-	put_ctx(4242, 4244, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4242, 4244, DP_MODE_GUEST_USER);
 	samples(0x401000, 3);
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
 	samples(0xffffffff81234567ULL, 2);
 	/* the I/O thread emulates a device: host user in QEMU, then a VM exit in the kernel */
-	put_ctx(4242, 4342, DP_MODE_HOST_USER);
+	tfx_put_ctx(&fx, 4242, 4342, DP_MODE_HOST_USER);
 	samples(QEMU_TEXT + 0x1230, 4);
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_HOST_KERNEL) == 0);
 	samples(KSTART + 0x500, 1);
@@ -270,7 +193,7 @@ static void test_guest_and_vmm(void)
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
 	CU_ASSERT(raw_put_domain(fx.w, 4242, 0) == 0);
 	samples(0x402000, 1);
-	finish();
+	tfx_finish(&fx);
 
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
 	CU_ASSERT(count_in(GUEST_USER, 0x402000) == 1);
@@ -285,22 +208,22 @@ static void test_guest_and_vmm(void)
 	CU_ASSERT(stat_key("domains_seen") == 1);
 	CU_ASSERT(stat_key("domains_running") == 1);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_unknown_domain(void)
 {
 	setup("all");
 	fake_qemu(4242, "web", UUID_A, 1);
-	scan();
-	put_ctx(999, 999, DP_MODE_GUEST_KERNEL);
+	tfx_scan(&fx);
+	tfx_put_ctx(&fx, 999, 999, DP_MODE_GUEST_KERNEL);
 	samples(0xffffffff81000010ULL, 2);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in("{domain}/unknown/{anon:guest-kernel}/{dep}/{anon:guest-kernel}",
 			   0xffffffff81000010ULL) == 2);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 2);
 	CU_ASSERT(stat_key("samples_filed") == 2);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_selection(void)
@@ -308,15 +231,15 @@ static void test_selection(void)
 	setup("db," UUID_B);
 	fake_qemu(4242, "web", UUID_A, 1);
 	fake_qemu(5252, "other", UUID_B, 1);	/* selected by UUID */
-	scan();
+	tfx_scan(&fx);
 	put_qemu_map(4242);
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 3);
-	put_ctx(4242, 4342, DP_MODE_HOST_USER);
+	tfx_put_ctx(&fx, 4242, 4342, DP_MODE_HOST_USER);
 	samples(QEMU_TEXT + 0x10, 2);
-	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 5252, 5253, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == -1);
 	CU_ASSERT(count_in("{domain}/other/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 1);
 	/* an unselected domain's QEMU work is plain host work */
@@ -326,7 +249,7 @@ static void test_selection(void)
 	CU_ASSERT(stat_key("samples_filed") == 3);
 	CU_ASSERT(stat_key("samples_received") == 6);
 	CU_ASSERT(stat_key("samples_vmm") == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_removal_and_info(void)
@@ -334,7 +257,7 @@ static void test_removal_and_info(void)
 	setup(NULL);
 	fake_qemu(4242, "web", UUID_A, 2);
 	fake_qemu(5252, "db", NULL, 1);
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "name"), "web");
 	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_A);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid_source"), "cmdline");
@@ -365,34 +288,34 @@ static void test_removal_and_info(void)
 		CU_ASSERT_STRING_EQUAL(info_key("web", "agent_version"), "1.2.4");
 		CU_ASSERT(opd_domains_set_guest(fx.d.domains, d, 0x010203, "6.1") == 0);
 	}
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 2);
-	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 5252, 5253, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT(open_fds_matching("{domain}/web/") == 1);
 	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
 
 	tp_kill(fx.proc, 4242);
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT(open_fds_matching("{domain}/web/") == 0);
 	CU_ASSERT(open_fds_matching("{domain}/db/") == 1);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "stopped");
 	CU_ASSERT_STRING_EQUAL(info_key("web", "guest_release"), "6.1");	/* kept */
 	CU_ASSERT(fx.d.st.domains_running == 1);
 	/* samples still in the rings after the scan: filed under web */
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
 	/* the other domain goes on */
-	put_ctx(5252, 5253, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 5252, 5253, DP_MODE_GUEST_USER);
 	samples(0x401000, 4);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
 	CU_ASSERT(count_in("{domain}/db/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 5);
 	CU_ASSERT(stat_key("domains_seen") == 2);
 	CU_ASSERT(stat_key("domains_running") == 1);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* A scan @secs seconds from now: past the grace of what stopped. */
@@ -414,18 +337,18 @@ static void restart_web(const char *uuid)
 {
 	setup(NULL);
 	fake_qemu(4242, "web", UUID_A, 1);
-	scan();
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	tfx_scan(&fx);
+	tfx_put_ctx(&fx, 4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 2);
 	tp_kill(fx.proc, 4242);
-	scan();
+	tfx_scan(&fx);
 	fake_qemu(4300, "web", uuid, 1);
-	scan();
+	tfx_scan(&fx);
 	if (strcmp(uuid, UUID_A))
 		scan_later(6);
-	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4300, 4301, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
-	finish();
+	tfx_finish(&fx);
 }
 
 static void test_uuid_change(void)
@@ -441,12 +364,12 @@ static void test_uuid_change(void)
 	tp_pathf(p, sizeof(p), "%s/domains/web.6b1b1d6e/info", fx.session);
 	CU_ASSERT(stat(p, &sb) == 0);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_B);
-	teardown();
+	tfx_teardown(&fx);
 
 	/* the same UUID again appends */
 	restart_web(UUID_A);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /*
@@ -460,39 +383,39 @@ static void test_name_hold(void)
 {
 	setup(NULL);
 	fake_qemu(4242, "web", UUID_A, 1);
-	scan();
+	tfx_scan(&fx);
 	fake_qemu(4100, "web", UUID_B, 1);
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT(fx.d.st.domain_refused == 1);
 	tp_kill(fx.proc, 4242);	/* web's QEMU restarts */
-	scan();
+	tfx_scan(&fx);
 	fake_qemu(4300, "web", UUID_A, 1);
-	scan();
-	put_ctx(4300, 4301, DP_MODE_GUEST_USER);
+	tfx_scan(&fx);
+	tfx_put_ctx(&fx, 4300, 4301, DP_MODE_GUEST_USER);
 	samples(0x401000, 3);
-	put_ctx(4100, 4101, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4100, 4101, DP_MODE_GUEST_USER);
 	samples(0x401000, 5);
 	/* long after: web runs, the name is still its own */
 	scan_later(6);
-	put_ctx(4100, 4101, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4100, 4101, DP_MODE_GUEST_USER);
 	samples(0x401000, 7);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in(GUEST_USER, 0x401000) == 3);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "uuid"), UUID_A);
 	CU_ASSERT(stat_key("domain_refused") == 1);	/* said once */
 	CU_ASSERT(stat_key("unresolved_no_domain") == 12);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_replay_keeps_pid_names(void)
 {
 	setup(NULL);
 	opd_trans_set_domains(fx.d.trans, NULL);	/* as in replay */
-	put_ctx(4242, 4243, DP_MODE_GUEST_USER);
+	tfx_put_ctx(&fx, 4242, 4243, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in("{domain}/pid-4242/{anon:guest-user}/{dep}/{anon:guest-user}", 0x401000) == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* ---- a fake backend: it only reports; the registry looks domains up ---- */
@@ -571,7 +494,7 @@ static void fake_xen_domain(pid_t dm)
 	setup_backend = &fake_backend;
 	setup(NULL);
 	setup_backend = NULL;
-	scan();
+	tfx_scan(&fx);
 }
 
 /* The registry looks a sample's domain up by the keys its backend
@@ -605,7 +528,7 @@ static void test_registry_lookup(void)
 					      XEN_DOMID + (1ULL << 32), 0, 0, &v));
 	CU_ASSERT_PTR_NULL(opd_domains_lookup_pid(fx.d.domains, XEN_DOMID, XEN_DOMID, &v));
 	/* through the sample path: vCPU recorded, or by thread */
-	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
+	tfx_put_ctx(&fx, 100, 100, DP_MODE_GUEST_KERNEL);
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 1) == 0);
 	samples(0xffffffff81000100ULL, 3);
 	CU_ASSERT(raw_put_task(fx.w, 100, 901) == 0);
@@ -614,12 +537,12 @@ static void test_registry_lookup(void)
 	/* the same number as a host pid is another domain: none here */
 	CU_ASSERT(raw_put_domain(fx.w, XEN_DOMID, 0) == 0);
 	samples(0xffffffff81000300ULL, 4);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000100ULL) == 3);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81200000ULL) == 2);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000300ULL) == 0);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 4);
-	teardown();
+	tfx_teardown(&fx);
 	dom_domain_free(fb.dom);
 }
 
@@ -640,7 +563,7 @@ static void test_registry_late_keys(void)
 	dom_domain_set_pid(fb.dom, XG_DM);
 	dom_domain_set_helpers(fb.dom, &backend, 1);
 	fb.change = true;
-	scan();
+	tfx_scan(&fx);
 	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_DM, 0, 0, &v);
 	CU_ASSERT(d && !strcmp(d->name->name, "xg") && d->pid == XG_DM);
 	/* its {vmm} work: the device model, the back-end thread */
@@ -651,15 +574,15 @@ static void test_registry_late_keys(void)
 	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_BACKEND, 0, 0,
 					      &v));
 	fb.stop = true;
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "stopped");
 	/* stopped moments ago: its keys as it last declared them */
 	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, XG_DM, 0, 0, &v);
 	CU_ASSERT(d && !strcmp(d->name->name, "xg") && !d->running);
 	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0, 0, &v);
 	CU_ASSERT(d && !strcmp(d->name->name, "xg") && !d->running);
-	finish();
-	teardown();
+	tfx_finish(&fx);
+	tfx_teardown(&fx);
 	dom_domain_free(fb.dom);
 }
 
@@ -678,20 +601,20 @@ static void test_registry_pid_with_vcpus(void)
 	setup_backend = &fake_backend;
 	setup(NULL);
 	setup_backend = NULL;
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT_STRING_EQUAL(info_key("lv", "state"), "running");
 	CU_ASSERT_PTR_NULL(opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, 5000, 0, 0, &v));
 	dom_domain_set_pid(fb.dom, 5000);
 	CU_ASSERT(dom_domain_set_vcpus(fb.dom, tids, 2) == 0);
 	fb.vcpus = true;
-	scan();
+	tfx_scan(&fx);
 	d = opd_domains_lookup(fx.d.domains, DP_DOMKEY_HOST_PID, 5000, DP_RAW_VCPU_UNKNOWN, 5002,
 			       &v);
 	CU_ASSERT(d && !strcmp(d->name->name, "lv") && d->pid == 5000 && v == 1);
 	CU_ASSERT_PTR_EQUAL(opd_domains_lookup_pid(fx.d.domains, 5000, 5001, &v), d);
 	CU_ASSERT_EQUAL(v, 0);
-	finish();
-	teardown();
+	tfx_finish(&fx);
+	tfx_teardown(&fx);
 	dom_domain_free(fb.dom);
 }
 
@@ -703,21 +626,21 @@ static void test_registry_pid_with_vcpus(void)
 static void test_xen_late_samples(void)
 {
 	fake_xen_domain(XG_DM);
-	put_ctx(100, 100, DP_MODE_GUEST_KERNEL);
+	tfx_put_ctx(&fx, 100, 100, DP_MODE_GUEST_KERNEL);
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0) == 0);
 	samples(0xffffffff81000100ULL, 3);
 	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
 	fb.stop = true;
-	scan();
+	tfx_scan(&fx);
 	CU_ASSERT_STRING_EQUAL(info_key("xg", "state"), "stopped");
 	/* looked at before it stopped, filed after: by domid */
 	CU_ASSERT(raw_put_domain_ns(fx.w, DP_DOMKEY_XEN_DOMID, XEN_DOMID, 0) == 0);
 	samples(0xffffffff81000200ULL, 5);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000100ULL) == 3);
 	CU_ASSERT(count_in(XG_KERN, 0xffffffff81000200ULL) == 5);
 	CU_ASSERT(stat_key("unresolved_no_domain") == 0);
-	teardown();
+	tfx_teardown(&fx);
 	dom_domain_free(fb.dom);
 }
 

@@ -26,6 +26,7 @@
 #include "odb/odb.h"
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
+#include "test_fixture.h"
 #include "util/du_log.h"
 #include "util/du_test.h"
 
@@ -33,13 +34,9 @@
 #define KTEXT 0xffffffff81000000ULL
 #define GUEST_VMLINUX "{domain}/web/{kern}/vmlinux/{dep}/{kern}/vmlinux"
 
-static struct {
-	char dir[64], session[96], proc[96], sock[128];
-	struct opd_conf conf;
-	struct opd_daemon d;
-	struct raw_writer *w;
-	int lfd;
-} fx;
+static struct tfx fx;
+static char sock[128];	/* the agent port */
+static int lfd;		/* its listener */
 static uint8_t buf[65600];
 
 static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
@@ -49,46 +46,16 @@ static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 	(void)ap;
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* QEMU @pid "web" with one vCPU thread and the agent port on @sock. */
 static void fake_qemu(int pid)
 {
-	char p[256], cmd[1024], stat[256], chr[256];
+	char chr[256];
 	const char *argv[] = { QEMU, "-enable-kvm", "-name", "web,debug-threads=on",
 			       "-chardev", chr, "-device",
 			       "virtserialport,chardev=c1,name=" DP_AG_PORT_NAME, NULL };
-	size_t n = 0;
 
-	tp_pathf(chr, sizeof(chr), "socket,id=c1,path=%s,server=on,wait=off", fx.sock);
-	for (const char **a = argv; *a; a++) {
-		size_t l = strlen(*a) + 1;
-
-		memcpy(cmd + n, *a, l);
-		n += l;
-	}
-	tp_pathf(p, sizeof(p), "%s/%d", fx.proc, pid);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/task", fx.proc, pid);
-	CU_ASSERT_FATAL(mkdir(p, 0755) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/exe", fx.proc, pid);
-	CU_ASSERT_FATAL(symlink(QEMU, p) == 0);
-	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx.proc, pid);
-	tp_write_file(p, cmd, n);
-	tp_pathf(p, sizeof(p), "%s/%d/comm", fx.proc, pid);
-	tp_write_file(p, "qemu-system-x86\n", 16);
-	tp_pathf(p, sizeof(p), "%s/%d/stat", fx.proc, pid);
-	tp_pathf(stat, sizeof(stat),
-		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid,
-		 1000 + pid);
-	tp_write_file(p, stat, strlen(stat));
-	tp_thread(fx.proc, pid, pid, "qemu-system-x86");
+	tp_pathf(chr, sizeof(chr), "socket,id=c1,path=%s,server=on,wait=off", sock);
+	tfx_qemu(&fx, pid, argv, false);
 	tp_thread(fx.proc, pid, pid + 1, "CPU 0/KVM");
 }
 
@@ -97,42 +64,24 @@ static void setup(void)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct dp_raw_event ev;
 
-	memset(&fx, 0, sizeof(fx));
-	strcpy(fx.dir, "/tmp/test_guest_sink.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-	tp_pathf(fx.session, sizeof(fx.session), "%s/session", fx.dir);
-	tp_pathf(fx.proc, sizeof(fx.proc), "%s/proc", fx.dir);
-	tp_pathf(fx.sock, sizeof(fx.sock), "%s/web.agent", fx.dir);
-	CU_ASSERT_FATAL(mkdir(fx.proc, 0755) == 0);
-	CU_ASSERT_FATAL(mkdir(fx.session, 0755) == 0);
-	fx.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	CU_ASSERT_FATAL(fx.lfd >= 0);
-	strcpy(sa.sun_path, fx.sock);
-	CU_ASSERT_FATAL(bind(fx.lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	CU_ASSERT_FATAL(listen(fx.lfd, 4) == 0);
+	tfx_tmpdir(&fx, "test_guest_sink", true);
+	tp_pathf(sock, sizeof(sock), "%s/web.agent", fx.dir);
+	tfx_mkdirs(&fx);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	CU_ASSERT_FATAL(lfd >= 0);
+	strcpy(sa.sun_path, sock);
+	CU_ASSERT_FATAL(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	CU_ASSERT_FATAL(listen(lfd, 4) == 0);
 	fake_qemu(getpid());	/* the agent socket's listener (SO_PEERCRED) */
-	opd_conf_defaults(&fx.conf);
-	fx.conf.session_dir = fx.session;
-	fx.conf.collector = "file";
-	fx.conf.track_domains = true;
-	fx.conf.domains_proc_root = fx.proc;
-	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
-	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
-	CU_ASSERT_FATAL(fx.w != NULL);
-	memset(&ev, 0, sizeof(ev));
-	strcpy(ev.name, "CPU_CLK_UNHALTED");
-	ev.count = 100000;
-	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
-	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, &ev,
-				       1) == 0);
+	tfx_conf(&fx);
+	tfx_event_clk(&ev);
+	tfx_start(&fx, &ev, 1, 0);
 }
 
 static void teardown(void)
 {
-	raw_writer_close(fx.w);
-	opd_daemon_fini(&fx.d);
-	close(fx.lfd);
-	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	tfx_teardown(&fx);
+	close(lfd);
 }
 
 /* The agent's side: HELLO and a kallsyms table naming _text. */
@@ -194,7 +143,7 @@ static void test_guest_samples_batched(void)
 	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
 	CU_ASSERT_FATAL(opd_daemon_scan_domains(&fx.d) == 0);
 	opd_daemon_polled(&fx.d, NULL, 0);	/* connects */
-	fd = accept(fx.lfd, NULL, NULL);
+	fd = accept(lfd, NULL, NULL);
 	CU_ASSERT_FATAL(fd >= 0);
 	agent_says_hello(fd);
 	opd_daemon_polled(&fx.d, NULL, 0);	/* reads HELLO and kallsyms */
@@ -238,7 +187,7 @@ static void test_guest_chain(void)
 	CU_ASSERT_FATAL(raw_writer_flush(fx.w) == 0);
 	CU_ASSERT_FATAL(opd_daemon_scan_domains(&fx.d) == 0);
 	opd_daemon_polled(&fx.d, NULL, 0);
-	fd = accept(fx.lfd, NULL, NULL);
+	fd = accept(lfd, NULL, NULL);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT(raw_put_cpu(fx.w, 0) == 0);
 	CU_ASSERT(raw_put_task(fx.w, (uint32_t)getpid(), (uint32_t)getpid() + 1) == 0);

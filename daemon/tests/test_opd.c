@@ -26,6 +26,7 @@
 #include "opd_image.h"
 #include "raw/raw_stream.h"
 #include "sfname/sfname.h"
+#include "test_fixture.h"
 #include "test_stats_doc.h"
 #include "util/du_test.h"
 
@@ -34,14 +35,7 @@
 #define KSTART 0xffffffff81000000ULL
 #define MSTART 0xffffffffc0000000ULL
 
-struct fixture {
-	char dir[64];
-	struct opd_conf conf;
-	struct opd_daemon d;
-	struct raw_writer *w;
-};
-
-static struct fixture fx;
+static struct tfx fx;	/* its session is fx.dir */
 
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -52,42 +46,17 @@ static void setup(const char *separate)
 {
 	struct dp_raw_event ev[2];
 
-	memset(&fx, 0, sizeof(fx));
-	strcpy(fx.dir, "/tmp/test_opd.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(fx.dir) != NULL);
-	opd_conf_defaults(&fx.conf);
-	fx.conf.session_dir = fx.dir;
-	fx.conf.collector = "file";
+	tfx_tmpdir(&fx, "test_opd", false);
+	tfx_conf(&fx);
 	fx.conf.separate_str = separate;
 	CU_ASSERT_FATAL(opd_parse_separate(separate, &fx.conf.separate) == 0);
-	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, "test") == 0);
-	fx.w = raw_writer_new(opd_daemon_sink, &fx.d, 4096);
-	CU_ASSERT_FATAL(fx.w != NULL);
-	memset(ev, 0, sizeof(ev));
-	strcpy(ev[0].name, "CPU_CLK_UNHALTED");
-	ev[0].count = 100000;
-	ev[0].flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
+	tfx_event_clk(&ev[0]);
+	memset(&ev[1], 0, sizeof(ev[1]));
 	strcpy(ev[1].name, "INST_RETIRED");
 	ev[1].count = 50000;
 	ev[1].unit_mask = 1;
 	ev[1].flags = DP_RAW_EV_USER;
-	CU_ASSERT_FATAL(raw_put_header(fx.w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_GEN, 0, ev, 2) == 0);
-}
-
-/* Flush the writer and stop the daemon (sync, stats). */
-static void finish(void)
-{
-	CU_ASSERT(raw_writer_close(fx.w) == 0);
-	fx.w = NULL;
-	CU_ASSERT(opd_stream_finish(fx.d.stream) == 0);
-	CU_ASSERT(opd_daemon_stop(&fx.d) == 0);
-}
-
-static void teardown(void)
-{
-	raw_writer_close(fx.w);
-	opd_daemon_fini(&fx.d);
-	nftw(fx.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	tfx_start(&fx, ev, 2, 0);
 }
 
 /* ---- finding sample files ---- */
@@ -265,7 +234,7 @@ static void test_callchain_host(void)
 	CU_ASSERT(raw_put_callchain(fx.w, 2, 1, 0, kern) == 0);
 	CU_ASSERT(raw_put_sample(fx.w, KSTART + 0x50, 0) == 0);
 	CU_ASSERT(raw_put_sample(fx.w, KSTART + 0x50, 0) == 0);	/* no chain */
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1234) == 3);
 	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x50) == 2);
 	CU_ASSERT(arc_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1ff, 0x1234) == 3);
@@ -289,7 +258,7 @@ static void test_callchain_host(void)
 			  strstr(line, " 0x1234 ") != NULL;
 	fclose(f);
 	CU_ASSERT(stacks == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_user_main_binary(void)
@@ -300,14 +269,14 @@ static void test_user_main_binary(void)
 	for (int i = 0; i < 5; i++)
 		raw_put_sample(fx.w, 0x401234, 0);
 	raw_put_sample(fx.w, 0x401238, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1234) == 5);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1238) == 1);
 	CU_ASSERT(stat_key("samples_received") == 6);
 	CU_ASSERT(stat_key("samples_filed") == 6);
 	CU_ASSERT(stat_key("samples_host_user") == 6);
 	CU_ASSERT(stat_key("unresolved_no_mapping") == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_library_separate_none(void)
@@ -316,11 +285,11 @@ static void test_library_separate_none(void)
 	put_app(100);
 	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
 	raw_put_sample(fx.w, 0x7f0000000010ULL, 0);
-	finish();
+	tfx_finish(&fx);
 	/* key = pc - start + pgoff */
 	CU_ASSERT(count_at(SFN_ROOT, LIBC, SFN_ROOT, LIBC, 0x1010) == 1);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, LIBC, 0x1010) == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_library_separate_lib(void)
@@ -330,11 +299,11 @@ static void test_library_separate_lib(void)
 	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
 	raw_put_sample(fx.w, 0x7f0000000010ULL, 0);
 	raw_put_sample(fx.w, 0x400010, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, LIBC, 0x1010) == 1);
 	CU_ASSERT(count_at(SFN_ROOT, LIBC, SFN_ROOT, LIBC, 0x1010) == 0);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x10) == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_kernel_and_module(void)
@@ -347,14 +316,14 @@ static void test_kernel_and_module(void)
 	raw_put_sample(fx.w, KSTART + 0x500, 0);
 	raw_put_sample(fx.w, MSTART + 0x20, 0);
 	raw_put_sample(fx.w, 0xffffffffa0000000ULL, 0);	/* in no range */
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x500) == 2);
 	CU_ASSERT(count_at(SFN_KERN, "kvm", SFN_KERN, "kvm", 0x20) == 1);
 	CU_ASSERT(count_at(SFN_ANON, "kernel", SFN_ANON, "kernel", 0xffffffffa0000000ULL) == 1);
 	CU_ASSERT(stat_key("unresolved_kernel") == 1);
 	CU_ASSERT(stat_key("samples_host_kernel") == 4);
 	CU_ASSERT(stat_key("samples_filed") == 4);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_kernel_separate_kernel(void)
@@ -364,9 +333,9 @@ static void test_kernel_separate_kernel(void)
 	put_app(100);
 	put_ctx(1, 100, 100, DP_MODE_HOST_KERNEL);
 	raw_put_sample(fx.w, KSTART + 0x500, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_KERN, "vmlinux", 0x500) == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_fork_inherits(void)
@@ -378,10 +347,10 @@ static void test_fork_inherits(void)
 	CU_ASSERT(raw_put_fork(fx.w, &f) == 0);
 	put_ctx(0, 200, 200, DP_MODE_HOST_USER);
 	raw_put_sample(fx.w, 0x400100, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x100) == 1);
 	CU_ASSERT(stat_key("unresolved_no_mapping") == 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_exec_drops(void)
@@ -394,12 +363,12 @@ static void test_exec_drops(void)
 	raw_put_sample(fx.w, 0x400100, 0);	/* the old mapping is gone */
 	put_map(100, 0x400000, 0x1000, 0, "/usr/bin/other");
 	raw_put_sample(fx.w, 0x400100, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x100) == 1);
 	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x400100) == 1);
 	CU_ASSERT(count_at(SFN_ROOT, "/usr/bin/other", SFN_ROOT, "/usr/bin/other", 0x100) == 1);
 	CU_ASSERT(stat_key("unresolved_no_mapping") == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_sample_after_exit(void)
@@ -420,12 +389,12 @@ static void test_sample_after_exit(void)
 	/* long after: the process is gone */
 	CU_ASSERT(raw_put_time(fx.w, 30 * s) == 0);
 	raw_put_sample(fx.w, 0x400200, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x200) == 2);
 	CU_ASSERT(stat_key("processes_exited") == 1);
 	CU_ASSERT(stat_key("processes_freed") == 1);
 	CU_ASSERT(stat_key("unresolved_no_mapping") == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_unknown_pid(void)
@@ -435,11 +404,11 @@ static void test_unknown_pid(void)
 	put_ctx(0, 555, 555, DP_MODE_HOST_USER);
 	raw_put_sample(fx.w, 0x400100, 0);
 	raw_put_sample(fx.w, 0x400100, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x400100) == 2);
 	CU_ASSERT(stat_key("unresolved_no_mapping") == 2);
 	CU_ASSERT(stat_key("samples_filed") == 2);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_no_task(void)
@@ -447,10 +416,10 @@ static void test_no_task(void)
 	setup("none");
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_HOST_USER) == 0);
 	raw_put_sample(fx.w, 0x1234, 0);
-	finish();
+	tfx_finish(&fx);
 	CU_ASSERT(stat_key("unresolved_no_task") == 1);
 	CU_ASSERT(count_at(SFN_ANON, "unknown", SFN_ANON, "unknown", 0x1234) == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_thread_cpu_names(void)
@@ -466,7 +435,7 @@ static void test_thread_cpu_names(void)
 	raw_put_sample(fx.w, 0x400010, 0);
 	put_ctx(2, 100, 101, DP_MODE_HOST_USER);
 	raw_put_sample(fx.w, 0x400010, 0);
-	finish();
+	tfx_finish(&fx);
 	lookup(&w);
 	CU_ASSERT(w.files == 1 && w.count == 1);
 	CU_ASSERT(w.all_files == 3);
@@ -477,7 +446,7 @@ static void test_thread_cpu_names(void)
 	w.cpu = 2;
 	lookup(&w);
 	CU_ASSERT(w.files == 1 && w.count == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_events_and_bad_event(void)
@@ -493,14 +462,14 @@ static void test_events_and_bad_event(void)
 	raw_put_sample(fx.w, 0x400010, 1);
 	raw_put_sample(fx.w, 0x400010, 1);
 	raw_put_sample(fx.w, 0x400010, 7);
-	finish();
+	tfx_finish(&fx);
 	lookup(&w);
 	CU_ASSERT(w.count == 2);
 	CU_ASSERT(count_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x10) == 1);
 	CU_ASSERT(stat_key("unresolved_bad_event") == 1);
 	CU_ASSERT(stat_key("samples_received") == 4);
 	CU_ASSERT(stat_key("samples_filed") == 3);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_guest(void)
@@ -514,7 +483,7 @@ static void test_guest(void)
 	raw_put_sample(fx.w, 0xffffffff81000010ULL, 0);
 	CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
 	raw_put_sample(fx.w, 0x401000, 0);
-	finish();
+	tfx_finish(&fx);
 	lookup(&w);
 	CU_ASSERT(w.count == 1);
 	w.image = w.dep = "guest-user";
@@ -523,7 +492,7 @@ static void test_guest(void)
 	CU_ASSERT(w.count == 1);
 	CU_ASSERT(stat_key("samples_guest_kernel") == 1);
 	CU_ASSERT(stat_key("samples_guest_user") == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* The kernel collector's ASID with no agent (replay here): guest-user
@@ -546,7 +515,7 @@ static void test_guest_asid_buckets(void)
 	raw_put_sample(fx.w, 0x401000, 0);
 	put_ctx(1, 4242, 4250, DP_MODE_GUEST_USER);	/* no ASID stated */
 	raw_put_sample(fx.w, 0x401000, 0);
-	finish();
+	tfx_finish(&fx);
 	lookup(&w);
 	CU_ASSERT(w.count == 3);
 	w.image = w.dep = "guest-user:as2";
@@ -555,7 +524,7 @@ static void test_guest_asid_buckets(void)
 	w.image = w.dep = "guest-user";
 	lookup(&w);
 	CU_ASSERT(w.count == 1);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* Many domains (the benchmark's 1,000; the split once stopped at 64):
@@ -574,14 +543,14 @@ static void test_guest_asid_many_domains(void)
 		CU_ASSERT(raw_put_asid(fx.w, 0x1234000) == 0);
 		raw_put_sample(fx.w, 0x401000, 0);
 	}
-	finish();
+	tfx_finish(&fx);
 	for (uint32_t d = 0; d < 200; d += 199) {
 		snprintf(name, sizeof(name), "pid-%u", 5000 + d);
 		w.domain = name;
 		lookup(&w);
 		CU_ASSERT(w.count == 1);
 	}
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_stats_file(void)
@@ -597,7 +566,7 @@ static void test_stats_file(void)
 	CU_ASSERT(raw_writer_flush(fx.w) == 0);
 	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
 	CU_ASSERT(stat_key("dumps") == 1);
-	finish();
+	tfx_finish(&fx);
 	snprintf(path, sizeof(path), "%s/stats", fx.dir);
 	f = fopen(path, "r");
 	CU_ASSERT_FATAL(f != NULL);
@@ -618,7 +587,7 @@ static void test_stats_file(void)
 	CU_ASSERT_FATAL(f != NULL);
 	CU_ASSERT(fgets(line, sizeof(line), f) && !strcmp(line, "event CPU_CLK_UNHALTED:100000:0:1:1\n"));
 	fclose(f);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_lru_cap(void)
@@ -636,14 +605,14 @@ static void test_lru_cap(void)
 	for (int round = 0; round < 3; round++)
 		for (int i = 0; i < 6; i++)
 			raw_put_sample(fx.w, 0x10000000ULL * (i + 1) + 8, 0);
-	finish();
+	tfx_finish(&fx);
 	for (int i = 0; i < 6; i++) {
 		snprintf(path, sizeof(path), "/lib/l%d.so", i);
 		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == 3);
 	}
 	CU_ASSERT(stat_key("sample_files") == 6);
 	CU_ASSERT(stat_key("sample_files_evicted") > 0);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 static void test_map_overlap(void)
@@ -774,7 +743,7 @@ static void test_file_collector(void)
 	CU_ASSERT_FATAL(opd_daemon_init(&fx.d, &fx.conf, raw) == 0);
 	CU_ASSERT(replay(raw) == -EBADMSG);
 	CU_ASSERT(opd_stream_offset(fx.d.stream) == (uint64_t)(size - 64));
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* Options that must be refused before anything starts. */
@@ -912,7 +881,7 @@ static void test_record_by_daemon(void)
 	args.sink = &fx.d.sink;
 	CU_ASSERT(ops->open(&args, &state) == -ENOENT);
 	ops->close(NULL);
-	teardown();
+	tfx_teardown(&fx);
 }
 
 /* A guest's path is never stat()ed on the host: the sample file of a guest
