@@ -139,3 +139,28 @@ void tfx_qemu(struct tfx *fx, int pid, const char *const *argv, bool bare)
 	tp_write_file(p, cmd, n);
 	tp_thread(fx->proc, pid, pid, "qemu-system-x86");
 }
+
+void tgs_setup(struct tgs *gs, const char *name)
+{
+	char d[256];
+
+	memset(gs, 0, sizeof(*gs));
+	snprintf(gs->top, sizeof(gs->top), "/tmp/%s.XXXXXX", name);
+	CU_ASSERT_FATAL(mkdtemp(gs->top) != NULL);
+	snprintf(gs->session, sizeof(gs->session), "%s/session", gs->top);
+	CU_ASSERT_FATAL(mkdir(gs->session, 0755) == 0);
+	snprintf(d, sizeof(d), "%s/samples", gs->session);
+	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
+	snprintf(d, sizeof(d), "%s/samples/current", gs->session);
+	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
+	gs->images = opd_images_new();
+	gs->cache = opd_imgcache_new(gs->session, &gs->st);
+	CU_ASSERT_FATAL(gs->images && gs->cache);
+}
+
+void tgs_teardown(struct tgs *gs)
+{
+	opd_imgcache_free(gs->cache);
+	opd_images_free(gs->images);
+	nftw(gs->top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}

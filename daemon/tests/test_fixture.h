@@ -14,6 +14,9 @@
 
 #include "domprof/raw.h"
 #include "opd_daemon.h"
+#include "opd_image.h"
+#include "opd_imgcache.h"
+#include "opd_stats.h"
 
 struct raw_writer;
 
@@ -54,5 +57,21 @@ void tfx_put_ctx(struct tfx *fx, uint32_t pid, uint32_t tid, uint32_t mode);
  * @bare, also the exe link, comm and stat (start time 1000 + @pid).  The
  * test adds the vCPU threads (tp_thread). */
 void tfx_qemu(struct tfx *fx, int pid, const char *const *argv, bool bare);
+
+/*
+ * A session for guest states alone (opd_guest_new without a daemon): the
+ * directory /tmp/NAME.XXXXXX holding session/samples/current, the stats
+ * they count into, the images and the image cache they share.
+ */
+struct tgs {
+	char top[64];
+	char session[128];
+	struct opd_stats st;
+	struct opd_images *images;
+	struct opd_imgcache *cache;
+};
+
+void tgs_setup(struct tgs *gs, const char *name);
+void tgs_teardown(struct tgs *gs);
 
 #endif

@@ -24,45 +24,22 @@
 #include "opd_imgcache.h"
 #include "opd_imgproof.h"
 #include "opd_sfile.h"
+#include "test_fixture.h"
 #include "util/du_test.h"
 
 #define MS 1000000ULL
 
-static char top[64], session[128], top_tmp[192];
-static struct opd_stats st;
-static struct opd_images *images;
-static struct opd_imgcache *cache;
+static struct tgs gs;
 static uint8_t buf[2 * 65600];
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
 
 static void setup(void)
 {
-	snprintf(top, sizeof(top), "/tmp/test_guest.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
-	snprintf(session, sizeof(session), "%s/session", top);
-	CU_ASSERT_FATAL(mkdir(session, 0755) == 0);
-	snprintf(top_tmp, sizeof(top_tmp), "%s/samples", session);
-	CU_ASSERT_FATAL(mkdir(top_tmp, 0755) == 0);
-	snprintf(top_tmp, sizeof(top_tmp), "%s/samples/current", session);
-	CU_ASSERT_FATAL(mkdir(top_tmp, 0755) == 0);
-	memset(&st, 0, sizeof(st));
-	images = opd_images_new();
-	cache = opd_imgcache_new(session, &st);
-	CU_ASSERT_FATAL(images && cache);
+	tgs_setup(&gs, "test_guest");
 }
 
 static void teardown(void)
 {
-	opd_imgcache_free(cache);
-	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tgs_teardown(&gs);
 }
 
 static struct opd_guest *guest(const char *name, const struct opd_guest_limits *lim)
@@ -76,8 +53,8 @@ static struct opd_guest *guest(const char *name, const struct opd_guest_limits *
 		opd_guest_limits_default(&l);
 		lim = &l;
 	}
-	snprintf(dir, sizeof(dir), "%s/domains/%s", session, esc);
-	return opd_guest_new(name, dir, lim, images, cache, &st);
+	snprintf(dir, sizeof(dir), "%s/domains/%s", gs.session, esc);
+	return opd_guest_new(name, dir, lim, gs.images, gs.cache, &gs.st);
 }
 
 static int feed(struct opd_guest *g, ssize_t n, uint64_t host)
@@ -217,11 +194,11 @@ static void test_timeline(void)
 	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x400010, &r);
 	CU_ASSERT(!r.resolved);
 	CU_ASSERT(r.key == 0x400010);
-	CU_ASSERT(r.counter == &st.guest_user_unresolved_no_mapping);
+	CU_ASSERT(r.counter == &gs.st.guest_user_unresolved_no_mapping);
 	/* vCPU 1 has no timeline yet: the one task that maps the pc */
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
 	CU_ASSERT(r.resolved && r.pid == 100 && r.key == 0x1010);
-	CU_ASSERT(st.guest_user_before_timeline == 1);
+	CU_ASSERT(gs.st.guest_user_before_timeline == 1);
 	/* ... or several that map the same file at the same offset */
 	mmap_(g, 300, 0x400000, 0x10000, 0x1000, 1, "/bin/a", 6, 0xaa);
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
@@ -230,18 +207,18 @@ static void test_timeline(void)
 	/* two tasks mapping different files there: no telling */
 	mmap_(g, 301, 0x400000, 0x10000, 0, 4, "/bin/c", 6, 0xdd);
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
-	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
-	CU_ASSERT(st.guest_user_before_timeline == 2);
+	CU_ASSERT(!r.resolved && r.counter == &gs.st.guest_user_unresolved_no_switch);
+	CU_ASSERT(gs.st.guest_user_before_timeline == 2);
 	/* long before vCPU 1's first switch (guest 1300 ms, 200 -> 100):
 	 * the task it switched out ran, when its mappings hold the pc */
 	sw(g, 1, 1300 * MS, 200, 100);
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved && r.pid == 200 && r.key == 0x123);
-	CU_ASSERT(st.guest_user_before_timeline == 3);
+	CU_ASSERT(gs.st.guest_user_before_timeline == 3);
 	/* not its pc, and the owners disagree */
 	resolve(g, DP_MODE_GUEST_USER, 1, 150 * MS, 0x400010, &r);
-	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
-	CU_ASSERT(st.guest_user_before_timeline == 3);
+	CU_ASSERT(!r.resolved && r.counter == &gs.st.guest_user_unresolved_no_switch);
+	CU_ASSERT(gs.st.guest_user_before_timeline == 3);
 	opd_guest_free(g);
 }
 
@@ -275,10 +252,10 @@ static void test_kernel(void)
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffffc0100010ULL, &r);
 	CU_ASSERT(r.resolved && r.key == 0x10 && !strcmp(r.dep->name, "virtio_net"));
 	resolve(g, DP_MODE_GUEST_KERNEL, 0, 0, 0xffffffffa0000000ULL, &r);
-	CU_ASSERT(!r.resolved && r.counter == &st.guest_kernel_unresolved);
-	snprintf(path, sizeof(path), "%s/domains/web/kallsyms", session);
+	CU_ASSERT(!r.resolved && r.counter == &gs.st.guest_kernel_unresolved);
+	snprintf(path, sizeof(path), "%s/domains/web/kallsyms", gs.session);
 	CU_ASSERT(access(path, R_OK) == 0);
-	snprintf(path, sizeof(path), "%s/domains/web/modules", session);
+	snprintf(path, sizeof(path), "%s/domains/web/modules", gs.session);
 	CU_ASSERT(access(path, R_OK) == 0);
 	opd_guest_free(g);
 }
@@ -329,7 +306,7 @@ static void test_hold(void)
 	CU_ASSERT(drain(g, 300 * MS, false) == 1);
 	for (int i = 0; i < 6; i++)
 		defer(g, &s);
-	CU_ASSERT(st.guest_queue_overflow == 2);
+	CU_ASSERT(gs.st.guest_queue_overflow == 2);
 	CU_ASSERT(filed == 3);
 	CU_ASSERT(drain(g, 300 * MS + OPD_GUEST_HOLD_NS, false) == 4);
 	CU_ASSERT(opd_guest_held(g) == 0);
@@ -353,14 +330,14 @@ static void test_hold_past_timeline(void)
 	defer(g, &s);
 	sw(g, 0, 1300 * MS, 100, 0);
 	CU_ASSERT(drain(g, 160 * MS, false) == 1);
-	CU_ASSERT(st.guest_user_past_timeline == 0);
+	CU_ASSERT(gs.st.guest_user_past_timeline == 0);
 	sw(g, 0, 1400 * MS, 0, 100);
 	s.host_ns = 500 * MS;
 	defer(g, &s);
 	CU_ASSERT(drain(g, 500 * MS + OPD_GUEST_HOLD_NS - 1, false) == 0);
 	CU_ASSERT(drain(g, 500 * MS + OPD_GUEST_HOLD_NS, false) == 1);
-	CU_ASSERT(st.guest_user_past_timeline == 1);
-	CU_ASSERT(st.guest_user_resolved >= 2);
+	CU_ASSERT(gs.st.guest_user_past_timeline == 1);
+	CU_ASSERT(gs.st.guest_user_resolved >= 2);
 	opd_guest_free(g);
 }
 
@@ -377,7 +354,7 @@ static void test_hold_no_agent(void)
 	defer(g, &s);
 	CU_ASSERT(drain(g, 100 * MS + OPD_GUEST_HOLD_NOAGENT_NS - 1, false) == 0);
 	CU_ASSERT(drain(g, 100 * MS + OPD_GUEST_HOLD_NOAGENT_NS, false) == 1);
-	CU_ASSERT(st.guest_user_unresolved_no_agent == 1);
+	CU_ASSERT(gs.st.guest_user_unresolved_no_agent == 1);
 	hello(g, 1000 * MS, 0);
 	s.host_ns = 1000 * MS;
 	defer(g, &s);
@@ -451,12 +428,12 @@ static void test_owner_budget(void)
 	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x400010, &r);
 	CU_ASSERT(r.resolved && r.pid == 100);
 	resolve(g, DP_MODE_GUEST_USER, 0, 151 * MS, 0x400010, &r);
-	CU_ASSERT(!r.resolved && r.counter == &st.guest_user_unresolved_no_switch);
-	CU_ASSERT(st.guest_owner_scans_capped == 1);
+	CU_ASSERT(!r.resolved && r.counter == &gs.st.guest_user_unresolved_no_switch);
+	CU_ASSERT(gs.st.guest_owner_scans_capped == 1);
 	/* a second later the budget is back */
 	resolve(g, DP_MODE_GUEST_USER, 0, 1151 * MS, 0x400010, &r);
 	CU_ASSERT(r.resolved && r.pid == 100);
-	CU_ASSERT(st.guest_owner_scans_capped == 1);
+	CU_ASSERT(gs.st.guest_owner_scans_capped == 1);
 	opd_guest_free(g);
 }
 
@@ -473,17 +450,17 @@ static void test_bad_frames(void)
 	memcpy(buf, &f, sizeof(f));
 	memset(buf + 12, 0, 4);
 	CU_ASSERT(opd_guest_feed(g, buf, 16, 0) == 0);
-	CU_ASSERT(st.agent_bad_frames == 1);
+	CU_ASSERT(gs.st.agent_bad_frames == 1);
 	/* unknown type: skipped by length */
 	f.type = 999;
 	f.len = 3;
 	memcpy(buf, &f, sizeof(f));
 	CU_ASSERT(opd_guest_feed(g, buf, 15, 0) == 0);
-	CU_ASSERT(st.agent_unknown_frames == 1);
+	CU_ASSERT(gs.st.agent_unknown_frames == 1);
 	/* giant switch count: the count disagrees with the payload */
 	n = ap_put_frame(buf, sizeof(buf), DP_AG_SWITCH, "\0\0\0\0\xff\xff\xff\x7f", 8);
 	CU_ASSERT(opd_guest_feed(g, buf, (size_t)n, 0) == 0);
-	CU_ASSERT(st.agent_bad_frames == 2);
+	CU_ASSERT(gs.st.agent_bad_frames == 2);
 	/* the state still works */
 	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved);
@@ -492,7 +469,7 @@ static void test_bad_frames(void)
 	f.len = 1u << 30;
 	memcpy(buf, &f, sizeof(f));
 	CU_ASSERT(opd_guest_feed(g, buf, 12, 0) == -EBADMSG);
-	CU_ASSERT(st.agent_closed_bad == 1);
+	CU_ASSERT(gs.st.agent_closed_bad == 1);
 	/* the other domain is unaffected */
 	resolve(other, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(r.resolved && r.pid == 200);
@@ -501,7 +478,7 @@ static void test_bad_frames(void)
 	memset(buf, 0x41, 100);
 	CU_ASSERT(opd_guest_feed(g, buf, 100, 0) == 0);
 	hello(g, 1000 * MS, 0);
-	CU_ASSERT(st.agent_skipped_bytes >= 89);
+	CU_ASSERT(gs.st.agent_skipped_bytes >= 89);
 	opd_guest_free(g);
 	opd_guest_free(other);
 }
@@ -563,7 +540,7 @@ static void test_paths(void)
 	};
 
 	CU_ASSERT_FATAL(g != NULL);
-	snprintf(outside, sizeof(outside), "%s/outside", top);
+	snprintf(outside, sizeof(outside), "%s/outside", gs.top);
 	CU_ASSERT_FATAL(mkdir(outside, 0755) == 0);
 	paths[0].len = climb(up, sizeof(up), 40, outside);
 	snprintf(rest, sizeof(rest), "/x/%%2e%%2e%s/evil", outside);
@@ -574,8 +551,8 @@ static void test_paths(void)
 	for (size_t i = 0; i < sizeof(longp); i += 200)
 		longp[i] = '/';
 	opd_conf_defaults(&conf);
-	conf.session_dir = session;
-	sf = opd_sfiles_new(&conf, &st);
+	conf.session_dir = gs.session;
+	sf = opd_sfiles_new(&conf, &gs.st);
 	CU_ASSERT_FATAL(sf != NULL);
 	struct opd_event_desc ev = { .name = "CPU_CLK", .count = 100000 };
 	CU_ASSERT(opd_sfiles_set_events(sf, &ev, 1) == 0);
@@ -596,7 +573,7 @@ static void test_paths(void)
 		if (!r.resolved)
 			continue;
 		CU_ASSERT(r.dep->name[0] == '/' && !strstr(r.dep->name, "/../"));
-		k.domain = opd_image_get(images, SFN_ANON, "h/../../x", 9);
+		k.domain = opd_image_get(gs.images, SFN_ANON, "h/../../x", 9);
 		k.image = r.image;
 		k.dep = r.dep;
 		db = opd_sfile_get(sf, &k);
@@ -610,8 +587,8 @@ static void test_paths(void)
 	/* nothing was made outside the session, and the session and the
 	 * outside directory are all the top directory holds */
 	CU_ASSERT(count_all(outside) == 0);
-	CU_ASSERT(count_all(top) == 2);
-	CU_ASSERT(st.guest_paths_rejected == 1);
+	CU_ASSERT(count_all(gs.top) == 2);
+	CU_ASSERT(gs.st.guest_paths_rejected == 1);
 }
 
 /* Floods of tasks and mappings hit the caps (counted), memory stays
@@ -631,15 +608,15 @@ static void test_floods(void)
 	for (uint32_t pid = 1; pid <= 50; pid++)
 		mmap_(g, pid, 0x400000, 0x1000, 0, pid, "/bin/x", 6, 0);
 	CU_ASSERT(opd_guest_nr_tasks(g) == 8);
-	CU_ASSERT(st.guest_tasks_capped == 42);
+	CU_ASSERT(gs.st.guest_tasks_capped == 42);
 	for (uint64_t i = 0; i < 50; i++)
 		mmap_(g, 1, 0x1000000 + i * 0x2000, 0x1000, 0, 1, "/bin/y", 6, 0);
 	CU_ASSERT(opd_guest_nr_maps(g) == 20);
-	CU_ASSERT(st.guest_maps_capped > 0);
+	CU_ASSERT(gs.st.guest_maps_capped > 0);
 	memset(text, 'k', sizeof(text));
 	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, text, sizeof(text)), 0) == 0);
 	CU_ASSERT(feed(g, ap_put_text(buf, sizeof(buf), DP_AG_KALLSYMS, text, sizeof(text)), 0) == 0);
-	CU_ASSERT(st.guest_bytes_capped == 1);
+	CU_ASSERT(gs.st.guest_bytes_capped == 1);
 	CU_ASSERT(opd_guest_bytes(g) < lim.max_bytes);
 	opd_guest_free(g);
 }
@@ -694,7 +671,7 @@ static void mapped(const char *dom, const char *guest_path, char *rel, size_t si
 	FILE *f;
 
 	rel[0] = '\0';
-	snprintf(path, sizeof(path), "%s/domains/%s/images", session, dom);
+	snprintf(path, sizeof(path), "%s/domains/%s/images", gs.session, dom);
 	f = fopen(path, "r");
 	if (!f)
 		return;
@@ -719,7 +696,7 @@ static bool holds(const char *rel, const uint8_t *bytes, size_t len)
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "%s/%s", session, rel);
+	snprintf(path, sizeof(path), "%s/%s", gs.session, rel);
 	f = fopen(path, "rb");
 	if (!f)
 		return false;
@@ -750,7 +727,7 @@ static void test_image_dedup(void)
 	CU_ASSERT(image_request(g1, &cookie) == 1);
 	CU_ASSERT(cookie == 2);
 	upload(g1, 2, elf, elf_len);
-	CU_ASSERT(st.guest_images_cached == 1);
+	CU_ASSERT(gs.st.guest_images_cached == 1);
 	/* asked once only */
 	resolve(g1, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800124, &r);
 	CU_ASSERT(image_request(g1, &cookie) == 0);
@@ -758,16 +735,16 @@ static void test_image_dedup(void)
 	resolve(g2, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(image_request(g2, &cookie) == 1);
 	upload(g2, 2, elf, elf_len);
-	CU_ASSERT(st.guest_images_cached == 1);
-	CU_ASSERT(st.guest_images_dedup == 1);
-	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(gs.st.guest_images_cached == 1);
+	CU_ASSERT(gs.st.guest_images_dedup == 1);
+	snprintf(path, sizeof(path), "%s/images", gs.session);
 	CU_ASSERT(count_entries(path) == 1);
 	mapped("one", "/usr/bin/b", rel1, sizeof(rel1));
 	mapped("two", "/usr/bin/b", rel2, sizeof(rel2));
 	CU_ASSERT_STRING_EQUAL(rel1, rel2);
 	CU_ASSERT(strncmp(rel1, "images/h", 8) == 0 && strlen(rel1) == 7 + 65 + 2);
 	CU_ASSERT(holds(rel1, elf, elf_len));
-	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", session,
+	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", gs.session,
 		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	f = fopen(path, "r");
 	CU_ASSERT_FATAL(f != NULL);
@@ -788,9 +765,9 @@ static void test_image_dedup(void)
 	d.offset = 4;
 	CU_ASSERT(feed(g1, ap_put_image_data(buf, sizeof(buf), &d, "!!", 2), 0) == 0);
 	CU_ASSERT(feed(g1, ap_put_image_end(buf, sizeof(buf), &e), 0) == 0);
-	CU_ASSERT(st.guest_images_cached == 1);
-	CU_ASSERT(st.guest_images_failed == 1);
-	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(gs.st.guest_images_cached == 1);
+	CU_ASSERT(gs.st.guest_images_failed == 1);
+	snprintf(path, sizeof(path), "%s/images", gs.session);
 	CU_ASSERT(count_all(path) == 2);	/* the entry and by-build-id */
 	mapped("one", "/lib/libc.so.6", rel1, sizeof(rel1));
 	CU_ASSERT_STRING_EQUAL(rel1, "");
@@ -825,15 +802,15 @@ static void test_image_poison(void)
 	resolve(evil, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(image_request(evil, &cookie) == 1);
 	upload(evil, cookie, bad, bad_len);
-	CU_ASSERT(st.guest_images_cached == 1);
-	CU_ASSERT(st.guest_hostile_image_mismatch == 0);	/* a consistent forgery */
+	CU_ASSERT(gs.st.guest_images_cached == 1);
+	CU_ASSERT(gs.st.guest_hostile_image_mismatch == 0);	/* a consistent forgery */
 	resolve(victim, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
-	CU_ASSERT(st.guest_images_dedup == 0);
+	CU_ASSERT(gs.st.guest_images_dedup == 0);
 	CU_ASSERT_FATAL(image_request(victim, &cookie) == 1);	/* its own copy */
 	upload(victim, cookie, good, good_len);
-	CU_ASSERT(st.guest_images_cached == 2);
-	CU_ASSERT(st.guest_images_dedup == 0);
-	snprintf(path, sizeof(path), "%s/images", session);
+	CU_ASSERT(gs.st.guest_images_cached == 2);
+	CU_ASSERT(gs.st.guest_images_dedup == 0);
+	snprintf(path, sizeof(path), "%s/images", gs.session);
 	CU_ASSERT(count_entries(path) == 2);
 	mapped("evil", "/usr/bin/b", rel_e, sizeof(rel_e));
 	mapped("victim", "/usr/bin/b", rel_v, sizeof(rel_v));
@@ -841,7 +818,7 @@ static void test_image_poison(void)
 	CU_ASSERT(holds(rel_e, bad, bad_len));
 	CU_ASSERT(holds(rel_v, good, good_len));
 	/* the hint lists both claimants: candidates, not proof */
-	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", session,
+	snprintf(path, sizeof(path), "%s/images/by-build-id/%s", gs.session,
 		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	f = fopen(path, "r");
 	CU_ASSERT_FATAL(f != NULL);
@@ -868,8 +845,8 @@ static void test_image_claim_denied(void)
 	resolve(g, DP_MODE_GUEST_USER, 0, 150 * MS, 0x800123, &r);
 	CU_ASSERT(image_request(g, &cookie) == 1);
 	upload(g, cookie, elf, elf_len);
-	CU_ASSERT(st.guest_images_cached == 1);
-	CU_ASSERT(st.guest_hostile_image_mismatch == 1);
+	CU_ASSERT(gs.st.guest_images_cached == 1);
+	CU_ASSERT(gs.st.guest_hostile_image_mismatch == 1);
 	mapped("one", "/usr/bin/b", rel, sizeof(rel));
 	CU_ASSERT(holds(rel, elf, elf_len));
 	opd_guest_free(g);
@@ -888,7 +865,7 @@ static void test_sha256(void)
 	FILE *f;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/abc", top);
+	snprintf(path, sizeof(path), "%s/abc", gs.top);
 	f = fopen(path, "w");
 	CU_ASSERT_FATAL(f && fputs("abc", f) >= 0 && !fclose(f));
 	fd = open(path, O_RDONLY);

@@ -23,6 +23,7 @@
 #include "opd_imgcache.h"
 #include "sfname/sfname.h"
 #include "test_stats_doc.h"
+#include "test_fixture.h"
 #include "util/du_test.h"
 
 #define MS 1000000ULL
@@ -30,43 +31,17 @@
 #define AS_A 0x12346000ULL	/* pid 100's CR3 (masked) */
 #define AS_B 0x2a000000ULL	/* pid 200's */
 
-static char top[64], session[128];
-static struct opd_stats st;
-static struct opd_images *images;
-static struct opd_imgcache *cache;
+static struct tgs gs;
 static uint8_t buf[65600];
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
 
 static void setup(void)
 {
-	char d[256];
-
-	snprintf(top, sizeof(top), "/tmp/test_gasid.XXXXXX");
-	CU_ASSERT_FATAL(mkdtemp(top) != NULL);
-	snprintf(session, sizeof(session), "%s/session", top);
-	CU_ASSERT_FATAL(mkdir(session, 0755) == 0);
-	snprintf(d, sizeof(d), "%s/samples", session);
-	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
-	snprintf(d, sizeof(d), "%s/samples/current", session);
-	CU_ASSERT_FATAL(mkdir(d, 0755) == 0);
-	memset(&st, 0, sizeof(st));
-	images = opd_images_new();
-	cache = opd_imgcache_new(session, &st);
-	CU_ASSERT_FATAL(images && cache);
+	tgs_setup(&gs, "test_gasid");
 }
 
 static void teardown(void)
 {
-	opd_imgcache_free(cache);
-	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tgs_teardown(&gs);
 }
 
 /* ---- the table alone ---- */
@@ -76,7 +51,7 @@ static void test_votes(void)
 	struct opd_gasid a;
 	uint64_t o = 0;	/* each vote its own observation */
 
-	opd_gasid_init(&a, 8, images);
+	opd_gasid_init(&a, 8, gs.images);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	/* fewer than OPD_GASID_MIN_VOTES: no owner yet */
 	for (int i = 0; i < OPD_GASID_MIN_VOTES - 1; i++)
@@ -147,7 +122,7 @@ static void test_reversal(void)
 	uint64_t o = 0;
 	int n;
 
-	opd_gasid_init(&a, 8, images);
+	opd_gasid_init(&a, 8, gs.images);
 	for (int i = 0; i < 1000; i++)
 		opd_gasid_vote(&a, AS_A, 100, 10, ++o);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
@@ -181,7 +156,7 @@ static void test_past_owners(void)
 	struct opd_gasid a;
 	uint64_t o = 0;
 
-	opd_gasid_init(&a, 8, images);
+	opd_gasid_init(&a, 8, gs.images);
 	for (int i = 0; i < OPD_GASID_MIN_VOTES; i++)
 		opd_gasid_vote(&a, AS_A, 100, 10, ++o);
 	opd_gasid_forget(&a, 100, 30);
@@ -217,7 +192,7 @@ static void test_bounds(void)
 	struct opd_gasid a;
 	struct opd_image *b1, *b2;
 
-	opd_gasid_init(&a, 3, images);
+	opd_gasid_init(&a, 3, gs.images);
 	b1 = opd_gasid_bucket(&a, AS_A);
 	b2 = opd_gasid_bucket(&a, AS_B);
 	CU_ASSERT_FATAL(b1 && b2 && b1 != b2);
@@ -246,8 +221,8 @@ static struct opd_guest *guest(const char *name)
 	struct opd_guest_limits l;
 
 	opd_guest_limits_default(&l);
-	snprintf(dir, sizeof(dir), "%s/domains/%s", session, name);
-	return opd_guest_new(name, dir, &l, images, cache, &st);
+	snprintf(dir, sizeof(dir), "%s/domains/%s", gs.session, name);
+	return opd_guest_new(name, dir, &l, gs.images, gs.cache, &gs.st);
 }
 
 static void feed(struct opd_guest *g, ssize_t n, uint64_t host)
@@ -397,7 +372,7 @@ static void test_wrong_clock(void)
 	CU_ASSERT(learning < 20);
 	CU_ASSERT(learned == 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_learned") == 2);
 	CU_ASSERT(stat_of(path, "asid_filed") > 350);
 	CU_ASSERT(stat_of(path, "asid_overrode_clock") >= 100);
@@ -434,7 +409,7 @@ static void test_one_look(void)
 	CU_ASSERT(learning < 20);
 	CU_ASSERT(learned == 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_votes_same_obs") == 29);
 	CU_ASSERT(stat_of(path, "asid_learned") == 2);
 	opd_guest_free(g);
@@ -452,7 +427,7 @@ static void test_time_spread(void)
 	struct opd_guest_res r;
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	for (uint32_t spread = 1000;; spread = 0) {
 		for (uint64_t k = 1; k < 10; k++) {
 			struct opd_guest_sample s = {
@@ -533,7 +508,7 @@ static void test_wrong_owners_corrected(void)
 	 * first 100 ms at 3 ms (616 of 1400 wrong when a count only grew) */
 	CU_ASSERT(middle <= 70);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_reversed") >= 2);
 	opd_guest_free(g);
 }
@@ -558,7 +533,7 @@ static void test_lagging_stream(void)
 		opd_guest_resolve(g, &s, &r);
 	}
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_votes_ahead") == 40);
 	CU_ASSERT(stat_of(path, "asid_votes") == 0);
 	CU_ASSERT(stat_of(path, "asid_learned") == 0);
@@ -612,7 +587,7 @@ static void test_wait_owner(void)
 	CU_ASSERT_EQUAL(n, 400);
 	CU_ASSERT_EQUAL(wrong, 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_waited") > 0);
 	CU_ASSERT(stat_of(path, "asid_wait_expired") == 1);
 	CU_ASSERT(stat_of(path, "asid_learned") == 2);
@@ -656,7 +631,7 @@ static void test_wait_beside(void)
 		  out.asid == x.asid && r.resolved);
 	CU_ASSERT_EQUAL(opd_guest_held(g), 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_waited") == 1);
 	CU_ASSERT(stat_of(path, "asid_wait_expired") == 1);
 	opd_guest_free(g);
@@ -708,7 +683,7 @@ static void test_exit_exec(void)
 		feed(g, ap_put_comm(buf, sizeof(buf), &c, "b", 1), 0);
 	}
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
-	snprintf(path, sizeof(path), "%s/domains/ge/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_forgotten") == 2);
 	opd_guest_free(g);
 }
@@ -747,7 +722,7 @@ static void test_no_agent(void)
 	opd_guest_resolve(g, &s, &r);
 	CU_ASSERT(!strcmp(r.image->name, "guest-kernel"));
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, false) == 0);
-	snprintf(path, sizeof(path), "%s/domains/web/stats", session);
+	snprintf(path, sizeof(path), "%s/domains/web/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_spaces") == 2);
 	opd_guest_free(g);
 }
