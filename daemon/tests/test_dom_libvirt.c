@@ -57,25 +57,10 @@ static void setup(void)
 	tfx_start(&fx, &ev, 1, 0);
 }
 
+/* Value of @key in SESSION/domains/test/info, or "" */
 static const char *info_key(const char *key)
 {
-	static char val[256];
-	char path[256], line[512];
-	size_t kl = strlen(key);
-	FILE *f;
-
-	val[0] = '\0';
-	tp_pathf(path, sizeof(path), "%s/domains/test/info", fx.session);
-	f = fopen(path, "r");
-	if (!f)
-		return val;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, key, kl) && line[kl] == ' ')
-			snprintf(val, sizeof(val), "%s", line + kl + 1);
-	}
-	fclose(f);
-	return val;
+	return tfx_dom_value(&fx, "test", "info", key);
 }
 
 /* What the main loop does: poll (the backend's fd among them), then act. */

@@ -120,23 +120,7 @@ static uint64_t stat_key(const char *key)
 /* Value of @key in SESSION/domains/@name/info, or "" */
 static const char *info_key(const char *name, const char *key)
 {
-	static char val[1024];
-	char path[256], line[1200];
-	size_t kl = strlen(key);
-	FILE *f;
-
-	val[0] = '\0';
-	tp_pathf(path, sizeof(path), "%s/domains/%s/info", fx.session, name);
-	f = fopen(path, "r");
-	if (!f)
-		return val;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, key, kl) && line[kl] == ' ')
-			snprintf(val, sizeof(val), "%s", line + kl + 1);
-	}
-	fclose(f);
-	return val;
+	return tfx_dom_value(&fx, name, "info", key);
 }
 
 /* Open file descriptors of this process whose path contains @s. */

@@ -11,6 +11,7 @@
 #include "dom_testproc.h"
 #include "raw/raw_stream.h"
 #include "test_fixture.h"
+#include "util/du_kv.h"
 
 #define TFX_QEMU_EXE "/usr/bin/qemu-system-x86_64"
 
@@ -138,6 +139,24 @@ void tfx_qemu(struct tfx *fx, int pid, const char *const *argv, bool bare)
 	tp_pathf(p, sizeof(p), "%s/%d/cmdline", fx->proc, pid);
 	tp_write_file(p, cmd, n);
 	tp_thread(fx->proc, pid, pid, "qemu-system-x86");
+}
+
+const char *tfx_dom_value(const struct tfx *fx, const char *domain, const char *file,
+			  const char *key)
+{
+	static char val[1024];
+	char path[256];
+	struct du_kv *kv;
+	const char *v;
+
+	val[0] = '\0';
+	tp_pathf(path, sizeof(path), "%s/domains/%s/%s", fx->session, domain, file);
+	kv = du_kv_load(path);
+	v = du_kv_get(kv, key);
+	if (v)
+		snprintf(val, sizeof(val), "%s", v);
+	du_kv_free(kv);
+	return val;
 }
 
 void tgs_setup(struct tgs *gs, const char *name)

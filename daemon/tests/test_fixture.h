@@ -58,6 +58,12 @@ void tfx_put_ctx(struct tfx *fx, uint32_t pid, uint32_t tid, uint32_t mode);
  * test adds the vCPU threads (tp_thread). */
 void tfx_qemu(struct tfx *fx, int pid, const char *const *argv, bool bare);
 
+/* The value of @key in the session's domains/@domain/@file ("info",
+ * "stats"), read as every reader of such files does (util/du_kv.h: the
+ * last line wins); "" when absent.  Valid until the next call. */
+const char *tfx_dom_value(const struct tfx *fx, const char *domain, const char *file,
+			  const char *key);
+
 /*
  * A session for guest states alone (opd_guest_new without a daemon): the
  * directory /tmp/NAME.XXXXXX holding session/samples/current, the stats

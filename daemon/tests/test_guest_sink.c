@@ -115,23 +115,7 @@ static int64_t count_in(const char *rel, uint64_t key)
 /* Value of @key in SESSION/domains/web/stats, or "". */
 static const char *dom_stat(const char *key)
 {
-	static char val[256];
-	char path[256], line[512];
-	size_t kl = strlen(key);
-	FILE *f;
-
-	val[0] = '\0';
-	tp_pathf(path, sizeof(path), "%s/domains/web/stats", fx.session);
-	f = fopen(path, "r");
-	if (!f)
-		return val;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!strncmp(line, key, kl) && line[kl] == ' ')
-			snprintf(val, sizeof(val), "%s", line + kl + 1);
-	}
-	fclose(f);
-	return val;
+	return tfx_dom_value(&fx, "web", "stats", key);
 }
 
 /* Held guest kernel samples, once explained, go through the batch. */
