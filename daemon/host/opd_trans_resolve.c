@@ -45,7 +45,7 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 			uint32_t event)
 {
 	struct opd_guest_sample s = { 0 };
-	bool chain = t->chain_busy && (t->chain.flags & DP_RAW_CC_GUEST);
+	bool chain = t->chain_busy && t->cc && (t->chain.flags & DP_RAW_CC_GUEST);
 	bool taken;
 
 	s.host_ns = t->now_ns;
