@@ -8,7 +8,7 @@
  * A collector that reads the live system synthesizes the present at
  * start through opd_snapshot.h.
  *
- * Adding a collector is one file (daemon/collect_NAME.c defining
+ * Adding a collector is one file (daemon/collect/collect_NAME.c defining
  * opd_collector_NAME) and one entry in the table of opd_collector.c.
  *
  * The loop, as the daemon runs it:

@@ -36,11 +36,6 @@ void opd_gpipe_set_cc(struct opd_gpipe *p, struct opd_cc *cc)
 	p->cc = cc;
 }
 
-void opd_gpipe_set_batch(struct opd_gpipe *p, struct opd_batch *batch)
-{
-	p->filer.batch = batch;
-}
-
 /*
  * The chain of guest sample @s (filed under @k): each frame resolved like
  * a guest pc of that sample (the guest kernel's symbols, or the sampled
@@ -93,12 +88,14 @@ static void file_sample(struct opd_gpipe *p, struct opd_guest *g,
 }
 
 bool opd_gpipe_take(struct opd_gpipe *p, const struct opd_dom *dom,
-		    const struct opd_guest_sample *s, const struct opd_cc_chain *chain)
+		    const struct opd_guest_sample *s, const struct opd_cc_chain *chain,
+		    bool *chain_held)
 {
 	struct opd_guest *g = opd_agents_guest(p->agents, dom);
 	struct opd_guest_sample in = *s, out;
 	struct opd_guest_res r;
 
+	*chain_held = false;
 	if (!g) {
 		if (s->mode == DP_MODE_GUEST_USER)
 			p->filer.st->guest_user_unresolved_no_agent++;
@@ -107,7 +104,8 @@ bool opd_gpipe_take(struct opd_gpipe *p, const struct opd_dom *dom,
 		return false;
 	}
 	/* the sample's guest chain waits with it */
-	in.cc = chain && p->cc ? opd_cc_hold(p->cc, chain) : 0;
+	*chain_held = chain && p->cc;
+	in.cc = *chain_held ? opd_cc_hold(p->cc, chain) : 0;
 	p->filer.st->guest_samples_held++;
 	if (opd_guest_defer(g, &in, &out, &r))
 		file_sample(p, g, &out, &r);

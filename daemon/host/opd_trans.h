@@ -52,9 +52,10 @@ void opd_trans_set_domains(struct opd_trans *t, struct opd_domains *domains);
  * guest samples once the registry named the domain (NULL, the default:
  * guest samples are filed at once under {anon:guest-*}).  Borrowed. */
 void opd_trans_set_gpipe(struct opd_trans *t, struct opd_gpipe *gpipe);
-/* Samples (and the arcs of call chains, through the opd_cc set) are
- * queued in @batch when set (the daemon sets it), else added to their
- * files one by one.  Borrowed. */
+/* Host samples and those filed at once (and the arcs of call chains,
+ * through the opd_cc set) are queued in @batch when set (the daemon sets
+ * it), else added to their files one by one; held guest samples go
+ * through the guest pipeline's filer (opd_gpipe_new).  Borrowed. */
 void opd_trans_set_batch(struct opd_trans *t, struct opd_batch *batch);
 
 /* Call chains (DP_RAW_CALLCHAIN) are filed through @cc when set (the

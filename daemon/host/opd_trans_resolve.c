@@ -45,8 +45,8 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 			uint32_t event)
 {
 	struct opd_guest_sample s = { 0 };
-	bool chain = t->chain_busy && t->cc && (t->chain.flags & DP_RAW_CC_GUEST);
-	bool taken;
+	bool chain = t->chain_busy && (t->chain.flags & DP_RAW_CC_GUEST);
+	bool taken, held;
 
 	s.host_ns = t->now_ns;
 	s.spread_us = t->time_spread_ns >= (uint64_t)UINT32_MAX * 1000 ? UINT32_MAX :
@@ -57,8 +57,8 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 	s.vcpu = vcpu;
 	s.mode = (uint8_t)t->mode;
 	s.asid = t->asid;
-	taken = opd_gpipe_take(t->gpipe, dom, &s, chain ? &t->chain : NULL);
-	if (taken && chain)
+	taken = opd_gpipe_take(t->gpipe, dom, &s, chain ? &t->chain : NULL, &held);
+	if (held)
 		t->chain_held = true;
 	/* an older sample filed to make room may have released files */
 	files_check(t);
