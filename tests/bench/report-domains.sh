@@ -5,7 +5,7 @@
 # (tests/e2e/ratio and exact-a, built with -g; --libc adds the host's libc
 # as the guests' libc), laid out as the daemon lays out guests with agents:
 #   - images/h<SHA-256>/<basename>: one stripped copy of each binary, shared
-#     by every domain (content-addressed, as daemon/guest/opd_imgcache.c stores
+#     by every domain (content-addressed, as daemon/imgcache/opd_imgcache.c stores
 #     uploads), its .name, and its images/by-build-id/<build-id> hint;
 #   - domains/gNN/images: the map "images/h<SHA-256>/<basename><TAB><guest path>";
 #   - samples/current/{domain}/gNN/{root}/<guest path>/{dep}/...: sample files
