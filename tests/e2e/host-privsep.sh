@@ -28,7 +28,13 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "OK: $*"; }
 # alive and not a zombie (a daemon's parent is init, which may reap late)
-alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" | cut -d' ' -f1)" != Z ]; }
+# running and not a zombie; the state is read once, so a process that is
+# reaped between two looks counts as gone (it did: "can't read stat")
+alive() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
 field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
 
 cp "$ratio" "$work/ratio"
@@ -63,6 +69,9 @@ not_root() {
 }
 owner=$(not_root)
 [ -z "$owner" ] && ok "the session root's but for the worker's directories" || fail "not root's: $owner"
+# opcontrol --stop returns once the daemon let go of its lock, which it
+# does on its way out: give the exit a moment
+for i in $(seq 1 50); do alive "$mon" || break; sleep 0.1; done
 alive "$mon" && fail "monitor $mon still running" || ok "monitor gone"
 
 # the monitor killed: the worker flushes and exits
