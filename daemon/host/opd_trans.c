@@ -42,7 +42,6 @@ struct opd_trans *opd_trans_new(const struct opd_conf *conf, struct opd_stats *s
 	t->images = images;
 	t->procs = procs;
 	t->kernel = kernel;
-	t->sfiles = sfiles;
 	t->filer.sfiles = sfiles;
 	t->filer.st = st;
 	t->proc_root = "/proc";
@@ -135,7 +134,7 @@ int opd_trans_set_events(struct opd_trans *t, const struct raw_header *h)
 		t->nr_events = 0;	/* samples are then counted unresolved_bad_event */
 		return ret;
 	}
-	return opd_sfiles_set_events(t->sfiles, t->events, n);
+	return opd_sfiles_set_events(t->filer.sfiles, t->events, n);
 }
 
 static inline int file_sample(struct opd_trans *t, const struct opd_trans_cache *c, uint64_t pc)

@@ -64,7 +64,6 @@ struct opd_trans {
 	struct opd_images *images;
 	struct opd_procs *procs;
 	struct opd_kernel *kernel;
-	struct opd_sfiles *sfiles;
 	const char *proc_root;	/* for live lookups, "/proc" */
 	opd_maps_src_fn maps_src;	/* instead, when set (privsep worker) */
 	void *maps_ctx;
