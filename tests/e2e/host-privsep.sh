@@ -27,14 +27,7 @@ trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "OK: $*"; }
-# alive and not a zombie (a daemon's parent is init, which may reap late)
-# running and not a zombie; the state is read once, so a process that is
-# reaped between two looks counts as gone (it did: "can't read stat")
-alive() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
+. "$(dirname "$0")/proc-lib.sh"
 field() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$2/status"; }
 
 cp "$ratio" "$work/ratio"

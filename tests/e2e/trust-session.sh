@@ -44,13 +44,7 @@ trap cleanup EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "OK: $*"; }
-# running and not a zombie, the state read once (a process reaped between
-# two looks is gone, not running)
-alive() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ]
-}
+. "$(dirname "$0")/proc-lib.sh"
 victim=$work/victim
 reset_victim() { echo "root's file" >"$victim"; chmod 0644 "$victim"; }
 victim_intact() { [ "$(cat "$victim")" = "root's file" ]; }
