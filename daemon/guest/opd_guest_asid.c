@@ -102,10 +102,9 @@ static void tally(struct opd_gasid_ent *e, uint32_t pid)
 		mine->n++;
 }
 
-/* The leader owns the space once it has OPD_GASID_MIN_VOTES and twice the
- * runner-up's; otherwise the owner stays (a few wrong votes do not unseat
- * it).  An owner replaced by another is a reversal (asid_reversed). */
-static bool elect(struct opd_gasid_ent *e, bool *reversed)
+/* The pid leading @e's counts with OPD_GASID_MIN_VOTES and three times
+ * the runner-up's, else 0. */
+static uint32_t leader(const struct opd_gasid_ent *e)
 {
 	const struct opd_gasid_vote *lead = NULL, *second = NULL;
 
@@ -121,41 +120,105 @@ static bool elect(struct opd_gasid_ent *e, bool *reversed)
 			second = v;
 		}
 	}
-	if (!lead || lead->pid == e->owner || lead->n < OPD_GASID_MIN_VOTES ||
-	    (second && lead->n < 2 * (uint64_t)second->n))
-		return false;
-	*reversed = e->owner != 0;
-	e->owner = lead->pid;
-	return true;
+	if (!lead || lead->n < OPD_GASID_MIN_VOTES ||
+	    (second && lead->n < 3 * (uint64_t)second->n))
+		return 0;
+	return lead->pid;
 }
 
-bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
-		    uint64_t obs)
+/* @pid's count in @e goes to 0: the votes that made a wrong choice do not
+ * make it again. */
+static void unvote(struct opd_gasid_ent *e, uint32_t pid)
+{
+	for (int k = 0; k < OPD_GASID_VOTERS; k++)
+		if (e->v[k].pid == pid)
+			e->v[k].n = 0;
+}
+
+/* A vote for @pid in a space with an owner: kept in the window of its
+ * last votes; most of them against it demote it (the space has no owner
+ * from then on, and is learned again). */
+static enum opd_gasid_change judge_owner(struct opd_gasid *a, struct opd_gasid_ent *e,
+					 uint32_t pid)
+{
+	e->win = (uint16_t)(e->win << 1 | (pid != e->owner));
+	if (__builtin_popcount(e->win) < OPD_GASID_DEMOTE)
+		return OPD_GASID_SAME;
+	unvote(e, e->owner);
+	e->last = e->owner;
+	e->owner = 0;
+	e->win = 0;
+	a->s.demoted++;
+	return OPD_GASID_DEMOTED;
+}
+
+/* A vote for @pid in a space with no owner: it elects a provisional pid,
+ * confirms it (OPD_GASID_CONFIRM_VOTES votes for it since, and two for
+ * each against) or drops it once as many were against it (its votes go:
+ * the burst of wrong ones that elected it does not elect it again).  A
+ * clock wrong for the first 3 ms of each 10 ms turn votes wrong in runs
+ * of 6 looks: neither rule may turn on one such run. */
+static enum opd_gasid_change judge_prov(struct opd_gasid *a, struct opd_gasid_ent *e,
+					uint32_t pid)
+{
+	if (!e->prov) {
+		e->prov = leader(e);
+		e->pro = e->con = 0;
+		a->s.provisional += e->prov != 0;
+		return e->prov ? OPD_GASID_ELECTED : OPD_GASID_SAME;
+	}
+	if (pid == e->prov)
+		e->pro++;
+	else
+		e->con++;
+	if (e->con >= OPD_GASID_CONFIRM_VOTES && e->con >= e->pro) {
+		unvote(e, e->prov);
+		e->prov = 0;
+		a->s.unconfirmed++;
+		return OPD_GASID_DROPPED;
+	}
+	if (e->pro < OPD_GASID_CONFIRM_VOTES || 2 * e->con > e->pro)
+		return OPD_GASID_SAME;
+	e->owner = e->prov;
+	e->prov = 0;
+	e->win = 0;
+	a->s.learned++;
+	a->s.reversed += e->last && e->last != e->owner;
+	e->last = 0;
+	return OPD_GASID_OWNED;
+}
+
+enum opd_gasid_change opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid,
+				     uint64_t gt, uint64_t obs, bool clear)
 {
 	struct opd_gasid_ent *e;
-	bool reversed = false;
 
 	if (!pid)
-		return false;
+		return OPD_GASID_SAME;
 	e = get(a, asid);
 	if (!e)
-		return false;
+		return OPD_GASID_SAME;
 	if (gt < e->since) {
 		a->s.votes_stale++;
-		return false;
+		return OPD_GASID_SAME;
 	}
 	if (obs && e->last_obs == obs) {
 		a->s.votes_same_obs++;
-		return false;
+		return OPD_GASID_SAME;
 	}
 	e->last_obs = obs;
 	a->s.votes++;
+	if (clear)
+		a->s.votes_clear++;
+	else
+		a->s.votes_inferred++;
 	tally(e, pid);
-	if (!elect(e, &reversed))
-		return false;
-	a->s.learned++;
-	a->s.reversed += reversed;
-	return true;
+	return e->owner ? judge_owner(a, e, pid) : judge_prov(a, e, pid);
+}
+
+const struct opd_gasid_ent *opd_gasid_find(const struct opd_gasid *a, uint64_t asid)
+{
+	return find(a, asid);
 }
 
 void opd_gasid_doubt(struct opd_gasid *a, uint64_t asid)
@@ -202,6 +265,9 @@ static void end_owner(struct opd_gasid_ent *e, uint64_t gt)
 	e->past[0].until = gt;
 	e->npast++;
 	e->owner = 0;
+	e->prov = 0;
+	e->last = 0;
+	e->win = 0;
 	memset(e->v, 0, sizeof(e->v));
 	e->since = gt;
 }
@@ -225,7 +291,7 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 				mine->n = 0;
 			continue;
 		}
-		if (e->owner != pid && !mine)
+		if (e->owner != pid && e->prov != pid && !mine)
 			continue;
 		/* its own space, or one it was learning to own */
 		a->s.forgotten += e->owner == pid;
@@ -261,17 +327,21 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 	const struct opd_gasid_stats *s = &a->s;
 
 	fprintf(f,
-		"asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_stale %" PRIu64
+		"asid_seen %" PRIu64 "\nasid_votes %" PRIu64 "\nasid_votes_clear %" PRIu64
+		"\nasid_votes_inferred %" PRIu64 "\nasid_votes_stale %" PRIu64
 		"\nasid_votes_same_obs %" PRIu64 "\nasid_votes_ahead %" PRIu64
-		"\nasid_learned %" PRIu64 "\nasid_reversed %" PRIu64 "\nasid_doubted %" PRIu64
-		"\nasid_filed %" PRIu64
+		"\nasid_provisional %" PRIu64 "\nasid_unconfirmed %" PRIu64
+		"\nasid_learned %" PRIu64 "\nasid_reversed %" PRIu64 "\nasid_demoted %" PRIu64
+		"\nasid_doubted %" PRIu64 "\nasid_filed %" PRIu64
 		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
 		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
 		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
 		"\nasid_wait_expired %" PRIu64 "\nasid_wait_full %" PRIu64 "\n",
-		s->seen, s->votes, s->votes_stale, s->votes_same_obs, s->votes_ahead, s->learned,
-		s->reversed, s->doubted, s->filed, s->overrode_clock, s->no_mapping, s->forgotten, s->evicted, s->spaces,
-		s->spaces_capped, s->waited, s->wait_expired, s->wait_full);
+		s->seen, s->votes, s->votes_clear, s->votes_inferred, s->votes_stale,
+		s->votes_same_obs, s->votes_ahead, s->provisional, s->unconfirmed, s->learned,
+		s->reversed, s->demoted, s->doubted, s->filed, s->overrode_clock, s->no_mapping,
+		s->forgotten, s->evicted, s->spaces, s->spaces_capped, s->waited, s->wait_expired,
+		s->wait_full);
 }
 
 /* ---- the tables of domains with no agent, by domain ---- */
@@ -369,7 +439,7 @@ uint32_t opd_gvote_owner(const struct opd_guest *g, const struct opd_guest_sampl
 }
 
 /* Is @t known to run in another address space than @asid at guest time
- * @gt (the owner of one)?  A process runs in one at a time. */
+ * @gt (the confirmed owner of one)?  A process runs in one at a time. */
 static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t, uint64_t asid,
 			   uint64_t gt)
 {
@@ -378,29 +448,34 @@ static bool runs_elsewhere(const struct opd_guest *g, const struct opd_gtask *t,
 
 /*
  * The pid @s votes for as its address space's owner, or 0: the one task
- * among the clock's @nc candidates (opd_gres_candidates()), whose mappings hold the
- * pc.  While the space has no
- * owner, the tasks known to run in another address space are set aside
- * first (so that, of two processes taking turns, the second is learned
- * from the turns' edges too once the first is known).  Not once it has
- * one: a wrong owner of each of two spaces would then set the right one
- * aside in both, and no vote could correct them.  A task the agent has
- * not named is never set aside.
+ * among the clock's @nc candidates (opd_gres_candidates()), whose mappings
+ * hold the pc; *@clear: the clock named only it.  While the space has no
+ * owner, the tasks that own another address space are set aside first
+ * (so that, of two processes taking turns, the second is learned from the
+ * turns' edges too once the first is known): an inferred vote.  Only
+ * confirmed owners set a task aside, so a wrong provisional choice in one
+ * space does not make its mirror image in the other; and not once the
+ * space has an owner: a wrong owner of each of two spaces would then set
+ * the right one aside in both, and no vote could correct them.  A task
+ * the agent has not named is never set aside.
  */
 static uint32_t voter(const struct opd_guest *g, const struct opd_guest_sample *s,
-		      const uint32_t *cand, int nc)
+		      const uint32_t *cand, int nc, bool *clear)
 {
 	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
 	bool aside = !opd_gasid_owner(&g->asid, s->asid, gt);
 	const struct opd_gtask *t;
 	uint32_t one = 0;
 
+	*clear = true;
 	for (int k = 0; k < nc; k++) {
 		if (!cand[k] || cand[k] == one)
 			continue;
 		t = opd_gtasks_find(&g->tasks, cand[k]);
-		if (aside && t && runs_elsewhere(g, t, s->asid, gt))
+		if (aside && t && runs_elsewhere(g, t, s->asid, gt)) {
+			*clear = false;
 			continue;
+		}
 		if (one)
 			return 0;	/* two remain */
 		one = cand[k];
@@ -409,26 +484,53 @@ static uint32_t voter(const struct opd_guest *g, const struct opd_guest_sample *
 	return t && opd_gtask_find_map(t, s->pc) ? one : 0;
 }
 
-/* @s votes for @pid as its address space's owner; a new owner is logged
- * (--verbose) and noted in its task. */
-static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid)
+/* The space's counts, for the log: "pid:count ..." */
+static void tallies(const struct opd_gasid_ent *e, char *buf, size_t size)
 {
-	uint32_t was = opd_gvote_owner(g, s);
-	struct opd_gtask *t;
+	size_t off = 0;
 
-	if (!opd_gasid_vote(&g->asid, s->asid, pid, opd_gclock_guest(&g->clock, s->host_ns),
-			    s->host_ns))
+	buf[0] = '\0';
+	for (int k = 0; e && k < OPD_GASID_VOTERS && off < size; k++)
+		if (e->v[k].n)
+			off += (size_t)snprintf(buf + off, size - off, " %" PRIu32 ":%" PRIu32,
+						e->v[k].pid, e->v[k].n);
+}
+
+/* @s votes for @pid as its address space's owner; what that changed is
+ * logged (--verbose) with the space's counts, and a new owner noted in
+ * its task. */
+static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid, bool clear)
+{
+	static const char *const said[] = {
+		[OPD_GASID_ELECTED] = "elects", [OPD_GASID_DROPPED] = "drops its choice of",
+		[OPD_GASID_OWNED] = "is owned by", [OPD_GASID_DEMOTED] = "demotes its owner",
+	};
+	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
+	const struct opd_gasid_ent *e = opd_gasid_find(&g->asid, s->asid);
+	uint32_t was = e ? (e->owner ? e->owner : e->prov) : 0, who;
+	enum opd_gasid_change c = opd_gasid_vote(&g->asid, s->asid, pid, gt, s->host_ns, clear);
+	struct opd_gtask *t;
+	char counts[96];
+
+	if (c == OPD_GASID_SAME)
 		return;
-	g->wait_new_owner = true;
-	g->wait.scanned = 0;
-	t = opd_gtasks_find(&g->tasks, pid);
-	if (t)
-		t->asid = s->asid;
-	if (opd_guest_debug_ok(g, s))
-		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32 "'s (was %" PRIu32
-			 "), sample at %" PRIu64 " on vcpu %d, clock offset %" PRId64
-			 " near %" PRIu64, g->name, s->asid, pid, was, s->host_ns, s->vcpu,
-			 g->clock.off, opd_gclock_near(&g->clock));
+	if (c == OPD_GASID_OWNED) {
+		g->wait_new_owner = true;
+		g->wait.scanned = 0;
+		t = opd_gtasks_find(&g->tasks, pid);
+		if (t)
+			t->asid = s->asid;
+	}
+	if (!opd_guest_debug_ok(g, s))
+		return;
+	e = opd_gasid_find(&g->asid, s->asid);
+	who = c == OPD_GASID_ELECTED ? e->prov : c == OPD_GASID_OWNED ? e->owner : was;
+	tallies(e, counts, sizeof(counts));
+	du_debug("domain %s: address space %#" PRIx64 " %s pid %" PRIu32 " (a %s vote for %" PRIu32
+		 "; counts%s; for %u, against %u), sample at %" PRIu64 " on vcpu %d, clock offset %"
+		 PRId64 " near %" PRIu64, g->name, s->asid, said[c], who,
+		 clear ? "clear" : "inferred", pid, counts, e->pro, e->con, s->host_ns, s->vcpu,
+		 g->clock.off, opd_gclock_near(&g->clock));
 }
 
 /*
@@ -442,7 +544,7 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	uint32_t cand[OPD_GUEST_MAX_CAND], clock_pid = 0, owner, v;
 	const struct opd_gtask *t;
 	const struct opd_gmap *m;
-	bool early = false;
+	bool early = false, clear;
 	int nc = 0;
 
 	g->asid.s.seen++;
@@ -450,11 +552,11 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		nc = opd_gres_candidates(g, s, cand, &early);
 	if (nc >= 1 && !early)
 		clock_pid = cand[0];
-	if (!s->voted && nc && !early && (v = voter(g, s, cand, nc))) {
+	if (!s->voted && nc && !early && (v = voter(g, s, cand, nc, &clear))) {
 		/* only where the agent's stream has passed the sample: beyond
 		 * it, the last switch known is not what ran */
 		if (opd_ghold_ready(g, s))
-			vote(g, s, v);
+			vote(g, s, v, clear);
 		else
 			g->asid.s.votes_ahead++;
 	}
@@ -478,13 +580,13 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 void opd_gvote_now(struct opd_guest *g, struct opd_guest_sample *q)
 {
 	uint32_t cand[OPD_GUEST_MAX_CAND], v;
-	bool early = false;
+	bool early = false, clear;
 	int nc;
 
 	q->voted = true;
 	if (!opd_gclock_known(&g->clock) || !opd_gtl_count(&g->tl, q->vcpu))
 		return;
 	nc = opd_gres_candidates(g, q, cand, &early);
-	if (!early && (v = voter(g, q, cand, nc)))
-		vote(g, q, v);
+	if (!early && (v = voter(g, q, cand, nc, &clear)))
+		vote(g, q, v, clear);
 }

@@ -4,15 +4,18 @@
  *
  * With an agent: which guest process owns an address space is learned
  * from the samples the clock gives to one process (opd_guest.c: far from
- * any switch, or near one where the other candidates own other spaces,
- * and the pc in that process's mappings): each observation is a vote
- * "ASID A ran pid P".  Once one pid holds enough votes and twice the
- * runner-up's, it is the owner, and a later guest-user sample with that
- * ASID is filed under it whatever the clock says.  The counts follow the
- * recent votes (a vote for one pid is one less for the others, and a
- * count stops at OPD_GASID_VOTE_CAP), so an owner the votes stop naming
- * is replaced (asid_reversed), and a sample of the space in code its
- * owner does not map weighs against the owner too (opd_gasid_doubt).
+ * any switch, or near one where the other candidates run in spaces with
+ * confirmed owners, and the pc in that process's mappings): each
+ * observation is a vote "ASID A ran pid P", clear (one candidate) or
+ * inferred (through another space's owner).  A pid with enough votes and
+ * three times the runner-up's is elected provisionally; it owns the space
+ * (files its samples, and sets itself aside in other spaces) only once
+ * OPD_GASID_CONFIRM_VOTES more votes agreed with it, two to one.  An
+ * owner that most of the last OPD_GASID_WINDOW votes contradict is demoted
+ * at once (asid_demoted), and the space is learned again.  The counts
+ * follow the recent votes (a vote for one pid is one less for the others,
+ * and a count stops at OPD_GASID_VOTE_CAP); a sample of the space in code
+ * its owner does not map weighs against the owner too (opd_gasid_doubt).
  * A clock that is wrong near switches only adds a minority of wrong
  * votes; a pid that exits or
  * execs loses its spaces from that time on (its CR3 is freed and may be
@@ -42,8 +45,16 @@
 #define OPD_GASID_SETS		256
 #define OPD_GASID_WAYS		4
 #define OPD_GASID_VOTERS	4
-/* Votes a pid needs before it owns a space. */
+/* Votes a pid needs before it is elected (provisionally), with three
+ * times the runner-up's. */
 #define OPD_GASID_MIN_VOTES	8
+/* Votes that must agree with a provisional owner (two to one) before it
+ * owns the space; as many against drop it. */
+#define OPD_GASID_CONFIRM_VOTES	8
+/* An owner is demoted when OPD_GASID_DEMOTE of the last OPD_GASID_WINDOW
+ * votes in its space name another pid. */
+#define OPD_GASID_WINDOW	16
+#define OPD_GASID_DEMOTE	12
 /* Most a pid's count holds: about the contrary votes that unseat an owner. */
 #define OPD_GASID_VOTE_CAP	64
 /* Past owners kept per space (opd_gasid_owner at an older time). */
@@ -67,7 +78,11 @@ struct opd_gasid_ent {
 	uint64_t past_from;
 	uint32_t npast;
 	uint64_t last_obs;	/* the last vote's observation (host time) */
-	uint32_t owner;		/* learned pid, 0 none */
+	uint32_t owner;		/* confirmed pid, 0 none */
+	uint32_t prov;		/* provisional pid (no owner yet), 0 none */
+	uint32_t last;		/* the last owner demoted, for asid_reversed */
+	uint16_t pro, con;	/* votes for and against @prov since its election */
+	uint16_t win;		/* the owner's last 16 votes, a bit each: 1 against */
 	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
 	struct opd_image *img;	/* that bucket's image, once asked for */
 	struct opd_gasid_vote v[OPD_GASID_VOTERS];
@@ -77,11 +92,16 @@ struct opd_gasid_ent {
 struct opd_gasid_stats {
 	uint64_t seen;		/* guest-user samples that carried an ASID */
 	uint64_t votes;		/* clock-placed samples that voted */
+	uint64_t votes_clear;	/* ... the clock naming one candidate */
+	uint64_t votes_inferred;	/* ... one left once those running elsewhere were set aside */
 	uint64_t votes_stale;	/* refused: older than the owner's exit/exec */
 	uint64_t votes_same_obs;	/* not counted: one observation's further samples */
 	uint64_t votes_ahead;	/* not cast: the agent's stream had not reached the sample */
-	uint64_t learned;	/* an owner set or changed */
-	uint64_t reversed;	/* ... changed from another pid */
+	uint64_t provisional;	/* a pid elected, not yet owner */
+	uint64_t unconfirmed;	/* ... dropped: the votes after did not agree */
+	uint64_t learned;	/* an owner confirmed */
+	uint64_t reversed;	/* ... another pid than the one demoted before */
+	uint64_t demoted;	/* owners most of the last votes contradicted */
 	uint64_t doubted;	/* samples of an owned space its owner does not map */
 	uint64_t filed;		/* samples filed by their ASID's owner */
 	uint64_t overrode_clock;	/* ... where the clock named another pid */
@@ -106,14 +126,27 @@ struct opd_gasid {
 void opd_gasid_init(struct opd_gasid *a, uint32_t max_spaces, struct opd_images *images);
 void opd_gasid_fini(struct opd_gasid *a);
 
+/* What a vote changed (opd_gasid_vote). */
+enum opd_gasid_change {
+	OPD_GASID_SAME,		/* nothing */
+	OPD_GASID_ELECTED,	/* a pid elected provisionally */
+	OPD_GASID_DROPPED,	/* the provisional pid dropped */
+	OPD_GASID_OWNED,	/* the provisional pid confirmed: the owner */
+	OPD_GASID_DEMOTED,	/* the owner demoted: no owner now */
+};
+
 /* "ASID @asid ran pid @pid at guest time @gt" (a sample the clock gave
- * to @pid), seen by the collector at host time @obs.  The
- * samples of one observation (the xen collector's look weighted by the
- * vCPU time since the last: N samples with one time) vote once, so that
- * the votes count what was seen, not how long it stood for.  Returns true
- * when the owner changed. */
-bool opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid, uint64_t gt,
-		    uint64_t obs);
+ * to @pid; @clear: the clock named only it, false: it was left once the
+ * other candidates were set aside), seen by the collector at host time
+ * @obs.  The samples of one observation (the xen collector's look
+ * weighted by the vCPU time since the last: N samples with one time)
+ * vote once, so that the votes count what was seen, not how long it
+ * stood for. */
+enum opd_gasid_change opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid,
+				     uint64_t gt, uint64_t obs, bool clear);
+
+/* @asid's entry, for the log's tallies; NULL if not known. */
+const struct opd_gasid_ent *opd_gasid_find(const struct opd_gasid *a, uint64_t asid);
 
 /* A sample of @asid's space fell in code its owner does not map: one
  * vote less for the owner (nothing when the space has none). */
