@@ -80,6 +80,9 @@ static const int allowed[] = {
 #ifdef SYS_faccessat2
 	A(faccessat2)
 #endif
+#ifdef SYS_openat2
+	A(openat2)	/* du_sdir.c: a session path in one call */
+#endif
 #if defined(__x86_64__)
 	A(open) A(stat) A(lstat) A(access) A(getdents) A(mkdir) A(rename) A(unlink)
 	A(rmdir) A(readlink) A(dup2) A(poll) A(select) A(time) A(arch_prctl)
