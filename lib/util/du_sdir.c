@@ -45,13 +45,20 @@ static int next_comp(const char **p, char comp[NAME_MAX + 1])
 	return 1;
 }
 
-static int open_dir_at(int dfd, const char *comp, bool mkdirs)
+/* Directory @comp of @dfd, made if missing and @mkdirs; *@made: it was
+ * made now (then the ones below it are missing too: they are made first,
+ * not looked for). */
+static int open_dir_at(int dfd, const char *comp, bool mkdirs, bool *made)
 {
 	struct stat sb;
-	int fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = -1;
 
-	if (fd < 0 && errno == ENOENT && mkdirs) {
-		if (mkdirat(dfd, comp, DU_SDIR_DIR_MODE) && errno != EEXIST)
+	if (!*made)
+		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if ((*made || (fd < 0 && errno == ENOENT)) && mkdirs) {
+		if (!mkdirat(dfd, comp, DU_SDIR_DIR_MODE))
+			*made = true;
+		else if (errno != EEXIST)
 			return -errno;
 		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	}
@@ -185,6 +192,7 @@ static int walk(const char *path, const char *end, bool mkdirs)
 	char comp[NAME_MAX + 1], rel[PATH_MAX];
 	const char *p = path;
 	const struct nf_root *r = NULL;
+	bool made = false;
 	int dfd, fd, ret;
 
 	if (path[0] != '/')
@@ -212,7 +220,7 @@ static int walk(const char *path, const char *end, bool mkdirs)
 			close(dfd);
 			return ret < 0 ? ret : -EINVAL;
 		}
-		fd = open_dir_at(dfd, comp, mkdirs);
+		fd = open_dir_at(dfd, comp, mkdirs, &made);
 		close(dfd);
 		if (fd < 0)
 			return fd;
