@@ -336,12 +336,13 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 		"\nasid_overrode_clock %" PRIu64 "\nasid_no_mapping %" PRIu64
 		"\nasid_forgotten %" PRIu64 "\nasid_evicted %" PRIu64 "\nasid_spaces %" PRIu64
 		"\nasid_spaces_capped %" PRIu64 "\nasid_waited %" PRIu64
-		"\nasid_wait_expired %" PRIu64 "\nasid_wait_full %" PRIu64 "\n",
+		"\nasid_wait_expired %" PRIu64 "\nasid_filed_elected %" PRIu64
+		"\nasid_wait_full %" PRIu64 "\n",
 		s->seen, s->votes, s->votes_clear, s->votes_inferred, s->votes_stale,
 		s->votes_same_obs, s->votes_ahead, s->provisional, s->unconfirmed, s->learned,
 		s->reversed, s->demoted, s->doubted, s->filed, s->overrode_clock, s->no_mapping,
 		s->forgotten, s->evicted, s->spaces, s->spaces_capped, s->waited, s->wait_expired,
-		s->wait_full);
+		s->filed_elected, s->wait_full);
 }
 
 /* ---- the tables of domains with no agent, by domain ---- */
@@ -436,6 +437,13 @@ struct opd_gasid *opd_gasid_doms_get(struct opd_gasid_doms *m, const struct opd_
 uint32_t opd_gvote_owner(const struct opd_guest *g, const struct opd_guest_sample *s)
 {
 	return opd_gasid_owner(&g->asid, s->asid, opd_gclock_guest(&g->clock, s->host_ns));
+}
+
+uint32_t opd_gvote_elected(const struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	const struct opd_gasid_ent *e = opd_gasid_find(&g->asid, s->asid);
+
+	return e && opd_gclock_guest(&g->clock, s->host_ns) >= e->since ? e->prov : 0;
 }
 
 /* Is @t known to run in another address space than @asid at guest time
@@ -561,6 +569,11 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 			g->asid.s.votes_ahead++;
 	}
 	owner = opd_gvote_owner(g, s);
+	/* a sample whose owner wait ran out: the elected pid, not yet
+	 * confirmed, knows more than the clock (votes at 3:1 against its
+	 * guess at one moment) */
+	if (!owner && s->expired && (owner = opd_gvote_elected(g, s)))
+		g->asid.s.filed_elected++;
 	if (!owner)
 		return false;
 	t = opd_gtasks_find(&g->tasks, owner);

@@ -111,7 +111,8 @@ struct opd_gasid_stats {
 	uint64_t spaces;	/* numbered buckets made (no agent) */
 	uint64_t spaces_capped;	/* samples of spaces past max_spaces */
 	uint64_t waited;	/* held until their space's owner was learned */
-	uint64_t wait_expired;	/* ... and placed by the clock after all */
+	uint64_t wait_expired;	/* ... and placed without an owner after all */
+	uint64_t filed_elected;	/* ... of these, by the space's elected pid, not the clock */
 	uint64_t wait_full;	/* placed by the clock: too many waited */
 };
 

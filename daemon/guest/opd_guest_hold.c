@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "opd_guest_int.h"
@@ -81,6 +82,7 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 	/* the hold's own marks start clear, whatever the caller left there */
 	q.voted = false;
 	q.filed = false;
+	q.expired = false;
 	g->ds.received++;
 	if (!g->hold.cap) {
 		take(g, &q, out, r);
@@ -142,11 +144,17 @@ static struct opd_guest_sample *wait_next(struct opd_guest *g, uint64_t host_ns,
 	owned = opd_gvote_owner(g, q) != 0;
 	if (all || host_ns - q->host_ns >= OPD_GUEST_OWNER_WAIT_NS || owned) {
 		if (!owned) {
+			uint32_t elected = opd_gvote_elected(g, q);
+			char who[32] = "the clock";
+
+			q->expired = true;
 			g->asid.s.wait_expired++;
+			if (elected)
+				snprintf(who, sizeof(who), "its elected pid %" PRIu32, elected);
 			if (opd_guest_debug_ok(g, q))
 				du_debug("domain %s: address space %#" PRIx64 " has no owner after %"
-					 PRIu64 " ms: the clock places its sample at %" PRIu64,
-					 g->name, q->asid, (host_ns - q->host_ns) / 1000000,
+					 PRIu64 " ms: %s places its sample at %" PRIu64,
+					 g->name, q->asid, (host_ns - q->host_ns) / 1000000, who,
 					 q->host_ns);
 		}
 		return q;

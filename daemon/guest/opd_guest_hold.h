@@ -23,6 +23,7 @@ struct opd_guest_sample {
 	uint64_t asid;		/* guest address space (DP_RAW_ASID), 0 unknown */
 	bool voted;		/* its ASID vote was looked at (opd_guest_asid.c) */
 	bool filed;		/* left the owner wait out of turn (opd_guest_hold.c) */
+	bool expired;		/* its owner wait ran out: an elected pid may file it */
 };
 
 struct opd_ghold {

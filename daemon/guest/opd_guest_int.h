@@ -98,6 +98,8 @@ bool opd_guest_debug_ok(struct opd_guest *g, const struct opd_guest_sample *s);
 /* opd_guest_asid.c: the votes */
 /* The owner of @s's address space at its time, 0: none. */
 uint32_t opd_gvote_owner(const struct opd_guest *g, const struct opd_guest_sample *s);
+/* The pid elected (not yet owner) in @s's address space, 0 none. */
+uint32_t opd_gvote_elected(const struct opd_guest *g, const struct opd_guest_sample *s);
 /* File @s by its space's owner (voting first); false: the clock decides. */
 bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r);

@@ -692,6 +692,40 @@ static void test_wait_owner(void)
 }
 
 /*
+ * A sample whose owner wait runs out goes to its space's elected pid, if
+ * the space has one, not to the clock: eight looks of a new space AS_X
+ * in the middle of pid 200's turns elect pid 200 there (fewer than an
+ * owner needs: a starved collector's votes are few); then a look of AS_X
+ * that the clock puts in pid 100's turn waits 6 s and is filed under pid
+ * 200 (asid_filed_elected).
+ */
+static void test_wait_elected(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_sample x = { .pc = 0x400100, .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+				      .asid = AS_A + 0x50000 }, out;
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+
+	for (uint64_t j = 0; j < OPD_GASID_MIN_VOTES; j++) {
+		x.host_ns = (15 + 20 * j) * MS;	/* guest 1015 + 20j: pid 200's */
+		opd_guest_resolve(g, &x, &r);
+	}
+	x.host_ns = 265 * MS;			/* guest 1265: pid 100's by the clock */
+	CU_ASSERT(!opd_guest_defer(g, &x, &out, &r));
+	CU_ASSERT(!opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS - 1, false, &out, &r));
+	CU_ASSERT_FATAL(opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS, false, &out, &r));
+	CU_ASSERT(out.asid == x.asid && r.resolved && r.pid == 200);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
+	CU_ASSERT(stat_of(path, "asid_provisional") == 1 && stat_of(path, "asid_learned") == 0);
+	CU_ASSERT(stat_of(path, "asid_wait_expired") == 1);
+	CU_ASSERT(stat_of(path, "asid_filed_elected") == 1);
+	CU_ASSERT_EQUAL(stats_keys_undocumented(path), 0);
+	opd_guest_free(g);
+}
+
+/*
  * A sample waiting for its space's owner holds up no other sample: with
  * AS_A and AS_B learned, one look of a new space AS_X (one vote, fewer
  * than an owner needs) waits, while the samples of AS_A behind it leave
@@ -839,6 +873,7 @@ WRAP(test_wrong_owners_corrected)
 WRAP(test_lagging_stream)
 WRAP(test_wait_owner)
 WRAP(test_wait_beside)
+WRAP(test_wait_elected)
 WRAP(test_exit_exec)
 WRAP(test_no_agent)
 
@@ -859,6 +894,7 @@ int main(void)
 		{ "samples beyond the agent's stream do not vote", test_lagging_stream_w },
 		{ "held samples wait for their space's owner", test_wait_owner_w },
 		{ "a waiting sample holds up no other", test_wait_beside_w },
+		{ "a wait run out: the elected pid files it", test_wait_elected_w },
 		{ "exit and exec forget the space", test_exit_exec_w },
 		{ "no agent: a bucket per address space", test_no_agent_w },
 	};

@@ -378,7 +378,7 @@ lab_summary xa_share_diff_points "$diff"
 lab_summary xa_guest_kernel_named "$kern_named"
 exact_pair "" xa_exact early
 exact_pair 2 xa_exact_late late
-lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_clear|votes_inferred|votes_same_obs|votes_ahead|provisional|unconfirmed|learned|reversed|demoted|filed|overrode_clock|no_mapping|forgotten|wait_expired)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
+lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_clear|votes_inferred|votes_same_obs|votes_ahead|provisional|unconfirmed|learned|reversed|demoted|filed|overrode_clock|no_mapping|forgotten|wait_expired|filed_elected)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
 lab_summary xa_web_clock "$(grep -E '^clock_' "$RESULTS/web-stats.txt" 2>/dev/null | tr '\n' ' ')"
 lab_summary xa_agent_stats "$(grep -E '^agent_(frames|bytes|skipped_bytes|bad_frames|closed_bad|connects|disconnects) ' "$RESULTS/stats.txt" | tr '\n' ' ')"
 xen_destroy web
