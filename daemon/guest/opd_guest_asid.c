@@ -504,6 +504,31 @@ static void tallies(const struct opd_gasid_ent *e, char *buf, size_t size)
 						e->v[k].pid, e->v[k].n);
 }
 
+/* --verbose: the vote of @s for @pid and the switches around its time. */
+static void log_vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid,
+		     bool clear, uint64_t gt)
+{
+	long i = opd_gtl_find(&g->tl, s->vcpu, gt);
+	long n = (long)opd_gtl_count(&g->tl, s->vcpu);
+	const struct opd_gswitch *a = i >= 0 ? opd_gtl_at(&g->tl, s->vcpu, i) : NULL;
+	const struct opd_gswitch *b = i + 1 < n ? opd_gtl_at(&g->tl, s->vcpu, i + 1) : NULL;
+
+	if (s->host_ns / 1000000000ull != g->dbg_vote_sec) {
+		g->dbg_vote_sec = s->host_ns / 1000000000ull;
+		g->dbg_vote_n = 0;
+	}
+	if (g->dbg_vote_n >= OPD_GUEST_DEBUG_VOTES_PER_S)
+		return;
+	g->dbg_vote_n++;
+	du_debug("domain %s: vote: space %#" PRIx64 " pid %" PRIu32 " (%s) pc %#" PRIx64
+		 " at %" PRIu64 " (guest %" PRIu64 ", spread %" PRIu32 " us, near %" PRIu64
+		 "); switch before %+" PRId64 " ns %" PRIu32 "->%" PRIu32 ", after %+" PRId64
+		 " ns %" PRIu32 "->%" PRIu32, g->name, s->asid, pid, clear ? "clear" : "inferred",
+		 s->pc, s->host_ns, gt, s->spread_us, opd_gres_near(g, s),
+		 a ? (int64_t)(a->t - gt) : 0, a ? a->prev : 0, a ? a->next : 0,
+		 b ? (int64_t)(b->t - gt) : 0, b ? b->prev : 0, b ? b->next : 0);
+}
+
 /* @s votes for @pid as its address space's owner; what that changed is
  * logged (--verbose) with the space's counts, and a new owner noted in
  * its task. */
@@ -516,7 +541,10 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 	uint64_t gt = opd_gclock_guest(&g->clock, s->host_ns);
 	const struct opd_gasid_ent *e = opd_gasid_find(&g->asid, s->asid);
 	uint32_t was = e ? (e->owner ? e->owner : e->prov) : 0, who;
-	enum opd_gasid_change c = opd_gasid_vote(&g->asid, s->asid, pid, gt, s->host_ns, clear);
+	enum opd_gasid_change c;
+
+	log_vote(g, s, pid, clear, gt);
+	c = opd_gasid_vote(&g->asid, s->asid, pid, gt, s->host_ns, clear);
 	struct opd_gtask *t;
 	char counts[96];
 

@@ -50,6 +50,9 @@ struct opd_guest {
 	 * in a second of samples (a guest can make many) */
 	uint64_t dbg_sec;
 	uint32_t dbg_n, dbg_dropped;
+	/* and the votes shown, OPD_GUEST_DEBUG_VOTES_PER_S of them a second */
+	uint64_t dbg_vote_sec;
+	uint32_t dbg_vote_n;
 	uint64_t seen_ns;	/* latest guest time in the stream */
 	struct ap_stats ast;
 
@@ -79,7 +82,14 @@ struct opd_guest {
 /* At most this many tasks may have run one sample (candidates). */
 #define OPD_GUEST_MAX_CAND 16
 /* --verbose lines about address spaces a second of sample time */
+#ifndef OPD_GUEST_DEBUG_PER_S
 #define OPD_GUEST_DEBUG_PER_S 20
+#endif
+/* --verbose votes shown a second of sample time (a diagnosis may build
+ * with more: -DOPD_GUEST_DEBUG_VOTES_PER_S=N) */
+#ifndef OPD_GUEST_DEBUG_VOTES_PER_S
+#define OPD_GUEST_DEBUG_VOTES_PER_S 5
+#endif
 
 /* opd_guest_resolve.c */
 /* The sample ran in task @t, in its mapping @m: fills @r. */
