@@ -135,6 +135,8 @@ static void unvote(struct opd_gasid_ent *e, uint32_t pid)
 			e->v[k].n = 0;
 }
 
+_Static_assert(OPD_GASID_WINDOW == 16, "the window is a uint16_t's bits");
+
 /* A vote for @pid in a space with an owner: kept in the window of its
  * last votes; most of them against it demote it (the space has no owner
  * from then on, and is learned again). */
@@ -151,6 +153,8 @@ static enum opd_gasid_change judge_owner(struct opd_gasid *a, struct opd_gasid_e
 	a->s.demoted++;
 	return OPD_GASID_DEMOTED;
 }
+
+static enum opd_gasid_change own(struct opd_gasid *a, struct opd_gasid_ent *e);
 
 /* A vote for @pid in a space with no owner: it elects a provisional pid,
  * confirms it (OPD_GASID_CONFIRM_VOTES votes for it since, and two for
@@ -171,14 +175,23 @@ static enum opd_gasid_change judge_prov(struct opd_gasid *a, struct opd_gasid_en
 		e->pro++;
 	else
 		e->con++;
-	if (e->con >= OPD_GASID_CONFIRM_VOTES && e->con >= e->pro) {
+	if (e->pro >= OPD_GASID_CONFIRM_VOTES && 2 * e->con <= e->pro)
+		return own(a, e);
+	/* as many against as for, or still undecided after
+	 * OPD_GASID_DECIDE_VOTES: dropped */
+	if ((e->con >= OPD_GASID_CONFIRM_VOTES && e->con >= e->pro) ||
+	    e->pro + e->con >= OPD_GASID_DECIDE_VOTES) {
 		unvote(e, e->prov);
 		e->prov = 0;
 		a->s.unconfirmed++;
 		return OPD_GASID_DROPPED;
 	}
-	if (e->pro < OPD_GASID_CONFIRM_VOTES || 2 * e->con > e->pro)
-		return OPD_GASID_SAME;
+	return OPD_GASID_SAME;
+}
+
+/* @e's elected pid confirmed: the owner. */
+static enum opd_gasid_change own(struct opd_gasid *a, struct opd_gasid_ent *e)
+{
 	e->owner = e->prov;
 	e->prov = 0;
 	e->win = 0;
@@ -285,8 +298,8 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 		for (int k = 0; k < OPD_GASID_VOTERS; k++)
 			if (e->v[k].n && e->v[k].pid == pid)
 				mine = &e->v[k];
-		if (e->owner && e->owner != pid) {
-			/* another's space: its owner stays */
+		if ((e->owner && e->owner != pid) || (!e->owner && e->prov && e->prov != pid)) {
+			/* another's space, or another's election: it stays */
 			if (mine)
 				mine->n = 0;
 			continue;
@@ -508,10 +521,8 @@ static void tallies(const struct opd_gasid_ent *e, char *buf, size_t size)
 static void log_vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t pid,
 		     bool clear, uint64_t gt)
 {
-	long i = opd_gtl_find(&g->tl, s->vcpu, gt);
-	long n = (long)opd_gtl_count(&g->tl, s->vcpu);
-	const struct opd_gswitch *a = i >= 0 ? opd_gtl_at(&g->tl, s->vcpu, i) : NULL;
-	const struct opd_gswitch *b = i + 1 < n ? opd_gtl_at(&g->tl, s->vcpu, i + 1) : NULL;
+	const struct opd_gswitch *a, *b;
+	long i, n;
 
 	if (s->host_ns / 1000000000ull != g->dbg_vote_sec) {
 		g->dbg_vote_sec = s->host_ns / 1000000000ull;
@@ -520,6 +531,10 @@ static void log_vote(struct opd_guest *g, const struct opd_guest_sample *s, uint
 	if (g->dbg_vote_n >= OPD_GUEST_DEBUG_VOTES_PER_S)
 		return;
 	g->dbg_vote_n++;
+	i = opd_gtl_find(&g->tl, s->vcpu, gt);
+	n = (long)opd_gtl_count(&g->tl, s->vcpu);
+	a = i >= 0 ? opd_gtl_at(&g->tl, s->vcpu, i) : NULL;
+	b = i + 1 < n ? opd_gtl_at(&g->tl, s->vcpu, i + 1) : NULL;
 	du_debug("domain %s: vote: space %#" PRIx64 " pid %" PRIu32 " (%s) pc %#" PRIx64
 		 " at %" PRIu64 " (guest %" PRIu64 ", spread %" PRIu32 " us, near %" PRIu64
 		 "); switch before %+" PRId64 " ns %" PRIu32 "->%" PRIu32 ", after %+" PRId64
@@ -577,7 +592,7 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 			 struct opd_guest_res *r)
 {
-	uint32_t cand[OPD_GUEST_MAX_CAND], clock_pid = 0, owner, v;
+	uint32_t cand[OPD_GUEST_MAX_CAND], clock_pid = 0, owner, v, elected = 0;
 	const struct opd_gtask *t;
 	const struct opd_gmap *m;
 	bool early = false, clear;
@@ -600,8 +615,8 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	/* a sample whose owner wait ran out: the elected pid, not yet
 	 * confirmed, knows more than the clock (votes at 3:1 against its
 	 * guess at one moment) */
-	if (!owner && s->expired && (owner = opd_gvote_elected(g, s)))
-		g->asid.s.filed_elected++;
+	if (!owner && s->expired)
+		owner = elected = opd_gvote_elected(g, s);
 	if (!owner)
 		return false;
 	t = opd_gtasks_find(&g->tasks, owner);
@@ -613,6 +628,7 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	}
 	opd_gres_place_user(g, s, r, t, m);
 	g->asid.s.filed++;
+	g->asid.s.filed_elected += elected != 0;
 	g->asid.s.overrode_clock += clock_pid && clock_pid != owner;
 	return true;
 }

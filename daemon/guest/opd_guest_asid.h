@@ -15,7 +15,8 @@
  * at once (asid_demoted), and the space is learned again.  The counts
  * follow the recent votes (a vote for one pid is one less for the others,
  * and a count stops at OPD_GASID_VOTE_CAP); a sample of the space in code
- * its owner does not map weighs against the owner too (opd_gasid_doubt).
+ * its owner does not map takes a vote from the owner's count
+ * (opd_gasid_doubt), which weighs in the space's next election.
  * A clock that is wrong near switches only adds a minority of wrong
  * votes; a pid that exits or
  * execs loses its spaces from that time on (its CR3 is freed and may be
@@ -54,6 +55,8 @@
 /* An owner is demoted when OPD_GASID_DEMOTE of the last OPD_GASID_WINDOW
  * votes in its space name another pid. */
 #define OPD_GASID_WINDOW	16
+/* Votes after an election by which it must be confirmed, else dropped. */
+#define OPD_GASID_DECIDE_VOTES	64
 #define OPD_GASID_DEMOTE	12
 /* Most a pid's count holds: about the contrary votes that unseat an owner. */
 #define OPD_GASID_VOTE_CAP	64

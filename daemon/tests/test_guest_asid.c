@@ -194,6 +194,15 @@ static void test_unconfirmed(void)
 	votes(&a, AS_A, 100, 10, TO_OWN, &o);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
 	CU_ASSERT(a.s.learned == 1 && a.s.reversed == 0 && a.s.provisional == 2);
+	/* votes that neither confirm nor drop (3 for, 2 against of each
+	 * 5): dropped
+	 * after OPD_GASID_DECIDE_VOTES, not left elected for ever */
+	CU_ASSERT(votes(&a, AS_B, 300, 10, OPD_GASID_MIN_VOTES, &o) == OPD_GASID_ELECTED);
+	for (int i = 1; i < OPD_GASID_DECIDE_VOTES; i++)	/* for, against, for, for, against */
+		CU_ASSERT(opd_gasid_vote(&a, AS_B, i % 5 == 2 || i % 5 == 0 ? 400 : 300, 10, ++o, true) ==
+			  OPD_GASID_SAME);
+	CU_ASSERT(opd_gasid_vote(&a, AS_B, 300, 10, ++o, true) == OPD_GASID_DROPPED);
+	CU_ASSERT(a.s.unconfirmed == 2);
 	opd_gasid_fini(&a);
 }
 
@@ -712,6 +721,9 @@ static void test_wait_elected(void)
 		opd_guest_resolve(g, &x, &r);
 	}
 	x.host_ns = 265 * MS;			/* guest 1265: pid 100's by the clock */
+	/* not waited out: the clock's, the elected pid does not file it */
+	opd_guest_resolve(g, &x, &r);
+	CU_ASSERT(r.resolved && r.pid == 100);
 	CU_ASSERT(!opd_guest_defer(g, &x, &out, &r));
 	CU_ASSERT(!opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS - 1, false, &out, &r));
 	CU_ASSERT_FATAL(opd_guest_next(g, x.host_ns + OPD_GUEST_OWNER_WAIT_NS, false, &out, &r));

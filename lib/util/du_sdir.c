@@ -202,7 +202,7 @@ static int walk(const char *path, const char *end, bool mkdirs)
 		if (!r)
 			return -EACCES;
 	}
-	if (p < end && !rel_path(p, end, rel)) {
+	if (have_openat2 && p < end && !rel_path(p, end, rel)) {
 		int root = r ? r->fd : open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 		fd = root >= 0 ? open_beneath(root, rel) : -ENOSYS;

@@ -93,11 +93,11 @@ wait_guest_samples() {
 stopped_diag() {
 	{
 		echo "== domains/$1/info"; cat "$S/domains/$1/info"
-		echo "== virsh domstate $1"; timeout 10 $V domstate "$1" --reason
-		echo "== processes"; ps -eo pid,stat,etime,comm | grep -E "qemu|oprofiled|libvirtd"
+		echo "== virsh domstate $1"; timeout -k 2 10 $V domstate "$1" --reason
+		echo "== processes"; timeout -k 2 10 ps -eo pid,stat,etime,comm | grep -E "qemu|oprofiled|libvirtd"
 		echo "== oprofiled.log (tail)"; tail -n 40 "$S/oprofiled.log"
 	} >"$RESULTS/stopped-diag.txt" 2>&1
-	while read -r l; do lab_log "diag: $l"; done <"$RESULTS/stopped-diag.txt"
+	while read -r l || [ -n "$l" ]; do lab_log "diag: $l"; done <"$RESULTS/stopped-diag.txt"
 }
 
 # @1 (seconds) within the limit
