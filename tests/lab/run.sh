@@ -194,7 +194,7 @@ stage_depmod || true
 # $STAGE/lab.  With --stage they come from $DP_BUILD (scripts/test.sh sets it).
 # Their symbols too (L1 has no nm), for counting perf's guest samples by
 # address.
-for t in ratio-static exact-a exact-b cg-guest hostile-agent; do
+for t in ratio-static exact-a exact-b cg-guest hostile-agent clockpc; do
 	if [ -n "${test_bin_dir:-}" ] && [ -x "$test_bin_dir/e2e/$t" ]; then
 		cp "$test_bin_dir/e2e/$t" "$stage/lab/"
 		nm -S "$test_bin_dir/e2e/$t" >"$stage/lab/$t.syms" 2>/dev/null || true

@@ -101,6 +101,11 @@ cp "$opagent_bin" "$root/share/opagent"
 cp "$STAGE/lab/ratio-static" "$root/share/ratio"
 cp "$STAGE/lab/exact-a" "$STAGE/lab/exact-b" "$root/share/"
 cp "$STAGE/lab/exact-a" "$root/share/exact-a2"
+# xen-clock: clockpc runs first, alone, for XA_CLOCKPC_S seconds
+CLOCKPC_S=${XA_CLOCKPC_S:-0}
+if [ "$CLOCKPC_S" -gt 0 ]; then
+	cp "$STAGE/lab/clockpc" "$root/share/" || lab_fail "no $STAGE/lab/clockpc staged"
+fi
 cp "$STAGE/lab/exact-b" "$root/share/exact-b2"
 # web's disk: a loop device in dom0, served by blkback; the guest's
 # blkfront from dom0's modules (the same kernel), loaded by the workload
@@ -176,6 +181,11 @@ exact_pair() {
 	echo "EXACT-A\$1 \$(cat /tmp/a.out)"
 	echo "EXACT-B\$1 \$(cat /tmp/b.out)"
 }
+if [ -x /share/clockpc ]; then
+	echo "CLOCKPC-START \$(cut -d' ' -f1 /proc/uptime)"
+	/share/clockpc $CLOCKPC_S
+	echo "CLOCKPC-DONE \$(cut -d' ' -f1 /proc/uptime)"
+fi
 exact_pair
 dd if=/dev/zero of=/dev/null bs=4k count=20000 2>/dev/null &
 /share/ratio $RATIO_S 70 >/tmp/r.out
