@@ -558,7 +558,8 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 	uint32_t was = e ? (e->owner ? e->owner : e->prov) : 0, who;
 	enum opd_gasid_change c;
 
-	log_vote(g, s, pid, clear, gt);
+	if (!e || e->last_obs != s->host_ns)	/* a look's further samples: one line */
+		log_vote(g, s, pid, clear, gt);
 	c = opd_gasid_vote(&g->asid, s->asid, pid, gt, s->host_ns, clear);
 	struct opd_gtask *t;
 	char counts[96];
