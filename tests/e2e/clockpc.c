@@ -32,7 +32,7 @@ static uint64_t now_ns(void)
 		uint64_t t;                                           \
 		volatile unsigned int x = 0;                          \
 		do {                                                  \
-			for (unsigned int i = 0; i < 2048; i++)       \
+			for (unsigned int i = 0; i < 32768; i++)      \
 				x += i;                               \
 			t = now_ns();                                 \
 		} while (t / 1000000ull % 16 == (K));                 \
