@@ -144,18 +144,19 @@ static struct opd_guest_sample *wait_next(struct opd_guest *g, uint64_t host_ns,
 	owned = opd_gvote_owner(g, q) != 0;
 	if (all || host_ns - q->host_ns >= OPD_GUEST_OWNER_WAIT_NS || owned) {
 		if (!owned) {
-			uint32_t elected = opd_gvote_elected(g, q);
-			char who[32] = "the clock";
-
 			q->expired = true;
 			g->asid.s.wait_expired++;
-			if (elected)
-				snprintf(who, sizeof(who), "its elected pid %" PRIu32, elected);
-			if (opd_guest_debug_ok(g, q))
+			if (opd_guest_debug_ok(g, q)) {
+				uint32_t elected = opd_gvote_elected(g, q);
+				char who[32] = "the clock";
+
+				if (elected)
+					snprintf(who, sizeof(who), "its elected pid %" PRIu32, elected);
 				du_debug("domain %s: address space %#" PRIx64 " has no owner after %"
 					 PRIu64 " ms: %s places its sample at %" PRIu64,
 					 g->name, q->asid, (host_ns - q->host_ns) / 1000000, who,
 					 q->host_ns);
+			}
 		}
 		return q;
 	}

@@ -195,8 +195,7 @@ static void test_unconfirmed(void)
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
 	CU_ASSERT(a.s.learned == 1 && a.s.reversed == 0 && a.s.provisional == 2);
 	/* votes that neither confirm nor drop (3 for, 2 against of each
-	 * 5): dropped
-	 * after OPD_GASID_DECIDE_VOTES, not left elected for ever */
+	 * 5): dropped after OPD_GASID_DECIDE_VOTES, not left elected for ever */
 	CU_ASSERT(votes(&a, AS_B, 300, 10, OPD_GASID_MIN_VOTES, &o) == OPD_GASID_ELECTED);
 	for (int i = 1; i < OPD_GASID_DECIDE_VOTES; i++)	/* for, against, for, for, against */
 		CU_ASSERT(opd_gasid_vote(&a, AS_B, i % 5 == 2 || i % 5 == 0 ? 400 : 300, 10, ++o, true) ==

@@ -202,17 +202,20 @@ static int walk(const char *path, const char *end, bool mkdirs)
 		if (!r)
 			return -EACCES;
 	}
-	if (have_openat2 && p < end && !rel_path(p, end, rel)) {
-		int root = r ? r->fd : open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		fd = root >= 0 ? open_beneath(root, rel) : -ENOSYS;
-		if (!r && root >= 0)
-			close(root);
-		if (fd >= 0)
-			return fd;
-	}
-	dfd = r ? fcntl(r->fd, F_DUPFD_CLOEXEC, 0) : open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the root's fd is borrowed; "/" is opened here, and the walk goes on
+	 * from it if openat2 cannot do the whole */
+	dfd = r ? r->fd : open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
+		return -errno;
+	if (have_openat2 && p < end && !rel_path(p, end, rel)) {
+		fd = open_beneath(dfd, rel);
+		if (fd >= 0) {
+			if (!r)
+				close(dfd);
+			return fd;
+		}
+	}
+	if (r && (dfd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return -errno;
 	while (p < end) {
 		ret = next_comp(&p, comp);
