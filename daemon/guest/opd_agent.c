@@ -272,7 +272,9 @@ void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
 		/* the agent's HELLO facts reach the domain's info file */
 		if (c && opd_guest_facts(c->g, &version, &release))
 			opd_domains_set_guest(ds, d, version, release);
-		if (!d->running || !d->selected || !d->agent_path)
+		/* no host process (libvirt between a destroy and its end
+		 * says so with pid 0): no listener to check, no channel */
+		if (!d->running || !d->selected || !d->agent_path || d->pid <= 0)
 			continue;
 		if (!opd_agents_guest(a, d))
 			continue;
@@ -337,7 +339,7 @@ static void try_connect(struct opd_agents *a, struct chan *c, uint64_t now)
 	struct sockaddr_un sa;
 	int fd;
 
-	if (!c->running || now < c->next_try)
+	if (!c->running || c->pid <= 0 || now < c->next_try)
 		return;
 	c->next_try = now + RETRY_NS;
 	if (a->connect) {

@@ -205,6 +205,10 @@ int opd_ps_send(int sock, const struct opd_ps_msg *m, int pass_fd)
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
+	/* the worker never sends what the monitor would take for an attack
+	 * (and stop it for): a request it cannot make is refused here */
+	if (OPD_PS_TO_MONITOR(m->type) && opd_ps_check(m, sizeof(*m), false, pass_fd >= 0))
+		return -EINVAL;
 	if (pass_fd >= 0) {
 		struct cmsghdr *cm;
 

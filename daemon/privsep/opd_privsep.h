@@ -186,7 +186,9 @@ void opd_ps_msg_init(struct opd_ps_msg *m, enum opd_ps_type type);
  */
 int opd_ps_check(const struct opd_ps_msg *m, size_t n, bool from_monitor, int nfds);
 
-/* Send @m whole, with @pass_fd (-1: none).  0 or -errno. */
+/* Send @m whole, with @pass_fd (-1: none).  0 or -errno; -EINVAL, nothing
+ * sent, for a message to the monitor that opd_ps_check would refuse (a
+ * request for pid 0, say: the monitor stops a worker that sends one). */
 int opd_ps_send(int sock, const struct opd_ps_msg *m, int pass_fd);
 /*
  * Receive one message and check it (opd_ps_check); *@fd is the descriptor

@@ -542,6 +542,49 @@ static void test_root_listener(void)
 	CU_ASSERT(st.privsep_agent_refused == (root ? 0u : 1u));
 }
 
+static unsigned int connector_calls;
+
+static int count_connect(void *ctx, pid_t pid, const char *path, int *fd)
+{
+	(void)ctx;
+	(void)pid;
+	(void)path;
+	connector_calls++;
+	*fd = -1;
+	return -ECONNREFUSED;
+}
+
+/* A running domain with no host process (pid 0: libvirt between a destroy
+ * and the domain's end) gets no connection attempt, directly or through
+ * the privsep monitor (which stops a worker that asks for pid 0); once
+ * it has a process again, it does. */
+static void test_no_host_process(void)
+{
+	struct opd_dom gone = dom;
+	struct opd_dom back = dom;
+	int fd;
+
+	gone.pid = 0;
+	gone.agent_root_listener = true;
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &gone) != NULL);
+	turn(1 * S);
+	turn(5 * S);
+	CU_ASSERT(st.agent_connects == 0 && st.privsep_agent_refused == 0);
+	fd = accept_daemon();
+	CU_ASSERT(fd < 0);
+	if (fd >= 0)
+		close(fd);
+	opd_agents_set_connector(agents, count_connect, NULL);
+	connector_calls = 0;
+	turn(9 * S);
+	turn(13 * S);
+	CU_ASSERT(connector_calls == 0);
+	back.pid = 4242;
+	CU_ASSERT_FATAL(opd_agents_guest(agents, &back) != NULL);
+	turn(17 * S);
+	CU_ASSERT(connector_calls == 1);
+}
+
 /* Issue 23 item 7: the listener's credentials are checked whatever the
  * backend: a listener of another user (nobody, in a child) is neither
  * the domain's process nor root's, and is refused even where a root
@@ -593,6 +636,7 @@ static void test_listener_of_another_user(void)
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
 WRAP(test_wrong_listener)
 WRAP(test_root_listener)
+WRAP(test_no_host_process)
 WRAP(test_connect_and_clock)
 WRAP(test_reconnect)
 WRAP(test_hostile_bytes)
@@ -613,6 +657,7 @@ int main(void)
 		{ "per-domain statistics", test_domain_stats_w },
 		{ "a listener that is not the domain's QEMU is refused", test_wrong_listener_w },
 		{ "a backend's daemon may listen: root's only", test_root_listener_w },
+		{ "no host process (pid 0): no connection tried", test_no_host_process_w },
 		{ "a listener of another user is refused, whatever the backend",
 		  test_listener_of_another_user },
 	};

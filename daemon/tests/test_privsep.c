@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <ftw.h>
@@ -385,6 +386,39 @@ static void test_worker_requests(void)
 	close(sv[0]);
 	close(sv[1]);
 	close(devnull);
+}
+
+/* A request the monitor would take for an attack (and stop the worker
+ * for) is refused by the worker's own send, nothing on the wire: a
+ * domain libvirt still lists between a destroy and its end has pid 0
+ * (the lab's kmod-all once lost its worker so). */
+static void test_worker_bad_request_unsent(void)
+{
+	struct opd_ps_chan ch = { .wake = -1 };
+	struct opd_ps_msg m;
+	char comm[16] = "";
+	struct maps_seen ms = { 0 };
+	struct timeval tmo = { .tv_sec = 1 };	/* sent after all: fail, not hang */
+	int sv[2], fd = 7;
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CU_ASSERT_FATAL(setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) == 0);
+	ch.sock = sv[1];
+	CU_ASSERT(opd_ps_connect(&ch, 0, "/run/x.agent", &fd) == -EINVAL);
+	CU_ASSERT(fd == -1);
+	CU_ASSERT(opd_ps_maps(&ch, 0, 0x400000, comm, maps_cb, &ms) == -EINVAL);
+	CU_ASSERT(opd_ps_maps(&ch, -3, 0x400000, comm, maps_cb, &ms) == -EINVAL);
+	CU_ASSERT(recv(sv[0], &m, sizeof(m), MSG_DONTWAIT) < 0 && errno == EAGAIN);
+	/* a good one goes out, and is what the monitor accepts */
+	opd_ps_msg_init(&m, OPD_PS_CONNECT);
+	m.u.conn.pid = 42;
+	CU_ASSERT(opd_ps_send(sv[1], &m, -1) == 0);
+	CU_ASSERT(opd_ps_recv(sv[0], &m, false, NULL) == 0 && m.u.conn.pid == 42);
+	/* the monitor's own messages are not its to judge here */
+	opd_ps_msg_init(&m, OPD_PS_END);
+	CU_ASSERT(opd_ps_send(sv[0], &m, -1) == 0);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* Over a real socketpair: a whole message and its fd pass; a short or
@@ -1235,6 +1269,7 @@ int main(void)
 		{ "messages and fds over the socketpair", test_wire },
 		{ "tracepoint and mappings messages checked", test_malformed_trace_maps },
 		{ "the worker's tracepoint and mappings requests", test_worker_requests },
+		{ "a request the monitor would refuse is not sent", test_worker_bad_request_unsent },
 		{ "the worker's mirror of the domains", test_mirror },
 		{ "Xen keys and vCPU counts in the mirror", test_mirror_xen_keys },
 		{ "back-end threads in the mirror", test_mirror_helpers },
