@@ -597,6 +597,66 @@ static void test_session_tag(const char *session)
 	CU_ASSERT_EQUAL(rename(to, from), 0);
 }
 
+/* The walk of the sample directory follows no link (a tree linked in
+ * from elsewhere, or a sample file linked to, is not read) and leaves
+ * the daemon's {stacks} and {images} alone, wherever their names would
+ * parse; with --domain, the other domains' directories are not entered. */
+static void test_walk(void)
+{
+	char session[600], other[600], from[8192], to[8192];
+	struct rep_profile *p = NULL;
+	const char *none[] = { NULL };
+	const char *web[] = { "--domain=web1", NULL };
+	struct sfn_name app = mkname(NULL, false, SFN_ROOT, "/bin/a", SFN_ROOT, "/bin/a",
+				     "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name gu = mkname("web1", false, SFN_ROOT, "/usr/sbin/nginx", SFN_ROOT,
+				    "/usr/sbin/nginx", "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name gu2 = mkname("web2", false, SFN_ROOT, "/usr/sbin/nginx", SFN_ROOT,
+				     "/usr/sbin/nginx", "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct sfn_name b = mkname(NULL, false, SFN_ROOT, "/bin/b", SFN_ROOT, "/bin/b",
+				   "TIMER", 10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+	struct kv five[] = { { 0x10, 5 } }, seven[] = { { 0x20, 7 } }, many[] = { { 0x30, 100 } };
+	const char *file = "TIMER.10000.0.all.all.all";
+
+	snprintf(session, sizeof(session), "%s/walk", tmpdir);
+	snprintf(other, sizeof(other), "%s/walk-other", tmpdir);
+	write_sample(session, &app, five, 1);
+	write_sample(session, &gu, seven, 1);
+	write_sample(session, &gu2, seven, 1);
+	write_sample(other, &b, many, 1);
+	/* a tree elsewhere linked in: {root}/usr/b/... would be image /usr/b */
+	snprintf(from, sizeof(from), "%s/samples/current/{root}/bin", other);
+	snprintf(to, sizeof(to), "%s/samples/current/{root}/usr", session);
+	CU_ASSERT_EQUAL_FATAL(symlink(from, to), 0);
+	/* a sample file linked to, under a name that parses */
+	snprintf(from, sizeof(from), "%s/samples/current/{root}/bin/b/{dep}/{root}/bin/b/%s", other,
+		 file);
+	snprintf(to, sizeof(to), "%s/samples/current/{root}/bin/a/{dep}/{root}/bin/c", session);
+	CU_ASSERT_EQUAL_FATAL(mkdir(to, 0755), 0);
+	snprintf(to + strlen(to), sizeof(to) - strlen(to), "/%s", file);
+	CU_ASSERT_EQUAL_FATAL(symlink(from, to), 0);
+	/* the daemon's stacks: a tree whose names do not parse, not walked */
+	snprintf(other, sizeof(other), "%s/walk-stacks", tmpdir);
+	write_sample(other, &b, many, 1);
+	snprintf(from, sizeof(from), "%s/samples/current/{root}", other);
+	snprintf(to, sizeof(to), "%s/samples/current/{stacks}", session);
+	CU_ASSERT_EQUAL_FATAL(mkdir(to, 0755), 0);
+	snprintf(to + strlen(to), sizeof(to) - strlen(to), "/{root}");
+	CU_ASSERT_EQUAL_FATAL(rename(from, to), 0);
+
+	CU_ASSERT_EQUAL_FATAL(collect(session, none, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->nfiles, 3);
+	CU_ASSERT_EQUAL(p->nbad, 0);
+	CU_ASSERT_EQUAL(p->totals[0], 5 + 7 + 7);
+	rep_profile_free(p);
+	p = NULL;
+	CU_ASSERT_EQUAL_FATAL(collect(session, web, &p, NULL), 0);
+	CU_ASSERT_EQUAL(p->nfiles, 1);
+	CU_ASSERT_EQUAL(p->totals[0], 7);
+	rep_profile_free(p);
+	collect_end();
+}
+
 static void test_aggregate(void)
 {
 	char session[600], bin[600], so[600], path[8192], corrupt[8192];
@@ -1161,6 +1221,7 @@ int main(void)
 		{ "symbols: missing or not ELF", test_sym_missing },
 		{ "kallsyms and modules", test_kallsyms },
 		{ "aggregation over a session", test_aggregate },
+		{ "the sample directory's walk follows no link", test_walk },
 		{ "event classes, unit mask merge, 64-bit counts", test_classes },
 		{ "domain summary with anonymous guest buckets", test_domain_summary_anon },
 		{ "-o, --wide, -w, --version", test_output_options },

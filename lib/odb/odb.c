@@ -230,20 +230,32 @@ static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const st
  */
 static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 {
+	/* the header and, in most files, every node: one read */
+	union {
+		struct odb_file_header h;
+		char raw[4096];
+	} first;
 	struct odb_file_header h;
 	struct stat st;
 	size_t len;
-	ssize_t n;
+	ssize_t n, got;
 	int rc;
 
 	*why = NULL;
 	db->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (db->fd < 0)
 		return -errno;
-	/* Header (and its committed count) first, size second: see validate. */
-	rc = odb_read_header(db->fd, &h, &n, &st);
-	if (rc)
+	/* Header (and its committed count) first, size second: see validate.
+	 * The nodes read with the header were read before the size too, as
+	 * a second read would have read them. */
+	got = pread(db->fd, first.raw, sizeof(first.raw), 0);
+	if (got < 0 || fstat(db->fd, &st) < 0) {
+		rc = -errno;
 		goto out_close;
+	}
+	n = got < (ssize_t)sizeof(h) ? got : (ssize_t)sizeof(h);
+	memset(&h, 0, sizeof(h));
+	memcpy(&h, first.raw, (size_t)n);
 	if (odb_half_made(&h, n, &st)) {
 		rc = -ENODATA;
 		goto out_close;
@@ -262,7 +274,12 @@ static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 		rc = -ENOMEM;
 		goto out_close;
 	}
-	n = len ? pread(db->fd, db->nodes, len, h.header_size) : 0;
+	if (h.header_size + len <= (size_t)got) {
+		memcpy(db->nodes, first.raw + h.header_size, len);
+		n = (ssize_t)len;
+	} else {
+		n = len ? pread(db->fd, db->nodes, len, h.header_size) : 0;
+	}
 	if (n < 0) {
 		rc = -errno;
 		goto out_close;

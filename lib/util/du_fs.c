@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,4 +50,25 @@ ssize_t du_read_small(const char *path, char *buf, size_t cap)
 		buf[n] = '\0';
 	close(fd);
 	return n;
+}
+
+const struct dirent64 *du_dents_next(struct du_dents *d)
+{
+	for (;;) {
+		const struct dirent64 *de;
+
+		if (d->off >= d->n) {
+			d->n = getdents64(d->fd, d->buf, d->size);
+			d->off = 0;
+			if (d->n <= 0) {
+				errno = d->n < 0 ? errno : 0;
+				d->n = 0;
+				return NULL;
+			}
+		}
+		de = (const struct dirent64 *)(d->buf + d->off);
+		d->off += de->d_reclen;
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			return de;
+	}
 }

@@ -2,6 +2,7 @@
 #ifndef DU_FS_H
 #define DU_FS_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,5 +20,21 @@ int du_mkdir_p(const char *dir);
 /* Read at most @cap - 1 bytes of small file @path (one read: /proc files)
  * into @buf, NUL-terminated.  The byte count or -errno. */
 ssize_t du_read_small(const char *path, char *buf, size_t cap);
+
+/*
+ * A directory's entries read in bulk (getdents64: a call per @size bytes
+ * of entries, and one that says the end) from @fd, open on the directory,
+ * into @buf of @size bytes; "." and ".." are left out.  Its type is the
+ * directory's word for it (DT_UNKNOWN where the file system says none).
+ */
+struct du_dents {
+	int fd;
+	char *buf;
+	size_t size;
+	ssize_t n, off;		/* bytes in @buf, the next entry's offset */
+};
+
+/* The next entry, or NULL at the end (errno 0) or on an error (errno). */
+const struct dirent64 *du_dents_next(struct du_dents *d);
 
 #endif

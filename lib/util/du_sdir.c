@@ -571,24 +571,16 @@ static void chown_one(struct chown_walk *w, int dfd, const char *name, unsigned 
  * @dfd's entries (its offset moves). */
 static void chown_dir(struct chown_walk *w, int dfd, unsigned int depth)
 {
-	char *buf = w->buf[depth];
-	ssize_t n;
+	struct du_dents d = { .fd = dfd, .buf = w->buf[depth], .size = CHOWN_BUF };
+	const struct dirent64 *de;
 
-	if (!buf && !(buf = w->buf[depth] = malloc(CHOWN_BUF))) {
+	if (!d.buf && !(d.buf = w->buf[depth] = malloc(CHOWN_BUF))) {
 		note_err(&w->err, ENOMEM);
 		return;
 	}
-	while ((n = getdents64(dfd, buf, CHOWN_BUF)) > 0) {
-		for (ssize_t off = 0; off < n;) {
-			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
-
-			off += de->d_reclen;
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			chown_one(w, dfd, de->d_name, de->d_type, depth);
-		}
-	}
-	if (n < 0)
+	while ((de = du_dents_next(&d)))
+		chown_one(w, dfd, de->d_name, de->d_type, depth);
+	if (errno)
 		note_err(&w->err, errno);
 }
 
