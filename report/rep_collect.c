@@ -1,13 +1,10 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "odb/odb.h"
 #include "rep_collect.h"
@@ -18,7 +15,7 @@
 #include "rep_spec.h"
 #include "rep_sym.h"
 #include "rep_view.h"
-#include "util/du_fs.h"
+#include "rep_walk.h"
 #include "util/du_log.h"
 
 /* A matching sample file, before it is read. */
@@ -168,156 +165,53 @@ static bool tree_wanted(const struct collector *c, unsigned int level, const cha
 	return true;
 }
 
-/* Deeper than any sample file name goes (doc/sample-files.md). */
-#define WALK_MAX_DEPTH 32
-#define WALK_BUF 32768
-
-/*
- * The walk of the sample directory: by descriptor (each directory opened
- * from its parent, O_NOFOLLOW), each directory's entries read in bulk,
- * their types from the directory, so a directory costs an open, two
- * getdents64 and a close and a file nothing until it is read: a summary of
- * 1,000 domains walks 80,000 directories.  Links are not followed.
- */
-struct walk {
-	struct collector *c;
-	char path[PATH_MAX];	/* the entry at hand, from the sample directory */
-	size_t rootlen;
-	char *buf[WALK_MAX_DEPTH + 1];
-	int rc;
-};
-
-static void walk_dir(struct walk *w, int fd, size_t len, unsigned int level, const char *parent);
-
-/* The type of entry @name of directory @fd, looked up where the
- * directory does not say (no link followed); DT_UNKNOWN when it fails. */
-static unsigned char entry_type(int fd, const char *name, unsigned char type)
+/* Directory @name at @level, in @parent: walked?  (rep_walk_ops) */
+static bool walk_dir_ok(void *ctx, unsigned int level, const char *parent, const char *name)
 {
-	struct stat sb;
+	struct collector *c = ctx;
 
-	if (type != DT_UNKNOWN)
-		return type;
-	if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW))
-		return DT_UNKNOWN;
-	return S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG : DT_UNKNOWN;
+	/* the daemon's stacks (doc/sample-files.md): for the views */
+	if (level == 1 && !strcmp(name, "{stacks}"))
+		return false;
+	if (!tree_wanted(c, level, parent, name)) {
+		c->npruned++;
+		return false;
+	}
+	return true;
 }
 
-static void walk_file(struct walk *w, unsigned int level, const char *name)
+/* Regular file @path, @rel below the sample directory (rep_walk_ops). */
+static int walk_file(void *ctx, const char *path, const char *rel, unsigned int level,
+		     const char *name)
 {
-	struct collector *c = w->c;
+	struct collector *c = ctx;
 	struct sfn_name n;
-	const char *rel = w->path + w->rootlen;
+	int rc;
 
 	/* the daemon's image identities (rep_verify.h), not samples */
 	if (level == 1 && !strcmp(name, "{images}"))
-		return;
+		return 0;
 	c->nseen++;
-	while (*rel == '/')
-		rel++;
 	if (sfn_parse(rel, &n)) {
-		du_warn("skipping %s: not a sample file name", w->path);
+		du_warn("skipping %s: not a sample file name", path);
 		c->p->nbad++;
-		return;
+		return 0;
 	}
 	if (!rep_spec_match(c->o->spec, &n)) {
 		sfn_name_release(&n);
-		return;
+		return 0;
 	}
-	w->rc = keep_file(c, w->path, &n);
-	if (w->rc)
+	rc = keep_file(c, path, &n);
+	if (rc)
 		sfn_name_release(&n);
-}
-
-/* Directory @name, an entry at @level of directory @fd, its path the
- * first @len bytes of w->path. */
-static void walk_subdir(struct walk *w, int fd, size_t len, unsigned int level, const char *name)
-{
-	int sub;
-
-	if (level >= WALK_MAX_DEPTH) {
-		du_warn("cannot read %s: %s", w->path, strerror(ELOOP));
-		return;
-	}
-	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0) {
-		du_warn("cannot read %s: %s", w->path, strerror(errno));
-		return;
-	}
-	walk_dir(w, sub, len, level + 1, name);
-	close(sub);
-}
-
-/* The entries of directory @fd, at @level (1: the sample directory's),
- * its path the first @len bytes of w->path, its name @parent. */
-static void walk_dir(struct walk *w, int fd, size_t len, unsigned int level, const char *parent)
-{
-	struct du_dents d = { .fd = fd, .buf = w->buf[level], .size = WALK_BUF };
-	const struct dirent64 *de;
-
-	if (!d.buf && !(d.buf = w->buf[level] = malloc(WALK_BUF))) {
-		w->rc = -ENOMEM;
-		return;
-	}
-	while (!w->rc && (de = du_dents_next(&d))) {
-		size_t nlen = strlen(de->d_name);
-		unsigned char type = entry_type(fd, de->d_name, de->d_type);
-
-		if (len + 1 + nlen >= sizeof(w->path)) {
-			w->path[len] = '\0';
-			du_warn("cannot read %s/%s: %s", w->path, de->d_name, strerror(ENAMETOOLONG));
-			continue;
-		}
-		w->path[len] = '/';
-		memcpy(w->path + len + 1, de->d_name, nlen + 1);
-		if (type == DT_REG) {
-			walk_file(w, level, de->d_name);
-		} else if (type == DT_DIR) {
-			/* the daemon's stacks (doc/sample-files.md): for the views */
-			if (level == 1 && !strcmp(de->d_name, "{stacks}"))
-				continue;
-			if (!tree_wanted(w->c, level, parent, de->d_name)) {
-				w->c->npruned++;
-				continue;
-			}
-			walk_subdir(w, fd, len + 1 + nlen, level, de->d_name);
-		}
-	}
-	if (!w->rc && errno) {
-		w->path[len] = '\0';
-		du_warn("cannot read %s: %s", w->path, strerror(errno));
-	}
+	return rc;
 }
 
 static int find_files(struct collector *c, const char *dir)
 {
-	struct walk *w = calloc(1, sizeof(*w));
-	size_t len = strlen(dir);
-	int fd, rc;
+	static const struct rep_walk_ops ops = { .dir_ok = walk_dir_ok, .file = walk_file };
 
-	if (!w)
-		return -ENOMEM;
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	if (len >= sizeof(w->path)) {
-		free(w);
-		return -ENAMETOOLONG;
-	}
-	memcpy(w->path, dir, len);
-	w->path[len] = '\0';
-	w->rootlen = len;
-	w->c = c;
-	fd = open(w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		walk_dir(w, fd, len, 1, "");
-		close(fd);
-	} else if (errno != ENOENT) {
-		du_warn("cannot read %s: %s", w->path, strerror(errno));
-	}
-	rc = w->rc;
-	for (unsigned int i = 0; i <= WALK_MAX_DEPTH; i++)
-		free(w->buf[i]);
-	free(w);
-	return rc;
+	return rep_walk(dir, &ops, c);
 }
 
 static int cmp_class(const void *a, const void *b)
