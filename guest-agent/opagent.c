@@ -203,8 +203,16 @@ static int read_host(struct ag_state *s, int fd, const struct ap_ops *ops)
 	if (n == 0)
 		return -EPIPE;
 	s->inlen += (size_t)n;
-	err = ap_decode(ops, s, s->in, s->inlen, &used, &st);
-	if (err == -EBADMSG) {
+	/* the frames after bytes out of step are decoded now, not when the
+	 * host next sends: a JOIN read with the end of a cut frame is a host
+	 * waiting for its HELLO */
+	for (;;) {
+		size_t at = 0;
+
+		err = ap_decode(ops, s, s->in + used, s->inlen - used, &at, &st);
+		used += at;
+		if (err != -EBADMSG)
+			break;
 		du_debug("host bytes out of step; looking for the next frame");
 		used += next_magic(s->in + used, s->inlen - used);
 		err = 0;
