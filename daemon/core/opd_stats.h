@@ -30,6 +30,7 @@
 	X(samples_bad_mode)			\
 	X(sample_file_errors)			\
 	X(sample_files_evicted)			\
+	X(sample_files_sys_capped)		\
 	X(sample_files_released)		\
 	X(saves)				\
 	X(processes_exited)			\

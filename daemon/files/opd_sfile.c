@@ -38,6 +38,9 @@ struct opd_sfiles {
 	void *close_ctx;
 	struct sfile *lru_head, *lru_tail;
 	size_t nr_open;
+	/* the files the system's limits (descriptors, mappings) let stay
+	 * open, where they were met below the cap; 0: not met */
+	size_t sys_cap;
 	uint64_t evictions;
 	uint64_t releases;	/* entries freed (their ids dropped) */
 	struct opd_imgids *ids;	/* host images' identities (opd_imgid.h) */
@@ -210,6 +213,43 @@ static int make_parents(char *path, size_t from)
 	return 0;
 }
 
+/* The files that may be open at once: the cap, or fewer where the
+ * system's limits were met first. */
+static size_t open_cap(const struct opd_sfiles *t)
+{
+	size_t cap = t->conf->max_open_files ? t->conf->max_open_files : 1;
+
+	return t->sys_cap && t->sys_cap < cap ? t->sys_cap : cap;
+}
+
+/* Close the least recently used files until at most @keep are open. */
+static void evict_to(struct opd_sfiles *t, size_t keep)
+{
+	while (t->nr_open > keep && t->lru_tail) {
+		struct sfile *old = t->lru_tail;
+
+		lru_unlink(t, old);
+		odb_close(old->db);
+		old->db = NULL;
+		t->nr_open--;
+		t->evictions++;
+		t->st->sample_files_evicted++;
+	}
+}
+
+/* Open (or create, with its directories) the file of @sf at @path. */
+static int open_db(struct opd_sfiles *t, struct sfile *sf, char *path,
+		   const struct odb_desc *desc)
+{
+	int ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+
+	if (ret == -ENOENT)
+		ret = make_parents(path, t->base_len);
+	if (!ret && !sf->db)
+		ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+	return ret;
+}
+
 static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 {
 	const struct opd_event_desc *ev = &t->ev[sf->key.event];
@@ -240,23 +280,27 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 			opd_imgids_note(t->ids, sf->key.cg);
 	}
 
-	if (t->nr_open >= t->conf->max_open_files && t->close_hook)
+	if (t->nr_open >= open_cap(t) && t->close_hook)
 		t->close_hook(t->close_ctx);
-	while (t->nr_open >= t->conf->max_open_files && t->lru_tail) {
-		struct sfile *old = t->lru_tail;
+	evict_to(t, open_cap(t) - 1);
+	ret = open_db(t, sf, path, &desc);
+	/* the system's limits met below the cap: fewer files stay open from
+	 * now on, with room left for the daemon's other files (its stats,
+	 * /proc), and this one opens in the room the evictions make */
+	while ((ret == -EMFILE || ret == -ENFILE || ret == -ENOMEM) && t->lru_tail) {
+		size_t room = t->nr_open / 8 > 16 ? t->nr_open / 8 : 16;
 
-		lru_unlink(t, old);
-		odb_close(old->db);
-		old->db = NULL;
-		t->nr_open--;
-		t->evictions++;
-		t->st->sample_files_evicted++;
+		t->sys_cap = t->nr_open > room ? t->nr_open - room : 1;
+		if (!t->st->sample_files_sys_capped)
+			du_warn("the system's limits (descriptors, vm.max_map_count) let %zu sample "
+				"files stay open, not %u: %zu are kept, closed and reopened sooner",
+				t->nr_open, t->conf->max_open_files, t->sys_cap);
+		t->st->sample_files_sys_capped++;
+		if (t->close_hook)
+			t->close_hook(t->close_ctx);
+		evict_to(t, t->sys_cap - 1);
+		ret = open_db(t, sf, path, &desc);
 	}
-	ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
-	if (ret == -ENOENT)
-		ret = make_parents(path, t->base_len);
-	if (!ret && !sf->db)
-		ret = odb_open(&sf->db, path, ODB_RDWR, &desc);
 	if (ret) {
 		du_err("cannot open sample file %s: %s", path, strerror(-ret));
 		sf->db = NULL;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -615,6 +617,55 @@ static void test_lru_cap(void)
 	tfx_teardown(&fx);
 }
 
+/* Descriptors this process has open now. */
+static unsigned int fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n > 3 ? n - 3 : 0;	/* ".", ".." and the DIR's own */
+}
+
+/* The system's limits met below --max-open-files (here the descriptor
+ * limit, a few above what is open): files are closed and reopened, the
+ * cap lowered and counted, and no sample is lost. */
+static void test_lru_sys_limit(void)
+{
+	struct rlimit old, low;
+	char path[64];
+
+	setup("none");
+	fx.conf.max_open_files = 1000;
+	CU_ASSERT_FATAL(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	CU_ASSERT(raw_put_comm(fx.w, 100, 100, 0, "app") == 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/lib/l%d.so", i);
+		put_map(100, 0x10000000ULL * (i + 1), 0x1000, 0, path);
+	}
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 40; i++)
+			raw_put_sample(fx.w, 0x10000000ULL * (i + 1) + 8, 0);
+	low = old;
+	low.rlim_cur = fds_open() + 10;
+	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	tfx_finish(&fx);
+	CU_ASSERT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(path, sizeof(path), "/lib/l%d.so", i);
+		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == 3);
+	}
+	CU_ASSERT(stat_key("sample_files") == 40);
+	CU_ASSERT(stat_key("sample_file_errors") == 0);
+	CU_ASSERT(stat_key("sample_files_sys_capped") > 0);
+	CU_ASSERT(stat_key("sample_files_evicted") > 0);
+	tfx_teardown(&fx);
+}
+
 static void test_map_overlap(void)
 {
 	struct opd_stats st = { 0 };
@@ -1076,6 +1127,7 @@ int main(void)
 		{ "... in each of 200 domains", test_guest_asid_many_domains },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
+		{ "the system's limits below the cap: nothing lost", test_lru_sys_limit },
 		{ "overlapping mappings", test_map_overlap },
 		{ "file collector", test_file_collector },
 		{ "collector table", test_collector_table },
