@@ -592,26 +592,41 @@ static void test_stats_file(void)
 	tfx_teardown(&fx);
 }
 
-static void test_lru_cap(void)
+/* Process 100 maps @n libraries /lib/lI.so and takes @rounds samples in
+ * each, at offset 8. */
+static void put_libs(int n, int rounds)
 {
 	char path[64];
 
-	setup("none");
-	fx.conf.max_open_files = 2;
 	CU_ASSERT(raw_put_comm(fx.w, 100, 100, 0, "app") == 0);
-	for (int i = 0; i < 6; i++) {
+	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/lib/l%d.so", i);
 		put_map(100, 0x10000000ULL * (i + 1), 0x1000, 0, path);
 	}
 	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
-	for (int round = 0; round < 3; round++)
-		for (int i = 0; i < 6; i++)
+	for (int round = 0; round < rounds; round++)
+		for (int i = 0; i < n; i++)
 			raw_put_sample(fx.w, 0x10000000ULL * (i + 1) + 8, 0);
-	tfx_finish(&fx);
-	for (int i = 0; i < 6; i++) {
+}
+
+/* Each of put_libs' @n libraries holds @rounds samples at offset 8. */
+static void check_libs(int n, uint64_t rounds)
+{
+	char path[64];
+
+	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/lib/l%d.so", i);
-		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == 3);
+		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == rounds);
 	}
+}
+
+static void test_lru_cap(void)
+{
+	setup("none");
+	fx.conf.max_open_files = 2;
+	put_libs(6, 3);
+	tfx_finish(&fx);
+	check_libs(6, 3);
 	CU_ASSERT(stat_key("sample_files") == 6);
 	CU_ASSERT(stat_key("sample_files_evicted") > 0);
 	tfx_teardown(&fx);
@@ -636,29 +651,17 @@ static unsigned int fds_open(void)
 static void test_lru_sys_limit(void)
 {
 	struct rlimit old, low;
-	char path[64];
 
 	setup("none");
 	fx.conf.max_open_files = 1000;
 	CU_ASSERT_FATAL(getrlimit(RLIMIT_NOFILE, &old) == 0);
-	CU_ASSERT(raw_put_comm(fx.w, 100, 100, 0, "app") == 0);
-	for (int i = 0; i < 40; i++) {
-		snprintf(path, sizeof(path), "/lib/l%d.so", i);
-		put_map(100, 0x10000000ULL * (i + 1), 0x1000, 0, path);
-	}
-	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
-	for (int round = 0; round < 3; round++)
-		for (int i = 0; i < 40; i++)
-			raw_put_sample(fx.w, 0x10000000ULL * (i + 1) + 8, 0);
+	put_libs(40, 3);
 	low = old;
 	low.rlim_cur = fds_open() + 10;
 	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
 	tfx_finish(&fx);
 	CU_ASSERT(setrlimit(RLIMIT_NOFILE, &old) == 0);
-	for (int i = 0; i < 40; i++) {
-		snprintf(path, sizeof(path), "/lib/l%d.so", i);
-		CU_ASSERT(count_at(SFN_ROOT, path, SFN_ROOT, path, 8) == 3);
-	}
+	check_libs(40, 3);
 	CU_ASSERT(stat_key("sample_files") == 40);
 	CU_ASSERT(stat_key("sample_file_errors") == 0);
 	CU_ASSERT(stat_key("sample_files_sys_capped") > 0);
