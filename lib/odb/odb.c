@@ -173,16 +173,24 @@ static void odb_sum(struct odb *db)
 }
 
 /*
- * Read the header into @h (*@got: bytes read, maybe short), then stat the
- * file into @st: in that order, see odb_validate().  0 or -errno.
+ * Read the file's first @size bytes (its header, and what follows where
+ * @size is more) into @buf (*@got: bytes read, maybe short), then stat
+ * the file into @st: in that order, see odb_validate().  The header is
+ * copied into @h (which may be @buf itself), zero past what was read.
+ * 0 or -errno.
  */
-static int odb_read_header(int fd, struct odb_file_header *h, ssize_t *got, struct stat *st)
+static int odb_read_header(int fd, void *buf, size_t size, struct odb_file_header *h,
+			   ssize_t *got, struct stat *st)
 {
-	*got = pread(fd, h, sizeof(*h), 0);
+	*got = pread(fd, buf, size, 0);
 	if (*got < 0)
 		return -errno;
 	if (fstat(fd, st) < 0)
 		return -errno;
+	if ((void *)h != buf) {
+		memset(h, 0, sizeof(*h));
+		memcpy(h, buf, (size_t)*got < sizeof(*h) ? (size_t)*got : sizeof(*h));
+	}
 	return 0;
 }
 
@@ -219,7 +227,7 @@ static int odb_check_nodes(struct odb *db, const char **why)
  * killed before): no samples yet. */
 static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const struct stat *st)
 {
-	return st->st_size == 0 || ((size_t)got == sizeof(*h) && h->magic == 0 && h->committed == 0);
+	return st->st_size == 0 || ((size_t)got >= sizeof(*h) && h->magic == 0 && h->committed == 0);
 }
 
 /*
@@ -230,11 +238,7 @@ static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const st
  */
 static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 {
-	/* the header and, in most files, every node: one read */
-	union {
-		struct odb_file_header h;
-		char raw[4096];
-	} first;
+	char first[4096];	/* the header and, in most files, every node */
 	struct odb_file_header h;
 	struct stat st;
 	size_t len;
@@ -248,19 +252,14 @@ static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 	/* Header (and its committed count) first, size second: see validate.
 	 * The nodes read with the header were read before the size too, as
 	 * a second read would have read them. */
-	got = pread(db->fd, first.raw, sizeof(first.raw), 0);
-	if (got < 0 || fstat(db->fd, &st) < 0) {
-		rc = -errno;
+	rc = odb_read_header(db->fd, first, sizeof(first), &h, &got, &st);
+	if (rc)
 		goto out_close;
-	}
-	n = got < (ssize_t)sizeof(h) ? got : (ssize_t)sizeof(h);
-	memset(&h, 0, sizeof(h));
-	memcpy(&h, first.raw, (size_t)n);
-	if (odb_half_made(&h, n, &st)) {
+	if (odb_half_made(&h, got, &st)) {
 		rc = -ENODATA;
 		goto out_close;
 	}
-	if ((size_t)n < sizeof(h)) {
+	if ((size_t)got < sizeof(h)) {
 		*why = "shorter than its header";
 		rc = -EBADMSG;
 	} else {
@@ -275,7 +274,7 @@ static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 		goto out_close;
 	}
 	if (h.header_size + len <= (size_t)got) {
-		memcpy(db->nodes, first.raw + h.header_size, len);
+		memcpy(db->nodes, first + h.header_size, len);
 		n = (ssize_t)len;
 	} else {
 		n = len ? pread(db->fd, db->nodes, len, h.header_size) : 0;
@@ -357,12 +356,12 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 			      DU_SDIR_FILE_MODE);
 	if (db->fd < 0)
 		return path[0] == '/' ? db->fd : -errno;
-	rc = odb_read_header(db->fd, &h, &n, &st);
+	rc = odb_read_header(db->fd, &h, sizeof(h), &h, &n, &st);
 	if (rc)
 		goto out_close;
 
 	/* New, or made by a writer that died before it wrote the magic. */
-	if (st.st_size == 0 || ((size_t)n == sizeof(h) && h.magic == 0 && h.committed == 0)) {
+	if (odb_half_made(&h, n, &st)) {
 		if (!desc) {
 			rc = -EBADMSG;
 			goto out_close;
