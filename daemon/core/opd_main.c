@@ -105,10 +105,13 @@ static void setup_signals(void)
 }
 
 /*
- * Raise the fd limit and size the open sample file cap from it and from
- * vm.max_map_count (each open sample file holds an fd and a mapping): as
- * many as the system allows, since reopening a file costs far more than
- * keeping it, but never so many that we run out.
+ * Raise the fd limit and size the open sample file cap from
+ * vm.max_map_count: an open sample file holds a mapping and no descriptor
+ * (lib/odb), so the mappings bound it.  Half of them, the rest left to the
+ * process's own (libraries, heap, a large file's index): as many as the
+ * system allows, since reopening a file costs far more than keeping it,
+ * but never so many that we run out.  Where a limit is met anyway, the
+ * sample-file layer lowers the cap (opd_sfile.c).
  */
 static void size_open_files(struct opd_conf *c, bool given)
 {
@@ -128,10 +131,9 @@ static void size_open_files(struct opd_conf *c, bool given)
 			maps = 65530;
 		fclose(f);
 	}
-	cap = maps / 4;
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < cap + 1024)
-		cap = rl.rlim_cur > 1024 + 64 ? rl.rlim_cur - 1024 : 64;
+	cap = maps / 2;
+	if (cap < 64)
+		cap = 64;
 	if (cap > 65536)
 		cap = 65536;
 	c->max_open_files = (unsigned int)cap;

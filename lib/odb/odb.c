@@ -32,7 +32,11 @@ _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header 
 
 struct odb {
 	enum odb_mode mode;
-	int fd;				/* -1 once closed (readers) */
+	int fd;				/* -1 once closed (readers, and writers
+					 * once the file is mapped) */
+	char *path;			/* a writer's, to reopen it to grow it */
+	dev_t dev;			/* a writer's file, to know it again */
+	ino_t ino;
 	uint8_t *map;
 	size_t map_len;
 	struct odb_file_header *hdr;
@@ -95,8 +99,42 @@ static void odb_free(struct odb *db)
 		free(db->nodes);	/* a reader's own copy */
 	if (db->fd >= 0)
 		close(db->fd);
+	free(db->path);
 	free(db->buckets);
 	free(db);
+}
+
+/* Open a writer's file: never through a symlink (util/du_sdir.h). */
+static int odb_open_path(const char *path, int flags)
+{
+	int fd;
+
+	/* The writer is the root daemon: never through a symlink, on the way
+	 * or at the end; a relative path (tests, tools) gets O_NOFOLLOW on its
+	 * last component. */
+	if (path[0] == '/')
+		return du_nf_open(path, O_RDWR | flags, DU_SDIR_FILE_MODE, false);
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | flags, DU_SDIR_FILE_MODE);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * A writer's file again, for what needs a descriptor (growing it, starting
+ * its writeback): by its path, and only if it is still the file mapped,
+ * -ESTALE if another took its name.  Returns the descriptor or -errno.
+ */
+static int odb_reopen(const struct odb *db)
+{
+	struct stat st;
+	int fd = odb_open_path(db->path, 0);
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || st.st_dev != db->dev || st.st_ino != db->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
 }
 
 /*
@@ -334,85 +372,86 @@ static int odb_init_file(struct odb *db, const struct odb_desc *desc)
 	return 0;
 }
 
+/* Map the valid file of header @h and size @st for writing and rebuild
+ * its index.  0 or -errno. */
+static int odb_map_existing(struct odb *db, const char *path, const struct odb_file_header *h,
+			    ssize_t n, const struct stat *st)
+{
+	size_t want;
+	void *map;
+	int rc;
+
+	rc = (size_t)n < sizeof(*h) ? -EBADMSG : odb_validate(h, h->committed, st->st_size, NULL);
+	/* Our hash needs a power-of-two table of at least two buckets. */
+	if (!rc && (h->capacity < 2 || (h->capacity & (h->capacity - 1))))
+		rc = -EBADMSG;
+	if (rc) {
+		du_warn("odb: %s: not a valid sample file", path);
+		return rc;
+	}
+	/* The node array may be cut short past the committed nodes: regrow it. */
+	want = odb_file_size(h->header_size, h->capacity);
+	if ((uint64_t)st->st_size < want && ftruncate(db->fd, want) < 0)
+		return -errno;
+	map = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	db->map = map;
+	db->map_len = want;
+	db->committed = h->committed;
+	rc = odb_new_index(db, h->capacity);
+	if (rc)
+		return rc;
+	odb_set_table(db, h->capacity);
+	odb_rebuild_index(db);
+	return 0;
+}
+
 static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc *desc)
 {
 	struct odb_file_header h;
 	struct stat st;
 	ssize_t n;
-	size_t want;
-	void *map;
 	int rc;
 
 	if (desc && strnlen(desc->event, sizeof(desc->event)) == sizeof(desc->event))
 		return -EINVAL;
 	/* Without a desc there is nothing to create the file with. */
-	/* The writer is the root daemon: never through a symlink, on the way
-	 * or at the end (util/du_sdir.h); a relative path (tests, tools) gets
-	 * O_NOFOLLOW on its last component. */
-	if (path[0] == '/')
-		db->fd = du_nf_open(path, O_RDWR | (desc ? O_CREAT : 0), DU_SDIR_FILE_MODE, false);
-	else
-		db->fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (desc ? O_CREAT : 0),
-			      DU_SDIR_FILE_MODE);
+	db->path = strdup(path);
+	if (!db->path)
+		return -ENOMEM;
+	db->fd = odb_open_path(path, desc ? O_CREAT : 0);
 	if (db->fd < 0)
-		return path[0] == '/' ? db->fd : -errno;
+		return db->fd;
 	rc = odb_read_header(db->fd, &h, sizeof(h), &h, &n, &st);
-	if (rc)
-		goto out_close;
-
-	/* New, or made by a writer that died before it wrote the magic. */
-	if (odb_half_made(&h, n, &st)) {
-		if (!desc) {
-			rc = -EBADMSG;
-			goto out_close;
-		}
-		rc = odb_new_index(db, ODB_MIN_CAPACITY);
+	if (!rc) {
+		db->dev = st.st_dev;
+		db->ino = st.st_ino;
+	}
+	if (rc) {
+		/* nothing more */
+	} else if (odb_half_made(&h, n, &st)) {
+		/* New, or made by a writer that died before it wrote the magic. */
+		rc = desc ? odb_new_index(db, ODB_MIN_CAPACITY) : -EBADMSG;
 		if (!rc)
 			rc = odb_init_file(db, desc);
-		if (rc)
-			goto out_close;
-		db->committed = 0;
-		odb_set_table(db, ODB_MIN_CAPACITY);
-		goto out_ready;
+		if (!rc) {
+			db->committed = 0;
+			odb_set_table(db, ODB_MIN_CAPACITY);
+		}
+	} else {
+		rc = odb_map_existing(db, path, &h, n, &st);
 	}
-
-	rc = (size_t)n < sizeof(h) ? -EBADMSG : odb_validate(&h, h.committed, st.st_size, NULL);
-	/* Our hash needs a power-of-two table of at least two buckets. */
-	if (!rc && (h.capacity < 2 || (h.capacity & (h.capacity - 1))))
-		rc = -EBADMSG;
-	if (rc) {
-		du_warn("odb: %s: not a valid sample file", path);
-		goto out_close;
-	}
-	/* The node array may be cut short past the committed nodes: regrow it. */
-	want = odb_file_size(h.header_size, h.capacity);
-	if ((uint64_t)st.st_size < want && ftruncate(db->fd, want) < 0) {
-		rc = -errno;
-		goto out_close;
-	}
-	db->map_len = want;
-	map = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
-	if (map == MAP_FAILED) {
-		rc = -errno;
-		goto out_close;
-	}
-	db->map = map;
-	db->committed = h.committed;
-	rc = odb_new_index(db, h.capacity);
+	/* The mapping keeps the file: an open file then costs a mapping and
+	 * no descriptor, so only vm.max_map_count bounds how many stay open.
+	 * Growing it reopens it (odb_reopen). */
+	close(db->fd);
+	db->fd = -1;
 	if (rc)
-		goto out_close;
-	odb_set_table(db, h.capacity);
-	odb_rebuild_index(db);
-
-out_ready:
+		return rc;
 	odb_desc_from_header(&db->desc, db->hdr);
 	odb_sum(db);
 	return 0;
-
-out_close:
-	close(db->fd);
-	db->fd = -1;
-	return rc;
 }
 
 static int odb_open_any(struct odb **out, const char *path, enum odb_mode mode,
@@ -471,9 +510,16 @@ int odb_sync(struct odb *db)
 
 int odb_sync_start(struct odb *db)
 {
+	int fd, rc;
+
 	if (db->mode != ODB_RDWR)
 		return 0;
-	return sync_file_range(db->fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 ? -errno : 0;
+	fd = odb_reopen(db);
+	if (fd < 0)
+		return fd;
+	rc = sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
 }
 
 /*
@@ -487,6 +533,7 @@ static int odb_grow(struct odb *db)
 	uint32_t *buckets;
 	size_t size;
 	void *map;
+	int fd, rc = 0;
 
 	if (cap > ODB_MAX_CAPACITY)
 		return -EFBIG;
@@ -494,11 +541,16 @@ static int odb_grow(struct odb *db)
 	if (!buckets)
 		return -ENOMEM;
 	size = odb_file_size(db->hdr->header_size, cap);
-	map = ftruncate(db->fd, size) < 0 ? MAP_FAILED :
-	      mremap(db->map, db->map_len, size, MREMAP_MAYMOVE);
+	fd = odb_reopen(db);
+	map = MAP_FAILED;
+	if (fd < 0)
+		rc = fd;
+	else if (ftruncate(fd, size) < 0 ||
+		 (map = mremap(db->map, db->map_len, size, MREMAP_MAYMOVE)) == MAP_FAILED)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
 	if (map == MAP_FAILED) {
-		int rc = -errno;
-
 		free(buckets);
 		return rc;	/* the old table and index still stand */
 	}

@@ -751,6 +751,70 @@ static void test_crash(void)
 	}
 }
 
+/* Descriptors this process has open. */
+static int count_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
+
+/*
+ * A writer keeps its mapping and no descriptor, so only the mappings bound
+ * how many files stay open; it reopens the file by its name to grow it,
+ * and refuses to grow a file whose name another file has taken since.
+ */
+static void test_no_descriptor(void)
+{
+	struct odb *db[32];
+	const char *path;
+	char name[32];
+	uint64_t i, count = 0;
+	int before = count_fds(), k;
+	struct stat st;
+
+	for (k = 0; k < 32; k++) {
+		snprintf(name, sizeof(name), "nofd.%d", k);
+		CU_ASSERT_EQUAL_FATAL(odb_open(&db[k], tpath(name), ODB_RDWR, &test_desc), 0);
+	}
+	CU_ASSERT_EQUAL(count_fds(), before);
+	/* grows (512 nodes at first) through a reopen, and still no descriptor */
+	for (i = 0; i < 5000; i++)
+		CU_ASSERT_EQUAL_FATAL(odb_add(db[0], i * 8, 1), 0);
+	CU_ASSERT_EQUAL(count_fds(), before);
+	CU_ASSERT_EQUAL(odb_sync_start(db[0]), 0);
+	CU_ASSERT_EQUAL(odb_sync(db[0]), 0);
+	CU_ASSERT_EQUAL(count_fds(), before);
+	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.0"), 4999 * 8, &count), 0);
+	CU_ASSERT_EQUAL(count, 1);
+
+	/* nofd.1's name taken by another file: a grow refuses, what was
+	 * mapped stays whole, and the other file is left as it was */
+	path = tpath("nofd.1");
+	for (i = 0; i < 512; i++)
+		CU_ASSERT_EQUAL_FATAL(odb_add(db[1], i, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(rename(path, tpath("nofd.1.old")), 0);
+	k = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(k >= 0);
+	CU_ASSERT_EQUAL(write(k, "other", 5), 5);
+	close(k);
+	CU_ASSERT_EQUAL(odb_add(db[1], 512, 1), -ESTALE);
+	CU_ASSERT_EQUAL(odb_add(db[1], 7, 1), 0);
+	CU_ASSERT_EQUAL(odb_sync_start(db[1]), -ESTALE);
+	CU_ASSERT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 5);
+	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.1.old"), 7, &count), 0);
+	CU_ASSERT_EQUAL(count, 3);
+	CU_ASSERT_EQUAL(count_fds(), before);
+	for (k = 0; k < 32; k++)
+		odb_close(db[k]);
+}
+
 /* The library's warnings about the corrupt files made on purpose. */
 static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 {
@@ -778,6 +842,7 @@ int main(void)
 		{ "half-made file", test_half_made },
 		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
+		{ "a writer holds no descriptor", test_no_descriptor },
 	};
 	int rc;
 
