@@ -315,8 +315,7 @@ int du_openat_own(int dfd, const char *base, int flags, mode_t mode)
 	ret = du_fd_check_own(fd, dsb.st_uid);
 	if (!ret && (flags & O_TRUNC) && ftruncate(fd, 0))
 		ret = -errno;
-	if (!ret && !(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
-		ret = -errno;
+	/* (O_NONBLOCK stays: on the regular file checked it changes nothing) */
 	if (ret) {
 		close(fd);
 		return ret;
@@ -324,10 +323,56 @@ int du_openat_own(int dfd, const char *base, int flags, mode_t mode)
 	return fd;
 }
 
+/*
+ * du_nf_open's quick way, for a file below a root (the worker's) that is
+ * there or made here: the whole path in one openat2 from the root, which
+ * refuses every link and any way out as the walk does, then accepted only
+ * where the walk would accept it with nothing more to look at (a regular
+ * file with one name, our own; or any file read).  The fd, or -errno:
+ * then du_nf_open takes the walk, which makes directories, accepts a file
+ * of the directory's owner and says exactly what is wrong.
+ */
+static int open_file_beneath(const char *path, int flags, mode_t mode)
+{
+#ifdef SYS_openat2
+	const char *end = path + strlen(path), *p;
+	const struct nf_root *r = nf_nr_roots ? nf_root_of(path, end, &p) : NULL;
+	bool rd = (flags & O_ACCMODE) == O_RDONLY && !(flags & O_CREAT);
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC | (rd ? 0 : O_NONBLOCK)),
+		.mode = flags & O_CREAT ? mode : 0,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	char rel[PATH_MAX];
+	struct stat sb;
+	long fd;
+
+	if (!have_openat2 || !r || p == end || (flags & O_TRUNC) || rel_path(p, end, rel))
+		return -ENOSYS;
+	fd = syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	if (rd || (!fstat((int)fd, &sb) && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
+		   sb.st_uid == geteuid()))
+		return (int)fd;
+	close((int)fd);
+	return -EPERM;
+#else
+	(void)path;
+	(void)flags;
+	(void)mode;
+	return -ENOSYS;
+#endif
+}
+
 int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs)
 {
 	const char *base, *rest;
 	int dfd, fd;
+
+	fd = open_file_beneath(path, flags, mode);
+	if (fd >= 0)
+		return fd;
 
 	/* a root itself: what the worker was handed, not its parent */
 	if (nf_nr_roots && nf_root_of(path, path + strlen(path), &rest) && !*rest) {

@@ -351,6 +351,44 @@ static void test_open_own(void)
 	CU_ASSERT_EQUAL(system(p), 0);
 }
 
+/* Below a root (samples/current of @dir, set), what a writer must not
+ * open is refused however the path is opened: a link on the way or at
+ * the end, a file with two names, one not regular (a FIFO: no hang), one
+ * of another user in a directory not theirs.  0, or a bit per failure. */
+static int roots_refuse(const char *dir)
+{
+	char q[PATH_MAX], r[PATH_MAX];
+	int bad = 0, fd;
+
+#define RP(buf, rel) snprintf(buf, sizeof(buf), "%s/samples/current/%s", dir, rel)
+	RP(q, "a/real");
+	bad |= du_nf_mkdirs(q) ? 1 : 0;
+	RP(q, "a/ln");
+	bad |= symlink("real", q) ? 1 : 0;
+	RP(q, "a/ln/f");
+	bad |= du_nf_open(q, O_RDWR | O_CREAT, 0600, false) != -ELOOP ? 2 : 0;
+	RP(q, "a/real/sl");
+	bad |= symlink("f", q) ? 1 : 0;
+	bad |= du_nf_open(q, O_RDWR | O_CREAT, 0600, false) != -ELOOP ? 4 : 0;
+	RP(q, "a/real/f");
+	fd = du_nf_open(q, O_RDWR | O_CREAT, 0600, false);	/* ours: opens */
+	bad |= fd < 0 ? 8 : 0;
+	close(fd);
+	RP(r, "a/real/h");
+	bad |= link(q, r) ? 1 : 0;
+	bad |= du_nf_open(q, O_RDWR | O_CREAT, 0600, false) != -EMLINK ? 16 : 0;
+	RP(q, "a/real/fifo");
+	bad |= mkfifo(q, 0600) ? 1 : 0;
+	bad |= du_nf_open(q, O_RDWR, 0, false) != -EINVAL ? 32 : 0;
+	RP(q, "a/real/other");
+	fd = du_nf_open(q, O_RDWR | O_CREAT, 0600, false);
+	bad |= fd < 0 || fchown(fd, 65534, 65534) ? 1 : 0;
+	close(fd);
+	bad |= du_nf_open(q, O_RDWR, 0, false) != -EPERM ? 64 : 0;
+#undef RP
+	return bad;
+}
+
 /* Once roots are set (the privsep worker), paths resolve below them and
  * nowhere else.  In a child: the roots are the process's for good. */
 static void test_roots(void)
@@ -365,7 +403,7 @@ static void test_roots(void)
 	pid = fork();
 	CU_ASSERT_FATAL(pid >= 0);
 	if (pid == 0) {
-		int fd = du_nf_open(p, O_RDONLY | O_DIRECTORY, 0, false), bad = 0;
+		int fd = du_nf_open(p, O_RDONLY | O_DIRECTORY, 0, false), bad = 0, ret;
 
 		if (fd < 0 || du_nf_root_add(p, fd))
 			_exit(10);
@@ -383,6 +421,10 @@ static void test_roots(void)
 		bad |= du_nf_open(q, O_WRONLY | O_CREAT, 0600, false) != -EACCES ? 16 : 0;
 		snprintf(q, sizeof(q), "%s/samples/f", tmpl);
 		bad |= du_nf_unlink(q) != -EACCES ? 32 : 0;
+		ret = roots_refuse(tmpl);
+		if (ret)
+			fprintf(stderr, "test_roots: refusals that failed: %#x\n", ret);
+		bad |= ret ? 64 : 0;
 		_exit(bad);
 	}
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
