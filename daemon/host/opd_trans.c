@@ -196,6 +196,14 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	c->delta = r.delta;
 	c->unresolved = r.unresolved;
 	c->extra = r.extra;
+	/* one resolution for every pc (a guest's bucket): it serves the
+	 * context's other regions too, which would each take this path */
+	if (r.start == 0 && r.len == UINT64_MAX) {
+		struct opd_trans_cache *all = cache_slot(t, event, 0) - region_slot(0);
+
+		for (size_t i = 0; i < OPD_TRANS_CACHE_WAYS; i++)
+			all[i] = *c;
+	}
 	return file_sample(t, c, pc);
 }
 

@@ -13,9 +13,15 @@ static void ctx_tag(const struct opd_trans *t, struct opd_trans_tag *g)
 	unsigned int sep = t->conf->separate;
 
 	memset(g, 0, sizeof(*g));
-	g->domain_key = t->domain_key;
-	g->domain_key_ns = t->domain_key_ns;
-	g->asid = t->asid;
+	/* DOMAIN applies to guest samples only (doc/raw-stream.md), and of
+	 * those only a guest user sample's resolution depends on the space
+	 * (its {anon:guest-user:asN} bucket): a host sample's context left
+	 * them in would be a new context for each guest run before it */
+	if (t->mode == DP_MODE_GUEST_KERNEL || t->mode == DP_MODE_GUEST_USER) {
+		g->domain_key = t->domain_key;
+		g->domain_key_ns = t->domain_key_ns;
+	}
+	g->asid = t->mode == DP_MODE_GUEST_USER ? t->asid : 0;
 	g->mode = t->mode;
 	g->have_task = t->have_task;
 	if (t->have_task) {
@@ -32,7 +38,7 @@ static size_t tag_hash(const struct opd_trans_tag *g)
 	h = h * 31 + ((uint64_t)g->pid << 32 | g->tid);
 	h = h * 31 + ((uint64_t)g->cpu << 32 | g->mode << 8 | g->domain_key_ns << 1 | g->have_task);
 	h *= 0x9e3779b97f4a7c15ull;
-	return (size_t)(h >> 52) & (OPD_TRANS_CTX_BUCKETS - 1);
+	return (size_t)(h >> (64 - OPD_TRANS_CTX_BUCKET_BITS));
 }
 
 static bool tag_eq(const struct opd_trans_tag *a, const struct opd_trans_tag *b)
@@ -86,7 +92,8 @@ void opd_tr_ctx_select(struct opd_trans *t)
 		t->ctx = t->ctx_prev = NULL;
 		t->gen++;
 	}
-	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used++ * t->ctx_size);
+	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used * t->ctx_size);
+	c->frames = t->frame_pool + t->ctx_used++ * OPD_TRANS_CACHE_WAYS;
 	c->tag = g;
 	c->next = t->ctx_hash[h];
 	t->ctx_hash[h] = c;
@@ -101,30 +108,50 @@ void opd_tr_ctx_pool_free(struct opd_trans *t)
 {
 	if (t->ctx_pool)
 		munmap(t->ctx_pool, t->ctx_pool_len);
+	if (t->frame_pool)
+		munmap(t->frame_pool, t->frame_pool_len);
 	t->ctx_pool = NULL;
+	t->frame_pool = NULL;
 }
 
-/* A pool of contexts for @nr events (the stream's header).  0 or -ENOMEM. */
+/* @len bytes of zero pages, untouched until used, not charged until then
+ * where the system allows it; NULL if the system has not the room. */
+static void *zero_pages(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	/* (no MADV_HUGEPAGE: with huge pages here or in the batch, a replay
+	 * took three times the CPU on a paravirtualized guest,
+	 * doc/performance.md) */
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * A pool of contexts for @nr events (the stream's header): as many as
+ * OPD_TRANS_CTX_BYTES hold, up to OPD_TRANS_CTX_MAX, fewer where the
+ * system will not map that much.  Only the contexts used cost memory
+ * (each a tag and the lines its samples use: about 2 KiB with one event).
+ * 0 or -ENOMEM.
+ */
 int opd_tr_ctx_pool_init(struct opd_trans *t, unsigned int nr)
 {
 	size_t size = sizeof(struct opd_trans_ctx) +
 		      (size_t)(nr ? nr : 1) * OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_cache);
+	size_t fsize = OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_frame);
 	size_t max = OPD_TRANS_CTX_BYTES / size;
-	void *pool;
 
 	if (max > OPD_TRANS_CTX_MAX)
 		max = OPD_TRANS_CTX_MAX;
-	if (max < 2)
-		max = 2;
 	opd_tr_ctx_pool_free(t);
-	/* zero pages, untouched until contexts are used */
-	pool = mmap(NULL, max * size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (pool != MAP_FAILED) {
-		/* (no MADV_HUGEPAGE: with huge pages here or in the batch, a
-		 * replay took three times the CPU on a paravirtualized guest,
-		 * doc/performance.md) */
-		t->ctx_pool = pool;
+	for (; max >= 2; max /= 2) {
+		t->ctx_pool = zero_pages(max * size);
+		t->frame_pool = t->ctx_pool ? zero_pages(max * fsize) : NULL;
 		t->ctx_pool_len = max * size;
+		t->frame_pool_len = max * fsize;
+		if (t->frame_pool)
+			break;
+		opd_tr_ctx_pool_free(t);
 	}
 	if (!t->ctx_hash)
 		t->ctx_hash = calloc(OPD_TRANS_CTX_BUCKETS, sizeof(*t->ctx_hash));

@@ -17,9 +17,10 @@
 #define OPD_TRANS_CACHE_SHIFT	21
 /* Contexts whose caches are kept: at most this many bytes of them, and
  * this many hash buckets to find them. */
-#define OPD_TRANS_CTX_BYTES	(16u << 20)
-#define OPD_TRANS_CTX_MAX	16384
-#define OPD_TRANS_CTX_BUCKETS	4096
+#define OPD_TRANS_CTX_BYTES	(256u << 20)
+#define OPD_TRANS_CTX_MAX	65536
+#define OPD_TRANS_CTX_BUCKET_BITS	14
+#define OPD_TRANS_CTX_BUCKETS	(1u << OPD_TRANS_CTX_BUCKET_BITS)
 /* A line each (the pool is page-aligned): a lookup costs one miss. */
 struct __attribute__((aligned(64))) opd_trans_cache {
 	uint64_t gen;
@@ -50,11 +51,13 @@ struct opd_trans_tag {
 };
 
 /* A context's caches, kept while the stream switches between contexts
- * (tasks, modes, CPUs), so a switch back finds its resolutions. */
+ * (tasks, modes, CPUs), so a switch back finds its resolutions.  Its call
+ * chain frames' are apart (frames, in a pool of their own that only
+ * chains touch), so a context without chains is a tag and a few lines. */
 struct opd_trans_ctx {
 	struct opd_trans_tag tag;
 	struct opd_trans_ctx *next;	/* in its hash chain */
-	struct opd_trans_frame frames[OPD_TRANS_CACHE_WAYS];
+	struct opd_trans_frame *frames;	/* [OPD_TRANS_CACHE_WAYS] */
 	struct opd_trans_cache cache[];	/* [nr_events][OPD_TRANS_CACHE_WAYS] */
 };
 
@@ -109,6 +112,8 @@ struct opd_trans {
 	 * full it starts over (a generation bump drops what it held) */
 	uint8_t *ctx_pool;	/* mapped: page-aligned, untouched until used */
 	size_t ctx_pool_len;
+	struct opd_trans_frame *frame_pool;	/* ctx_max x OPD_TRANS_CACHE_WAYS */
+	size_t frame_pool_len;
 	size_t ctx_size, ctx_max, ctx_used;
 	struct opd_trans_ctx **ctx_hash;	/* OPD_TRANS_CTX_BUCKETS */
 	struct opd_image *anon_unknown, *anon_kernel, *guest_kernel, *guest_user;
