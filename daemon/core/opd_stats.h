@@ -32,6 +32,8 @@
 	X(sample_files_evicted)			\
 	X(sample_files_sys_capped)		\
 	X(sample_files_released)		\
+	X(contexts)				\
+	X(context_resets)			\
 	X(saves)				\
 	X(processes_exited)			\
 	X(processes_freed)			\

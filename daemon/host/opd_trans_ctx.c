@@ -91,7 +91,9 @@ void opd_tr_ctx_select(struct opd_trans *t)
 		t->ctx_used = 0;
 		t->ctx = t->ctx_prev = NULL;
 		t->gen++;
+		t->st->context_resets++;
 	}
+	t->st->contexts++;
 	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used * t->ctx_size);
 	c->frames = t->frame_pool + t->ctx_used++ * OPD_TRANS_CACHE_WAYS;
 	c->tag = g;

@@ -555,6 +555,49 @@ static void test_guest_asid_many_domains(void)
 	tfx_teardown(&fx);
 }
 
+/* A host sample keeps one context however many guest runs (each with
+ * its DOMAIN and ASID) come between its samples, and a guest kernel
+ * sample one per domain whatever the ASID: a context made per guest run
+ * before it would fill and drop the caches of a host with many domains.
+ * A guest bucket serves the whole address space. */
+static void test_contexts_many_domains(void)
+{
+	struct want w = { .domain = "pid-5007", .ikind = SFN_ANON, .image = "guest-user:as1",
+			  .dkind = SFN_ANON, .dep = "guest-user:as1", .tgid = SFN_ALL,
+			  .tid = SFN_ALL, .cpu = SFN_ALL, .key = 0x401000 };
+
+	setup("none");
+	put_kernel();
+	for (uint32_t round = 0; round < 3; round++) {
+		for (uint32_t d = 0; d < 100; d++) {
+			put_ctx(0, 5000 + d, 5000 + d, DP_MODE_GUEST_USER);
+			CU_ASSERT(raw_put_domain(fx.w, 5000 + d, 0) == 0);
+			CU_ASSERT(raw_put_asid(fx.w, 0x1000 * (1 + round % 2)) == 0);
+			raw_put_sample(fx.w, 0x401000, 0);
+			raw_put_sample(fx.w, 0x7f0000401000ULL, 0);	/* another region */
+			CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
+			raw_put_sample(fx.w, 0xffffffff81001000ULL, 0);
+			put_ctx(0, 100, 100, DP_MODE_HOST_KERNEL);
+			raw_put_sample(fx.w, KSTART + 0x50, 0);
+		}
+	}
+	tfx_finish(&fx);
+	lookup(&w);
+	CU_ASSERT(w.count == 2);	/* rounds 0 and 2 */
+	w.key = 0x7f0000401000ULL;
+	lookup(&w);
+	CU_ASSERT(w.count == 2);
+	w.image = w.dep = "guest-kernel";
+	w.key = 0xffffffff81001000ULL;
+	lookup(&w);
+	CU_ASSERT(w.count == 3);
+	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x50) == 300);
+	/* 100 domains x 2 spaces in user mode, 100 in kernel mode, 1 host */
+	CU_ASSERT(stat_key("contexts") == 301);
+	CU_ASSERT(stat_key("context_resets") == 0);
+	tfx_teardown(&fx);
+}
+
 static void test_stats_file(void)
 {
 	char path[128], line[256];
@@ -1131,6 +1174,7 @@ int main(void)
 		{ "guest samples", test_guest },
 		{ "guest-user samples per address space (ASID)", test_guest_asid_buckets },
 		{ "... in each of 200 domains", test_guest_asid_many_domains },
+		{ "host and guest contexts among 100 domains", test_contexts_many_domains },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
 		{ "the system's limits below the cap: nothing lost", test_lru_sys_limit },
