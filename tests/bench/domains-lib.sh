@@ -4,17 +4,23 @@
 #
 # Two streams of $samples samples over 64 CPUs (gen-stream --domains): one
 # with N guests and one with a single guest, the rest alike (the host's
-# processes, 85% of the runs a guest's).  Each is replayed $runs times,
-# interleaved, into a new session and then again into it (steady state).
+# processes, 85% of the runs a guest's), and each again with its samples
+# twice over (--repeat 2).  Each is replayed $runs times, interleaved,
+# into a new session, then again into it (steady: a daemon's start with
+# the files there, and the samples), then the doubled stream (the second
+# time round with every file open: twice - steady is the samples' cost
+# in a daemon that has run a while).
 # Printed: each replay's CPU seconds and ingest rate and their medians,
-# N's steady rate against one guest's; the daemon's peak memory
+# N's steady rate and its rate with the files open against one guest's;
+# the daemon's peak memory
 # (anonymous and file-backed, polled from /proc: the replay maps its
 # input, which counts as file-backed) and its extra anonymous memory per
 # domain; the peak of its open descriptors against its cap of open sample
 # files, and the files evicted; opreport's summary and --domain=X -l.
-# Fails when a sample is lost: after each session's two replays the
-# daemon's stats must say every sample filed, none lost or in error, and
-# the sample files must hold exactly twice the stream (tests/bench/sum-samples).
+# Fails when a sample is lost: after each session's replays the daemon's
+# stats must say every sample of the last filed, none lost or in error,
+# and the sample files must hold exactly four times the stream
+# (tests/bench/sum-samples).
 
 # watch_daemon TIMEPID OUT: polls the processes under TIMEPID (the daemon
 # and its privsep worker) until it exits; OUT gets "peak-anon-KiB
@@ -58,51 +64,73 @@ replay_watched() {
 
 stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1/stats"; }
 
-# check_no_loss SESSION: the daemon filed every sample of the last replay
-# and the files hold both replays' samples
+# check_no_loss SESSION LAST ALL: the daemon filed every sample of the
+# last replay (LAST samples) and the files hold all replays' (ALL)
 check_no_loss() {
-	local s=$1 got
+	local s=$1 last=$2 all=$3 got
 	for k in samples_received samples_filed; do
-		[ "$(stat_of "$s" "$k")" = "$samples" ] ||
-			{ echo "run-bench: LOST: $k $(stat_of "$s" "$k"), not $samples" >&2; exit 1; }
+		[ "$(stat_of "$s" "$k")" = "$last" ] ||
+			{ echo "run-bench: LOST: $k $(stat_of "$s" "$k"), not $last" >&2; exit 1; }
 	done
 	for k in samples_lost sample_file_errors; do
 		[ "$(stat_of "$s" "$k")" = 0 ] ||
 			{ echo "run-bench: LOST: $k $(stat_of "$s" "$k")" >&2; exit 1; }
 	done
 	got=$("$DP_BUILD/tests/bench/sum-samples" "$s") || { echo "run-bench: sum-samples failed" >&2; exit 1; }
-	[ "${got##* }" = $((2 * samples)) ] ||
-		{ echo "run-bench: LOST: the sample files hold ${got##* } samples, not $((2 * samples))" >&2; exit 1; }
-	printf '  no loss: %s samples replayed twice, %s in %s sample files\n' "$samples" "${got##* }" \
+	[ "${got##* }" = "$all" ] ||
+		{ echo "run-bench: LOST: the sample files hold ${got##* } samples, not $all" >&2; exit 1; }
+	printf '  no loss: %s samples replayed, %s in %s sample files\n' "$all" "${got##* }" \
 		"$(echo "$got" | cut -d' ' -f2)"
 }
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-rate() { awk -v n="$samples" -v c="$1" 'BEGIN { printf "%.2f", n / c / 1e6 }'; }
+# (a difference of two replays can come out at 0 or below with few samples)
+rate() { awk -v n="$samples" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c / 1e6; else printf "-" }'; }
+
+# The replays of one run for N domains into a new session S: new (the
+# files made), steady (the files there: a daemon's start, then the
+# samples), twice (the stream's samples twice over: the second time with
+# every file open).  twice - steady is what the samples cost a daemon
+# that has run a while, without its start (the hand-over of the session,
+# opening its files).
+replay_kinds() {
+	local n=$1 s=$2 kind stream
+	for kind in new steady twice; do
+		stream=$work/dom$n.raw
+		[ $kind = twice ] && stream=$work/dom$n-x2.raw
+		cat "$stream" >/dev/null
+		replay_watched "$stream" "$s"
+		case $kind in
+		new) new[$n]+="$cpu " ;;
+		steady) steady[$n]+="$cpu " st=$cpu ;;
+		twice) open[$n]+="$(awk -v a="$cpu" -v b="$st" 'BEGIN { print a - b }') " ;;
+		esac
+		[ $kind = twice ] ||	# (it maps twice the input)
+			anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
+		printf '%-6s domains %5d, run %d, %-6s cpu %7.2f s  %6s M/CPU-s  peak anon %7.1f MiB, file %7.1f MiB, fds %6d\n' \
+			"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu")" \
+			"$(awk -v k="$peak_anon" 'BEGIN { print k / 1024 }')" \
+			"$(awk -v k="$peak_file" 'BEGIN { print k / 1024 }')" "$peak_fds"
+	done
+	check_no_loss "$s" $((2 * samples)) $((4 * samples))
+}
 
 bench_domains() {
-	local n d r kind s cap
-	declare -A new steady anon file fds
+	local n d r s cap st
+	declare -A new steady open anon file fds
 	for n in 1 "$domains"; do
-		run "generate, $n domains" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/dom$n.raw" \
-			--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" \
-			--domains "$n" --guest-procs "$guest_procs" --cpus 64
+		for x in 1 2; do
+			run "generate, $n domains x$x" - "$DP_BUILD/tests/bench/gen-stream" \
+				--out "$work/dom$n$([ $x = 2 ] && echo -x2).raw" --repeat $x \
+				--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" \
+				--domains "$n" --guest-procs "$guest_procs" --cpus 64
+		done
 	done
 	for ((r = 1; r <= runs; r++)); do
 		for n in 1 "$domains"; do
 			s=$work/dsession$n
 			rm -rf "$s"
-			cat "$work/dom$n.raw" >/dev/null
-			for kind in new steady; do
-				replay_watched "$work/dom$n.raw" "$s"
-				if [ $kind = new ]; then new[$n]+="$cpu "; else steady[$n]+="$cpu "; fi
-				anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
-				printf '%-6s domains %5d, run %d, %-6s cpu %7.2f s  %6s M/CPU-s  peak anon %7.1f MiB, file %7.1f MiB, fds %6d\n' \
-					"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu")" \
-					"$(awk -v k="$peak_anon" 'BEGIN { print k / 1024 }')" \
-					"$(awk -v k="$peak_file" 'BEGIN { print k / 1024 }')" "$peak_fds"
-			done
-			check_no_loss "$s"
+			replay_kinds "$n" "$s"
 		done
 	done
 	cap=$(sed -n 's/.*up to \([0-9]*\) open sample files.*/\1/p' "$work/dsession$domains/oprofiled.log" | tail -1)
@@ -113,8 +141,15 @@ bench_domains() {
 			"$(median <<<"${new[$n]}")" "$(rate "$(median <<<"${new[$n]}")")" \
 			"$(median <<<"${steady[$n]}")" "$(rate "$(median <<<"${steady[$n]}")")"
 	done
+	for n in 1 "$domains"; do
+		printf '  %5d domains: files open (twice - steady) %7.2f cpu s (%s M/CPU-s)\n' "$n" \
+			"$(median <<<"${open[$n]}")" "$(rate "$(median <<<"${open[$n]}")")"
+	done
 	awk -v a="$(median <<<"${steady[1]}")" -v b="$(median <<<"${steady[$domains]}")" -v n="$domains" \
 		'BEGIN { printf "  steady ingest, %d domains against one: %.2f (CPU time x%.2f)\n", n, a / b, b / a }'
+	awk -v a="$(median <<<"${open[1]}")" -v b="$(median <<<"${open[$domains]}")" -v n="$domains" \
+		'BEGIN { if (a > 0 && b > 0) printf "  ingest with the files open, %d domains against one: %.2f (CPU time x%.2f)\n", n, a / b, b / a
+		else printf "  ingest with the files open, %d domains against one: too few samples to tell\n", n }'
 	awk -v a="$(median <<<"${anon[1]}")" -v b="$(median <<<"${anon[$domains]}")" -v n="$domains" \
 		-v fa="$(median <<<"${file[1]}")" -v fb="$(median <<<"${file[$domains]}")" 'BEGIN {
 		printf "  peak memory: anonymous %.1f MiB (one domain %.1f), file-backed %.1f MiB (one domain %.1f)\n", b / 1024, a / 1024, fb / 1024, fa / 1024

@@ -4,7 +4,7 @@
  *
  *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
  *              [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]
- *              [--domains N [--guest-procs G]] [--cpus C]
+ *              [--domains N [--guest-procs G]] [--cpus C] [--repeat R]
  *
  * --perf also writes the same profile as a perf.data in perf's pipe format
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
@@ -31,6 +31,10 @@
  * guest samples under domain pid-<QEMU pid>, user samples per address
  * space (doc/raw-stream.md); not written to --perf.
  * --cpus C: runs go round the C CPUs (default 2).
+ * --repeat R: the N samples' runs R times over, the same runs each time
+ * (the clock goes on): replaying it, a daemon meets the later rounds with
+ * every file open, so R = 2 against R = 1 gives the cost of N samples in a
+ * daemon that has run a while (tests/bench/domains-lib.sh).
  */
 #include "config.h"
 
@@ -383,10 +387,11 @@ int main(int argc, char **argv)
 		{ "domains", required_argument, NULL, 'd' },
 		{ "guest-procs", required_argument, NULL, 'g' },
 		{ "cpus", required_argument, NULL, 'C' },
+		{ "repeat", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull;
-	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0, nr_cpus = 2;
+	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull, rng_runs;
+	unsigned nr_procs = 1000, nr_images = 1000, cpu = 0, nr_cpus = 2, repeat = 1;
 	struct gen_opts go = { .hot = 256, .guest_procs = 20 };
 	const char *out = NULL, *perf_path = NULL;
 	struct perf_out perf = { 0 }, *po = NULL;
@@ -397,7 +402,7 @@ int main(int argc, char **argv)
 	int c, fd, err = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
-	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:md:g:C:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:md:g:C:r:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'P': perf_path = optarg; break;
@@ -411,15 +416,18 @@ int main(int argc, char **argv)
 		case 'd': go.nr_doms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'g': go.guest_procs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'C': nr_cpus = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'r': repeat = (unsigned)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed] [--domains N [--guest-procs G]] [--cpus C]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed] [--domains N [--guest-procs G]] [--cpus C] [--repeat R]\n");
 			return 1;
 		}
 	}
 	if (!out || !nr_procs || !go.hot || nr_images < 1 + LIBS_PER_PROC || go.depth > DP_RAW_CC_MAX ||
-	    !nr_cpus || !go.guest_procs || go.nr_doms > 100000 || (go.nr_doms && (perf_path || go.mixed))) {
+	    !nr_cpus || !go.guest_procs || go.nr_doms > 100000 || (go.nr_doms && (perf_path || go.mixed)) ||
+	    !repeat || (repeat > 1 && perf_path)) {
 		fprintf(stderr, "gen-stream: --out is required, --processes >= 1, --images >= %d, --callchain <= %d, "
-			"--cpus and --guest-procs >= 1, --domains <= 100000 and not with --perf or --mixed\n",
+			"--cpus and --guest-procs >= 1, --domains <= 100000 and not with --perf or --mixed, "
+			"--repeat >= 1 and not with --perf\n",
 			1 + LIBS_PER_PROC, DP_RAW_CC_MAX);
 		return 1;
 	}
@@ -451,13 +459,21 @@ int main(int argc, char **argv)
 		err = raw_put_kmod(w, KERNEL_BASE, KERNEL_SIZE, "vmlinux", 7);
 	if (!err)
 		err = put_processes(w, po, procs, nr_procs, qemus, go.nr_doms, nr_images);
-	while (!err && written < nr_samples) {
-		uint64_t n = nr_samples - written < RUN ? nr_samples - written : RUN;
+	rng_runs = rng_state;
+	for (unsigned r = 0; !err && r < repeat; r++) {
+		uint64_t left = nr_samples;
 
-		now += 100000;
-		cpu = (cpu + 1) % nr_cpus;
-		err = put_any_run(w, po, &go, procs, nr_procs, qemus, now, cpu, (unsigned)n);
-		written += n;
+		rng_state = rng_runs;	/* the same runs each round */
+		cpu = 0;
+		while (!err && left) {
+			uint64_t n = left < RUN ? left : RUN;
+
+			now += 100000;
+			cpu = (cpu + 1) % nr_cpus;
+			err = put_any_run(w, po, &go, procs, nr_procs, qemus, now, cpu, (unsigned)n);
+			written += n;
+			left -= n;
+		}
 	}
 	if (!err)
 		err = raw_writer_close(w);
