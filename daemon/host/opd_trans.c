@@ -154,6 +154,16 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 		t->st->unresolved_bad_event++;
 		return 0;
 	}
+	c = whole_slot(t, event);
+	if (c->gen == t->gen) {
+		struct opd_trans_cache *w = c;
+
+		c = cache_slot(t, event, pc);
+		*c = *w;
+		(*c->unresolved)++;
+		(*c->extra)++;
+		return file_sample(t, c, pc);
+	}
 	memset(&r, 0, sizeof(r));
 	r.key.event = event;
 	r.unresolved = &t->dummy;
@@ -198,12 +208,8 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	c->extra = r.extra;
 	/* one resolution for every pc (a guest's bucket): it serves the
 	 * context's other regions too, which would each take this path */
-	if (r.start == 0 && r.len == UINT64_MAX) {
-		struct opd_trans_cache *all = cache_slot(t, event, 0) - region_slot(0);
-
-		for (size_t i = 0; i < OPD_TRANS_CACHE_WAYS; i++)
-			all[i] = *c;
-	}
+	if (r.start == 0 && r.len == UINT64_MAX)
+		*whole_slot(t, event) = *c;
 	return file_sample(t, c, pc);
 }
 

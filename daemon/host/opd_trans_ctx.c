@@ -139,7 +139,7 @@ static void *zero_pages(size_t len)
 int opd_tr_ctx_pool_init(struct opd_trans *t, unsigned int nr)
 {
 	size_t size = sizeof(struct opd_trans_ctx) +
-		      (size_t)(nr ? nr : 1) * OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_cache);
+		      (size_t)(nr ? nr : 1) * (OPD_TRANS_CACHE_WAYS + 1) * sizeof(struct opd_trans_cache);
 	size_t fsize = OPD_TRANS_CACHE_WAYS * sizeof(struct opd_trans_frame);
 	size_t max = OPD_TRANS_CTX_BYTES / size;
 

@@ -58,7 +58,9 @@ struct opd_trans_ctx {
 	struct opd_trans_tag tag;
 	struct opd_trans_ctx *next;	/* in its hash chain */
 	struct opd_trans_frame *frames;	/* [OPD_TRANS_CACHE_WAYS] */
-	struct opd_trans_cache cache[];	/* [nr_events][OPD_TRANS_CACHE_WAYS] */
+	/* [nr_events][OPD_TRANS_CACHE_WAYS], then [nr_events] resolutions
+	 * that hold for every pc (a guest's bucket: whole_slot) */
+	struct opd_trans_cache cache[];
 };
 
 struct opd_trans {
@@ -148,6 +150,14 @@ static inline size_t region_slot(uint64_t pc)
 static inline struct opd_trans_cache *cache_slot(struct opd_trans *t, uint32_t event, uint64_t pc)
 {
 	return &t->ctx->cache[(size_t)event * OPD_TRANS_CACHE_WAYS + region_slot(pc)];
+}
+
+/* The current context's resolution of @event that holds for every pc,
+ * once one was made: a region's first sample copies it into its way
+ * instead of resolving again. */
+static inline struct opd_trans_cache *whole_slot(struct opd_trans *t, uint32_t event)
+{
+	return &t->ctx->cache[(size_t)t->nr_events * OPD_TRANS_CACHE_WAYS + event];
 }
 
 /* The context changed (a record of the stream): its caches are found at

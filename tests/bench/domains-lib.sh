@@ -85,7 +85,7 @@ check_no_loss() {
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # (a difference of two replays can come out at 0 or below with few samples)
-rate() { awk -v n="$samples" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c / 1e6; else printf "-" }'; }
+rate() { awk -v n="${2:-$samples}" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c / 1e6; else printf "-" }'; }
 
 # The replays of one run for N domains into a new session S: new (the
 # files made), steady (the files there: a daemon's start, then the
@@ -94,10 +94,10 @@ rate() { awk -v n="$samples" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c 
 # that has run a while, without its start (the hand-over of the session,
 # opening its files).
 replay_kinds() {
-	local n=$1 s=$2 kind stream
+	local n=$1 s=$2 kind stream nsamp
 	for kind in new steady twice; do
-		stream=$work/dom$n.raw
-		[ $kind = twice ] && stream=$work/dom$n-x2.raw
+		stream=$work/dom$n.raw nsamp=$samples
+		[ $kind = twice ] && stream=$work/dom$n-x2.raw nsamp=$((2 * samples))
 		cat "$stream" >/dev/null
 		replay_watched "$stream" "$s"
 		case $kind in
@@ -108,7 +108,7 @@ replay_kinds() {
 		[ $kind = twice ] ||	# (it maps twice the input)
 			anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
 		printf '%-6s domains %5d, run %d, %-6s cpu %7.2f s  %6s M/CPU-s  peak anon %7.1f MiB, file %7.1f MiB, fds %6d\n' \
-			"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu")" \
+			"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu" "$nsamp")" \
 			"$(awk -v k="$peak_anon" 'BEGIN { print k / 1024 }')" \
 			"$(awk -v k="$peak_file" 'BEGIN { print k / 1024 }')" "$peak_fds"
 	done
