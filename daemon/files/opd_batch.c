@@ -32,7 +32,8 @@ struct opd_batch {
 
 static void close_hook(void *ctx)
 {
-	/* A file is about to be closed: its pending samples go in first. */
+	/* Files' entries are about to be freed: their pending samples go in
+	 * first, while their indexes still name them. */
 	opd_batch_flush(ctx);
 }
 

@@ -11,8 +11,9 @@
  * sample_file_errors.  The arcs of call chains (opd_cc.h) go through the
  * batch too, counted cc_arcs, and cc_arcs_dropped when they cannot be
  * filed.  Flush before anything reads the sample files or
- * closes one: at every dump and stop, when a file is evicted or closed
- * (opd_sfiles' close hook, set by opd_batch_new), and in live mode at
+ * frees its entry: at every dump and stop, when a domain's files are
+ * released (opd_sfiles' close hook, set by opd_batch_new; a file closed
+ * under the cap is reopened once at the flush), and in live mode at
  * least every second (opd_batch_flush_due; a new file's first samples at
  * the next call).  A killed daemon loses at
  * most the pending samples; the files stay as crash-safe as odb makes

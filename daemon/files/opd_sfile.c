@@ -280,8 +280,8 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 			opd_imgids_note(t->ids, sf->key.cg);
 	}
 
-	if (t->nr_open >= open_cap(t) && t->close_hook)
-		t->close_hook(t->close_ctx);
+	/* (a file closed here keeps its index: samples queued for it in a
+	 * batch reopen it once at its flush, so no flush is forced here) */
 	evict_to(t, open_cap(t) - 1);
 	ret = open_db(t, sf, path, &desc);
 	/* the system's limits met below the cap: fewer files stay open from
@@ -296,8 +296,6 @@ static int sfile_open(struct opd_sfiles *t, struct sfile *sf)
 				"files stay open, not %u: %zu are kept, closed and reopened sooner",
 				t->nr_open, t->conf->max_open_files, t->sys_cap);
 		t->st->sample_files_sys_capped++;
-		if (t->close_hook)
-			t->close_hook(t->close_ctx);
 		evict_to(t, t->sys_cap - 1);
 		ret = open_db(t, sf, path, &desc);
 	}

@@ -78,9 +78,11 @@ bool opd_sfile_is_arcs(const struct opd_sfiles *t, uint32_t id);
 struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id);
 
 /*
- * Call @fn(@ctx) before any open file is closed (evicted under the cap,
- * or by opd_sfiles_close_domain), e.g. to apply samples still queued for
- * it (opd_batch).  @fn may reenter opd_sfile_get/by_id.  NULL removes it.
+ * Call @fn(@ctx) before files' entries are freed and their indexes with
+ * them (opd_sfiles_close_domain, opd_sfiles_restart), e.g. to apply
+ * samples still queued for them (opd_batch).  Not for a file closed to
+ * stay under the cap: its index stays good, and a batch reopens it once
+ * at its flush.  @fn may reenter opd_sfile_get/by_id.  NULL removes it.
  */
 void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void *ctx);
 

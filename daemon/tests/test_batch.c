@@ -378,6 +378,29 @@ static void test_flush_due(void)
 	free(s.p);
 }
 
+/* A file closed to stay under the cap forces no flush: its samples stay
+ * queued under its index, and the flush reopens it once for all of them
+ * (with a flush at each eviction, a flush touching more files than the
+ * cap reopened them over and over). */
+static void test_evict_no_flush(void)
+{
+	struct buf s = { 0 };
+	struct run a;
+	size_t mid = 0;
+
+	make_stream(&s, 1000, &mid, 0);
+	run_init(&a, 3, 1 << 16);
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p, s.len) == 0);
+	CU_ASSERT(a.d.st.sample_files > 3);
+	CU_ASSERT(a.d.st.sample_files_evicted > 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == a.d.st.samples_filed);
+	CU_ASSERT(opd_batch_flush(a.d.batch) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
+	CU_ASSERT(a.d.st.sample_file_errors == 0);
+	run_fini(&a);
+	free(s.p);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -387,6 +410,7 @@ int main(void)
 		{ "call chains' arcs batched = unbatched", test_chains },
 		{ "arcs queued for closed files", test_chains_evictions },
 		{ "flush when due", test_flush_due },
+		{ "an eviction forces no flush", test_evict_no_flush },
 		{ "a save in the middle: no cached file of the old session", test_save_mid_stream },
 	};
 	int rc;
