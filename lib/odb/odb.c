@@ -343,14 +343,17 @@ out_close:
 	return rc;
 }
 
-/* Lay out a new (empty or half-made) file; the magic goes in last. */
-static int odb_init_file(struct odb *db, const struct odb_desc *desc)
+/* Lay out a new (empty, @size 0, or half-made) file; the magic goes in
+ * last.  An empty file is not cut to 0 first: on ext4 a file cut to 0
+ * has its data written out when it is closed (the writer closes it at
+ * once, lib/odb), which made creating a file cost a writeback. */
+static int odb_init_file(struct odb *db, const struct odb_desc *desc, off_t cur)
 {
 	size_t size = odb_file_size(sizeof(struct odb_file_header), ODB_MIN_CAPACITY);
 	struct odb_file_header *h;
 	void *map;
 
-	if (ftruncate(db->fd, 0) < 0 || ftruncate(db->fd, size) < 0)
+	if ((cur && ftruncate(db->fd, 0) < 0) || ftruncate(db->fd, size) < 0)
 		return -errno;
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
 	if (map == MAP_FAILED)
@@ -434,7 +437,7 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 		/* New, or made by a writer that died before it wrote the magic. */
 		rc = desc ? odb_new_index(db, ODB_MIN_CAPACITY) : -EBADMSG;
 		if (!rc)
-			rc = odb_init_file(db, desc);
+			rc = odb_init_file(db, desc, st.st_size);
 		if (!rc) {
 			db->committed = 0;
 			odb_set_table(db, ODB_MIN_CAPACITY);
