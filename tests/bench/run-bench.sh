@@ -74,8 +74,9 @@ ls -l "$work"/bench.* | awk '{ printf "  %s: %.0f MiB\n", $NF, $5 / 1048576 }'
 # Page the stream in first so the ingest figure is the daemon's, not the disk's.
 cat "$work/bench.raw" >/dev/null
 # First replay: creates every sample file (and its directories) on the way;
-# second replay: the same stream into the same session, files in place, which
-# is the steady state of a daemon that has run for a while.
+# second replay: the same stream into the same session, files in place (a
+# daemon's start with the files there, and the samples); third, below: the
+# samples alone with every file open.
 # ingest LABEL [STREAM SESSION SAMPLES]
 ingest() {
 	local stream=${2:-$work/bench.raw} session=${3:-$work/session} n=${4:-$samples}
@@ -87,6 +88,19 @@ ingest() {
 }
 ingest "oprofiled replay, new files"
 ingest "oprofiled replay, files exist"
+exist_cpu=$cpu
+# Third: the samples twice over into the same session; the second time
+# round every file is open, so the difference is what the samples cost a
+# daemon that has run a while, its start (hand-over, opening the files)
+# left out.
+run "generate, samples twice" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/bench-x2.raw" \
+	--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" --repeat 2
+cat "$work/bench-x2.raw" >/dev/null
+ingest "oprofiled replay, twice" "$work/bench-x2.raw" "$work/session" $((2 * samples))
+awk -v n="$samples" -v a="$cpu" -v b="$exist_cpu" 'BEGIN { if (a > b)
+	printf "  ingest with the files open (twice - files exist): %.2f million samples per CPU-second\n", n / (a - b) / 1e6
+	else print "  ingest with the files open: too few samples to tell" }'
+rm -f "$work/bench-x2.raw"
 if [ "$cc_samples" -gt 0 ]; then
 	run "generate, 16-deep chains" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/cc.raw" \
 		--samples "$cc_samples" --processes "$procs" --images "$images" --hot "$hot" --callchain 16
