@@ -88,6 +88,7 @@ struct dp_cpu {
 	u64 lost;
 	u64 cr3_direct;		/* guest CR3 read under nested paging (dp_cr3.c) */
 	u64 cr3_refused;	/* ... and not: unknown */
+	u64 handler_ns;		/* time in dp_overflow, summed (its cost per sample) */
 	struct dp_entry *ring;
 	unsigned long mask;
 	u64 *cc;		/* chain slots, NULL when call chains are off */

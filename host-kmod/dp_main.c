@@ -274,6 +274,7 @@ static int dp_enable(void)
 		c->guest = 0;
 		c->lost = 0;
 		c->lost_reported = 0;
+		c->handler_ns = 0;
 	}
 	dp_gen++;
 	dp_start_ns = ktime_get_ns();
@@ -581,11 +582,12 @@ static ssize_t stats_show(struct device *dev, struct device_attribute *attr,
 		struct dp_cpu *c = per_cpu_ptr(&dp_cpus, cpu);
 
 		len += sysfs_emit_at(buf, len,
-				     "cpu %u samples %llu lost %llu guest %llu counting %d cr3_direct %llu cr3_refused %llu\n",
+				     "cpu %u samples %llu lost %llu guest %llu counting %d cr3_direct %llu cr3_refused %llu handler_ns %llu\n",
 				     cpu, READ_ONCE(c->samples),
 				     READ_ONCE(c->lost), READ_ONCE(c->guest),
 				     READ_ONCE(c->event) ? 1 : 0,
-				     READ_ONCE(c->cr3_direct), READ_ONCE(c->cr3_refused));
+				     READ_ONCE(c->cr3_direct), READ_ONCE(c->cr3_refused),
+				     READ_ONCE(c->handler_ns));
 	}
 	return len;
 }
