@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "domprof/raw.h"
 #include "collect_xen.h"
@@ -194,20 +195,42 @@ static void cx_walk(struct cx_engine *e, uint32_t domid, const struct cx_ctx *c,
 	e->st.cc_frames += ch->res.nr;
 }
 
+/* The host's clock, for what the looks cost (the source's clock, which
+ * dates the samples, is left to that). */
+static uint64_t cx_clock(const struct cx_engine *e)
+{
+	struct timespec ts;
+
+	(void)e;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* The context of a vCPU (and with call graphs its chain, the domain
  * paused meanwhile when the source can).  0 or -errno. */
 static int cx_read_vcpu(struct cx_engine *e, const struct cx_slot *s, unsigned int v,
 			struct cx_ctx *c, struct cx_chain *ch)
 {
 	bool walk = e->cc_depth && e->sops->read_mem;
+	uint64_t t0 = walk ? cx_clock(e) : 0, t1;
 	bool paused = walk && e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
-	int rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
+	int rc;
 
+	if (walk)
+		e->st.pause_ns += cx_clock(e) - t0;
+	rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
 	ch->res = (struct gwalk_res){ 0 };
-	if (!rc && walk)
+	if (!rc && walk) {
+		t0 = cx_clock(e);
 		cx_walk(e, s->dom.domid, c, ch);
-	if (paused)
+		e->st.walk_ns += cx_clock(e) - t0;
+	}
+	if (paused) {
+		t0 = cx_clock(e);
 		e->sops->pause(e->src, s->dom.domid, false);
+		t1 = cx_clock(e);
+		e->st.pause_ns += t1 - t0;
+	}
 	return rc;
 }
 
@@ -257,10 +280,12 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	struct cx_vcpu *cv = &s->vcpu[v];
 	struct cx_ctx c;
 	struct cx_chain ch;
-	uint64_t now, count, t0;
+	uint64_t now, count, t0, r0;
 
+	r0 = cx_clock(e);
 	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
 		return 0;	/* offline, or the domain just went */
+	e->st.look_ns += cx_clock(e) - r0;
 	e->st.looks++;
 	if (!cv->seen || now < cv->last_ns) {
 		cv->seen = true;
@@ -275,14 +300,17 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	count = cv->carry_ns / e->period_ns;
 	cv->carry_ns -= count * e->period_ns;
 	t0 = e->sops->clock ? e->sops->clock(e->src) : 0;
+	r0 = cx_clock(e);
 	if (cx_read_vcpu(e, s, v, &c, &ch) < 0) {
 		e->st.ctx_errors++;
 		e->st.lost += count;
 		return 0;
 	}
+	e->st.read_ns += cx_clock(e) - r0;
 	if (e->sops->clock) {
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
+
 
 		/* the context is of some moment of the read: +- half of it,
 		 * and CX_LOOK_SLACK_NS for what the read does not show */
@@ -452,6 +480,21 @@ static void cx_report_usage(struct cx_collector *c)
 		"Xen itself and unaccounted %.3f s",
 		(double)(end.wall_ns - c->at_start.wall_ns) / 1e9, end.nr_cpus, busy, dom0, domus,
 		busy - dom0 - domus);
+}
+
+/* What a look costs, into the log (doc/performance.md, xen-overhead). */
+static void cx_report_cost(const struct cx_stats *st)
+{
+	double look = st->looks ? st->look_ns / 1e3 / st->looks : 0;
+	double read = st->reads ? st->read_ns / 1e3 / st->reads : 0;
+
+	du_info("xen collector: cost: %.1f us a vCPU time read (%llu), %.1f us a context read "
+		"(%llu), %.3f s in all", look, (unsigned long long)st->looks, read,
+		(unsigned long long)st->reads, (st->look_ns + st->read_ns) / 1e9);
+	if (st->cc_walks)
+		du_info("xen collector: cost with call chains: %.1f us to pause and resume, "
+			"%.1f us a walk (%llu)", st->pause_ns / 1e3 / st->cc_walks,
+			st->walk_ns / 1e3 / st->cc_walks, (unsigned long long)st->cc_walks);
 }
 
 static int cx_sink(void *ctx, const void *buf, size_t len)
@@ -692,6 +735,7 @@ static int cx_stop(void *state)
 	if (st.tsc_reads || st.tsc_errors)
 		du_info("xen collector: guest TSC read %llu times (%llu failed)",
 			(unsigned long long)st.tsc_reads, (unsigned long long)st.tsc_errors);
+	cx_report_cost(&st);
 	cx_report_usage(c);
 	return rc;
 }

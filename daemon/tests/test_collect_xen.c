@@ -675,6 +675,8 @@ static void test_callchain(void)
 	r.f.ns[1][0] += MS;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	CU_ASSERT_EQUAL(r.f.pauses + r.f.mem_reads, 0);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.pause_ns + st.walk_ns, 0);	/* no chains: no pause */
 
 	cx_engine_set_callgraph(r.e, 16);
 	r.f.ns[1][0] += 3 * MS;	/* three samples in one look */
@@ -710,6 +712,8 @@ static void test_callchain(void)
 	CU_ASSERT_EQUAL(t.last_cc.nr, 2);
 	CU_ASSERT_EQUAL(t.last_cc.flags, DP_RAW_CC_GUEST | DP_RAW_CC_TRUNCATED);
 	cx_engine_stats(r.e, &st);
+	/* what the looks cost: pause, resume and walk are inside the reads */
+	CU_ASSERT(st.pause_ns + st.walk_ns <= st.read_ns);
 	CU_ASSERT_EQUAL(st.cc_walks, 3);
 	CU_ASSERT_EQUAL(st.cc_chains, 2);
 	CU_ASSERT_EQUAL(st.cc_empty, 1);

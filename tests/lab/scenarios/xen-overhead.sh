@@ -1,21 +1,29 @@
 # lab-kind: xen
 # What the xen collector costs (issue 13, "overhead measured, not
-# guessed"): a figure, not a test.  One PV guest, web, runs a fixed piece
-# of work over and over (XO_MB MiB of zeros through md5sum, guest user and
-# guest kernel time) and prints each round's run time by its own clock.
-# dom0 profiles it in turns of XO_SECONDS: none, 100 Hz, 1 kHz, 4 kHz,
-# 1 kHz with call chains (--callgraph=16: the walk through foreign
-# mappings, the domain paused for each look), then none again (drift of the emulated machine shows as the two "none"
-# figures' difference).  Per turn: the median run time of the rounds that
-# ran wholly inside it, against the mean of the two "none" turns, and the
-# dom0 CPU the daemon took (its processes' user + system time a second of
-# the turn).  Nothing is checked but that each turn had rounds.
+# guessed"; issue 27, rounds): a figure, not a test.  One PV guest, web,
+# runs a fixed piece of work over and over (XO_MB MiB of zeros through
+# md5sum, guest user and guest kernel time) and prints each round's run
+# time by its own clock.  dom0 profiles it in turns of XO_SECONDS: none,
+# 100 Hz, 1 kHz, 4 kHz, 1 kHz with call chains (--callgraph=16: the walk
+# through foreign mappings, the domain paused for each look).  XO_ROUNDS
+# rounds (default 5), interleaved: each round has its own "none" turn and
+# the profiled turns in an order turned by one place each round, so a
+# drift of the emulated machine spreads over all of them.  Per turn: the
+# median run time of the work's rounds that ran wholly inside it, against
+# the same round's "none"; per profiled kind, the median of the rounds'
+# overheads with the lowest and highest, the dom0 CPU the daemon took
+# (its processes' user + system time a second of the turn), and what a
+# look cost by the collector's own clock (its log's "cost" lines: a vCPU
+# time read, a context read, and with chains the pause and resume and the
+# walk, in microseconds).  Nothing is checked but that each turn had
+# rounds.
 . "$LAB/lib-xen.sh"
 lab_require_xen
 t0=$(lab_now)
 S=/var/lib/domprof-lab/xen-overhead
 MB=${XO_MB:-16}
-SEC=${XO_SECONDS:-30}
+SEC=${XO_SECONDS:-20}
+ROUNDS=${XO_ROUNDS:-5}
 CONS=$XEN_CONSOLES/guest-web.log
 
 # the workload, as a cpio archive after the lab's initramfs (a PV guest
@@ -53,8 +61,8 @@ cpu_s() {	# user + system seconds of the processes named oprofiled
 	awk -v t="$s" 'BEGIN { printf "%.2f", t / 100 }'
 }
 declare -A MED CPU
-# one turn: $1 tag, $2 event (empty: no profiling); sets the turn's
-# window in guest uptime (lines after the turn began, before it ended)
+# one turn: $1 tag, $2 event (empty: no profiling); sets MED[tag] (the
+# median run time of the work's rounds wholly inside it) and CPU[tag]
 turn() {
 	local tag=$1 ev=$2 n0 n1 c0=0 c1=0 w0 w1
 	rm -rf "$S"
@@ -73,7 +81,7 @@ turn() {
 	if [ -n "$ev" ]; then
 		c1=$(cpu_s)
 		timeout 120 opcontrol --stop --session-dir="$S" >/dev/null || lab_fail "$tag: opcontrol --stop failed"
-		grep "xen collector:" "$S/oprofiled.log" | tail -n 4
+		grep "xen collector:" "$S/oprofiled.log" | tail -n 6
 		cp "$S/oprofiled.log" "$RESULTS/oprofiled-$tag.log"
 	fi
 	# rounds that started after the turn began and ended before it ended:
@@ -87,19 +95,44 @@ turn() {
 	CPU[$tag]=$(awk -v a="$c0" -v b="$c1" -v d="$(awk -v a="$w0" -v b="$w1" 'BEGIN { print b - a }')" 'BEGIN { printf "%.3f", (b - a) / d }')
 	lab_log "$tag (${ev:-no profiling}): $cnt rounds, median $med s"
 }
-turn none1 ""
-turn hz100 "TIMER:10000000"
-turn hz1000 "TIMER:1000000"
-turn hz4000 "TIMER:250000"
-turn hz1000cg "TIMER:1000000" --callgraph=16
-turn none2 ""
-base=$(awk -v a="${MED[none1]}" -v b="${MED[none2]}" 'BEGIN { printf "%.3f", (a + b) / 2 }')
-lab_summary xo_round_mb "$MB"
-lab_summary xo_none "median round ${MED[none1]} s, then ${MED[none2]} s (mean $base s)"
-for t in hz100 hz1000 hz4000 hz1000cg; do
-	lab_summary "xo_$t" "median round ${MED[$t]} s, $(awk -v m="${MED[$t]}" -v b="$base" 'BEGIN { printf "%+.1f%%", 100 * (m - b) / b }') against none; daemon (dom0) ${CPU[$t]} CPU seconds a second"
+# the us figures of a collector log's cost lines: look read pause walk
+cost_of() {
+	sed -n 's/.*cost: \([0-9.]*\) us a vCPU time read.*, \([0-9.]*\) us a context read.*/\1 \2/p' "$1" | tail -n 1 | tr '\n' ' '
+	sed -n 's/.*cost with call chains: \([0-9.]*\) us to pause and resume, \([0-9.]*\) us a walk.*/\1 \2/p' "$1" | tail -n 1
+	echo
+}
+# median, lowest, highest of the numbers on stdin
+mls() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "- - -"; exit }
+	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
+
+kinds=(hz100 hz1000 hz4000 hz1000cg)
+declare -A EVT=([hz100]="TIMER:10000000" [hz1000]="TIMER:1000000" [hz4000]="TIMER:250000" [hz1000cg]="TIMER:1000000")
+declare -A OPT=([hz1000cg]="--callgraph=16")
+echo "# round kind overhead_% daemon_cpu_s_per_s look_us read_us pause_us walk_us" >"$RESULTS/xo-rounds.txt"
+for ((r = 0; r < ROUNDS; r++)); do
+	turn "none-$r" ""
+	for ((i = 0; i < ${#kinds[@]}; i++)); do
+		k=${kinds[$(((i + r) % ${#kinds[@]}))]}
+		turn "$k-$r" "${EVT[$k]}" "${OPT[$k]:-}"
+		read -r look read pause walk < <(cost_of "$RESULTS/oprofiled-$k-$r.log")
+		echo "$r $k $(awk -v m="${MED[$k-$r]}" -v b="${MED[none-$r]}" 'BEGIN { printf "%.1f", 100 * (m - b) / b }') ${CPU[$k-$r]} ${look:--} ${read:--} ${pause:--} ${walk:--}" >>"$RESULTS/xo-rounds.txt"
+	done
+	lab_log "round $((r + 1)) of $ROUNDS done"
 done
-lab_summary xo_hz1000cg_chains "$(grep -m1 'call chains:' "$RESULTS/oprofiled-hz1000cg.log" | sed 's/.*call chains: //')"
+cat "$RESULTS/xo-rounds.txt"
+lab_summary xo_round_mb "$MB"
+lab_summary xo_rounds "$ROUNDS rounds of ${SEC}s turns, interleaved"
+for k in "${kinds[@]}"; do
+	sel() { awk -v k="$k" -v f="$1" '!/^#/ && $2 == k && $f != "-" { print $f }' "$RESULTS/xo-rounds.txt"; }
+	read -r ov lo hi < <(sel 3 | mls)
+	read -r cpu _ _ < <(sel 4 | mls)
+	read -r look _ _ < <(sel 5 | mls)
+	read -r rd _ _ < <(sel 6 | mls)
+	read -r pz _ _ < <(sel 7 | mls)
+	read -r wk _ _ < <(sel 8 | mls)
+	lab_summary "xo_$k" "overhead median ${ov}% (rounds ${lo}% to ${hi}%) against the round's none; daemon (dom0) $cpu CPU seconds a second; a look: vCPU time read $look us, context read $rd us$([ "$pz" = - ] || echo ", pause and resume $pz us, walk $wk us")"
+done
+lab_summary xo_hz1000cg_chains "$(grep -m1 'call chains:' "$RESULTS/oprofiled-hz1000cg-0.log" | sed 's/.*call chains: //')"
 xen_destroy web
 lab_summary scenario_s "$(lab_since "$t0")"
 lab_log "PASS: overhead figures in summary.txt"
