@@ -643,6 +643,23 @@ static void fx_word(struct fake *f, uint64_t pa, uint64_t v)
 #define STACK_VA 0x7ffff000ull
 #define STACK_PA 0x80000ull
 
+/* Web vCPU 0 in a function three frames deep: its stack in guest memory
+ * (frames at rbp: [saved rbp, return address]) and its context. */
+static void fx_stack(struct fake *f)
+{
+	f->mem = calloc(1, FX_MEM);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f->mem);
+	fx_map(f, STACK_VA, STACK_PA);
+	fx_word(f, STACK_PA + 0x100, STACK_VA + 0x200);
+	fx_word(f, STACK_PA + 0x108, 0x401111);
+	fx_word(f, STACK_PA + 0x200, STACK_VA + 0x300);
+	fx_word(f, STACK_PA + 0x208, 0x402222);
+	fx_word(f, STACK_PA + 0x300, 0);
+	fx_word(f, STACK_PA + 0x308, 0x403333);
+	f->ctx[1][0] = (struct cx_ctx){ .pc = 0x401000, .cr3 = PT_ROOT,
+					.fp = STACK_VA + 0x100, .sp = STACK_VA + 0x80 };
+}
+
 /*
  * A user sample in web's vCPU 0 with three good frames; then the same
  * vCPU with a misaligned frame pointer (nothing, counted truncated); then
@@ -657,18 +674,7 @@ static void test_callchain(void)
 	struct cx_stats st;
 
 	rig_up(&r);
-	r.f.mem = calloc(1, FX_MEM);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(r.f.mem);
-	fx_map(&r.f, STACK_VA, STACK_PA);
-	/* frames at rbp: [saved rbp, return address] */
-	fx_word(&r.f, STACK_PA + 0x100, STACK_VA + 0x200);
-	fx_word(&r.f, STACK_PA + 0x108, 0x401111);
-	fx_word(&r.f, STACK_PA + 0x200, STACK_VA + 0x300);
-	fx_word(&r.f, STACK_PA + 0x208, 0x402222);
-	fx_word(&r.f, STACK_PA + 0x300, 0);
-	fx_word(&r.f, STACK_PA + 0x308, 0x403333);
-	r.f.ctx[1][0] = (struct cx_ctx){ .pc = 0x401000, .cr3 = PT_ROOT,
-					 .fp = STACK_VA + 0x100, .sp = STACK_VA + 0x80 };
+	fx_stack(&r.f);
 
 	/* off: no pause, no read */
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
