@@ -114,10 +114,10 @@ for row in none:- "${rows[@]}"; do
 	khz=-
 	[ "$ns" = - ] || khz=$(awk -v n="$ns" 'BEGIN { printf "%g", 1000000 / n }')
 	sel() { awk -v p="$p" -v k="$khz" -v f="$1" '!/^#/ && $1 == p && $2 == k { print $f }' "$RESULTS/rounds.txt"; }
-	read -r run _ _ < <(sel 3 | mls)
-	read -r rat lo hi < <(sel 4 | mls)
-	read -r cpu _ _ < <(sel 5 | grep -v '^-' | mls)
-	read -r nsps _ _ < <(sel 7 | grep -v '^-' | mls)
+	read -r run _ _ <<<"$(sel 3 | mls)"
+	read -r rat lo hi <<<"$(sel 4 | mls)"
+	read -r cpu _ _ <<<"$(sel 5 | grep -v '^-' | mls)"
+	read -r nsps _ _ <<<"$(sel 7 | grep -v '^-' | mls)"
 	lost=$(sel 6 | awk '{ s += $1 } END { print s + 0 }')
 	printf '%-8s %5s %7s %7s %15s %6s %8s %9s\n' "$p" "$khz" "$run" "$rat" "$lo-$hi" "$cpu" "$lost" "$nsps" >>"$RESULTS/bench.txt"
 done

@@ -114,7 +114,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for ((i = 0; i < ${#kinds[@]}; i++)); do
 		k=${kinds[$(((i + r) % ${#kinds[@]}))]}
 		turn "$k-$r" "${EVT[$k]}" "${OPT[$k]:-}"
-		read -r look read pause walk < <(cost_of "$RESULTS/oprofiled-$k-$r.log")
+		read -r look read pause walk <<<"$(cost_of "$RESULTS/oprofiled-$k-$r.log")"
 		echo "$r $k $(awk -v m="${MED[$k-$r]}" -v b="${MED[none-$r]}" 'BEGIN { printf "%.1f", 100 * (m - b) / b }') ${CPU[$k-$r]} ${look:--} ${read:--} ${pause:--} ${walk:--}" >>"$RESULTS/xo-rounds.txt"
 	done
 	lab_log "round $((r + 1)) of $ROUNDS done"
@@ -124,12 +124,12 @@ lab_summary xo_round_mb "$MB"
 lab_summary xo_rounds "$ROUNDS rounds of ${SEC}s turns, interleaved"
 for k in "${kinds[@]}"; do
 	sel() { awk -v k="$k" -v f="$1" '!/^#/ && $2 == k && $f != "-" { print $f }' "$RESULTS/xo-rounds.txt"; }
-	read -r ov lo hi < <(sel 3 | mls)
-	read -r cpu _ _ < <(sel 4 | mls)
-	read -r look _ _ < <(sel 5 | mls)
-	read -r rd _ _ < <(sel 6 | mls)
-	read -r pz _ _ < <(sel 7 | mls)
-	read -r wk _ _ < <(sel 8 | mls)
+	read -r ov lo hi <<<"$(sel 3 | mls)"
+	read -r cpu _ _ <<<"$(sel 4 | mls)"
+	read -r look _ _ <<<"$(sel 5 | mls)"
+	read -r rd _ _ <<<"$(sel 6 | mls)"
+	read -r pz _ _ <<<"$(sel 7 | mls)"
+	read -r wk _ _ <<<"$(sel 8 | mls)"
 	lab_summary "xo_$k" "overhead median ${ov}% (rounds ${lo}% to ${hi}%) against the round's none; daemon (dom0) $cpu CPU seconds a second; a look: vCPU time read $look us, context read $rd us$([ "$pz" = - ] || echo ", pause and resume $pz us, walk $wk us")"
 done
 lab_summary xo_hz1000cg_chains "$(grep -m1 'call chains:' "$RESULTS/oprofiled-hz1000cg-0.log" | sed 's/.*call chains: //')"
