@@ -148,8 +148,10 @@ static struct kvm_vcpu *dp_guest_fill(struct dp_cpu *c, struct dp_entry *e, u64 
 }
 #endif
 
-/* The handler's time for a sample taken, from @t0 (its entry) to now:
- * what the module costs a sample, read from the stats per CPU. */
+/*
+ * The handler's time for a sample taken, from @t0 (its entry) to now:
+ * what the module costs a sample, read from the stats per CPU.
+ */
 static inline void dp_handler_time(struct dp_cpu *c, u64 t0)
 {
 	WRITE_ONCE(c->handler_ns, c->handler_ns + ktime_get_mono_fast_ns() - t0);

@@ -216,8 +216,10 @@ static int cx_read_vcpu(struct cx_engine *e, const struct cx_slot *s, unsigned i
 	bool paused = walk && e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
 	int rc;
 
-	if (walk)
+	if (paused) {
 		e->st.pause_ns += cx_clock(e) - t0;
+		e->st.pauses++;
+	}
 	rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
 	ch->res = (struct gwalk_res){ 0 };
 	if (!rc && walk) {
@@ -306,11 +308,10 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		e->st.lost += count;
 		return 0;
 	}
-	e->st.read_ns += cx_clock(e) - r0;
+	r0 = cx_clock(e) - r0;
 	if (e->sops->clock) {
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
-
 
 		/* the context is of some moment of the read: +- half of it,
 		 * and CX_LOOK_SLACK_NS for what the read does not show */
@@ -330,6 +331,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	}
 	e->st.samples += count;
 	e->st.reads++;
+	e->st.read_ns += r0;
 	e->st.weight_sq += count * count;
 	s->samples += count;
 	return cx_emit(e, w, s->dom.domid, v, &c, &ch, count);
@@ -492,9 +494,10 @@ static void cx_report_cost(const struct cx_stats *st)
 		"(%llu), %.3f s in all", look, (unsigned long long)st->looks, read,
 		(unsigned long long)st->reads, (st->look_ns + st->read_ns) / 1e9);
 	if (st->cc_walks)
-		du_info("xen collector: cost with call chains: %.1f us to pause and resume, "
-			"%.1f us a walk (%llu)", st->pause_ns / 1e3 / st->cc_walks,
-			st->walk_ns / 1e3 / st->cc_walks, (unsigned long long)st->cc_walks);
+		du_info("xen collector: cost with call chains: %.1f us to pause and resume (%llu), "
+			"%.1f us a walk (%llu)", st->pauses ? st->pause_ns / 1e3 / st->pauses : 0,
+			(unsigned long long)st->pauses, st->walk_ns / 1e3 / st->cc_walks,
+			(unsigned long long)st->cc_walks);
 }
 
 static int cx_sink(void *ctx, const void *buf, size_t len)

@@ -160,11 +160,12 @@ struct cx_stats {
 	uint64_t cc_walks, cc_chains, cc_frames, cc_truncated, cc_empty;
 	/* guest TSC reads stated, and failed (other than not supported) */
 	uint64_t tsc_reads, tsc_errors;
-	/* what the looks cost, by the source's clock (0 without one): the
+	/* what the looks cost, by the host's clock (CLOCK_MONOTONIC): the
 	 * vCPU time reads (one per vCPU a tick: looks), the context reads
 	 * for samples (reads, pause and walk included), and of those the
-	 * domain's pause and resume and the call-chain walks (cc_walks) */
-	uint64_t look_ns, read_ns, pause_ns, walk_ns;
+	 * domain's pause and resume (pauses of them) and the call-chain
+	 * walks (cc_walks) */
+	uint64_t look_ns, read_ns, pause_ns, walk_ns, pauses;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

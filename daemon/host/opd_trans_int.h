@@ -15,8 +15,10 @@
 #define OPD_TRANS_CACHE_BITS	5
 #define OPD_TRANS_CACHE_WAYS	(1 << OPD_TRANS_CACHE_BITS)
 #define OPD_TRANS_CACHE_SHIFT	21
-/* Contexts whose caches are kept: at most this many bytes of them, and
- * this many hash buckets to find them. */
+/* Contexts whose caches are kept: at most this many bytes of them (their
+ * call-chain frames, 1,792 bytes a context, in a pool of their own beside
+ * it, touched only by chains), at most OPD_TRANS_CTX_MAX, and this many
+ * hash buckets to find them. */
 #define OPD_TRANS_CTX_BYTES	(256u << 20)
 #define OPD_TRANS_CTX_MAX	65536
 #define OPD_TRANS_CTX_BUCKET_BITS	14

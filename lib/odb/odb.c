@@ -37,6 +37,7 @@ struct odb {
 	char *path;			/* a writer's, to reopen it to grow it */
 	dev_t dev;			/* a writer's file, to know it again */
 	ino_t ino;
+	bool grow_warned;		/* a grow failed: said once */
 	uint8_t *map;
 	size_t map_len;
 	struct odb_file_header *hdr;
@@ -118,22 +119,42 @@ static int odb_open_path(const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-/*
- * A writer's file again, for what needs a descriptor (growing it, starting
- * its writeback): by its path, and only if it is still the file mapped,
- * -ESTALE if another took its name.  Returns the descriptor or -errno.
- */
-static int odb_reopen(const struct odb *db)
+/* @fd if it is the file @db maps, else closed and -ESTALE. */
+static int odb_same_file(const struct odb *db, int fd)
 {
 	struct stat st;
-	int fd = odb_open_path(db->path, 0);
 
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st) < 0 || st.st_dev != db->dev || st.st_ino != db->ino) {
+	if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != db->dev || st.st_ino != db->ino)) {
 		close(fd);
 		return -ESTALE;
 	}
+	return fd;
+}
+
+/*
+ * A writer's file again, for what needs a descriptor (growing it, starting
+ * its writeback): by its path, and only if it is still the file mapped.
+ * Where the name no longer leads to it (its directory moved away, as
+ * opcontrol --save does while the daemon still files what it had queued,
+ * or another file took the name), through the mapping itself
+ * (/proc/self/map_files: a root daemon's; the privsep worker's names are
+ * below a directory it holds open, which a move does not change).
+ * Returns the descriptor, or -errno (-ESTALE: another file has the name).
+ */
+static int odb_reopen(const struct odb *db)
+{
+	uintptr_t start = (uintptr_t)db->map, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	char mf[64];
+	int fd = odb_same_file(db, odb_open_path(db->path, 0)), alt;
+
+	if (fd >= 0)
+		return fd;
+	/* (the mapping's name: its pages' range) */
+	snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx", (unsigned long)start,
+		 (unsigned long)((start + db->map_len + page - 1) & ~(page - 1)));
+	alt = odb_same_file(db, open(mf, O_RDWR | O_CLOEXEC));
+	if (alt >= 0)
+		return alt;
 	return fd;
 }
 
@@ -555,6 +576,10 @@ static int odb_grow(struct odb *db)
 		close(fd);
 	if (map == MAP_FAILED) {
 		free(buckets);
+		if (!db->grow_warned)
+			du_warn("odb: %s: cannot grow it (new keys are not counted): %s", db->path,
+				strerror(-rc));
+		db->grow_warned = true;
 		return rc;	/* the old table and index still stand */
 	}
 	free(db->buckets);

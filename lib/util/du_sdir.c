@@ -350,10 +350,16 @@ static int open_file_beneath(const char *path, int flags, mode_t mode)
 	if (!have_openat2 || !r || p == end || (flags & O_TRUNC) || rel_path(p, end, rel))
 		return -ENOSYS;
 	fd = syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == ENOSYS || errno == EPERM)
+			have_openat2 = 0;
 		return -errno;
-	if (rd || (!fstat((int)fd, &sb) && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
-		   sb.st_uid == geteuid()))
+	}
+	/* (made by this call with O_EXCL: ours, whoever the file system
+	 * says owns it) */
+	if (rd || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
+	    (!fstat((int)fd, &sb) && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
+	     sb.st_uid == geteuid()))
 		return (int)fd;
 	close((int)fd);
 	return -EPERM;

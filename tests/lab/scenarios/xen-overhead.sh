@@ -98,7 +98,7 @@ turn() {
 # the us figures of a collector log's cost lines: look read pause walk
 cost_of() {
 	sed -n 's/.*cost: \([0-9.]*\) us a vCPU time read.*, \([0-9.]*\) us a context read.*/\1 \2/p' "$1" | tail -n 1 | tr '\n' ' '
-	sed -n 's/.*cost with call chains: \([0-9.]*\) us to pause and resume, \([0-9.]*\) us a walk.*/\1 \2/p' "$1" | tail -n 1
+	sed -n 's/.*cost with call chains: \([0-9.]*\) us to pause and resume ([0-9]*), \([0-9.]*\) us a walk.*/\1 \2/p' "$1" | tail -n 1
 	echo
 }
 # median, lowest, highest of the numbers on stdin
