@@ -305,13 +305,20 @@ static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 	int rc;
 
 	*why = NULL;
-	db->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A sample file is a regular file: a link is not followed (a session
+	 * is readable by its group, whose members may plant one), and a FIFO
+	 * put in a file's place after the caller's look does not hang us. */
+	db->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (db->fd < 0)
 		return -errno;
 	/* Header (and its committed count) first, size second: see validate.
 	 * The nodes read with the header were read before the size too, as
 	 * a second read would have read them. */
 	rc = odb_read_header(db->fd, first, sizeof(first), &h, &got, &st);
+	if (!rc && !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		rc = -EBADMSG;
+	}
 	if (rc)
 		goto out_close;
 	if (odb_half_made(&h, got, &st)) {

@@ -751,6 +751,29 @@ static void test_crash(void)
 	}
 }
 
+/* A reader opens no link (-ELOOP) and reads no FIFO (refused, no hang). */
+static void test_read_not_link(void)
+{
+	char path[256], link[256], fifo[256], why[64];
+	struct odb *db;
+
+	/* (tpath's buffers are reused: copies) */
+	snprintf(path, sizeof(path), "%s", tpath("real"));
+	snprintf(link, sizeof(link), "%s", tpath("link"));
+	snprintf(fifo, sizeof(fifo), "%s", tpath("fifo"));
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(odb_add(db, 8, 1), 0);
+	odb_close(db);
+	CU_ASSERT_EQUAL_FATAL(symlink(path, link), 0);
+	CU_ASSERT_EQUAL(odb_open_read(&db, link, why, sizeof(why)), -ELOOP);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+	CU_ASSERT(odb_open_read(&db, fifo, why, sizeof(why)) < 0);
+	CU_ASSERT_EQUAL_FATAL(odb_open_read(&db, path, why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(odb_count(db, 8), 1);
+	odb_close(db);
+}
+
 /* Descriptors this process has open. */
 static int count_fds(void)
 {
@@ -847,6 +870,7 @@ int main(void)
 		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
 		{ "a writer holds no descriptor", test_no_descriptor },
+		{ "a reader opens no link and no FIFO", test_read_not_link },
 	};
 	int rc;
 
