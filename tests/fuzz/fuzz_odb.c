@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "domprof/odb_format.h"
@@ -72,19 +71,29 @@ static void quiet(enum du_log_level level, const char *fmt, va_list ap)
 	(void)ap;
 }
 
+static char path[] = "/tmp/fuzz_odb.XXXXXX";
+
+static void remove_file(void)
+{
+	unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	/* a file of its own, read by its name: the reader refuses a link,
+	 * and /proc/self/fd/N is one */
 	static int fd = -1;
-	char path[64], why[128];
+	char why[128];
 	struct odb *db;
 	struct sum s = { 0, 0 };
 	int rc;
 
 	if (fd < 0) {
 		du_log_set(quiet);
-		fd = memfd_create("fuzz_odb", MFD_CLOEXEC);
+		fd = mkstemp(path);
 		if (fd < 0)
 			abort();
+		atexit(remove_file);
 	}
 	if (size > sizeof(file))
 		return 0;
@@ -93,7 +102,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fix_header(file, size);
 	if (ftruncate(fd, 0) || pwrite(fd, file, size, 0) != (ssize_t)size)
 		abort();
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	rc = odb_open_read(&db, path, why, sizeof(why));
 	if (rc) {
 		if ((rc != -EBADMSG || !why[0]) && rc != -ENODATA)
