@@ -143,6 +143,14 @@ static inline int file_sample(struct opd_trans *t, const struct opd_trans_cache 
 	return 0;
 }
 
+/* A sample of a cached resolution @c: its counters, then the file. */
+static inline int file_cached(struct opd_trans *t, const struct opd_trans_cache *c, uint64_t pc)
+{
+	(*c->unresolved)++;
+	(*c->extra)++;
+	return file_sample(t, c, pc);
+}
+
 static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
 	struct resolution r;
@@ -160,9 +168,7 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 
 		c = cache_slot(t, event, pc);
 		*c = *w;
-		(*c->unresolved)++;
-		(*c->extra)++;
-		return file_sample(t, c, pc);
+		return file_cached(t, c, pc);
 	}
 	memset(&r, 0, sizeof(r));
 	r.key.event = event;
@@ -226,11 +232,8 @@ int opd_tr_sample(void *ctx, uint64_t pc, uint32_t event)
 	if (event < t->nr_events) {
 		struct opd_trans_cache *c = cache_slot(t, event, pc);
 
-		if (c->gen == t->gen && pc - c->start < c->len) {
-			(*c->unresolved)++;
-			(*c->extra)++;
-			return file_sample(t, c, pc);
-		}
+		if (c->gen == t->gen && pc - c->start < c->len)
+			return file_cached(t, c, pc);
 	}
 	return sample_slow(t, pc, event);
 }

@@ -371,7 +371,7 @@ out_close:
 	return rc;
 }
 
-/* Lay out a new (empty, @size 0, or half-made) file; the magic goes in
+/* Lay out a new (empty, @cur 0, or half-made) file; the magic goes in
  * last.  An empty file is not cut to 0 first: on ext4 a file cut to 0
  * has its data written out when it is closed (the writer closes it at
  * once, lib/odb), which made creating a file cost a writeback. */

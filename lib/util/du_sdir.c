@@ -344,7 +344,6 @@ static int open_file_beneath(const char *path, int flags, mode_t mode)
 		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
 	};
 	char rel[PATH_MAX];
-	struct stat sb;
 	long fd;
 
 	if (!have_openat2 || !r || p == end || (flags & O_TRUNC) || rel_path(p, end, rel))
@@ -358,8 +357,7 @@ static int open_file_beneath(const char *path, int flags, mode_t mode)
 	/* (made by this call with O_EXCL: ours, whoever the file system
 	 * says owns it) */
 	if (rd || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
-	    (!fstat((int)fd, &sb) && S_ISREG(sb.st_mode) && sb.st_nlink == 1 &&
-	     sb.st_uid == geteuid()))
+	    !du_fd_check_own((int)fd, geteuid()))
 		return (int)fd;
 	close((int)fd);
 	return -EPERM;
