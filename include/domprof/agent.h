@@ -71,6 +71,7 @@ enum dp_ag_type {
 	DP_AG_IMAGE_END = 14,	/* dp_ag_image_end */
 	DP_AG_STATE_END = 15,	/* dp_ag_state_end: initial snapshot complete */
 	DP_AG_TSC = 16,		/* dp_ag_tsc: guest clock against guest TSC (v2) */
+	DP_AG_TASK_LAYOUT = 17,	/* dp_ag_task_layout: where the running task is */
 
 	/* host -> agent */
 	DP_AG_HOST_HELLO = 64,	/* dp_ag_host_hello */
@@ -205,6 +206,27 @@ struct dp_ag_tsc {
 	uint32_t window_tsc;	/* ticks between the two TSC reads */
 };
 _Static_assert(sizeof(struct dp_ag_tsc) == 24, "dp_ag_tsc");
+
+/*
+ * TASK_LAYOUT: where a host that reads the guest's memory at a look (the
+ * xen collector, its vCPU paused) finds the process that runs on that
+ * vCPU, so that it states which process an address space belongs to as a
+ * fact instead of learning it from the clock (doc/guest-asid.md,
+ * "Witnessed").  From the guest kernel's own symbols and BTF; sent once in
+ * the state, before STATE_END, by an agent that could learn both (an
+ * older host skips it by its length).  Guest-chosen numbers: the host
+ * only reads the guest's own memory at them, and a wrong answer misfiles
+ * only that guest's samples.
+ */
+struct dp_ag_task_layout {
+	/* the per-CPU offset of the pointer to the running task (x86-64:
+	 * added to the CPU's kernel GS base; current_task, or since 6.2
+	 * pcpu_hot plus its current_task member) */
+	uint64_t current;
+	uint32_t tgid_off;	/* offset of task_struct.tgid (a 32-bit pid_t) */
+	uint32_t flags;		/* none defined: sent 0, ignored */
+};
+_Static_assert(sizeof(struct dp_ag_task_layout) == 16, "dp_ag_task_layout");
 
 /* IMAGE_DATA: a piece of a requested file.  Followed by the bytes. */
 struct dp_ag_image_data {

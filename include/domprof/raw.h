@@ -95,6 +95,7 @@ enum dp_raw_type {
 	DP_RAW_CALLCHAIN = 14,	/* struct dp_raw_callchain + nr u64 frames */
 	DP_RAW_GUEST_TSC = 15,	/* struct dp_raw_guest_tsc: a domain's TSC on the host clock */
 	DP_RAW_TIME_SPREAD = 16,	/* struct dp_raw_time_spread: how exact TIME is */
+	DP_RAW_GUEST_TASK = 17,	/* struct dp_raw_guest_task: the process the guest ran */
 	DP_RAW_NR_TYPES
 };
 
@@ -240,6 +241,20 @@ struct dp_raw_time_spread {
 };
 
 /*
+ * What the guest's own memory said at the look that gives the samples
+ * after it: the process (@tgid, the guest's pid) running on the vCPU the
+ * last DOMAIN record named, in the address space the last ASID record
+ * stated (guest user mode: the vCPU was paused, and the task pointer of
+ * its CPU read through the guest's page tables at the place the agent
+ * named, DP_AG_TASK_LAYOUT).  A fact about that space, not context: the
+ * daemon lets it decide the space's owner (doc/guest-asid.md).
+ */
+struct dp_raw_guest_task {
+	dp_u32 tgid;
+	dp_u32 flags;		/* none defined: 0 */
+};
+
+/*
  * A domain's guest TSC, read by the hypervisor's side: at host
  * CLOCK_MONOTONIC @host_ns (the middle of a read @window_ns long) the
  * guest's TSC was @tsc, and it runs at @khz kHz.  With the agent's pairs
@@ -271,6 +286,7 @@ _Static_assert(sizeof(struct dp_raw_asid) == 8, "dp_raw_asid layout");
 _Static_assert(sizeof(struct dp_raw_callchain) == 8, "dp_raw_callchain layout");
 _Static_assert(sizeof(struct dp_raw_guest_tsc) == 40, "dp_raw_guest_tsc layout");
 _Static_assert(sizeof(struct dp_raw_time_spread) == 8, "dp_raw_time_spread layout");
+_Static_assert(sizeof(struct dp_raw_guest_task) == 8, "dp_raw_guest_task layout");
 _Static_assert(8 + 8 * DP_RAW_CC_MAX <= DP_RAW_MAX_PAYLOAD, "callchain fits a payload");
 
 #endif /* DOMPROF_RAW_H */

@@ -238,6 +238,15 @@ static int dec_time_spread(const struct raw_ops *ops, void *ctx, struct du_curso
 	return ops->time_spread ? ops->time_spread(ctx, t.ns) : 0;
 }
 
+static int dec_guest_task(const struct raw_ops *ops, void *ctx, struct du_cursor *c)
+{
+	struct dp_raw_guest_task t;
+
+	if (!du_cur_get(c, &t, sizeof(t)) || !du_cur_end(c) || !t.tgid)
+		return RAW_BAD_PAYLOAD;
+	return ops->guest_task ? ops->guest_task(ctx, t.tgid) : 0;
+}
+
 static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CPU] = dec_cpu,
 	[DP_RAW_TASK] = dec_task,
@@ -255,6 +264,7 @@ static const raw_payload_fn raw_payload_table[DP_RAW_NR_TYPES] = {
 	[DP_RAW_CALLCHAIN] = dec_callchain,
 	[DP_RAW_GUEST_TSC] = dec_guest_tsc,
 	[DP_RAW_TIME_SPREAD] = dec_time_spread,
+	[DP_RAW_GUEST_TASK] = dec_guest_task,
 };
 
 #define RAW_REC_HEAD	(2 * DP_RAW_WORD)

@@ -70,6 +70,8 @@ struct raw_ops {
 	int (*guest_tsc)(void *ctx, const struct dp_raw_guest_tsc *g);
 	/* How exact the following samples' TIME is, +- ns (context). */
 	int (*time_spread)(void *ctx, uint64_t ns);
+	/* The guest process running at the look (@tgid > 0; not context). */
+	int (*guest_task)(void *ctx, uint32_t tgid);
 };
 
 /* Frame @i of a callchain handler's @frames. */
@@ -154,6 +156,9 @@ int raw_put_callchain(struct raw_writer *w, uint32_t nr, uint32_t nr_kernel, uin
 int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g);
 /* How exact TIME is for the samples that follow (DP_RAW_TIME_SPREAD). */
 int raw_put_time_spread(struct raw_writer *w, uint64_t ns);
+/* The guest process running at the look (DP_RAW_GUEST_TASK): @tgid > 0,
+ * else -EINVAL. */
+int raw_put_guest_task(struct raw_writer *w, uint32_t tgid);
 /* Any record, for tests and forward compatibility. */
 int raw_put_record(struct raw_writer *w, uint32_t type, const void *payload, size_t len);
 

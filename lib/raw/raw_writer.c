@@ -212,6 +212,15 @@ int raw_put_time_spread(struct raw_writer *w, uint64_t ns)
 	return raw_put2(w, DP_RAW_TIME_SPREAD, &r, sizeof(r), NULL, 0);
 }
 
+int raw_put_guest_task(struct raw_writer *w, uint32_t tgid)
+{
+	struct dp_raw_guest_task r = { .tgid = tgid };
+
+	if (!tgid)
+		return -EINVAL;
+	return raw_put2(w, DP_RAW_GUEST_TASK, &r, sizeof(r), NULL, 0);
+}
+
 int raw_put_guest_tsc(struct raw_writer *w, const struct dp_raw_guest_tsc *g)
 {
 	if (!g->khz)

@@ -204,12 +204,18 @@ static int r_time_spread(void *ctx, uint64_t ns)
 	return 0;
 }
 
+static int r_guest_task(void *ctx, uint32_t tgid)
+{
+	log_add(ctx, "gtask %u\n", tgid);
+	return 0;
+}
+
 static const struct raw_ops rec_ops = {
 	.sample = r_sample, .cpu = r_cpu, .task = r_task, .mode = r_mode,
 	.domain = r_domain, .lost = r_lost, .time = r_time, .mmap = r_mmap,
 	.comm = r_comm, .fork = r_fork, .exit = r_exit, .kmod = r_kmod,
 	.asid = r_asid, .callchain = r_callchain, .guest_tsc = r_guest_tsc,
-	.time_spread = r_time_spread,
+	.time_spread = r_time_spread, .guest_task = r_guest_task,
 };
 
 static const struct dp_raw_event test_events[2] = {
@@ -661,12 +667,18 @@ static void test_guest_tsc(void)
 	/* and a TIME_SPREAD, good and short */
 	CU_ASSERT_EQUAL(raw_put_time_spread(w, 1500000), 0);
 	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_TIME_SPREAD, buf, 4), 0);
+	/* a GUEST_TASK, good, short, and of pid 0 */
+	CU_ASSERT_EQUAL(raw_put_guest_task(w, 4242), 0);
+	CU_ASSERT_EQUAL(raw_put_guest_task(w, 0), -EINVAL);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TASK, buf, 4), 0);
+	memset(buf, 0, 8);
+	CU_ASSERT_EQUAL(raw_put_record(w, DP_RAW_GUEST_TASK, buf, 8), 0);
 	CU_ASSERT_EQUAL(raw_writer_close(w), 0);
 	CU_ASSERT_EQUAL(raw_decode(&rec_ops, &l, m.p, m.len, &consumed, &st), 0);
 	CU_ASSERT_EQUAL(consumed, m.len);
 	CU_ASSERT_STRING_EQUAL(log_str(&l), "gtsc 7/1 5000000000 1200 123456789012 2100000\n"
-			       "spread 1500000\n");
-	CU_ASSERT_EQUAL(st.bad_payload, 4);
+			       "spread 1500000\ngtask 4242\n");
+	CU_ASSERT_EQUAL(st.bad_payload, 6);
 	log_free(&l);
 	free(m.p);
 }

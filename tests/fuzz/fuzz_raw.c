@@ -233,11 +233,21 @@ static int f_time_spread(void *ctx, uint64_t ns)
 	return s->w ? raw_put_time_spread(s->w, ns) : 0;
 }
 
+static int f_guest_task(void *ctx, uint32_t tgid)
+{
+	struct seen *s = ctx;
+
+	mix(s, 17);
+	mix(s, tgid);
+	return s->w ? raw_put_guest_task(s->w, tgid) : 0;
+}
+
 static const struct raw_ops fuzz_ops = {
 	.sample = f_sample, .cpu = f_cpu, .task = f_task, .mode = f_mode,
 	.domain = f_domain, .lost = f_lost, .time = f_time, .mmap = f_mmap,
 	.comm = f_comm, .fork = f_fork, .exit = f_exit, .kmod = f_kmod, .asid = f_asid,
 	.callchain = f_callchain, .guest_tsc = f_guest_tsc, .time_spread = f_time_spread,
+	.guest_task = f_guest_task,
 };
 
 struct outbuf {
