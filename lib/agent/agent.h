@@ -48,6 +48,7 @@ struct ap_ops {
 	int (*image_end)(void *ctx, const struct dp_ag_image_end *e);
 	int (*state_end)(void *ctx, const struct dp_ag_state_end *e);
 	int (*tsc)(void *ctx, const struct dp_ag_tsc *t);
+	int (*task_layout)(void *ctx, const struct dp_ag_task_layout *l);
 	/* host -> agent */
 	int (*host_hello)(void *ctx, const struct dp_ag_host_hello *h);
 	int (*ping)(void *ctx, const struct dp_ag_ping *p);
@@ -125,6 +126,7 @@ ssize_t ap_put_image_data(void *buf, size_t size, const struct dp_ag_image_data 
 ssize_t ap_put_image_end(void *buf, size_t size, const struct dp_ag_image_end *e);
 ssize_t ap_put_state_end(void *buf, size_t size, const struct dp_ag_state_end *e);
 ssize_t ap_put_tsc(void *buf, size_t size, const struct dp_ag_tsc *t);
+ssize_t ap_put_task_layout(void *buf, size_t size, const struct dp_ag_task_layout *l);
 ssize_t ap_put_host_hello(void *buf, size_t size, const struct dp_ag_host_hello *h);
 ssize_t ap_put_ping(void *buf, size_t size, uint64_t token);
 ssize_t ap_put_image_request(void *buf, size_t size, uint32_t cookie);

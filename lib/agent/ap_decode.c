@@ -158,6 +158,16 @@ static int p_tsc(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 	return ops->tsc ? ops->tsc(ctx, &t) : 0;
 }
 
+static int p_task_layout(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
+			 uint16_t type, struct ap_stats *st)
+{
+	struct dp_ag_task_layout l;
+
+	if (!FIXED(c, &l))
+		return AP_BAD;
+	return ops->task_layout ? ops->task_layout(ctx, &l) : 0;
+}
+
 static int p_image_data(const struct ap_ops *ops, void *ctx, struct du_cursor *c,
 			uint16_t type, struct ap_stats *st)
 {
@@ -275,6 +285,7 @@ static const struct {
 	[DP_AG_IMAGE_END] = { p_image_end, "IMAGE_END" },
 	[DP_AG_STATE_END] = { p_state_end, "STATE_END" },
 	[DP_AG_TSC] = { p_tsc, "TSC" },
+	[DP_AG_TASK_LAYOUT] = { p_task_layout, "TASK_LAYOUT" },
 	[DP_AG_HOST_HELLO] = { p_host_hello, "HOST_HELLO" },
 	[DP_AG_PING] = { p_ping, "PING" },
 	[DP_AG_IMAGE_REQUEST] = { p_image_request, "IMAGE_REQUEST" },

@@ -103,6 +103,11 @@ ssize_t ap_put_tsc(void *buf, size_t size, const struct dp_ag_tsc *t)
 	return put2(buf, size, DP_AG_TSC, t, sizeof(*t), NULL, 0);
 }
 
+ssize_t ap_put_task_layout(void *buf, size_t size, const struct dp_ag_task_layout *l)
+{
+	return put2(buf, size, DP_AG_TASK_LAYOUT, l, sizeof(*l), NULL, 0);
+}
+
 ssize_t ap_put_pong(void *buf, size_t size, const struct dp_ag_pong *p)
 {
 	return put2(buf, size, DP_AG_PONG, p, sizeof(*p), NULL, 0);

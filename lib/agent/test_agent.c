@@ -165,6 +165,12 @@ static int r_tsc(void *ctx, const struct dp_ag_tsc *t)
 	return 0;
 }
 
+static int r_layout(void *ctx, const struct dp_ag_task_layout *l)
+{
+	rec_add(ctx, "layout %llx %u %x\n", (unsigned long long)l->current, l->tgid_off, l->flags);
+	return 0;
+}
+
 static int r_idata(void *ctx, const struct dp_ag_image_data *d, const uint8_t *b, size_t n)
 {
 	rec_add(ctx, "idata c%u @%llu %zu %llx\n", d->cookie, (unsigned long long)d->offset, n, dig(b, n));
@@ -224,7 +230,7 @@ static const struct ap_ops rec_ops = {
 	.hello = r_hello, .kallsyms = r_ksyms, .kallsyms_end = r_kend, .modules = r_mods,
 	.modules_end = r_mend, .task_switch = r_switch, .mmap = r_mmap, .comm = r_comm,
 	.fork = r_fork, .exit = r_exit, .lost = r_lost, .pong = r_pong, .tsc = r_tsc,
-	.image_data = r_idata, .image_end = r_iend, .state_end = r_send,
+	.task_layout = r_layout, .image_data = r_idata, .image_end = r_iend, .state_end = r_send,
 	.host_hello = r_hhello, .ping = r_ping, .image_request = r_ireq, .config = r_config,
 	.host_join = r_join, .host_ack = r_ack,
 };
@@ -269,6 +275,7 @@ static void build_all(struct obuf *b)
 				      .build_id_size = 20 };
 	struct dp_ag_state_end se = { 999, 12, 34 };
 	struct dp_ag_tsc ts = { 500, 0x123456789aULL, 2, 40 };
+	struct dp_ag_task_layout tl = { 0x1fdc0, 2404, 0 };
 	struct dp_ag_host_hello hh = { 1, 0 };
 	struct dp_ag_config cf = { 1 << 20, 4096, 1 << 16 };
 	int i;
@@ -295,6 +302,7 @@ static void build_all(struct obuf *b)
 	PUT(b, ap_put_image_end, &ie);
 	PUT(b, ap_put_state_end, &se);
 	PUT(b, ap_put_tsc, &ts);
+	PUT(b, ap_put_task_layout, &tl);
 	PUT(b, ap_put_host_hello, &hh);
 	PUT(b, ap_put_ping, 0xfeedULL);
 	PUT(b, ap_put_image_request, 5);
@@ -317,7 +325,7 @@ static void test_roundtrip(void)
 	build_all(&b);
 	CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p, b.len, &used, &st), 0);
 	CU_ASSERT_EQUAL(used, b.len);
-	CU_ASSERT_EQUAL(st.frames, 22);
+	CU_ASSERT_EQUAL(st.frames, 23);
 	CU_ASSERT_EQUAL(st.bytes, b.len);
 	CU_ASSERT_EQUAL(st.switches, 3);
 	CU_ASSERT_EQUAL(st.unknown_type, 0);
@@ -334,9 +342,10 @@ static void test_roundtrip(void)
 					 "exit 180 44 42 44 43\nlost 190 1 0 17\n"
 					 "pong 1122334455667788 1000 1005\nidata c5 @65536 4 "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.s, "iend c5 s0 65540 bid20\nstate_end 999 12 34\n"
-					 "tsc 500 78187493530 2 40\nhost_hello 1 0\nping feed\nireq c5\nconfig 1048576 4096 65536\n"
+					 "tsc 500 78187493530 2 40\nlayout 1fdc0 2404 0\nhost_hello 1 0\nping feed\nireq c5\nconfig 1048576 4096 65536\n"
 					 "join 1234567890abcdef\nack 1048577\n"));
 	CU_ASSERT_STRING_EQUAL(ap_type_name(DP_AG_MMAP), "MMAP");
+	CU_ASSERT_STRING_EQUAL(ap_type_name(DP_AG_TASK_LAYOUT), "TASK_LAYOUT");
 	CU_ASSERT_STRING_EQUAL(ap_type_name(999), "?");
 	rec_free(&r);
 	free(b.p);
@@ -365,7 +374,7 @@ static void test_truncation(void)
 		CU_ASSERT(k - u1 < sizeof(struct dp_ag_frame) + DP_AG_MAX_PAYLOAD);
 		CU_ASSERT_EQUAL(ap_decode(&rec_ops, &r, b.p + u1, b.len - u1, &u2, &st), 0);
 		CU_ASSERT_EQUAL(u1 + u2, b.len);
-		CU_ASSERT_EQUAL(st.frames, 22);
+		CU_ASSERT_EQUAL(st.frames, 23);
 		CU_ASSERT_EQUAL(st.bad_payload, 0);
 		CU_ASSERT_STRING_EQUAL(r.s ? r.s : "", whole.s);
 		rec_free(&r);
@@ -424,7 +433,7 @@ static void test_unknown_types(void)
 	struct rec r = { 0 };
 
 	n += raw_frame(buf + n, DP_AG_MAGIC, 0, 3, "abc", 3);
-	n += raw_frame(buf + n, DP_AG_MAGIC, 17, 0, NULL, 0);
+	n += raw_frame(buf + n, DP_AG_MAGIC, 18, 0, NULL, 0);
 	n += raw_frame(buf + n, DP_AG_MAGIC, 63, 5, "hello", 5);
 	n += raw_frame(buf + n, DP_AG_MAGIC, 0xffff, 1, "x", 1);
 	n += raw_frame(buf + n, DP_AG_MAGIC, DP_AG_PING, 8, "\x01\0\0\0\0\0\0\0", 8);
@@ -497,6 +506,8 @@ static void test_bad_payloads(void)
 	ADD(DP_AG_LOST, 0);
 	ADD(DP_AG_PONG, 23);
 	ADD(DP_AG_STATE_END, 17);
+	ADD(DP_AG_TASK_LAYOUT, 15);
+	ADD(DP_AG_TASK_LAYOUT, 17);
 	ADD(DP_AG_KALLSYMS_END, 15);
 	ADD(DP_AG_MODULES_END, 17);
 	ADD(DP_AG_HOST_HELLO, 4);
