@@ -145,6 +145,11 @@ void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user);
  * pc and the user frame-pointer chain.
  */
 void dp_walk_user_tail(struct dp_walk *w, u64 sp);
+/*
+ * One aligned word of guest kernel memory at @gva (in the kernel half) by
+ * the guest's page tables: 0 or -EFAULT.
+ */
+int dp_walk_read_kernel(struct dp_walk *w, u64 gva, u64 *val);
 
 /*
  * dp_callchain.c: the walk from the guest's CR3 @cr3 (0: unknown, none)

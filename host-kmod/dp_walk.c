@@ -92,6 +92,13 @@ static bool dp_in_half(u64 a, bool user)
 		a >= DP_KERNEL_BASE && a < 0ULL - DP_PAGE;
 }
 
+int dp_walk_read_kernel(struct dp_walk *w, u64 gva, u64 *val)
+{
+	if (!dp_in_half(gva, false))
+		return -EFAULT;
+	return dp_read_word(w, gva, false, val);
+}
+
 void dp_walk_fp(struct dp_walk *w, u64 fp, u64 sp, bool user)
 {
 	u64 prev = sp, frame[2];

@@ -21,8 +21,18 @@ struct cx_vcpu {
 	bool seen;
 };
 
+/* An address space's last witness (cx_witness): its CR3 and when. */
+struct cx_seen {
+	uint64_t cr3, ns;
+};
+
 struct cx_slot {
 	struct cx_dom dom;
+	/* where the guest keeps its running task (cx_engine_set_layout) */
+	uint64_t lay_current;
+	uint32_t lay_tgid_off;
+	bool lay_set;
+	struct cx_seen seen[CX_WITNESS_SLOTS];	/* by CR3, direct-mapped */
 	struct cx_vcpu *vcpu;	/* dom.nr_vcpus */
 	uint64_t used_ns;	/* vCPU time seen consumed, all vCPUs */
 	uint64_t samples;	/* emitted for it */
@@ -47,13 +57,18 @@ struct cx_engine {
 	uint64_t cur_spread;	/* DP_RAW_TIME_SPREAD last stated */
 	bool spread_valid;
 	unsigned int cc_depth;	/* 0: no call chains */
+	/* witnesses made in the current second (CX_WITNESS_MAX_PER_S) */
+	uint64_t wit_sec;
+	uint32_t wit_in_sec;
 	uint32_t cc_dom;	/* the domain being walked (for read_mem) */
 };
 
-/* A look's call chain: frames[0..res.nr) and how the walk ended. */
+/* A look's call chain: frames[0..res.nr) and how the walk ended, and
+ * the process the guest's memory named (0: none read). */
 struct cx_chain {
 	uint64_t frames[DP_RAW_CC_MAX];
 	struct gwalk_res res;
+	uint32_t tgid;
 };
 
 struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64_t period_ns)
@@ -168,6 +183,23 @@ void cx_engine_forget(struct cx_engine *e)
 	e->asid_valid = false;
 }
 
+int cx_engine_set_layout(struct cx_engine *e, uint32_t domid, uint64_t current, uint32_t tgid_off)
+{
+	struct cx_slot *s = cx_find(e, domid);
+
+	if (current >= CX_LAYOUT_MAX_CURRENT || (tgid_off & 3) || tgid_off >= CX_LAYOUT_MAX_OFF)
+		return -EINVAL;
+	if (!s && !cx_engine_rescan(e))
+		s = cx_find(e, domid);
+	if (!s)
+		return -ENOENT;
+	s->lay_current = current;
+	s->lay_tgid_off = tgid_off;
+	s->lay_set = true;
+	memset(s->seen, 0, sizeof(s->seen));
+	return 0;
+}
+
 static int cx_read_mem(void *ctx, uint64_t addr, void *buf, unsigned long len)
 {
 	struct cx_engine *e = ctx;
@@ -206,27 +238,110 @@ static uint64_t cx_clock(const struct cx_engine *e)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Whether a look at @c should read which process runs (cx_witness):
+ * guest user mode, a layout known, and its space not witnessed within
+ * CX_WITNESS_EVERY_NS, within the engine's budget. */
+static bool cx_witness_due(struct cx_engine *e, const struct cx_slot *s, const struct cx_ctx *c,
+			   uint64_t now)
+{
+	const struct cx_seen *sn = &s->seen[(c->cr3 >> 12) % CX_WITNESS_SLOTS];
+
+	if (!s->lay_set || c->kernel || !c->gs_kernel || !e->sops->read_mem)
+		return false;
+	if (sn->cr3 == c->cr3 && now - sn->ns < CX_WITNESS_EVERY_NS)
+		return false;
+	if (now / 1000000000ull != e->wit_sec)
+		return true;
+	return e->wit_in_sec < CX_WITNESS_MAX_PER_S;
+}
+
+/* The pointer to the running task, by the space's own page tables; under
+ * page-table isolation a user CR3 maps no per-CPU data, its kernel twin
+ * (bit 12 clear) does. */
+static int cx_task_ptr(struct cx_engine *e, const struct cx_slot *s, struct gwalk_req *r,
+		       const struct cx_ctx *c, uint64_t *task)
+{
+	uint64_t at = c->gs_kernel + s->lay_current;
+
+	(void)e;
+	if (!gwalk_read_kernel(r, at, task))
+		return 0;
+	if (!(r->root & CX_CR3_PTI_USER))
+		return -EFAULT;
+	r->root &= ~CX_CR3_PTI_USER;
+	return gwalk_read_kernel(r, at, task);
+}
+
+/* Which process runs in the paused vCPU's space @c, from the guest's
+ * memory: the tgid of the task its CPU points to, 0 when it cannot be
+ * read or is not a pid. */
+static uint32_t cx_witness(struct cx_engine *e, struct cx_slot *s, const struct cx_ctx *c,
+			   uint64_t now)
+{
+	struct gwalk_req r = {
+		.read = cx_read_mem, .ctx = e,
+		.root = c->cr3 & CX_CR3_MASK, .levels = c->la57 ? 5 : 4,
+	};
+	struct cx_seen *sn = &s->seen[(c->cr3 >> 12) % CX_WITNESS_SLOTS];
+	uint64_t task = 0, word = 0, at;
+	uint32_t tgid = 0;
+
+	if (now / 1000000000ull != e->wit_sec) {
+		e->wit_sec = now / 1000000000ull;
+		e->wit_in_sec = 0;
+	}
+	e->wit_in_sec++;
+	e->cc_dom = s->dom.domid;
+	if (!cx_task_ptr(e, s, &r, c, &task)) {
+		at = task + s->lay_tgid_off;
+		if (at >= task && !gwalk_read_kernel(&r, at & ~7ull, &word))
+			tgid = (uint32_t)(word >> ((at & 4) * 8));
+	}
+	if (e->sops->mem_done)
+		e->sops->mem_done(e->src);
+	if (!tgid || tgid > CX_PID_MAX) {
+		e->st.wit_errors++;
+		return 0;
+	}
+	sn->cr3 = c->cr3;
+	sn->ns = now;
+	e->st.witnesses++;
+	return tgid;
+}
+
 /* The context of a vCPU (and with call graphs its chain, the domain
- * paused meanwhile when the source can).  0 or -errno. */
-static int cx_read_vcpu(struct cx_engine *e, const struct cx_slot *s, unsigned int v,
+ * paused meanwhile when the source can; so too when the process running
+ * in its space is to be read).  0 or -errno. */
+static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 			struct cx_ctx *c, struct cx_chain *ch)
 {
 	bool walk = e->cc_depth && e->sops->read_mem;
-	uint64_t t0 = walk ? cx_clock(e) : 0, t1;
-	bool paused = walk && e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
+	uint64_t t0 = cx_clock(e), t1;
+	bool paused = false;
 	int rc;
 
+	ch->res = (struct gwalk_res){ 0 };
+	ch->tgid = 0;
+	if (!walk) {
+		/* a plain look; paused again only to name its process */
+		rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
+		if (rc || !cx_witness_due(e, s, c, t0) || !e->sops->pause)
+			return rc;
+		t0 = cx_clock(e);
+	}
+	paused = e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
 	if (paused) {
 		e->st.pause_ns += cx_clock(e) - t0;
 		e->st.pauses++;
 	}
 	rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
-	ch->res = (struct gwalk_res){ 0 };
 	if (!rc && walk) {
 		t0 = cx_clock(e);
 		cx_walk(e, s->dom.domid, c, ch);
 		e->st.walk_ns += cx_clock(e) - t0;
 	}
+	if (!rc && paused && cx_witness_due(e, s, c, t0))
+		ch->tgid = cx_witness(e, s, c, t0);
 	if (paused) {
 		t0 = cx_clock(e);
 		e->sops->pause(e->src, s->dom.domid, false);
@@ -263,6 +378,8 @@ static int cx_emit(struct cx_engine *e, struct raw_writer *w, uint32_t domid, un
 		e->cur_asid = asid;
 		e->asid_valid = !rc;
 	}
+	if (!rc && ch->tgid)
+		rc = raw_put_guest_task(w, ch->tgid);
 	if (rc)
 		return rc;
 	e->cur_mode = mode;
@@ -415,342 +532,3 @@ size_t cx_engine_usage(const struct cx_engine *e, struct cx_dom_use *out, size_t
 	return n;
 }
 
-/* ---- the collector: libxenctrl source, jittered timer ---------------------- */
-
-#ifdef HAVE_XEN
-#include <stdio.h>
-#include <time.h>
-#include <unistd.h>
-#include <sys/timerfd.h>
-
-#include <sys/mman.h>
-
-#include "events/ev.h"
-#include "opd_collector.h"
-#include "collect_xen_xc.h"
-
-/* The sampling period without a TIMER event on the command line: 1 kHz. */
-#define CX_DEFAULT_PERIOD_NS 1000000ull
-
-struct cx_collector {
-	const struct opd_collector_args *a;
-	struct cx_xc *x;
-	struct cx_xen_counts at_start;
-	struct cx_engine *e;
-	struct raw_writer *w;
-	int tfd;
-	uint64_t period_ns;	/* of vCPU time per sample, and of the timer */
-	uint64_t rng;
-	uint64_t next_rescan;
-	/* dom0's own work: the perf collector writing into this stream
-	 * (opd_collector_args.embedded), its TIMER at our period so that a
-	 * sample is the same CPU time on both sides.  NULL: not sampled. */
-	void *d0;
-	struct opd_conf d0_conf;
-	struct ev_table *d0_tab;
-	struct opd_collector_args d0_args;
-	size_t d0_nfds;		/* its pollfds after our timer's */
-	uint64_t d0_next_read;
-};
-
-/* dom0's rings are read at least this often (besides their watermark),
- * so that a dump sees dom0's recent work too */
-#define CX_D0_READ_NS 100000000ull
-
-/* The run in Xen's own accounting, into the log: pCPU time busy, dom0's,
- * each domU's (with its samples) and what is left: Xen itself. */
-static void cx_report_usage(struct cx_collector *c)
-{
-	struct cx_dom_use u[CX_MAX_DOMS];
-	struct cx_xen_counts end;
-	double busy, dom0, domus = 0;
-	size_t n = cx_engine_usage(c->e, u, CX_MAX_DOMS);
-
-	for (size_t i = 0; i < n; i++) {
-		domus += (double)u[i].used_ns / 1e9;
-		du_info("xen collector: domain %u: %.3f s of vCPU time (Xen's cpu_time), %llu samples",
-			(unsigned int)u[i].domid, (double)u[i].used_ns / 1e9,
-			(unsigned long long)u[i].samples);
-	}
-	cx_xen_counts(c->x, &end);
-	if (!c->at_start.ok || !end.ok || end.nr_cpus != c->at_start.nr_cpus)
-		return;
-	busy = (double)(end.wall_ns - c->at_start.wall_ns) / 1e9 * end.nr_cpus -
-	       (double)(end.idle_ns - c->at_start.idle_ns) / 1e9;
-	dom0 = (double)(end.dom0_ns - c->at_start.dom0_ns) / 1e9;
-	du_info("xen collector: over %.3f s on %d pCPU(s): busy %.3f s, dom0 %.3f s, domUs %.3f s, "
-		"Xen itself and unaccounted %.3f s",
-		(double)(end.wall_ns - c->at_start.wall_ns) / 1e9, end.nr_cpus, busy, dom0, domus,
-		busy - dom0 - domus);
-}
-
-/* What a look costs, into the log (doc/performance.md, xen-overhead). */
-static void cx_report_cost(const struct cx_stats *st)
-{
-	double look = st->looks ? st->look_ns / 1e3 / st->looks : 0;
-	double read = st->reads ? st->read_ns / 1e3 / st->reads : 0;
-
-	du_info("xen collector: cost: %.1f us a vCPU time read (%llu), %.1f us a context read "
-		"(%llu), %.3f s in all", look, (unsigned long long)st->looks, read,
-		(unsigned long long)st->reads, (st->look_ns + st->read_ns) / 1e9);
-	if (st->cc_walks)
-		du_info("xen collector: cost with call chains: %.1f us to pause and resume (%llu), "
-			"%.1f us a walk (%llu)", st->pauses ? st->pause_ns / 1e3 / st->pauses : 0,
-			(unsigned long long)st->pauses, st->walk_ns / 1e3 / st->cc_walks,
-			(unsigned long long)st->cc_walks);
-}
-
-static int cx_sink(void *ctx, const void *buf, size_t len)
-{
-	const struct opd_raw_sink *s = ctx;
-
-	return s->feed(s->ctx, buf, len);
-}
-
-/* Arm the timer for the next look: the period scaled by [0.75, 1.25). */
-static int cx_arm(struct cx_collector *c)
-{
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	uint64_t d;
-
-	c->rng ^= c->rng << 13;
-	c->rng ^= c->rng >> 7;
-	c->rng ^= c->rng << 17;
-	d = c->period_ns * 3 / 4 + c->rng % (c->period_ns / 2 + 1);
-	its.it_value.tv_sec = (time_t)(d / 1000000000ull);
-	its.it_value.tv_nsec = (long)(d % 1000000000ull);
-	return timerfd_settime(c->tfd, 0, &its, NULL) ? -errno : 0;
-}
-
-static void cx_close(void *state)
-{
-	struct cx_collector *c = state;
-
-	if (!c)
-		return;
-	if (c->d0)
-		opd_collector_perf.close(c->d0);
-	ev_table_free(c->d0_tab);
-	cx_engine_free(c->e);
-	raw_writer_close(c->w);
-	if (c->tfd >= 0)
-		close(c->tfd);
-	free(c);
-}
-
-/* dom0 through the perf collector, embedded; without it (logged) the
- * domUs are sampled all the same. */
-static void cx_open_dom0(struct cx_collector *c)
-{
-	const struct opd_collector_args *a = c->a;
-	struct ev_spec *ev = &c->d0_conf.events[0];
-	char err[256];
-
-	if (!a->conf->xen_dom0)
-		return;
-	c->d0_tab = ev_table_load(a->conf->events_dir, "timer", err, sizeof(err));
-	if (!c->d0_tab) {
-		du_warn("xen collector: dom0 not sampled: no timer event: %s", err);
-		return;
-	}
-	c->d0_conf = *a->conf;
-	memset(ev, 0, sizeof(*ev));
-	snprintf(ev->name, sizeof(ev->name), "TIMER");
-	ev->count = c->period_ns;
-	ev->kernel = ev->user = true;
-	c->d0_conf.nr_events = 1;
-	c->d0_args = *a;
-	c->d0_args.conf = &c->d0_conf;
-	c->d0_args.events = c->d0_tab;
-	c->d0_args.embedded = true;
-	if (opd_collector_perf.open(&c->d0_args, &c->d0)) {
-		c->d0 = NULL;
-		du_warn("xen collector: dom0 not sampled (the perf collector, above, cannot run)");
-		return;
-	}
-	du_info("xen collector: dom0 sampled by the perf collector in the same stream "
-		"(TIMER every %llu ns of CPU time)", (unsigned long long)c->period_ns);
-}
-
-static int cx_open(const struct opd_collector_args *a, void **state)
-{
-	struct cx_collector *c;
-	struct cx_xc *x;
-	int rc;
-
-	if (access("/proc/xen/privcmd", F_OK) != 0 && access("/dev/xen/privcmd", F_OK) != 0) {
-		du_err("xen collector: not Xen's dom0 (no privcmd)");
-		return -ENODEV;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->a = a;
-	c->tfd = -1;
-	c->period_ns = CX_DEFAULT_PERIOD_NS;
-	if (a->conf->nr_events > 0 && a->conf->events[0].count > 0)
-		c->period_ns = a->conf->events[0].count;
-	c->rng = cx_now() | 1;
-	rc = cx_xc_open(a->conf->callgraph_depth != 0, &x);
-	if (rc) {
-		goto out_close;
-	}
-	c->x = x;
-	c->e = cx_engine_new(&cx_xc_ops, x, c->period_ns);
-	if (c->e && cx_xc_has_mem(x))
-		cx_engine_set_callgraph(c->e, a->conf->callgraph_depth);
-	c->w = raw_writer_new(cx_sink, (void *)a->sink, 64 * 1024);
-	c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (!c->e || !c->w || c->tfd < 0) {
-		rc = c->tfd < 0 ? -errno : -ENOMEM;
-		du_err("xen collector: %s", strerror(-rc));
-		goto out_close;
-	}
-	cx_open_dom0(c);
-	*state = c;
-	return 0;
-
-out_close:
-	cx_close(c);
-	return rc;
-}
-
-static size_t cx_pollfds(void *state, struct pollfd *pfd, size_t max)
-{
-	struct cx_collector *c = state;
-
-	if (max < 1)
-		return 0;
-	pfd[0].fd = c->tfd;
-	pfd[0].events = POLLIN;
-	c->d0_nfds = c->d0 ? opd_collector_perf.pollfds(c->d0, pfd + 1, max - 1) : 0;
-	return 1 + c->d0_nfds;
-}
-
-static int cx_start(void *state)
-{
-	struct cx_collector *c = state;
-	struct dp_raw_event ev;
-	int rc;
-
-	memset(&ev, 0, sizeof(ev));
-	snprintf(ev.name, sizeof(ev.name), "TIMER");
-	ev.count = c->period_ns;
-	ev.flags = DP_RAW_EV_KERNEL | DP_RAW_EV_USER;
-	rc = raw_put_header(c->w, DP_RAW_F_TIMESTAMPS, DP_RAW_COLLECTOR_XEN, cx_now(), &ev, 1);
-	if (!rc)
-		rc = cx_engine_rescan(c->e);
-	if (!rc)
-		rc = raw_writer_flush(c->w);
-	/* dom0's present (its tasks and mappings) after our header */
-	if (!rc && c->d0 && opd_collector_perf.start(c->d0)) {
-		du_warn("xen collector: dom0 not sampled (its perf collector did not start)");
-		opd_collector_perf.close(c->d0);
-		c->d0 = NULL;
-	}
-	if (!rc)
-		rc = cx_arm(c);
-	cx_xen_counts(c->x, &c->at_start);
-	if (rc)
-		du_err("xen collector: cannot start: %s", strerror(-rc));
-	c->next_rescan = cx_now() + 1000000000ull;
-	return rc;
-}
-
-/* dom0's rings, when one reached its watermark or it is time. */
-static int cx_read_dom0(struct cx_collector *c, const struct pollfd *pfd, size_t n)
-{
-	bool ready = cx_now() >= c->d0_next_read;
-	int rc;
-
-	for (size_t i = 0; i < n && !ready; i++)
-		ready = pfd[i].revents != 0;
-	if (!ready)
-		return 0;
-	rc = opd_collector_perf.read(c->d0, pfd, n);
-	c->d0_next_read = cx_now() + CX_D0_READ_NS;
-	cx_engine_forget(c->e);	/* its records came between ours */
-	return rc;
-}
-
-static int cx_read(void *state, const struct pollfd *pfd, size_t n)
-{
-	struct cx_collector *c = state;
-	uint64_t expirations, now;
-	int rc;
-
-	if (c->d0 && n > 1) {
-		rc = cx_read_dom0(c, pfd + 1, n - 1 < c->d0_nfds ? n - 1 : c->d0_nfds);
-		if (rc)
-			return rc;
-	}
-	if (n < 1 || !(pfd[0].revents & POLLIN))
-		return 0;
-	if (read(c->tfd, &expirations, sizeof(expirations)) < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	now = cx_now();
-	/* New and destroyed domains; the domain backend follows them by
-	 * xenstore watches, sampling only needs the list now and then. */
-	if (now >= c->next_rescan) {
-		rc = cx_engine_rescan(c->e);
-		if (rc)
-			du_err("xen collector: domain list: %s", strerror(-rc));
-		c->next_rescan = now + 1000000000ull;
-	}
-	rc = raw_put_time(c->w, now);
-	if (!rc)
-		rc = cx_engine_tick(c->e, c->w);
-	if (!rc)
-		rc = raw_writer_flush(c->w);
-	if (!rc)
-		rc = cx_arm(c);
-	return rc;
-}
-
-static int cx_stop(void *state)
-{
-	struct cx_collector *c = state;
-	struct itimerspec off = { { 0, 0 }, { 0, 0 } };
-	struct cx_stats st;
-	int rc;
-
-	timerfd_settime(c->tfd, 0, &off, NULL);
-	/* dom0's last records first: ours then re-state the context */
-	rc = c->d0 ? opd_collector_perf.stop(c->d0) : 0;
-	cx_engine_forget(c->e);
-	cx_engine_stats(c->e, &st);
-	if (!rc && st.lost)
-		rc = raw_put_lost(c->w, st.lost);
-	if (!rc)
-		rc = raw_writer_flush(c->w);
-	du_info("xen collector: %llu ticks, %llu looks, %llu samples from %llu context reads "
-		"(worth %.0f independent ones), %llu lost, %llu context errors",
-		(unsigned long long)st.ticks, (unsigned long long)st.looks,
-		(unsigned long long)st.samples, (unsigned long long)st.reads,
-		st.weight_sq ? (double)st.samples * st.samples / st.weight_sq : 0.0,
-		(unsigned long long)st.lost, (unsigned long long)st.ctx_errors);
-	if (st.cc_walks)
-		du_info("xen collector: call chains: %llu walks, %llu chains, %llu frames, "
-			"%llu truncated, %llu empty",
-			(unsigned long long)st.cc_walks, (unsigned long long)st.cc_chains,
-			(unsigned long long)st.cc_frames, (unsigned long long)st.cc_truncated,
-			(unsigned long long)st.cc_empty);
-	if (st.tsc_reads || st.tsc_errors)
-		du_info("xen collector: guest TSC read %llu times (%llu failed)",
-			(unsigned long long)st.tsc_reads, (unsigned long long)st.tsc_errors);
-	cx_report_cost(&st);
-	cx_report_usage(c);
-	return rc;
-}
-
-const struct opd_collector_ops opd_collector_xen = {
-	.name = "xen",
-	.caps = OPD_CAP_LIVE | OPD_CAP_CALLCHAIN | OPD_CAP_EVENTS_OPT | OPD_CAP_MONITOR,
-	.open = cx_open,
-	.pollfds = cx_pollfds,
-	.start = cx_start,
-	.read = cx_read,
-	.stop = cx_stop,
-	.close = cx_close,
-};
-#endif

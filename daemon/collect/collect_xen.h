@@ -48,9 +48,14 @@ struct cx_ctx {
 	uint64_t pc;
 	uint64_t cr3;
 	uint64_t fp, sp;	/* rbp and rsp, for the call chain */
+	uint64_t gs_kernel;	/* the kernel's GS base (its per-CPU area), 0 unknown */
 	bool kernel;
 	bool la57;		/* 5-level paging (CR4.LA57) */
 };
+
+/* Under page-table isolation a user CR3 is its kernel one with this bit
+ * set (the two tables are one 8 KiB pair). */
+#define CX_CR3_PTI_USER 0x1000ull
 
 struct cx_src_ops {
 	/* The domUs (dom0 left out), up to @max.  Count or -errno. */
@@ -119,6 +124,22 @@ struct cx_src_ops {
 #define CX_MAX_BURST_NS 10000000000ULL
 #define CX_MAX_BURST 1000
 #define CX_MAX_BURST_CAP 100000
+/*
+ * Naming an address space's process (cx_engine_set_layout): a look in
+ * guest user mode whose space was not named in the last
+ * CX_WITNESS_EVERY_NS pauses the domain and reads the tgid of the task
+ * the vCPU's CPU points to (DP_RAW_GUEST_TASK); at most
+ * CX_WITNESS_MAX_PER_S such reads a second, CX_WITNESS_SLOTS spaces
+ * remembered per domain.  A pid above CX_PID_MAX (Linux's limit) is not
+ * one.  The layout's per-CPU offset is below CX_LAYOUT_MAX_CURRENT, the
+ * tgid's offset 4-aligned and below CX_LAYOUT_MAX_OFF.
+ */
+#define CX_WITNESS_EVERY_NS 500000000ULL
+#define CX_WITNESS_MAX_PER_S 64
+#define CX_WITNESS_SLOTS 64
+#define CX_PID_MAX 4194304u
+#define CX_LAYOUT_MAX_CURRENT (1ULL << 24)
+#define CX_LAYOUT_MAX_OFF 16384u
 #define CX_MAX_DOMS 256
 #define CX_MAX_VCPUS 128
 
@@ -144,6 +165,14 @@ int cx_engine_tick(struct cx_engine *e, struct raw_writer *w);
  * cut to DP_RAW_CC_MAX), through the source's read_mem: every sample then
  * carries its guest call chain (DP_RAW_CALLCHAIN, DP_RAW_CC_GUEST). */
 void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
+/*
+ * Where domain @domid's guest kernel keeps the running task (the agent's
+ * TASK_LAYOUT): the per-CPU offset of the task pointer and the offset of
+ * task_struct.tgid.  From then on looks in its user mode name their
+ * space's process now and then (CX_WITNESS_*), with the domain paused.
+ * 0, -EINVAL (implausible numbers), -ENOENT (no such domain).
+ */
+int cx_engine_set_layout(struct cx_engine *e, uint32_t domid, uint64_t current, uint32_t tgid_off);
 /* Other records came between (dom0's, from the embedded perf collector):
  * the next tick re-states domain, mode and address space. */
 void cx_engine_forget(struct cx_engine *e);
@@ -166,6 +195,8 @@ struct cx_stats {
 	 * domain's pause and resume (pauses of them) and the call-chain
 	 * walks (cc_walks) */
 	uint64_t look_ns, read_ns, pause_ns, walk_ns, pauses;
+	/* spaces' processes read from guest memory, and reads that failed */
+	uint64_t witnesses, wit_errors;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

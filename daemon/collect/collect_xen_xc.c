@@ -87,6 +87,9 @@ static int cx_xc_ctx(void *src, uint32_t domid, unsigned int vcpu, bool hvm, str
 	c->fp = ctx.x64.user_regs.rbp;
 	c->sp = ctx.x64.user_regs.rsp;
 	c->la57 = !!(ctx.x64.ctrlreg[4] & (1ull << 12));
+	/* Xen states the kernel's GS base apart from the user's in either
+	 * mode (PV: as the guest set them; HVM: GS or its shadow by CPL) */
+	c->gs_kernel = ctx.x64.gs_base_kernel;
 	/* A 64-bit PV kernel runs in ring 3 like its user space: Xen says
 	 * which one the vCPU is in.  HVM and PVH: the CPL. */
 	c->kernel = hvm ? (ctx.x64.user_regs.cs & 3) == 0 : !!(ctx.x64.flags & VGCF_in_kernel);

@@ -26,3 +26,15 @@ void gwalk(const struct gwalk_req *r, uint64_t *out, unsigned int max, struct gw
 	res->nr = w.n;
 	res->truncated = w.truncated;
 }
+
+int gwalk_read_kernel(const struct gwalk_req *r, uint64_t gva, uint64_t *val)
+{
+	struct dp_walk w = {
+		.read = r->read,
+		.ctx = r->ctx,
+		.root = r->root,
+		.levels = r->levels,
+	};
+
+	return dp_walk_read_kernel(&w, gva, val);
+}

@@ -40,4 +40,11 @@ struct gwalk_res {
  */
 void gwalk(const struct gwalk_req *r, uint64_t *out, unsigned int max, struct gwalk_res *res);
 
+/*
+ * One aligned 8-byte word of guest kernel memory at the virtual address
+ * @gva (kernel half) through @r's page tables (@r's fp, sp and user are
+ * not used).  0 or -EFAULT.
+ */
+int gwalk_read_kernel(const struct gwalk_req *r, uint64_t gva, uint64_t *val);
+
 #endif

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "domprof/agent.h"
 #include "events/ev.h"
 #include "opd_conf.h"
 
@@ -114,6 +115,15 @@ struct opd_collector_ops {
 	/* Disable collection and deliver what is still buffered.  0 or -errno. */
 	int (*stop)(void *state);
 	void (*close)(void *state);	/* NULL state accepted */
+	/*
+	 * Optional: where the guest kernel of the domain keyed @key (in
+	 * @key_ns, enum dp_domkey_ns) keeps its running task, as its agent
+	 * said (DP_AG_TASK_LAYOUT; guest numbers, unchecked): a collector
+	 * that reads guest memory at its looks then states which process
+	 * ran (DP_RAW_GUEST_TASK).  Called between start and stop.
+	 */
+	void (*task_layout)(void *state, uint32_t key_ns, uint64_t key,
+			    const struct dp_ag_task_layout *l);
 };
 
 extern const struct opd_collector_ops opd_collector_perf;

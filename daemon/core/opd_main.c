@@ -432,6 +432,21 @@ static int split(struct opd_conf *c, const struct opd_collector_ops *ops,
 	return 0;
 }
 
+
+/* A domain's task layout, from its agent to the open collector. */
+struct layout_to {
+	const struct opd_collector_ops *ops;
+	void *state;
+};
+
+static void layout_to_collector(void *ctx, uint32_t key_ns, uint64_t key,
+				const struct dp_ag_task_layout *l)
+{
+	const struct layout_to *t = ctx;
+
+	t->ops->task_layout(t->state, key_ns, key, l);
+}
+
 /* The daemon proper, with the log open: 0 or 1.  *@ready is set once the
  * parent was released; *@worker when this is the privsep worker. */
 static int run(struct opd_opts *o, const struct ev_table *tab, bool *ready, bool *worker)
@@ -444,6 +459,7 @@ static int run(struct opd_opts *o, const struct ev_table *tab, bool *ready, bool
 	struct opd_ps_chan ch = { .sock = -1, .wake = -1 };
 	struct worker w;
 	struct opd_daemon d;
+	struct layout_to lt;
 	void *state = NULL;
 	int ret, status = 1;
 
@@ -486,6 +502,9 @@ static int run(struct opd_opts *o, const struct ev_table *tab, bool *ready, bool
 	args.relay_chan = &ch;
 	if (ops->open(&args, &state))
 		goto out_daemon;
+	lt = (struct layout_to){ .ops = ops, .state = state };
+	if (ops->task_layout && d.agents)
+		opd_agents_set_layout_sink(d.agents, layout_to_collector, &lt);
 	if (opd_daemon_write_stats(&d))
 		goto out_close;
 	*ready = true;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dom.h"
 #include "opd_agent.h"
 #include "opd_kvmtsc.h"
 #include "util/du_log.h"
@@ -50,6 +51,8 @@ struct chan {
 	struct ident *id;
 	struct opd_image *name;	/* domain key: name and pid */
 	pid_t pid;
+	uint32_t key_ns;	/* opd_dom's id, for the layout sink */
+	uint64_t key;
 	char *path;
 	struct opd_guest *g;
 	struct opd_kvmtsc *clk;
@@ -86,7 +89,15 @@ struct opd_agents {
 	void *tsc_open_ctx;
 	opd_agent_cpu_clock_fn cpu_clock;	/* NULL: this thread's CPU time */
 	void *cpu_clock_ctx;
+	opd_agent_layout_fn layout;	/* NULL: task layouts unused */
+	void *layout_ctx;
 };
+
+void opd_agents_set_layout_sink(struct opd_agents *a, opd_agent_layout_fn fn, void *ctx)
+{
+	a->layout = fn;
+	a->layout_ctx = ctx;
+}
 
 void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx)
 {
@@ -237,6 +248,8 @@ struct opd_guest *opd_agents_guest(struct opd_agents *a, const struct opd_dom *d
 	c->fd = -1;
 	c->name = dom->name;
 	c->pid = dom->pid;
+	c->key_ns = dom->id_ns;
+	c->key = dom->id;
 	c->running = dom->running;
 	c->root_listener = dom->agent_root_listener;
 	c->path = strdup(dom->agent_path);
@@ -267,8 +280,11 @@ void opd_agents_sync(struct opd_agents *a, struct opd_domains *ds)
 		uint32_t version;
 		const char *release;
 
-		if (c)
+		if (c) {
 			c->gone = false;
+			c->key_ns = d->id_ns;	/* a Xen domain made again */
+			c->key = d->id;
+		}
 		/* the agent's HELLO facts reach the domain's info file */
 		if (c && opd_guest_facts(c->g, &version, &release))
 			opd_domains_set_guest(ds, d, version, release);
@@ -500,6 +516,20 @@ static bool chan_may_read(struct opd_agents *a, struct chan *c, uint64_t now)
 	return false;
 }
 
+/* A TASK_LAYOUT the agent just sent, to the collector. */
+static void pass_layout(struct opd_agents *a, struct chan *c)
+{
+	struct dp_ag_task_layout l;
+
+	if (!opd_guest_take_layout(c->g, &l) || !a->layout)
+		return;
+	du_info("domain %s: the agent says where its kernel keeps the running task", c->name->name);
+	if (c->key_ns != DOM_ID_NS_NONE)
+		a->layout(a->layout_ctx, c->key_ns, c->key, &l);
+	else
+		a->layout(a->layout_ctx, DP_DOMKEY_HOST_PID, (uint64_t)c->pid, &l);
+}
+
 static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 {
 	uint8_t buf[READ_CHUNK];
@@ -533,6 +563,8 @@ static void chan_read(struct opd_agents *a, struct chan *c, uint64_t now)
 		/* what one chunk cost: the most the budget can be overrun by */
 		if (t0 > a->st->guest_budget_chunk_peak_ns)
 			a->st->guest_budget_chunk_peak_ns = t0;
+		if (!ret)
+			pass_layout(a, c);
 		if (ret) {
 			du_warn("domain %s: agent channel closed: %s", c->name->name,
 				ret == -EBADMSG ? "bytes that are not the agent protocol" :

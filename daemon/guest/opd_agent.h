@@ -89,6 +89,13 @@ void opd_agents_set_connector(struct opd_agents *a, opd_agent_connect_fn fn, voi
  * instead of directly: the privsep worker asks its monitor. */
 void opd_agents_set_tsc_opener(struct opd_agents *a, opd_kvmtsc_open_fn fn, void *ctx);
 
+/* Hand each domain's TASK_LAYOUT to @fn (the collector's task_layout),
+ * the domain by its key: its backend id (a Xen domid) where it has one,
+ * else its host pid (DP_DOMKEY_HOST_PID). */
+typedef void (*opd_agent_layout_fn)(void *ctx, uint32_t key_ns, uint64_t key,
+				    const struct dp_ag_task_layout *l);
+void opd_agents_set_layout_sink(struct opd_agents *a, opd_agent_layout_fn fn, void *ctx);
+
 /* Measure the CPU the frames take (the budgets of opd_guest_limits) by
  * @fn instead of this thread's CPU clock: a test's clock makes each read
  * cost what it says. */

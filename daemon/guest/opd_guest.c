@@ -153,6 +153,15 @@ bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const c
 	return true;
 }
 
+bool opd_guest_take_layout(struct opd_guest *g, struct dp_ag_task_layout *l)
+{
+	if (!g->layout_new)
+		return false;
+	*l = g->layout;
+	g->layout_new = false;
+	return true;
+}
+
 void opd_guest_ping(struct opd_guest *g, uint64_t host_ns)
 {
 	opd_guest_ack(g, true);

@@ -213,6 +213,9 @@ bool opd_guest_has_agent(const struct opd_guest *g);
  * DP_AG_MAX_RELEASE bytes, valid until the next feed).  False before any
  * HELLO. */
 bool opd_guest_facts(const struct opd_guest *g, uint32_t *agent_version, const char **release);
+/* The TASK_LAYOUT the agent sent since the last call, into @l (guest
+ * numbers, unchecked); false when none came. */
+bool opd_guest_take_layout(struct opd_guest *g, struct dp_ag_task_layout *l);
 /* Estimated guest clock minus host clock, ns; false if none yet. */
 bool opd_guest_offset(const struct opd_guest *g, int64_t *offset, uint64_t *rtt);
 /* The domain's clock, for the TSC path (opd_agent; doc/clock.md). */

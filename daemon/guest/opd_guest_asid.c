@@ -225,8 +225,47 @@ enum opd_gasid_change opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_
 		a->s.votes_clear++;
 	else
 		a->s.votes_inferred++;
+	if (e->wit_gt) {
+		/* the owner was seen: a vote only measures the clock */
+		a->s.votes_vs_witness += pid != e->owner;
+		return OPD_GASID_SAME;
+	}
 	tally(e, pid);
 	return e->owner ? judge_owner(a, e, pid) : judge_prov(a, e, pid);
+}
+
+static void end_owner(struct opd_gasid_ent *e, uint64_t gt);
+
+enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint32_t pid,
+					uint64_t gt)
+{
+	struct opd_gasid_ent *e;
+
+	if (!pid || !(e = get(a, asid)))
+		return OPD_GASID_SAME;
+	if (gt < e->since) {
+		a->s.wit_stale++;
+		return OPD_GASID_SAME;
+	}
+	a->s.witnessed++;
+	if (e->owner == pid) {
+		if (gt > e->wit_gt)
+			e->wit_gt = gt;
+		return OPD_GASID_SAME;
+	}
+	if (e->owner) {
+		a->s.wit_overruled++;
+		end_owner(e, gt);
+	} else {
+		a->s.wit_owned++;
+	}
+	e->owner = pid;
+	e->prov = 0;
+	e->win = 0;
+	e->last = 0;
+	e->wit_gt = gt ? gt : 1;
+	memset(e->v, 0, sizeof(e->v));
+	return OPD_GASID_OWNED;
 }
 
 const struct opd_gasid_ent *opd_gasid_find(const struct opd_gasid *a, uint64_t asid)
@@ -281,6 +320,7 @@ static void end_owner(struct opd_gasid_ent *e, uint64_t gt)
 	e->prov = 0;
 	e->last = 0;
 	e->win = 0;
+	e->wit_gt = 0;
 	memset(e->v, 0, sizeof(e->v));
 	e->since = gt;
 }
@@ -306,6 +346,8 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 		}
 		if (e->owner != pid && e->prov != pid && !mine)
 			continue;
+		if (e->owner == pid && e->wit_gt > gt)
+			continue;	/* seen running there after it */
 		/* its own space, or one it was learning to own */
 		a->s.forgotten += e->owner == pid;
 		end_owner(e, gt);
@@ -356,6 +398,10 @@ void opd_gasid_write_stats(const struct opd_gasid *a, FILE *f)
 		s->reversed, s->demoted, s->doubted, s->filed, s->overrode_clock, s->no_mapping,
 		s->forgotten, s->evicted, s->spaces, s->spaces_capped, s->waited, s->wait_expired,
 		s->filed_elected, s->wait_full);
+	fprintf(f,
+		"asid_witnessed %" PRIu64 "\nasid_wit_owned %" PRIu64 "\nasid_wit_overruled %" PRIu64
+		"\nasid_wit_stale %" PRIu64 "\nasid_votes_vs_witness %" PRIu64 "\n",
+		s->witnessed, s->wit_owned, s->wit_overruled, s->wit_stale, s->votes_vs_witness);
 }
 
 /* ---- the tables of domains with no agent, by domain ---- */
@@ -632,6 +678,33 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 	g->asid.s.filed_elected += elected != 0;
 	g->asid.s.overrode_clock += clock_pid && clock_pid != owner;
 	return true;
+}
+
+/*
+ * A sample that came with a witness (DP_RAW_GUEST_TASK: the guest's
+ * memory named its space's process at its look): the space's owner from
+ * its time on (opd_gasid_witness); the samples waiting for an owner are
+ * looked at again.
+ */
+void opd_gvote_witness(struct opd_guest *g, const struct opd_guest_sample *s)
+{
+	uint64_t gt;
+	struct opd_gtask *t;
+
+	if (!s->witness || !s->asid || s->mode != DP_MODE_GUEST_USER)
+		return;
+	gt = opd_gclock_known(&g->clock) ? opd_gclock_guest(&g->clock, s->host_ns) : 0;
+	if (opd_gasid_witness(&g->asid, s->asid, s->witness, gt) != OPD_GASID_OWNED)
+		return;
+	g->wait_new_owner = true;
+	g->wait.scanned = 0;
+	t = opd_gtasks_find(&g->tasks, s->witness);
+	if (t)
+		t->asid = s->asid;
+	if (opd_guest_debug_ok(g, s))
+		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32
+			 " (seen in the guest's memory), sample at %" PRIu64 " on vcpu %d",
+			 g->name, s->asid, s->witness, s->host_ns, s->vcpu);
 }
 
 /* @q votes now, as opd_gvote_resolve would, and is marked voted. */

@@ -86,6 +86,7 @@ struct opd_gasid_ent {
 	uint32_t last;		/* the last owner demoted, for asid_reversed */
 	uint16_t pro, con;	/* votes for and against @prov since its election */
 	uint16_t win;		/* the owner's last 16 votes, a bit each: 1 against */
+	uint64_t wit_gt;	/* guest time the owner was last witnessed, 0 never */
 	uint32_t space;		/* N of {anon:guest-user:asN}, 0 none yet */
 	struct opd_image *img;	/* that bucket's image, once asked for */
 	struct opd_gasid_vote v[OPD_GASID_VOTERS];
@@ -117,6 +118,13 @@ struct opd_gasid_stats {
 	uint64_t wait_expired;	/* ... and placed without an owner after all */
 	uint64_t filed_elected;	/* ... of these, by the space's elected pid, not the clock */
 	uint64_t wait_full;	/* placed by the clock: too many waited */
+	/* witnesses: the guest's memory named the space's process at a look
+	 * (DP_RAW_GUEST_TASK) */
+	uint64_t witnessed;	/* witnesses taken */
+	uint64_t wit_owned;	/* ... that gave a space with no owner its owner */
+	uint64_t wit_overruled;	/* ... that replaced an owner of another pid */
+	uint64_t wit_stale;	/* refused: older than the space's last end */
+	uint64_t votes_vs_witness;	/* votes against a witnessed owner (the clock wrong) */
 };
 
 struct opd_gasid {
@@ -149,6 +157,18 @@ enum opd_gasid_change {
 enum opd_gasid_change opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_t pid,
 				     uint64_t gt, uint64_t obs, bool clear);
 
+/*
+ * "The guest's own memory showed pid @pid running in ASID @asid at guest
+ * time @gt" (the xen collector's look, its vCPU paused: a fact, not a
+ * vote).  @pid owns the space from then on, whatever the votes said, and
+ * votes do not demote it (those against it are counted); another owner
+ * before it ends at @gt.  Refused when older than the space's last end
+ * (an exit or exec the agent reported).  OPD_GASID_OWNED when the owner
+ * changed.
+ */
+enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint32_t pid,
+					uint64_t gt);
+
 /* @asid's entry, for the log's tallies; NULL if not known. */
 const struct opd_gasid_ent *opd_gasid_find(const struct opd_gasid *a, uint64_t asid);
 
@@ -160,8 +180,9 @@ void opd_gasid_doubt(struct opd_gasid *a, uint64_t asid);
  * last owner's exit or exec, that owner.  Counts nothing. */
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt);
 
-/* Guest pid @pid exited or exec'd at guest time @gt.  A space it owned has
- * no owner from @gt on (samples from before are still its own: held
+/* Guest pid @pid exited or exec'd at guest time @gt.  A space it owned
+ * (unless witnessed after @gt: its new space after an exec, the agent's
+ * word coming late) has no owner from @gt on (samples from before are still its own: held
  * samples come after the agent's word), and votes from before @gt are
  * refused; a space without an owner where it voted starts over the same
  * way; in a space another pid owns, only its votes go. */

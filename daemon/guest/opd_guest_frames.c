@@ -231,6 +231,17 @@ static int h_tsc(void *ctx, const struct dp_ag_tsc *t)
 	return 0;
 }
 
+/* Handed to the collector by the agents' side (opd_agent), which knows
+ * the domain's key. */
+static int h_task_layout(void *ctx, const struct dp_ag_task_layout *l)
+{
+	struct opd_guest *g = ctx;
+
+	g->layout = *l;
+	g->layout_new = true;
+	return 0;
+}
+
 static int h_image_data(void *ctx, const struct dp_ag_image_data *d, const uint8_t *b,
 			size_t len)
 {
@@ -267,6 +278,7 @@ static const struct ap_ops guest_ops = {
 	.lost = h_lost,
 	.pong = h_pong,
 	.tsc = h_tsc,
+	.task_layout = h_task_layout,
 	.image_data = h_image_data,
 	.image_end = h_image_end,
 	.state_end = h_state_end,

@@ -84,6 +84,8 @@ bool opd_guest_defer(struct opd_guest *g, const struct opd_guest_sample *s,
 	q.filed = false;
 	q.expired = false;
 	g->ds.received++;
+	if (q.witness && g->has_agent)
+		opd_gvote_witness(g, &q);	/* a fact of its time: taken on arrival */
 	if (!g->hold.cap) {
 		take(g, &q, out, r);
 		return true;

@@ -24,6 +24,7 @@ struct opd_guest_sample {
 	bool voted;		/* its ASID vote was looked at (opd_guest_asid.c) */
 	bool filed;		/* left the owner wait out of turn (opd_guest_hold.c) */
 	bool expired;		/* its owner wait ran out: an elected pid may file it */
+	uint32_t witness;	/* its look's DP_RAW_GUEST_TASK (a guest pid), 0 none */
 };
 
 struct opd_ghold {

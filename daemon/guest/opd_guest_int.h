@@ -29,6 +29,10 @@ struct opd_guest {
 	 * the states of one UUID (a VM and its restart), else own_budget */
 	struct opd_gbudget *budget, own_budget;
 
+	/* the agent's TASK_LAYOUT, not yet taken (opd_guest_take_layout) */
+	struct dp_ag_task_layout layout;
+	bool layout_new;
+
 	/* input */
 	uint8_t *in;
 	size_t in_len;
@@ -115,6 +119,8 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 		       struct opd_guest_res *r);
 /* @q votes now, as opd_gvote_resolve would, and is marked voted. */
 void opd_gvote_now(struct opd_guest *g, struct opd_guest_sample *q);
+/* @s came with a witness of its space's process: taken (opd_gasid_witness). */
+void opd_gvote_witness(struct opd_guest *g, const struct opd_guest_sample *s);
 
 /* opd_guest_hold.c */
 /* Has the sideband passed @s's time? */

@@ -306,6 +306,14 @@ static int trans_asid(void *ctx, uint64_t asid)
 	return 0;
 }
 
+static int trans_guest_task(void *ctx, uint32_t tgid)
+{
+	struct opd_trans *t = ctx;
+
+	t->guest_task = tgid;	/* rides on the look's first sample */
+	return 0;
+}
+
 static int trans_time_spread(void *ctx, uint64_t ns)
 {
 	struct opd_trans *t = ctx;
@@ -431,4 +439,5 @@ const struct raw_ops opd_trans_ops = {
 	.callchain = opd_tr_callchain,
 	.guest_tsc = trans_guest_tsc,
 	.time_spread = trans_time_spread,
+	.guest_task = trans_guest_task,
 };

@@ -40,6 +40,8 @@ static uint32_t body_len(unsigned int type)
 		return sizeof(struct opd_ps_mapsreq);
 	case OPD_PS_TRACE_CPU:
 		return sizeof(struct opd_ps_tcpu);
+	case OPD_PS_TASK_LAYOUT:
+		return sizeof(struct opd_ps_layout);
 	case OPD_PS_MAP:
 		return sizeof(struct opd_ps_map);
 	case OPD_PS_ADDED:
@@ -170,6 +172,10 @@ static bool body_ok(const struct opd_ps_msg *m)
 		return m->u.end == 0;
 	case OPD_PS_COLLECT:
 		return m->u.end == 0 || m->u.end == 1;
+	case OPD_PS_TASK_LAYOUT:
+		return m->u.layout.key_ns == DP_DOMKEY_XEN_DOMID && m->u.layout.key <= UINT32_MAX &&
+		       m->u.layout.current < OPD_PS_LAYOUT_MAX_CURRENT &&
+		       !(m->u.layout.tgid_off & 3) && m->u.layout.tgid_off < OPD_PS_LAYOUT_MAX_OFF;
 	default:
 		return true;	/* REFRESH, TRACE_OPEN: no body */
 	}
@@ -571,6 +577,24 @@ int opd_ps_samples_dir(void *chan, int *fd)
 		*fd = -1;
 		ret = -EBADMSG;
 	}
+	return ret ? ret : m.u.end;
+}
+
+int opd_ps_task_layout(const struct opd_ps_chan *ch, uint32_t key_ns, uint64_t key,
+		       uint64_t current, uint32_t tgid_off)
+{
+	struct opd_ps_msg m;
+	int ret;
+
+	opd_ps_msg_init(&m, OPD_PS_TASK_LAYOUT);
+	m.u.layout = (struct opd_ps_layout){
+		.key_ns = key_ns, .tgid_off = tgid_off, .key = key, .current = current,
+	};
+	ret = opd_ps_send(ch->sock, &m, -1);
+	if (!ret)
+		ret = opd_ps_recv(ch->sock, &m, true, NULL);
+	if (!ret && m.type != OPD_PS_END)
+		ret = -EBADMSG;
 	return ret ? ret : m.u.end;
 }
 

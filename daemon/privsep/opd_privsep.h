@@ -77,13 +77,16 @@ enum opd_ps_type {
 				 * (opcontrol --save); SAMPLES_DIR answers */
 	/* monitor -> worker */
 	OPD_PS_SAMPLES_DIR,	/* end: 0 with the directory's fd, or -errno */
+	/* worker -> monitor */
+	OPD_PS_TASK_LAYOUT,	/* layout: for the monitor's collector; END answers */
 	OPD_PS_TYPE_MAX,
 };
 
 /* What a request of the worker's may be: whether the monitor answers it. */
 #define OPD_PS_TO_MONITOR(t) \
 	((t) == OPD_PS_REFRESH || (t) == OPD_PS_CONNECT || (t) == OPD_PS_TRACE_OPEN || \
-	 (t) == OPD_PS_MAPS || (t) == OPD_PS_COLLECT || (t) == OPD_PS_SAMPLES)
+	 (t) == OPD_PS_MAPS || (t) == OPD_PS_COLLECT || (t) == OPD_PS_SAMPLES || \
+	 (t) == OPD_PS_TASK_LAYOUT)
 
 struct opd_ps_dom {
 	uint64_t handle;		/* the monitor's, never reused */
@@ -143,6 +146,24 @@ struct opd_ps_mapsreq {
 	uint64_t pc;
 };
 
+/*
+ * TASK_LAYOUT: a domain's agent said where its kernel keeps the running
+ * task (opd_collector_ops.task_layout).  The monitor's collector then
+ * reads, in that domain's paused memory, a pointer at the vCPU's per-CPU
+ * base plus @current and a pid-sized number at it plus @tgid_off, and
+ * streams the number when it is a plausible pid: bounded here, so that a
+ * worker that lies learns no more than small numbers of one guest's
+ * kernel memory near its per-CPU data and tasks (doc/trust.md).
+ */
+#define OPD_PS_LAYOUT_MAX_CURRENT (1ull << 24)
+#define OPD_PS_LAYOUT_MAX_OFF 16384u
+struct opd_ps_layout {
+	uint32_t key_ns;		/* DP_DOMKEY_XEN_DOMID, the one kind taken */
+	uint32_t tgid_off;		/* 4-aligned, < OPD_PS_LAYOUT_MAX_OFF */
+	uint64_t key;			/* the domid, <= UINT32_MAX */
+	uint64_t current;		/* < OPD_PS_LAYOUT_MAX_CURRENT */
+};
+
 #define OPD_PS_MAP_PATH	1536
 
 /* One executable mapping of a process (opd_procfs_maps), read by the
@@ -170,6 +191,7 @@ struct opd_ps_msg {
 		struct opd_ps_tcpu tcpu;
 		struct opd_ps_map map;
 		struct opd_ps_mapsreq mreq;
+		struct opd_ps_layout layout;
 		uint64_t handle;
 		int32_t end;
 		uint8_t raw[OPD_PS_MSG_SIZE - 16];
@@ -212,6 +234,11 @@ struct opd_ps_chan {
 	 * the worker at once, not at its next once-a-second REFRESH. */
 	int wake;
 };
+
+/* A task layout (opd_collector_ops.task_layout) for the monitor's
+ * collector: 0 or -errno (-EINVAL: out of the bounds it takes, not sent). */
+int opd_ps_task_layout(const struct opd_ps_chan *ch, uint32_t key_ns, uint64_t key,
+		       uint64_t current, uint32_t tgid_off);
 
 /* An agent connector (opd_agents_set_connector) through the monitor. */
 int opd_ps_connect(void *chan, pid_t pid, const char *path, int *fd);

@@ -602,6 +602,12 @@ static int mon_serve(struct mon *m)
 		return mon_maps(m, msg.u.mreq.pid, msg.u.mreq.pc);
 	if (msg.type == OPD_PS_SAMPLES)
 		return mon_samples(m);
+	if (msg.type == OPD_PS_TASK_LAYOUT) {
+		ret = opd_relay_mon_task_layout(m->relay, &msg.u.layout);
+		opd_ps_msg_init(&msg, OPD_PS_END);
+		msg.u.end = ret;
+		return opd_ps_send(m->sock, &msg, -1);
+	}
 	if (msg.type == OPD_PS_COLLECT) {
 		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
 		opd_ps_msg_init(&msg, OPD_PS_END);

@@ -188,6 +188,18 @@ int opd_relay_mon_collect(struct opd_relay_mon *r, bool start)
 	return ret;
 }
 
+int opd_relay_mon_task_layout(struct opd_relay_mon *r, const struct opd_ps_layout *l)
+{
+	struct dp_ag_task_layout tl = { .current = l->current, .tgid_off = l->tgid_off };
+
+	if (!r || !r->state)
+		return -ENODEV;
+	if (!r->ops->task_layout)
+		return -EOPNOTSUPP;
+	r->ops->task_layout(r->state, l->key_ns, l->key, &tl);
+	return 0;
+}
+
 void opd_relay_mon_close(struct opd_relay_mon *r)
 {
 	if (!r)
@@ -328,6 +340,20 @@ static int rw_stop(void *state)
 	return ret;
 }
 
+static void rw_task_layout(void *state, uint32_t key_ns, uint64_t key,
+			   const struct dp_ag_task_layout *l)
+{
+	struct relay_w *w = state;
+	int ret;
+
+	if (key_ns != DP_DOMKEY_XEN_DOMID)
+		return;		/* the monitor's collector keys domains by domid */
+	ret = opd_ps_task_layout(w->chan, key_ns, key, l->current, l->tgid_off);
+	if (ret)
+		du_warn("relay: domain key %llu's task layout not taken by the monitor: %s",
+			(unsigned long long)key, strerror(-ret));
+}
+
 static void rw_close(void *state)
 {
 	struct relay_w *w = state;
@@ -344,5 +370,6 @@ void opd_relay_worker_ops(const struct opd_collector_ops *real, struct opd_colle
 		.name = real->name, .caps = real->caps,
 		.open = rw_open, .pollfds = rw_pollfds, .start = rw_start, .read = rw_read,
 		.stop = rw_stop, .close = rw_close,
+		.task_layout = real->task_layout ? rw_task_layout : NULL,
 	};
 }

@@ -53,6 +53,10 @@ size_t opd_relay_mon_pollfds(struct opd_relay_mon *r, struct pollfd *pfd, size_t
 int opd_relay_mon_service(struct opd_relay_mon *r, const struct pollfd *pfd, size_t n);
 /* A COLLECT request: start, or stop and end the stream.  0 or -errno. */
 int opd_relay_mon_collect(struct opd_relay_mon *r, bool start);
+/* A TASK_LAYOUT request (checked by opd_ps_check) for the collector:
+ * 0, or -EOPNOTSUPP when it takes none, -ENODEV with no collector. */
+struct opd_ps_layout;
+int opd_relay_mon_task_layout(struct opd_relay_mon *r, const struct opd_ps_layout *l);
 void opd_relay_mon_close(struct opd_relay_mon *r);	/* NULL accepted */
 
 /* ---- worker side --------------------------------------------------------- */

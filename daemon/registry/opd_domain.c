@@ -230,6 +230,8 @@ static void index_entry(struct opd_domains *ds, struct dentry *e, const struct d
 	unsigned int n, nh = dom_domain_helpers(d, &tids);
 
 	e->nkeys = domain_keys(d, e->key_ns, e->key);
+	e->pub.id_ns = dom_domain_id_ns(d);
+	e->pub.id = dom_domain_id(d);
 	for (n = 0; n < e->nkeys; n++) {
 		ns[n] = e->key_ns[n];
 		key[n] = e->key[n];

@@ -55,6 +55,10 @@ struct opd_dom {
 	bool agent_root_listener;
 	const char *uuid;	/* its UUID (derived from the name when QEMU
 				 * was given none); NULL in tests */
+	/* its id in the namespace the backend keys it by (a Xen domid:
+	 * DP_DOMKEY_XEN_DOMID), DOM_ID_NS_NONE (then 0) for none */
+	uint32_t id_ns;
+	uint64_t id;
 };
 
 struct opd_domains;
