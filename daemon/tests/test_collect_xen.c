@@ -158,6 +158,11 @@ struct tally {
 	/* DP_RAW_GUEST_TSC records, and the last one */
 	unsigned int gtscs;
 	struct dp_raw_guest_tsc last_gtsc;
+	/* DP_RAW_GUEST_TASK records, the last tgid and the ASID it followed;
+	 * those right before a sample */
+	unsigned int gtasks, gtask_then_sample;
+	uint32_t last_tgid;
+	uint64_t tgid_asid;
 };
 
 static void walk(const struct buf *b, struct tally *t)
@@ -165,7 +170,7 @@ static void walk(const struct buf *b, struct tally *t)
 	uint64_t dom = 0, asid = 0;
 	uint32_t vcpu = 0, mode = 0;
 	size_t off = 0;
-	bool chain = false;
+	bool chain = false, gtask = false;
 
 	memset(t, 0, sizeof(*t));
 	while (off + 16 <= b->len) {
@@ -183,7 +188,9 @@ static void walk(const struct buf *b, struct tally *t)
 					t->by_asid[i]++;
 			t->last_pc = w0;
 			t->chained_samples += chain;
+			t->gtask_then_sample += gtask;
 			chain = false;
+			gtask = false;
 			continue;
 		}
 		uint32_t type = (uint32_t)w1, len = (uint32_t)(w1 >> 32);
@@ -225,6 +232,15 @@ static void walk(const struct buf *b, struct tally *t)
 			CU_ASSERT_EQUAL_FATAL(len, sizeof(t->last_gtsc));
 			memcpy(&t->last_gtsc, b->p + off, sizeof(t->last_gtsc));
 			t->gtscs++;
+		} else if (type == DP_RAW_GUEST_TASK) {
+			struct dp_raw_guest_task g;
+
+			CU_ASSERT_EQUAL_FATAL(len, sizeof(g));
+			memcpy(&g, b->p + off, sizeof(g));
+			t->last_tgid = g.tgid;
+			t->tgid_asid = asid;
+			t->gtasks++;
+			gtask = true;
 		} else if (type == DP_RAW_CALLCHAIN) {
 			memcpy(&t->last_cc, b->p + off, sizeof(t->last_cc));
 			CU_ASSERT_EQUAL_FATAL(len, 8 + 8 * t->last_cc.nr);
@@ -740,6 +756,99 @@ static void test_callchain(void)
 	rig_down(&r);
 }
 
+/* ---- which process runs: the task layout ---- */
+
+#define GS_KERNEL 0xffff888000100000ull	/* the vCPU's per-CPU area */
+#define CUR_OFF 0x2000ull			/* the task pointer in it */
+#define TASK_VA 0xffff888000200000ull
+#define TGID_OFF 0x9c4u				/* 4- but not 8-aligned */
+
+/* Web vCPU 0 in user mode, its kernel's per-CPU task pointer leading to a
+ * task of tgid @tgid. */
+static void fx_task(struct fake *f, uint32_t tgid)
+{
+	fx_stack(f);
+	fx_map(f, GS_KERNEL + CUR_OFF, 0x90000);
+	fx_word(f, 0x90000, TASK_VA);
+	fx_map(f, TASK_VA, 0x91000);
+	fx_word(f, 0x91000 + (TGID_OFF & ~7u), (uint64_t)tgid << 32 | 77);
+	f->ctx[1][0].gs_kernel = GS_KERNEL;
+}
+
+/* One look at web vCPU 0 (one period's worth), flushed and walked. */
+static void look_once(struct rig *r, struct tally *t)
+{
+	r->f.ns[1][0] += MS;
+	CU_ASSERT_EQUAL(cx_engine_tick(r->e, r->w), 0);
+	CU_ASSERT_EQUAL(raw_writer_flush(r->w), 0);
+	walk(&r->b, t);
+}
+
+/*
+ * Without a layout nothing is paused or read; with it a user-mode look
+ * pauses the domain once and states the tgid read through the space's
+ * page tables after the ASID and before the sample; the same space is not
+ * read again within CX_WITNESS_EVERY_NS, nor a kernel-mode look; a read
+ * that fails is counted, states nothing and is tried at the next look;
+ * implausible layouts and unknown domains are refused.
+ */
+static void test_witness(void)
+{
+	struct rig r;
+	struct tally t;
+	struct cx_stats st;
+
+	rig_up(&r);
+	fx_task(&r.f, 4242);
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* first: times only */
+	look_once(&r, &t);
+	CU_ASSERT_EQUAL(r.f.pauses, 0);
+	CU_ASSERT_EQUAL(t.gtasks, 0);
+
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF), 0);
+	look_once(&r, &t);
+	CU_ASSERT_EQUAL(t.gtasks, 1);
+	CU_ASSERT_EQUAL(t.last_tgid, 4242);
+	CU_ASSERT_EQUAL(t.tgid_asid, PT_ROOT);
+	CU_ASSERT_EQUAL(t.gtask_then_sample, 1);
+	CU_ASSERT_EQUAL(r.f.pauses, 1);
+	CU_ASSERT_EQUAL(r.f.unpauses, 1);
+	CU_ASSERT_FALSE(r.f.paused);
+	/* the same space again at once, then in kernel mode: no read */
+	look_once(&r, &t);
+	r.f.ctx[1][0].kernel = true;
+	look_once(&r, &t);
+	CU_ASSERT_EQUAL(t.gtasks, 1);
+	CU_ASSERT_EQUAL(r.f.pauses, 1);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.witnesses, 1);
+	CU_ASSERT_EQUAL(st.wit_errors, 0);
+
+	/* a layout leading nowhere: counted, nothing stated, tried again */
+	r.f.ctx[1][0].kernel = false;
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF + 0x8000, TGID_OFF), 0);
+	look_once(&r, &t);
+	look_once(&r, &t);
+	CU_ASSERT_EQUAL(t.gtasks, 1);
+	CU_ASSERT_EQUAL(r.f.pauses, 3);
+	CU_ASSERT_EQUAL(r.f.unpauses, 3);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.wit_errors, 2);
+	/* a number that is no pid */
+	fx_word(&r.f, 0x91000 + (TGID_OFF & ~7u), (uint64_t)(CX_PID_MAX + 1) << 32);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF), 0);
+	look_once(&r, &t);
+	CU_ASSERT_EQUAL(t.gtasks, 1);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.wit_errors, 3);
+
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF + 2), -EINVAL);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CX_LAYOUT_MAX_CURRENT, TGID_OFF), -EINVAL);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 9, CUR_OFF, TGID_OFF), -ENOENT);
+	free(r.f.mem);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -751,6 +860,7 @@ int main(void)
 		{ "each look dated by the source's clock", test_look_time },
 		{ "guest TSC stated once a second, not for HVM", test_guest_tsc },
 		{ "guest call chains", test_callchain },
+		{ "the process of a space read from guest memory", test_witness },
 	};
 
 	return du_test_main("collect_xen", tests, DU_TEST_N(tests), NULL, NULL);

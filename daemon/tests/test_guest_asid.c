@@ -869,7 +869,97 @@ static void test_no_agent(void)
 	opd_guest_free(g);
 }
 
+/*
+ * A witness (the guest's memory naming a space's process) decides at once
+ * and stays: pid 200 owns AS_A by votes, a witness of 100 overrules it,
+ * and a thousand votes for 200 after it move nothing (counted); a space
+ * without an owner gets one; a late word of pid 100's exec from before
+ * the witness leaves the space, one from after it ends it; a witness
+ * older than that end is refused.
+ */
+static void test_witness(void)
+{
+	struct opd_gasid a;
+	uint64_t o = 0;
+
+	opd_gasid_init(&a, 8, gs.images);
+	CU_ASSERT(votes(&a, AS_A, 200, 10, TO_OWN, &o) == OPD_GASID_OWNED);
+	CU_ASSERT(opd_gasid_witness(&a, AS_A, 100, 20) == OPD_GASID_OWNED);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 25) == 100);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, 15) == 200);	/* before it: the past owner */
+	votes(&a, AS_A, 200, 30, 1000, &o);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
+	CU_ASSERT(a.s.votes_vs_witness == 1000);
+	CU_ASSERT(a.s.demoted == 0);
+	CU_ASSERT(opd_gasid_witness(&a, AS_A, 100, 40) == OPD_GASID_SAME);
+	CU_ASSERT(opd_gasid_witness(&a, AS_B, 200, 40) == OPD_GASID_OWNED);
+	CU_ASSERT(a.s.witnessed == 3);
+	CU_ASSERT(a.s.wit_owned == 1);
+	CU_ASSERT(a.s.wit_overruled == 1);
+	/* pid 100's exec at 35, told late: it was seen in AS_A at 40 */
+	opd_gasid_forget(&a, 100, 35);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
+	opd_gasid_forget(&a, 100, 50);
+	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
+	CU_ASSERT(opd_gasid_witness(&a, AS_A, 100, 45) == OPD_GASID_SAME);
+	CU_ASSERT(a.s.wit_stale == 1);
+	CU_ASSERT(opd_gasid_owner(&a, AS_B, NOW) == 200);
+	opd_gasid_fini(&a);
+}
+
+/*
+ * The scene with the clock 8 ms wrong in 10 ms turns (it names the wrong
+ * process most of the time: the votes would learn the spaces wrong), and
+ * the first look at each space carrying a witness: every sample is filed
+ * under its process, the waiting ones too, and no vote decided anything.
+ */
+static void test_witness_files(void)
+{
+	struct opd_guest *g = scene();
+	struct opd_guest_sample s, out;
+	struct opd_guest_res r;
+	char path[PATH_MAX];
+	int wrong = 0, n = 0;
+	bool seen_a = false, seen_b = false;
+	uint64_t last = 0;
+
+	for (uint64_t gt = 1100 * MS; gt < 1300 * MS; gt += MS / 2) {
+		bool a = truth(gt) == 100;
+
+		s = (struct opd_guest_sample){ .host_ns = gt - 1008 * MS, .pc = 0x400100,
+					       .vcpu = 0, .mode = DP_MODE_GUEST_USER,
+					       .asid = a ? AS_A : AS_B };
+		if (!(a ? seen_a : seen_b))
+			s.witness = truth(gt);
+		*(a ? &seen_a : &seen_b) = true;
+		last = s.host_ns;
+		if (opd_guest_defer(g, &s, &out, &r)) {
+			n++;
+			wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
+		}
+		while (opd_guest_next(g, last, false, &out, &r)) {
+			n++;
+			wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
+		}
+	}
+	while (opd_guest_next(g, last, true, &out, &r)) {
+		n++;
+		wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
+	}
+	printf("\n  witnessed: wrong %d of %d\n", wrong, n);
+	CU_ASSERT_EQUAL(n, 400);
+	CU_ASSERT_EQUAL(wrong, 0);
+	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
+	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
+	CU_ASSERT(stat_of(path, "asid_wit_owned") == 2);
+	CU_ASSERT(stat_of(path, "asid_learned") == 0);
+	CU_ASSERT(stat_of(path, "asid_votes_vs_witness") > 0);
+	opd_guest_free(g);
+}
+
 #define WRAP(fn) static void fn##_w(void) { setup(); fn(); teardown(); }
+WRAP(test_witness)
+WRAP(test_witness_files)
 WRAP(test_votes)
 WRAP(test_reversal)
 WRAP(test_unconfirmed)
@@ -908,6 +998,8 @@ int main(void)
 		{ "a wait run out: the elected pid files it", test_wait_elected_w },
 		{ "exit and exec forget the space", test_exit_exec_w },
 		{ "no agent: a bucket per address space", test_no_agent_w },
+		{ "a witness decides a space's owner and stays", test_witness_w },
+		{ "witnessed spaces file every sample under a wrong clock", test_witness_files_w },
 	};
 
 	return du_test_main("guest asid", tests, DU_TEST_N(tests), NULL, NULL);

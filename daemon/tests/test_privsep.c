@@ -408,7 +408,22 @@ static void test_worker_bad_request_unsent(void)
 	CU_ASSERT(fd == -1);
 	CU_ASSERT(opd_ps_maps(&ch, 0, 0x400000, comm, maps_cb, &ms) == -EINVAL);
 	CU_ASSERT(opd_ps_maps(&ch, -3, 0x400000, comm, maps_cb, &ms) == -EINVAL);
+	/* task layouts: only a Xen domid's, within the bounds */
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_HOST_PID, 42, 0x2000, 0x9c4) == -EINVAL);
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 1ull << 32, 0x2000, 0x9c4) ==
+		  -EINVAL);
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, OPD_PS_LAYOUT_MAX_CURRENT,
+				     0x9c4) == -EINVAL);
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, 0x2000, 0x9c6) == -EINVAL);
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, 0x2000,
+				     OPD_PS_LAYOUT_MAX_OFF) == -EINVAL);
 	CU_ASSERT(recv(sv[0], &m, sizeof(m), MSG_DONTWAIT) < 0 && errno == EAGAIN);
+	/* a good layout is what the monitor takes */
+	opd_ps_msg_init(&m, OPD_PS_TASK_LAYOUT);
+	m.u.layout = (struct opd_ps_layout){ .key_ns = DP_DOMKEY_XEN_DOMID, .key = 3,
+					     .current = 0x2000, .tgid_off = 0x9c4 };
+	CU_ASSERT(opd_ps_send(sv[1], &m, -1) == 0);
+	CU_ASSERT(opd_ps_recv(sv[0], &m, false, NULL) == 0 && m.u.layout.key == 3);
 	/* a good one goes out, and is what the monitor accepts */
 	opd_ps_msg_init(&m, OPD_PS_CONNECT);
 	m.u.conn.pid = 42;
