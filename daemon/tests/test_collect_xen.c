@@ -165,6 +165,31 @@ struct tally {
 	uint64_t tgid_asid;
 };
 
+/* walk()'s records that are not context: true for a GUEST_TASK. */
+static bool walk_more(struct tally *t, uint32_t type, uint32_t len, const unsigned char *p,
+		      uint64_t asid)
+{
+	struct dp_raw_guest_task g;
+
+	if (type == DP_RAW_TIME_SPREAD) {
+		memcpy(&t->last_spread, p, 8);
+		t->spreads++;
+		return false;
+	}
+	if (type == DP_RAW_GUEST_TSC) {
+		CU_ASSERT_EQUAL_FATAL(len, sizeof(t->last_gtsc));
+		memcpy(&t->last_gtsc, p, sizeof(t->last_gtsc));
+		t->gtscs++;
+		return false;
+	}
+	CU_ASSERT_EQUAL_FATAL(len, sizeof(g));
+	memcpy(&g, p, sizeof(g));
+	t->last_tgid = g.tgid;
+	t->tgid_asid = asid;
+	t->gtasks++;
+	return true;
+}
+
 static void walk(const struct buf *b, struct tally *t)
 {
 	uint64_t dom = 0, asid = 0;
@@ -225,22 +250,9 @@ static void walk(const struct buf *b, struct tally *t)
 			if (t->times < 8)
 				t->time[t->times] = tr.ns;
 			t->times++;
-		} else if (type == DP_RAW_TIME_SPREAD) {
-			memcpy(&t->last_spread, b->p + off, 8);
-			t->spreads++;
-		} else if (type == DP_RAW_GUEST_TSC) {
-			CU_ASSERT_EQUAL_FATAL(len, sizeof(t->last_gtsc));
-			memcpy(&t->last_gtsc, b->p + off, sizeof(t->last_gtsc));
-			t->gtscs++;
-		} else if (type == DP_RAW_GUEST_TASK) {
-			struct dp_raw_guest_task g;
-
-			CU_ASSERT_EQUAL_FATAL(len, sizeof(g));
-			memcpy(&g, b->p + off, sizeof(g));
-			t->last_tgid = g.tgid;
-			t->tgid_asid = asid;
-			t->gtasks++;
-			gtask = true;
+		} else if (type == DP_RAW_TIME_SPREAD || type == DP_RAW_GUEST_TSC ||
+			   type == DP_RAW_GUEST_TASK) {
+			gtask |= walk_more(t, type, len, b->p + off, asid);
 		} else if (type == DP_RAW_CALLCHAIN) {
 			memcpy(&t->last_cc, b->p + off, sizeof(t->last_cc));
 			CU_ASSERT_EQUAL_FATAL(len, 8 + 8 * t->last_cc.nr);
