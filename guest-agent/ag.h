@@ -7,6 +7,7 @@
  *   ag_cookie.c  file cookies and build ids
  *   ag_image.c   answering IMAGE_REQUEST within budget and rate
  *   ag_tsc.c     guest clock against guest TSC (TSC frames)
+ *   ag_layout.c  where the kernel keeps the running task (TASK_LAYOUT)
  *   ag_xen.c     the Xen PV console channel (xenstore through xenbus)
  */
 #ifndef AG_H
@@ -32,6 +33,7 @@ struct ag_opts {
 	bool once;
 	bool verbose;
 	bool no_tsc;		/* send no TSC frames: the host falls back to ping/pong */
+	bool no_task_layout;	/* send no TASK_LAYOUT: the host learns from the clock */
 	uint32_t tty_window;	/* on a tty: bytes sent ahead of the host's ACK */
 };
 
@@ -48,6 +50,35 @@ bool ag_tsc_usable(void);
 int ag_tsc_pair(struct dp_ag_tsc *t);
 /* Queue a TSC frame (nothing when no pair could be taken). */
 int ag_tsc_send(struct ag_out *o);
+
+/* ---- ag_layout.c ------------------------------------------------------- */
+
+/*
+ * The byte offset of member @member of the struct named @strct in the raw
+ * BTF blob @btf (@len bytes, borrowed; nothing is read outside it),
+ * looking into anonymous struct and union members as C does.  0 with
+ * *@off set; -EBADMSG when the blob is not BTF or a record runs past its
+ * section (or is of a kind this reader does not know); -ENOENT when there
+ * is no such struct or member; -EINVAL for a bit field; -ENOMEM.
+ */
+int ag_btf_member_off(const void *btf, size_t len, const char *strct, const char *member,
+		      uint32_t *off);
+/*
+ * Learn TASK_LAYOUT from the kernel's BTF file @btf_path and kallsyms
+ * file @ksyms_path: 0 with *@l filled (flags 0), or why the kernel does
+ * not tell: -ENOENT no BTF file; -EFBIG or -EBADMSG a BTF file not read;
+ * -ESRCH task_struct.tgid (or pcpu_hot.current_task) not in it; -ENXIO
+ * neither pcpu_hot nor current_task in kallsyms (a kernel without
+ * CONFIG_KALLSYMS_ALL); -EPERM addresses hidden (kptr_restrict);
+ * -ERANGE an address no per-CPU variable has; another -errno.
+ */
+int ag_layout_learn_at(const char *btf_path, const char *ksyms_path, struct dp_ag_task_layout *l);
+/* The same from this kernel's files; -ENOTSUP off x86-64. */
+int ag_layout_learn(struct dp_ag_task_layout *l);
+/* A few words for an error of ag_layout_learn (static). */
+const char *ag_layout_why(int err);
+/* Queue a TASK_LAYOUT frame. */
+int ag_layout_send(struct ag_out *o, const struct dp_ag_task_layout *l);
 
 /* ---- ag_out.c ---------------------------------------------------------- */
 

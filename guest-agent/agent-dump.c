@@ -137,10 +137,17 @@ static int d_tsc(void *ctx, const struct dp_ag_tsc *t)
 	return 0;
 }
 
+static int d_layout(void *ctx, const struct dp_ag_task_layout *l)
+{
+	printf("task_layout current %#llx tgid_off %u flags %#x\n", (unsigned long long)l->current,
+	       l->tgid_off, l->flags);
+	return 0;
+}
+
 static const struct ap_ops dump_ops = {
 	.hello = d_hello, .kallsyms = d_ksyms, .kallsyms_end = d_kend, .modules = d_mods,
 	.modules_end = d_mend, .mmap = d_mmap, .comm = d_comm, .fork = d_task, .exit = d_task,
-	.lost = d_lost, .state_end = d_state_end, .tsc = d_tsc,
+	.lost = d_lost, .state_end = d_state_end, .tsc = d_tsc, .task_layout = d_layout,
 };
 
 int main(int argc, char **argv)

@@ -69,6 +69,10 @@ struct ag_state {
 	bool ack_seen;
 	bool tsc;		/* TSC frames are sent on this connection */
 	uint64_t next_tsc;
+	/* TASK_LAYOUT, learnt once: the kernel does not change under us */
+	bool layout_tried;
+	int layout_err;
+	struct dp_ag_task_layout layout;
 };
 
 static int on_ping(void *ctx, const struct dp_ag_ping *p)
@@ -264,6 +268,25 @@ static int pace_tty(void *ctx)
 	return err;
 }
 
+/* TASK_LAYOUT when the kernel tells it, learnt on the first connection;
+ * why it does not is said once. */
+static int send_layout(struct ag_state *s)
+{
+	if (s->opts->no_task_layout)
+		return 0;
+	if (!s->layout_tried) {
+		s->layout_tried = true;
+		s->layout_err = ag_layout_learn(&s->layout);
+		if (s->layout_err)
+			du_warn("task layout unavailable (%s): the host learns address spaces from the clock",
+				ag_layout_why(s->layout_err));
+		else if (s->opts->verbose)
+			du_info("task layout: current task at per-CPU %#llx, tgid at +%u",
+				(unsigned long long)s->layout.current, s->layout.tgid_off);
+	}
+	return s->layout_err ? 0 : ag_layout_send(&s->out, &s->layout);
+}
+
 /* Everything a new connection needs before the stream: who we are, the
  * modules, and the tasks that already exist.  The kernel's symbol table
  * (megabytes, against a channel that may carry a few hundred KB/s) follows
@@ -295,6 +318,8 @@ static int send_state(struct ag_state *s)
 		err = ag_tsc_send(&s->out);
 		s->next_tsc = ag_now_ns() + AG_TSC_NS;
 	}
+	if (!err)
+		err = send_layout(s);
 	if (!err)
 		err = ag_send_table(&s->out, "/proc/modules", DP_AG_MODULES, DP_AG_MODULES_END);
 	if (!err) {
@@ -567,6 +592,8 @@ static void usage(FILE *f)
 		"  --duration=SECS   stop after SECS seconds\n"
 		"  --once            send the current state and exit\n"
 		"  --no-tsc          send no TSC pairs (the host correlates by ping/pong)\n"
+		"  --no-task-layout  do not tell where the kernel keeps the running task\n"
+		"                    (the host learns address spaces from the clock)\n"
 		"  --tty-window=BYTES  on a tty, bytes sent ahead of the host's\n"
 		"                    acknowledgement (default 256K, at least 4K; the host\n"
 		"                    acknowledges every 32K and each ping: less crawls)\n"
@@ -610,6 +637,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o, const char **bad
 		{ "duration", required_argument, NULL, 'd' },
 		{ "once", no_argument, NULL, '1' },
 		{ "no-tsc", no_argument, NULL, 'T' },
+		{ "no-task-layout", no_argument, NULL, 'L' },
 		{ "tty-window", required_argument, NULL, 'W' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -647,6 +675,7 @@ static int parse_opts(int argc, char **argv, struct ag_opts *o, const char **bad
 			break;
 		case '1': o->once = true; break;
 		case 'T': o->no_tsc = true; break;
+		case 'L': o->no_task_layout = true; break;
 		case 'W':
 			if (parse_size(optarg, &v) || v < 4096 || v > (1u << 30))
 				return -EINVAL;
