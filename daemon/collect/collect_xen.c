@@ -187,7 +187,8 @@ int cx_engine_set_layout(struct cx_engine *e, uint32_t domid, uint64_t current, 
 {
 	struct cx_slot *s = cx_find(e, domid);
 
-	if (current >= CX_LAYOUT_MAX_CURRENT || (tgid_off & 3) || tgid_off >= CX_LAYOUT_MAX_OFF)
+	if ((current >= CX_LAYOUT_MAX_CURRENT && current < CX_LAYOUT_KERNEL_IMAGE) ||
+	    (tgid_off & 3) || tgid_off >= CX_LAYOUT_MAX_OFF)
 		return -EINVAL;
 	if (!s && !cx_engine_rescan(e))
 		s = cx_find(e, domid);

@@ -131,14 +131,18 @@ struct cx_src_ops {
  * the vCPU's CPU points to (DP_RAW_GUEST_TASK); at most
  * CX_WITNESS_MAX_PER_S such reads a second, CX_WITNESS_SLOTS spaces
  * remembered per domain.  A pid above CX_PID_MAX (Linux's limit) is not
- * one.  The layout's per-CPU offset is below CX_LAYOUT_MAX_CURRENT, the
- * tgid's offset 4-aligned and below CX_LAYOUT_MAX_OFF.
+ * one.  The layout's per-CPU offset is below CX_LAYOUT_MAX_CURRENT (the
+ * per-CPU area linked at 0, Linux before 6.15) or at or above
+ * CX_LAYOUT_KERNEL_IMAGE (a kernel-image address, 6.15 on: added to the
+ * GS base it wraps to the CPU's copy), the tgid's offset 4-aligned and
+ * below CX_LAYOUT_MAX_OFF.
  */
 #define CX_WITNESS_EVERY_NS 500000000ULL
 #define CX_WITNESS_MAX_PER_S 64
 #define CX_WITNESS_SLOTS 64
 #define CX_PID_MAX 4194304u
 #define CX_LAYOUT_MAX_CURRENT (1ULL << 24)
+#define CX_LAYOUT_KERNEL_IMAGE 0xffffffff80000000ULL
 #define CX_LAYOUT_MAX_OFF 16384u
 #define CX_MAX_DOMS 256
 #define CX_MAX_VCPUS 128

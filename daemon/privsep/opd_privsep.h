@@ -156,12 +156,14 @@ struct opd_ps_mapsreq {
  * kernel memory near its per-CPU data and tasks (doc/trust.md).
  */
 #define OPD_PS_LAYOUT_MAX_CURRENT (1ull << 24)
+#define OPD_PS_LAYOUT_KERNEL_IMAGE 0xffffffff80000000ull	/* Linux 6.15 on */
 #define OPD_PS_LAYOUT_MAX_OFF 16384u
 struct opd_ps_layout {
 	uint32_t key_ns;		/* DP_DOMKEY_XEN_DOMID, the one kind taken */
 	uint32_t tgid_off;		/* 4-aligned, < OPD_PS_LAYOUT_MAX_OFF */
 	uint64_t key;			/* the domid, <= UINT32_MAX */
-	uint64_t current;		/* < OPD_PS_LAYOUT_MAX_CURRENT */
+	uint64_t current;		/* < OPD_PS_LAYOUT_MAX_CURRENT, or a kernel-image
+					 * address (>= OPD_PS_LAYOUT_KERNEL_IMAGE) */
 };
 
 #define OPD_PS_MAP_PATH	1536

@@ -856,6 +856,8 @@ static void test_witness(void)
 
 	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF + 2), -EINVAL);
 	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CX_LAYOUT_MAX_CURRENT, TGID_OFF), -EINVAL);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CX_LAYOUT_KERNEL_IMAGE - 8, TGID_OFF), -EINVAL);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CX_LAYOUT_KERNEL_IMAGE + 0x15018, TGID_OFF), 0);
 	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 9, CUR_OFF, TGID_OFF), -ENOENT);
 	free(r.f.mem);
 	rig_down(&r);

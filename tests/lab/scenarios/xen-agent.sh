@@ -388,7 +388,9 @@ lab_summary xa_share_diff_points "$diff"
 lab_summary xa_guest_kernel_named "$kern_named"
 exact_pair "" xa_exact early
 exact_pair 2 xa_exact_late late
-lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_clear|votes_inferred|votes_same_obs|votes_ahead|provisional|unconfirmed|learned|reversed|demoted|filed|overrode_clock|no_mapping|forgotten|wait_expired|filed_elected)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
+lab_summary xa_web_asid "$(awk '$1 ~ /^asid_(seen|votes|votes_clear|votes_inferred|votes_same_obs|votes_ahead|provisional|unconfirmed|learned|reversed|demoted|filed|overrode_clock|no_mapping|forgotten|wait_expired|filed_elected|witnessed|wit_owned|wit_overruled|wit_stale|votes_vs_witness)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)"
+lab_summary xa_witness "$(grep -E 'processes are read from its memory|address spaces named by the guest' "$RESULTS/oprofiled.log" | sed 's/.*xen collector: //' | tr '\n' ' ')"
+wit_owned=$(awk '$1 == "asid_wit_owned" { print $2 }' "$RESULTS/web-stats.txt" 2>/dev/null)
 lab_summary xa_web_clock "$(grep -E '^clock_' "$RESULTS/web-stats.txt" 2>/dev/null | tr '\n' ' ')"
 lab_summary xa_agent_stats "$(grep -E '^agent_(frames|bytes|skipped_bytes|bad_frames|closed_bad|connects|disconnects) ' "$RESULTS/stats.txt" | tr '\n' ' ')"
 xen_destroy web
@@ -403,6 +405,10 @@ fail=0
 [ "$na" -gt 0 ] && [ "$nb" -gt 0 ] ||
 	{ lab_log "FAIL: opreport --domain=web -l names no guest user symbols burn_a ($na), burn_b ($nb)"; fail=1; }
 [ "$kern_named" -gt 0 ] || { lab_log "FAIL: no guest kernel samples on named symbols"; fail=1; }
+# the agent's task layout reached the collector, and spaces were named
+# from the guest's memory (doc/guest-asid.md, "Witnessed")
+[ "${XA_CHECK_WITNESS:-1}" = 0 ] || [ "${wit_owned:-0}" -gt 0 ] ||
+	{ lab_log "FAIL: no address space named from the guest's memory (asid_wit_owned ${wit_owned:-none})"; fail=1; }
 case " ${XA_START_ARGS:-} " in
 *" --no-dom0 "*) ;;
 *)	[ "${io_rounds:-0}" -gt 0 ] || { lab_log "FAIL: web did no disk I/O (no /dev/xvda?)"; fail=1; }
