@@ -32,6 +32,9 @@ struct cx_slot {
 	uint64_t lay_current;
 	uint32_t lay_tgid_off;
 	bool lay_set;
+	/* pauses to read its task in the current second (CX_WITNESS_MAX_PER_S) */
+	uint64_t wit_sec;
+	uint32_t wit_in_sec;
 	struct cx_seen seen[CX_WITNESS_SLOTS];	/* by CR3, direct-mapped */
 	struct cx_vcpu *vcpu;	/* dom.nr_vcpus */
 	uint64_t used_ns;	/* vCPU time seen consumed, all vCPUs */
@@ -57,9 +60,6 @@ struct cx_engine {
 	uint64_t cur_spread;	/* DP_RAW_TIME_SPREAD last stated */
 	bool spread_valid;
 	unsigned int cc_depth;	/* 0: no call chains */
-	/* witnesses made in the current second (CX_WITNESS_MAX_PER_S) */
-	uint64_t wit_sec;
-	uint32_t wit_in_sec;
 	uint32_t cc_dom;	/* the domain being walked (for read_mem) */
 };
 
@@ -240,20 +240,32 @@ static uint64_t cx_clock(const struct cx_engine *e)
 }
 
 /* Whether a look at @c should read which process runs (cx_witness):
- * guest user mode, a layout known, and its space not witnessed within
- * CX_WITNESS_EVERY_NS, within the engine's budget. */
+ * guest user mode, a layout known, its space not tried within
+ * CX_WITNESS_EVERY_NS, and (unless @charged: this look's pause was) the
+ * domain's budget not spent. */
 static bool cx_witness_due(struct cx_engine *e, const struct cx_slot *s, const struct cx_ctx *c,
-			   uint64_t now)
+			   uint64_t now, bool charged)
 {
-	const struct cx_seen *sn = &s->seen[(c->cr3 >> 12) % CX_WITNESS_SLOTS];
+	uint64_t cr3 = c->cr3 & CX_CR3_MASK;
+	const struct cx_seen *sn = &s->seen[(cr3 >> 12) % CX_WITNESS_SLOTS];
 
 	if (!s->lay_set || c->kernel || !c->gs_kernel || !e->sops->read_mem)
 		return false;
-	if (sn->cr3 == c->cr3 && now - sn->ns < CX_WITNESS_EVERY_NS)
+	if (sn->cr3 == cr3 && now - sn->ns < CX_WITNESS_EVERY_NS)
 		return false;
-	if (now / 1000000000ull != e->wit_sec)
-		return true;
-	return e->wit_in_sec < CX_WITNESS_MAX_PER_S;
+	return charged || now / 1000000000ull != s->wit_sec ||
+	       s->wit_in_sec < CX_WITNESS_MAX_PER_S;
+}
+
+/* A pause (or a paused look's read) for a witness, charged to the
+ * domain's second. */
+static void cx_witness_charge(struct cx_slot *s, uint64_t now)
+{
+	if (now / 1000000000ull != s->wit_sec) {
+		s->wit_sec = now / 1000000000ull;
+		s->wit_in_sec = 0;
+	}
+	s->wit_in_sec++;
 }
 
 /* The pointer to the running task, by the space's own page tables; under
@@ -283,15 +295,14 @@ static uint32_t cx_witness(struct cx_engine *e, struct cx_slot *s, const struct 
 		.read = cx_read_mem, .ctx = e,
 		.root = c->cr3 & CX_CR3_MASK, .levels = c->la57 ? 5 : 4,
 	};
-	struct cx_seen *sn = &s->seen[(c->cr3 >> 12) % CX_WITNESS_SLOTS];
+	uint64_t cr3 = c->cr3 & CX_CR3_MASK;
+	struct cx_seen *sn = &s->seen[(cr3 >> 12) % CX_WITNESS_SLOTS];
 	uint64_t task = 0, word = 0, at;
 	uint32_t tgid = 0;
 
-	if (now / 1000000000ull != e->wit_sec) {
-		e->wit_sec = now / 1000000000ull;
-		e->wit_in_sec = 0;
-	}
-	e->wit_in_sec++;
+	/* tried: a space whose read fails waits as long as one read */
+	sn->cr3 = cr3;
+	sn->ns = now;
 	e->cc_dom = s->dom.domid;
 	if (!cx_task_ptr(e, s, &r, c, &task)) {
 		at = task + s->lay_tgid_off;
@@ -304,8 +315,6 @@ static uint32_t cx_witness(struct cx_engine *e, struct cx_slot *s, const struct 
 		e->st.wit_errors++;
 		return 0;
 	}
-	sn->cr3 = c->cr3;
-	sn->ns = now;
 	e->st.witnesses++;
 	return tgid;
 }
@@ -326,9 +335,10 @@ static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 	if (!walk) {
 		/* a plain look; paused again only to name its process */
 		rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
-		if (rc || !cx_witness_due(e, s, c, t0) || !e->sops->pause)
+		if (rc || !cx_witness_due(e, s, c, t0, false) || !e->sops->pause)
 			return rc;
 		t0 = cx_clock(e);
+		cx_witness_charge(s, t0);
 	}
 	paused = e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
 	if (paused) {
@@ -341,8 +351,11 @@ static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 		cx_walk(e, s->dom.domid, c, ch);
 		e->st.walk_ns += cx_clock(e) - t0;
 	}
-	if (!rc && paused && cx_witness_due(e, s, c, t0))
+	if (!rc && paused && cx_witness_due(e, s, c, t0, !walk)) {
+		if (walk)
+			cx_witness_charge(s, t0);
 		ch->tgid = cx_witness(e, s, c, t0);
+	}
 	if (paused) {
 		t0 = cx_clock(e);
 		e->sops->pause(e->src, s->dom.domid, false);

@@ -187,7 +187,7 @@ static int cx_open(const struct opd_collector_args *a, void **state)
 	if (a->conf->nr_events > 0 && a->conf->events[0].count > 0)
 		c->period_ns = a->conf->events[0].count;
 	c->rng = cx_now() | 1;
-	rc = cx_xc_open(a->conf->callgraph_depth != 0, &x);
+	rc = cx_xc_open(&x);
 	if (rc) {
 		goto out_close;
 	}
@@ -347,6 +347,11 @@ static void cx_task_layout(void *state, uint32_t key_ns, uint64_t key,
 
 	if (key_ns != DP_DOMKEY_XEN_DOMID || key > UINT32_MAX || !c->e)
 		return;
+	if (!cx_xc_has_mem(c->x)) {
+		du_warn("xen collector: domain %llu's task layout not used: no foreign memory "
+			"mappings", (unsigned long long)key);
+		return;
+	}
 	rc = cx_engine_set_layout(c->e, (uint32_t)key, l->current, l->tgid_off);
 	if (rc)
 		du_warn("xen collector: domain %llu's task layout not used: %s",

@@ -265,7 +265,7 @@ const struct cx_src_ops cx_xc_ops = {
 	.clock = cx_xc_clock, .guest_tsc = cx_xc_guest_tsc,
 };
 
-int cx_xc_open(bool with_mem, struct cx_xc **out)
+int cx_xc_open(struct cx_xc **out)
 {
 	struct cx_xc *x = calloc(1, sizeof(*x));
 	int rc;
@@ -280,13 +280,12 @@ int cx_xc_open(bool with_mem, struct cx_xc **out)
 		free(x);
 		return rc;
 	}
-	/* call chains read guest stacks through foreign mappings */
-	if (with_mem) {
-		x->fmem = xenforeignmemory_open(NULL, 0);
-		if (!x->fmem)
-			du_warn("xen collector: no foreign memory mappings (%s): no call chains",
-				strerror(errno));
-	}
+	/* call chains read guest stacks, and the task layout a guest's
+	 * running task, through foreign mappings */
+	x->fmem = xenforeignmemory_open(NULL, 0);
+	if (!x->fmem)
+		du_warn("xen collector: no foreign memory mappings (%s): no call chains, and "
+			"address spaces learned from the clock alone", strerror(errno));
 	*out = x;
 	return 0;
 }

@@ -15,9 +15,10 @@ struct cx_xc;
 /* cx_src_ops over libxenctrl; its state is a struct cx_xc */
 extern const struct cx_src_ops cx_xc_ops;
 
-/* libxenctrl opened, and Xen's foreign mappings when @with_mem (call
- * chains; without them, warned, none): 0, -EACCES, -ENODEV or -ENOMEM. */
-int cx_xc_open(bool with_mem, struct cx_xc **out);
+/* libxenctrl opened, and Xen's foreign mappings (call chains, the task
+ * layout's reads; without them, warned, neither): 0, -EACCES, -ENODEV or
+ * -ENOMEM. */
+int cx_xc_open(struct cx_xc **out);
 bool cx_xc_has_mem(const struct cx_xc *x);
 
 /* Xen's own counters at one moment: the wall clock, dom0's CPU time and

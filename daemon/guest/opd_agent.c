@@ -53,6 +53,9 @@ struct chan {
 	pid_t pid;
 	uint32_t key_ns;	/* opd_dom's id, for the layout sink */
 	uint64_t key;
+	struct dp_ag_task_layout layout;	/* the last one passed on, for repeats */
+	uint64_t layout_key;		/* ... and the key it went with */
+	bool layout_passed;
 	char *path;
 	struct opd_guest *g;
 	struct opd_kvmtsc *clk;
@@ -523,6 +526,11 @@ static void pass_layout(struct opd_agents *a, struct chan *c)
 
 	if (!opd_guest_take_layout(c->g, &l) || !a->layout)
 		return;
+	if (c->layout_passed && c->layout_key == c->key && !memcmp(&l, &c->layout, sizeof(l)))
+		return;		/* the same again (a reconnection's state) */
+	c->layout = l;
+	c->layout_key = c->key;
+	c->layout_passed = true;
 	du_info("domain %s: the agent says where its kernel keeps the running task", c->name->name);
 	if (c->key_ns != DOM_ID_NS_NONE)
 		a->layout(a->layout_ctx, c->key_ns, c->key, &l);

@@ -251,6 +251,8 @@ enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint
 	if (e->owner == pid) {
 		if (gt > e->wit_gt)
 			e->wit_gt = gt;
+		if (!e->wit_gt)
+			e->wit_gt = 1;	/* witnessed, the clock not known yet */
 		return OPD_GASID_SAME;
 	}
 	if (e->owner) {
@@ -325,7 +327,7 @@ static void end_owner(struct opd_gasid_ent *e, uint64_t gt)
 	e->since = gt;
 }
 
-void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
+void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt, bool exec)
 {
 	if (!a->e || !pid)
 		return;
@@ -346,8 +348,8 @@ void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt)
 		}
 		if (e->owner != pid && e->prov != pid && !mine)
 			continue;
-		if (e->owner == pid && e->wit_gt > gt)
-			continue;	/* seen running there after it */
+		if (exec && e->owner == pid && e->wit_gt > gt)
+			continue;	/* seen running there after its exec */
 		/* its own space, or one it was learning to own */
 		a->s.forgotten += e->owner == pid;
 		end_owner(e, gt);

@@ -180,13 +180,13 @@ void opd_gasid_doubt(struct opd_gasid *a, uint64_t asid);
  * last owner's exit or exec, that owner.  Counts nothing. */
 uint32_t opd_gasid_owner(const struct opd_gasid *a, uint64_t asid, uint64_t gt);
 
-/* Guest pid @pid exited or exec'd at guest time @gt.  A space it owned
- * (unless witnessed after @gt: its new space after an exec, the agent's
- * word coming late) has no owner from @gt on (samples from before are still its own: held
+/* Guest pid @pid exited or (@exec) exec'd at guest time @gt.  A space it
+ * owned (after an exec, unless witnessed after @gt: its new space, the
+ * agent's word coming late) has no owner from @gt on (samples from before are still its own: held
  * samples come after the agent's word), and votes from before @gt are
  * refused; a space without an owner where it voted starts over the same
  * way; in a space another pid owns, only its votes go. */
-void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt);
+void opd_gasid_forget(struct opd_gasid *a, uint32_t pid, uint64_t gt, bool exec);
 
 /* The {anon:guest-user:asN} image of @asid's space (numbered on first
  * use), or NULL: @asid 0, past max_spaces (counted), out of memory. */

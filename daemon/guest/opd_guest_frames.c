@@ -155,7 +155,7 @@ static int h_comm(void *ctx, const struct dp_ag_comm *c, const char *name, size_
 	seen(g, c->time_ns);
 	if ((c->flags & DP_AG_COMM_EXEC) && c->pid == c->tid) {
 		opd_gtasks_exec(&g->tasks, c->pid, c->time_ns);
-		opd_gasid_forget(&g->asid, c->pid, c->time_ns);	/* a new address space */
+		opd_gasid_forget(&g->asid, c->pid, c->time_ns, true);	/* a new address space */
 	}
 	return 0;
 }
@@ -177,7 +177,7 @@ static int h_exit(void *ctx, const struct dp_ag_task *et)
 	seen(g, et->time_ns);
 	if (et->pid == et->tid) {
 		opd_gtasks_exit(&g->tasks, et->pid, et->time_ns, g->seen_ns, LINGER_NS);
-		opd_gasid_forget(&g->asid, et->pid, et->time_ns);
+		opd_gasid_forget(&g->asid, et->pid, et->time_ns, false);
 	}
 	return 0;
 }

@@ -219,10 +219,14 @@ static int sample_slow(struct opd_trans *t, uint64_t pc, uint32_t event)
 	return file_sample(t, c, pc);
 }
 
+static int sample_witnessed(struct opd_trans *t, uint64_t pc, uint32_t event);
+
 int opd_tr_sample(void *ctx, uint64_t pc, uint32_t event)
 {
 	struct opd_trans *t = ctx;
 
+	if (__builtin_expect(t->guest_task != 0, 0))
+		return sample_witnessed(t, pc, event);
 	if (__builtin_expect(t->chain.nr != 0, 0) && !t->chain_busy)
 		return opd_tr_sample_chain(t, pc, event);
 	t->st->samples_received++;
@@ -236,6 +240,19 @@ int opd_tr_sample(void *ctx, uint64_t pc, uint32_t event)
 			return file_cached(t, c, pc);
 	}
 	return sample_slow(t, pc, event);
+}
+
+/* The sample right after a GUEST_TASK record carries it (defer_guest),
+ * whatever becomes of it; no later one does. */
+static int sample_witnessed(struct opd_trans *t, uint64_t pc, uint32_t event)
+{
+	int rc;
+
+	t->witness = t->guest_task;
+	t->guest_task = 0;
+	rc = opd_tr_sample(t, pc, event);
+	t->witness = 0;
+	return rc;
 }
 
 static int trans_cpu(void *ctx, uint32_t cpu)
@@ -287,6 +304,7 @@ static int trans_domain(void *ctx, uint64_t key, uint32_t vcpu, uint32_t key_ns)
 	struct opd_trans *t = ctx;
 
 	t->vcpu = vcpu;
+	t->guest_task = 0;	/* of the look before */
 	if (key != t->domain_key || key_ns != t->domain_key_ns) {
 		t->domain_key = key;
 		t->domain_key_ns = key_ns;
@@ -299,6 +317,7 @@ static int trans_asid(void *ctx, uint64_t asid)
 {
 	struct opd_trans *t = ctx;
 
+	t->guest_task = 0;	/* of the look before */
 	if (asid != t->asid) {
 		t->asid = asid;
 		ctx_changed(t, false);

@@ -94,7 +94,8 @@ struct opd_trans {
 	uint32_t vcpu;
 	uint64_t asid;		/* DP_RAW_ASID of the guest samples that follow */
 	uint64_t time_spread_ns;	/* DP_RAW_TIME_SPREAD: now_ns is good to +- this */
-	uint32_t guest_task;	/* DP_RAW_GUEST_TASK for the next guest sample, 0 none */
+	uint32_t guest_task;	/* DP_RAW_GUEST_TASK for the next sample, 0 none */
+	uint32_t witness;	/* ... taken by the sample being filed (defer_guest) */
 	uint64_t now_ns;
 	unsigned int nr_events;
 	struct opd_event_desc events[DP_RAW_MAX_EVENTS];

@@ -100,12 +100,12 @@ static void test_votes(void)
 	CU_ASSERT(opd_gasid_vote(&a, AS_B, 0, 20, ++o, true) == OPD_GASID_SAME);
 	CU_ASSERT(opd_gasid_owner(&a, 0, NOW) == 0 && opd_gasid_owner(&a, AS_B, NOW) == 0);
 	/* pid 200, a minority voter there, exits: pid 100 keeps its space */
-	opd_gasid_forget(&a, 200, 28);
+	opd_gasid_forget(&a, 200, 28, false);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
 	CU_ASSERT(a.s.forgotten == 0);
 	/* pid 100 exits at t=30: the space has no owner from then on, older
 	 * votes are refused, and a sample from before is still pid 100's */
-	opd_gasid_forget(&a, 100, 30);
+	opd_gasid_forget(&a, 100, 30, false);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 30) == 0);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
@@ -120,14 +120,14 @@ static void test_votes(void)
 	/* a space with votes and no owner yet, its leader gone: starts over,
 	 * and nobody owned it before */
 	votes(&a, AS_B, 400, 50, 3, &o);
-	opd_gasid_forget(&a, 400, 60);
+	opd_gasid_forget(&a, 400, 60, false);
 	votes(&a, AS_B, 400, 55, OPD_GASID_MIN_VOTES - 1, &o);	/* stale */
 	CU_ASSERT(a.s.votes_stale == 10 + OPD_GASID_MIN_VOTES - 1);
 	votes(&a, AS_B, 500, 70, TO_OWN - 1, &o);
 	CU_ASSERT(opd_gasid_owner(&a, AS_B, NOW) == 0);	/* one vote short */
 	CU_ASSERT(opd_gasid_owner(&a, AS_B, 59) == 0);
 	/* an elected pid that exits is no longer the space's choice */
-	opd_gasid_forget(&a, 500, 80);
+	opd_gasid_forget(&a, 500, 80, false);
 	CU_ASSERT(votes(&a, AS_B, 600, 90, OPD_GASID_MIN_VOTES, &o) == OPD_GASID_ELECTED);
 	opd_gasid_fini(&a);
 }
@@ -214,24 +214,24 @@ static void test_past_owners(void)
 
 	opd_gasid_init(&a, 8, gs.images);
 	votes(&a, AS_A, 100, 10, TO_OWN, &o);
-	opd_gasid_forget(&a, 100, 30);
+	opd_gasid_forget(&a, 100, 30, false);
 	votes(&a, AS_A, 300, 40, TO_OWN, &o);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 300);
 	/* pid 300 exits at 50: each earlier time keeps its owner */
-	opd_gasid_forget(&a, 300, 50);
+	opd_gasid_forget(&a, 300, 50, false);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 55) == 0);
 	/* pid 400 votes there, is not elected, exits at 70: nobody owned it
 	 * from 50 to 70, and the older owners stay known */
 	votes(&a, AS_A, 400, 60, 3, &o);
-	opd_gasid_forget(&a, 400, 70);
+	opd_gasid_forget(&a, 400, 70, false);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 100);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 60) == 0);
 	/* past OPD_GASID_PAST ends the oldest is no longer known */
 	votes(&a, AS_A, 500, 80, TO_OWN, &o);
-	opd_gasid_forget(&a, 500, 90);
+	opd_gasid_forget(&a, 500, 90, false);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 85) == 500);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 45) == 300);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, 29) == 0);
@@ -894,12 +894,16 @@ static void test_witness(void)
 	CU_ASSERT(opd_gasid_witness(&a, AS_A, 100, 40) == OPD_GASID_SAME);
 	CU_ASSERT(opd_gasid_witness(&a, AS_B, 200, 40) == OPD_GASID_OWNED);
 	CU_ASSERT(a.s.witnessed == 3);
-	CU_ASSERT(a.s.wit_owned == 1);
+	CU_ASSERT(a.s.wit_owned == 1);	/* AS_B's */
 	CU_ASSERT(a.s.wit_overruled == 1);
 	/* pid 100's exec at 35, told late: it was seen in AS_A at 40 */
-	opd_gasid_forget(&a, 100, 35);
+	opd_gasid_forget(&a, 100, 35, true);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 100);
-	opd_gasid_forget(&a, 100, 50);
+	/* its exit is its exit, whatever the clock made of the witness */
+	opd_gasid_forget(&a, 200, 36, false);
+	CU_ASSERT(opd_gasid_owner(&a, AS_B, NOW) == 0);
+	CU_ASSERT(opd_gasid_witness(&a, AS_B, 200, 40) == OPD_GASID_OWNED);
+	opd_gasid_forget(&a, 100, 50, true);
 	CU_ASSERT(opd_gasid_owner(&a, AS_A, NOW) == 0);
 	CU_ASSERT(opd_gasid_witness(&a, AS_A, 100, 45) == OPD_GASID_SAME);
 	CU_ASSERT(a.s.wit_stale == 1);
