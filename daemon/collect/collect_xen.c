@@ -326,7 +326,7 @@ static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 			struct cx_ctx *c, struct cx_chain *ch)
 {
 	bool walk = e->cc_depth && e->sops->read_mem;
-	uint64_t t0 = cx_clock(e), t1;
+	uint64_t t0 = cx_clock(e), t1, w0 = 0;
 	bool paused = false;
 	int rc;
 
@@ -337,7 +337,7 @@ static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 		rc = e->sops->vcpu_ctx(e->src, s->dom.domid, v, s->dom.hvm, c);
 		if (rc || !cx_witness_due(e, s, c, t0, false) || !e->sops->pause)
 			return rc;
-		t0 = cx_clock(e);
+		t0 = w0 = cx_clock(e);
 		cx_witness_charge(s, t0);
 	}
 	paused = e->sops->pause && !e->sops->pause(e->src, s->dom.domid, true);
@@ -361,6 +361,10 @@ static int cx_read_vcpu(struct cx_engine *e, struct cx_slot *s, unsigned int v,
 		e->sops->pause(e->src, s->dom.domid, false);
 		t1 = cx_clock(e);
 		e->st.pause_ns += t1 - t0;
+		if (!walk) {
+			e->st.wit_ns += t1 - w0;
+			e->st.wit_pauses++;
+		}
 	}
 	return rc;
 }

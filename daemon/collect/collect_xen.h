@@ -199,8 +199,11 @@ struct cx_stats {
 	 * domain's pause and resume (pauses of them) and the call-chain
 	 * walks (cc_walks) */
 	uint64_t look_ns, read_ns, pause_ns, walk_ns, pauses;
-	/* spaces' processes read from guest memory, and reads that failed */
-	uint64_t witnesses, wit_errors;
+	/* spaces' processes read from guest memory, and reads that failed;
+	 * the time the looks without call chains spent pausing, reading the
+	 * context again and the task, and resuming for them (in read_ns too),
+	 * and how many such pauses */
+	uint64_t witnesses, wit_errors, wit_ns, wit_pauses;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

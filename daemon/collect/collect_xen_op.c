@@ -88,7 +88,10 @@ static void cx_report_cost(const struct cx_stats *st)
 		(unsigned long long)st->reads, (st->look_ns + st->read_ns) / 1e9);
 	if (st->witnesses || st->wit_errors)
 		du_info("xen collector: %llu address spaces named by the guest's memory, %llu reads "
-			"failed", (unsigned long long)st->witnesses, (unsigned long long)st->wit_errors);
+			"failed; %.1f us a pause to read one, read and resume (%llu)",
+			(unsigned long long)st->witnesses, (unsigned long long)st->wit_errors,
+			st->wit_pauses ? st->wit_ns / 1e3 / (double)st->wit_pauses : 0.0,
+			(unsigned long long)st->wit_pauses);
 	if (st->cc_walks)
 		du_info("xen collector: cost with call chains: %.1f us to pause and resume (%llu), "
 			"%.1f us a walk (%llu)", st->pauses ? st->pause_ns / 1e3 / st->pauses : 0,

@@ -838,6 +838,8 @@ static void test_witness(void)
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.witnesses, 1);
 	CU_ASSERT_EQUAL(st.wit_errors, 0);
+	CU_ASSERT_EQUAL(st.wit_pauses, 1);	/* its cost: inside the read's */
+	CU_ASSERT(st.wit_ns <= st.read_ns);
 
 	/* a layout leading nowhere: counted, nothing stated, and the space
 	 * not tried again at once */
