@@ -145,6 +145,10 @@ struct cx_src_ops {
 #define CX_LAYOUT_KERNEL_IMAGE 0xffffffff80000000ULL
 #define CX_LAYOUT_MAX_OFF 16384u
 #define CX_MAX_DOMS 256
+
+/* Whether a task layout's numbers are within those bounds: the one check
+ * of the collector and of the privsep monitor's TASK_LAYOUT request. */
+bool cx_layout_plausible(uint64_t current, uint32_t tgid_off);
 #define CX_MAX_VCPUS 128
 
 struct cx_engine;

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collect_xen.h"
 #include "domprof/raw.h"
 #include "opd_agent.h"
 #include "opd_daemon.h"
@@ -174,9 +175,7 @@ static bool body_ok(const struct opd_ps_msg *m)
 		return m->u.end == 0 || m->u.end == 1;
 	case OPD_PS_TASK_LAYOUT:
 		return m->u.layout.key_ns == DP_DOMKEY_XEN_DOMID && m->u.layout.key <= UINT32_MAX &&
-		       (m->u.layout.current < OPD_PS_LAYOUT_MAX_CURRENT ||
-			m->u.layout.current >= OPD_PS_LAYOUT_KERNEL_IMAGE) &&
-		       !(m->u.layout.tgid_off & 3) && m->u.layout.tgid_off < OPD_PS_LAYOUT_MAX_OFF;
+		       cx_layout_plausible(m->u.layout.current, m->u.layout.tgid_off);
 	default:
 		return true;	/* REFRESH, TRACE_OPEN: no body */
 	}

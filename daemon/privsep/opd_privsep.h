@@ -151,19 +151,16 @@ struct opd_ps_mapsreq {
  * task (opd_collector_ops.task_layout).  The monitor's collector then
  * reads, in that domain's paused memory, a pointer at the vCPU's per-CPU
  * base plus @current and a pid-sized number at it plus @tgid_off, and
- * streams the number when it is a plausible pid: bounded here, so that a
- * worker that lies learns no more than small numbers of one guest's
- * kernel memory near its per-CPU data and tasks (doc/trust.md).
+ * streams the number when it is a plausible pid: bounded here by the
+ * collector's own check (cx_layout_plausible), so that a worker that lies
+ * learns no more than small numbers of one guest's kernel memory near its
+ * per-CPU data and tasks (doc/trust.md).
  */
-#define OPD_PS_LAYOUT_MAX_CURRENT (1ull << 24)
-#define OPD_PS_LAYOUT_KERNEL_IMAGE 0xffffffff80000000ull	/* Linux 6.15 on */
-#define OPD_PS_LAYOUT_MAX_OFF 16384u
 struct opd_ps_layout {
 	uint32_t key_ns;		/* DP_DOMKEY_XEN_DOMID, the one kind taken */
-	uint32_t tgid_off;		/* 4-aligned, < OPD_PS_LAYOUT_MAX_OFF */
+	uint32_t tgid_off;		/* with current: cx_layout_plausible */
 	uint64_t key;			/* the domid, <= UINT32_MAX */
-	uint64_t current;		/* < OPD_PS_LAYOUT_MAX_CURRENT, or a kernel-image
-					 * address (>= OPD_PS_LAYOUT_KERNEL_IMAGE) */
+	uint64_t current;
 };
 
 #define OPD_PS_MAP_PATH	1536

@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "collect_xen.h"
 #include "dom_testproc.h"
 #include "domprof/kmod.h"
 #include "opd_kvmtsc.h"
@@ -412,11 +413,11 @@ static void test_worker_bad_request_unsent(void)
 	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_HOST_PID, 42, 0x2000, 0x9c4) == -EINVAL);
 	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 1ull << 32, 0x2000, 0x9c4) ==
 		  -EINVAL);
-	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, OPD_PS_LAYOUT_MAX_CURRENT,
+	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, CX_LAYOUT_MAX_CURRENT,
 				     0x9c4) == -EINVAL);
 	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, 0x2000, 0x9c6) == -EINVAL);
 	CU_ASSERT(opd_ps_task_layout(&ch, DP_DOMKEY_XEN_DOMID, 3, 0x2000,
-				     OPD_PS_LAYOUT_MAX_OFF) == -EINVAL);
+				     CX_LAYOUT_MAX_OFF) == -EINVAL);
 	CU_ASSERT(recv(sv[0], &m, sizeof(m), MSG_DONTWAIT) < 0 && errno == EAGAIN);
 	/* a good layout is what the monitor takes */
 	opd_ps_msg_init(&m, OPD_PS_TASK_LAYOUT);
