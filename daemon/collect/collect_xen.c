@@ -244,19 +244,24 @@ static uint64_t cx_clock(const struct cx_engine *e)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* @c's address space's entry in @s's table of spaces tried. */
+static struct cx_seen *cx_seen_of(struct cx_slot *s, const struct cx_ctx *c)
+{
+	return &s->seen[((c->cr3 & CX_CR3_MASK) >> 12) % CX_WITNESS_SLOTS];
+}
+
 /* Whether a look at @c should read which process runs (cx_witness):
  * guest user mode, a layout known, its space not tried within
  * CX_WITNESS_EVERY_NS, and (unless @charged: this look's pause was) the
  * domain's budget not spent. */
-static bool cx_witness_due(struct cx_engine *e, const struct cx_slot *s, const struct cx_ctx *c,
+static bool cx_witness_due(struct cx_engine *e, struct cx_slot *s, const struct cx_ctx *c,
 			   uint64_t now, bool charged)
 {
-	uint64_t cr3 = c->cr3 & CX_CR3_MASK;
-	const struct cx_seen *sn = &s->seen[(cr3 >> 12) % CX_WITNESS_SLOTS];
+	const struct cx_seen *sn = cx_seen_of(s, c);
 
 	if (!s->lay_set || c->kernel || !c->gs_kernel || !e->sops->read_mem)
 		return false;
-	if (sn->cr3 == cr3 && now - sn->ns < CX_WITNESS_EVERY_NS)
+	if (sn->cr3 == (c->cr3 & CX_CR3_MASK) && now - sn->ns < CX_WITNESS_EVERY_NS)
 		return false;
 	return charged || now / 1000000000ull != s->wit_sec ||
 	       s->wit_in_sec < CX_WITNESS_MAX_PER_S;
@@ -276,12 +281,11 @@ static void cx_witness_charge(struct cx_slot *s, uint64_t now)
 /* The pointer to the running task, by the space's own page tables; under
  * page-table isolation a user CR3 maps no per-CPU data, its kernel twin
  * (bit 12 clear) does. */
-static int cx_task_ptr(struct cx_engine *e, const struct cx_slot *s, struct gwalk_req *r,
-		       const struct cx_ctx *c, uint64_t *task)
+static int cx_task_ptr(const struct cx_slot *s, struct gwalk_req *r, const struct cx_ctx *c,
+		       uint64_t *task)
 {
 	uint64_t at = c->gs_kernel + s->lay_current;
 
-	(void)e;
 	if (!gwalk_read_kernel(r, at, task))
 		return 0;
 	if (!(r->root & CX_CR3_PTI_USER))
@@ -300,16 +304,15 @@ static uint32_t cx_witness(struct cx_engine *e, struct cx_slot *s, const struct 
 		.read = cx_read_mem, .ctx = e,
 		.root = c->cr3 & CX_CR3_MASK, .levels = c->la57 ? 5 : 4,
 	};
-	uint64_t cr3 = c->cr3 & CX_CR3_MASK;
-	struct cx_seen *sn = &s->seen[(cr3 >> 12) % CX_WITNESS_SLOTS];
+	struct cx_seen *sn = cx_seen_of(s, c);
 	uint64_t task = 0, word = 0, at;
 	uint32_t tgid = 0;
 
 	/* tried: a space whose read fails waits as long as one read */
-	sn->cr3 = cr3;
+	sn->cr3 = c->cr3 & CX_CR3_MASK;
 	sn->ns = now;
 	e->cc_dom = s->dom.domid;
-	if (!cx_task_ptr(e, s, &r, c, &task)) {
+	if (!cx_task_ptr(s, &r, c, &task)) {
 		at = task + s->lay_tgid_off;
 		if (at >= task && !gwalk_read_kernel(&r, at & ~7ull, &word))
 			tgid = (uint32_t)(word >> ((at & 4) * 8));
