@@ -236,9 +236,20 @@ enum opd_gasid_change opd_gasid_vote(struct opd_gasid *a, uint64_t asid, uint32_
 
 static void end_owner(struct opd_gasid_ent *e, uint64_t gt);
 
+/* @e's learning starts over: no election, no window, no counts. */
+static void clear_votes(struct opd_gasid_ent *e)
+{
+	e->prov = 0;
+	e->last = 0;
+	e->win = 0;
+	memset(e->v, 0, sizeof(e->v));
+}
+
 enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint32_t pid,
 					uint64_t gt)
 {
+	/* witnessed (wit_gt not 0) even before the clock is known */
+	uint64_t seen = gt ? gt : 1;
 	struct opd_gasid_ent *e;
 
 	if (!pid || !(e = get(a, asid)))
@@ -249,10 +260,8 @@ enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint
 	}
 	a->s.witnessed++;
 	if (e->owner == pid) {
-		if (gt > e->wit_gt)
-			e->wit_gt = gt;
-		if (!e->wit_gt)
-			e->wit_gt = 1;	/* witnessed, the clock not known yet */
+		if (seen > e->wit_gt)
+			e->wit_gt = seen;
 		return OPD_GASID_SAME;
 	}
 	if (e->owner) {
@@ -260,13 +269,10 @@ enum opd_gasid_change opd_gasid_witness(struct opd_gasid *a, uint64_t asid, uint
 		end_owner(e, gt);
 	} else {
 		a->s.wit_owned++;
+		clear_votes(e);
 	}
 	e->owner = pid;
-	e->prov = 0;
-	e->win = 0;
-	e->last = 0;
-	e->wit_gt = gt ? gt : 1;
-	memset(e->v, 0, sizeof(e->v));
+	e->wit_gt = seen;
 	return OPD_GASID_OWNED;
 }
 
@@ -319,11 +325,8 @@ static void end_owner(struct opd_gasid_ent *e, uint64_t gt)
 	e->past[0].until = gt;
 	e->npast++;
 	e->owner = 0;
-	e->prov = 0;
-	e->last = 0;
-	e->win = 0;
 	e->wit_gt = 0;
-	memset(e->v, 0, sizeof(e->v));
+	clear_votes(e);
 	e->since = gt;
 }
 
@@ -592,6 +595,18 @@ static void log_vote(struct opd_guest *g, const struct opd_guest_sample *s, uint
 		 b ? (int64_t)(b->t - gt) : 0, b ? b->prev : 0, b ? b->next : 0);
 }
 
+/* @pid now owns @asid: the samples waiting for an owner are looked at
+ * again, and its task knows its space. */
+static void new_owner(struct opd_guest *g, uint32_t pid, uint64_t asid)
+{
+	struct opd_gtask *t = opd_gtasks_find(&g->tasks, pid);
+
+	g->wait_new_owner = true;
+	g->wait.scanned = 0;
+	if (t)
+		t->asid = asid;
+}
+
 /* @s votes for @pid as its address space's owner; what that changed is
  * logged (--verbose) with the space's counts, and a new owner noted in
  * its task. */
@@ -609,18 +624,12 @@ static void vote(struct opd_guest *g, const struct opd_guest_sample *s, uint32_t
 	if (!e || e->last_obs != s->host_ns)	/* a look's further samples: one line */
 		log_vote(g, s, pid, clear, gt);
 	c = opd_gasid_vote(&g->asid, s->asid, pid, gt, s->host_ns, clear);
-	struct opd_gtask *t;
 	char counts[96];
 
 	if (c == OPD_GASID_SAME)
 		return;
-	if (c == OPD_GASID_OWNED) {
-		g->wait_new_owner = true;
-		g->wait.scanned = 0;
-		t = opd_gtasks_find(&g->tasks, pid);
-		if (t)
-			t->asid = s->asid;
-	}
+	if (c == OPD_GASID_OWNED)
+		new_owner(g, pid, s->asid);
 	if (!opd_guest_debug_ok(g, s))
 		return;
 	e = opd_gasid_find(&g->asid, s->asid);
@@ -691,18 +700,13 @@ bool opd_gvote_resolve(struct opd_guest *g, const struct opd_guest_sample *s,
 void opd_gvote_witness(struct opd_guest *g, const struct opd_guest_sample *s)
 {
 	uint64_t gt;
-	struct opd_gtask *t;
 
 	if (!s->witness || !s->asid || s->mode != DP_MODE_GUEST_USER)
 		return;
 	gt = opd_gclock_known(&g->clock) ? opd_gclock_guest(&g->clock, s->host_ns) : 0;
 	if (opd_gasid_witness(&g->asid, s->asid, s->witness, gt) != OPD_GASID_OWNED)
 		return;
-	g->wait_new_owner = true;
-	g->wait.scanned = 0;
-	t = opd_gtasks_find(&g->tasks, s->witness);
-	if (t)
-		t->asid = s->asid;
+	new_owner(g, s->witness, s->asid);
 	if (opd_guest_debug_ok(g, s))
 		du_debug("domain %s: address space %#" PRIx64 " is pid %" PRIu32
 			 " (seen in the guest's memory), sample at %" PRIu64 " on vcpu %d",
