@@ -57,8 +57,7 @@ static bool defer_guest(struct opd_trans *t, const struct opd_dom *dom, int vcpu
 	s.vcpu = vcpu;
 	s.mode = (uint8_t)t->mode;
 	s.asid = t->asid;
-	s.witness = t->witness;
-	t->witness = 0;
+	s.witness = t->witness;	/* set and cleared around it: sample_witnessed */
 	taken = opd_gpipe_take(t->gpipe, dom, &s, chain ? &t->chain : NULL, &held);
 	if (held)
 		t->chain_held = true;
