@@ -580,6 +580,16 @@ int opd_ps_samples_dir(void *chan, int *fd)
 	return ret ? ret : m.u.end;
 }
 
+int opd_ps_recv_end(int sock)
+{
+	struct opd_ps_msg m;
+	int ret = opd_ps_recv(sock, &m, true, NULL);
+
+	if (!ret && m.type != OPD_PS_END)
+		ret = -EBADMSG;
+	return ret ? ret : m.u.end;
+}
+
 int opd_ps_task_layout(const struct opd_ps_chan *ch, uint32_t key_ns, uint64_t key,
 		       uint64_t current, uint32_t tgid_off)
 {
@@ -591,11 +601,7 @@ int opd_ps_task_layout(const struct opd_ps_chan *ch, uint32_t key_ns, uint64_t k
 		.key_ns = key_ns, .tgid_off = tgid_off, .key = key, .current = current,
 	};
 	ret = opd_ps_send(ch->sock, &m, -1);
-	if (!ret)
-		ret = opd_ps_recv(ch->sock, &m, true, NULL);
-	if (!ret && m.type != OPD_PS_END)
-		ret = -EBADMSG;
-	return ret ? ret : m.u.end;
+	return ret ? ret : opd_ps_recv_end(ch->sock);
 }
 
 int opd_ps_tsc_open(void *chan, struct opd_kvmtsc_fmt *f, int *fds, int max, char *why,

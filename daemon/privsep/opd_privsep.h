@@ -234,6 +234,10 @@ struct opd_ps_chan {
 	int wake;
 };
 
+/* The monitor's END answer to the request just sent: its value (0 or
+ * -errno), or -errno (-EBADMSG: another message). */
+int opd_ps_recv_end(int sock);
+
 /* A task layout (opd_collector_ops.task_layout) for the monitor's
  * collector: 0 or -errno (-EINVAL: out of the bounds it takes, not sent). */
 int opd_ps_task_layout(const struct opd_ps_chan *ch, uint32_t key_ns, uint64_t key,

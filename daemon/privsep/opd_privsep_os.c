@@ -585,6 +585,17 @@ static int mon_samples(struct mon *m)
 	return ret;
 }
 
+/* Answer a request with END carrying @ret (an errno out of range as
+ * -EIO): 0 or the send's -errno. */
+static int mon_end(struct mon *m, int ret)
+{
+	struct opd_ps_msg msg;
+
+	opd_ps_msg_init(&msg, OPD_PS_END);
+	msg.u.end = ret < 0 && ret > -4096 ? ret : (ret ? -EIO : 0);
+	return opd_ps_send(m->sock, &msg, -1);
+}
+
 /* One request from the worker: 0, or -errno to stop. */
 static int mon_serve(struct mon *m)
 {
@@ -602,18 +613,10 @@ static int mon_serve(struct mon *m)
 		return mon_maps(m, msg.u.mreq.pid, msg.u.mreq.pc);
 	if (msg.type == OPD_PS_SAMPLES)
 		return mon_samples(m);
-	if (msg.type == OPD_PS_TASK_LAYOUT) {
-		ret = opd_relay_mon_task_layout(m->relay, &msg.u.layout);
-		opd_ps_msg_init(&msg, OPD_PS_END);
-		msg.u.end = ret;
-		return opd_ps_send(m->sock, &msg, -1);
-	}
-	if (msg.type == OPD_PS_COLLECT) {
-		ret = opd_relay_mon_collect(m->relay, msg.u.end == 1);
-		opd_ps_msg_init(&msg, OPD_PS_END);
-		msg.u.end = ret < 0 && ret > -4096 ? ret : (ret ? -EIO : 0);
-		return opd_ps_send(m->sock, &msg, -1);
-	}
+	if (msg.type == OPD_PS_TASK_LAYOUT)
+		return mon_end(m, opd_relay_mon_task_layout(m->relay, &msg.u.layout));
+	if (msg.type == OPD_PS_COLLECT)
+		return mon_end(m, opd_relay_mon_collect(m->relay, msg.u.end == 1));
 	if (msg.type == OPD_PS_REFRESH) {
 		m->served_refresh = true;
 		m->err = 0;

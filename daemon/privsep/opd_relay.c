@@ -260,23 +260,13 @@ static int rw_ask(struct relay_w *w, bool start)
 	return opd_ps_send(w->chan->sock, &m, -1);
 }
 
-static int rw_answer(struct relay_w *w)
-{
-	struct opd_ps_msg m;
-	int ret = opd_ps_recv(w->chan->sock, &m, true, NULL);
-
-	if (!ret && m.type != OPD_PS_END)
-		ret = -EBADMSG;
-	return ret ? ret : m.u.end;
-}
-
 static int rw_start(void *state)
 {
 	struct relay_w *w = state;
 	int ret = rw_ask(w, true);
 
 	if (!ret)
-		ret = rw_answer(w);
+		ret = opd_ps_recv_end(w->chan->sock);
 	if (ret)
 		du_err("relay: the monitor could not start the collector: %s", strerror(-ret));
 	return ret;
@@ -336,7 +326,7 @@ static int rw_stop(void *state)
 			ret = got;
 	}
 	if (!ret && asked)
-		ret = rw_answer(w);
+		ret = opd_ps_recv_end(w->chan->sock);
 	return ret;
 }
 
