@@ -645,6 +645,32 @@ static void test_lagging_stream(void)
 	opd_guest_free(g);
 }
 
+/* What the hold files, counted: one more in *@n, and in *@wrong when not
+ * under the pid that ran it (the truth: guest = host + @off ms). */
+struct filed {
+	int n, wrong;
+	uint64_t off;
+};
+
+static void count_filed(struct filed *f, const struct opd_guest_sample *out,
+			const struct opd_guest_res *r)
+{
+	f->n++;
+	f->wrong += !r->resolved || r->pid != truth(out->host_ns + f->off * MS);
+}
+
+/* @s into the hold, then what is filed by its time. */
+static void hold_and_file(struct opd_guest *g, const struct opd_guest_sample *s, struct filed *f)
+{
+	struct opd_guest_sample out;
+	struct opd_guest_res r;
+
+	if (opd_guest_defer(g, s, &out, &r))
+		count_filed(f, &out, &r);
+	while (opd_guest_next(g, s->host_ns, false, &out, &r))
+		count_filed(f, &out, &r);
+}
+
 /*
  * Held samples wait for their space's owner: the same scene through the
  * hold queue (opd_guest_defer, opd_guest_next), the ASIDs never seen
@@ -658,7 +684,7 @@ static void test_wait_owner(void)
 	struct opd_guest_sample s, out;
 	struct opd_guest_res r;
 	char path[PATH_MAX];
-	int wrong = 0, n = 0;
+	struct filed f = { .off = 1003 };
 	uint64_t last = 0;
 
 	for (uint64_t gt = 1100 * MS; gt < 1300 * MS; gt += MS / 2) {
@@ -669,14 +695,7 @@ static void test_wait_owner(void)
 					       .asid = truth(gt) == 100 ? AS_A : AS_B,
 					       .voted = true, .filed = true };
 		last = s.host_ns;
-		if (opd_guest_defer(g, &s, &out, &r)) {
-			n++;
-			wrong += !r.resolved || r.pid != truth(out.host_ns + 1003 * MS);
-		}
-		while (opd_guest_next(g, last, false, &out, &r)) {
-			n++;
-			wrong += !r.resolved || r.pid != truth(out.host_ns + 1003 * MS);
-		}
+		hold_and_file(g, &s, &f);
 	}
 	CU_ASSERT(!opd_guest_next(g, last, true, &out, &r));	/* all were filed */
 	/* a space too few samples vote for waits out the hold, then the
@@ -688,9 +707,9 @@ static void test_wait_owner(void)
 	CU_ASSERT(!opd_guest_next(g, s.host_ns + OPD_GUEST_OWNER_WAIT_NS - 1, false, &out, &r));
 	CU_ASSERT(opd_guest_next(g, s.host_ns + OPD_GUEST_OWNER_WAIT_NS, false, &out, &r) &&
 		  r.resolved);
-	printf("\n  held: wrong %d of %d\n", wrong, n);
-	CU_ASSERT_EQUAL(n, 400);
-	CU_ASSERT_EQUAL(wrong, 0);
+	printf("\n  held: wrong %d of %d\n", f.wrong, f.n);
+	CU_ASSERT_EQUAL(f.n, 400);
+	CU_ASSERT_EQUAL(f.wrong, 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
 	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_waited") > 0);
@@ -923,7 +942,7 @@ static void test_witness_files(void)
 	struct opd_guest_sample s, out;
 	struct opd_guest_res r;
 	char path[PATH_MAX];
-	int wrong = 0, n = 0;
+	struct filed f = { .off = 1008 };
 	bool seen_a = false, seen_b = false;
 	uint64_t last = 0;
 
@@ -937,22 +956,13 @@ static void test_witness_files(void)
 			s.witness = truth(gt);
 		*(a ? &seen_a : &seen_b) = true;
 		last = s.host_ns;
-		if (opd_guest_defer(g, &s, &out, &r)) {
-			n++;
-			wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
-		}
-		while (opd_guest_next(g, last, false, &out, &r)) {
-			n++;
-			wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
-		}
+		hold_and_file(g, &s, &f);
 	}
-	while (opd_guest_next(g, last, true, &out, &r)) {
-		n++;
-		wrong += !r.resolved || r.pid != truth(out.host_ns + 1008 * MS);
-	}
-	printf("\n  witnessed: wrong %d of %d\n", wrong, n);
-	CU_ASSERT_EQUAL(n, 400);
-	CU_ASSERT_EQUAL(wrong, 0);
+	while (opd_guest_next(g, last, true, &out, &r))
+		count_filed(&f, &out, &r);
+	printf("\n  witnessed: wrong %d of %d\n", f.wrong, f.n);
+	CU_ASSERT_EQUAL(f.n, 400);
+	CU_ASSERT_EQUAL(f.wrong, 0);
 	CU_ASSERT_FATAL(opd_guest_write_stats(g, true) == 0);
 	snprintf(path, sizeof(path), "%s/domains/ge/stats", gs.session);
 	CU_ASSERT(stat_of(path, "asid_wit_owned") == 2);
