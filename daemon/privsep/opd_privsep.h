@@ -153,8 +153,8 @@ struct opd_ps_mapsreq {
  * base plus @current and a pid-sized number at it plus @tgid_off, and
  * streams the number when it is a plausible pid: bounded here by the
  * collector's own check (cx_layout_plausible), so that a worker that lies
- * learns no more than small numbers of one guest's kernel memory near its
- * per-CPU data and tasks (doc/trust.md).
+ * learns no more than small numbers of one guest's kernel memory behind a
+ * pointer near its per-CPU data (doc/trust.md says how near).
  */
 struct opd_ps_layout {
 	uint32_t key_ns;		/* DP_DOMKEY_XEN_DOMID, the one kind taken */
