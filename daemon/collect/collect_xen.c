@@ -183,12 +183,6 @@ void cx_engine_forget(struct cx_engine *e)
 	e->asid_valid = false;
 }
 
-bool cx_layout_plausible(uint64_t current, uint32_t tgid_off)
-{
-	return (current < CX_LAYOUT_MAX_CURRENT || current >= CX_LAYOUT_KERNEL_IMAGE) &&
-	       !(tgid_off & 3) && tgid_off < CX_LAYOUT_MAX_OFF;
-}
-
 int cx_engine_set_layout(struct cx_engine *e, uint32_t domid, uint64_t current, uint32_t tgid_off)
 {
 	struct cx_slot *s = cx_find(e, domid);

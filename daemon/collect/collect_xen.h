@@ -147,8 +147,14 @@ struct cx_src_ops {
 #define CX_MAX_DOMS 256
 
 /* Whether a task layout's numbers are within those bounds: the one check
- * of the collector and of the privsep monitor's TASK_LAYOUT request. */
-bool cx_layout_plausible(uint64_t current, uint32_t tgid_off);
+ * of the collector and of the privsep monitor's TASK_LAYOUT request
+ * (inline: the privsep code is also built without the engine, in its
+ * fuzz target). */
+static inline bool cx_layout_plausible(uint64_t current, uint32_t tgid_off)
+{
+	return (current < CX_LAYOUT_MAX_CURRENT || current >= CX_LAYOUT_KERNEL_IMAGE) &&
+	       !(tgid_off & 3) && tgid_off < CX_LAYOUT_MAX_OFF;
+}
 #define CX_MAX_VCPUS 128
 
 struct cx_engine;
