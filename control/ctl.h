@@ -65,6 +65,8 @@ struct ctl_opts {
 	bool guest_cpu_given;
 	unsigned int guest_cpu_total_ms;	/* --guest-cpu-total, as guest_cpu_ms */
 	bool guest_cpu_total_given;
+	unsigned int xen_budget_pct;	/* --xen-read-budget */
+	bool xen_budget_given;
 	const char *vmlinux;		/* --vmlinux (accepted, not read) */
 	bool no_vmlinux;
 	const char *save_name;		/* --save=NAME */

@@ -27,7 +27,7 @@ enum opt_id {
 	OPT_EVENT, OPT_SEPARATE, OPT_SESSION_DIR, OPT_COLLECTOR, OPT_DOMAINS,
 	OPT_RECORD, OPT_EVENTS_DIR, OPT_VERBOSE, OPT_CALLGRAPH, OPT_NO_DOM0,
 	OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL, OPT_VMLINUX, OPT_NO_VMLINUX,
-	OPT_NR
+	OPT_XEN_BUDGET, OPT_NR
 };
 
 struct opt_def {
@@ -71,6 +71,7 @@ static const struct opt_def opt_table[] = {
 	{ "guest-cpu-total", 0, OPT_GUEST_CPU_TOTAL, true, CTL_NONE, FOR_START, false },
 	{ "vmlinux",     0,   OPT_VMLINUX,     true,  CTL_NONE, FOR_START, true },
 	{ "no-vmlinux",  0,   OPT_NO_VMLINUX,  false, CTL_NONE, FOR_START, false },
+	{ "xen-read-budget", 0, OPT_XEN_BUDGET, true, CTL_NONE, FOR_START, false },
 };
 
 #define NR_OPTS (sizeof(opt_table) / sizeof(opt_table[0]))
@@ -133,6 +134,9 @@ void ctl_usage(FILE *f)
 		"  --events-dir=DIR     event description files [%s]\n"
 		"  --no-dom0            xen collector: the other domains only, not dom0's own\n"
 		"                       work\n"
+		"  --xen-read-budget=PCT\n"
+		"                       xen collector: the share of a vCPU's time its context\n"
+		"                       reads may hold it (0..100, 0: a read each period) [5]\n"
 		"  --guest-cpu=MS       daemon CPU a second each domain's agent may take\n"
 		"                       (1..%d) [%d]\n"
 		"  --guest-cpu-total=MS the same for all domains together, in fair shares\n"
@@ -283,6 +287,9 @@ static int apply(struct ctl_opts *o, const struct opt_def *d, const char *val, c
 	case OPT_GUEST_CPU_TOTAL:
 		return set_number(&o->guest_cpu_total_ms, &o->guest_cpu_total_given, val, 1,
 				  DP_AG_GUEST_CPU_MS_MAX, d->name, "milliseconds", err, errlen);
+	case OPT_XEN_BUDGET:
+		return set_number(&o->xen_budget_pct, &o->xen_budget_given, val, 0, 100,
+				  d->name, "a percentage", err, errlen);
 	default:
 		return apply_string(o, d, val, err, errlen);
 	}

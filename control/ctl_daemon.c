@@ -146,6 +146,12 @@ int ctl_daemon_argv(const char *daemon, const char *session_abs, const struct ct
 		snprintf(ms, sizeof(ms), "%u", o->guest_cpu_total_ms);
 		PUSH(store_opt(&store, &storelen, "guest-cpu-total", ms));
 	}
+	if (o->xen_budget_given) {
+		char pct[16];
+
+		snprintf(pct, sizeof(pct), "%u", o->xen_budget_pct);
+		PUSH(store_opt(&store, &storelen, "xen-read-budget", pct));
+	}
 	argv[n] = NULL;
 	return 0;
 #undef PUSH

@@ -18,6 +18,7 @@
 struct cx_vcpu {
 	uint64_t last_ns;	/* cpu_time at the previous look */
 	uint64_t carry_ns;	/* consumed time not yet turned into samples */
+	uint64_t need_ns;	/* carry the next read waits for (0: a period) */
 	bool seen;
 };
 
@@ -61,6 +62,12 @@ struct cx_engine {
 	bool spread_valid;
 	unsigned int cc_depth;	/* 0: no call chains */
 	uint32_t cc_dom;	/* the domain being walked (for read_mem) */
+	/* the read budget (cx_engine_set_budget): parts per million of a
+	 * vCPU's time its reads may hold it (0: read every period); the
+	 * reads' running mean cost; the jitter's state */
+	uint32_t budget_ppm;
+	uint64_t read_avg_ns;
+	uint64_t rng;
 };
 
 /* A look's call chain: frames[0..res.nr) and how the walk ended, and
@@ -97,6 +104,8 @@ struct cx_engine *cx_engine_new(const struct cx_src_ops *sops, void *src, uint64
 		e->max_burst = CX_MAX_BURST;
 	if (e->max_burst > CX_MAX_BURST_CAP)
 		e->max_burst = CX_MAX_BURST_CAP;
+	e->budget_ppm = CX_READ_BUDGET_PPM;
+	e->rng = 0x9e3779b97f4a7c15ULL ^ period_ns;
 	return e;
 }
 
@@ -177,6 +186,52 @@ void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth)
 	e->cc_depth = depth < DP_RAW_CC_MAX ? depth : DP_RAW_CC_MAX;
 }
 
+void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm)
+{
+	e->budget_ppm = ppm > 1000000 ? 1000000 : ppm;
+}
+
+/* Periods a read stands for under the budget: its mean cost over the
+ * time the budget gives a period, rounded up, at least 1. */
+static uint64_t cx_stride(const struct cx_engine *e)
+{
+	uint64_t allow, n;
+
+	if (!e->budget_ppm || !e->read_avg_ns)
+		return 1;
+	allow = e->period_ns * e->budget_ppm / 1000000;
+	if (!allow)
+		allow = 1;
+	n = (e->read_avg_ns + allow - 1) / allow;
+	if (n > e->max_burst / 2)
+		n = e->max_burst / 2;
+	return n ? n : 1;
+}
+
+/* After a read that took @ns: the running mean of the reads' cost, and
+ * the carry the vCPU's next read waits for, the stride's periods scaled
+ * by [0.5, 1.5) so that the reads keep no fixed phase to the guest's
+ * own periodic work (a read every n periods would see one moment of a
+ * loop of n periods). */
+static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns)
+{
+	uint64_t stride;
+
+	e->read_avg_ns = e->read_avg_ns ? e->read_avg_ns - e->read_avg_ns / 8 + ns / 8 : ns;
+	stride = cx_stride(e);
+	if (stride > e->st.stride_max)
+		e->st.stride_max = stride;
+	e->st.stride_sum += stride;
+	if (stride == 1) {
+		cv->need_ns = 0;
+		return;
+	}
+	e->rng ^= e->rng << 13;
+	e->rng ^= e->rng >> 7;
+	e->rng ^= e->rng << 17;
+	cv->need_ns = e->period_ns * stride / 2 + e->rng % (e->period_ns * stride + 1);
+}
+
 void cx_engine_forget(struct cx_engine *e)
 {
 	e->cur_valid = false;
@@ -228,12 +283,13 @@ static void cx_walk(struct cx_engine *e, uint32_t domid, const struct cx_ctx *c,
 }
 
 /* The host's clock, for what the looks cost (the source's clock, which
- * dates the samples, is left to that). */
+ * dates the samples, is left to that) and the read budget. */
 static uint64_t cx_clock(const struct cx_engine *e)
 {
 	struct timespec ts;
 
-	(void)e;
+	if (e->sops->cost_clock)
+		return e->sops->cost_clock(e->src);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
@@ -434,8 +490,8 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	cv->carry_ns += now - cv->last_ns;
 	s->used_ns += now - cv->last_ns;
 	cv->last_ns = now;
-	if (cv->carry_ns < e->period_ns)
-		return 0;	/* idle, or not a period's worth yet */
+	if (cv->carry_ns < e->period_ns || cv->carry_ns < cv->need_ns)
+		return 0;	/* idle, or not a period's (the budget's) worth yet */
 	count = cv->carry_ns / e->period_ns;
 	cv->carry_ns -= count * e->period_ns;
 	t0 = e->sops->clock ? e->sops->clock(e->src) : 0;
@@ -446,6 +502,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		return 0;
 	}
 	r0 = cx_clock(e) - r0;
+	cx_next_read(e, cv, r0);
 	if (e->sops->clock) {
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);

@@ -95,6 +95,12 @@ struct cx_src_ops {
 	 * (doc/clock.md).
 	 */
 	int (*guest_tsc)(void *src, uint32_t domid, bool hvm, uint64_t *tsc, uint32_t *khz);
+	/*
+	 * Optional: the clock the engine measures the looks' cost by (ns;
+	 * NULL: CLOCK_MONOTONIC), and with it the read budget.  For tests:
+	 * a read that costs what the test says.
+	 */
+	uint64_t (*cost_clock)(void *src);
 };
 
 /*
@@ -179,6 +185,17 @@ int cx_engine_tick(struct cx_engine *e, struct raw_writer *w);
  * cut to DP_RAW_CC_MAX), through the source's read_mem: every sample then
  * carries its guest call chain (DP_RAW_CALLCHAIN, DP_RAW_CC_GUEST). */
 void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
+
+/* The read budget: the share of a vCPU's time, in parts per million,
+ * that the context reads may hold it (Xen pauses the vCPU for each).
+ * Where a read costs more than the budget gives a period (a nested or
+ * emulated host: hundreds of microseconds against a few on hardware),
+ * a vCPU's context is read once every n periods, n from the reads'
+ * running mean cost, at a jittered point, and the read carries the n
+ * samples (doc/xen.md, "The read budget").  0: a read every period.
+ * The default, CX_READ_BUDGET_PPM, is 5%. */
+#define CX_READ_BUDGET_PPM 50000u
+void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
 /*
  * Where domain @domid's guest kernel keeps the running task (the agent's
  * TASK_LAYOUT): the per-CPU offset of the task pointer and the offset of
@@ -214,6 +231,9 @@ struct cx_stats {
 	 * context again and the task, and resuming for them (in read_ns too),
 	 * and how many such pauses */
 	uint64_t witnesses, wit_errors, wit_ns, wit_pauses;
+	/* the read budget's stride (periods a read stood for under it):
+	 * the sum over reads (its mean: stride_sum / reads) and the most */
+	uint64_t stride_sum, stride_max;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

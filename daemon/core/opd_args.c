@@ -43,6 +43,9 @@ void opd_usage(FILE *f)
 		"  --no-privsep           run the loop as root (also DOMPROF_PRIVSEP=0)\n"
 		"  --no-dom0              xen collector: sample the other domains only, not\n"
 		"                         dom0's own work (the perf collector in its stream)\n"
+		"  --xen-read-budget=PCT  xen collector: the share of a vCPU's time its context\n"
+		"                         reads may hold it (0..100, default 5; 0: a read each\n"
+		"                         period); past it a read stands for several periods\n"
 		"  --hypervisor-user=LIST users QEMU may run as besides root (default libvirt-qemu,qemu)\n"
 		"  --guest-cpu=MS         daemon CPU a second each domain's agent frames may take\n"
 		"                         (1..%d, default %d); past it the domain's channel\n"
@@ -64,6 +67,7 @@ enum {
 	OPT_EVENTS_DIR, OPT_DOMAINS, OPT_FOREGROUND, OPT_VERBOSE, OPT_MAX_FILES, OPT_HELP, OPT_VERSION,
 	OPT_DOMAIN_BACKEND, OPT_LIBVIRT_URI, OPT_CALLGRAPH, OPT_VM_USERS, OPT_PRIVSEP,
 	OPT_NO_PRIVSEP, OPT_NO_DOM0, OPT_GUEST_CPU, OPT_GUEST_CPU_TOTAL, OPT_LIST_COLLECTORS,
+	OPT_XEN_BUDGET,
 };
 
 static const struct option long_opts[] = {
@@ -81,6 +85,7 @@ static const struct option long_opts[] = {
 	{ "privsep", optional_argument, NULL, OPT_PRIVSEP },
 	{ "no-privsep", no_argument, NULL, OPT_NO_PRIVSEP },
 	{ "no-dom0", no_argument, NULL, OPT_NO_DOM0 },
+	{ "xen-read-budget", required_argument, NULL, OPT_XEN_BUDGET },
 	{ "guest-cpu", required_argument, NULL, OPT_GUEST_CPU },
 	{ "guest-cpu-total", required_argument, NULL, OPT_GUEST_CPU_TOTAL },
 	{ "foreground", no_argument, NULL, OPT_FOREGROUND },
@@ -123,6 +128,20 @@ static int parse_callgraph(const char *s, unsigned int *depth)
 	return 0;
 }
 
+/* --xen-read-budget=PCT, 0..100, into parts per million: 0 or 1 (usage
+ * error, said). */
+static int parse_budget(const char *s, int *ppm)
+{
+	unsigned int pct = 0;
+
+	if (strcmp(s, "0") && (parse_count(s, &pct) || pct > 100)) {
+		fprintf(stderr, "oprofiled: bad --xen-read-budget '%s' (a percentage, 0..100)\n", s);
+		return 1;
+	}
+	*ppm = (int)pct * 10000;
+	return 0;
+}
+
 /* The trust options: 0, or 1 for an unknown one. */
 static int parse_trust(int opt, struct opd_conf *c)
 {
@@ -141,6 +160,8 @@ static int parse_trust(int opt, struct opd_conf *c)
 	case OPT_NO_DOM0:
 		c->xen_dom0 = false;
 		return 0;
+	case OPT_XEN_BUDGET:
+		return parse_budget(optarg, &c->xen_read_budget_ppm);
 	case OPT_GUEST_CPU:
 		if (parse_count(optarg, &c->guest_cpu_ms) || c->guest_cpu_ms > DP_AG_GUEST_CPU_MS_MAX) {
 			fprintf(stderr, "oprofiled: bad --guest-cpu '%s' (milliseconds, 1..%d)\n",

@@ -26,6 +26,7 @@ void opd_conf_defaults(struct opd_conf *c)
 	/* no guest byte is parsed as root unless asked (--no-privsep) */
 	c->privsep = true;
 	c->xen_dom0 = true;
+	c->xen_read_budget_ppm = -1;
 }
 
 int opd_parse_separate(const char *s, unsigned int *out)

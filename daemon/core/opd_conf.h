@@ -68,6 +68,10 @@ struct opd_conf {
 	/* the xen collector samples dom0's own work too, through the perf
 	 * collector in the same stream (default; --no-dom0 turns it off) */
 	bool xen_dom0;
+	/* --xen-read-budget: the share of a vCPU's time the xen collector's
+	 * context reads may hold it, in parts per million (-1: the
+	 * collector's default, cx_engine_set_budget) */
+	int xen_read_budget_ppm;
 	/* --guest-cpu: daemon CPU a second each domain's agent frames may
 	 * take (ms; 0: opd_guest_limits_default's) */
 	unsigned int guest_cpu_ms;

@@ -35,7 +35,19 @@ struct fake {
 	unsigned int tsc_asks[FX_DOMS];
 	int tsc_err;
 	uint64_t tsc_delay[3];	/* each ask of three takes so long (fx_clock) */
+	uint64_t ctx_cost_ns;	/* a context read takes so long (fx_cost_clock) */
+	uint64_t cost_ns;	/* fx_cost_clock's time */
+	/* the test's tick number, and per gap (in ticks) between two reads
+	 * of web's vCPU 0, whether it was seen (gaps of 64 and more in one) */
+	unsigned int tick, last_read_tick;
+	bool gap_seen[64];
 };
+
+/* The engine's cost clock: moved only by the context reads. */
+static uint64_t fx_cost_clock(void *src)
+{
+	return ((struct fake *)src)->cost_ns;
+}
 
 static size_t fx_idx(struct fake *f, uint32_t domid)
 {
@@ -70,6 +82,13 @@ static int fx_ctx(void *src, uint32_t domid, unsigned int v, bool hvm, struct cx
 	size_t i = fx_idx(f, domid);
 
 	f->ctx_reads++;
+	f->cost_ns += f->ctx_cost_ns;
+	if (domid == 2 && v == 0) {
+		unsigned int gap = f->tick - f->last_read_tick;
+
+		f->gap_seen[gap < 64 ? gap : 63] = true;
+		f->last_read_tick = f->tick;
+	}
 	if (f->ctx_err)
 		return f->ctx_err;
 	*c = f->ctx[i][v];
@@ -290,6 +309,9 @@ static void rig_up(struct rig *r)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r->w);
 	r->e = cx_engine_new(&fx_ops, &r->f, MS);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r->e);
+	/* a read every period, however long a read takes on this machine
+	 * (test_budget tests the budget) */
+	cx_engine_set_budget(r->e, 0);
 	CU_ASSERT_EQUAL(cx_engine_rescan(r->e), 0);
 }
 
@@ -523,6 +545,7 @@ static void test_look_time(void)
 	cx_engine_free(r.e);
 	r.e = cx_engine_new(&ops, &r.f, MS);
 	CU_ASSERT_FATAL(r.e != NULL);
+	cx_engine_set_budget(r.e, 0);
 	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
 	fx_clock_ns = 1000;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);	/* first looks: no samples, no time */
@@ -583,6 +606,7 @@ static void test_guest_tsc(void)
 	cx_engine_free(r.e);
 	r.e = cx_engine_new(&ops, &r.f, MS);
 	CU_ASSERT_FATAL(r.e != NULL);
+	cx_engine_set_budget(r.e, 0);
 	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
 	fx_clock_ns = 1000;
 	r.f.ns[1][0] = 7 * MS;
@@ -882,6 +906,94 @@ static void test_witness(void)
 	rig_down(&r);
 }
 
+/* @n ticks of 100 us: web's vCPU 0 busy, in user and kernel mode turn
+ * about (a workload with a period of two ticks), its vCPU 1 a quarter
+ * busy. */
+static void budget_run(struct rig *r, unsigned int n, uint64_t period)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		bool k = i & 1;
+
+		r->f.tick = i + 1;
+		r->f.ctx[1][0] = (struct cx_ctx){ .pc = k ? 0xffffffff81000000ull : 0x401000,
+						  .kernel = k };
+		r->f.ns[1][0] += period;
+		r->f.ns[1][1] += period / 4;
+		CU_ASSERT_EQUAL_FATAL(cx_engine_tick(r->e, r->w), 0);
+	}
+	CU_ASSERT_EQUAL(raw_writer_flush(r->w), 0);
+}
+
+/* The read budget: reads that cost more than the budget gives a period
+ * (here 100 us against 5% of 100 us) are made once every n periods,
+ * each carrying its n samples, at a jittered point; the samples still
+ * follow each vCPU's time and the guest's modes. */
+static void test_budget(void)
+{
+	struct cx_src_ops ops = fx_ops;
+	const uint64_t period = 100000;
+	const unsigned int n = 20000;
+	struct rig r;
+	struct tally t;
+	struct cx_stats st;
+	uint64_t user, kern, slack;
+	unsigned int gaps = 0;
+
+	ops.cost_clock = fx_cost_clock;
+	rig_up(&r);
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, period);	/* the default budget */
+	CU_ASSERT_FATAL(r.e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	r.f.ctx_cost_ns = 100000;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	budget_run(&r, n, period);
+	walk(&r.b, &t);
+	cx_engine_stats(r.e, &st);
+	/* each read cost 100 us, the budget 5 us a period: 20 periods */
+	CU_ASSERT_EQUAL(st.stride_max, 20);
+	CU_ASSERT_EQUAL(st.stride_sum, 20 * st.reads);
+	CU_ASSERT(st.reads * 10 <= n + n / 4);
+	CU_ASSERT_EQUAL(r.f.ctx_reads, st.reads);
+	CU_ASSERT_EQUAL(st.lost, 0);
+	/* every period's sample but what waits for the next read */
+	user = t.samples[2][0][DP_MODE_GUEST_USER];
+	kern = t.samples[2][0][DP_MODE_GUEST_KERNEL];
+	slack = 2 * st.stride_max;
+	CU_ASSERT(user + kern <= n && user + kern + slack >= n);
+	CU_ASSERT(t.samples[2][1][DP_MODE_GUEST_KERNEL] <= n / 4 &&
+		  t.samples[2][1][DP_MODE_GUEST_KERNEL] + slack >= n / 4);
+	CU_ASSERT_EQUAL(st.samples, user + kern + t.samples[2][1][DP_MODE_GUEST_KERNEL]);
+	/* half the time in each mode: so half the samples, within 15 points */
+	CU_ASSERT(user * 100 >= 35 * (user + kern) && user * 100 <= 65 * (user + kern));
+	/* the gaps between reads vary, from half the stride (20 after the
+	 * first read) up: a fixed one could keep a phase */
+	for (int g = 0; g < 64; g++)
+		gaps += r.f.gap_seen[g];
+	CU_ASSERT(gaps >= 8);
+	gaps = 0;
+	for (int g = 2; g < 16; g++)
+		gaps += r.f.gap_seen[g];
+	CU_ASSERT(gaps >= 1);
+	rig_down(&r);
+
+	/* budget 0: a read each period, one sample each */
+	rig_up(&r);
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, period);
+	CU_ASSERT_FATAL(r.e != NULL);
+	cx_engine_set_budget(r.e, 0);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	r.f.ctx_cost_ns = 100000;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	budget_run(&r, 400, period);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.reads, 400 + 100);
+	CU_ASSERT_EQUAL(st.samples, 400 + 100);
+	CU_ASSERT_EQUAL(st.stride_max, 1);
+	rig_down(&r);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -894,6 +1006,7 @@ int main(void)
 		{ "guest TSC stated once a second, not for HVM", test_guest_tsc },
 		{ "guest call chains", test_callchain },
 		{ "the process of a space read from guest memory", test_witness },
+		{ "the read budget: a read every n periods, jittered", test_budget },
 	};
 
 	return du_test_main("collect_xen", tests, DU_TEST_N(tests), NULL, NULL);
