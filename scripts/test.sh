@@ -106,7 +106,8 @@ lab_checks="smoke libvirt"
 # kmod-all: kmod-compare, kmod (the module's load/unload cycles) and
 # libvirt-domprof (issue 10).
 # kmod-npt-all (issue 26): the module with nested paging (kvm_amd npt=1):
-# kmod-exact-npt and callgraph-guest-npt's first phases on one boot.
+# kmod-exact-npt and callgraph-guest-npt's first phases, an agentless
+# guest's address spaces and 50 load cycles, on one boot.
 # hostile-guest (issue 9): the attacks of a hostile guest beside a normal
 # one.  It samples at 1 kHz (the default 10 kHz throttled the emulated
 # L1's timer) and gives each domain 50 ms of daemon CPU a second

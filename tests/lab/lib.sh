@@ -275,33 +275,60 @@ lab_kill_all_guests() {
 # still runs, after what it left behind (guests, a daemon, perf) is gone.
 # Saves a boot of L1 (about 20 s) per scenario against running them apart.
 lab_parts() {
-	local p failed= t left f faults
+	local p failed= t faults reran= again
 	for p in "$@"; do
-		t=$(lab_now)
-		faults=$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)
-		lab_log "=== part $p"
-		if (. "$LAB/scenarios/$p.sh"); then
-			lab_log "=== part $p: PASS ($(lab_since "$t") s)"
-		else
-			lab_log "=== part $p: FAIL ($(lab_since "$t") s)"
-			# a fault of the emulator: run.sh retries the whole run,
-			# so the parts after this one would run for nothing
-			[ "$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)" = "$faults" ] ||
-				lab_fail "part $p met a lab fault; the parts after it are left to the retry"
-			failed="$failed $p"
-			pkill -9 -x oprofiled 2>/dev/null || true
-			pkill -INT -x perf 2>/dev/null || true
-		fi
-		# guests a part left running (some scenarios end with the boot)
-		left=
-		for f in "$LAB_RUN"/*.pid; do
-			[ -f "$f" ] && left="$left $(basename "$f" .pid)"
+		again=1
+		while [ -n "$again" ]; do
+			again=
+			t=$(lab_now)
+			faults=$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)
+			lab_log "=== part $p"
+			if (. "$LAB/scenarios/$p.sh"); then
+				lab_log "=== part $p: PASS ($(lab_since "$t") s)"
+			else
+				lab_log "=== part $p: FAIL ($(lab_since "$t") s)"
+				if [ "$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)" != "$faults" ]; then
+					lab_part_fault "$p" "$reran"
+					reran="$reran $p" again=1
+				else
+					failed="$failed $p"
+				fi
+				pkill -9 -x oprofiled 2>/dev/null || true
+				pkill -INT -x perf 2>/dev/null || true
+			fi
+			_lab_part_clean "$p"
 		done
-		[ -z "$left" ] || lab_log "part $p left guests running:$left (killed)"
-		lab_kill_all_guests
-		rm -f "$LAB_RUN"/*.started "$LAB_RUN"/*.booted
 	done
 	[ -z "$failed" ] || lab_fail "parts that failed:$failed"
+}
+# Part @1 met a fault of the emulator (a LAB-FAULT line).  An L2 guest's
+# fault (its QEMU exited on its own, it hung while booting or died while
+# its workload ran) leaves L1 sound: the part runs once more on this boot,
+# after a "LAB-RERUN:" line that tells run.sh the faults before it were
+# dealt with.  A second fault of the part (@2 lists the parts run again),
+# or a fault of L1 itself, ends the run: run.sh retries it on a fresh L1,
+# and the parts after this one would run for nothing.
+lab_part_fault() {
+	local last
+	last=$(grep "LAB-FAULT: " "$RESULTS/scenario.log" | tail -n 1)
+	case " $2 " in *" $1 "*) lab_fail "part $1 met a lab fault again; left to the retry" ;; esac
+	case $last in
+	*"LAB-FAULT: guest "*)
+		lab_log "LAB-RERUN: part $1 runs again on this boot after its guest's fault"
+		lab_summary part_rerun "$1 (${last#*LAB-FAULT: })"
+		return 0 ;;
+	esac
+	lab_fail "part $1 met a lab fault; the parts after it are left to the retry"
+}
+# Guests a part left running (some scenarios end with the boot).
+_lab_part_clean() {
+	local left= f
+	for f in "$LAB_RUN"/*.pid; do
+		[ -f "$f" ] && left="$left $(basename "$f" .pid)"
+	done
+	[ -z "$left" ] || lab_log "part $1 left guests running:$left (killed)"
+	lab_kill_all_guests
+	rm -f "$LAB_RUN"/*.started "$LAB_RUN"/*.booted
 }
 
 # Samples in a perf.data file by host pid and cpumode, read from perf's raw

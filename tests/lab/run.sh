@@ -346,10 +346,18 @@ boot_l1() {
 # started), hangs it (seen: "soft lockup" of khugepaged with RCU stalls,
 # and a silent L1 while a guest was being started), or an L2 QEMU exits on
 # its own or hangs while its guest boots (lib.sh logs "LAB-FAULT:" when it
-# notices).  Those are faults of the lab's emulator, not of the scenario,
+# notices; lab_parts first runs the part again on the same boot, once).
+# Those are faults of the lab's emulator, not of the scenario,
 # so such a run is retried (LAB_ATTEMPTS in all, default 3) on a fresh
 # overlay within the same deadline; a failed attempt's logs stay in
 # OUT/attempt-N/.
+# The scenario log's lines after its last "LAB-RERUN:" (lib.sh's
+# lab_parts ran a part again after a guest's fault: the faults before it
+# were dealt with on that boot).
+faults_since_rerun() {
+	awk '/LAB-RERUN: / { n = 0; next } { l[n++] = $0 } END { for (i = 0; i < n; i++) print l[i] }' \
+		"$out/scenario.log" 2>/dev/null
+}
 lab_fault() {
 	if [ "$1" = 2 ] && grep -q "Kernel panic" "$out/l1-console.log" 2>/dev/null; then
 		grep -m3 -E "BUG:|Kernel panic" "$out/l1-console.log" >&2 || true
@@ -358,8 +366,8 @@ lab_fault() {
 		grep -m3 -E "BUG:|rcu: INFO" "$out/l1-console.log" >&2 || true
 		echo "the L1 kernel hung"
 	elif [ "$1" = 0 ] && [ "$(cat "$out/status")" != 0 ] &&
-		grep -q "LAB-FAULT: " "$out/scenario.log" 2>/dev/null; then
-		grep -m2 "LAB-FAULT: " "$out/scenario.log" >&2
+		faults_since_rerun | grep -q "LAB-FAULT: "; then
+		faults_since_rerun | grep -m2 "LAB-FAULT: " >&2
 		echo "an L2 guest's QEMU exited on its own or hung while booting"
 	fi
 }

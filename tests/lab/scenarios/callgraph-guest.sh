@@ -43,7 +43,8 @@ NS=${CG_TIMER_NS:-100000}
 KVER=$(uname -r)
 BIN=$STAGE/lab/cg-guest
 SHARE=/tmp/share-cg
-dmesg_base=$(dmesg | wc -l)
+. "$LAB/lib-kmod.sh"
+kmod_begin
 
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
 lab_depmod
@@ -56,16 +57,6 @@ opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 [ -x "$opagent_bin" ] || lab_fail "no opagent installed"
 [ -x "$BIN" ] || lab_fail "no $BIN staged (tests/e2e/callers.c as cg-guest)"
 
-kernel_trouble() {
-	dmesg | tail -n +$((dmesg_base + 1)) |
-		grep -E 'Oops|WARNING:|BUG:|kernel BUG|general protection|Call Trace|UBSAN|KASAN|stack-protector|soft lockup|hung_task' || true
-}
-check_kernel() {
-	local t
-	t=$(kernel_trouble)
-	[ -z "$t" ] || { dmesg >"$RESULTS/l1-dmesg-cg.txt"; lab_kernel_trouble "$1" "$t" "$RESULTS/l1-dmesg-cg.txt"; }
-}
-kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 # the module's call-chain counters (since the last enable), summed over CPUs
 cc_sum() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' /sys/class/misc/domprof/callchain; }
 # the module's sample counters, summed over CPUs
@@ -214,7 +205,7 @@ awk -v c="$(kv kernel_called "$P")" -v k="$(kv kernel_samples "$P")" 'BEGIN { ex
 	lab_fail "no arcs from cg-guest's code into the guest kernel (kernel chains end in the kernel)"
 [ "$(kv syscall_wrapper_from_run_syscalls "$P")" -ge 10 ] ||
 	lab_fail "the syscall phase's kernel time is not reached from run_syscalls/sys_reader"
-check_kernel "phase 1"
+check_kernel "phase 1" cg
 lab_log "phase 1 PASS: caller_a $share% of burn's callers (measured $measured%)"
 
 # ---- phase 2: garbage frame pointers (CG_PHASES=1: not run) ----
@@ -248,7 +239,7 @@ phase2() {
 		lab_fail "samples received $(kv samples_received "$R") but filed $(kv samples_filed "$R")"
 	[ "$all2" -ge 50 ] || lab_fail "too few cg-guest samples in phase 2 ($all2)"
 	awk -v p="$spin_pct" 'BEGIN { exit !(p >= 90) }' || lab_fail "scribble_spin has $spin_pct% of cg-guest's samples"
-	check_kernel "phase 2"
+	check_kernel "phase 2" cg
 }
 garbage="garbage frames: not run (CG_PHASES=1)"
 if [ "${CG_PHASES:-2}" -ge 2 ]; then
@@ -258,6 +249,6 @@ fi
 stop_guest cg
 rmmod domprof 2>/dev/null || true
 rm -f /etc/modprobe.d/domprof-lab.conf
-check_kernel "the end"
+check_kernel "the end" cg
 lab_summary scenario_s "$(lab_since "$t0")"
 lab_log "PASS: caller_a $share% (measured $measured%); guest kernel: $(kv kernel_samples "$P") samples, $(kv kernel_called "$P") caller arcs, $(kv user_to_kernel_arcs "$P") user-to-kernel arcs; $garbage"

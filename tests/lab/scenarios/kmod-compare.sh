@@ -37,7 +37,8 @@ KTOL=${KCMP_KTOL:-5}
 KVER=$(uname -r)
 UUID_WEB=6b1b1d6e-0000-4000-8000-000000000c01
 UUID_DB=6b1b1d6e-0000-4000-8000-000000000c02
-dmesg_base=$(dmesg | wc -l)
+. "$LAB/lib-kmod.sh"
+kmod_begin
 [ -f "/lib/modules/$KVER/extra/domprof.ko" ] || lab_fail "no domprof.ko for $KVER in the install tree"
 lab_depmod
 
@@ -65,10 +66,6 @@ summary_rows() {
 # Share (%, 2 decimals) of row $1 in summary file $2.
 share_of() {
 	awk -v d="$1" '{ t += $2 } $1 == d { v = $2 } END { if (t == 0) print "0"; else printf "%.2f", 100 * v / t }' "$2"
-}
-kernel_trouble() {
-	dmesg | tail -n +$((dmesg_base + 1)) |
-		grep -E 'Oops|WARNING:|BUG:|general protection|Call Trace|refcount_t|soft lockup' || true
 }
 
 # Per-row shares (host, web, db; %, 2 decimals) in perf.data $1, written

@@ -1,18 +1,23 @@
-# The nested-paging scenarios on one boot of L1: kmod-exact-npt (phase 1
-# only: the ping/pong phase is printed, not checked, and kmod-exact runs
-# it), then callgraph-guest-npt's phase 1 (CG_PHASES=1: the garbage
-# frames of phase 2 test the walk itself, which callgraph-guest runs), on
-# kvm_amd reloaded once with npt=1.  Saves a boot, a reload and two
-# phases against running the two apart.
+# The nested-paging scenarios on one boot of L1, kvm_amd reloaded once
+# with npt=1 (lab_parts runs each in a subshell, names the ones that
+# failed, and runs a part once more on this boot when its guest faulted):
+#  - kmod-exact-npt, phase 1 only (the ping/pong phase is printed, not
+#    checked, and kmod-exact runs it);
+#  - callgraph-guest-npt, phase 1 (CG_PHASES=1: the garbage frames of
+#    phase 2 test the walk itself, which callgraph-guest runs);
+#  - kmod-npt-spaces: a guest with no agent split per address space;
+#  - kmod-npt-cycles: 50 load / sample / unload cycles of the module.
+# Saves three boots and reloads against running them apart.
 #
-# Retries (run.sh retries an emulator fault, up to 3 attempts): in 5
-# test-command runs of 2026-11-28/29, 3 needed one, each in the call-graph
-# phase, with L1 showing a soft lockup of the vCPU thread, a stack
-# overflow of recursive page faults at a %gs access in exc_page_fault (a
-# GS base not the kernel's), or a stall.  Alone, the call-graph phase
-# ran 11 times without a fault (npt=1 with direct and with deferred walks,
-# npt=0 with deferred walks) and this scenario 3 times.
+# Faults of the emulator: in 8 test-command runs of 2026-11-29/30 (before
+# a part could run again on its boot), 2 needed another boot of L1 (3
+# faults in 11 attempts, every one in callgraph-guest-npt: its guest's
+# QEMU exited on its own, the L2 guest reset, while booting or while its
+# workload ran); earlier, L1 showed a soft lockup of the vCPU thread, a
+# stack overflow of recursive page faults at a %gs access in
+# exc_page_fault (a GS base not the kernel's), or a stall.  The
+# summary's part_rerun lines count the reruns on one boot, run-summary's
+# "attempts" the boots.
 EXACT_PHASES=1
 CG_PHASES=1
-. "$LAB/scenarios/kmod-exact-npt.sh"
-. "$LAB/scenarios/callgraph-guest-npt.sh"
+lab_parts kmod-exact-npt callgraph-guest-npt kmod-npt-spaces kmod-npt-cycles
