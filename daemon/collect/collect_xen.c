@@ -68,6 +68,7 @@ struct cx_engine {
 	uint32_t budget_ppm;
 	uint64_t read_avg_ns;
 	uint64_t rng;
+	bool draining;	/* cx_engine_drain: the budget's waits set aside */
 };
 
 /* A look's call chain: frames[0..res.nr) and how the walk ended, and
@@ -490,7 +491,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	cv->carry_ns += now - cv->last_ns;
 	s->used_ns += now - cv->last_ns;
 	cv->last_ns = now;
-	if (cv->carry_ns < e->period_ns || cv->carry_ns < cv->need_ns)
+	if (cv->carry_ns < e->period_ns || (!e->draining && cv->carry_ns < cv->need_ns))
 		return 0;	/* idle, or not a period's (the budget's) worth yet */
 	count = cv->carry_ns / e->period_ns;
 	cv->carry_ns -= count * e->period_ns;
@@ -590,6 +591,16 @@ int cx_engine_tick(struct cx_engine *e, struct raw_writer *w)
 			return rc;
 	}
 	return 0;
+}
+
+int cx_engine_drain(struct cx_engine *e, struct raw_writer *w)
+{
+	int rc;
+
+	e->draining = true;
+	rc = cx_engine_tick(e, w);
+	e->draining = false;
+	return rc;
 }
 
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st)

@@ -196,6 +196,11 @@ void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
  * The default, CX_READ_BUDGET_PPM, is 5%. */
 #define CX_READ_BUDGET_PPM 50000u
 void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
+
+/* A last tick at the end of a profile: every vCPU with a period's worth
+ * of time is read whatever the budget says, so that the samples add up
+ * to Xen's accounting within a period per vCPU. */
+int cx_engine_drain(struct cx_engine *e, struct raw_writer *w);
 /*
  * Where domain @domid's guest kernel keeps the running task (the agent's
  * TASK_LAYOUT): the per-CPU offset of the task pointer and the offset of

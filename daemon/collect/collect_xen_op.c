@@ -328,6 +328,8 @@ static int cx_stop(void *state)
 	/* dom0's last records first: ours then re-state the context */
 	rc = c->d0 ? opd_collector_perf.stop(c->d0) : 0;
 	cx_engine_forget(c->e);
+	if (!rc)
+		rc = cx_engine_drain(c->e, c->w);
 	cx_engine_stats(c->e, &st);
 	if (!rc && st.lost)
 		rc = raw_put_lost(c->w, st.lost);

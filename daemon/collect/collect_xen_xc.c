@@ -40,7 +40,14 @@ struct cx_xc {
 	uint64_t hvm_tsc_last;
 	uint8_t *hvm_buf;
 	size_t hvm_cap;
+	/* the context reads' buffer for Xen to write, held from open to
+	 * close: libxenctrl's own would be mapped and unmapped for every
+	 * read, a context being more than a page (NULL: its way is used) */
+	xc_hypercall_buffer_t ctx_hb;
+	vcpu_guest_context_any_t *ctx_buf;
 };
+
+#define CX_CTX_PAGES ((int)((sizeof(vcpu_guest_context_any_t) + XC_PAGE_SIZE - 1) / XC_PAGE_SIZE))
 
 static int cx_xc_list(void *src, struct cx_dom *out, size_t max)
 {
@@ -75,24 +82,46 @@ static int cx_xc_time(void *src, uint32_t domid, unsigned int vcpu, uint64_t *ns
 	return 0;
 }
 
+/* vCPU @vcpu's context into the held buffer (XEN_DOMCTL_getvcpucontext,
+ * what xc_vcpu_getcontext asks, without its buffer's map and unmap). */
+static int cx_xc_ctx_held(struct cx_xc *x, uint32_t domid, unsigned int vcpu)
+{
+	DECLARE_HYPERCALL_BUFFER_SHADOW(vcpu_guest_context_any_t, buf, &x->ctx_hb);
+	struct xen_domctl d;
+
+	(void)buf;	/* Xen writes it: x->ctx_buf */
+	memset(&d, 0, sizeof(d));
+	d.cmd = XEN_DOMCTL_getvcpucontext;
+	d.domain = (domid_t)domid;
+	d.u.vcpucontext.vcpu = vcpu;
+	set_xen_guest_handle(d.u.vcpucontext.ctxt, buf);
+	return xc_domctl(x->xch, &d) < 0 ? (errno ? -errno : -EIO) : 0;
+}
+
 static int cx_xc_ctx(void *src, uint32_t domid, unsigned int vcpu, bool hvm, struct cx_ctx *c)
 {
 	struct cx_xc *x = src;
-	vcpu_guest_context_any_t ctx;
+	vcpu_guest_context_any_t own;
+	const vcpu_guest_context_any_t *p = x->ctx_buf ? x->ctx_buf : &own;
+	int rc;
 
-	if (xc_vcpu_getcontext(x->xch, domid, vcpu, &ctx) < 0)
-		return errno ? -errno : -EIO;
-	c->pc = ctx.x64.user_regs.rip;
-	c->cr3 = ctx.x64.ctrlreg[3];
-	c->fp = ctx.x64.user_regs.rbp;
-	c->sp = ctx.x64.user_regs.rsp;
-	c->la57 = !!(ctx.x64.ctrlreg[4] & (1ull << 12));
+	if (x->ctx_buf)
+		rc = cx_xc_ctx_held(x, domid, vcpu);
+	else
+		rc = xc_vcpu_getcontext(x->xch, domid, vcpu, &own) < 0 ? (errno ? -errno : -EIO) : 0;
+	if (rc)
+		return rc;
+	c->pc = p->x64.user_regs.rip;
+	c->cr3 = p->x64.ctrlreg[3];
+	c->fp = p->x64.user_regs.rbp;
+	c->sp = p->x64.user_regs.rsp;
+	c->la57 = !!(p->x64.ctrlreg[4] & (1ull << 12));
 	/* Xen states the kernel's GS base apart from the user's in either
 	 * mode (PV: as the guest set them; HVM: GS or its shadow by CPL) */
-	c->gs_kernel = ctx.x64.gs_base_kernel;
+	c->gs_kernel = p->x64.gs_base_kernel;
 	/* A 64-bit PV kernel runs in ring 3 like its user space: Xen says
 	 * which one the vCPU is in.  HVM and PVH: the CPL. */
-	c->kernel = hvm ? (ctx.x64.user_regs.cs & 3) == 0 : !!(ctx.x64.flags & VGCF_in_kernel);
+	c->kernel = hvm ? (p->x64.user_regs.cs & 3) == 0 : !!(p->x64.flags & VGCF_in_kernel);
 	return 0;
 }
 
@@ -157,6 +186,8 @@ static void cx_xc_close(void *src)
 		cx_xc_mem_done(x);
 		xenforeignmemory_close(x->fmem);
 	}
+	if (x->ctx_buf)
+		xc__hypercall_buffer_free_pages(x->xch, &x->ctx_hb, CX_CTX_PAGES);
 	if (x->xch)
 		xc_interface_close(x->xch);
 	free(x->hvm_buf);
@@ -280,6 +311,12 @@ int cx_xc_open(struct cx_xc **out)
 		free(x);
 		return rc;
 	}
+	x->ctx_hb = (xc_hypercall_buffer_t){ .hbuf = NULL, .param_shadow = NULL,
+					      HYPERCALL_BUFFER_INIT_NO_BOUNCE };
+	x->ctx_buf = xc__hypercall_buffer_alloc_pages(x->xch, &x->ctx_hb, CX_CTX_PAGES);
+	if (!x->ctx_buf)
+		du_warn("xen collector: no held buffer for context reads (%s): each read maps "
+			"its own", strerror(errno));
 	/* call chains read guest stacks, and the task layout a guest's
 	 * running task, through foreign mappings */
 	x->fmem = xenforeignmemory_open(NULL, 0);

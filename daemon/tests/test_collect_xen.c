@@ -964,6 +964,10 @@ static void test_budget(void)
 	CU_ASSERT(t.samples[2][1][DP_MODE_GUEST_KERNEL] <= n / 4 &&
 		  t.samples[2][1][DP_MODE_GUEST_KERNEL] + slack >= n / 4);
 	CU_ASSERT_EQUAL(st.samples, user + kern + t.samples[2][1][DP_MODE_GUEST_KERNEL]);
+	/* the profile's end reads what waits: every period's sample */
+	CU_ASSERT_EQUAL(cx_engine_drain(r.e, r.w), 0);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.samples, n + n / 4);
 	/* half the time in each mode: so half the samples, within 15 points */
 	CU_ASSERT(user * 100 >= 35 * (user + kern) && user * 100 <= 65 * (user + kern));
 	/* the gaps between reads vary, from half the stride (20 after the

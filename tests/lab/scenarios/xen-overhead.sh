@@ -5,7 +5,9 @@
 # md5sum, guest user and guest kernel time) and prints each round's run
 # time by its own clock.  dom0 profiles it in turns of XO_SECONDS: none,
 # 100 Hz, 1 kHz, 4 kHz, 1 kHz with call chains (--callgraph=16: the walk
-# through foreign mappings, the domain paused for each look).  XO_ROUNDS
+# through foreign mappings, the domain paused for each look), all under
+# the default read budget (--xen-read-budget, 5%), and 1 kHz with the
+# budget off (0: a context read every period, as before the budget).  XO_ROUNDS
 # rounds (default 5), interleaved: each round has its own "none" turn and
 # the profiled turns in an order turned by one place each round, so a
 # drift of the emulated machine spreads over all of them.  Per turn: the
@@ -15,8 +17,9 @@
 # (its processes' user + system time a second of the turn), and what a
 # look cost by the collector's own clock (its log's "cost" lines: a vCPU
 # time read, a context read, and with chains the pause and resume and the
-# walk, in microseconds).  Nothing is checked but that each turn had
-# rounds.
+# walk, in microseconds), and the periods a read stood for under the
+# budget (its log's "a read stood for N periods").  Nothing is checked
+# but that each turn had rounds.
 . "$LAB/lib-xen.sh"
 lab_require_xen
 t0=$(lab_now)
@@ -98,24 +101,31 @@ turn() {
 # the us figures of a collector log's cost lines: look read pause walk
 cost_of() {
 	sed -n 's/.*cost: \([0-9.]*\) us a vCPU time read.*, \([0-9.]*\) us a context read.*/\1 \2/p' "$1" | tail -n 1 | tr '\n' ' '
-	sed -n 's/.*cost with call chains: \([0-9.]*\) us to pause and resume ([0-9]*), \([0-9.]*\) us a walk.*/\1 \2/p' "$1" | tail -n 1
+	sed -n 's/.*cost with call chains: \([0-9.]*\) us to pause and resume ([0-9]*), \([0-9.]*\) us a walk.*/\1 \2/p' "$1" | tail -n 1 | tr '\n' ' '
 	echo
+}
+# the periods a read stood for on average (1 when the log says nothing)
+stride_of() {
+	local s
+	s=$(sed -n 's/.*a read stood for \([0-9.]*\) periods on average.*/\1/p' "$1" | tail -n 1)
+	echo "${s:-1}"
 }
 # median, lowest, highest of the numbers on stdin
 mls() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "- - -"; exit }
 	m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
 
-kinds=(hz100 hz1000 hz4000 hz1000cg)
-declare -A EVT=([hz100]="TIMER:10000000" [hz1000]="TIMER:1000000" [hz4000]="TIMER:250000" [hz1000cg]="TIMER:1000000")
-declare -A OPT=([hz1000cg]="--callgraph=16")
-echo "# round kind overhead_% daemon_cpu_s_per_s look_us read_us pause_us walk_us" >"$RESULTS/xo-rounds.txt"
+kinds=(hz100 hz1000 hz4000 hz1000cg hz1000nb)
+declare -A EVT=([hz100]="TIMER:10000000" [hz1000]="TIMER:1000000" [hz4000]="TIMER:250000" [hz1000cg]="TIMER:1000000"
+	[hz1000nb]="TIMER:1000000")
+declare -A OPT=([hz1000cg]="--callgraph=16" [hz1000nb]="--xen-read-budget=0")
+echo "# round kind overhead_% daemon_cpu_s_per_s look_us read_us pause_us walk_us stride" >"$RESULTS/xo-rounds.txt"
 for ((r = 0; r < ROUNDS; r++)); do
 	turn "none-$r" ""
 	for ((i = 0; i < ${#kinds[@]}; i++)); do
 		k=${kinds[$(((i + r) % ${#kinds[@]}))]}
 		turn "$k-$r" "${EVT[$k]}" "${OPT[$k]:-}"
 		read -r look read pause walk <<<"$(cost_of "$RESULTS/oprofiled-$k-$r.log")"
-		echo "$r $k $(awk -v m="${MED[$k-$r]}" -v b="${MED[none-$r]}" 'BEGIN { printf "%.1f", 100 * (m - b) / b }') ${CPU[$k-$r]} ${look:--} ${read:--} ${pause:--} ${walk:--}" >>"$RESULTS/xo-rounds.txt"
+		echo "$r $k $(awk -v m="${MED[$k-$r]}" -v b="${MED[none-$r]}" 'BEGIN { printf "%.1f", 100 * (m - b) / b }') ${CPU[$k-$r]} ${look:--} ${read:--} ${pause:--} ${walk:--} $(stride_of "$RESULTS/oprofiled-$k-$r.log")" >>"$RESULTS/xo-rounds.txt"
 	done
 	lab_log "round $((r + 1)) of $ROUNDS done"
 done
@@ -130,7 +140,8 @@ for k in "${kinds[@]}"; do
 	read -r rd _ _ <<<"$(sel 6 | mls)"
 	read -r pz _ _ <<<"$(sel 7 | mls)"
 	read -r wk _ _ <<<"$(sel 8 | mls)"
-	lab_summary "xo_$k" "overhead median ${ov}% (rounds ${lo}% to ${hi}%) against the round's none; daemon (dom0) $cpu CPU seconds a second; a look: vCPU time read $look us, context read $rd us$([ "$pz" = - ] || echo ", pause and resume $pz us, walk $wk us")"
+	read -r sd _ _ <<<"$(sel 9 | mls)"
+	lab_summary "xo_$k" "overhead median ${ov}% (rounds ${lo}% to ${hi}%) against the round's none; daemon (dom0) $cpu CPU seconds a second; a look: vCPU time read $look us, context read $rd us$([ "$pz" = - ] || echo ", pause and resume $pz us, walk $wk us"); a read stood for $sd periods"
 done
 lab_summary xo_hz1000cg_chains "$(grep -m1 'call chains:' "$RESULTS/oprofiled-hz1000cg-0.log" | sed 's/.*call chains: //')"
 xen_destroy web
