@@ -476,7 +476,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	struct cx_vcpu *cv = &s->vcpu[v];
 	struct cx_ctx c;
 	struct cx_chain ch;
-	uint64_t now, count, t0, r0;
+	uint64_t now, count, t0, r0, w0;
 
 	r0 = cx_clock(e);
 	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
@@ -497,13 +497,16 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	cv->carry_ns -= count * e->period_ns;
 	t0 = e->sops->clock ? e->sops->clock(e->src) : 0;
 	r0 = cx_clock(e);
+	w0 = e->st.wit_ns;
 	if (cx_read_vcpu(e, s, v, &c, &ch) < 0) {
 		e->st.ctx_errors++;
 		e->st.lost += count;
 		return 0;
 	}
 	r0 = cx_clock(e) - r0;
-	cx_next_read(e, cv, r0);
+	/* a pause to name a space is bounded apart (CX_WITNESS_MAX_PER_S):
+	 * the stride follows what a read costs without one */
+	cx_next_read(e, cv, r0 - (e->st.wit_ns - w0));
 	if (e->sops->clock) {
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);
