@@ -21,18 +21,29 @@ struct cc_pframe {
 	uint64_t off;
 };
 
-/* The {cg} files of the arcs filed last, by their key: a chain's arcs
- * mostly repeat, and a hit costs no lookup among all the sample files.
- * An entry holds while the files' evictions count (for @db) or releases
- * count (for @id, with a batch) is unchanged. */
+/* The {cg} files of the arcs filed last.  All the arcs of a chain share
+ * its leaf's context (domain, vmm, event, tgid, tid, cpu), so the context
+ * is compared once a chain, among the last few seen (each given a serial
+ * number when it is taken in), and an arc's file is then found by its
+ * three binaries and the context's serial alone: a hit costs no lookup
+ * among all the sample files and no compare of a whole key.  An entry
+ * holds while the files' evictions count (for @db) or releases count (for
+ * @id, with a batch) is unchanged. */
 #define CC_ARC_CACHE	512
+#define CC_ARC_CTXS	16
 
 struct cc_arc_file {
-	struct opd_sfile_key key;
-	struct odb *db;
+	struct opd_image *image, *dep, *cg;
+	uint32_t serial;	/* the context's; 0: empty */
 	uint32_t id;
-	bool valid;
+	struct odb *db;
 	uint64_t gen;
+};
+
+/* A context of chains: the leaf's key without its binaries. */
+struct cc_arc_ctx {
+	struct opd_sfile_key key;	/* image, dep, cg: NULL */
+	uint32_t serial;		/* 0: empty */
 };
 
 /* One distinct stack: its leaf's sample file key and offset, its callers
@@ -66,6 +77,10 @@ struct opd_cc {
 	uint32_t *free_ids;
 	uint32_t nfree, nheld_ever;
 	struct cc_arc_file arcs[CC_ARC_CACHE];
+	struct cc_arc_ctx ctxs[CC_ARC_CTXS];
+	const struct cc_arc_ctx *ctx;	/* the chain's, being filed */
+	uint32_t next_serial;
+	uint64_t gen;			/* arc_gen() when last read */
 };
 
 struct opd_cc *opd_cc_new(const char *session_dir, struct opd_sfiles *sfiles,
@@ -176,28 +191,19 @@ bool opd_cc_take(struct opd_cc *cc, uint32_t id, struct opd_cc_chain *out)
 
 /* ---- arcs ---- */
 
-static size_t arc_slot(const struct opd_sfile_key *k)
+/* Forget every remembered {cg} file and context. */
+static void arcs_forget(struct opd_cc *cc)
 {
-	uint64_t h = (uintptr_t)k->image * 31 + (uintptr_t)k->dep;
-
-	h = h * 31 + (uintptr_t)k->cg;
-	h = h * 31 + ((uint64_t)k->event << 1 | k->vmm) + (uintptr_t)k->domain;
-	h = h * 31 + (uint64_t)(k->tgid ^ k->tid ^ k->cpu);
-	return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> 40) % CC_ARC_CACHE;
-}
-
-static bool arc_key_eq(const struct opd_sfile_key *a, const struct opd_sfile_key *b)
-{
-	return a->image == b->image && a->dep == b->dep && a->cg == b->cg && a->domain == b->domain &&
-	       a->vmm == b->vmm && a->event == b->event && a->tgid == b->tgid &&
-	       a->tid == b->tid && a->cpu == b->cpu;
+	memset(cc->arcs, 0, sizeof(cc->arcs));
+	memset(cc->ctxs, 0, sizeof(cc->ctxs));
+	cc->ctx = NULL;
+	cc->next_serial = 0;
 }
 
 void opd_cc_set_batch(struct opd_cc *cc, struct opd_batch *batch)
 {
 	cc->batch = batch;
-	for (size_t i = 0; i < CC_ARC_CACHE; i++)
-		cc->arcs[i].valid = false;
+	arcs_forget(cc);
 }
 
 /* What makes a remembered {cg} file stale: its index is dropped when
@@ -207,34 +213,93 @@ static uint64_t arc_gen(const struct opd_cc *cc)
 	return cc->batch ? opd_sfiles_releases(cc->sfiles) : opd_sfiles_evictions(cc->sfiles);
 }
 
-/* The {cg} file of @k: remembered, else found (opd_sfile_id with a batch,
- * else opened, opd_sfile_get_id).  False if it cannot be filed. */
-static bool arc_file(struct opd_cc *cc, const struct opd_sfile_key *k, struct cc_arc_file **out)
+static bool ctx_eq(const struct opd_sfile_key *a, const struct opd_sfile_key *b)
 {
-	struct cc_arc_file *e = &cc->arcs[arc_slot(k)];
-
-	*out = e;
-	if (e->valid && e->gen == arc_gen(cc) && arc_key_eq(&e->key, k))
-		return true;
-	e->key = *k;
-	if (cc->batch) {
-		e->db = NULL;
-		e->valid = opd_sfile_id(cc->sfiles, k, &e->id);
-	} else {
-		e->db = opd_sfile_get_id(cc->sfiles, k, &e->id);
-		e->valid = e->db != NULL;
-	}
-	/* (an open may evict others: the count after it) */
-	e->gen = arc_gen(cc);
-	return e->valid;
+	return a->domain == b->domain && a->vmm == b->vmm && a->event == b->event &&
+	       a->tgid == b->tgid && a->tid == b->tid && a->cpu == b->cpu;
 }
 
-/* The {cg} file's key of the arc @from -> @to of a chain of @leaf, and
- * the arc's key in it; false if the arc has no key (too far: counted
- * cc_arcs_dropped). */
-static bool arc_key(struct opd_cc *cc, const struct opd_sfile_key *leaf,
-		    const struct opd_cc_frame *from, const struct opd_cc_frame *to,
-		    struct opd_sfile_key *k, uint64_t *key)
+/* The context of a chain of @leaf: the last chain's, else one kept, else
+ * taken in under a new serial (the arcs remembered under the serial of
+ * the context it replaces no longer match). */
+static const struct cc_arc_ctx *arc_ctx(struct opd_cc *cc, const struct opd_sfile_key *leaf)
+{
+	uint64_t h = (uintptr_t)leaf->domain ^ (uint64_t)leaf->tgid ^ (uint64_t)leaf->tid << 21 ^
+		     (uint64_t)leaf->cpu << 42 ^ (uint64_t)leaf->event << 9 ^ leaf->vmm;
+	struct cc_arc_ctx *c;
+
+	if (cc->ctx && ctx_eq(&cc->ctx->key, leaf))
+		return cc->ctx;
+	c = &cc->ctxs[(h * 0x9e3779b97f4a7c15ULL) >> 60];
+	_Static_assert(CC_ARC_CTXS == 16, "the slot is the hash's top 4 bits");
+	if (c->serial && ctx_eq(&c->key, leaf))
+		return c;
+	if (!++cc->next_serial) {	/* wrapped: no old serial may match */
+		arcs_forget(cc);
+		cc->next_serial = 1;
+	}
+	memset(&c->key, 0, sizeof(c->key));
+	c->key.domain = leaf->domain;
+	c->key.vmm = leaf->vmm;
+	c->key.event = leaf->event;
+	c->key.tgid = leaf->tgid;
+	c->key.tid = leaf->tid;
+	c->key.cpu = leaf->cpu;
+	c->serial = cc->next_serial;
+	return c;
+}
+
+static size_t arc_slot(uint32_t serial, const struct opd_cc_frame *from,
+		       const struct opd_cc_frame *to)
+{
+	uint64_t h = (uintptr_t)from->dep ^ (uintptr_t)to->dep << 7 ^
+		     (uintptr_t)from->image << 13 ^ serial;
+
+	_Static_assert((CC_ARC_CACHE & (CC_ARC_CACHE - 1)) == 0, "a power of 2");
+	return (size_t)((h * 0x9e3779b97f4a7c15ULL) >> 40) & (CC_ARC_CACHE - 1);
+}
+
+/* The {cg} file of the arc @from -> @to of the chain being filed (its
+ * context cc->ctx, of @leaf): remembered, else found (opd_sfile_id with a
+ * batch, else opened, opd_sfile_get_id).  False if it cannot be filed. */
+static bool arc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
+		     const struct opd_cc_frame *from, const struct opd_cc_frame *to,
+		     struct cc_arc_file **out)
+{
+	uint32_t serial = cc->ctx->serial;
+	struct cc_arc_file *e = &cc->arcs[arc_slot(serial, from, to)];
+	struct opd_sfile_key k;
+	bool ok;
+
+	*out = e;
+	if (e->serial == serial && e->gen == cc->gen && e->dep == from->dep &&
+	    e->cg == to->dep && e->image == from->image)
+		return true;
+	k = *leaf;
+	k.image = from->image;
+	k.dep = from->dep;
+	k.cg = to->dep;
+	if (cc->batch) {
+		e->db = NULL;
+		ok = opd_sfile_id(cc->sfiles, &k, &e->id);
+	} else {
+		e->db = opd_sfile_get_id(cc->sfiles, &k, &e->id);
+		ok = e->db != NULL;
+	}
+	e->image = from->image;
+	e->dep = from->dep;
+	e->cg = to->dep;
+	e->serial = ok ? serial : 0;
+	/* (an open may evict others: the count after it) */
+	cc->gen = arc_gen(cc);
+	e->gen = cc->gen;
+	return ok;
+}
+
+/* The key in its {cg} file of the arc @from -> @to; false if the arc has
+ * no key (too far: counted cc_arcs_dropped). */
+static bool arc_key(struct opd_cc *cc, const struct opd_cc_frame *from,
+		    const struct opd_cc_frame *to, uint64_t *key)
 {
 	/* OProfile's key: two 32-bit offsets; a binary larger than 4 GiB,
 	 * or an address of nothing known (keyed by itself), does not fit */
@@ -242,10 +307,6 @@ static bool arc_key(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		cc->st->cc_arcs_dropped++;
 		return false;
 	}
-	*k = *leaf;
-	k->image = from->image;
-	k->dep = from->dep;
-	k->cg = to->dep;
 	*key = from->off << 32 | to->off;
 	return true;
 }
@@ -265,14 +326,13 @@ static void add_arc(struct opd_cc *cc, struct odb *db, uint64_t key)
 static void queue_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		       const struct opd_cc_frame *f, size_t n)
 {
-	struct opd_sfile_key k;
 	struct cc_arc_file *e;
 	uint64_t key;
 
 	for (size_t i = 1; i < n; i++) {
-		if (!arc_key(cc, leaf, &f[i], &f[i - 1], &k, &key))
+		if (!arc_key(cc, &f[i], &f[i - 1], &key))
 			continue;
-		if (!arc_file(cc, &k, &e)) {
+		if (!arc_file(cc, leaf, &f[i], &f[i - 1], &e)) {
 			cc->st->cc_arcs_dropped++;
 			continue;
 		}
@@ -294,22 +354,22 @@ static void queue_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 static void file_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		      const struct opd_cc_frame *f, size_t n)
 {
-	struct opd_sfile_key k[DP_RAW_CC_MAX + 1];
 	uint64_t key[DP_RAW_CC_MAX + 1], ev = opd_sfiles_evictions(cc->sfiles);
 	struct odb *db[DP_RAW_CC_MAX + 1];
 	struct cc_arc_file *e;
 	bool ok[DP_RAW_CC_MAX + 1];
 
 	for (size_t i = 1; i < n; i++) {
-		ok[i] = arc_key(cc, leaf, &f[i], &f[i - 1], &k[i], &key[i]);
-		db[i] = ok[i] && arc_file(cc, &k[i], &e) ? e->db : NULL;
+		ok[i] = arc_key(cc, &f[i], &f[i - 1], &key[i]);
+		db[i] = ok[i] && arc_file(cc, leaf, &f[i], &f[i - 1], &e) ? e->db : NULL;
 		if (db[i])
 			odb_prefetch(db[i], key[i], 0);
 	}
 	if (ev != opd_sfiles_evictions(cc->sfiles)) {
 		for (size_t i = 1; i < n; i++)
 			if (ok[i])
-				add_arc(cc, arc_file(cc, &k[i], &e) ? e->db : NULL, key[i]);
+				add_arc(cc, arc_file(cc, leaf, &f[i], &f[i - 1], &e) ? e->db : NULL,
+					key[i]);
 		return;
 	}
 	for (size_t i = 1; i < n; i++)
@@ -474,6 +534,8 @@ void opd_cc_file(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 	h = stack_hash(leaf, f, n);
 	if (cc->nslots)
 		__builtin_prefetch(&cc->slots[h & (cc->nslots - 1)]);
+	cc->ctx = arc_ctx(cc, leaf);
+	cc->gen = arc_gen(cc);
 	if (cc->batch)
 		queue_arcs(cc, leaf, f, n);
 	else

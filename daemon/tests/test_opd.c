@@ -263,6 +263,43 @@ static void test_callchain_host(void)
 	tfx_teardown(&fx);
 }
 
+/* The {cg} file of an arc is found by the chain's context (thread,
+ * event), not only by its binaries: chains of 20 threads and 2 events
+ * with the same frames, one context after another (more contexts than
+ * the arcs' cache keeps), each context's arcs counted in its own file. */
+static void test_callchain_contexts(void)
+{
+	const uint64_t user[2] = { 0x400200, 0x7f0000000300ULL };
+	struct want w = { .ikind = SFN_ROOT, .image = LIBC, .dkind = SFN_ROOT, .dep = LIBC,
+			  .ckind = SFN_ROOT, .cg = APP, .tgid = 100, .cpu = SFN_ALL,
+			  .key = 0x12ffULL << 32 | 0x1ff };
+	unsigned int nr = 0;
+
+	setup("thread");
+	put_app(100);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	/* context (t, e) has (t + e) % 4 + 1 chains, round by round */
+	for (unsigned int round = 0; round < 4; round++)
+		for (uint32_t c = 0; c < 40; c++) {
+			if (round >= (c / 2 + c % 2) % 4 + 1)
+				continue;
+			CU_ASSERT(raw_put_task(fx.w, 100, 100 + c / 2) == 0);
+			CU_ASSERT(raw_put_callchain(fx.w, 2, 0, 0, user) == 0);
+			CU_ASSERT(raw_put_sample(fx.w, 0x401234, c % 2) == 0);
+			nr++;
+		}
+	tfx_finish(&fx);
+	for (uint32_t c = 0; c < 40; c++) {
+		w.tid = 100 + c / 2;
+		w.event = c % 2 ? "INST_RETIRED" : NULL;
+		lookup(&w);
+		CU_ASSERT(w.files == 1);
+		CU_ASSERT(w.count == (c / 2 + c % 2) % 4 + 1);
+	}
+	CU_ASSERT(stat_key("cc_arcs") == 2 * nr);
+	tfx_teardown(&fx);
+}
+
 static void test_user_main_binary(void)
 {
 	setup("none");
@@ -1160,6 +1197,7 @@ int main(void)
 	static const struct du_test tests[] = {
 		{ "user sample in the main binary", test_user_main_binary },
 		{ "host call chains: {cg} arcs and stacks", test_callchain_host },
+		{ "host call chains: arcs filed by their thread and event", test_callchain_contexts },
 		{ "library, --separate=none", test_library_separate_none },
 		{ "library, --separate=lib", test_library_separate_lib },
 		{ "kernel and module", test_kernel_and_module },
