@@ -398,13 +398,22 @@ static uint64_t stack_hash(const struct opd_sfile_key *k, const struct opd_cc_fr
 	h = mix(h, (uint64_t)k->tgid);
 	h = mix(h, (uint64_t)k->tid);
 	h = mix(h, (uint64_t)k->cpu);
-	/* one multiply a frame on the dependent chain: the frame's own
-	 * mixing of dep and offset runs beside it */
-	for (size_t i = 0; i < n; i++) {
+	/* two chains of one multiply a frame, the even frames' and the odd
+	 * ones', each half as long as one; a frame's own mixing of dep and
+	 * offset runs beside them */
+	uint64_t g = h ^ 0x94d049bb133111ebULL;
+
+	for (size_t i = 0; i + 1 < n; i += 2) {
 		uint64_t v = f[i].off * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)f[i].dep;
+		uint64_t w = f[i + 1].off * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)f[i + 1].dep;
 
 		h = ((h << 23 | h >> 41) ^ v) * 0xbf58476d1ce4e5b9ULL;
+		g = ((g << 23 | g >> 41) ^ w) * 0xbf58476d1ce4e5b9ULL;
 	}
+	if (n & 1)
+		h = ((h << 23 | h >> 41) ^ (f[n - 1].off * 0x9e3779b97f4a7c15ULL ^
+					    (uintptr_t)f[n - 1].dep)) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (g << 29 | g >> 35) ^ n) * 0x9e3779b97f4a7c15ULL;
 	h ^= h >> 31;
 	return h ? h : 1;
 }
