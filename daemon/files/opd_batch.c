@@ -168,11 +168,55 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 	return ret;
 }
 
+/*
+ * Apply each file's run of the sorted keys (count[id]: the end of id's
+ * run), the files open now first, then the closed ones, which reopen.
+ * In id order alone, a flush that touches more files than stay open
+ * reopened every one of them at every flush: each reopen closed the least
+ * recently used file, which was the next flush's first (a cyclic scan
+ * under LRU).  Open files first, they are done before any reopen can
+ * close them.  The closed runs wait in the ids and keys arrays, free
+ * after the scatter: the id, and the run's start.
+ */
+static int apply_runs(struct opd_batch *b)
+{
+	uint32_t *count = b->count;
+	size_t pos = 0, nr_closed = 0;
+	int ret = 0, r;
+
+	for (uint32_t id = 0; id <= b->max_id; id++) {
+		size_t end = count[id];
+
+		if (end == pos)
+			continue;
+		if (opd_sfile_is_open(b->sfiles, id)) {
+			r = apply_run(b, id, b->sorted + pos, end - pos);
+			if (r && !ret)
+				ret = r;
+		} else {
+			b->ids[nr_closed] = id;
+			b->keys[nr_closed++] = pos;
+		}
+		pos = end;
+	}
+	for (size_t i = 0; i < nr_closed; i++) {
+		uint32_t id = b->ids[i];
+
+		/* may evict other files; their runs reopen them (the hook
+		 * does nothing while we flush) */
+		r = apply_run(b, id, b->sorted + b->keys[i], count[id] - b->keys[i]);
+		if (r && !ret)
+			ret = r;
+	}
+	memset(count, 0, ((size_t)b->max_id + 1) * sizeof(*count));
+	return ret;
+}
+
 int opd_batch_flush(struct opd_batch *b)
 {
 	uint32_t *count;
 	size_t i, pos = 0;
-	int ret = 0, r;
+	int ret;
 
 	if (!b || b->flushing || !b->n)
 		return 0;
@@ -187,20 +231,7 @@ int opd_batch_flush(struct opd_batch *b)
 	}
 	for (i = 0; i < b->n; i++)
 		b->sorted[count[b->ids[i]]++] = b->keys[i];
-	pos = 0;
-	for (uint32_t id = 0; id <= b->max_id; id++) {
-		size_t end = count[id];
-
-		count[id] = 0;
-		if (end == pos)
-			continue;
-		/* may evict other files; their runs reopen them (the hook
-		 * does nothing while we flush) */
-		r = apply_run(b, id, b->sorted + pos, end - pos);
-		if (r && !ret)
-			ret = r;
-		pos = end;
-	}
+	ret = apply_runs(b);
 	if (b->max_id >= b->flushed_ids)
 		b->flushed_ids = b->max_id + 1;
 	b->n = 0;

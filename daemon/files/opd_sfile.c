@@ -129,6 +129,11 @@ bool opd_sfile_is_arcs(const struct opd_sfiles *t, uint32_t id)
 	return id < t->next_id && t->by_id[id] && t->by_id[id]->key.cg;
 }
 
+bool opd_sfile_is_open(const struct opd_sfiles *t, uint32_t id)
+{
+	return id < t->next_id && t->by_id[id] && t->by_id[id]->db;
+}
+
 static uint32_t key_hash(const struct opd_sfile_key *k)
 {
 	uint64_t h = (uintptr_t)k->image * 31 + (uintptr_t)k->dep;

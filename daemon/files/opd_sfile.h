@@ -73,6 +73,9 @@ struct odb *opd_sfile_get_id(struct opd_sfiles *t, const struct opd_sfile_key *k
 bool opd_sfile_id(struct opd_sfiles *t, const struct opd_sfile_key *key, uint32_t *id);
 /* Whether the file of index @id is a {cg} file of arcs (key.cg set). */
 bool opd_sfile_is_arcs(const struct opd_sfiles *t, uint32_t id);
+/* Whether the file of index @id is open now (opd_sfile_by_id would not
+ * reopen it). */
+bool opd_sfile_is_open(const struct opd_sfiles *t, uint32_t id);
 /* The file of index @id, reopening it (appending) if it was closed.
  * NULL if @id is unknown or the file cannot be opened. */
 struct odb *opd_sfile_by_id(struct opd_sfiles *t, uint32_t id);

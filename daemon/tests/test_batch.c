@@ -401,6 +401,37 @@ static void test_evict_no_flush(void)
 	free(s.p);
 }
 
+/* A flush over more files than stay open applies the open ones first:
+ * only the closed ones are reopened.  (In index order alone, under the
+ * LRU, each reopen closed the file the next flush would start with, and
+ * every flush reopened all of its files.) */
+static void test_flush_open_first(void)
+{
+	const unsigned int cap = 4;
+	struct buf s = { 0 };
+	struct run a;
+	uint64_t before;
+	uint32_t nr;
+	size_t mid = 0;
+
+	make_stream(&s, 1000, &mid, 0);
+	run_init(&a, cap, 1 << 16);
+	CU_ASSERT(opd_daemon_feed(&a.d, s.p, s.len) == 0);
+	CU_ASSERT(opd_batch_flush(a.d.batch) == 0);
+	nr = (uint32_t)a.d.st.sample_files;
+	CU_ASSERT_FATAL(nr > 2 * cap);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t id = 0; id < nr; id++)
+			CU_ASSERT(opd_batch_add(a.d.batch, id, 0x1000) == 0);
+		before = a.d.st.sample_files_evicted;
+		CU_ASSERT(opd_batch_flush(a.d.batch) == 0);
+		CU_ASSERT_EQUAL(a.d.st.sample_files_evicted - before, nr - cap);
+	}
+	CU_ASSERT(a.d.st.sample_file_errors == 0);
+	run_fini(&a);
+	free(s.p);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -411,6 +442,7 @@ int main(void)
 		{ "arcs queued for closed files", test_chains_evictions },
 		{ "flush when due", test_flush_due },
 		{ "an eviction forces no flush", test_evict_no_flush },
+		{ "a flush applies the open files first", test_flush_open_first },
 		{ "a save in the middle: no cached file of the old session", test_save_mid_stream },
 	};
 	int rc;
