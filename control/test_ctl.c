@@ -76,6 +76,9 @@ static const struct parse_case parse_cases[] = {
 	{ { "--start", "--guest-cpu=5", "--guest-cpu=6" }, -EINVAL, CTL_NONE, "given twice" },
 	{ { "--dump", "--guest-cpu=5" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { "--start", "--guest-cpu-total=1001" }, -EINVAL, CTL_NONE, "milliseconds 1..1000" },
+	{ { "--start", "--xen-read-budget=101" }, -EINVAL, CTL_NONE, "percentage 0..100" },
+	{ { "--start", "--xen-read-budget=5%" }, -EINVAL, CTL_NONE, "percentage 0..100" },
+	{ { "--dump", "--xen-read-budget=5" }, -EINVAL, CTL_NONE, "only applies to --start" },
 	{ { NULL }, -EINVAL, CTL_NONE, "no action" },
 	/* OProfile 0.9: options alone store a setup */
 	{ { "--session-dir=/tmp/s" }, 0, CTL_SETUP, NULL },
@@ -316,6 +319,10 @@ static void test_daemon_argv(void)
 		{ { "--start", "--guest-cpu", "20" }, "--guest-cpu=20", NULL },
 		{ { "--start" }, NULL, "--guest-cpu" },
 		{ { "--start", "--guest-cpu-total=300" }, "--guest-cpu-total=300", NULL },
+		/* 0 is not the default here: it turns the budget off */
+		{ { "--start", "--xen-read-budget=0" }, "--xen-read-budget=0", NULL },
+		{ { "--start", "--xen-read-budget", "12" }, "--xen-read-budget=12", NULL },
+		{ { "--start" }, NULL, "--xen-read-budget" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

@@ -68,6 +68,9 @@ struct cx_engine {
 	uint32_t budget_ppm;
 	uint64_t read_avg_ns;
 	uint64_t rng;
+	/* the stride in force (0: none yet), set from the running mean at
+	 * most once a CX_STRIDE_EVERY_NS (cx_next_read), and when */
+	uint64_t stride, stride_at;
 	bool draining;	/* cx_engine_drain: the budget's waits set aside */
 };
 
@@ -193,36 +196,46 @@ void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm)
 }
 
 /* Periods a read stands for under the budget: its mean cost over the
- * time the budget gives a period, rounded up, at least 1. */
-static uint64_t cx_stride(const struct cx_engine *e)
+ * time the budget gives a period, rounded up, at least 1, at most half
+ * the burst a look may emit (counted: stride_capped). */
+static uint64_t cx_stride(struct cx_engine *e)
 {
 	uint64_t allow, n;
 
 	if (!e->budget_ppm || !e->read_avg_ns)
 		return 1;
-	allow = e->period_ns * e->budget_ppm / 1000000;
+	allow = e->period_ns / 1000000 * e->budget_ppm +
+		e->period_ns % 1000000 * e->budget_ppm / 1000000;
 	if (!allow)
 		allow = 1;
 	n = (e->read_avg_ns + allow - 1) / allow;
-	if (n > e->max_burst / 2)
+	if (n > e->max_burst / 2) {
 		n = e->max_burst / 2;
+		e->st.stride_capped++;
+	}
 	return n ? n : 1;
 }
 
-/* After a read that took @ns: the running mean of the reads' cost, and
- * the carry the vCPU's next read waits for, the stride's periods scaled
- * by [0.5, 1.5) so that the reads keep no fixed phase to the guest's
- * own periodic work (a read every n periods would see one moment of a
- * loop of n periods). */
-static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns)
+/* After a read that cost @ns at @now (cx_clock): the running mean of the
+ * reads' cost, and the carry the vCPU's next read waits for.  The stride
+ * is taken from the mean at most once a CX_STRIDE_EVERY_NS: one that
+ * followed each read's own cost would set the gap after a costly state
+ * apart from the gap after a cheap one, and weight the states unequally.
+ * The stride's periods are scaled by [0.5, 1.5] so that the reads keep
+ * no fixed phase to the guest's own periodic work (a read every n
+ * periods would see one moment of a loop of n periods). */
+static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns, uint64_t now)
 {
 	uint64_t stride;
 
 	e->read_avg_ns = e->read_avg_ns ? e->read_avg_ns - e->read_avg_ns / 8 + ns / 8 : ns;
-	stride = cx_stride(e);
+	if (!e->stride || now - e->stride_at >= CX_STRIDE_EVERY_NS) {
+		e->stride = cx_stride(e);
+		e->stride_at = now;
+	}
+	stride = e->stride;
 	if (stride > e->st.stride_max)
 		e->st.stride_max = stride;
-	e->st.stride_sum += stride;
 	if (stride == 1) {
 		cv->need_ns = 0;
 		return;
@@ -231,6 +244,11 @@ static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns)
 	e->rng ^= e->rng >> 7;
 	e->rng ^= e->rng << 17;
 	cv->need_ns = e->period_ns * stride / 2 + e->rng % (e->period_ns * stride + 1);
+}
+
+void cx_engine_seed(struct cx_engine *e, uint64_t seed)
+{
+	e->rng = seed ? seed : 1;
 }
 
 void cx_engine_forget(struct cx_engine *e)
@@ -476,7 +494,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	struct cx_vcpu *cv = &s->vcpu[v];
 	struct cx_ctx c;
 	struct cx_chain ch;
-	uint64_t now, count, t0, r0, w0;
+	uint64_t now, count, t0, r1, r0, w0, cost;
 
 	r0 = cx_clock(e);
 	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
@@ -503,10 +521,15 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		e->st.lost += count;
 		return 0;
 	}
-	r0 = cx_clock(e) - r0;
-	/* a pause to name a space is bounded apart (CX_WITNESS_MAX_PER_S):
-	 * the stride follows what a read costs without one */
-	cx_next_read(e, cv, r0 - (e->st.wit_ns - w0));
+	r1 = cx_clock(e);
+	r0 = r1 - r0;
+	/* the budget's cost of the read: a pause to name a space is bounded
+	 * apart (CX_WITNESS_MAX_PER_S); a read that paused the domain (to
+	 * walk its stack) held each of its vCPUs */
+	cost = r0 - (e->st.wit_ns - w0);
+	if (e->cc_depth && e->sops->read_mem && s->dom.nr_vcpus > 1)
+		cost *= s->dom.nr_vcpus;
+	cx_next_read(e, cv, cost, r1);
 	if (e->sops->clock) {
 		uint64_t t1 = e->sops->clock(e->src);
 		int rc = raw_put_time(w, t0 + (t1 - t0) / 2);

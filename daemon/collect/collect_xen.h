@@ -196,6 +196,10 @@ void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
  * The default, CX_READ_BUDGET_PPM, is 5%. */
 #define CX_READ_BUDGET_PPM 50000u
 void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
+/* How often the stride is taken anew from the reads' running mean. */
+#define CX_STRIDE_EVERY_NS 1000000000ULL
+/* The jitter's seed (a fixed one by default, for tests). */
+void cx_engine_seed(struct cx_engine *e, uint64_t seed);
 
 /* A last tick at the end of a profile: every vCPU with a period's worth
  * of time is read whatever the budget says, so that the samples add up
@@ -236,9 +240,10 @@ struct cx_stats {
 	 * context again and the task, and resuming for them (in read_ns too),
 	 * and how many such pauses */
 	uint64_t witnesses, wit_errors, wit_ns, wit_pauses;
-	/* the read budget's stride (periods a read stood for under it):
-	 * the sum over reads (its mean: stride_sum / reads) and the most */
-	uint64_t stride_sum, stride_max;
+	/* the read budget's stride (periods a read is to stand for): the
+	 * most, and how often it was held at its cap (the budget then not
+	 * kept); what reads stood for on average is samples / reads */
+	uint64_t stride_max, stride_capped;
 };
 void cx_engine_stats(const struct cx_engine *e, struct cx_stats *st);
 

@@ -93,9 +93,10 @@ static void cx_report_cost(const struct cx_stats *st)
 			st->wit_pauses ? st->wit_ns / 1e3 / (double)st->wit_pauses : 0.0,
 			(unsigned long long)st->wit_pauses);
 	if (st->reads && st->stride_max > 1)
-		du_info("xen collector: the read budget: a read stood for %.1f periods on average, "
-			"%llu at most (reads cost more than the budget gives a period)",
-			(double)st->stride_sum / st->reads, (unsigned long long)st->stride_max);
+		du_info("xen collector: the read budget: a read stood for %.1f periods on average "
+			"(reads cost more than the budget gives a period), a stride of %llu at most%s",
+			(double)st->samples / st->reads, (unsigned long long)st->stride_max,
+			st->stride_capped ? ", held at its cap: the budget not kept" : "");
 	if (st->cc_walks)
 		du_info("xen collector: cost with call chains: %.1f us to pause and resume (%llu), "
 			"%.1f us a walk (%llu)", st->pauses ? st->pause_ns / 1e3 / st->pauses : 0,
@@ -204,6 +205,8 @@ static int cx_open(const struct opd_collector_args *a, void **state)
 		cx_engine_set_callgraph(c->e, a->conf->callgraph_depth);
 	if (c->e && a->conf->xen_read_budget_ppm >= 0)
 		cx_engine_set_budget(c->e, (uint32_t)a->conf->xen_read_budget_ppm);
+	if (c->e)
+		cx_engine_seed(c->e, c->rng);
 	if (c->e)
 		du_info("xen collector: context reads may hold a vCPU %.0f%% of its time "
 			"(--xen-read-budget; 0: a read every period)",

@@ -36,6 +36,7 @@ struct fake {
 	int tsc_err;
 	uint64_t tsc_delay[3];	/* each ask of three takes so long (fx_clock) */
 	uint64_t ctx_cost_ns;	/* a context read takes so long (fx_cost_clock) */
+	uint64_t ctx_cost_kernel_ns;	/* and so much more in kernel mode */
 	uint64_t cost_ns;	/* fx_cost_clock's time */
 	/* the test's tick number, and per gap (in ticks) between two reads
 	 * of web's vCPU 0, whether it was seen (gaps of 64 and more in one) */
@@ -83,6 +84,8 @@ static int fx_ctx(void *src, uint32_t domid, unsigned int v, bool hvm, struct cx
 
 	f->ctx_reads++;
 	f->cost_ns += f->ctx_cost_ns;
+	if (i < FX_DOMS && v < FX_VCPUS && f->ctx[i][v].kernel)
+		f->cost_ns += f->ctx_cost_kernel_ns;
 	if (domid == 2 && v == 0) {
 		unsigned int gap = f->tick - f->last_read_tick;
 
@@ -915,8 +918,8 @@ static void budget_run(struct rig *r, unsigned int n, uint64_t period)
 		bool k = i & 1;
 
 		r->f.tick = i + 1;
-		r->f.ctx[1][0] = (struct cx_ctx){ .pc = k ? 0xffffffff81000000ull : 0x401000,
-						  .kernel = k };
+		r->f.ctx[1][0].pc = k ? 0xffffffff81000000ull : 0x401000;
+		r->f.ctx[1][0].kernel = k;
 		r->f.ns[1][0] += period;
 		r->f.ns[1][1] += period / 4;
 		CU_ASSERT_EQUAL_FATAL(cx_engine_tick(r->e, r->w), 0);
@@ -924,10 +927,29 @@ static void budget_run(struct rig *r, unsigned int n, uint64_t period)
 	CU_ASSERT_EQUAL(raw_writer_flush(r->w), 0);
 }
 
+/* The budget's gaps between reads of web's vCPU 0 (in ticks), the first
+ * one (a read at once, no stride yet) left out: all within [n/2, 1.5n]
+ * rounded out, and spread over them (a fixed gap could keep a phase). */
+static void budget_gaps(const struct fake *f, unsigned int n)
+{
+	unsigned int seen = 0, low = 0;
+
+	for (unsigned int g = 2; g < 64; g++) {
+		seen += f->gap_seen[g];
+		if (f->gap_seen[g] && (g < n / 2 || g > n + n / 2 + 1))
+			CU_FAIL("a gap between reads outside [n/2, 1.5n]");
+		low += f->gap_seen[g] && g < n * 3 / 4;
+	}
+	CU_ASSERT(seen >= 8);
+	CU_ASSERT(low >= 1);
+}
+
 /* The read budget: reads that cost more than the budget gives a period
- * (here 100 us against 5% of 100 us) are made once every n periods,
- * each carrying its n samples, at a jittered point; the samples still
- * follow each vCPU's time and the guest's modes. */
+ * (here 100.001 us against 5% of 100 us: a stride of 21) are made once
+ * every n periods, each carrying its samples, at a jittered point; the
+ * samples still follow each vCPU's time and the guest's modes.  The
+ * first read also pauses to name its space (a task layout): that second
+ * context read is not charged to the stride. */
 static void test_budget(void)
 {
 	struct cx_src_ops ops = fx_ops;
@@ -937,7 +959,6 @@ static void test_budget(void)
 	struct tally t;
 	struct cx_stats st;
 	uint64_t user, kern, slack;
-	unsigned int gaps = 0;
 
 	ops.cost_clock = fx_cost_clock;
 	rig_up(&r);
@@ -945,16 +966,18 @@ static void test_budget(void)
 	r.e = cx_engine_new(&ops, &r.f, period);	/* the default budget */
 	CU_ASSERT_FATAL(r.e != NULL);
 	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
-	r.f.ctx_cost_ns = 100000;
+	fx_task(&r.f, 4242);
+	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF), 0);
+	r.f.ctx_cost_ns = 100001;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	budget_run(&r, n, period);
 	walk(&r.b, &t);
 	cx_engine_stats(r.e, &st);
-	/* each read cost 100 us, the budget 5 us a period: 20 periods */
-	CU_ASSERT_EQUAL(st.stride_max, 20);
-	CU_ASSERT_EQUAL(st.stride_sum, 20 * st.reads);
+	CU_ASSERT_EQUAL(st.witnesses, 1);
+	CU_ASSERT_EQUAL(st.stride_max, 21);
+	CU_ASSERT_EQUAL(st.stride_capped, 0);
 	CU_ASSERT(st.reads * 10 <= n + n / 4);
-	CU_ASSERT_EQUAL(r.f.ctx_reads, st.reads);
+	CU_ASSERT_EQUAL(r.f.ctx_reads, st.reads + st.wit_pauses);
 	CU_ASSERT_EQUAL(st.lost, 0);
 	/* every period's sample but what waits for the next read */
 	user = t.samples[2][0][DP_MODE_GUEST_USER];
@@ -964,21 +987,41 @@ static void test_budget(void)
 	CU_ASSERT(t.samples[2][1][DP_MODE_GUEST_KERNEL] <= n / 4 &&
 		  t.samples[2][1][DP_MODE_GUEST_KERNEL] + slack >= n / 4);
 	CU_ASSERT_EQUAL(st.samples, user + kern + t.samples[2][1][DP_MODE_GUEST_KERNEL]);
+	budget_gaps(&r.f, 21);
 	/* the profile's end reads what waits: every period's sample */
 	CU_ASSERT_EQUAL(cx_engine_drain(r.e, r.w), 0);
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.samples, n + n / 4);
 	/* half the time in each mode: so half the samples, within 15 points */
 	CU_ASSERT(user * 100 >= 35 * (user + kern) && user * 100 <= 65 * (user + kern));
-	/* the gaps between reads vary, from half the stride (20 after the
-	 * first read) up: a fixed one could keep a phase */
-	for (int g = 0; g < 64; g++)
-		gaps += r.f.gap_seen[g];
-	CU_ASSERT(gaps >= 8);
-	gaps = 0;
-	for (int g = 2; g < 16; g++)
-		gaps += r.f.gap_seen[g];
-	CU_ASSERT(gaps >= 1);
+	rig_down(&r);
+
+	/* reads in kernel mode cost three times as much, in turns of 500
+	 * periods in each mode: the stride, taken once for a second of
+	 * reads, does not follow the mode just read, so each mode's turns
+	 * weigh what they lasted (with a stride set by each read's cost the
+	 * gap after a kernel read is longer, and the first read of a user
+	 * turn carries more of the kernel turn before it than the other way
+	 * round: user got about 51.5% here) */
+	rig_up(&r);
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, period);
+	CU_ASSERT_FATAL(r.e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	r.f.ctx_cost_ns = 100000;
+	r.f.ctx_cost_kernel_ns = 200000;
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	for (unsigned int i = 0; i < 40000; i++) {
+		r.f.ctx[1][0].kernel = (i / 500) & 1;
+		r.f.ctx[1][0].pc = r.f.ctx[1][0].kernel ? 0xffffffff81000000ull : 0x401000;
+		r.f.ns[1][0] += period;
+		CU_ASSERT_EQUAL_FATAL(cx_engine_tick(r.e, r.w), 0);
+	}
+	CU_ASSERT_EQUAL(raw_writer_flush(r.w), 0);
+	walk(&r.b, &t);
+	user = t.samples[2][0][DP_MODE_GUEST_USER];
+	kern = t.samples[2][0][DP_MODE_GUEST_KERNEL];
+	CU_ASSERT(user * 1000 >= 493 * (user + kern) && user * 1000 <= 507 * (user + kern));
 	rig_down(&r);
 
 	/* budget 0: a read each period, one sample each */

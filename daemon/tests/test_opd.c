@@ -896,6 +896,10 @@ static void test_bad_options(void)
 		{ "oprofiled", "--collector=file", "--session-dir=/nonexistent/s" },	/* no --input */
 		{ "oprofiled", "--input=x.raw", "--session-dir=/nonexistent/s" },	/* perf */
 		{ "oprofiled", "--domain-backend=nope", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--xen-read-budget=101", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--xen-read-budget=-1", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--xen-read-budget=2.5", "--session-dir=/nonexistent/s" },
+		{ "oprofiled", "--xen-read-budget=", "--session-dir=/nonexistent/s" },
 	};
 	FILE *saved = stderr;
 

@@ -288,7 +288,7 @@ lab_parts() {
 			else
 				lab_log "=== part $p: FAIL ($(lab_since "$t") s)"
 				if [ "$(grep -c "LAB-FAULT: " "$RESULTS/scenario.log" 2>/dev/null)" != "$faults" ]; then
-					lab_part_fault "$p" "$reran"
+					lab_part_fault "$p" "$reran" "$faults"
 					reran="$reran $p" again=1
 				else
 					failed="$failed $p"
@@ -301,24 +301,25 @@ lab_parts() {
 	done
 	[ -z "$failed" ] || lab_fail "parts that failed:$failed"
 }
-# Part @1 met a fault of the emulator (a LAB-FAULT line).  An L2 guest's
-# fault (its QEMU exited on its own, it hung while booting or died while
-# its workload ran) leaves L1 sound: the part runs once more on this boot,
+# Part @1 met a fault of the emulator (LAB-FAULT lines after the first @3).
+# An L2 guest's fault (its QEMU exited on its own, it hung while booting or
+# died while its workload ran), and nothing else, leaves L1 sound: the
+# part runs once more on this boot,
 # after a "LAB-RERUN:" line that tells run.sh the faults before it were
 # dealt with.  A second fault of the part (@2 lists the parts run again),
 # or a fault of L1 itself, ends the run: run.sh retries it on a fresh L1,
 # and the parts after this one would run for nothing.
 lab_part_fault() {
-	local last
-	last=$(grep "LAB-FAULT: " "$RESULTS/scenario.log" | tail -n 1)
+	local new
+	# the part's faults: every LAB-FAULT line after the @3 before it
+	new=$(grep "LAB-FAULT: " "$RESULTS/scenario.log" | tail -n +$(($3 + 1)))
 	case " $2 " in *" $1 "*) lab_fail "part $1 met a lab fault again; left to the retry" ;; esac
-	case $last in
-	*"LAB-FAULT: guest "*)
+	if ! echo "$new" | grep -qv "LAB-FAULT: guest "; then
 		lab_log "LAB-RERUN: part $1 runs again on this boot after its guest's fault"
-		lab_summary part_rerun "$1 (${last#*LAB-FAULT: })"
-		return 0 ;;
-	esac
-	lab_fail "part $1 met a lab fault; the parts after it are left to the retry"
+		lab_summary part_rerun "$1 ($(echo "$new" | head -n 1 | sed 's/.*LAB-FAULT: //'))"
+		return 0
+	fi
+	lab_fail "part $1 met a lab fault of L1; the parts after it are left to the retry"
 }
 # Guests a part left running (some scenarios end with the boot).
 _lab_part_clean() {

@@ -74,7 +74,8 @@
 #    long unseen stretch could elect an owner and hold it against many
 #    right votes; an observation now votes once.  The late pair checks
 #    that case.
-# The collector's read budget is off here (XA_BUDGET, default 0:
+# The collector's read budget is off here (XA_BUDGET, default 0, empty
+# for the collector's default:
 # --xen-read-budget=0, a context read every period): under the emulator
 # a read takes 1 to 2.5 ms, so the default budget (5% of a vCPU's time)
 # leaves 20 to 50 reads a second, each carrying 20 to 50 samples, and the
@@ -240,8 +241,10 @@ rm -rf "$S"
 # owner, the clock's exchanges and the samples the clock placed for want
 # of an owner (a few hundred lines), what a failed exact check needs
 # shellcheck disable=SC2086
+# XA_BUDGET= (empty): the collector's default budget
+budget=${XA_BUDGET-0}
 env ${XA_ENV:-} timeout 120 opcontrol --start --session-dir="$S" --domains=web --verbose \
-	--xen-read-budget="${XA_BUDGET:-0}" ${XA_START_ARGS:-} >"$RESULTS/opcontrol-start.txt" 2>&1 ||
+	${budget:+--xen-read-budget=$budget} ${XA_START_ARGS:-} >"$RESULTS/opcontrol-start.txt" 2>&1 ||
 	lab_fail "opcontrol --start failed: $(tail -n 5 "$RESULTS/opcontrol-start.txt")"
 t=$(lab_now)
 wait_agents_complete "$S" 1 "${XA_AGENT_WAIT_S:-300}"; ok=$?
