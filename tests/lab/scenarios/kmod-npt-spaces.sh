@@ -13,6 +13,7 @@
 #    the guest-user samples: the two loops, each in its own space.  A
 #    wrong or missing CR3 gives one bucket, or many small ones;
 #  - no oops or warning in L1's kernel log.
+# With NPTS_KEEP=1 the guest is left running (kmod-npt-load's cycles).
 lab_require_kvm
 lab_check_domprof_libs
 . "$LAB/lib-kmod.sh"
@@ -49,7 +50,7 @@ cp "$S/oprofiled.log" "$RESULTS/npts-oprofiled.log"
 cp "$S/domains/na/stats" "$RESULTS/npts-na-stats.txt" 2>/dev/null || true
 timeout 120 opreport --session-dir="$S" --domain=na >"$RESULTS/npts-na.txt" 2>"$RESULTS/npts-na.err" ||
 	lab_fail "opreport --domain=na failed: $(head -n 3 "$RESULTS/npts-na.err")"
-stop_guest na
+[ "${NPTS_KEEP:-0}" = 1 ] || stop_guest na
 rmmod domprof 2>/dev/null || true
 
 direct=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_direct") s += $(i + 1) } END { print s + 0 }' "$RESULTS/npts-kmod-stats.txt")
