@@ -7,6 +7,16 @@
 #include "opd_batch.h"
 #include "util/du_log.h"
 
+/* A group of repeats: entries rep_ids/rep_keys[first, first + n), each
+ * to be added count times at the flush. */
+struct batch_rep {
+	uint32_t first, n;
+	uint64_t count;
+};
+
+/* An entry of a repeat group already applied in a flush's first pass. */
+#define REP_DONE	UINT32_MAX
+
 struct opd_batch {
 	struct opd_sfiles *sfiles;
 	struct opd_stats *st;
@@ -28,6 +38,12 @@ struct opd_batch {
 	bool fresh;		/* a pending sample is a new file's first */
 	bool flushing;
 	uint64_t empty_ns;	/* when opd_batch_flush_due last saw it empty */
+	/* repeats (opd_batch_repeat_new), allocated at the first */
+	uint32_t *rep_ids;
+	uint64_t *rep_keys;
+	struct batch_rep *reps;
+	size_t nrep_entries, nreps;
+	uint64_t flushes, repeats;
 };
 
 static void close_hook(void *ctx)
@@ -78,6 +94,9 @@ void opd_batch_free(struct opd_batch *b)
 	free(b->keys);
 	free(b->sorted);
 	free(b->count);
+	free(b->rep_ids);
+	free(b->rep_keys);
+	free(b->reps);
 	free(b);
 }
 
@@ -142,6 +161,60 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key)
 	b->keys[b->n] = key;
 	b->n++;
 	return ret;
+}
+
+uint64_t opd_batch_flushes(const struct opd_batch *b)
+{
+	return b->flushes;
+}
+
+uint64_t opd_batch_repeats(const struct opd_batch *b)
+{
+	return b->repeats;
+}
+
+static int rep_alloc(struct opd_batch *b)
+{
+	b->rep_ids = malloc(OPD_BATCH_REPEAT_ENTRIES * sizeof(*b->rep_ids));
+	b->rep_keys = malloc(OPD_BATCH_REPEAT_ENTRIES * sizeof(*b->rep_keys));
+	b->reps = malloc(OPD_BATCH_REPEAT_GROUPS * sizeof(*b->reps));
+	if (b->rep_ids && b->rep_keys && b->reps)
+		return 0;
+	free(b->rep_ids);
+	free(b->rep_keys);
+	free(b->reps);
+	b->rep_ids = NULL;
+	b->rep_keys = NULL;
+	b->reps = NULL;
+	return -ENOMEM;
+}
+
+uint32_t opd_batch_repeat_new(struct opd_batch *b, const uint32_t *ids, const uint64_t *keys,
+			      size_t n)
+{
+	struct batch_rep *r;
+
+	if (!n || n > OPD_BATCH_REPEAT_ENTRIES || b->flushing)
+		return 0;
+	if (!b->reps && rep_alloc(b))
+		return 0;
+	if (b->nreps == OPD_BATCH_REPEAT_GROUPS || b->nrep_entries + n > OPD_BATCH_REPEAT_ENTRIES)
+		opd_batch_flush(b);	/* (errors counted there) */
+	r = &b->reps[b->nreps];
+	r->first = (uint32_t)b->nrep_entries;
+	r->n = (uint32_t)n;
+	r->count = 1;
+	memcpy(b->rep_ids + b->nrep_entries, ids, n * sizeof(*ids));
+	memcpy(b->rep_keys + b->nrep_entries, keys, n * sizeof(*keys));
+	b->nrep_entries += n;
+	b->repeats++;
+	return (uint32_t)++b->nreps;
+}
+
+void opd_batch_repeat_add(struct opd_batch *b, uint32_t h)
+{
+	b->reps[h - 1].count++;
+	b->repeats++;
 }
 
 static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, size_t n)
@@ -212,13 +285,55 @@ static int apply_runs(struct opd_batch *b)
 	return ret;
 }
 
+/* One entry of a repeat group: @count more at @key of file @id. */
+static int apply_rep(struct opd_batch *b, uint32_t id, uint64_t key, uint64_t count)
+{
+	struct odb *db = opd_sfile_by_id(b->sfiles, id);
+	int r = db ? odb_add(db, key, count) : -EIO;
+
+	if (r)
+		unfiled(b, id, count);
+	return r;
+}
+
+/*
+ * The repeat groups, after the runs: their keys have their nodes by now
+ * (made by the first occurrences, in this flush's runs or before), so the
+ * adds change counts only, never the order of nodes.  Entries of open
+ * files first, then the others, as apply_runs does.
+ */
+static int apply_reps(struct opd_batch *b)
+{
+	int ret = 0, r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t g = 0; g < b->nreps; g++) {
+			const struct batch_rep *rp = &b->reps[g];
+
+			for (uint32_t i = rp->first; i < rp->first + rp->n; i++) {
+				uint32_t id = b->rep_ids[i];
+
+				if (id == REP_DONE || (!pass && !opd_sfile_is_open(b->sfiles, id)))
+					continue;
+				r = apply_rep(b, id, b->rep_keys[i], rp->count);
+				if (r && !ret)
+					ret = r;
+				b->rep_ids[i] = REP_DONE;
+			}
+		}
+	}
+	b->nreps = 0;
+	b->nrep_entries = 0;
+	return ret;
+}
+
 int opd_batch_flush(struct opd_batch *b)
 {
 	uint32_t *count;
 	size_t i, pos = 0;
-	int ret;
+	int ret, r;
 
-	if (!b || b->flushing || !b->n)
+	if (!b || b->flushing || (!b->n && !b->nreps))
 		return 0;
 	count = b->count;
 	b->flushing = true;
@@ -232,6 +347,10 @@ int opd_batch_flush(struct opd_batch *b)
 	for (i = 0; i < b->n; i++)
 		b->sorted[count[b->ids[i]]++] = b->keys[i];
 	ret = apply_runs(b);
+	r = apply_reps(b);
+	if (r && !ret)
+		ret = r;
+	b->flushes++;
 	if (b->max_id >= b->flushed_ids)
 		b->flushed_ids = b->max_id + 1;
 	b->n = 0;
@@ -245,7 +364,7 @@ int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns)
 {
 	if (!b)
 		return 0;
-	if (!b->n) {
+	if (!b->n && !b->nreps) {
 		b->empty_ns = now_ns;
 		return 0;
 	}

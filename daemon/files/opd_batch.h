@@ -10,7 +10,8 @@
  * that cannot reopen a file or add a key moves them to
  * sample_file_errors.  The arcs of call chains (opd_cc.h) go through the
  * batch too, counted cc_arcs, and cc_arcs_dropped when they cannot be
- * filed.  Flush before anything reads the sample files or
+ * filed; a chain with the last one's callers adds their arcs as a repeat
+ * (below), applied by the same flushes.  Flush before anything reads the sample files or
  * frees its entry: at every dump and stop, when a domain's files are
  * released (opd_sfiles' close hook, set by opd_batch_new; a file closed
  * under the cap is reopened once at the flush), and in live mode at
@@ -55,8 +56,35 @@ int opd_batch_add(struct opd_batch *b, uint32_t id, uint64_t key);
  * NULL accepted (no batch: nothing pending), here and in flush_due. */
 int opd_batch_flush(struct opd_batch *b);
 
-/* Pending samples. */
+/* Pending samples (entries queued by opd_batch_add; repeats not
+ * counted). */
 size_t opd_batch_pending(const struct opd_batch *b);
+
+/*
+ * Repeats: a group of @n entries (file index @ids[i], key @keys[i]), each
+ * already queued by opd_batch_add (in this batch, or filed by an earlier
+ * flush), to be added once more for each repeat without being queued
+ * again: a flush adds a group's count to each of its keys with one
+ * odb_add, after the queued runs, so each key's node is still made where
+ * its first occurrence put it and the files end as if every repeat had
+ * been queued.  opd_batch_repeat_new counts one repeat and returns the
+ * group's handle (> 0), valid while opd_batch_flushes() is unchanged;
+ * 0 if the group cannot be kept (@n too large, no memory): then queue the
+ * entries one by one.  It may flush first, to make room.  The caller
+ * counts the entries as filed; a flush moves what it cannot file, as for
+ * queued entries.  At most OPD_BATCH_REPEAT_ENTRIES entries and
+ * OPD_BATCH_REPEAT_GROUPS groups are pending.
+ */
+#define OPD_BATCH_REPEAT_ENTRIES	16384
+#define OPD_BATCH_REPEAT_GROUPS		1024
+uint32_t opd_batch_repeat_new(struct opd_batch *b, const uint32_t *ids, const uint64_t *keys,
+			      size_t n);
+/* One more repeat of group @h (a handle of this batch's, still valid). */
+void opd_batch_repeat_add(struct opd_batch *b, uint32_t h);
+/* Flushes done so far (that applied something). */
+uint64_t opd_batch_flushes(const struct opd_batch *b);
+/* Repeats counted so far (opd_batch_repeat_new and _add). */
+uint64_t opd_batch_repeats(const struct opd_batch *b);
 
 /*
  * Flush if samples are pending and the batch was last seen empty (after

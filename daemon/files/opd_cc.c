@@ -46,6 +46,28 @@ struct cc_arc_ctx {
 	uint32_t serial;		/* 0: empty */
 };
 
+/*
+ * The callers of the last chain filed in a context (its frames 1..n),
+ * with the files and keys of the arcs among them (from frame 2 on; the
+ * arc into frame 0 is the leaf's own).  Consecutive chains of a thread
+ * mostly share their callers, only the leaf moves: a chain with the same
+ * callers in the same context has the same arcs there, so the batch
+ * counts them as a repeat group instead of queueing them again (with a
+ * batch only).  Valid while the releases count is @gen (the indexes hold)
+ * and the context keeps its slot.
+ */
+struct cc_callers {
+	uint32_t n;		/* callers; 0: nothing remembered */
+	uint32_t narcs;		/* arcs with a file and key: ids, keys */
+	uint32_t ndropped;	/* arcs without a key (too far) */
+	uint32_t rep;		/* the batch's repeat group, while flushes holds */
+	uint64_t flushes;
+	uint64_t gen;
+	struct opd_cc_frame f[DP_RAW_CC_MAX];
+	uint32_t ids[DP_RAW_CC_MAX];
+	uint64_t keys[DP_RAW_CC_MAX];
+};
+
 /* One distinct stack: its leaf's sample file key and offset, its callers
  * in the frame pool. */
 struct cc_stack {
@@ -78,6 +100,7 @@ struct opd_cc {
 	uint32_t nfree, nheld_ever;
 	struct cc_arc_file arcs[CC_ARC_CACHE];
 	struct cc_arc_ctx ctxs[CC_ARC_CTXS];
+	struct cc_callers callers[CC_ARC_CTXS];	/* callers[i]: ctxs[i]'s */
 	const struct cc_arc_ctx *ctx;	/* the chain's, being filed */
 	uint32_t next_serial;
 	uint64_t gen;			/* arc_gen() when last read */
@@ -196,6 +219,8 @@ static void arcs_forget(struct opd_cc *cc)
 {
 	memset(cc->arcs, 0, sizeof(cc->arcs));
 	memset(cc->ctxs, 0, sizeof(cc->ctxs));
+	for (size_t i = 0; i < CC_ARC_CTXS; i++)
+		cc->callers[i].n = 0;
 	cc->ctx = NULL;
 	cc->next_serial = 0;
 }
@@ -246,6 +271,7 @@ static const struct cc_arc_ctx *arc_ctx(struct opd_cc *cc, const struct opd_sfil
 	c->key.tid = leaf->tid;
 	c->key.cpu = leaf->cpu;
 	c->serial = cc->next_serial;
+	cc->callers[c - cc->ctxs].n = 0;
 	return c;
 }
 
@@ -320,26 +346,78 @@ static void add_arc(struct opd_cc *cc, struct odb *db, uint64_t key)
 }
 
 /*
+ * If the callers of the chain @f of @n frames are @c's, count their arcs
+ * again (filed and dropped, as queueing them would) as a repeat in the
+ * batch, and say so: only the leaf's arc is left to queue.  The first
+ * chain with these callers queued each arc, so each key has its place in
+ * its file before the repeats are added (opd_batch_repeat_new).
+ */
+static bool callers_repeat(struct opd_cc *cc, struct cc_callers *c,
+			   const struct opd_cc_frame *f, size_t n)
+{
+	struct opd_batch *b = cc->batch;
+
+	if (c->n != n - 1 || c->gen != cc->gen || memcmp(c->f, f + 1, (n - 1) * sizeof(*f)))
+		return false;
+	cc->st->cc_arcs += c->narcs;
+	cc->st->cc_arcs_dropped += c->ndropped;
+	if (!c->narcs)
+		return true;
+	if (c->rep && c->flushes == opd_batch_flushes(b)) {
+		opd_batch_repeat_add(b, c->rep);
+		return true;
+	}
+	c->rep = opd_batch_repeat_new(b, c->ids, c->keys, c->narcs);
+	c->flushes = opd_batch_flushes(b);
+	if (!c->rep)
+		for (uint32_t i = 0; i < c->narcs; i++)
+			opd_batch_add(b, c->ids[i], c->keys[i]);
+	return true;
+}
+
+/*
  * The arcs of a chain of @n frames, in order, queued in the batch (which
- * applies them by file, as samples).
+ * applies them by file, as samples); its callers' arcs are remembered for
+ * the context's next chain, or counted as a repeat of its last one.
  */
 static void queue_arcs(struct opd_cc *cc, const struct opd_sfile_key *leaf,
 		       const struct opd_cc_frame *f, size_t n)
 {
+	struct cc_callers *c = &cc->callers[cc->ctx - cc->ctxs];
+	bool keep = n > 2;
 	struct cc_arc_file *e;
 	uint64_t key;
 
+	if (keep && callers_repeat(cc, c, f, n)) {
+		n = 2;
+		keep = false;
+	} else if (keep) {
+		c->n = c->narcs = c->ndropped = c->rep = 0;
+	}
 	for (size_t i = 1; i < n; i++) {
-		if (!arc_key(cc, &f[i], &f[i - 1], &key))
+		if (!arc_key(cc, &f[i], &f[i - 1], &key)) {
+			c->ndropped += keep && i > 1;
 			continue;
+		}
 		if (!arc_file(cc, leaf, &f[i], &f[i - 1], &e)) {
+			/* (not remembered: a file may fail once only) */
 			cc->st->cc_arcs_dropped++;
+			keep = false;
 			continue;
 		}
 		/* counted filed now; the batch moves what it cannot file to
 		 * cc_arcs_dropped */
 		cc->st->cc_arcs++;
 		opd_batch_add(cc->batch, e->id, key);
+		if (keep && i > 1) {
+			c->ids[c->narcs] = e->id;
+			c->keys[c->narcs++] = key;
+		}
+	}
+	if (keep) {
+		memcpy(c->f, f + 1, (n - 1) * sizeof(*f));
+		c->n = (uint32_t)(n - 1);
+		c->gen = cc->gen;
 	}
 }
 

@@ -1,9 +1,10 @@
 /*
  * Batch tests: a random stream fed to a daemon that batches its samples
  * (opd_batch) and to one that adds each sample at once must leave the
- * same sample files with the same nodes, at the end and at a dump in the
- * middle, also when a tiny open file cap evicts files all the time, and
- * with call chains, whose arcs go through the batch too.
+ * same sample files with the same nodes in the same order, at the end and
+ * at a dump in the middle, also when a tiny open file cap evicts files all
+ * the time, and with call chains, whose arcs go through the batch too
+ * (their callers' arcs as repeats when a chain has the last one's callers).
  */
 #include "config.h"
 
@@ -73,6 +74,29 @@ static void put_chain(struct raw_writer *w, uint64_t r, unsigned int depth)
 	CU_ASSERT(raw_put_callchain(w, depth, nk, 0, f) == 0);
 }
 
+/* Chains that repeat (make_stream): the last chain's return addresses
+ * again, while the task stays, three times in four. */
+static bool sticky;
+
+static void put_sticky_chain(struct raw_writer *w, uint64_t r, unsigned int depth, bool task)
+{
+	static uint64_t f[DP_RAW_CC_MAX];
+	static uint32_t nk;
+
+	if (task || r % 4 == 0) {
+		nk = r % 10 ? 0 : 2;
+		for (unsigned int k = 0; k < depth; k++) {
+			uint64_t x = rnd();
+
+			f[k] = k < nk ? KSTART + (x >> 8) % 0x10000 :
+			       x % 7 == 0 ? 0x1000 + k :
+			       (x % 2 ? 0x400000 : 0x7f0000000000ULL +
+				(x % 3 + 1) * 0x10000000ULL) + (x >> 40) % 32 * 64 + 5;
+		}
+	}
+	CU_ASSERT(raw_put_callchain(w, depth, nk, 0, f) == 0);
+}
+
 /* 40 processes, each an app and 3 of 30 libraries, kernel samples, two
  * events, samples in short runs per task, every third with a call chain
  * of @depth frames (0: none); *@mid is a byte offset about half way,
@@ -108,11 +132,16 @@ static void make_stream(struct buf *out, size_t nr_samples, size_t *mid, unsigne
 	}
 	for (size_t i = 0; i < nr_samples; i++) {
 		uint64_t r = rnd(), pc;
+		bool task = i % 16 == 0;
 
-		if (i % 16 == 0) {
+		/* (the middle of a task's run with repeating chains: the
+		 * chain before it may repeat after it) */
+		if (i % 16 == (sticky ? 8 : 0)) {
 			CU_ASSERT(raw_writer_flush(w) == 0);
 			if (!*mid && i >= nr_samples / 2)
 				*mid = out->len;
+		}
+		if (task) {
 			CU_ASSERT(raw_put_task(w, 100 + (uint32_t)(r % 40), 100 + (uint32_t)(r % 40)) == 0);
 			CU_ASSERT(raw_put_mode(w, r % 10 ? DP_MODE_HOST_USER : DP_MODE_HOST_KERNEL) == 0);
 			r = rnd();
@@ -123,7 +152,9 @@ static void make_stream(struct buf *out, size_t nr_samples, size_t *mid, unsigne
 			pc += KSTART;	/* user mode: in no mapping ({anon}) */
 		else
 			pc += r % 5 ? 0x7f0000000000ULL + (r % 3 + 1) * 0x10000000ULL : 0x400000;
-		if (depth && i % 3 == 0)
+		if (depth && sticky)
+			put_sticky_chain(w, r, depth, task);
+		else if (depth && i % 3 == 0)
 			put_chain(w, r, depth);
 		CU_ASSERT(raw_put_sample(w, pc, (uint32_t)(r >> 60) & 1) == 0);
 	}
@@ -169,14 +200,15 @@ static void run_fini(struct run *r)
 	nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-/* What a session's sample files hold: "path key count" lines, sorted. */
+/* What a session's sample files hold: "path node key count" lines (node:
+ * its place in the file), sorted. */
 static struct buf listing;
-static size_t prefix;
+static size_t prefix, node;
 
 static int node_cb(void *ctx, uint64_t key, uint64_t count)
 {
 	char line[512];
-	int n = snprintf(line, sizeof(line), "%s %llx %llu\n", (const char *)ctx,
+	int n = snprintf(line, sizeof(line), "%s %08zu %llx %llu\n", (const char *)ctx, node++,
 			 (unsigned long long)key, (unsigned long long)count);
 
 	return buf_sink(&listing, line, (size_t)n);
@@ -194,6 +226,7 @@ static int list_cb(const char *path, const struct stat *sb, int flag, struct FTW
 		CU_FAIL("a sample file does not open");
 		return 0;
 	}
+	node = 0;
 	odb_foreach(db, node_cb, (void *)(path + prefix));
 	odb_close(db);
 	return 0;
@@ -285,6 +318,9 @@ static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int 
 	CU_ASSERT(a.d.st.cc_arcs_dropped == b.d.st.cc_arcs_dropped);
 	if (depth)
 		CU_ASSERT(a.d.st.cc_arcs > nr);
+	/* the repeats were there: flushes applied some */
+	if (depth && sticky)
+		CU_ASSERT(a.d.batch && opd_batch_repeats(a.d.batch) > nr / 4);
 	if (max_open < 10)
 		CU_ASSERT(a.d.st.sample_files_evicted > 0);
 	run_fini(&a);
@@ -297,13 +333,13 @@ static void same_as_unbatched(unsigned int max_open, size_t batch, unsigned int 
  * indexes are of the files the save released, and must not be used for
  * the second half (its samples went to sample_file_errors once).
  */
-static void test_save_mid_stream(void)
+static void save_mid_stream(unsigned int depth)
 {
 	struct buf s = { 0 };
 	struct run a, b;
 	size_t mid = 0;
 
-	make_stream(&s, 100000, &mid, 0);
+	make_stream(&s, 100000, &mid, depth);
 	CU_ASSERT_FATAL(mid > 0);
 	run_init(&a, 4096, OPD_BATCH_DEFAULT);
 	run_init(&b, 4096, 0);
@@ -315,9 +351,20 @@ static void test_save_mid_stream(void)
 	check_same(&a, &b, "after a save");
 	CU_ASSERT(a.d.st.sample_file_errors == 0);
 	CU_ASSERT(a.d.st.samples_filed == b.d.st.samples_filed);
+	CU_ASSERT(a.d.st.cc_arcs == b.d.st.cc_arcs);
+	CU_ASSERT(a.d.st.cc_arcs_dropped == b.d.st.cc_arcs_dropped);
 	run_fini(&a);
 	run_fini(&b);
 	free(s.p);
+}
+
+static void test_save_mid_stream(void)
+{
+	save_mid_stream(0);
+	/* the repeats' file indexes are of the old session too */
+	sticky = true;
+	save_mid_stream(16);
+	sticky = false;
 }
 
 static void test_default_batch(void)
@@ -347,6 +394,24 @@ static void test_chains_evictions(void)
 {
 	/* arcs queued for {cg} files that are closed by then */
 	same_as_unbatched(5, 5000, 6);
+}
+
+/*
+ * Chains that repeat their callers: their arcs become repeats in the
+ * batch, added at the flush after the queued runs.  The files must be the
+ * unbatched daemon's, node order included (a repeat applied before the
+ * runs would make its keys' nodes ahead of their turn), with the default
+ * batch, many small flushes, a file cap that closes {cg} files with
+ * repeats pending, and 127-frame chains.
+ */
+static void test_chains_repeat(void)
+{
+	sticky = true;
+	same_as_unbatched(4096, OPD_BATCH_DEFAULT, 16);
+	same_as_unbatched(4096, 997, 16);
+	same_as_unbatched(5, 5000, 6);
+	same_as_unbatched(4096, 4096, DP_RAW_CC_MAX);
+	sticky = false;
 }
 
 /* The close hook flushes before a domain's files close; flush_due flushes
@@ -440,6 +505,7 @@ int main(void)
 		{ "evictions with samples queued", test_evictions },
 		{ "call chains' arcs batched = unbatched", test_chains },
 		{ "arcs queued for closed files", test_chains_evictions },
+		{ "repeated callers' arcs = unbatched, node order too", test_chains_repeat },
 		{ "flush when due", test_flush_due },
 		{ "an eviction forces no flush", test_evict_no_flush },
 		{ "a flush applies the open files first", test_flush_open_first },
