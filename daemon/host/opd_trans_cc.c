@@ -69,8 +69,9 @@ out:
  * A host frame as the sample's pc would be resolved (@kernel: against the
  * kernel ranges, else the task's mappings).  A return address is the
  * instruction after the call: the call site is one byte before it.
+ * False if it could not be resolved (no memory: filed as unknown).
  */
-static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, struct opd_cc_frame *f)
+static bool resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, struct opd_cc_frame *f)
 {
 	uint64_t a = ret - 1;
 	bool unresolved = false;
@@ -78,18 +79,48 @@ static void resolve_frame(struct opd_trans *t, uint64_t ret, bool kernel, struct
 	if (resolve_addr(t, a, kernel, f, &unresolved)) {
 		f->image = f->dep = t->anon_unknown;
 		f->off = a;
+		return false;
 	}
 	if (unresolved)
 		t->st->cc_frames_unresolved++;
+	return true;
+}
+
+/*
+ * The callers of the chain of the sample being filed into t->lastcc.f[1..]:
+ * as they are when they are the last chain's (same return addresses,
+ * context and generation), else resolved one by one.
+ */
+static void resolve_callers(struct opd_trans *t)
+{
+	struct opd_trans_lastcc *l = &t->lastcc;
+	const struct opd_cc_chain *ch = &t->chain;
+	uint64_t unres = t->st->cc_frames_unresolved;
+	bool ok = true;
+
+	if (l->nr && l->nr == ch->nr && l->nk == ch->nk && l->ctx == t->ctx &&
+	    l->gen == t->gen && !memcmp(l->ret, ch->f, ch->nr * sizeof(ch->f[0]))) {
+		t->st->cc_frames_unresolved += l->unresolved;
+		return;
+	}
+	l->gen = t->gen;
+	for (uint32_t i = 0; i < ch->nr; i++)
+		ok &= resolve_frame(t, ch->f[i], i < ch->nk, &l->f[i + 1]);
+	/* not kept if resolving failed or changed the generation, or
+	 * without a context (nothing to say it still holds) */
+	l->nr = ok && t->ctx && l->gen == t->gen ? ch->nr : 0;
+	l->nk = ch->nk;
+	l->ctx = t->ctx;
+	l->unresolved = (uint32_t)(t->st->cc_frames_unresolved - unres);
+	memcpy(l->ret, ch->f, ch->nr * sizeof(ch->f[0]));
 }
 
 /* The chain of the host sample (@pc, @event) just filed. */
 static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 {
-	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+	struct opd_cc_frame *f = t->lastcc.f;
 	struct resolution r;
 	bool unresolved;
-	size_t n = 1;
 
 	memset(&r, 0, sizeof(r));
 	r.key.event = event;
@@ -101,9 +132,8 @@ static void file_host_chain(struct opd_trans *t, uint64_t pc, uint32_t event)
 	r.key.dep = f[0].dep;
 	opd_tr_sep_ids(t, &r.key);
 	opd_tr_mark_vmm(t, &r);
-	for (uint32_t i = 0; i < t->chain.nr; i++)
-		resolve_frame(t, t->chain.f[i], i < t->chain.nk, &f[n++]);
-	opd_cc_file(t->cc, &r.key, f, n);
+	resolve_callers(t);
+	opd_cc_file(t->cc, &r.key, f, 1 + (size_t)t->chain.nr);
 }
 
 /* A sample with a call chain: filed as any sample, then its chain. */

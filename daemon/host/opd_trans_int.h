@@ -44,6 +44,20 @@ struct opd_trans_frame {
 	bool unresolved;
 };
 
+/* The last host chain's callers, resolved (opd_trans_cc.c): the same
+ * return addresses in the same context and generation resolve the same,
+ * so a chain whose callers are the last one's is not resolved again
+ * (consecutive samples of a task mostly share their callers).  f[0] is
+ * left for the sample itself, so the frames go to opd_cc_file as they
+ * are.  Valid while nr > 0. */
+struct opd_trans_lastcc {
+	const struct opd_trans_ctx *ctx;
+	uint64_t gen;
+	uint32_t nr, nk, unresolved;
+	uint64_t ret[DP_RAW_CC_MAX];
+	struct opd_cc_frame f[DP_RAW_CC_MAX + 1];
+};
+
 /* What a resolution depends on besides the tables (which the generation
  * covers): the fields of the transient context that --separate and the
  * mode make relevant (zero where they are not). */
@@ -131,6 +145,7 @@ struct opd_trans {
 	struct opd_cc_chain chain;
 	bool chain_busy;	/* its sample is being filed */
 	bool chain_held;	/* ...and the chain went with it (a guest's) */
+	struct opd_trans_lastcc lastcc;
 	/* guest-user samples split per address space, for domains with no
 	 * agent (opd_guest_asid.h); lazily */
 	struct opd_gasid_doms *asid_doms;

@@ -300,6 +300,45 @@ static void test_callchain_contexts(void)
 	tfx_teardown(&fx);
 }
 
+/*
+ * A chain with the last one's return addresses is not resolved again,
+ * only while they resolve the same: in another process (other binaries
+ * at those addresses) and after a new mapping over one of them, it is;
+ * each repeat counts its arcs and its unresolved frame.
+ */
+static void test_callchain_repeat(void)
+{
+	const uint64_t user[3] = { 0x400200, 0x7f0000000300ULL, 0x2001 };
+	const char *other = "/usr/bin/other", *libm = "/usr/lib/libm.so.6";
+
+	setup("none");
+	put_app(100);
+	CU_ASSERT(raw_put_comm(fx.w, 101, 101, DP_RAW_COMM_EXEC, "other") == 0);
+	put_map(101, 0x400000, 0x10000, 0, other);
+	put_map(101, 0x7f0000000000ULL, 0x20000, 0x1000, LIBC);
+	put_ctx(0, 100, 100, DP_MODE_HOST_USER);
+	for (int i = 0; i < 8; i++) {
+		if (i == 3)
+			CU_ASSERT(raw_put_task(fx.w, 101, 101) == 0);
+		if (i == 5)
+			CU_ASSERT(raw_put_task(fx.w, 100, 100) == 0);
+		if (i == 6)	/* libm over libc in 100 */
+			put_map(100, 0x7f0000000000ULL, 0x20000, 0x1000, libm);
+		CU_ASSERT(raw_put_callchain(fx.w, 3, 0, 0, user) == 0);
+		CU_ASSERT(raw_put_sample(fx.w, 0x401234, 0) == 0);
+	}
+	tfx_finish(&fx);
+	/* 0-2 and 5 in 100 with libc, 3-4 in 101, 6-7 in 100 with libm */
+	CU_ASSERT(arc_at(SFN_ROOT, APP, SFN_ROOT, APP, 0x1ff, 0x1234) == 6);
+	CU_ASSERT(arc_at(SFN_ROOT, LIBC, SFN_ROOT, APP, 0x12ff, 0x1ff) == 4);
+	CU_ASSERT(arc_at(SFN_ROOT, other, SFN_ROOT, other, 0x1ff, 0x1234) == 2);
+	CU_ASSERT(arc_at(SFN_ROOT, LIBC, SFN_ROOT, other, 0x12ff, 0x1ff) == 2);
+	CU_ASSERT(arc_at(SFN_ROOT, libm, SFN_ROOT, APP, 0x12ff, 0x1ff) == 2);
+	CU_ASSERT(stat_key("cc_frames_unresolved") == 8);
+	CU_ASSERT(stat_key("cc_arcs") + stat_key("cc_arcs_dropped") == 24);
+	tfx_teardown(&fx);
+}
+
 static void test_user_main_binary(void)
 {
 	setup("none");
@@ -1202,6 +1241,7 @@ int main(void)
 		{ "user sample in the main binary", test_user_main_binary },
 		{ "host call chains: {cg} arcs and stacks", test_callchain_host },
 		{ "host call chains: arcs filed by their thread and event", test_callchain_contexts },
+		{ "host call chains: a repeated chain resolved again where it differs", test_callchain_repeat },
 		{ "library, --separate=none", test_library_separate_none },
 		{ "library, --separate=lib", test_library_separate_lib },
 		{ "kernel and module", test_kernel_and_module },
