@@ -8,7 +8,9 @@
 #   tests/bench/compare-filing.sh OLD_PREFIX NEW_PREFIX
 # Streams (tests/bench/gen-stream): the benchmark's kind; --mixed (four
 # threads a process, guest runs with DOMAIN and ASID records) with 16-deep
-# call chains, and a small one with 3-deep chains; each replayed with several
+# call chains, one whose chains repeat the last one's in three samples of
+# four (--chain-repeat 4: the callers' arcs counted as repeats), and a
+# small one with 3-deep chains; each replayed with several
 # --separate lists, and with --max-open-files=64 so files are evicted and
 # reopened all the time (an old daemon can take minutes over the chains so).
 # Needs DP_BUILD (for tests/bench/gen-stream).  Exit 0: all equal.
@@ -27,6 +29,8 @@ counters='^(samples_|unresolved_|sample_files |sample_file_errors|processes_seen
 	--callchain 16 --mixed --seed 7 >/dev/null
 "$gen" --out "$work/shallow.raw" --samples 30000 --processes 40 --images 30 \
 	--callchain 3 --mixed --seed 11 >/dev/null
+"$gen" --out "$work/repeat.raw" --samples 200000 --processes 60 --images 40 --hot 64 \
+	--callchain 16 --chain-repeat 4 --seed 5 >/dev/null
 
 # replay PREFIX STREAM SESSION OPTIONS...
 replay() {
@@ -55,7 +59,9 @@ same() {
 fail=0
 for c in "plain.raw --separate=lib" "plain.raw --separate=none" "plain.raw --separate=all" \
 	 "mixed.raw --separate=lib" "mixed.raw --separate=thread,cpu" "mixed.raw --separate=kernel" \
-	 "plain.raw --separate=lib --max-open-files=64" "shallow.raw --separate=lib --max-open-files=64"; do
+	 "plain.raw --separate=lib --max-open-files=64" "shallow.raw --separate=lib --max-open-files=64" \
+	 "repeat.raw --separate=lib" "repeat.raw --separate=thread,cpu" \
+	 "repeat.raw --separate=lib --max-open-files=64"; do
 	set -- $c
 	stream=$1; shift
 	echo "$stream $*"

@@ -5,6 +5,7 @@
  *   gen-stream --out FILE [--perf FILE] [--samples N] [--processes P]
  *              [--images I] [--seed S] [--hot H] [--callchain D] [--mixed]
  *              [--domains N [--guest-procs G]] [--cpus C] [--repeat R]
+ *              [--chain-repeat K]
  *
  * --perf also writes the same profile as a perf.data in perf's pipe format
  * (read it with `perf report -i - < FILE`), so perf report can be timed on
@@ -16,6 +17,11 @@
  * --callchain D: every sample carries a call chain of D frames (raw type
  * 14) in the process's images (and the kernel's, for a kernel sample), as
  * --callgraph=D records them; not written to --perf.
+ * --chain-repeat K: in a run, a sample takes the last sample's chain again
+ * (same return addresses, its pc drawn as ever) unless its draw is a
+ * multiple of K or its mode differs, as consecutive samples of a task
+ * mostly share their callers (K = 4: three in four); 0 (default): each
+ * sample its own chain.
  * --mixed: what the default leaves out, for tests that compare filings
  * (tests/bench/compare-filing.sh): each run's thread is one of four of its
  * process, and every eighth run is a guest's (a DOMAIN record keyed by the
@@ -69,7 +75,7 @@ struct gen_proc {
 };
 
 struct gen_opts {
-	unsigned hot, depth;
+	unsigned hot, depth, chain_repeat;
 	bool mixed;
 	unsigned nr_doms, guest_procs;
 };
@@ -255,9 +261,9 @@ static int put_context(struct raw_writer *w, const struct gen_opts *go,
 static int put_run(struct raw_writer *w, struct perf_out *po, const struct gen_opts *go,
 		   const struct gen_proc *p, uint64_t now, unsigned cpu, unsigned n)
 {
-	uint64_t r = rng();
+	uint64_t r = rng(), cx = 0;
 	int mode = -1;
-	bool guest;
+	bool guest, ckernel = false;
 	int err = put_context(w, go, p, r, now, cpu, &guest);
 
 	if (po) {
@@ -276,8 +282,12 @@ static int put_run(struct raw_writer *w, struct perf_out *po, const struct gen_o
 			mode = m;
 			err = raw_put_mode(w, (uint32_t)mode);
 		}
+		if (!go->chain_repeat || k == 0 || x % go->chain_repeat == 0 || kernel != ckernel) {
+			cx = x;
+			ckernel = kernel;
+		}
 		if (!err && go->depth && !guest)
-			err = put_chain(w, go, x, kernel);
+			err = put_chain(w, go, cx, kernel);
 		if (!err)
 			err = raw_put_sample(w, pc, 0);
 		if (po)
@@ -388,6 +398,7 @@ int main(int argc, char **argv)
 		{ "guest-procs", required_argument, NULL, 'g' },
 		{ "cpus", required_argument, NULL, 'C' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "chain-repeat", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t nr_samples = 50000000, written = 0, now = 1000000000ull, rng_runs;
@@ -402,7 +413,7 @@ int main(int argc, char **argv)
 	int c, fd, err = 0;
 
 	rng_state = 0x9e3779b97f4a7c15ull;
-	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:md:g:C:r:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:n:p:i:s:h:c:md:g:C:r:k:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'P': perf_path = optarg; break;
@@ -417,8 +428,9 @@ int main(int argc, char **argv)
 		case 'g': go.guest_procs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'C': nr_cpus = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'r': repeat = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'k': go.chain_repeat = (unsigned)strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed] [--domains N [--guest-procs G]] [--cpus C] [--repeat R]\n");
+			fprintf(stderr, "usage: gen-stream --out FILE [--perf FILE] [--samples N] [--processes P] [--images I] [--seed S] [--hot H] [--callchain D] [--mixed] [--domains N [--guest-procs G]] [--cpus C] [--repeat R] [--chain-repeat K]\n");
 			return 1;
 		}
 	}
