@@ -246,6 +246,11 @@ static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns, u
 	cv->need_ns = e->period_ns * stride / 2 + e->rng % (e->period_ns * stride + 1);
 }
 
+uint64_t cx_engine_stride(const struct cx_engine *e)
+{
+	return e->stride ? e->stride : 1;
+}
+
 void cx_engine_seed(struct cx_engine *e, uint64_t seed)
 {
 	e->rng = seed ? seed : 1;

@@ -198,6 +198,8 @@ void cx_engine_set_callgraph(struct cx_engine *e, unsigned int depth);
 void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
 /* How often the stride is taken anew from the reads' running mean. */
 #define CX_STRIDE_EVERY_NS 1000000000ULL
+/* The periods a read stands for now (1: a read every period). */
+uint64_t cx_engine_stride(const struct cx_engine *e);
 /* The jitter's seed (a fixed one by default, for tests). */
 void cx_engine_seed(struct cx_engine *e, uint64_t seed);
 

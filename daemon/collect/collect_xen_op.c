@@ -44,7 +44,13 @@ struct cx_collector {
 	struct opd_collector_args d0_args;
 	size_t d0_nfds;		/* its pollfds after our timer's */
 	uint64_t d0_next_read;
+	uint64_t next_flush;	/* our stream goes to the daemon then */
 };
+
+/* Our stream goes to the daemon at least this often (and when the
+ * writer's buffer fills): a write each tick woke the daemon's worker a
+ * thousand times a second at 1 kHz, most of them for a TIME record. */
+#define CX_FLUSH_NS 20000000ull
 
 /* dom0's rings are read at least this often (besides their watermark),
  * so that a dump sees dom0's recent work too */
@@ -111,16 +117,20 @@ static int cx_sink(void *ctx, const void *buf, size_t len)
 	return s->feed(s->ctx, buf, len);
 }
 
-/* Arm the timer for the next look: the period scaled by [0.75, 1.25). */
+/* Arm the timer for the next look: the period scaled by [0.75, 1.25),
+ * times half the read budget's stride when reads are made every few
+ * periods (cx_engine_stride): a look between two reads only reads the
+ * vCPUs' times, which the next look reads as well. */
 static int cx_arm(struct cx_collector *c)
 {
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	uint64_t d;
+	uint64_t every = c->e ? cx_engine_stride(c->e) / 2 : 1, d;
 
 	c->rng ^= c->rng << 13;
 	c->rng ^= c->rng >> 7;
 	c->rng ^= c->rng << 17;
-	d = c->period_ns * 3 / 4 + c->rng % (c->period_ns / 2 + 1);
+	d = c->period_ns * (every ? every : 1);
+	d = d * 3 / 4 + c->rng % (d / 2 + 1);
 	its.it_value.tv_sec = (time_t)(d / 1000000000ull);
 	its.it_value.tv_nsec = (long)(d % 1000000000ull);
 	return timerfd_settime(c->tfd, 0, &its, NULL) ? -errno : 0;
@@ -280,7 +290,10 @@ static int cx_read_dom0(struct cx_collector *c, const struct pollfd *pfd, size_t
 		ready = pfd[i].revents != 0;
 	if (!ready)
 		return 0;
-	rc = opd_collector_perf.read(c->d0, pfd, n);
+	/* ours first: the two writers share the daemon's stream */
+	rc = raw_writer_flush(c->w);
+	if (!rc)
+		rc = opd_collector_perf.read(c->d0, pfd, n);
 	c->d0_next_read = cx_now() + CX_D0_READ_NS;
 	cx_engine_forget(c->e);	/* its records came between ours */
 	return rc;
@@ -313,8 +326,10 @@ static int cx_read(void *state, const struct pollfd *pfd, size_t n)
 	rc = raw_put_time(c->w, now);
 	if (!rc)
 		rc = cx_engine_tick(c->e, c->w);
-	if (!rc)
+	if (!rc && now >= c->next_flush) {
 		rc = raw_writer_flush(c->w);
+		c->next_flush = now + CX_FLUSH_NS;
+	}
 	if (!rc)
 		rc = cx_arm(c);
 	return rc;
@@ -328,8 +343,11 @@ static int cx_stop(void *state)
 	int rc;
 
 	timerfd_settime(c->tfd, 0, &off, NULL);
-	/* dom0's last records first: ours then re-state the context */
-	rc = c->d0 ? opd_collector_perf.stop(c->d0) : 0;
+	/* what we hold, then dom0's last records: ours then re-state the
+	 * context */
+	rc = raw_writer_flush(c->w);
+	if (!rc && c->d0)
+		rc = opd_collector_perf.stop(c->d0);
 	cx_engine_forget(c->e);
 	if (!rc)
 		rc = cx_engine_drain(c->e, c->w);

@@ -975,6 +975,7 @@ static void test_budget(void)
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.witnesses, 1);
 	CU_ASSERT_EQUAL(st.stride_max, 21);
+	CU_ASSERT_EQUAL(cx_engine_stride(r.e), 21);
 	CU_ASSERT_EQUAL(st.stride_capped, 0);
 	CU_ASSERT(st.reads * 10 <= n + n / 4);
 	CU_ASSERT_EQUAL(r.f.ctx_reads, st.reads + st.wit_pauses);
@@ -1010,6 +1011,7 @@ static void test_budget(void)
 	CU_ASSERT_EQUAL(st.reads, 400 + 100);
 	CU_ASSERT_EQUAL(st.samples, 400 + 100);
 	CU_ASSERT_EQUAL(st.stride_max, 1);
+	CU_ASSERT_EQUAL(cx_engine_stride(r.e), 1);
 	rig_down(&r);
 }
 
