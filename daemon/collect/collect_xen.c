@@ -240,10 +240,7 @@ static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns, u
 		cv->need_ns = 0;
 		return;
 	}
-	e->rng ^= e->rng << 13;
-	e->rng ^= e->rng >> 7;
-	e->rng ^= e->rng << 17;
-	cv->need_ns = e->period_ns * stride / 2 + e->rng % (e->period_ns * stride + 1);
+	cv->need_ns = e->period_ns * stride / 2 + cx_xorshift(&e->rng) % (e->period_ns * stride + 1);
 }
 
 uint64_t cx_engine_stride(const struct cx_engine *e)

@@ -200,6 +200,15 @@ void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
 #define CX_STRIDE_EVERY_NS 1000000000ULL
 /* The periods a read stands for now (1: a read every period). */
 uint64_t cx_engine_stride(const struct cx_engine *e);
+/* The next number of a xorshift generator in @s (never 0 if @s is not):
+ * the jitter of the collector's timer and of the budget's reads. */
+static inline uint64_t cx_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
 /* The jitter's seed (a fixed one by default, for tests). */
 void cx_engine_seed(struct cx_engine *e, uint64_t seed);
 

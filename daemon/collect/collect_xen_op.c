@@ -126,11 +126,8 @@ static int cx_arm(struct cx_collector *c)
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 	uint64_t every = c->e ? cx_engine_stride(c->e) / 2 : 1, d;
 
-	c->rng ^= c->rng << 13;
-	c->rng ^= c->rng >> 7;
-	c->rng ^= c->rng << 17;
 	d = c->period_ns * (every ? every : 1);
-	d = d * 3 / 4 + c->rng % (d / 2 + 1);
+	d = d * 3 / 4 + cx_xorshift(&c->rng) % (d / 2 + 1);
 	its.it_value.tv_sec = (time_t)(d / 1000000000ull);
 	its.it_value.tv_nsec = (long)(d % 1000000000ull);
 	return timerfd_settime(c->tfd, 0, &its, NULL) ? -errno : 0;
