@@ -48,6 +48,9 @@ kmod_unload() {
 	return 0
 }
 kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+# The module's counter @1 summed over the per-CPU lines of file @2 (its
+# stats or callchain file, or a copy: "cpu N KEY VALUE KEY VALUE ...").
+kmod_sum() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' "$2"; }
 
 # @1 cycles of load / sample / unload with guest @2 running: in two
 # cycles of three the module is unloaded while it samples (left sampling,

@@ -58,9 +58,9 @@ opagent_bin=$(command -v opagent || echo /usr/local/sbin/opagent)
 [ -x "$BIN" ] || lab_fail "no $BIN staged (tests/e2e/callers.c as cg-guest)"
 
 # the module's call-chain counters (since the last enable), summed over CPUs
-cc_sum() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' /sys/class/misc/domprof/callchain; }
+cc_sum() { kmod_sum "$1" /sys/class/misc/domprof/callchain; }
 # the module's sample counters, summed over CPUs
-stat_sum() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' /sys/class/misc/domprof/stats; }
+stat_sum() { kmod_sum "$1" /sys/class/misc/domprof/stats; }
 wait_console() {
 	local i
 	for i in $(seq 1 "$2"); do
@@ -186,7 +186,7 @@ for k in cc_chains cc_chains_guest cc_chains_truncated cc_chains_dropped cc_fram
 	lab_summary "phase1_$k" "$(kv $k "$RESULTS/stats1.txt")"
 done
 for k in chains frames truncated depth_limited empty no_walk nmi walks walk_ns; do
-	lab_summary "phase1_kmod_$k" "$(awk -v k=$k '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' "$RESULTS/kmod-callchain1.txt")"
+	lab_summary "phase1_kmod_$k" "$(kmod_sum $k "$RESULTS/kmod-callchain1.txt")"
 done
 # the module's cost of a guest walk (dp_callchain.c times each one)
 lab_summary phase1_kmod_ns_per_walk "$(awk '{ for (i = 1; i < NF; i++) { if ($i == "walks") w += $(i + 1); if ($i == "walk_ns") t += $(i + 1) } }

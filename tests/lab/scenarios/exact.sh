@@ -43,6 +43,7 @@
 # module's cr3_direct count must be > 0 besides asid_filed.
 lab_require_kvm
 lab_check_domprof_libs
+. "$LAB/lib-kmod.sh"	# kmod_sum
 t0=$(lab_now)
 SEC=${EXACT_SECONDS:-4}
 TOL=5
@@ -231,8 +232,8 @@ phase() {
 		lab_fail "phase $ph: opcontrol --status shows no clock method and uncertainty for ge"
 	if [ "$COLL" = kmod ]; then
 		cp /sys/class/misc/domprof/stats "$RESULTS/kmod-stats$ph.txt" 2>/dev/null || true
-		cr3_direct=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_direct") s += $(i + 1) } END { print s + 0 }' "$RESULTS/kmod-stats$ph.txt")
-		lab_summary "phase${ph}_kmod_cr3" "direct $cr3_direct refused $(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_refused") s += $(i + 1) } END { print s + 0 }' "$RESULTS/kmod-stats$ph.txt")"
+		cr3_direct=$(kmod_sum cr3_direct "$RESULTS/kmod-stats$ph.txt")
+		lab_summary "phase${ph}_kmod_cr3" "direct $cr3_direct refused $(kmod_sum cr3_refused "$RESULTS/kmod-stats$ph.txt")"
 		asid_filed=$(awk '$1 == "asid_filed" { print $2 }' "$RESULTS/ge-stats$ph.txt")
 		lab_summary "phase${ph}_asid" "$(awk '$1 ~ /^asid_(seen|learned|filed|overrode_clock|no_mapping|forgotten)$/ { printf "%s %s ", $1, $2 }' "$RESULTS/ge-stats$ph.txt")"
 	fi

@@ -38,7 +38,7 @@ timeout 60 "$KMOD_READ" --seconds 2 >"$RESULTS/nptc-read.txt" 2>&1 ||
 	lab_fail "dp-kmod-read: $(tail -n 3 "$RESULTS/nptc-read.txt")"
 cp /sys/class/misc/domprof/stats "$RESULTS/nptc-kmod-stats.txt"
 kmod_unload "the last cycle"
-direct=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_direct") s += $(i + 1) } END { print s + 0 }' "$RESULTS/nptc-kmod-stats.txt")
+direct=$(kmod_sum cr3_direct "$RESULTS/nptc-kmod-stats.txt")
 lab_summary npt_last_cycle "guest_asid $(kv guest_asid "$RESULTS/nptc-read.txt") cr3_direct $direct"
 [ "$direct" -gt 0 ] || lab_fail "no guest CR3 read from the VMCB in the last cycle (cr3_direct 0)"
 stop_guest "$G"

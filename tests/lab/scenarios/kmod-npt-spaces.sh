@@ -53,8 +53,8 @@ timeout 120 opreport --session-dir="$S" --domain=na >"$RESULTS/npts-na.txt" 2>"$
 [ "${NPTS_KEEP:-0}" = 1 ] || stop_guest na
 rmmod domprof 2>/dev/null || true
 
-direct=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_direct") s += $(i + 1) } END { print s + 0 }' "$RESULTS/npts-kmod-stats.txt")
-refused=$(awk '{ for (i = 1; i < NF; i++) if ($i == "cr3_refused") s += $(i + 1) } END { print s + 0 }' "$RESULTS/npts-kmod-stats.txt")
+direct=$(kmod_sum cr3_direct "$RESULTS/npts-kmod-stats.txt")
+refused=$(kmod_sum cr3_refused "$RESULTS/npts-kmod-stats.txt")
 lab_summary npts_cr3 "direct $direct refused $refused"
 grep 'guest-user' "$RESULTS/npts-na.txt" | head -n 8
 # the guest-user images' samples, largest first
