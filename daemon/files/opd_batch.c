@@ -44,6 +44,8 @@ struct opd_batch {
 	struct batch_rep *reps;
 	size_t nrep_entries, nreps;
 	uint64_t flushes, repeats;
+	struct batch_run *runs;	/* the open files' runs of a flush */
+	size_t nr_runs_cap;
 };
 
 static void close_hook(void *ctx)
@@ -97,6 +99,7 @@ void opd_batch_free(struct opd_batch *b)
 	free(b->rep_ids);
 	free(b->rep_keys);
 	free(b->reps);
+	free(b->runs);
 	free(b);
 }
 
@@ -217,9 +220,11 @@ void opd_batch_repeat_add(struct opd_batch *b, uint32_t h)
 	b->repeats++;
 }
 
-static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, size_t n)
+/* File @id's run of @n keys into @db, its handle (NULL: it would not
+ * open). */
+static int apply_run(struct opd_batch *b, uint32_t id, struct odb *db, const uint64_t *keys,
+		     size_t n)
 {
-	struct odb *db = opd_sfile_by_id(b->sfiles, id);
 	size_t off = 0, done;
 	int ret = 0, r;
 
@@ -241,6 +246,74 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
 	return ret;
 }
 
+/* A file's run of the sorted keys in a flush: its handle, found once. */
+struct batch_run {
+	struct odb *db;
+	uint32_t id;
+	uint32_t n;
+	size_t pos;
+};
+
+/* How many runs ahead apply_open_runs fetches: a handle at 3, buckets
+ * at 2, nodes at 1. */
+#define RUN_AHEAD	3
+
+/* Keys at the start of a run that get their misses issued before it:
+ * odb_add_keys prefetches its later keys itself (odb.c: 2 x 8 ahead). */
+#define RUN_HEAD_KEYS	16
+
+/*
+ * Apply the open files' runs in order, each one's misses started before
+ * its turn: with thousands of files a flush's run is a few dozen keys
+ * (10 M samples over 30,000 files: 33 a run), and a run's first keys
+ * waited for the handle, then the bucket, then the node, one after the
+ * other, before odb_add_keys' own prefetching got ahead.  Here a run's
+ * handle is fetched three runs before, its first buckets two and their
+ * nodes one, so those misses overlap the runs in between.
+ */
+static int apply_open_runs(struct opd_batch *b, const struct batch_run *runs, size_t nr)
+{
+	int ret = 0, r;
+
+	for (size_t k = 0; k < nr; k++) {
+		if (k + RUN_AHEAD < nr)
+			odb_prefetch_handle(runs[k + RUN_AHEAD].db);
+		for (int ahead = 2; ahead >= 1; ahead--) {
+			const struct batch_run *q;
+			size_t m;
+
+			if (k + ahead >= nr)
+				continue;
+			q = &runs[k + ahead];
+			m = q->n < RUN_HEAD_KEYS ? q->n : RUN_HEAD_KEYS;
+			for (size_t i = 0; i < m; i++)
+				odb_prefetch(q->db, b->sorted[q->pos + i], ahead == 2 ? 0 : 1);
+		}
+		r = apply_run(b, runs[k].id, runs[k].db, b->sorted + runs[k].pos, runs[k].n);
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/* Room for @n runs in b->runs. */
+static int runs_room(struct opd_batch *b, size_t n)
+{
+	struct batch_run *r;
+	size_t cap = b->nr_runs_cap ? b->nr_runs_cap : 1024;
+
+	if (n <= b->nr_runs_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	r = realloc(b->runs, cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	b->runs = r;
+	b->nr_runs_cap = cap;
+	return 0;
+}
+
 /*
  * Apply each file's run of the sorted keys (count[id]: the end of id's
  * run), the files open now first, then the closed ones, which reopen.
@@ -248,13 +321,16 @@ static int apply_run(struct opd_batch *b, uint32_t id, const uint64_t *keys, siz
  * reopened every one of them at every flush: each reopen closed the least
  * recently used file, which was the next flush's first (a cyclic scan
  * under LRU).  Open files first, they are done before any reopen can
- * close them.  The closed runs wait in the ids and keys arrays, free
- * after the scatter: the id, and the run's start.
+ * close them (an open file's runs open nothing, so the handles taken
+ * first stay good).  The closed runs wait in the ids and keys arrays,
+ * free after the scatter: the id, and the run's start.  Without room
+ * for the open runs' list, each is applied as it is found.
  */
 static int apply_runs(struct opd_batch *b)
 {
 	uint32_t *count = b->count;
-	size_t pos = 0, nr_closed = 0;
+	size_t pos = 0, nr_closed = 0, nr_open = 0;
+	bool listed = !runs_room(b, (size_t)b->max_id + 1);
 	int ret = 0, r;
 
 	for (uint32_t id = 0; id <= b->max_id; id++) {
@@ -263,21 +339,33 @@ static int apply_runs(struct opd_batch *b)
 		if (end == pos)
 			continue;
 		if (opd_sfile_is_open(b->sfiles, id)) {
-			r = apply_run(b, id, b->sorted + pos, end - pos);
-			if (r && !ret)
-				ret = r;
+			struct odb *db = opd_sfile_by_id(b->sfiles, id);
+
+			if (listed) {
+				b->runs[nr_open++] = (struct batch_run){ .db = db, .id = id,
+									 .n = (uint32_t)(end - pos),
+									 .pos = pos };
+			} else {
+				r = apply_run(b, id, db, b->sorted + pos, end - pos);
+				if (r && !ret)
+					ret = r;
+			}
 		} else {
 			b->ids[nr_closed] = id;
 			b->keys[nr_closed++] = pos;
 		}
 		pos = end;
 	}
+	r = apply_open_runs(b, b->runs, nr_open);
+	if (r && !ret)
+		ret = r;
 	for (size_t i = 0; i < nr_closed; i++) {
 		uint32_t id = b->ids[i];
 
 		/* may evict other files; their runs reopen them (the hook
 		 * does nothing while we flush) */
-		r = apply_run(b, id, b->sorted + b->keys[i], count[id] - b->keys[i]);
+		r = apply_run(b, id, opd_sfile_by_id(b->sfiles, id), b->sorted + b->keys[i],
+			      count[id] - b->keys[i]);
 		if (r && !ret)
 			ret = r;
 	}

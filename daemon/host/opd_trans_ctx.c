@@ -60,12 +60,21 @@ static inline void ctx_prefetch(const struct opd_trans *t, const struct opd_tran
 		__builtin_prefetch(&e[i]);
 }
 
+/* Whether @c, a guess, is a context of the pool now and has tag @g: a
+ * guess may name a slot not made again since the pool started over. */
+static bool ctx_guess_ok(const struct opd_trans *t, const struct opd_trans_ctx *c,
+			 const struct opd_trans_tag *g)
+{
+	return c && (size_t)((const uint8_t *)c - t->ctx_pool) < t->ctx_used * t->ctx_size &&
+	       tag_eq(&c->tag, g);
+}
+
 /* Make the current context's caches t->ctx: found among those kept, or
  * a new one (every entry stale: its generation is below t->gen). */
 void opd_tr_ctx_select(struct opd_trans *t)
 {
 	struct opd_trans_tag g;
-	struct opd_trans_ctx *c;
+	struct opd_trans_ctx *c, *from = t->ctx;
 	size_t h;
 
 	t->ctx_dirty = false;
@@ -78,18 +87,29 @@ void opd_tr_ctx_select(struct opd_trans *t)
 		c = t->ctx_prev;
 		goto out;
 	}
+	if (from && tag_eq(&from->tag, &g))
+		return;	/* changed and back, between two samples */
+	/* else the one this task went to from here before: a run's first
+	 * change of mode, which the hash would find one or two misses later
+	 * (with thousands of contexts, a bucket and a chain out of the
+	 * cache) */
+	if (from && ctx_guess_ok(t, from->alt, &g)) {
+		c = from->alt;
+		ctx_prefetch(t, c);
+		goto out;
+	}
 	h = tag_hash(&g);
 	c = t->ctx_hash[h];
 	if (c)
 		ctx_prefetch(t, c);
 	for (; c; c = c->next)
 		if (tag_eq(&c->tag, &g))
-			goto out;
+			goto found;
 	if (t->ctx_used == t->ctx_max) {
 		/* full: start over; the bump makes the reused entries stale */
 		memset(t->ctx_hash, 0, OPD_TRANS_CTX_BUCKETS * sizeof(*t->ctx_hash));
 		t->ctx_used = 0;
-		t->ctx = t->ctx_prev = NULL;
+		t->ctx = t->ctx_prev = from = NULL;
 		t->gen++;
 		t->st->context_resets++;
 	}
@@ -97,8 +117,14 @@ void opd_tr_ctx_select(struct opd_trans *t)
 	c = (struct opd_trans_ctx *)(t->ctx_pool + t->ctx_used * t->ctx_size);
 	c->frames = t->frame_pool + t->ctx_used++ * OPD_TRANS_CACHE_WAYS;
 	c->tag = g;
+	c->alt = NULL;
 	c->next = t->ctx_hash[h];
 	t->ctx_hash[h] = c;
+found:
+	/* (a switch to another task is the next run's: no guess for the
+	 * one after) */
+	if (from && from->tag.pid == g.pid && from->tag.domain_key == g.domain_key)
+		from->alt = c;
 out:
 	if (c != t->ctx) {
 		t->ctx_prev = t->ctx;

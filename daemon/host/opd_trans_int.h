@@ -21,7 +21,7 @@
  * hash buckets to find them. */
 #define OPD_TRANS_CTX_BYTES	(256u << 20)
 #define OPD_TRANS_CTX_MAX	65536
-#define OPD_TRANS_CTX_BUCKET_BITS	14
+#define OPD_TRANS_CTX_BUCKET_BITS	16
 #define OPD_TRANS_CTX_BUCKETS	(1u << OPD_TRANS_CTX_BUCKET_BITS)
 /* A line each (the pool is page-aligned): a lookup costs one miss. */
 struct __attribute__((aligned(64))) opd_trans_cache {
@@ -73,6 +73,10 @@ struct opd_trans_tag {
 struct opd_trans_ctx {
 	struct opd_trans_tag tag;
 	struct opd_trans_ctx *next;	/* in its hash chain */
+	/* the same task's (and domain's) context the stream went to from
+	 * this one the last time it had to look it up: mostly its other
+	 * mode; a guess, checked against the tag */
+	struct opd_trans_ctx *alt;
 	struct opd_trans_frame *frames;	/* [OPD_TRANS_CACHE_WAYS] */
 	/* [nr_events][OPD_TRANS_CACHE_WAYS], then [nr_events] resolutions
 	 * that hold for every pc (a guest's bucket: whole_slot) */

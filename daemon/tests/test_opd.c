@@ -674,6 +674,51 @@ static void test_contexts_many_domains(void)
 	tfx_teardown(&fx);
 }
 
+/* A context is found again through the one its task changed mode to
+ * last time (the guess a run's first change of mode takes instead of the
+ * hash), only when its tag is the sample's: a guest user context that
+ * went to guest kernel mode before must not take the kernel's context
+ * for another address space's samples. */
+static void test_context_guess(void)
+{
+	struct want w = { .domain = "pid-5000", .ikind = SFN_ANON, .image = "guest-user:as2",
+			  .dkind = SFN_ANON, .dep = "guest-user:as2", .tgid = SFN_ALL,
+			  .tid = SFN_ALL, .cpu = SFN_ALL, .key = 0x401000 };
+
+	setup("none");
+	put_kernel();
+	for (uint32_t round = 0; round < 3; round++) {
+		put_ctx(0, 5000, 5001, DP_MODE_GUEST_USER);
+		CU_ASSERT(raw_put_domain(fx.w, 5000, 0) == 0);
+		CU_ASSERT(raw_put_asid(fx.w, 0x1000) == 0);
+		raw_put_sample(fx.w, 0x401000, 0);
+		CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_KERNEL) == 0);
+		raw_put_sample(fx.w, 0xffffffff81001000ULL, 0);
+		CU_ASSERT(raw_put_mode(fx.w, DP_MODE_GUEST_USER) == 0);
+		raw_put_sample(fx.w, 0x401000, 0);
+		/* the same task, now another space: not the guess */
+		CU_ASSERT(raw_put_asid(fx.w, 0x2000) == 0);
+		raw_put_sample(fx.w, 0x401000, 0);
+		/* another task between runs: no guess kept for it */
+		put_ctx(0, 100, 100, DP_MODE_HOST_KERNEL);
+		raw_put_sample(fx.w, KSTART + 0x50, 0);
+	}
+	tfx_finish(&fx);
+	lookup(&w);
+	CU_ASSERT(w.count == 3);
+	w.image = w.dep = "guest-user:as1";
+	lookup(&w);
+	CU_ASSERT(w.count == 6);
+	w.image = w.dep = "guest-kernel";
+	w.key = 0xffffffff81001000ULL;
+	lookup(&w);
+	CU_ASSERT(w.count == 3);
+	CU_ASSERT(count_at(SFN_KERN, "vmlinux", SFN_KERN, "vmlinux", 0x50) == 3);
+	/* two spaces in user mode, kernel mode, the host's */
+	CU_ASSERT(stat_key("contexts") == 4);
+	tfx_teardown(&fx);
+}
+
 static void test_stats_file(void)
 {
 	char path[128], line[256];
@@ -1257,6 +1302,7 @@ int main(void)
 		{ "guest-user samples per address space (ASID)", test_guest_asid_buckets },
 		{ "... in each of 200 domains", test_guest_asid_many_domains },
 		{ "host and guest contexts among 100 domains", test_contexts_many_domains },
+		{ "a mode's context found again by its task's last change", test_context_guess },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
 		{ "the system's limits below the cap: nothing lost", test_lru_sys_limit },

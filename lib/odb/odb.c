@@ -656,6 +656,13 @@ void odb_prefetch(const struct odb *db, uint64_t key, int stage)
 		__builtin_prefetch(&db->nodes[j - 1], 1);
 }
 
+void odb_prefetch_handle(const struct odb *db)
+{
+	/* (the fields odb_prefetch and odb_add_keys read span two lines) */
+	__builtin_prefetch(db);
+	__builtin_prefetch((const char *)db + 64);
+}
+
 /* How far ahead odb_add_keys prefetches: buckets at 2 * D, nodes at D. */
 #define ODB_PREFETCH	8
 

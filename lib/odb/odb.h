@@ -67,6 +67,8 @@ int odb_add(struct odb *db, uint64_t key, uint64_t inc);
  * names.  Changes nothing; any writer handle, any key.
  */
 void odb_prefetch(const struct odb *db, uint64_t key, int stage);
+/* A hint before odb_prefetch's on @db: fetches the handle itself. */
+void odb_prefetch_handle(const struct odb *db);
 
 /*
  * Add 1 to the count of each of @keys[0..@n) (a key may repeat), as @n
