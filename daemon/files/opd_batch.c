@@ -278,16 +278,14 @@ static int apply_open_runs(struct opd_batch *b, const struct batch_run *runs, si
 	for (size_t k = 0; k < nr; k++) {
 		if (k + RUN_AHEAD < nr)
 			odb_prefetch_handle(runs[k + RUN_AHEAD].db);
-		for (int ahead = 2; ahead >= 1; ahead--) {
+		for (size_t ahead = 2; ahead >= 1; ahead--) {
 			const struct batch_run *q;
-			size_t m;
 
 			if (k + ahead >= nr)
 				continue;
 			q = &runs[k + ahead];
-			m = q->n < RUN_HEAD_KEYS ? q->n : RUN_HEAD_KEYS;
-			for (size_t i = 0; i < m; i++)
-				odb_prefetch(q->db, b->sorted[q->pos + i], ahead == 2 ? 0 : 1);
+			odb_prefetch_keys(q->db, b->sorted + q->pos,
+					  q->n < RUN_HEAD_KEYS ? q->n : RUN_HEAD_KEYS, (int)(2 - ahead));
 		}
 		r = apply_run(b, runs[k].id, runs[k].db, b->sorted + runs[k].pos, runs[k].n);
 		if (r && !ret)

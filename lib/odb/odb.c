@@ -656,6 +656,23 @@ void odb_prefetch(const struct odb *db, uint64_t key, int stage)
 		__builtin_prefetch(&db->nodes[j - 1], 1);
 }
 
+void odb_prefetch_keys(const struct odb *db, const uint64_t *keys, size_t n, int stage)
+{
+	if (db->mode != ODB_RDWR)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t h = odb_hash(keys[i], db->shift), j;
+
+		if (stage == 0) {
+			__builtin_prefetch(&db->buckets[h]);
+			continue;
+		}
+		j = db->buckets[h];
+		if (j != ODB_NODE_END)
+			__builtin_prefetch(&db->nodes[j - 1], 1);
+	}
+}
+
 void odb_prefetch_handle(const struct odb *db)
 {
 	/* (the fields odb_prefetch and odb_add_keys read span two lines) */

@@ -67,6 +67,8 @@ int odb_add(struct odb *db, uint64_t key, uint64_t inc);
  * names.  Changes nothing; any writer handle, any key.
  */
 void odb_prefetch(const struct odb *db, uint64_t key, int stage);
+/* odb_prefetch(@db, @keys[i], @stage) for each of the @n keys. */
+void odb_prefetch_keys(const struct odb *db, const uint64_t *keys, size_t n, int stage);
 /* A hint before odb_prefetch's on @db: fetches the handle itself. */
 void odb_prefetch_handle(const struct odb *db);
 
