@@ -1,15 +1,17 @@
 # The domain scale benchmark of tests/bench/run-bench.sh --domains N (sourced
 # by it: $work, $samples, $procs, $images, $hot, $domains, $guest_procs,
-# $runs, $DP_PREFIX and $DP_BUILD are set).
+# $runs, $passes, $DP_PREFIX and $DP_BUILD are set).
 #
 # Two streams of $samples samples over 64 CPUs (gen-stream --domains): one
 # with N guests and one with a single guest, the rest alike (the host's
 # processes, 85% of the runs a guest's), and each again with its samples
-# twice over (--repeat 2).  Each is replayed $runs times, interleaved,
-# into a new session, then again into it (steady: a daemon's start with
-# the files there, and the samples), then the doubled stream (the second
-# time round with every file open: twice - steady is the samples' cost
-# in a daemon that has run a while).
+# $passes times over (--repeat).  Each is replayed $runs times,
+# interleaved, into a new session, then again into it (steady: a
+# daemon's start with the files there, and the samples), then the
+# repeated stream (every pass after its first with every file open:
+# (repeated - steady) / ($passes - 1) is the samples' cost in a daemon
+# that has run a while; one extra pass left that difference at a tenth
+# of the replay, inside the run-to-run spread).
 # Printed: each replay's CPU seconds and ingest rate and their medians,
 # N's steady rate and its rate with the files open against one guest's;
 # the daemon's peak memory
@@ -19,7 +21,7 @@
 # files, and the files evicted; opreport's summary and --domain=X -l.
 # Fails when a sample is lost: after each session's replays the daemon's
 # stats must say every sample of the last filed, none lost or in error,
-# and the sample files must hold exactly four times the stream
+# and the sample files must hold exactly $passes + 2 times the stream
 # (tests/bench/sum-samples).
 
 # watch_daemon TIMEPID OUT: polls the processes under TIMEPID (the daemon
@@ -89,39 +91,40 @@ rate() { awk -v n="${2:-$samples}" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", 
 
 # The replays of one run for N domains into a new session S: new (the
 # files made), steady (the files there: a daemon's start, then the
-# samples), twice (the stream's samples twice over: the second time with
-# every file open).  twice - steady is what the samples cost a daemon
+# samples), passes (the stream's samples $passes times over: from the
+# second pass on, every file open).  (passes - steady) / ($passes - 1)
+# is what the samples cost a daemon
 # that has run a while, without its start (the hand-over of the session,
 # opening its files).
 replay_kinds() {
 	local n=$1 s=$2 kind stream nsamp
-	for kind in new steady twice; do
+	for kind in new steady passes; do
 		stream=$work/dom$n.raw nsamp=$samples
-		[ $kind = twice ] && stream=$work/dom$n-x2.raw nsamp=$((2 * samples))
+		[ $kind = passes ] && stream=$work/dom$n-xp.raw nsamp=$((passes * samples))
 		cat "$stream" >/dev/null
 		replay_watched "$stream" "$s"
 		case $kind in
 		new) new[$n]+="$cpu " ;;
 		steady) steady[$n]+="$cpu " st=$cpu ;;
-		twice) open[$n]+="$(awk -v a="$cpu" -v b="$st" 'BEGIN { print a - b }') " ;;
+		passes) open[$n]+="$(awk -v a="$cpu" -v b="$st" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') " ;;
 		esac
-		[ $kind = twice ] ||	# (it maps twice the input)
+		[ $kind = passes ] ||	# (it maps the input $passes times over)
 			anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
 		printf '%-6s domains %5d, run %d, %-6s cpu %7.2f s  %6s M/CPU-s  peak anon %7.1f MiB, file %7.1f MiB, fds %6d\n' \
 			"" "$n" "$r" "$kind" "$cpu" "$(rate "$cpu" "$nsamp")" \
 			"$(awk -v k="$peak_anon" 'BEGIN { print k / 1024 }')" \
 			"$(awk -v k="$peak_file" 'BEGIN { print k / 1024 }')" "$peak_fds"
 	done
-	check_no_loss "$s" $((2 * samples)) $((4 * samples))
+	check_no_loss "$s" $((passes * samples)) $(((passes + 2) * samples))
 }
 
 bench_domains() {
 	local n d r s cap st
 	declare -A new steady open anon file fds
 	for n in 1 "$domains"; do
-		for x in 1 2; do
+		for x in 1 "$passes"; do
 			run "generate, $n domains x$x" - "$DP_BUILD/tests/bench/gen-stream" \
-				--out "$work/dom$n$([ $x = 2 ] && echo -x2).raw" --repeat $x \
+				--out "$work/dom$n$([ "$x" != 1 ] && echo -xp).raw" --repeat "$x" \
 				--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" \
 				--domains "$n" --guest-procs "$guest_procs" --cpus 64
 		done
@@ -129,7 +132,13 @@ bench_domains() {
 	for ((r = 1; r <= runs; r++)); do
 		for n in 1 "$domains"; do
 			s=$work/dsession$n
-			rm -rf "$s"
+			# set aside, deleted with $work at the end: ext4 makes
+			# new inodes slowly for a while after many were deleted
+			# (its allocator skips recently deleted ones, reading
+			# their tables), and a new session's 30,000 files
+			# after the last one's deletion took up to five times
+			# the CPU, growing from run to run
+			[ -e "$s" ] && mv "$s" "$s.$r"
 			replay_kinds "$n" "$s"
 		done
 	done
@@ -142,7 +151,8 @@ bench_domains() {
 			"$(median <<<"${steady[$n]}")" "$(rate "$(median <<<"${steady[$n]}")")"
 	done
 	for n in 1 "$domains"; do
-		printf '  %5d domains: files open (twice - steady) %7.2f cpu s (%s M/CPU-s)\n' "$n" \
+		printf '  %5d domains: files open ((x%d - steady) / %d) %7.2f cpu s (%s M/CPU-s)\n' "$n" \
+			"$passes" $((passes - 1)) \
 			"$(median <<<"${open[$n]}")" "$(rate "$(median <<<"${open[$n]}")")"
 	done
 	awk -v a="$(median <<<"${steady[1]}")" -v b="$(median <<<"${steady[$domains]}")" -v n="$domains" \

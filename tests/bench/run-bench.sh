@@ -13,7 +13,11 @@
 # per CPU-second of the daemon (user + system), so other work on the
 # machine does not count.  It prints figures and asserts nothing about time.
 #   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H]
-#                            [--cc-samples N] [--no-perf] [--domains N [--guest-procs G] [--runs R]]
+#                            [--cc-samples N] [--no-perf] [--passes P]
+#                            [--domains N [--guest-procs G] [--runs R]]
+# (--passes: the stream's samples P times over (default 4, at least 2)
+# into the session whose files exist; (that - files exist) / (P - 1) is
+# the samples' cost with every file open)
 # (--hot: distinct hot offsets per image, see gen-stream.c)
 # --domains N: instead, the scale of domains (tests/bench/domains-lib.sh):
 # a stream of N guests (gen-stream --domains, G processes each, default 20,
@@ -26,22 +30,25 @@ set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
 samples=50000000 procs=1000 images=1000 hot=256 perf=1 cc_samples=2000000
-domains=0 guest_procs=20 runs=3
+domains=0 guest_procs=20 runs=3 passes=4
 while [ $# -gt 0 ]; do
 	case $1 in
 	--domains) domains=$2; shift ;;
 	--guest-procs) guest_procs=$2; shift ;;
 	--runs) runs=$2; shift ;;
+	--passes) passes=$2; shift ;;
 	--samples) samples=$2; shift ;;
 	--processes) procs=$2; shift ;;
 	--images) images=$2; shift ;;
 	--hot) hot=$2; shift ;;
 	--cc-samples) cc_samples=$2; shift ;;
 	--no-perf) perf=0 ;;
-	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--cc-samples N] [--no-perf] [--domains N [--guest-procs G] [--runs R]]" >&2; exit 1 ;;
+	*) echo "usage: $0 [--samples N] [--processes P] [--images I] [--hot H] [--cc-samples N] [--no-perf] [--passes P] [--domains N [--guest-procs G] [--runs R]]" >&2; exit 1 ;;
 	esac
 	shift
 done
+[[ $passes =~ ^[0-9]+$ ]] && [ "$passes" -ge 2 ] ||
+	{ echo "run-bench: --passes wants a number of at least 2, not '$passes'" >&2; exit 1; }
 work=${DP_BENCH_DIR:-$(mktemp -d /var/tmp/dp-bench.XXXXXX)}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
@@ -89,18 +96,19 @@ ingest() {
 ingest "oprofiled replay, new files"
 ingest "oprofiled replay, files exist"
 exist_cpu=$cpu
-# Third: the samples twice over into the same session; the second time
-# round every file is open, so the difference is what the samples cost a
-# daemon that has run a while, its start (hand-over, opening the files)
-# left out.
-run "generate, samples twice" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/bench-x2.raw" \
-	--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" --repeat 2
-cat "$work/bench-x2.raw" >/dev/null
-ingest "oprofiled replay, twice" "$work/bench-x2.raw" "$work/session" $((2 * samples))
-awk -v n="$samples" -v a="$cpu" -v b="$exist_cpu" 'BEGIN { if (a > b)
-	printf "  ingest with the files open (twice - files exist): %.2f million samples per CPU-second\n", n / (a - b) / 1e6
+# Third: the samples $passes times over into the same session; from the
+# second pass on every file is open, so the difference is what the
+# samples cost a daemon that has run a while, its start (hand-over,
+# opening the files) left out.  (With one extra pass the difference was
+# a tenth of the replay, inside the spread of the replays themselves.)
+run "generate, samples x$passes" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/bench-xp.raw" \
+	--samples "$samples" --processes "$procs" --images "$images" --hot "$hot" --repeat "$passes"
+cat "$work/bench-xp.raw" >/dev/null
+ingest "oprofiled replay, x$passes" "$work/bench-xp.raw" "$work/session" $((passes * samples))
+awk -v n="$samples" -v a="$cpu" -v b="$exist_cpu" -v p="$passes" 'BEGIN { if (a > b)
+	printf "  ingest with the files open ((x%d - files exist) / %d): %.2f million samples per CPU-second\n", p, p - 1, n * (p - 1) / (a - b) / 1e6
 	else print "  ingest with the files open: too few samples to tell" }'
-rm -f "$work/bench-x2.raw"
+rm -f "$work/bench-xp.raw"
 if [ "$cc_samples" -gt 0 ]; then
 	run "generate, 16-deep chains" - "$DP_BUILD/tests/bench/gen-stream" --out "$work/cc.raw" \
 		--samples "$cc_samples" --processes "$procs" --images "$images" --hot "$hot" --callchain 16
