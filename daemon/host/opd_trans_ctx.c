@@ -41,7 +41,8 @@ static size_t tag_hash(const struct opd_trans_tag *g)
 	return (size_t)(h >> (64 - OPD_TRANS_CTX_BUCKET_BITS));
 }
 
-static inline __attribute__((always_inline)) bool tag_eq(const struct opd_trans_tag *a, const struct opd_trans_tag *b)
+static inline __attribute__((always_inline)) bool tag_eq(const struct opd_trans_tag *a,
+							const struct opd_trans_tag *b)
 {
 	return a->pid == b->pid && a->mode == b->mode && a->tid == b->tid && a->cpu == b->cpu &&
 	       a->domain_key == b->domain_key && a->asid == b->asid &&
