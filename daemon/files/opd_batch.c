@@ -328,7 +328,9 @@ static int apply_runs(struct opd_batch *b)
 {
 	uint32_t *count = b->count;
 	size_t pos = 0, nr_closed = 0, nr_open = 0;
-	bool listed = !runs_room(b, (size_t)b->max_id + 1);
+	/* (a run per file with samples: no more than the samples, nor than
+	 * the indexes, which a long daemon's files number in millions) */
+	bool listed = !runs_room(b, b->n < (size_t)b->max_id + 1 ? b->n : (size_t)b->max_id + 1);
 	int ret = 0, r;
 
 	for (uint32_t id = 0; id <= b->max_id; id++) {

@@ -675,9 +675,11 @@ void odb_prefetch_keys(const struct odb *db, const uint64_t *keys, size_t n, int
 
 void odb_prefetch_handle(const struct odb *db)
 {
-	/* (the fields odb_prefetch and odb_add_keys read span two lines) */
+	/* (the fields odb_prefetch and odb_add_keys read, mode to total,
+	 * span two lines, or three where malloc put the handle off a line) */
 	__builtin_prefetch(db);
 	__builtin_prefetch((const char *)db + 64);
+	__builtin_prefetch(&db->total);
 }
 
 /* How far ahead odb_add_keys prefetches: buckets at 2 * D, nodes at D. */

@@ -49,6 +49,7 @@ while [ $# -gt 0 ]; do
 done
 [[ $passes =~ ^[0-9]+$ ]] && [ "$passes" -ge 2 ] ||
 	{ echo "run-bench: --passes wants a number of at least 2, not '$passes'" >&2; exit 1; }
+passes=$((10#$passes))	# (a leading zero is not octal)
 work=${DP_BENCH_DIR:-$(mktemp -d /var/tmp/dp-bench.XXXXXX)}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
