@@ -15,6 +15,7 @@
 
 #include "collect_perf_int.h"
 #include "util/du_log.h"
+#include "util/du_array.h"
 
 /* sample_id trailer with TID|TIME|CPU|IDENTIFIER */
 #define ID_TRAILER	32
@@ -52,18 +53,8 @@ static struct prec *new_rec(struct pcpu *pc)
 
 static int arena_add(struct pcpu *pc, const char *s, size_t len, size_t *off)
 {
-	if (pc->arena_len + len + 1 > pc->arena_cap) {
-		size_t ncap = pc->arena_cap ? pc->arena_cap : 65536;
-		char *n;
-
-		while (ncap < pc->arena_len + len + 1)
-			ncap *= 2;
-		n = realloc(pc->arena, ncap);
-		if (!n)
-			return -ENOMEM;
-		pc->arena = n;
-		pc->arena_cap = ncap;
-	}
+	if (DU_GROW(pc->arena, pc->arena_cap, pc->arena_len + len + 1, 65536))
+		return -ENOMEM;
 	memcpy(pc->arena + pc->arena_len, s, len);
 	pc->arena[pc->arena_len + len] = '\0';
 	*off = pc->arena_len;
@@ -94,19 +85,7 @@ static bool read_trailer(const uint8_t *rec, size_t size, struct prec *r)
 
 static int cc_reserve(struct pcpu *pc, size_t n)
 {
-	if (pc->cc_len + n > pc->cc_cap) {
-		size_t ncap = pc->cc_cap ? pc->cc_cap : 4096;
-		uint64_t *nb;
-
-		while (ncap < pc->cc_len + n)
-			ncap *= 2;
-		nb = realloc(pc->ccbuf, ncap * sizeof(*nb));
-		if (!nb)
-			return -ENOMEM;
-		pc->ccbuf = nb;
-		pc->cc_cap = ncap;
-	}
-	return 0;
+	return DU_GROW(pc->ccbuf, pc->cc_cap, pc->cc_len + n, 4096);
 }
 
 /*

@@ -7,6 +7,7 @@
 
 #include "opd_stream.h"
 #include "util/du_log.h"
+#include "util/du_array.h"
 
 struct opd_stream {
 	struct opd_trans *t;
@@ -136,18 +137,8 @@ int opd_stream_feed(struct opd_stream *s, const void *buf, size_t len)
 		if (!len)
 			return 0;
 	}
-	if (s->carry_len + len > s->carry_cap) {
-		size_t ncap = s->carry_cap ? s->carry_cap : 65536;
-		uint8_t *n;
-
-		while (ncap < s->carry_len + len)
-			ncap *= 2;
-		n = realloc(s->carry, ncap);
-		if (!n)
-			return -ENOMEM;
-		s->carry = n;
-		s->carry_cap = ncap;
-	}
+	if (DU_GROW(s->carry, s->carry_cap, s->carry_len + len, 65536))
+		return -ENOMEM;
 	memcpy(s->carry + s->carry_len, buf, len);
 	s->carry_len += len;
 	ret = opd_stream_decode(s, s->carry, s->carry_len, &used);

@@ -6,6 +6,7 @@
 
 #include "opd_batch.h"
 #include "util/du_log.h"
+#include "util/du_array.h"
 
 /* A group of repeats: entries rep_ids/rep_keys[first, first + n), each
  * to be added count times at the flush. */
@@ -294,24 +295,6 @@ static int apply_open_runs(struct opd_batch *b, const struct batch_run *runs, si
 	return ret;
 }
 
-/* Room for @n runs in b->runs. */
-static int runs_room(struct opd_batch *b, size_t n)
-{
-	struct batch_run *r;
-	size_t cap = b->nr_runs_cap ? b->nr_runs_cap : 1024;
-
-	if (n <= b->nr_runs_cap)
-		return 0;
-	while (cap < n)
-		cap *= 2;
-	r = realloc(b->runs, cap * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	b->runs = r;
-	b->nr_runs_cap = cap;
-	return 0;
-}
-
 /*
  * Apply each file's run of the sorted keys (count[id]: the end of id's
  * run), the files open now first, then the closed ones, which reopen.
@@ -330,7 +313,8 @@ static int apply_runs(struct opd_batch *b)
 	size_t pos = 0, nr_closed = 0, nr_open = 0;
 	/* (a run per file with samples: no more than the samples, nor than
 	 * the indexes, which a long daemon's files number in millions) */
-	bool listed = !runs_room(b, b->n < (size_t)b->max_id + 1 ? b->n : (size_t)b->max_id + 1);
+	bool listed = !DU_GROW(b->runs, b->nr_runs_cap,
+			       b->n < (size_t)b->max_id + 1 ? b->n : (size_t)b->max_id + 1, 1024);
 	int ret = 0, r;
 
 	for (uint32_t id = 0; id <= b->max_id; id++) {

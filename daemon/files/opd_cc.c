@@ -15,6 +15,7 @@
 #include "util/du_fs.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
+#include "util/du_array.h"
 
 struct cc_pframe {
 	struct opd_image *dep;
@@ -555,19 +556,7 @@ static bool stack_room(struct opd_cc *cc, size_t callers)
 		cc->stacks = ns;
 		cc->cap = ncap;
 	}
-	if (cc->npool + callers > cc->pool_cap) {
-		size_t ncap = cc->pool_cap ? cc->pool_cap : 4096;
-		struct cc_pframe *np;
-
-		while (ncap < cc->npool + callers)
-			ncap *= 2;
-		np = realloc(cc->pool, ncap * sizeof(*np));
-		if (!np)
-			return false;
-		cc->pool = np;
-		cc->pool_cap = ncap;
-	}
-	return true;
+	return !DU_GROW(cc->pool, cc->pool_cap, cc->npool + callers, 4096);
 }
 
 static void add_stack(struct opd_cc *cc, const struct opd_sfile_key *leaf,

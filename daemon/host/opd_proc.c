@@ -9,6 +9,7 @@
 #include "util/du_hash.h"
 #include "util/du_log.h"
 #include "util/du_range.h"
+#include "util/du_array.h"
 
 struct opd_proc {
 	uint32_t tgid;
@@ -137,20 +138,7 @@ static void proc_drop_maps(struct opd_proc *p)
 
 static int maps_reserve(struct opd_proc *p, size_t need)
 {
-	struct opd_map *nm;
-	size_t ncap;
-
-	if (need <= p->cap_maps)
-		return 0;
-	ncap = p->cap_maps ? p->cap_maps * 2 : 16;
-	while (ncap < need)
-		ncap *= 2;
-	nm = realloc(p->maps, ncap * sizeof(*nm));
-	if (!nm)
-		return -ENOMEM;
-	p->maps = nm;
-	p->cap_maps = ncap;
-	return 0;
+	return DU_GROW(p->maps, p->cap_maps, need, 16);
 }
 
 /* Index of the first mapping whose end is above @addr (nr_maps: none). */

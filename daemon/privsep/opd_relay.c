@@ -9,6 +9,7 @@
 #include "opd_privsep.h"
 #include "opd_relay.h"
 #include "util/du_log.h"
+#include "util/du_array.h"
 
 /* ---- monitor side -------------------------------------------------------- */
 
@@ -57,18 +58,8 @@ static int relay_feed(void *ctx, const void *data, size_t len)
 		       "stopping the collector", r->len, r->ops->name);
 		return -ENOBUFS;
 	}
-	if (r->len + len > r->cap) {
-		size_t cap = r->cap ? r->cap : 64 * 1024;
-		char *p;
-
-		while (cap < r->len + len)
-			cap *= 2;
-		p = realloc(r->buf, cap);
-		if (!p)
-			return -ENOMEM;
-		r->buf = p;
-		r->cap = cap;
-	}
+	if (DU_GROW(r->buf, r->cap, r->len + len, 64 * 1024))
+		return -ENOMEM;
 	memcpy(r->buf + r->len, data, len);
 	r->len += len;
 	ret = flush_some(r);

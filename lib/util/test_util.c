@@ -22,6 +22,7 @@
 #include "util/du_elfid.h"
 #include "util/du_fs.h"
 #include "util/du_ksym.h"
+#include "util/du_array.h"
 #include "util/du_kv.h"
 #include "util/du_sdir.h"
 #include "util/du_separate.h"
@@ -771,6 +772,31 @@ static void test_ksym_lines(void)
 	CU_ASSERT_EQUAL(du_ksym_parse("ffffffffc0a01000 t f\t[kvm\n", &s), -EINVAL);
 }
 
+/* DU_GROW: from @first, doubled until the need fits; nothing when it
+ * already does; the elements kept. */
+static void test_grow(void)
+{
+	uint32_t *a = NULL;
+	size_t cap = 0;
+
+	CU_ASSERT_EQUAL(DU_GROW(a, cap, 0, 4), 0);
+	CU_ASSERT_PTR_NULL(a);
+	CU_ASSERT_EQUAL(cap, 0);
+	CU_ASSERT_EQUAL(DU_GROW(a, cap, 3, 4), 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_EQUAL(cap, 4);
+	for (uint32_t i = 0; i < 4; i++)
+		a[i] = i * 7;
+	CU_ASSERT_EQUAL(DU_GROW(a, cap, 4, 4), 0);
+	CU_ASSERT_EQUAL(cap, 4);
+	CU_ASSERT_EQUAL(DU_GROW(a, cap, 17, 4), 0);
+	CU_ASSERT_EQUAL(cap, 32);
+	for (uint32_t i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(a[i], i * 7);
+	a[31] = 1;	/* (valgrind or ASan would see a short array) */
+	free(a);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -786,6 +812,7 @@ int main(void)
 		{ "files a root process writes", test_open_own },
 		{ "worker roots", test_roots },
 		{ "kallsyms and /proc/modules lines", test_ksym_lines },
+		{ "arrays that grow", test_grow },
 	};
 
 	return du_test_main("util", tests, DU_TEST_N(tests), NULL, NULL);
