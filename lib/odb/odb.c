@@ -643,17 +643,7 @@ int odb_add(struct odb *db, uint64_t key, uint64_t inc)
 
 void odb_prefetch(const struct odb *db, uint64_t key, int stage)
 {
-	uint32_t j;
-
-	if (db->mode != ODB_RDWR)
-		return;
-	if (stage == 0) {
-		__builtin_prefetch(&db->buckets[odb_hash(key, db->shift)]);
-		return;
-	}
-	j = db->buckets[odb_hash(key, db->shift)];
-	if (j != ODB_NODE_END)
-		__builtin_prefetch(&db->nodes[j - 1], 1);
+	odb_prefetch_keys(db, &key, 1, stage);
 }
 
 void odb_prefetch_keys(const struct odb *db, const uint64_t *keys, size_t n, int stage)
