@@ -45,7 +45,8 @@ cpu_of() {
 	awk -v t="$TCK" '{ sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 # the sum over CPUs of field $1 of the module's stats
-kstat() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' /sys/class/misc/domprof/stats 2>/dev/null || echo 0; }
+. "$LAB/lib-kmod.sh"	# kmod_sum
+kstat() { kmod_sum "$1" /sys/class/misc/domprof/stats 2>/dev/null || echo 0; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 pctof() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
 # median, lowest and highest of the numbers on stdin ("- - -" for none)
