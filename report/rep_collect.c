@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ struct sfile {
 	char *path;		/* absolute */
 	struct sfn_name name;
 	size_t cls;
+	uint64_t total;		/* counted: its samples */
+	bool counted;		/* its total taken during the walk (preread) */
+	bool skipped;		/* the walk's read passed it over (said why) */
 };
 
 struct collector {
@@ -126,26 +130,66 @@ static int add_file(struct sfile **files, size_t *n, size_t *cap, const char *pa
 		*files = nv;
 		*cap = ncap;
 	}
-	(*files)[*n].path = strdup(path);
+	(*files)[*n] = (struct sfile){ .path = strdup(path), .name = *name };
 	if (!(*files)[*n].path)
 		return -ENOMEM;
-	(*files)[*n].name = *name;
-	(*files)[*n].cls = 0;
 	(*n)++;
 	return 0;
 }
 
-/* A flat sample file joins the report; a {cg} file only the call graph. */
-static int keep_file(struct collector *c, const char *path, struct sfn_name *n)
+static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *name,
+		       struct odb **db);
+
+/*
+ * A report of totals alone (no -l, no key sink) takes @f's total now,
+ * @f being entry @name of the directory the walk holds open as @dirfd:
+ * opened from its directory, its path is not looked up again (a summary
+ * of 1,000 domains opens 30,000 files eight directories deep).  A
+ * report of keys reads them in the file's turn: holding every file's
+ * keys until then cost more in page faults than the lookups saved.
+ * 0, or -ENOMEM.
+ */
+static int preread(struct collector *c, struct sfile *f, int dirfd, const char *name)
 {
+	struct odb *db;
+	int rc;
+
+	if (c->o->symbols || c->sink)
+		return 0;
+	rc = open_sample(c, f, dirfd, name, &db);
+	if (rc < 0)
+		return rc;
+	f->skipped = rc > 0;
+	if (!rc) {
+		f->total = odb_total(db);
+		f->counted = true;
+		c->p->npreread++;
+		odb_close(db);
+	}
+	return 0;
+}
+
+/* A flat sample file joins the report, read now (preread); a {cg} file
+ * only the call graph.  @n is the list's, or released. */
+static int keep_file(struct collector *c, const char *path, struct sfn_name *n, int dirfd,
+		     const char *name)
+{
+	int rc;
+
 	if (n->cg.name) {
 		if (!c->o->callgraph) {
 			sfn_name_release(n);
 			return 0;
 		}
-		return add_file(&c->cgfiles, &c->ncgfiles, &c->cgcap, path, n);
+		rc = add_file(&c->cgfiles, &c->ncgfiles, &c->cgcap, path, n);
+	} else {
+		rc = add_file(&c->files, &c->nfiles, &c->cap, path, n);
+		if (!rc)
+			return preread(c, &c->files[c->nfiles - 1], dirfd, name);
 	}
-	return add_file(&c->files, &c->nfiles, &c->cap, path, n);
+	if (rc)
+		sfn_name_release(n);
+	return rc;
 }
 
 /*
@@ -182,11 +226,10 @@ static bool walk_dir_ok(void *ctx, unsigned int level, const char *parent, const
 
 /* Regular file @path, @rel below the sample directory (rep_walk_ops). */
 static int walk_file(void *ctx, const char *path, const char *rel, unsigned int level,
-		     const char *name)
+		     int dirfd, const char *name)
 {
 	struct collector *c = ctx;
 	struct sfn_name n;
-	int rc;
 
 	/* the daemon's image identities (rep_verify.h), not samples */
 	if (level == 1 && !strcmp(name, "{images}"))
@@ -201,10 +244,7 @@ static int walk_file(void *ctx, const char *path, const char *rel, unsigned int 
 		sfn_name_release(&n);
 		return 0;
 	}
-	rc = keep_file(c, path, &n);
-	if (rc)
-		sfn_name_release(&n);
-	return rc;
+	return keep_file(c, path, &n, dirfd, name);
 }
 
 static int find_files(struct collector *c, const char *dir)
@@ -431,17 +471,19 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 }
 
 /*
- * Open the sample file @f for reading: 0 and *@db; 1 when it is skipped
+ * Open the sample file @f for reading, entry @name of directory @dirfd
+ * (AT_FDCWD and its path when not walking): 0 and *@db; 1 when it is skipped
  * (unreadable, or no samples yet: a file the daemon is making now); or
  * -errno.  A corrupt file is named with what is wrong and counted: it
  * ends the command once every file has been looked at (rep_collect_keys),
  * since a report that silently leaves out some samples, or counts the
  * garbage, would be wrong with no one knowing.
  */
-static int open_sample(struct collector *c, const struct sfile *f, struct odb **db)
+static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *name,
+		       struct odb **db)
 {
 	char why[128];
-	int rc = odb_open_read(db, f->path, why, sizeof(why));
+	int rc = odb_open_read_at(db, dirfd, name, why, sizeof(why));
 
 	switch (rc) {
 	case 0:
@@ -462,19 +504,25 @@ static int open_sample(struct collector *c, const struct sfile *f, struct odb **
 	}
 }
 
-static int read_file(struct collector *c, const struct sfile *f)
+static int read_file(struct collector *c, struct sfile *f)
 {
 	struct rep_profile *p = c->p;
-	struct odb *db;
+	struct odb *db = NULL;	/* none when counted by the walk */
+	uint64_t total = f->total;
 	long g;
-	int rc;
+	int rc = 0;
 
-	rc = open_sample(c, f, &db);
-	if (rc)
-		return rc < 0 ? rc : 0;
+	if (f->skipped)
+		return 0;
+	if (!f->counted) {
+		rc = open_sample(c, f, AT_FDCWD, f->path, &db);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		total = odb_total(db);
+	}
 	/* each file is within its bound; many such files must not wrap the
 	 * totals (every other sum is part of a total) */
-	if (odb_total(db) > UINT64_MAX - p->totals[f->cls]) {
+	if (total > UINT64_MAX - p->totals[f->cls]) {
 		du_err("corrupt sample file %s: its counts overflow the total", f->path);
 		c->ncorrupt++;
 		goto out_close;
@@ -484,12 +532,12 @@ static int read_file(struct collector *c, const struct sfile *f)
 		rc = (int)g;
 		goto out_close;
 	}
-	rep_counts(p, p->groups[g].counts)[f->cls] += odb_total(db);
-	p->totals[f->cls] += odb_total(db);
+	rep_counts(p, p->groups[g].counts)[f->cls] += total;
+	p->totals[f->cls] += total;
 	if (f->name.domain)
 		p->has_domain = true;
 	p->nfiles++;
-	if (c->o->symbols) {
+	if (c->o->symbols && db) {
 		c->cur_group = (size_t)g;
 		c->cur_cls = f->cls;
 		c->cur_bin = rep_images_get(c->images, f->name.domain, f->name.vmm, &f->name.dep);
@@ -563,7 +611,7 @@ static int read_cg_file(struct collector *c, struct sfile *f)
 
 	if (!cg_class(c, f, &c->cur_cls))
 		return 0;
-	rc = open_sample(c, f, &db);
+	rc = open_sample(c, f, AT_FDCWD, f->path, &db);
 	if (rc)
 		return rc < 0 ? rc : 0;
 	/*

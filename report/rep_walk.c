@@ -86,7 +86,7 @@ static void walk_dir(struct walk *w, int fd, size_t len, unsigned int level, con
 		memcpy(w->path + len + 1, de->d_name, nlen + 1);
 		if (type == DT_REG)
 			w->rc = w->ops->file(w->ctx, w->path, w->path + w->rootlen + 1, level,
-					     de->d_name);
+					     fd, de->d_name);
 		else if (type == DT_DIR && w->ops->dir_ok(w->ctx, level, parent, de->d_name))
 			walk_subdir(w, fd, len + 1 + nlen, level, de->d_name);
 	}

@@ -16,9 +16,10 @@ struct rep_walk_ops {
 	 * of the sample directory)? */
 	bool (*dir_ok)(void *ctx, unsigned int level, const char *parent, const char *name);
 	/* Regular file @path (@rel: below the sample directory, no leading
-	 * '/'), entry @name at @level.  0, or -errno to end the walk. */
+	 * '/'), entry @name at @level of the directory open as @dirfd (for
+	 * the call only).  0, or -errno to end the walk. */
 	int (*file)(void *ctx, const char *path, const char *rel, unsigned int level,
-		    const char *name);
+		    int dirfd, const char *name);
 };
 
 /* Walk @dir.  What cannot be read is said (du_warn) and passed over; a

@@ -743,6 +743,8 @@ static void test_aggregate(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "rt_beta"));
 	/* The top symbol row comes first. */
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "20       34.4828  host"));
+	/* -l reads each file's keys in its turn, by path */
+	CU_ASSERT_EQUAL(p->npreread, 0);
 	rep_profile_free(p);
 	free(text);
 	text = NULL;
@@ -757,6 +759,12 @@ static void test_aggregate(void)
 	/* Image listing: the app with its libraries under it. */
 	CU_ASSERT_EQUAL_FATAL(collect(session, img_args, &p, &text), 0);
 	CU_ASSERT_EQUAL(p->nrows, 0);
+	/* totals alone: each file counted during the walk, from its
+	 * directory (the empty one passed over, the junk not a file) */
+	CU_ASSERT_EQUAL(p->nfiles, 6);
+	CU_ASSERT_EQUAL(p->npreread, 6);
+	CU_ASSERT_EQUAL(p->nbad, 1);
+	CU_ASSERT_EQUAL(p->totals[0], 58);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "       42 72.4138 host             t_nopie\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\t       35 83.3333 t_nopie\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\t        7 16.6667 t_shared.so\n"));

@@ -295,7 +295,7 @@ static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const st
  * cut it short, changes nothing the reader has (no SIGBUS, no count that
  * grew past the bound after it was checked).
  */
-static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
+static int odb_open_rdonly(struct odb *db, int dirfd, const char *path, const char **why)
 {
 	char first[4096];	/* the header and, in most files, every node */
 	struct odb_file_header h;
@@ -308,7 +308,7 @@ static int odb_open_rdonly(struct odb *db, const char *path, const char **why)
 	/* A sample file is a regular file: a link is not followed (a session
 	 * is readable by its group, whose members may plant one), and a FIFO
 	 * put in a file's place after the caller's look does not hang us. */
-	db->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	db->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (db->fd < 0)
 		return -errno;
 	/* Header (and its committed count) first, size second: see validate.
@@ -485,7 +485,8 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	return 0;
 }
 
-static int odb_open_any(struct odb **out, const char *path, enum odb_mode mode,
+/* @path relative to @dirfd when read only (AT_FDCWD: as given) */
+static int odb_open_any(struct odb **out, int dirfd, const char *path, enum odb_mode mode,
 			const struct odb_desc *desc, const char **why)
 {
 	struct odb *db;
@@ -498,7 +499,7 @@ static int odb_open_any(struct odb **out, const char *path, enum odb_mode mode,
 		return -ENOMEM;
 	db->mode = mode;
 	db->fd = -1;
-	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, path, why) : odb_open_rdwr(db, path, desc);
+	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, dirfd, path, why) : odb_open_rdwr(db, path, desc);
 	if (rc)
 		goto out_free;
 	*out = db;
@@ -513,13 +514,18 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 {
 	const char *why = NULL;
 
-	return odb_open_any(out, path, mode, desc, &why);
+	return odb_open_any(out, AT_FDCWD, path, mode, desc, &why);
 }
 
 int odb_open_read(struct odb **out, const char *path, char *why, size_t size)
 {
+	return odb_open_read_at(out, AT_FDCWD, path, why, size);
+}
+
+int odb_open_read_at(struct odb **out, int dirfd, const char *name, char *why, size_t size)
+{
 	const char *w = NULL;
-	int rc = odb_open_any(out, path, ODB_RDONLY, NULL, &w);
+	int rc = odb_open_any(out, dirfd, name, ODB_RDONLY, NULL, &w);
 
 	if (why && size)
 		snprintf(why, size, "%s", rc == -EBADMSG && w ? w : rc ? strerror(-rc) : "");

@@ -45,6 +45,9 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 /* odb_open(@path, ODB_RDONLY) that says in @why (@size bytes, "" on
  * success) what is wrong: for -EBADMSG which check failed. */
 int odb_open_read(struct odb **out, const char *path, char *why, size_t size);
+/* odb_open_read of @name in directory @dirfd (AT_FDCWD: @name as a path):
+ * a walk that holds the directory open spares the path's lookup. */
+int odb_open_read_at(struct odb **out, int dirfd, const char *name, char *why, size_t size);
 /* Closes (syncing nothing: the page cache owns the data). NULL accepted. */
 void odb_close(struct odb *db);
 /* msync the mapping. 0 or -errno. */
