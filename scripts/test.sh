@@ -118,7 +118,7 @@ lab_checks="smoke libvirt"
 # xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line; run.sh
 # gives it one CPU): xen-smoke, xen-domains and xen-agent.
 # xen-agent-pvh (issue 26 item 4): xen-agent's checks with its guest a PVH
-# domain, on a Xen L1 with emulated nested paging (about 3 minutes).
+# domain, on a Xen L1 with emulated nested paging (about 4 minutes).
 lab_tests="kvm-guests exact-all kmod-all kmod-npt-all hostile-guest xen-all xen-agent-pvh"
 if [ $lab = 1 ]; then
 	lab_self_checks() {
