@@ -169,8 +169,9 @@ static int preread(struct collector *c, struct sfile *f, int dirfd, const char *
 	return 0;
 }
 
-/* A flat sample file joins the report, read now (preread); a {cg} file
- * only the call graph.  @n is the list's, or released. */
+/* A flat sample file joins the report (its total taken now when that is
+ * all the report wants: preread); a {cg} file only the call graph.  @n
+ * is the list's, or released. */
 static int keep_file(struct collector *c, const char *path, struct sfn_name *n, int dirfd,
 		     const char *name)
 {

@@ -62,7 +62,7 @@ struct rep_profile {
 	bool has_domain;		/* some matched file belongs to a domain */
 	bool separate_lib;		/* some group has app != dep */
 	size_t nfiles;			/* sample files read */
-	size_t npreread;		/* of them, counted during the walk */
+	size_t npreread;		/* files counted during the walk */
 	size_t nbad;			/* skipped: unparsable or unreadable */
 	char **notes;			/* warnings for the header (images unverified) */
 	size_t nnotes;

@@ -760,7 +760,7 @@ static void test_aggregate(void)
 	CU_ASSERT_EQUAL_FATAL(collect(session, img_args, &p, &text), 0);
 	CU_ASSERT_EQUAL(p->nrows, 0);
 	/* totals alone: each file counted during the walk, from its
-	 * directory (the empty one passed over, the junk not a file) */
+	 * directory (the empty one passed over, the junk not a sample file name) */
 	CU_ASSERT_EQUAL(p->nfiles, 6);
 	CU_ASSERT_EQUAL(p->npreread, 6);
 	CU_ASSERT_EQUAL(p->nbad, 1);

@@ -485,14 +485,17 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	return 0;
 }
 
-/* @path relative to @dirfd when read only (AT_FDCWD: as given) */
+/* @path relative to @dirfd when read only (AT_FDCWD: as given); a writer
+ * is opened by @path alone (it reopens it by path to grow), so takes
+ * AT_FDCWD */
 static int odb_open_any(struct odb **out, int dirfd, const char *path, enum odb_mode mode,
 			const struct odb_desc *desc, const char **why)
 {
 	struct odb *db;
 	int rc;
 
-	if (!out || !path || (mode != ODB_RDONLY && mode != ODB_RDWR))
+	if (!out || !path || (mode != ODB_RDONLY && mode != ODB_RDWR) ||
+	    (mode == ODB_RDWR && dirfd != AT_FDCWD))
 		return -EINVAL;
 	db = calloc(1, sizeof(*db));
 	if (!db)

@@ -513,6 +513,23 @@ static void test_corrupt_body(void)
 	CU_ASSERT_EQUAL_FATAL(odb_open_read(&db, src, why, sizeof(why)), 0);
 	CU_ASSERT_EQUAL(odb_total(db), 5050);
 	CU_ASSERT_STRING_EQUAL(why, "");
+	odb_close(db);
+	/* the same file by its name in its directory; a link to it in its
+	 * place is not followed */
+	{
+		int dfd = open(tmpdir, O_RDONLY | O_DIRECTORY);
+		const char *base = strrchr(src, '/') + 1;
+
+		CU_ASSERT_FATAL(dfd >= 0);
+		CU_ASSERT_EQUAL_FATAL(odb_open_read_at(&db, dfd, base, why, sizeof(why)), 0);
+		CU_ASSERT_EQUAL(odb_total(db), 5050);
+		odb_close(db);
+		CU_ASSERT_EQUAL_FATAL(symlinkat(base, dfd, "body-link"), 0);
+		CU_ASSERT_EQUAL(odb_open_read_at(&db, dfd, "body-link", why, sizeof(why)), -ELOOP);
+		CU_ASSERT_EQUAL(unlinkat(dfd, "body-link", 0), 0);
+		close(dfd);
+	}
+	CU_ASSERT_EQUAL_FATAL(odb_open_read(&db, src, why, sizeof(why)), 0);
 	/* the file changes under a reader: what it read stays */
 	n = (struct odb_node){ .key = 0, .count = UINT64_MAX };
 	CU_ASSERT_EQUAL_FATAL(copy_file(src, bad, file_size(src)), 0);
