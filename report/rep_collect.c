@@ -35,6 +35,7 @@ struct collector {
 	struct rep_profile *p;
 	struct sfile *files;
 	size_t nfiles, cap;
+	struct rep_progress *progress;	/* the walk's: files seen */
 	struct sfile *cgfiles;		/* {cg} files, read for -c only */
 	size_t ncgfiles, cgcap;
 	struct rep_u64map *arcmap;
@@ -236,6 +237,7 @@ static int walk_file(void *ctx, const char *path, const char *rel, unsigned int 
 	if (level == 1 && !strcmp(name, "{images}"))
 		return 0;
 	c->nseen++;
+	rep_progress_step(c->progress, c->nseen);
 	if (sfn_parse(rel, &n)) {
 		du_warn("skipping %s: not a sample file name", path);
 		c->p->nbad++;
@@ -723,7 +725,11 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 	rc = rep_samples_check(o);
 	if (rc)
 		goto out_free;
+	/* (a report of totals reads the files during the walk: preread) */
+	rep_progress_begin(&progress, "listing sample files", 0);
+	c.progress = &progress;
 	rc = list_files(&c, dir);
+	rep_progress_end(&progress);
 	if (rc)
 		goto out_free;
 	rc = make_classes(&c);
