@@ -3,10 +3,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#ifdef SYS_openat2
+#include <linux/openat2.h>
+#endif
 
 #include "util/du_fs.h"
 
@@ -71,4 +76,86 @@ const struct dirent64 *du_dents_next(struct du_dents *d)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			return de;
 	}
+}
+
+/* du_open_beneath in one openat2; -ENOSYS where the kernel (before 5.6)
+ * or a sandbox has none, after which it is not tried again. */
+static int open_beneath2(int dfd, const char *rel, int flags)
+{
+#ifdef SYS_openat2
+	static int have = 1;
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+	long fd;
+
+	if (!have)
+		return -ENOSYS;
+	fd = syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno == ENOSYS || errno == EPERM)
+		have = 0;
+	return errno == ENOSYS || errno == EPERM ? -ENOSYS : -errno;
+#else
+	(void)dfd;
+	(void)rel;
+	(void)flags;
+	return -ENOSYS;
+#endif
+}
+
+/* Are @rel's components all names (none empty, ".", ".." or too long)? */
+static int rel_ok(const char *rel)
+{
+	for (const char *p = rel, *q = rel;; q++) {
+		if (*q && *q != '/')
+			continue;
+		if (q == p || q - p > NAME_MAX || (q - p == 1 && p[0] == '.') ||
+		    (q - p == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (!*q)
+			return 1;
+		p = q + 1;
+	}
+}
+
+int du_open_beneath_walk(int dfd, const char *rel, int flags)
+{
+	char comp[NAME_MAX + 1];
+	const char *p = rel;
+	int cur = dfd, fd;
+
+	if (!rel_ok(rel))
+		return -EINVAL;
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		memcpy(comp, p, len);
+		comp[len] = '\0';
+		fd = openat(cur, comp, slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+					     : flags | O_NOFOLLOW | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+		if (!slash || fd < 0)
+			break;
+		if (cur != dfd)
+			close(cur);
+		cur = fd;
+		p = slash + 1;
+	}
+	if (cur != dfd)
+		close(cur);
+	return fd;
+}
+
+int du_open_beneath(int dfd, const char *rel, int flags)
+{
+	int fd;
+
+	if (!rel_ok(rel))
+		return -EINVAL;
+	fd = open_beneath2(dfd, rel, flags);
+	return fd != -ENOSYS ? fd : du_open_beneath_walk(dfd, rel, flags);
 }

@@ -797,6 +797,48 @@ static void test_grow(void)
 	free(a);
 }
 
+/* A file below a directory, opened by a relative path: a link on the
+ * way (to a directory or as the file) is refused, as is a way out; the
+ * same with openat2 and one component at a time. */
+static void test_open_beneath(void)
+{
+	int (*const how[])(int, const char *, int) = { du_open_beneath, du_open_beneath_walk };
+	char base[] = "/tmp/test_util_beneath.XXXXXX", path[PATH_MAX];
+	int dfd, fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(base));
+	snprintf(path, sizeof(path), "%s/a/b/", base);
+	CU_ASSERT_EQUAL_FATAL(du_mkdir_p(path), 0);
+	snprintf(path, sizeof(path), "%s/a/b/f", base);
+	CU_ASSERT_EQUAL(close(creat(path, 0644)), 0);
+	dfd = open(base, O_RDONLY | O_DIRECTORY);
+	CU_ASSERT_FATAL(dfd >= 0);
+	CU_ASSERT_EQUAL(symlinkat("b", dfd, "a/l"), 0);		/* a directory's link */
+	CU_ASSERT_EQUAL(symlinkat("b/f", dfd, "a/fl"), 0);	/* a file's */
+	CU_ASSERT_EQUAL(mkfifoat(dfd, "a/b/p", 0600), 0);
+	for (size_t i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		fd = how[i](dfd, "a/b/f", O_RDONLY);
+		CU_ASSERT(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+		CU_ASSERT(how[i](dfd, "a/l/f", O_RDONLY) < 0);
+		CU_ASSERT_EQUAL(how[i](dfd, "a/fl", O_RDONLY), -ELOOP);
+		CU_ASSERT_EQUAL(how[i](dfd, "a/b/none", O_RDONLY), -ENOENT);
+		CU_ASSERT_EQUAL(how[i](dfd, "a/../a/b/f", O_RDONLY), -EINVAL);
+		CU_ASSERT_EQUAL(how[i](dfd, "a//b/f", O_RDONLY), -EINVAL);
+		CU_ASSERT_EQUAL(how[i](dfd, "/etc/passwd", O_RDONLY), -EINVAL);
+		CU_ASSERT_EQUAL(how[i](dfd, "a/./b/f", O_RDONLY), -EINVAL);
+		/* a FIFO opened without blocking */
+		fd = how[i](dfd, "a/b/p", O_RDONLY | O_NONBLOCK);
+		CU_ASSERT(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	close(dfd);
+	snprintf(path, sizeof(path), "rm -rf %s", base);
+	CU_ASSERT_EQUAL(system(path), 0);
+}
+
 int main(void)
 {
 	static const struct du_test tests[] = {
@@ -813,6 +855,7 @@ int main(void)
 		{ "worker roots", test_roots },
 		{ "kallsyms and /proc/modules lines", test_ksym_lines },
 		{ "arrays that grow", test_grow },
+		{ "a file below a directory, no link followed", test_open_beneath },
 	};
 
 	return du_test_main("util", tests, DU_TEST_N(tests), NULL, NULL);
