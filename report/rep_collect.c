@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "odb/odb.h"
 #include "rep_collect.h"
@@ -17,11 +18,13 @@
 #include "rep_sym.h"
 #include "rep_view.h"
 #include "rep_walk.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 /* A matching sample file, before it is read. */
 struct sfile {
 	char *path;		/* absolute */
+	size_t rel;		/* where its part below the sample directory starts */
 	struct sfn_name name;
 	size_t cls;
 	uint64_t total;		/* counted: its samples */
@@ -36,6 +39,7 @@ struct collector {
 	struct sfile *files;
 	size_t nfiles, cap;
 	struct rep_progress *progress;	/* the walk's: files seen */
+	int dir_fd;			/* the sample directory, for reads by path */
 	struct sfile *cgfiles;		/* {cg} files, read for -c only */
 	size_t ncgfiles, cgcap;
 	struct rep_u64map *arcmap;
@@ -56,54 +60,6 @@ struct collector {
 	bool have_last;
 };
 
-void rep_profile_free(struct rep_profile *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->nclasses; i++)
-		free(p->classes[i].event);
-	free(p->classes);
-	for (size_t i = 0; i < p->ngroups; i++) {
-		struct rep_group *g = &p->groups[i];
-
-		free(g->domain);
-		free(g->app.name);
-		free(g->dep.name);
-	}
-	free(p->groups);
-	free(p->rows);
-	free(p->arcs);
-	free(p->totals);
-	free(p->arena);
-	for (size_t i = 0; i < p->nnotes; i++)
-		free(p->notes[i]);
-	free(p->notes);
-	free(p);
-}
-
-/* Room for one more count array; returns its offset or SIZE_MAX. */
-static size_t arena_alloc(struct rep_profile *p)
-{
-	size_t n = p->nclasses, off;
-
-	if (p->arena_used + n > p->arena_cap) {
-		size_t cap = p->arena_cap ? p->arena_cap * 2 : 4096;
-		uint64_t *na;
-
-		while (cap < p->arena_used + n)
-			cap *= 2;
-		na = realloc(p->arena, cap * sizeof(*na));
-		if (!na)
-			return SIZE_MAX;
-		p->arena = na;
-		p->arena_cap = cap;
-	}
-	off = p->arena_used;
-	memset(p->arena + off, 0, n * sizeof(*p->arena));
-	p->arena_used += n;
-	return off;
-}
-
 static void free_list(struct sfile *files, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -120,7 +76,7 @@ static void free_files(struct collector *c)
 }
 
 static int add_file(struct sfile **files, size_t *n, size_t *cap, const char *path,
-		    struct sfn_name *name)
+		    size_t rel, struct sfn_name *name)
 {
 	if (*n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 256;
@@ -131,14 +87,14 @@ static int add_file(struct sfile **files, size_t *n, size_t *cap, const char *pa
 		*files = nv;
 		*cap = ncap;
 	}
-	(*files)[*n] = (struct sfile){ .path = strdup(path), .name = *name };
+	(*files)[*n] = (struct sfile){ .path = strdup(path), .rel = rel, .name = *name };
 	if (!(*files)[*n].path)
 		return -ENOMEM;
 	(*n)++;
 	return 0;
 }
 
-static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *name,
+static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *rel,
 		       struct odb **db);
 
 /*
@@ -173,8 +129,8 @@ static int preread(struct collector *c, struct sfile *f, int dirfd, const char *
 /* A flat sample file joins the report (its total taken now when that is
  * all the report wants: preread); a {cg} file only the call graph.  @n
  * is the list's, or released. */
-static int keep_file(struct collector *c, const char *path, struct sfn_name *n, int dirfd,
-		     const char *name)
+static int keep_file(struct collector *c, const char *path, size_t rel, struct sfn_name *n,
+		     int dirfd, const char *name)
 {
 	int rc;
 
@@ -183,9 +139,9 @@ static int keep_file(struct collector *c, const char *path, struct sfn_name *n, 
 			sfn_name_release(n);
 			return 0;
 		}
-		rc = add_file(&c->cgfiles, &c->ncgfiles, &c->cgcap, path, n);
+		rc = add_file(&c->cgfiles, &c->ncgfiles, &c->cgcap, path, rel, n);
 	} else {
-		rc = add_file(&c->files, &c->nfiles, &c->cap, path, n);
+		rc = add_file(&c->files, &c->nfiles, &c->cap, path, rel, n);
 		if (!rc)
 			return preread(c, &c->files[c->nfiles - 1], dirfd, name);
 	}
@@ -247,7 +203,7 @@ static int walk_file(void *ctx, const char *path, const char *rel, unsigned int 
 		sfn_name_release(&n);
 		return 0;
 	}
-	return keep_file(c, path, &n, dirfd, name);
+	return keep_file(c, path, (size_t)(rel - path), &n, dirfd, name);
 }
 
 static int find_files(struct collector *c, const char *dir)
@@ -393,7 +349,7 @@ static long file_group(struct collector *c, const struct sfile *f)
 	p->groups = g;
 	g = &p->groups[p->ngroups];
 	memset(g, 0, sizeof(*g));
-	g->counts = arena_alloc(p);
+	g->counts = rep_profile_arena_alloc(p);
 	if (g->counts == SIZE_MAX)
 		goto out_oom;
 	g->vmm = n->vmm;
@@ -442,7 +398,7 @@ static long row_get(struct collector *c, size_t group, const struct rep_bin *bin
 	r->group = group;
 	r->sym = sym;
 	r->bin = bin;
-	r->counts = arena_alloc(p);
+	r->counts = rep_profile_arena_alloc(p);
 	if (r->counts == SIZE_MAX)
 		return -ENOMEM;
 	p->nrows++;
@@ -474,19 +430,27 @@ static int add_key(void *ctx, uint64_t key, uint64_t count)
 }
 
 /*
- * Open the sample file @f for reading, entry @name of directory @dirfd
- * (AT_FDCWD and its path when not walking): 0 and *@db; 1 when it is skipped
+ * Open the sample file @f for reading, @rel below directory @dirfd (the
+ * walk's directory and the file's name, or the sample directory and the
+ * file's path below it), no link followed on the way: the tree is the
+ * daemon's worker's, which could swap a directory for a link between the
+ * walk and the read.  0 and *@db; 1 when it is skipped
  * (unreadable, or no samples yet: a file the daemon is making now); or
  * -errno.  A corrupt file is named with what is wrong and counted: it
  * ends the command once every file has been looked at (rep_collect_keys),
  * since a report that silently leaves out some samples, or counts the
  * garbage, would be wrong with no one knowing.
  */
-static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *name,
+static int open_sample(struct collector *c, const struct sfile *f, int dirfd, const char *rel,
 		       struct odb **db)
 {
 	char why[128];
-	int rc = odb_open_read_at(db, dirfd, name, why, sizeof(why));
+	int rc = du_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK);
+
+	if (rc < 0)
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	else
+		rc = odb_open_read_fd(db, rc, why, sizeof(why));
 
 	switch (rc) {
 	case 0:
@@ -518,7 +482,7 @@ static int read_file(struct collector *c, struct sfile *f)
 	if (f->skipped)
 		return 0;
 	if (!f->counted) {
-		rc = open_sample(c, f, AT_FDCWD, f->path, &db);
+		rc = open_sample(c, f, c->dir_fd, f->path + f->rel, &db);
 		if (rc)
 			return rc < 0 ? rc : 0;
 		total = odb_total(db);
@@ -581,7 +545,7 @@ static int add_arc(void *ctx, uint64_t key, uint64_t count)
 		p->arcs = na;
 		na[p->narcs].from = (size_t)from;
 		na[p->narcs].to = (size_t)to;
-		na[p->narcs].counts = arena_alloc(p);
+		na[p->narcs].counts = rep_profile_arena_alloc(p);
 		if (na[p->narcs].counts == SIZE_MAX)
 			return -ENOMEM;
 		p->narcs++;
@@ -614,7 +578,7 @@ static int read_cg_file(struct collector *c, struct sfile *f)
 
 	if (!cg_class(c, f, &c->cur_cls))
 		return 0;
-	rc = open_sample(c, f, AT_FDCWD, f->path, &db);
+	rc = open_sample(c, f, c->dir_fd, f->path + f->rel, &db);
 	if (rc)
 		return rc < 0 ? rc : 0;
 	/*
@@ -685,11 +649,16 @@ int rep_collect(const struct rep_opts *o, struct rep_images *images, struct rep_
 }
 
 /* The sample files below @dir that the profile specification selects,
- * into @c; 0, or -errno after saying why there are none. */
-static int list_files(struct collector *c, const char *dir)
+ * into @c (a report of totals reads them there: preread), and @dir open
+ * for the reads after; 0, or -errno after saying why there are none. */
+static int list_files(struct collector *c, const char *dir, struct rep_progress *progress)
 {
-	int rc = find_files(c, dir);
+	int rc;
 
+	rep_progress_begin(progress, "listing sample files", 0);
+	c->progress = progress;
+	rc = find_files(c, dir);
+	rep_progress_end(progress);
 	if (rc) {
 		du_err("cannot list %s: %s", dir, strerror(-rc));
 		return rc;
@@ -701,13 +670,18 @@ static int list_files(struct collector *c, const char *dir)
 			du_err("no sample files in %s", dir);
 		return -ENODATA;
 	}
-	return 0;
+	c->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dir_fd < 0) {
+		rc = -errno;
+		du_err("cannot read %s: %s", dir, strerror(errno));
+	}
+	return rc;
 }
 
 int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		     const struct rep_key_sink *sink, struct rep_profile **out)
 {
-	struct collector c = { .o = o, .images = images, .sink = sink };
+	struct collector c = { .o = o, .images = images, .sink = sink, .dir_fd = -1 };
 	struct rep_progress progress = { 0 };	/* silent until begun */
 	char *dir = NULL;
 	int rc = -ENOMEM;
@@ -725,11 +699,7 @@ int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 	rc = rep_samples_check(o);
 	if (rc)
 		goto out_free;
-	/* (a report of totals reads the files during the walk: preread) */
-	rep_progress_begin(&progress, "listing sample files", 0);
-	c.progress = &progress;
-	rc = list_files(&c, dir);
-	rep_progress_end(&progress);
+	rc = list_files(&c, dir, &progress);
 	if (rc)
 		goto out_free;
 	rc = make_classes(&c);
@@ -779,6 +749,8 @@ out_oom:
 	rc = -ENOMEM;
 out_free:
 	rep_progress_end(&progress);
+	if (c.dir_fd >= 0)
+		close(c.dir_fd);
 	free_files(&c);
 	rep_strmap_free(c.groups);
 	rep_u64map_free(c.rowmap);

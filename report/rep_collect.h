@@ -104,5 +104,8 @@ struct rep_key_sink {
 int rep_collect_keys(const struct rep_opts *o, struct rep_images *images,
 		     const struct rep_key_sink *sink, struct rep_profile **out);
 void rep_profile_free(struct rep_profile *p);	/* NULL accepted */
+/* Room for one more count array (nclasses counts, zeroed) in @p's
+ * arena, for the collection that builds @p: its offset, or SIZE_MAX. */
+size_t rep_profile_arena_alloc(struct rep_profile *p);
 
 #endif

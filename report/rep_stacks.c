@@ -2,10 +2,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rep_image.h"
 #include "rep_opts.h"
@@ -13,6 +16,8 @@
 #include "rep_stacks.h"
 #include "rep_sym.h"
 #include "rep_view.h"
+#include "util/du_fs.h"
+#include "util/du_log.h"
 
 struct stack_file {
 	struct sfn_image *imgs;
@@ -100,17 +105,32 @@ out_bad:
 	return -EINVAL;
 }
 
-static int read_file(const struct rep_opts *o, const char *path, struct stack_file *sf,
+/* Stacks file @name of directory @dfd: opened with no link followed and
+ * without waiting on a FIFO (the daemon's worker writes the directory);
+ * what is not a regular file is passed over. */
+static int read_file(const struct rep_opts *o, int dfd, const char *name, struct stack_file *sf,
 		     rep_stack_fn fn, void *ctx, size_t *bad)
 {
-	FILE *f = fopen(path, "r");
+	int fd = du_open_beneath(dfd, name, O_RDONLY | O_NONBLOCK);
 	char *line = NULL;
 	size_t cap = 0;
+	struct stat sb;
 	ssize_t len;
+	FILE *f;
 	int rc = 0;
 
-	if (!f)
+	if (fd < 0)
+		return fd == -ENOMEM ? fd : 0;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		du_warn("skipping {stacks}/%s: not a regular file", name);
+		close(fd);
+		return 0;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
 		return errno == ENOMEM ? -ENOMEM : 0;
+	}
 	free_images(sf);
 	while (!rc && (len = getline(&line, &cap, f)) > 0) {
 		struct sfn_name leaf;
@@ -146,38 +166,41 @@ int rep_stacks_foreach(const struct rep_opts *o, rep_stack_fn fn, void *ctx, siz
 	struct stack_file sf = { 0 };
 	struct dirent *e;
 	char *dir = NULL;
+	int sfd, dfd;
 	DIR *d;
 	int rc = 0;
 
-	dir = rep_samples_path(o, "{stacks}");
+	/* the sample directory's, then its {stacks} with no link followed */
+	dir = rep_samples_path(o, NULL);
 	if (!dir)
 		return -ENOMEM;
-	d = opendir(dir);
-	if (!d) {
-		free(dir);
+	sfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (sfd < 0)
 		return 0;
+	dfd = du_open_beneath(sfd, "{stacks}", O_RDONLY | O_DIRECTORY);
+	close(sfd);
+	if (dfd == -ELOOP || dfd == -ENOTDIR)
+		du_warn("not reading the call stacks: {stacks} is not a directory");
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return dfd == -ENOMEM ? -ENOMEM : 0;
 	}
 	sf.fimg = calloc(STACK_MAX, sizeof(*sf.fimg));
 	sf.fkey = calloc(STACK_MAX, sizeof(*sf.fkey));
 	if (!sf.fimg || !sf.fkey)
 		rc = -ENOMEM;
 	while (!rc && (e = readdir(d))) {
-		char *path = NULL;
-
 		if (e->d_name[0] == '.')
 			continue;
-		if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = read_file(o, path, &sf, fn, ctx, bad);
-		free(path);
+		rc = read_file(o, dirfd(d), e->d_name, &sf, fn, ctx, bad);
 	}
 	closedir(d);
 	free_images(&sf);
 	free(sf.fimg);
 	free(sf.fkey);
-	free(dir);
 	return rc;
 }
 

@@ -26,6 +26,7 @@
 #include "rep_info.h"
 #include "rep_output.h"
 #include "rep_spec.h"
+#include "rep_stacks.h"
 #include "rep_sym.h"
 #include "sfname/sfname.h"
 #include "util/du_fs.h"
@@ -657,6 +658,131 @@ static void test_walk(void)
 	collect_end();
 }
 
+/* The two sample files' directories, swapped by the key sink at the
+ * first key it is handed (the first file read then, the other not yet)
+ * for links to directories elsewhere with the same file name in them. */
+struct swap_ctx {
+	char leaf[2][8192], decoy[2][8192];
+	bool done;
+};
+
+static int swap_key(void *ctx, const struct rep_profile *p, size_t group, size_t cls,
+		    const struct rep_bin *bin, long sym, uint64_t key, uint64_t count)
+{
+	struct swap_ctx *s = ctx;
+	char moved[8300];
+
+	(void)p, (void)group, (void)cls, (void)bin, (void)sym, (void)key, (void)count;
+	for (int i = 0; i < 2 && !s->done; i++) {
+		snprintf(moved, sizeof(moved), "%s.moved", s->leaf[i]);
+		CU_ASSERT_EQUAL(rename(s->leaf[i], moved), 0);
+		CU_ASSERT_EQUAL(symlink(s->decoy[i], s->leaf[i]), 0);
+	}
+	s->done = true;
+	return 0;
+}
+
+/* A directory of the tree swapped for a link between the walk and a
+ * file's read (the daemon's worker, which writes the tree, could): the
+ * read follows no link on the way, so the file is passed over, not read
+ * from where the link points. */
+static void test_walk_swap(void)
+{
+	char session[600], decoys[600], sd[700], *argv[] = { "opreport", NULL, "-l", NULL };
+	struct rep_key_sink sink;
+	struct swap_ctx s = { .done = false };
+	struct rep_profile *p = NULL;
+	struct rep_opts o;
+	struct rep_images *im;
+	struct kv seven[] = { { 0x20, 7 } }, many[] = { { 0x30, 1000 } };
+	const char *img[2] = { "/bin/one", "/bin/two" };
+
+	snprintf(session, sizeof(session), "%s/swap", tmpdir);
+	snprintf(decoys, sizeof(decoys), "%s/swap-decoys", tmpdir);
+	for (int i = 0; i < 2; i++) {
+		struct sfn_name n = mkname(NULL, false, SFN_ROOT, img[i], SFN_ROOT, img[i], "TIMER",
+					   10000, 0, SFN_ALL, SFN_ALL, SFN_ALL);
+		char rel[SFN_MAX_PATH + 1];
+
+		write_sample(session, &n, seven, 1);
+		write_sample(decoys, &n, many, 1);
+		CU_ASSERT_FATAL(sfn_mangle(&n, rel, sizeof(rel)) > 0);
+		*strrchr(rel, '/') = '\0';
+		snprintf(s.leaf[i], sizeof(s.leaf[i]), "%s/samples/current/%s", session, rel);
+		snprintf(s.decoy[i], sizeof(s.decoy[i]), "%s/samples/current/%s", decoys, rel);
+	}
+	snprintf(sd, sizeof(sd), "--session-dir=%s", session);	/* (o borrows it) */
+	argv[1] = sd;
+	CU_ASSERT_EQUAL_FATAL(rep_opts_parse(&o, 3, argv, stderr, stderr), 0);
+	im = rep_images_new(&o);
+	sink = (struct rep_key_sink){ .key = swap_key, .ctx = &s };
+	CU_ASSERT_EQUAL_FATAL(rep_collect_keys(&o, im, &sink, &p), 0);
+	CU_ASSERT_TRUE(s.done);
+	CU_ASSERT_EQUAL(p->nfiles, 1);
+	CU_ASSERT_EQUAL(p->nbad, 1);
+	CU_ASSERT_EQUAL(p->totals[0], 7);	/* 1007 had the link been followed */
+	rep_profile_free(p);
+	rep_images_free(im);
+	rep_opts_release(&o);
+}
+
+static int sum_stack(void *ctx, const struct rep_stack *st)
+{
+	*(uint64_t *)ctx += st->count;
+	return 0;
+}
+
+/* The daemon's {stacks}: a file linked in from elsewhere is not read, a
+ * FIFO in a file's place is passed over without waiting on it, and a
+ * {stacks} that is a link is not read at all. */
+static void test_stacks_links(void)
+{
+	static const char leaf[] = "{root}/bin/a/{dep}/{root}/bin/a/TIMER.10000.0.all.all.all";
+	char session[600], sd[700], path[900], out[900], *argv[] = { "opreport", sd, NULL };
+	struct rep_opts o;
+	uint64_t sum = 0;
+	size_t bad = 0;
+
+	snprintf(session, sizeof(session), "%s/stacks", tmpdir);
+	snprintf(path, sizeof(path), "%s/samples/current/{stacks}/", session);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/samples/current/{stacks}/s1", session);
+	snprintf(out, sizeof(out), "domprof-stacks 1\nstack 5 %s 0x10\n", leaf);
+	write_file(path, out);
+	snprintf(path, sizeof(path), "%s/stacks-elsewhere", tmpdir);
+	snprintf(out, sizeof(out), "domprof-stacks 1\nstack 1000 %s 0x10\n", leaf);
+	write_file(path, out);
+	snprintf(out, sizeof(out), "%s/samples/current/{stacks}/s2", session);
+	CU_ASSERT_EQUAL_FATAL(symlink(path, out), 0);
+	snprintf(path, sizeof(path), "%s/samples/current/{stacks}/s3", session);
+	CU_ASSERT_EQUAL_FATAL(mkfifo(path, 0600), 0);
+	snprintf(sd, sizeof(sd), "--session-dir=%s", session);
+	CU_ASSERT_EQUAL_FATAL(rep_opts_parse(&o, 2, argv, stderr, stderr), 0);
+	alarm(30);	/* (a read that waits on the FIFO ends the test) */
+	CU_ASSERT_EQUAL(rep_stacks_foreach(&o, sum_stack, &sum, &bad), 0);
+	CU_ASSERT_EQUAL(sum, 5);
+	/* {stacks} itself a link to a directory holding the 1000 */
+	snprintf(path, sizeof(path), "%s/samples/current/{stacks}", session);
+	snprintf(out, sizeof(out), "%s/samples/current/{stacks}.real", session);
+	CU_ASSERT_EQUAL_FATAL(rename(path, out), 0);
+	snprintf(out, sizeof(out), "%s/stacks-dir/", tmpdir);
+	mkdirs(out);
+	snprintf(out, sizeof(out), "%s/stacks-dir/s1", tmpdir);
+	{
+		char text[200];
+
+		snprintf(text, sizeof(text), "domprof-stacks 1\nstack 1000 %s 0x10\n", leaf);
+		write_file(out, text);
+	}
+	snprintf(out, sizeof(out), "%s/stacks-dir", tmpdir);
+	CU_ASSERT_EQUAL_FATAL(symlink(out, path), 0);
+	sum = 0;
+	CU_ASSERT_EQUAL(rep_stacks_foreach(&o, sum_stack, &sum, &bad), 0);
+	CU_ASSERT_EQUAL(sum, 0);
+	alarm(0);
+	rep_opts_release(&o);
+}
+
 static void test_aggregate(void)
 {
 	char session[600], bin[600], so[600], path[8192], corrupt[8192];
@@ -1230,6 +1356,8 @@ int main(void)
 		{ "kallsyms and modules", test_kallsyms },
 		{ "aggregation over a session", test_aggregate },
 		{ "the sample directory's walk follows no link", test_walk },
+		{ "no link followed to a file after the walk", test_walk_swap },
+		{ "the call stacks' files: no link followed, no FIFO waited on", test_stacks_links },
 		{ "event classes, unit mask merge, 64-bit counts", test_classes },
 		{ "domain summary with anonymous guest buckets", test_domain_summary_anon },
 		{ "-o, --wide, -w, --version", test_output_options },

@@ -295,7 +295,8 @@ static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const st
  * cut it short, changes nothing the reader has (no SIGBUS, no count that
  * grew past the bound after it was checked).
  */
-static int odb_open_rdonly(struct odb *db, int dirfd, const char *path, const char **why)
+/* Read the sample file open as @fd (the reader's now, closed when read). */
+static int odb_open_rdonly(struct odb *db, int fd, const char **why)
 {
 	char first[4096];	/* the header and, in most files, every node */
 	struct odb_file_header h;
@@ -305,12 +306,7 @@ static int odb_open_rdonly(struct odb *db, int dirfd, const char *path, const ch
 	int rc;
 
 	*why = NULL;
-	/* A sample file is a regular file: a link is not followed (a session
-	 * is readable by its group, whose members may plant one), and a FIFO
-	 * put in a file's place after the caller's look does not hang us. */
-	db->fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (db->fd < 0)
-		return -errno;
+	db->fd = fd;
 	/* Header (and its committed count) first, size second: see validate.
 	 * The nodes read with the header were read before the size too, as
 	 * a second read would have read them. */
@@ -485,54 +481,66 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	return 0;
 }
 
-/* @path relative to @dirfd when read only (AT_FDCWD: as given); a writer
- * is opened by @path alone (it reopens it by path to grow), so takes
- * AT_FDCWD */
-static int odb_open_any(struct odb **out, int dirfd, const char *path, enum odb_mode mode,
+/* @path, or for a reader already open, @fd (@path NULL) */
+static int odb_open_any(struct odb **out, int fd, const char *path, enum odb_mode mode,
 			const struct odb_desc *desc, const char **why)
 {
-	struct odb *db;
-	int rc;
+	struct odb *db = NULL;
+	int rc = -EINVAL;
 
-	if (!out || !path || (mode != ODB_RDONLY && mode != ODB_RDWR) ||
-	    (mode == ODB_RDWR && dirfd != AT_FDCWD))
-		return -EINVAL;
-	db = calloc(1, sizeof(*db));
-	if (!db)
-		return -ENOMEM;
+	/* A sample file is a regular file: a link is not followed (a session
+	 * is readable by its group, whose members may plant one), and a FIFO
+	 * put in a file's place after the caller's look does not hang us. */
+	if (mode == ODB_RDONLY && path) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			return -errno;
+	}
+	if (out && (mode == ODB_RDONLY ? fd >= 0 : mode == ODB_RDWR && path)) {
+		db = calloc(1, sizeof(*db));
+		rc = db ? 0 : -ENOMEM;
+	}
+	if (rc) {
+		if (mode == ODB_RDONLY && fd >= 0)
+			close(fd);	/* a reader's, opened here or given */
+		return rc;
+	}
 	db->mode = mode;
 	db->fd = -1;
-	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, dirfd, path, why) : odb_open_rdwr(db, path, desc);
-	if (rc)
-		goto out_free;
+	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, fd, why) : odb_open_rdwr(db, path, desc);
+	if (rc) {
+		odb_free(db);
+		return rc;
+	}
 	*out = db;
 	return 0;
-
-out_free:
-	odb_free(db);
-	return rc;
 }
 
 int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc)
 {
 	const char *why = NULL;
 
-	return odb_open_any(out, AT_FDCWD, path, mode, desc, &why);
+	return odb_open_any(out, -1, path, mode, desc, &why);
 }
 
-int odb_open_read(struct odb **out, const char *path, char *why, size_t size)
-{
-	return odb_open_read_at(out, AT_FDCWD, path, why, size);
-}
-
-int odb_open_read_at(struct odb **out, int dirfd, const char *name, char *why, size_t size)
+static int odb_open_read_any(struct odb **out, int fd, const char *path, char *why, size_t size)
 {
 	const char *w = NULL;
-	int rc = odb_open_any(out, dirfd, name, ODB_RDONLY, NULL, &w);
+	int rc = odb_open_any(out, fd, path, ODB_RDONLY, NULL, &w);
 
 	if (why && size)
 		snprintf(why, size, "%s", rc == -EBADMSG && w ? w : rc ? strerror(-rc) : "");
 	return rc;
+}
+
+int odb_open_read(struct odb **out, const char *path, char *why, size_t size)
+{
+	return odb_open_read_any(out, -1, path, why, size);
+}
+
+int odb_open_read_fd(struct odb **out, int fd, char *why, size_t size)
+{
+	return odb_open_read_any(out, fd, NULL, why, size);
 }
 
 void odb_close(struct odb *db)

@@ -45,9 +45,11 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 /* odb_open(@path, ODB_RDONLY) that says in @why (@size bytes, "" on
  * success) what is wrong: for -EBADMSG which check failed. */
 int odb_open_read(struct odb **out, const char *path, char *why, size_t size);
-/* odb_open_read of @name in directory @dirfd (AT_FDCWD: @name as a path):
- * a walk that holds the directory open spares the path's lookup. */
-int odb_open_read_at(struct odb **out, int dirfd, const char *name, char *why, size_t size);
+/* odb_open_read of the file open as @fd, which is the reader's then
+ * (closed once read, and on any error): for a caller that opens sample
+ * files its own way (from a directory it holds, no link on the way).
+ * Open it O_NONBLOCK: a FIFO in a file's place is refused, not waited on. */
+int odb_open_read_fd(struct odb **out, int fd, char *why, size_t size);
 /* Closes (syncing nothing: the page cache owns the data). NULL accepted. */
 void odb_close(struct odb *db);
 /* msync the mapping. 0 or -errno. */
