@@ -31,19 +31,21 @@ struct archive_args {
 	const char *tarball;	/* --tar FILE */
 };
 
-/* Copy regular file @src to @dst (parents created), keeping its mode. */
-static int copy_file(const char *src, const char *dst)
+/* Copy the regular file open as @in (closed here) to @dst (parents
+ * created), keeping its mode; -EINVAL for what is not a regular file. */
+static int copy_fd(int in, const char *dst)
 {
 	char buf[65536], *tmp = NULL;
 	struct stat st;
-	int in, out = -1, rc = 0;
+	int out = -1, rc = 0;
 	ssize_t n;
 
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
 	if (fstat(in, &st)) {
 		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
 		goto out;
 	}
 	tmp = strdup(dst);
@@ -78,9 +80,18 @@ out:
 	return rc;
 }
 
+/* Copy regular file @src to @dst as copy_fd. */
+static int copy_file(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+
+	return in < 0 ? -errno : copy_fd(in, dst);
+}
+
 /* nftw has no context argument; an archive is made by one thread. */
 static struct copy_ctx {
 	const char *from, *to;
+	int from_fd;	/* @from: the files opened below it (the worker's tree) */
 	size_t fromlen, nfiles;
 	int rc;
 	struct rep_progress pr;
@@ -99,7 +110,10 @@ static int copy_one(const char *path, const struct stat *st, int type, struct FT
 		return 0;
 	if (asprintf(&dst, "%s%s", c->to, path + c->fromlen) < 0)
 		return c->rc = -ENOMEM, -1;
-	rc = copy_file(path, dst);
+	/* opened below the session with no link followed and without waiting
+	 * on a FIFO: the worker may swap what nftw saw for a link meanwhile */
+	rc = du_open_beneath(c->from_fd, path + c->fromlen + 1, O_RDONLY | O_NONBLOCK);
+	rc = rc < 0 ? rc : copy_fd(rc, dst);
 	if (rc) {
 		du_err("cannot copy %s to %s: %s", path, dst, strerror(-rc));
 		c->rc = rc;
@@ -114,11 +128,15 @@ static int copy_session(const char *from, const char *to)
 {
 	struct copy_ctx c = { .from = from, .to = to, .fromlen = strlen(from) };
 
+	c.from_fd = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.from_fd < 0)
+		return -errno;
 	rep_progress_begin(&c.pr, "oparchive: copying the session", 0);
 	copy_target = &c;
 	if (nftw(from, copy_one, 32, FTW_PHYS) < 0 && !c.rc)
 		c.rc = -errno;
 	copy_target = NULL;
+	close(c.from_fd);
 	rep_progress_end(&c.pr);
 	return c.rc;
 }

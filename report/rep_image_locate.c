@@ -20,6 +20,7 @@
 #include "rep_verify.h"
 #include "rep_view.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_log.h"
 
 /* nftw has no context argument; the scan is single-threaded and short. */
@@ -105,10 +106,11 @@ static char *locate_cached(struct rep_images *c, const char *domain, const char 
 	ssize_t n;
 	FILE *f;
 
+	/* (the map is the daemon's worker's: no link followed, no FIFO) */
 	if (sfn_escape_component(domain, strlen(domain), safe, sizeof(safe)) < 0 ||
-	    asprintf(&map, "%s/domains/%s/images", c->o->session_dir, safe) < 0)
+	    asprintf(&map, "domains/%s/images", safe) < 0)
 		return NULL;
-	f = fopen(map, "r");
+	f = du_fopen_beneath(c->o->session_dir, map);
 	free(map);
 	if (!f)
 		return NULL;

@@ -119,6 +119,8 @@ static int read_file(const struct rep_opts *o, int dfd, const char *name, struct
 	FILE *f;
 	int rc = 0;
 
+	if (fd == -ELOOP || fd == -ENOTDIR)
+		du_warn("skipping {stacks}/%s: a link", name);
 	if (fd < 0)
 		return fd == -ENOMEM ? fd : 0;
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {

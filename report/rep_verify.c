@@ -13,6 +13,7 @@
 #include "rep_hash.h"
 #include "rep_verify.h"
 #include "sfname/sfname.h"
+#include "util/du_fs.h"
 #include "util/du_hex.h"
 #include "util/du_log.h"
 
@@ -216,10 +217,10 @@ struct rep_idrec *rep_idrec_parse(FILE *f, char *err, size_t errlen)
 	return NULL;
 }
 
-struct rep_idrec *rep_idrec_load(const char *path, char *err, size_t errlen)
+struct rep_idrec *rep_idrec_load(const char *dir, const char *rel, char *err, size_t errlen)
 {
 	struct rep_idrec *r;
-	FILE *f = fopen(path, "re");
+	FILE *f = du_fopen_beneath(dir, rel);
 	int e;
 
 	if (!f) {
@@ -233,13 +234,14 @@ struct rep_idrec *rep_idrec_load(const char *path, char *err, size_t errlen)
 	return r;
 }
 
-int rep_idrec_add_guest(struct rep_idrec *r, const char *map, const char *path, const char *key)
+int rep_idrec_add_guest(struct rep_idrec *r, const char *dir, const char *map, const char *path,
+			const char *key)
 {
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
 	int rc = 0;
-	FILE *f = fopen(map, "re");
+	FILE *f = du_fopen_beneath(dir, map);
 
 	if (!f)
 		return -errno;
@@ -601,7 +603,7 @@ static void load_host(struct rep_vstore *v)
 	v->host_tried = true;
 	if (asprintf(&path, "%s/{images}", v->samples_dir) < 0)
 		return;
-	v->host = rep_idrec_load(path, err, sizeof(err));
+	v->host = rep_idrec_load(v->samples_dir, "{images}", err, sizeof(err));
 	if (!v->host && errno != ENOENT) {
 		snprintf(msg, sizeof(msg), "the image identity record %s is unreadable (%s): "
 			 "host binaries were not checked against it", path, err);
@@ -636,8 +638,8 @@ size_t rep_vstore_recorded(struct rep_vstore *v, const char *domain, bool vmm, c
 		return 0;
 	if (rep_strmap_get(v->guest_tried, key) < 0 && !rep_strmap_put(v->guest_tried, key, 0) &&
 	    sfn_escape_component(domain, strlen(domain), safe, sizeof(safe)) >= 0 &&
-	    asprintf(&map, "%s/domains/%s/images", v->session_dir, safe) >= 0)
-		rep_idrec_add_guest(v->guest, map, path, key);
+	    asprintf(&map, "domains/%s/images", safe) >= 0)
+		rep_idrec_add_guest(v->guest, v->session_dir, map, path, key);
 	free(map);
 	n = rep_idrec_find(v->guest, key, ids);
 	free(key);

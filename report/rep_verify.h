@@ -41,9 +41,11 @@ struct rep_idrec;
  * are kept once (every daemon run records its images again).
  */
 struct rep_idrec *rep_idrec_parse(FILE *f, char *err, size_t errlen);
-/* The same from @path; NULL with errno ENOENT when there is none (a
- * session of an older daemon: nothing to check against). */
-struct rep_idrec *rep_idrec_load(const char *path, char *err, size_t errlen);
+/* The same from file @rel below directory @dir, opened with no link
+ * followed below @dir and only if a regular file (du_open_beneath_file:
+ * the daemon's worker writes it); NULL with errno ENOENT when there is
+ * none (a session of an older daemon: nothing to check against). */
+struct rep_idrec *rep_idrec_load(const char *dir, const char *rel, char *err, size_t errlen);
 struct rep_idrec *rep_idrec_new(void);		/* empty; NULL, errno */
 void rep_idrec_free(struct rep_idrec *r);	/* NULL accepted */
 /* Add an identity of @path (a copy; kept once).  0 or -ENOMEM. */
@@ -54,11 +56,13 @@ size_t rep_idrec_find(const struct rep_idrec *r, const char *path, const struct 
 
 /*
  * The build ids a guest's image cache holds for guest path @path: every
- * line of the domain's map file @map ("images/b<HEX>/<name>\t<path>")
- * naming it, added to @r under @key.  Content-hash ids ("images/h...")
- * say no build id and add nothing.  0, or -errno (-ENOENT: no map).
+ * line of the domain's map file, @map below directory @dir and opened as
+ * rep_idrec_load does ("images/b<HEX>/<name>\t<path>"), naming it, added
+ * to @r under @key.  Content-hash ids ("images/h...") say no build id
+ * and add nothing.  0, or -errno (-ENOENT: no map).
  */
-int rep_idrec_add_guest(struct rep_idrec *r, const char *map, const char *path, const char *key);
+int rep_idrec_add_guest(struct rep_idrec *r, const char *dir, const char *map, const char *path,
+			const char *key);
 
 /* ---- files ---- */
 

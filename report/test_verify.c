@@ -227,11 +227,22 @@ static void test_guest_map(void)
 	      "images/bXY/x\t/lib/libc.so.6\n"			/* not hex: ignored */
 	      "images/bef01/prog\t/usr/bin/a\\x20b\n", f);
 	fclose(f);
-	CU_ASSERT(rep_idrec_add_guest(r, map, "/lib/libc.so.6", "k1") == 0);
+	CU_ASSERT(rep_idrec_add_guest(r, dir, "map", "/lib/libc.so.6", "k1") == 0);
 	CU_ASSERT(rep_idrec_find(r, "k1", &ids) == 1 && !strcmp(ids[0].build_id, "abcd"));
-	CU_ASSERT(rep_idrec_add_guest(r, map, "/usr/bin/a b", "k2") == 0);
+	CU_ASSERT(rep_idrec_add_guest(r, dir, "map", "/usr/bin/a b", "k2") == 0);
 	CU_ASSERT(rep_idrec_find(r, "k2", &ids) == 1 && !strcmp(ids[0].build_id, "ef01"));
-	CU_ASSERT(rep_idrec_add_guest(r, "/nonexistent/map", "/x", "k3") == -ENOENT);
+	CU_ASSERT(rep_idrec_add_guest(r, dir, "nonexistent", "/x", "k3") == -ENOENT);
+	/* the map is the worker's: a FIFO in its place is refused, not
+	 * waited on, and a link to a map is not followed */
+	snprintf(map, sizeof(map), "%s/fifo", dir);
+	CU_ASSERT_FATAL(mkfifo(map, 0600) == 0);
+	alarm(30);
+	CU_ASSERT(rep_idrec_add_guest(r, dir, "fifo", "/x", "k4") == -EINVAL);
+	CU_ASSERT(rep_idrec_load(dir, "fifo", map, sizeof(map)) == NULL && errno == EINVAL);
+	alarm(0);
+	snprintf(map, sizeof(map), "%s/map-link", dir);
+	CU_ASSERT_FATAL(symlink("map", map) == 0);
+	CU_ASSERT(rep_idrec_add_guest(r, dir, "map-link", "/lib/libc.so.6", "k5") == -ELOOP);
 	rep_idrec_free(r);
 }
 

@@ -159,3 +159,45 @@ int du_open_beneath(int dfd, const char *rel, int flags)
 	fd = open_beneath2(dfd, rel, flags);
 	return fd != -ENOSYS ? fd : du_open_beneath_walk(dfd, rel, flags);
 }
+
+int du_open_beneath_file(const char *dir, const char *rel)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, e;
+	struct stat sb;
+
+	if (dfd < 0)
+		return -errno;
+	fd = du_open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
+	close(dfd);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &sb))
+		e = errno;
+	else if (!S_ISREG(sb.st_mode))
+		e = EINVAL;
+	else if (fcntl(fd, F_SETFL, 0))
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	return -e;
+}
+
+FILE *du_fopen_beneath(const char *dir, const char *rel)
+{
+	int fd = du_open_beneath_file(dir, rel);
+	FILE *f;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
+}

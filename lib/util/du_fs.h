@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /*
@@ -35,6 +36,16 @@ int du_open_beneath(int dfd, const char *rel, int flags);
 /* The same one component at a time, always (what du_open_beneath does
  * without openat2; tests call it). */
 int du_open_beneath_walk(int dfd, const char *rel, int flags);
+
+/*
+ * A file of a tree another user writes, for reading: @rel below directory
+ * @dir (opened as given) by du_open_beneath, without waiting on a FIFO,
+ * and only a regular file (else EINVAL).  The fd (blocking cleared), or
+ * -errno.
+ */
+int du_open_beneath_file(const char *dir, const char *rel);
+/* The same as a stream ("r"); NULL with errno set. */
+FILE *du_fopen_beneath(const char *dir, const char *rel);
 
 /*
  * A directory's entries read in bulk (getdents64: a call per @size bytes
