@@ -127,7 +127,7 @@ int du_open_beneath_walk(int dfd, const char *rel, int flags)
 	const char *p = rel;
 	int cur = dfd, fd;
 
-	if (!rel_ok(rel))
+	if (!rel_ok(rel) || (flags & O_CREAT))
 		return -EINVAL;
 	for (;;) {
 		const char *slash = strchr(p, '/');
@@ -135,7 +135,7 @@ int du_open_beneath_walk(int dfd, const char *rel, int flags)
 
 		memcpy(comp, p, len);
 		comp[len] = '\0';
-		fd = openat(cur, comp, slash ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+		fd = openat(cur, comp, slash ? O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 					     : flags | O_NOFOLLOW | O_CLOEXEC);
 		fd = fd < 0 ? -errno : fd;
 		if (!slash || fd < 0)
@@ -154,7 +154,7 @@ int du_open_beneath(int dfd, const char *rel, int flags)
 {
 	int fd;
 
-	if (!rel_ok(rel))
+	if (!rel_ok(rel) || (flags & O_CREAT))
 		return -EINVAL;
 	fd = open_beneath2(dfd, rel, flags);
 	return fd != -ENOSYS ? fd : du_open_beneath_walk(dfd, rel, flags);

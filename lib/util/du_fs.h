@@ -23,14 +23,14 @@ int du_mkdir_p(const char *dir);
 ssize_t du_read_small(const char *path, char *buf, size_t cap);
 
 /*
- * @rel, a relative path, below directory @dfd, opened with @flags
- * (O_NOFOLLOW and O_CLOEXEC added): no symbolic link followed on the
- * way, and no way out of @dfd.  One openat2 where the kernel has it,
- * else one openat per component; no component may be empty, "." or ".."
- * (-EINVAL).  For a tree someone else writes: a directory of it swapped
- * for a link between a look and an open takes the open nowhere else.
- * The fd, or -errno (-ELOOP or -ENOTDIR for a link on the way, -EXDEV
- * for a way out).
+ * @rel, a relative path, below directory @dfd, opened (not created: no
+ * O_CREAT) with @flags, O_NOFOLLOW and O_CLOEXEC added: no symbolic link
+ * followed on the way, and no way out of @dfd.  One openat2 where the
+ * kernel has it, else one openat per component; no component may be
+ * empty, "." or ".." (-EINVAL).  For a tree someone else writes: a
+ * directory of it swapped for a link between a look and an open takes
+ * the open nowhere else.  The fd, or -errno (-ELOOP or -ENOTDIR for a
+ * link on the way, -EXDEV for a way out).
  */
 int du_open_beneath(int dfd, const char *rel, int flags);
 /* The same one component at a time, always (what du_open_beneath does

@@ -828,6 +828,7 @@ static void test_open_beneath(void)
 		CU_ASSERT_EQUAL(how[i](dfd, "a//b/f", O_RDONLY), -EINVAL);
 		CU_ASSERT_EQUAL(how[i](dfd, "/etc/passwd", O_RDONLY), -EINVAL);
 		CU_ASSERT_EQUAL(how[i](dfd, "a/./b/f", O_RDONLY), -EINVAL);
+		CU_ASSERT_EQUAL(how[i](dfd, "a/b/new", O_RDWR | O_CREAT), -EINVAL);
 		/* a FIFO opened without blocking */
 		fd = how[i](dfd, "a/b/p", O_RDONLY | O_NONBLOCK);
 		CU_ASSERT(fd >= 0);
