@@ -18,6 +18,7 @@
 #include "rep_sym.h"
 #include "rep_view.h"
 #include "rep_walk.h"
+#include "util/du_array.h"
 #include "util/du_fs.h"
 #include "util/du_log.h"
 
@@ -78,15 +79,8 @@ static void free_files(struct collector *c)
 static int add_file(struct sfile **files, size_t *n, size_t *cap, const char *path,
 		    size_t rel, struct sfn_name *name)
 {
-	if (*n == *cap) {
-		size_t ncap = *cap ? *cap * 2 : 256;
-		struct sfile *nv = realloc(*files, ncap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		*files = nv;
-		*cap = ncap;
-	}
+	if (DU_GROW(*files, *cap, *n + 1, 256))
+		return -ENOMEM;
 	(*files)[*n] = (struct sfile){ .path = strdup(path), .rel = rel, .name = *name };
 	if (!(*files)[*n].path)
 		return -ENOMEM;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rep_collect.h"
+#include "util/du_array.h"
 
 void rep_profile_free(struct rep_profile *p)
 {
@@ -36,18 +37,8 @@ size_t rep_profile_arena_alloc(struct rep_profile *p)
 {
 	size_t n = p->nclasses, off;
 
-	if (p->arena_used + n > p->arena_cap) {
-		size_t cap = p->arena_cap ? p->arena_cap * 2 : 4096;
-		uint64_t *na;
-
-		while (cap < p->arena_used + n)
-			cap *= 2;
-		na = realloc(p->arena, cap * sizeof(*na));
-		if (!na)
-			return SIZE_MAX;
-		p->arena = na;
-		p->arena_cap = cap;
-	}
+	if (DU_GROW(p->arena, p->arena_cap, p->arena_used + n, 4096))
+		return SIZE_MAX;
 	off = p->arena_used;
 	memset(p->arena + off, 0, n * sizeof(*p->arena));
 	p->arena_used += n;
