@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rep_image.h"
@@ -111,23 +110,18 @@ out_bad:
 static int read_file(const struct rep_opts *o, int dfd, const char *name, struct stack_file *sf,
 		     rep_stack_fn fn, void *ctx, size_t *bad)
 {
-	int fd = du_open_beneath(dfd, name, O_RDONLY | O_NONBLOCK);
+	int fd = du_open_beneath_file(dfd, name);
 	char *line = NULL;
 	size_t cap = 0;
-	struct stat sb;
 	ssize_t len;
 	FILE *f;
 	int rc = 0;
 
-	if (fd == -ELOOP || fd == -ENOTDIR)
-		du_warn("skipping {stacks}/%s: a link", name);
+	if (fd == -ELOOP || fd == -ENOTDIR || fd == -EINVAL)
+		du_warn("skipping {stacks}/%s: %s", name,
+			fd == -EINVAL ? "not a regular file" : "a link");
 	if (fd < 0)
 		return fd == -ENOMEM ? fd : 0;
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-		du_warn("skipping {stacks}/%s: not a regular file", name);
-		close(fd);
-		return 0;
-	}
 	f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);

@@ -78,14 +78,13 @@ const struct dirent64 *du_dents_next(struct du_dents *d)
 	}
 }
 
-/* du_open_beneath in one openat2; -ENOSYS where the kernel (before 5.6)
- * or a sandbox has none, after which it is not tried again. */
-static int open_beneath2(int dfd, const char *rel, int flags)
+int du_openat2_beneath(int dfd, const char *rel, int flags, mode_t mode)
 {
 #ifdef SYS_openat2
 	static int have = 1;
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.mode = flags & O_CREAT ? mode : 0,
 		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
 	};
 	long fd;
@@ -102,6 +101,7 @@ static int open_beneath2(int dfd, const char *rel, int flags)
 	(void)dfd;
 	(void)rel;
 	(void)flags;
+	(void)mode;
 	return -ENOSYS;
 #endif
 }
@@ -121,14 +121,13 @@ static int rel_ok(const char *rel)
 	}
 }
 
-int du_open_beneath_walk(int dfd, const char *rel, int flags)
+/* du_open_beneath_walk of a @rel and @flags already checked */
+static int walk_beneath(int dfd, const char *rel, int flags)
 {
 	char comp[NAME_MAX + 1];
 	const char *p = rel;
 	int cur = dfd, fd;
 
-	if (!rel_ok(rel) || (flags & O_CREAT))
-		return -EINVAL;
 	for (;;) {
 		const char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
@@ -150,25 +149,28 @@ int du_open_beneath_walk(int dfd, const char *rel, int flags)
 	return fd;
 }
 
+int du_open_beneath_walk(int dfd, const char *rel, int flags)
+{
+	if (!rel_ok(rel) || (flags & O_CREAT))
+		return -EINVAL;
+	return walk_beneath(dfd, rel, flags);
+}
+
 int du_open_beneath(int dfd, const char *rel, int flags)
 {
 	int fd;
 
 	if (!rel_ok(rel) || (flags & O_CREAT))
 		return -EINVAL;
-	fd = open_beneath2(dfd, rel, flags);
-	return fd != -ENOSYS ? fd : du_open_beneath_walk(dfd, rel, flags);
+	fd = du_openat2_beneath(dfd, rel, flags, 0);
+	return fd != -ENOSYS ? fd : walk_beneath(dfd, rel, flags);
 }
 
-int du_open_beneath_file(const char *dir, const char *rel)
+int du_open_beneath_file(int dfd, const char *rel)
 {
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, e;
+	int fd = du_open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK), e;
 	struct stat sb;
 
-	if (dfd < 0)
-		return -errno;
-	fd = du_open_beneath(dfd, rel, O_RDONLY | O_NONBLOCK);
-	close(dfd);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &sb))
@@ -185,9 +187,13 @@ int du_open_beneath_file(const char *dir, const char *rel)
 
 FILE *du_fopen_beneath(const char *dir, const char *rel)
 {
-	int fd = du_open_beneath_file(dir, rel);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
 	FILE *f;
 
+	if (dfd < 0)
+		return NULL;
+	fd = du_open_beneath_file(dfd, rel);
+	close(dfd);
 	if (fd < 0) {
 		errno = -fd;
 		return NULL;

@@ -37,14 +37,19 @@ int du_open_beneath(int dfd, const char *rel, int flags);
  * without openat2; tests call it). */
 int du_open_beneath_walk(int dfd, const char *rel, int flags);
 
+/* du_open_beneath's one openat2, @rel not checked, @mode for O_CREAT:
+ * -ENOSYS where the kernel (before 5.6) or a sandbox has none, after
+ * which it is not tried again (the caller then walks). */
+int du_openat2_beneath(int dfd, const char *rel, int flags, mode_t mode);
+
 /*
  * A file of a tree another user writes, for reading: @rel below directory
- * @dir (opened as given) by du_open_beneath, without waiting on a FIFO,
- * and only a regular file (else EINVAL).  The fd (blocking cleared), or
- * -errno.
+ * @dfd by du_open_beneath, without waiting on a FIFO, and only a regular
+ * file (else EINVAL).  The fd (blocking cleared), or -errno.
  */
-int du_open_beneath_file(const char *dir, const char *rel);
-/* The same as a stream ("r"); NULL with errno set. */
+int du_open_beneath_file(int dfd, const char *rel);
+/* The same below directory @dir (opened as given), as a stream ("r");
+ * NULL with errno set. */
 FILE *du_fopen_beneath(const char *dir, const char *rel);
 
 /*

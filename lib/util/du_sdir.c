@@ -11,11 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#ifdef SYS_openat2
-#include <linux/openat2.h>
-#endif
 
 #include "util/du_fs.h"
 #include "util/du_io.h"
@@ -124,39 +120,6 @@ static const struct nf_root *nf_root_of(const char *path, const char *end, const
 	return NULL;
 }
 
-/* 1 while openat2 may be tried; 0 once the kernel (before 5.6) or a
- * sandbox said it has none. */
-static int have_openat2 = 1;
-
-/* The directory @rel (relative, its components checked) below @dfd in one
- * call: openat2 refusing every symbolic link and any way out of @dfd, as
- * the walk one component at a time does.  The fd, or -errno (-ENOSYS: no
- * openat2 here); the walk then tells apart what failed, and makes
- * missing directories. */
-static int open_beneath(int dfd, const char *rel)
-{
-#ifdef SYS_openat2
-	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-	};
-	long fd;
-
-	if (!have_openat2)
-		return -ENOSYS;
-	fd = syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	if (fd >= 0)
-		return (int)fd;
-	if (errno == ENOSYS || errno == EPERM)
-		have_openat2 = 0;
-	return -errno;
-#else
-	(void)dfd;
-	(void)rel;
-	return -ENOSYS;
-#endif
-}
-
 /* @path from *@p up to @end, its components checked as the walk would
  * (none empty, "." or ".."), copied without the leading '/' to @rel. */
 static int rel_path(const char *p, const char *end, char rel[PATH_MAX])
@@ -207,8 +170,9 @@ static int walk(const char *path, const char *end, bool mkdirs)
 	dfd = r ? r->fd : open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	if (have_openat2 && p < end && !rel_path(p, end, rel)) {
-		fd = open_beneath(dfd, rel);
+	if (p < end && !rel_path(p, end, rel)) {
+		/* (du_fs.h: the same refusals as the walk below) */
+		fd = du_openat2_beneath(dfd, rel, O_RDONLY | O_DIRECTORY, 0);
 		if (fd >= 0) {
 			if (!r)
 				close(dfd);
@@ -334,39 +298,24 @@ int du_openat_own(int dfd, const char *base, int flags, mode_t mode)
  */
 static int open_file_beneath(const char *path, int flags, mode_t mode)
 {
-#ifdef SYS_openat2
 	const char *end = path + strlen(path), *p;
 	const struct nf_root *r = nf_nr_roots ? nf_root_of(path, end, &p) : NULL;
 	bool rd = (flags & O_ACCMODE) == O_RDONLY && !(flags & O_CREAT);
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC | (rd ? 0 : O_NONBLOCK)),
-		.mode = flags & O_CREAT ? mode : 0,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
-	};
 	char rel[PATH_MAX];
-	long fd;
+	int fd;
 
-	if (!have_openat2 || !r || p == end || (flags & O_TRUNC) || rel_path(p, end, rel))
+	if (!r || p == end || (flags & O_TRUNC) || rel_path(p, end, rel))
 		return -ENOSYS;
-	fd = syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
-	if (fd < 0) {
-		if (errno == ENOSYS || errno == EPERM)
-			have_openat2 = 0;
-		return -errno;
-	}
+	fd = du_openat2_beneath(r->fd, rel, flags | (rd ? 0 : O_NONBLOCK), mode);
+	if (fd < 0)
+		return fd;
 	/* (made by this call with O_EXCL: ours, whoever the file system
 	 * says owns it) */
 	if (rd || (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) ||
-	    !du_fd_check_own((int)fd, geteuid()))
-		return (int)fd;
-	close((int)fd);
+	    !du_fd_check_own(fd, geteuid()))
+		return fd;
+	close(fd);
 	return -EPERM;
-#else
-	(void)path;
-	(void)flags;
-	(void)mode;
-	return -ENOSYS;
-#endif
 }
 
 int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs)
