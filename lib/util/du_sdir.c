@@ -144,19 +144,70 @@ static int rel_path(const char *p, const char *end, char rel[PATH_MAX])
 	return 0;
 }
 
+/*
+ * The deepest directory of @rel (a path that is not all there, below
+ * @dfd) that one openat2 opens, from the longest prefix back: a sample
+ * file's new directory is most often one or two names below one that is
+ * there.  Its fd, with *@p moved past the names it covers (@rel is *@p's
+ * rest without its leading '/'); -ENOENT for none (then *@p is as it
+ * was); another -errno where openat2 found something the walk must look
+ * at (a link) or cannot be used.
+ */
+static int deepest_there(int dfd, char *rel, const char **p)
+{
+	char *slash;
+	int fd;
+
+	while ((slash = strrchr(rel, '/'))) {
+		*slash = '\0';
+		fd = du_openat2_beneath(dfd, rel, O_RDONLY | O_DIRECTORY, 0);
+		if (fd != -ENOENT) {
+			if (fd >= 0)
+				*p += 1 + (size_t)(slash - rel);
+			return fd;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The walk from @dfd (its fd, taken) over *@p's names up to @end, made
+ * where missing if @mkdirs (@made: the first is known missing). */
+static int walk_from(int dfd, const char *p, const char *end, bool mkdirs, bool made)
+{
+	char comp[NAME_MAX + 1];
+	int fd, ret;
+
+	while (p < end) {
+		ret = next_comp(&p, comp);
+		if (ret <= 0 || p > end) {
+			close(dfd);
+			return ret < 0 ? ret : -EINVAL;
+		}
+		fd = open_dir_at(dfd, comp, mkdirs, &made);
+		close(dfd);
+		if (fd < 0)
+			return fd;
+		dfd = fd;
+	}
+	return dfd;
+}
+
 /* The directory @path names up to @end (a '/' or its NUL), each component
  * opened below the previous one with O_NOFOLLOW, from "/" or, once roots
  * were set, from the root it lies in (none: -EACCES).  The fd or -errno.
  * Where the directory is there, one openat2 does the same (2,000 sample
  * files 12 directories deep cost 48,000 calls to open at a daemon's
- * start, one at a time). */
+ * start, one at a time); where it is not, -ENOENT at once, or with
+ * @mkdirs the walk makes the rest from the deepest one there (a new
+ * sample file's directory had the walk from the root twice: 22 opens and
+ * closes a file). */
 static int walk(const char *path, const char *end, bool mkdirs)
 {
-	char comp[NAME_MAX + 1], rel[PATH_MAX];
+	char rel[PATH_MAX];
 	const char *p = path;
 	const struct nf_root *r = NULL;
 	bool made = false;
-	int dfd, fd, ret;
+	int dfd, fd;
 
 	if (path[0] != '/')
 		return -EINVAL;
@@ -173,27 +224,24 @@ static int walk(const char *path, const char *end, bool mkdirs)
 	if (p < end && !rel_path(p, end, rel)) {
 		/* (du_fs.h: the same refusals as the walk below) */
 		fd = du_openat2_beneath(dfd, rel, O_RDONLY | O_DIRECTORY, 0);
-		if (fd >= 0) {
+		if (fd >= 0)
+			p = end;
+		else if (fd == -ENOENT && mkdirs) {
+			/* what follows the deepest one there is missing */
+			fd = deepest_there(dfd, rel, &p);
+			made = fd >= 0 || fd == -ENOENT;
+		}
+		if (fd >= 0 || (fd == -ENOENT && !mkdirs)) {
 			if (!r)
 				close(dfd);
-			return fd;
+			return fd < 0 || p == end ? fd : walk_from(fd, p, end, mkdirs, made);
 		}
+		/* none there (made: from the root), or a name the walk must
+		 * look at to say what is wrong */
 	}
 	if (r && (dfd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return -errno;
-	while (p < end) {
-		ret = next_comp(&p, comp);
-		if (ret <= 0 || p > end) {
-			close(dfd);
-			return ret < 0 ? ret : -EINVAL;
-		}
-		fd = open_dir_at(dfd, comp, mkdirs, &made);
-		close(dfd);
-		if (fd < 0)
-			return fd;
-		dfd = fd;
-	}
-	return dfd;
+	return walk_from(dfd, p, end, mkdirs, made);
 }
 
 int du_nf_open_parent(const char *path, bool mkdirs, const char **base)

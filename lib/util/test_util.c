@@ -386,6 +386,20 @@ static int roots_refuse(const char *dir)
 	bad |= fd < 0 || fchown(fd, 65534, 65534) ? 1 : 0;
 	close(fd);
 	bad |= du_nf_open(q, O_RDWR, 0, false) != -EPERM ? 64 : 0;
+	/* directories made below the deepest one there: never through a
+	 * link on the way, even one under names still missing */
+	RP(q, "a/ln/x/y");
+	bad |= du_nf_mkdirs(q) != -ELOOP ? 128 : 0;
+	RP(q, "a/real/x");
+	bad |= access(q, F_OK) == 0 ? 128 : 0;
+	RP(q, "a/real/n1/n2/f");
+	bad |= du_nf_open(q, O_RDWR | O_CREAT, 0600, false) != -ENOENT ? 256 : 0;
+	RP(q, "a/real/n1/n2");
+	bad |= du_nf_mkdirs(q) ? 256 : 0;
+	RP(q, "a/real/n1/n2/f");
+	fd = du_nf_open(q, O_RDWR | O_CREAT, 0600, false);
+	bad |= fd < 0 ? 256 : 0;
+	close(fd);
 #undef RP
 	return bad;
 }
