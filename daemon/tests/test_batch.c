@@ -415,8 +415,8 @@ static void test_chains_repeat(void)
 }
 
 /* The close hook flushes before a domain's files close; flush_due flushes
- * new files' first samples at once, known files' only after the interval;
- * a batch with nothing queued flushes nothing. */
+ * new files' first samples after a tenth of the interval, known files'
+ * only after the whole; a batch with nothing queued flushes nothing. */
 static void test_flush_due(void)
 {
 	struct buf s = { 0 };
@@ -429,7 +429,9 @@ static void test_flush_due(void)
 	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1000, 500) == 0);	/* empty at 1000 */
 	CU_ASSERT(opd_daemon_feed(&a.d, s.p, s.len) == 0);
 	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
-	/* every file is new: due before the interval */
+	/* every file is new: due before the interval, after a tenth of it */
+	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1040, 500) == 0);
+	CU_ASSERT(opd_batch_pending(a.d.batch) > 900);
 	CU_ASSERT(opd_batch_flush_due(a.d.batch, 1100, 500) == 0);
 	CU_ASSERT(opd_batch_pending(a.d.batch) == 0);
 	/* files the flush wrote (index 0 and the highest) wait the interval */
