@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Ingest of two or more installed builds, in interleaved rounds, each
+# round's sessions on a newly made ext4 file system (a loop device): the
+# daemon's CPU seconds (user + system, its privsep worker included) for
+#   new    the stream into a new session (every file and directory made)
+#   exist  the same stream again into it (the daemon's start, then the samples)
+#   xP     the stream's samples P times over into it: (xP - exist) / (P - 1)
+#          is what the samples cost with every file open
+# for item 1's stream (50 M samples, 1,000 processes and images) and for
+# 10 M samples of one guest and of 1,000 guests (as run-bench.sh --domains).
+# A file system of its own each round: ext4 does not reuse an inode freed
+# in the last minutes, and looks through its tables for one that was not,
+# so a session made just after another was deleted costs several times
+# the system time (doc/performance.md, "Seventh round").  Needs root (a
+# loop mount), about 10 GB in $DP_BENCH_DIR (default /var/tmp) and 40 GB
+# of sparse file.  It prints figures and asserts nothing about time.
+#   DP_BUILD=build tests/bench/ingest-rounds.sh [--rounds R] [--passes P] PREFIX...
+# (PREFIX: an installed domprof, as DP_PREFIX for run-bench.sh)
+set -euo pipefail
+: "${DP_BUILD:?set DP_BUILD to the build directory (for tests/bench/gen-stream)}"
+rounds=3 passes=4
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) rounds=$2; shift ;;
+	--passes) passes=$2; shift ;;
+	-*) echo "usage: $0 [--rounds R] [--passes P] PREFIX..." >&2; exit 1 ;;
+	*) break ;;
+	esac
+	shift
+done
+[ $# -ge 1 ] || { echo "usage: $0 [--rounds R] [--passes P] PREFIX..." >&2; exit 1; }
+[[ $rounds =~ ^[1-9][0-9]*$ && $passes =~ ^[1-9][0-9]*$ && $passes -ge 2 ]] ||
+	{ echo "ingest-rounds: --rounds wants a number, --passes one of at least 2" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "ingest-rounds: needs root (a loop mount)" >&2; exit 1; }
+for p in "$@"; do
+	[ -x "$p/sbin/oprofiled" ] || { echo "ingest-rounds: no $p/sbin/oprofiled" >&2; exit 1; }
+done
+work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-rounds.XXXXXX")
+mnt=$work/mnt
+cleanup() {
+	mountpoint -q "$mnt" && umount "$mnt"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir "$mnt"
+
+gen() {
+	"$DP_BUILD/tests/bench/gen-stream" --out "$work/$1.raw" "${@:2}" >/dev/null
+}
+echo "ingest-rounds: making the streams in $work"
+item1=(--samples 50000000 --processes 1000 --images 1000 --hot 256)
+dom=(--samples 10000000 --processes 1000 --images 1000 --hot 256 --guest-procs 20 --cpus 64)
+gen item1 "${item1[@]}"
+gen item1-xp "${item1[@]}" --repeat "$passes"
+for n in 1 1000; do
+	gen "dom$n" "${dom[@]}" --domains "$n"
+	gen "dom$n-xp" "${dom[@]}" --domains "$n" --repeat "$passes"
+done
+declare -A samples=([item1]=50000000 [dom1]=10000000 [dom1000]=10000000) open
+
+# cpu PREFIX STREAM SESSION: one replay's CPU seconds
+cpu() {
+	/usr/bin/time -f '%U %S' -o "$work/time.out" "$1/sbin/oprofiled" --collector=file \
+		--input="$work/$2.raw" --session-dir="$mnt/$3" --separate=lib --foreground \
+		2>"$work/daemon.err" || { echo "ingest-rounds: $1 failed on $2:" >&2; cat "$work/daemon.err" >&2; exit 1; }
+	awk '{ printf "%.2f", $1 + $2 }' "$work/time.out"
+}
+
+# every figure: "PREFIX STREAM what cpu" lines
+: >"$work/figures"
+for ((r = 1; r <= rounds; r++)); do
+	for p in "$@"; do
+		truncate -s 40G "$work/fs.img"
+		mkfs.ext4 -q -F -N 4000000 "$work/fs.img"
+		mount -o loop "$work/fs.img" "$mnt"
+		chmod 755 "$mnt"	# (the privsep worker's way to its session)
+		line="round $r, $p:"
+		for s in item1 dom1 dom1000; do
+			cat "$work/$s.raw" "$work/$s-xp.raw" >/dev/null	# paged in: the daemon's time, not the disk's
+			n=$(cpu "$p" "$s" "$s") e=$(cpu "$p" "$s" "$s") x=$(cpu "$p" "$s-xp" "$s")
+			printf '%s %s new %s\n%s %s exist %s\n%s %s xp %s\n' "$p" "$s" "$n" "$p" "$s" "$e" "$p" "$s" "$x" >>"$work/figures"
+			line+=" $s new $n exist $e x$passes $x;"
+		done
+		echo "$line"
+		umount "$mnt"
+		rm -f "$work/fs.img"
+	done
+done
+
+# medians of each figure, and the rates
+median() { sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "medians of $rounds rounds (CPU seconds; M samples per CPU-second):"
+for p in "$@"; do
+	for s in item1 dom1 dom1000; do
+		n=$(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "new" { print $4 }' "$work/figures" | median)
+		e=$(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures" | median)
+		# the files-open cost per round, then its median
+		o=$(paste <(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures") \
+			<(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "xp" { print $4 }' "$work/figures") |
+			awk -v k="$passes" '{ print ($2 - $1) / (k - 1) }' | median)
+		awk -v p="$p" -v s="$s" -v n="$n" -v e="$e" -v o="$o" -v m="${samples[$s]}" 'BEGIN {
+			rate = o > 0 ? sprintf("%.1f", m / o / 1e6) : "too few samples to tell"
+			printf "  %s %s: new %.2f (%.1f), exist %.2f (%.1f), files open %.3f (%s)\n", p, s, n, m / n / 1e6,
+				e, m / e / 1e6, o, rate }'
+		open[$s]=$o
+	done
+	awk -v a="${open[dom1000]}" -v b="${open[dom1]}" -v p="$p" 'BEGIN { if (a > 0 && b > 0)
+		printf "  %s: 1,000 domains against one, files open: %.2f times\n", p, a / b }'
+done
