@@ -33,8 +33,9 @@ struct opd_batch {
 	/* Files get their index in the order they are made, so indexes below
 	 * this one have been through a flush; a sample for a higher one is
 	 * the first of a new file (a domain just turned on, a new binary)
-	 * and makes the batch due at once: a new tree shows its samples at
-	 * the daemon's next turn, while known files keep their batching. */
+	 * and makes the batch due a tenth of the interval after it was last
+	 * empty: a new tree shows its samples at the daemon's next turn
+	 * after that, while known files keep their batching. */
 	uint32_t flushed_ids;
 	bool fresh;		/* a pending sample is a new file's first */
 	bool flushing;

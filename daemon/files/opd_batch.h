@@ -33,7 +33,7 @@
  * Default number of pending samples: 20 bytes each (12 queued, 8 for the
  * flush's sort), 80 MiB at most, allocated at once but touched only as
  * samples come: a live daemon flushes at least every second, so it
- * touches what a second brings (64 CPUs at 1 kHz: 1.3 MiB).  Each flush
+ * touches what a second brings (64 CPUs at 1 kHz: 1.2 MiB).  Each flush
  * touches every file with samples once, so more samples a flush is fewer
  * misses a sample: under a replay of 9,000 files, 4 M of them filed a
  * sample in 28 ns against 35 with 1 M (doc/performance.md).
@@ -99,7 +99,8 @@ uint64_t opd_batch_repeats(const struct opd_batch *b);
  * a flush, or by this call) at least @max_ns before @now_ns (monotonic
  * clock): called often, no sample waits much longer than @max_ns.  The
  * first samples of a file no flush has written yet are due after a tenth
- * of it (a domain just turned on shows in its tree at once).
+ * of it (a domain just turned on shows in its tree promptly, at the
+ * first call after that).
  * 0 or -errno as opd_batch_flush.
  */
 int opd_batch_flush_due(struct opd_batch *b, uint64_t now_ns, uint64_t max_ns);

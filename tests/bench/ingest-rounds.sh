@@ -12,8 +12,9 @@
 # in the last minutes, and looks through its tables for one that was not,
 # so a session made just after another was deleted costs several times
 # the system time (doc/performance.md, "Seventh round").  Needs root (a
-# loop mount), about 10 GB in $DP_BENCH_DIR (default /var/tmp) and 40 GB
-# of sparse file.  It prints figures and asserts nothing about time.
+# loop mount) and, in $DP_BENCH_DIR (default /var/tmp), about 10 GB of
+# streams and a sparse 40 GB file system image of which a round uses
+# about 2 GB.  It prints figures and asserts nothing about time.
 #   DP_BUILD=build tests/bench/ingest-rounds.sh [--rounds R] [--passes P] PREFIX...
 # (PREFIX: an installed domprof, as DP_PREFIX for run-bench.sh)
 set -euo pipefail
@@ -38,8 +39,11 @@ done
 work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-rounds.XXXXXX")
 mnt=$work/mnt
 cleanup() {
-	mountpoint -q "$mnt" && umount "$mnt"
-	rm -rf "$work"
+	set +e	# (whatever fails here, the rest is still undone)
+	if mountpoint -q "$mnt"; then
+		umount "$mnt" || umount -l "$mnt"
+	fi
+	mountpoint -q "$mnt" || rm -rf "$work"
 }
 trap cleanup EXIT
 mkdir "$mnt"
@@ -66,10 +70,15 @@ cpu() {
 	awk '{ printf "%.2f", $1 + $2 }' "$work/time.out"
 }
 
-# every figure: "PREFIX STREAM what cpu" lines
+# every figure: "PREFIX STREAM what cpu" lines, tab-separated
 : >"$work/figures"
 for ((r = 1; r <= rounds; r++)); do
-	for p in "$@"; do
+	order=("$@")	# every other round the other way round: no build always first
+	if [ $((r % 2)) = 0 ]; then
+		order=()
+		for ((i = $#; i >= 1; i--)); do order+=("${!i}"); done
+	fi
+	for p in "${order[@]}"; do
 		truncate -s 40G "$work/fs.img"
 		mkfs.ext4 -q -F -N 4000000 "$work/fs.img"
 		mount -o loop "$work/fs.img" "$mnt"
@@ -77,8 +86,12 @@ for ((r = 1; r <= rounds; r++)); do
 		line="round $r, $p:"
 		for s in item1 dom1 dom1000; do
 			cat "$work/$s.raw" "$work/$s-xp.raw" >/dev/null	# paged in: the daemon's time, not the disk's
-			n=$(cpu "$p" "$s" "$s") e=$(cpu "$p" "$s" "$s") x=$(cpu "$p" "$s-xp" "$s")
-			printf '%s %s new %s\n%s %s exist %s\n%s %s xp %s\n' "$p" "$s" "$n" "$p" "$s" "$e" "$p" "$s" "$x" >>"$work/figures"
+			# (one assignment each: a failed replay ends the script)
+			n=$(cpu "$p" "$s" "$s")
+			e=$(cpu "$p" "$s" "$s")
+			x=$(cpu "$p" "$s-xp" "$s")
+			printf '%s\t%s\tnew\t%s\n%s\t%s\texist\t%s\n%s\t%s\txp\t%s\n' \
+				"$p" "$s" "$n" "$p" "$s" "$e" "$p" "$s" "$x" >>"$work/figures"
 			line+=" $s new $n exist $e x$passes $x;"
 		done
 		echo "$line"
@@ -92,11 +105,11 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : 
 echo "medians of $rounds rounds (CPU seconds; M samples per CPU-second):"
 for p in "$@"; do
 	for s in item1 dom1 dom1000; do
-		n=$(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "new" { print $4 }' "$work/figures" | median)
-		e=$(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures" | median)
+		n=$(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "new" { print $4 }' "$work/figures" | median)
+		e=$(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures" | median)
 		# the files-open cost per round, then its median
-		o=$(paste <(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures") \
-			<(awk -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "xp" { print $4 }' "$work/figures") |
+		o=$(paste <(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures") \
+			<(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "xp" { print $4 }' "$work/figures") |
 			awk -v k="$passes" '{ print ($2 - $1) / (k - 1) }' | median)
 		awk -v p="$p" -v s="$s" -v n="$n" -v e="$e" -v o="$o" -v m="${samples[$s]}" 'BEGIN {
 			rate = o > 0 ? sprintf("%.1f", m / o / 1e6) : "too few samples to tell"

@@ -32,7 +32,8 @@ UUID_DB=6b1b1d6e-0000-4000-8000-000000000022
 # The bar: a domain's guest samples are readable in its tree within
 # 2 s of the toggle.  The daemon holds a guest's samples only 250 ms while
 # no agent speaks (OPD_GUEST_HOLD_NOAGENT_NS; these guests run none) and
-# writes a new sample file's first samples at its next turn (opd_batch),
+# writes a new sample file's first samples at its first turn 0.1 s after
+# its batch was last empty (opd_batch; turns at least every 200 ms),
 # so the time is mostly the event's way through libvirtd and the perf
 # ring's wake-up; it is in the summary (a_web_first_samples_s,
 # c_db_first_samples_s), measured from the moment the command returned.
