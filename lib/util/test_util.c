@@ -348,6 +348,24 @@ static void test_open_own(void)
 		close(fd);
 		CU_ASSERT_EQUAL(chown(tmpl, 0, 0), 0);
 	}
+	/* directories made from the deepest one there, no roots set (a
+	 * root daemon's way): below a real one, never through a link */
+	snprintf(p, sizeof(p), "%s/real", tmpl);
+	CU_ASSERT_EQUAL(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/ln", tmpl);
+	CU_ASSERT_EQUAL(symlink("real", p), 0);
+	snprintf(p, sizeof(p), "%s/ln/x/y", tmpl);
+	CU_ASSERT_EQUAL(du_nf_mkdirs(p), -ELOOP);
+	snprintf(p, sizeof(p), "%s/real/x", tmpl);
+	CU_ASSERT(access(p, F_OK) != 0);
+	snprintf(p, sizeof(p), "%s/real/x/y/f", tmpl);
+	CU_ASSERT_EQUAL(du_nf_open(p, O_RDWR | O_CREAT, 0600, false), -ENOENT);
+	snprintf(p, sizeof(p), "%s/real/x/y", tmpl);
+	CU_ASSERT_EQUAL(du_nf_mkdirs(p), 0);
+	snprintf(p, sizeof(p), "%s/real/x/y/f", tmpl);
+	fd = du_nf_open(p, O_RDWR | O_CREAT, 0600, false);
+	CU_ASSERT(fd >= 0);
+	close(fd);
 	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);
 	CU_ASSERT_EQUAL(system(p), 0);
 }
