@@ -87,7 +87,7 @@ check_no_loss() {
 		"$(echo "$got" | cut -d' ' -f2)"
 }
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. "$(dirname "${BASH_SOURCE[0]}")/median.sh"
 # (a difference of two replays can come out at 0 or below with few samples)
 rate() { awk -v n="${2:-$samples}" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c / 1e6; else printf "-" }'; }
 

@@ -101,15 +101,16 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # medians of each figure, and the rates
-median() { sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+. "$(dirname "$0")/median.sh"
+# fig PREFIX STREAM WHAT: that figure of each round, in order
+fig() { awk -F'\t' -v p="$1" -v s="$2" -v w="$3" '$1 == p && $2 == s && $3 == w { print $4 }' "$work/figures"; }
 echo "medians of $rounds rounds (CPU seconds; M samples per CPU-second):"
 for p in "$@"; do
 	for s in item1 dom1 dom1000; do
-		n=$(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "new" { print $4 }' "$work/figures" | median)
-		e=$(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures" | median)
+		n=$(fig "$p" "$s" new | median)
+		e=$(fig "$p" "$s" exist | median)
 		# the files-open cost per round, then its median
-		o=$(paste <(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "exist" { print $4 }' "$work/figures") \
-			<(awk -F'\t' -v p="$p" -v s="$s" '$1 == p && $2 == s && $3 == "xp" { print $4 }' "$work/figures") |
+		o=$(paste <(fig "$p" "$s" exist) <(fig "$p" "$s" xp) |
 			awk -v k="$passes" '{ print ($2 - $1) / (k - 1) }' | median)
 		awk -v p="$p" -v s="$s" -v n="$n" -v e="$e" -v o="$o" -v m="${samples[$s]}" 'BEGIN {
 			rate = o > 0 ? sprintf("%.1f", m / o / 1e6) : "too few samples to tell"

@@ -269,7 +269,7 @@ report() {
 		'BEGIN { printf "%.3f", b - a }')
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+. "$src/tests/bench/median.sh"
 
 # names OUT FN: rows of OUT whose symbol is FN
 rows_of() { awk -v f="$2" '$NF == f { n++ } END { print n + 0 }' "$1"; }
@@ -319,8 +319,8 @@ done
 printf '\n%-44s %12s %12s\n' "median of $runs runs" "wall s" "cpu s"
 declare -A mw mc
 for c in "${configs[@]}"; do
-	mw[$c]=$(tr ' ' '\n' <<<"${walls[$c]}" | grep . | median)
-	mc[$c]=$(tr ' ' '\n' <<<"${cpus[$c]}" | grep . | median)
+	mw[$c]=$(median <<<"${walls[$c]}")
+	mc[$c]=$(median <<<"${cpus[$c]}")
 	case $c in
 	full-a) label="opreport -l, no debug info" ;;
 	full-b) label="opreport -l, debug info (--debug-dir)" ;;
