@@ -372,7 +372,9 @@ int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs)
 	int dfd, fd;
 
 	fd = open_file_beneath(path, flags, mode);
-	if (fd >= 0)
+	/* (a file it could have made is missing: its directory is, which
+	 * the walk would only find again) */
+	if (fd >= 0 || (fd == -ENOENT && (flags & O_CREAT) && !mkdirs))
 		return fd;
 
 	/* a root itself: what the worker was handed, not its parent */
