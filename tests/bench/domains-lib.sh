@@ -51,7 +51,8 @@ watch_daemon() {
 }
 
 # replay_watched STREAM SESSION: one replay; sets $cpu (user + system of the
-# daemon and its worker), $peak_anon $peak_file (KiB), $peak_fds
+# daemon and its worker), $ucpu (user alone), $peak_anon $peak_file (KiB),
+# $peak_fds
 replay_watched() {
 	local user sys wall rss
 	/usr/bin/time -f '%e %U %S %M' -o "$work/time.out" "$DP_PREFIX/sbin/oprofiled" \
@@ -64,6 +65,7 @@ replay_watched() {
 	read -r wall user sys rss <"$work/time.out"
 	read -r peak_anon peak_file peak_fds <"$work/mem.out"
 	cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')
+	ucpu=$user
 }
 
 stat_of() { awk -v k="$2" '$1 == k { print $2 }' "$1/stats"; }
@@ -97,9 +99,15 @@ rate() { awk -v n="${2:-$samples}" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", 
 # second pass on, every file open).  (passes - steady) / ($passes - 1)
 # is what the samples cost a daemon
 # that has run a while, without its start (the hand-over of the session,
-# opening its files).
+# opening its files).  That difference is taken of user time too, and
+# the ratio of N domains to one is of user time: the samples' work is the
+# daemon's own (with the files open and mapped the kernel does nothing a
+# sample), while the two replays' system times each hold a start's
+# kernel work (for 1,000 domains about 2 s, varying by 0.3 s between
+# replays), whose difference swamped the passes' (doc/performance.md,
+# "Ninth round").
 replay_kinds() {
-	local n=$1 s=$2 kind stream nsamp
+	local n=$1 s=$2 kind stream nsamp st_u
 	for kind in new steady passes; do
 		stream=$work/dom$n.raw nsamp=$samples
 		[ $kind = passes ] && stream=$work/dom$n-xp.raw nsamp=$((passes * samples))
@@ -107,8 +115,10 @@ replay_kinds() {
 		replay_watched "$stream" "$s"
 		case $kind in
 		new) new[$n]+="$cpu " ;;
-		steady) steady[$n]+="$cpu " st=$cpu ;;
-		passes) open[$n]+="$(awk -v a="$cpu" -v b="$st" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') " ;;
+		steady) steady[$n]+="$cpu " st=$cpu st_u=$ucpu ;;
+		passes)
+			open[$n]+="$(awk -v a="$cpu" -v b="$st" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') "
+			open_u[$n]+="$(awk -v a="$ucpu" -v b="$st_u" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') " ;;
 		esac
 		[ $kind = passes ] ||	# (it maps the input $passes times over)
 			anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
@@ -122,7 +132,7 @@ replay_kinds() {
 
 bench_domains() {
 	local n d r s cap st
-	declare -A new steady open anon file fds
+	declare -A new steady open open_u anon file fds
 	for n in 1 "$domains"; do
 		for x in 1 "$passes"; do
 			run "generate, $n domains x$x" - "$DP_BUILD/tests/bench/gen-stream" \
@@ -141,7 +151,6 @@ bench_domains() {
 			# after the last one's deletion took up to five times
 			# the CPU, growing from run to run
 			if [ -e "$s" ]; then
-				rm -rf "$s.run$((r - 1))"	# (a DP_BENCH_DIR used before)
 				mv "$s" "$s.run$((r - 1))"
 			fi
 			replay_kinds "$n" "$s"
@@ -156,14 +165,16 @@ bench_domains() {
 			"$(median <<<"${steady[$n]}")" "$(rate "$(median <<<"${steady[$n]}")")"
 	done
 	for n in 1 "$domains"; do
-		printf '  %5d domains: files open ((x%d - steady) / %d) %7.2f cpu s (%s M/CPU-s)\n' "$n" \
+		printf '  %5d domains: files open ((x%d - steady) / %d) %7.2f cpu s (%s M/CPU-s), user alone %7.2f s (%s M/user-s)\n' "$n" \
 			"$passes" $((passes - 1)) \
-			"$(median <<<"${open[$n]}")" "$(rate "$(median <<<"${open[$n]}")")"
+			"$(median <<<"${open[$n]}")" "$(rate "$(median <<<"${open[$n]}")")" \
+			"$(median <<<"${open_u[$n]}")" "$(rate "$(median <<<"${open_u[$n]}")")"
 	done
 	awk -v a="$(median <<<"${steady[1]}")" -v b="$(median <<<"${steady[$domains]}")" -v n="$domains" \
 		'BEGIN { printf "  steady ingest, %d domains against one: %.2f (CPU time x%.2f)\n", n, a / b, b / a }'
-	awk -v a="$(median <<<"${open[1]}")" -v b="$(median <<<"${open[$domains]}")" -v n="$domains" \
-		'BEGIN { if (a > 0 && b > 0) printf "  ingest with the files open, %d domains against one: %.2f (CPU time x%.2f)\n", n, a / b, b / a
+	awk -v a="$(median <<<"${open_u[1]}")" -v b="$(median <<<"${open_u[$domains]}")" -v n="$domains" \
+		-v ca="$(median <<<"${open[1]}")" -v cb="$(median <<<"${open[$domains]}")" \
+		'BEGIN { if (a > 0 && b > 0) printf "  ingest with the files open, %d domains against one: %.2f (user time x%.2f; user + system x%s)\n", n, a / b, b / a, (ca > 0 && cb > 0) ? sprintf("%.2f", cb / ca) : "-"
 		else printf "  ingest with the files open, %d domains against one: too few samples to tell\n", n }'
 	awk -v a="$(median <<<"${anon[1]}")" -v b="$(median <<<"${anon[$domains]}")" -v n="$domains" \
 		-v fa="$(median <<<"${file[1]}")" -v fb="$(median <<<"${file[$domains]}")" 'BEGIN {

@@ -60,17 +60,17 @@ for n in 1 1000; do
 	gen "dom$n" "${dom[@]}" --domains "$n"
 	gen "dom$n-xp" "${dom[@]}" --domains "$n" --repeat "$passes"
 done
-declare -A samples=([item1]=50000000 [dom1]=10000000 [dom1000]=10000000) open
+declare -A samples=([item1]=50000000 [dom1]=10000000 [dom1000]=10000000) open open_u
 
-# cpu PREFIX STREAM SESSION: one replay's CPU seconds
+# cpu PREFIX STREAM SESSION: one replay's CPU seconds, then its user seconds
 cpu() {
 	/usr/bin/time -f '%U %S' -o "$work/time.out" "$1/sbin/oprofiled" --collector=file \
 		--input="$work/$2.raw" --session-dir="$mnt/$3" --separate=lib --foreground \
 		2>"$work/daemon.err" || { echo "ingest-rounds: $1 failed on $2:" >&2; cat "$work/daemon.err" >&2; exit 1; }
-	awk '{ printf "%.2f", $1 + $2 }' "$work/time.out"
+	awk '{ printf "%.2f\t%.2f", $1 + $2, $1 }' "$work/time.out"
 }
 
-# every figure: "PREFIX STREAM what cpu" lines, tab-separated
+# every figure: "PREFIX STREAM what cpu user" lines, tab-separated
 : >"$work/figures"
 for ((r = 1; r <= rounds; r++)); do
 	order=("$@")	# every other round the other way round: no build always first
@@ -92,7 +92,7 @@ for ((r = 1; r <= rounds; r++)); do
 			x=$(cpu "$p" "$s-xp" "$s")
 			printf '%s\t%s\tnew\t%s\n%s\t%s\texist\t%s\n%s\t%s\txp\t%s\n' \
 				"$p" "$s" "$n" "$p" "$s" "$e" "$p" "$s" "$x" >>"$work/figures"
-			line+=" $s new $n exist $e x$passes $x;"
+			line+=" $s new ${n%%$'\t'*} exist ${e%%$'\t'*} x$passes ${x%%$'\t'*};"
 		done
 		echo "$line"
 		umount "$mnt"
@@ -102,22 +102,34 @@ done
 
 # medians of each figure, and the rates
 . "$(dirname "$0")/median.sh"
-# fig PREFIX STREAM WHAT: that figure of each round, in order
-fig() { awk -F'\t' -v p="$1" -v s="$2" -v w="$3" '$1 == p && $2 == s && $3 == w { print $4 }' "$work/figures"; }
+# fig PREFIX STREAM WHAT [user]: that figure of each round, in order
+# (CPU seconds, or user seconds alone)
+fig() {
+	awk -F'\t' -v p="$1" -v s="$2" -v w="$3" -v c="$([ "${4:-}" = user ] && echo 5 || echo 4)" \
+		'$1 == p && $2 == s && $3 == w { print $c }' "$work/figures"
+}
+# opened PREFIX STREAM [user]: the files-open cost of each round, its median
+opened() {
+	paste <(fig "$1" "$2" exist "${3:-}") <(fig "$1" "$2" xp "${3:-}") |
+		awk -v k="$passes" '{ print ($2 - $1) / (k - 1) }' | median
+}
 echo "medians of $rounds rounds (CPU seconds; M samples per CPU-second):"
 for p in "$@"; do
 	for s in item1 dom1 dom1000; do
 		n=$(fig "$p" "$s" new | median)
 		e=$(fig "$p" "$s" exist | median)
-		# the files-open cost per round, then its median
-		o=$(paste <(fig "$p" "$s" exist) <(fig "$p" "$s" xp) |
-			awk -v k="$passes" '{ print ($2 - $1) / (k - 1) }' | median)
-		awk -v p="$p" -v s="$s" -v n="$n" -v e="$e" -v o="$o" -v m="${samples[$s]}" 'BEGIN {
+		o=$(opened "$p" "$s") u=$(opened "$p" "$s" user)
+		awk -v p="$p" -v s="$s" -v n="$n" -v e="$e" -v o="$o" -v u="$u" -v m="${samples[$s]}" 'BEGIN {
 			rate = o > 0 ? sprintf("%.1f", m / o / 1e6) : "too few samples to tell"
-			printf "  %s %s: new %.2f (%.1f), exist %.2f (%.1f), files open %.3f (%s)\n", p, s, n, m / n / 1e6,
-				e, m / e / 1e6, o, rate }'
-		open[$s]=$o
+			printf "  %s %s: new %.2f (%.1f), exist %.2f (%.1f), files open %.3f (%s; user alone %.3f)\n", p, s, n, m / n / 1e6,
+				e, m / e / 1e6, o, rate, u }'
+		open[$s]=$o open_u[$s]=$u
 	done
-	awk -v a="${open[dom1000]}" -v b="${open[dom1]}" -v p="$p" 'BEGIN { if (a > 0 && b > 0)
-		printf "  %s: 1,000 domains against one, files open: %.2f times\n", p, a / b }'
+	# (of user time: each of the two replays' system time holds a daemon
+	# start's kernel work, for 1,000 domains seconds that vary by tenths,
+	# which swamps the passes' own; tests/bench/domains-lib.sh)
+	awk -v a="${open_u[dom1000]}" -v b="${open_u[dom1]}" -v ca="${open[dom1000]}" -v cb="${open[dom1]}" \
+		-v p="$p" 'BEGIN { if (a > 0 && b > 0)
+		printf "  %s: 1,000 domains against one, files open: %.2f times the user time (user + system: %s)\n", p, a / b,
+			(ca > 0 && cb > 0) ? sprintf("%.2f", ca / cb) : "-" }'
 done

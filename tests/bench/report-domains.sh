@@ -34,8 +34,8 @@
 # (--keys: keys a sample file gets outside the hot functions, default 200)
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (tests/e2e/ratio, exact-a,
 # and lib/ for mk-samples); strace for the child counts; run as root (the
-# parser children run as the user domprof).  DP_BENCH_DIR keeps the work
-# directory.
+# parser children run as the user domprof).  DP_BENCH_DIR: the work
+# directory is made in it (default /var/tmp) and kept at the end.
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
@@ -67,12 +67,11 @@ done
 opreport=$DP_PREFIX/bin/opreport
 [ -x "$opreport" ] || die "no $opreport"
 
+# (a directory of its own: never what was in DP_BENCH_DIR)
+work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-bench-dom.XXXXXX")
 if [ -n "${DP_BENCH_DIR:-}" ]; then
-	work=$DP_BENCH_DIR
-	rm -rf "$work"
-	mkdir -p "$work"
+	echo "report-domains: the work directory $work is kept"
 else
-	work=$(mktemp -d /var/tmp/dp-bench-dom.XXXXXX)
 	trap 'rm -rf "$work"' EXIT
 fi
 # the parser children (user domprof) open the debug files themselves

@@ -25,7 +25,9 @@
 # (default 3) into a new session and again into it; it prints the medians,
 # the daemon's peak memory and open files, the reports' times, and fails
 # when a sample is lost (samples replayed != samples in the files).
-# Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream).
+# Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream);
+# its streams and sessions go in a directory it makes in DP_BENCH_DIR
+# (default /var/tmp) and removes at the end.
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
@@ -50,8 +52,9 @@ done
 [[ $passes =~ ^[0-9]+$ ]] && [ "$passes" -ge 2 ] ||
 	{ echo "run-bench: --passes wants a number of at least 2, not '$passes'" >&2; exit 1; }
 passes=$((10#$passes))	# (a leading zero is not octal)
-work=${DP_BENCH_DIR:-$(mktemp -d /var/tmp/dp-bench.XXXXXX)}
-mkdir -p "$work"
+# (a directory of its own in DP_BENCH_DIR, default /var/tmp: the exit
+# removes it, never what was there before)
+work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # run LABEL OUT CMD...: runs CMD with its stdout in OUT (- for the terminal),
