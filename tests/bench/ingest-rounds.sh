@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Ingest of two or more installed builds, in interleaved rounds, each
 # round's sessions on a newly made ext4 file system (a loop device): the
-# daemon's CPU seconds (user + system, its privsep worker included) for
+# daemon's CPU seconds (user + system, its privsep worker included; user
+# alone beside the files-open figure, and the ratio of 1,000 guests to
+# one with the files open is of user time, as in domains-lib.sh) for
 #   new    the stream into a new session (every file and directory made)
 #   exist  the same stream again into it (the daemon's start, then the samples)
 #   xP     the stream's samples P times over into it: (xP - exist) / (P - 1)

@@ -35,7 +35,8 @@
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (tests/e2e/ratio, exact-a,
 # and lib/ for mk-samples); strace for the child counts; run as root (the
 # parser children run as the user domprof).  DP_BENCH_DIR: the work
-# directory is made in it (default /var/tmp) and kept at the end.
+# directory is made in it (default /var/tmp; the user domprof must be
+# able to pass through it) and kept at the end.
 set -euo pipefail
 : "${DP_PREFIX:?set DP_PREFIX to the installed domprof prefix}"
 : "${DP_BUILD:?set DP_BUILD to the build directory}"
@@ -68,6 +69,7 @@ opreport=$DP_PREFIX/bin/opreport
 [ -x "$opreport" ] || die "no $opreport"
 
 # (a directory of its own: never what was in DP_BENCH_DIR)
+mkdir -p -- "${DP_BENCH_DIR:-/var/tmp}"
 work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-bench-dom.XXXXXX")
 if [ -n "${DP_BENCH_DIR:-}" ]; then
 	echo "report-domains: the work directory $work is kept"

@@ -11,7 +11,9 @@
 # Each replay is timed twice: creating every sample file, then into the
 # same session with the files in place (steady state).  Ingest figures are
 # per CPU-second of the daemon (user + system), so other work on the
-# machine does not count.  It prints figures and asserts nothing about time.
+# machine does not count (--domains takes its ratio of N domains to one
+# with the files open from user time: see domains-lib.sh).  It prints
+# figures and asserts nothing about time.
 #   tests/bench/run-bench.sh [--samples N] [--processes P] [--images I] [--hot H]
 #                            [--cc-samples N] [--no-perf] [--passes P]
 #                            [--domains N [--guest-procs G] [--runs R]]
@@ -19,11 +21,13 @@
 # into the session whose files exist; (that - files exist) / (P - 1) is
 # the samples' cost with every file open)
 # (--hot: distinct hot offsets per image, see gen-stream.c)
-# --domains N: instead, the scale of domains (tests/bench/domains-lib.sh):
-# a stream of N guests (gen-stream --domains, G processes each, default 20,
-# 64 CPUs) against the same stream with one guest, each replayed R times
-# (default 3) into a new session and again into it; it prints the medians,
-# the daemon's peak memory and open files, the reports' times, and fails
+# --domains N (N >= 2): instead, the scale of domains
+# (tests/bench/domains-lib.sh): a stream of N guests (gen-stream --domains,
+# G processes each, default 20, 64 CPUs) against the same stream with one
+# guest, each replayed R times (default 3, at least 1) into a new session,
+# again into it, and P times over into it; it prints the medians (the
+# files-open ratio of N to one of user time, and of user + system), the
+# daemon's peak memory and open files, the reports' times, and fails
 # when a sample is lost (samples replayed != samples in the files).
 # Needs DP_PREFIX (installed domprof) and DP_BUILD (for tests/bench/gen-stream);
 # its streams and sessions go in a directory it makes in DP_BENCH_DIR
@@ -52,8 +56,12 @@ done
 [[ $passes =~ ^[0-9]+$ ]] && [ "$passes" -ge 2 ] ||
 	{ echo "run-bench: --passes wants a number of at least 2, not '$passes'" >&2; exit 1; }
 passes=$((10#$passes))	# (a leading zero is not octal)
+[[ $domains =~ ^[0-9]+$ && $runs =~ ^[0-9]+$ ]] && [ "$((10#$domains))" != 1 ] && [ "$((10#$runs))" -ge 1 ] ||
+	{ echo "run-bench: --domains wants 0 (none) or a number of at least 2, --runs one of at least 1" >&2; exit 1; }
+domains=$((10#$domains)) runs=$((10#$runs))
 # (a directory of its own in DP_BENCH_DIR, default /var/tmp: the exit
 # removes it, never what was there before)
+mkdir -p -- "${DP_BENCH_DIR:-/var/tmp}"
 work=$(mktemp -d "${DP_BENCH_DIR:-/var/tmp}/dp-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
