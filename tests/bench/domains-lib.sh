@@ -90,6 +90,8 @@ check_no_loss() {
 }
 
 . "$(dirname "${BASH_SOURCE[0]}")/median.sh"
+# per_pass XP X1: a replay P times over less the same once, a pass
+per_pass() { awk -v a="$1" -v b="$2" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }'; }
 # (a difference of two replays can come out at 0 or below with few samples)
 rate() { awk -v n="${2:-$samples}" -v c="$1" 'BEGIN { if (c > 0) printf "%.2f", n / c / 1e6; else printf "-" }'; }
 
@@ -117,8 +119,7 @@ replay_kinds() {
 		new) new[$n]+="$cpu " ;;
 		steady) steady[$n]+="$cpu " st=$cpu st_u=$ucpu ;;
 		passes)
-			open[$n]+="$(awk -v a="$cpu" -v b="$st" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') "
-			open_u[$n]+="$(awk -v a="$ucpu" -v b="$st_u" -v p="$passes" 'BEGIN { print (a - b) / (p - 1) }') " ;;
+			open[$n]+="$(per_pass "$cpu" "$st") " open_u[$n]+="$(per_pass "$ucpu" "$st_u") " ;;
 		esac
 		[ $kind = passes ] ||	# (it maps the input $passes times over)
 			anon[$n]+="$peak_anon " file[$n]+="$peak_file " fds[$n]+="$peak_fds "
