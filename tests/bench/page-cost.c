@@ -1,0 +1,195 @@
+/*
+ * What the kernel operations behind creating a session cost on this
+ * machine: a page first written through a shared file mapping (as lib/odb
+ * writes a sample file), the same page written with pwrite, a page of
+ * fresh anonymous memory, a directory made, a file created.  Each is
+ * timed in CPU time of this process (user + system), over many of it,
+ * in a directory of its own under DIR (made, and removed after).
+ *
+ *   page-cost [--files N] [--size BYTES] DIR
+ *
+ * --files: how many files (and directories) each measure makes (default
+ * 4,000); --size: a file's size (default 24,832, a new sample file's).
+ * Prints microseconds an operation; asserts nothing about time
+ * (doc/performance.md, "What a page costs here").
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE	4096u
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, const char *path)
+{
+	fprintf(stderr, "page-cost: %s %s: %s\n", what, path, strerror(errno));
+	exit(1);
+}
+
+static int new_file(const char *dir, const char *kind, unsigned i, char *path, size_t len)
+{
+	int fd;
+
+	snprintf(path, len, "%s/%s%u", dir, kind, i);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die("creating", path);
+	return fd;
+}
+
+/* N files of @size: each made, cut to @size, mapped and every page
+ * written once, as a new sample file is; the time of the writes alone
+ * and of the whole. */
+static void mapped(const char *dir, unsigned n, size_t size, double *per_page, double *per_file)
+{
+	char path[1100];
+	double t0 = cpu_s(), tw = 0;
+	size_t pages = (size + PAGE - 1) / PAGE;
+
+	for (unsigned i = 0; i < n; i++) {
+		int fd = new_file(dir, "m", i, path, sizeof(path));
+		char *p;
+		double t;
+
+		if (ftruncate(fd, (off_t)size) < 0)
+			die("sizing", path);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			die("mapping", path);
+		close(fd);
+		t = cpu_s();
+		for (size_t k = 0; k < pages; k++)
+			p[k * PAGE] = 1;
+		tw += cpu_s() - t;
+		munmap(p, size);
+	}
+	*per_page = tw / (double)(n * pages) * 1e6;
+	*per_file = (cpu_s() - t0) / n * 1e6;
+}
+
+/* The same bytes by pwrite, a page a call. */
+static double written(const char *dir, unsigned n, size_t size)
+{
+	char path[1100], page[PAGE];
+	size_t pages = (size + PAGE - 1) / PAGE;
+	double tw = 0;
+
+	memset(page, 1, sizeof(page));
+	for (unsigned i = 0; i < n; i++) {
+		int fd = new_file(dir, "w", i, path, sizeof(path));
+		double t = cpu_s();
+
+		for (size_t k = 0; k < pages; k++)
+			if (pwrite(fd, page, PAGE, (off_t)(k * PAGE)) != PAGE)
+				die("writing", path);
+		tw += cpu_s() - t;
+		close(fd);
+	}
+	return tw / (double)(n * pages) * 1e6;
+}
+
+/* Fresh anonymous memory, a page at a time. */
+static double anon(size_t pages)
+{
+	char *p = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	double t;
+
+	if (p == MAP_FAILED)
+		die("mapping", "anonymous memory");
+	t = cpu_s();
+	for (size_t k = 0; k < pages; k++)
+		p[k * PAGE] = 1;
+	t = cpu_s() - t;
+	munmap(p, pages * PAGE);
+	return t / (double)pages * 1e6;
+}
+
+/* Directories, and empty files created and closed. */
+static double made(const char *dir, unsigned n, int dirs)
+{
+	char path[1100];
+	double t = cpu_s();
+
+	for (unsigned i = 0; i < n; i++) {
+		if (dirs) {
+			snprintf(path, sizeof(path), "%s/d%u", dir, i);
+			if (mkdir(path, 0750) < 0)
+				die("making", path);
+		} else {
+			close(new_file(dir, "e", i, path, sizeof(path)));
+		}
+	}
+	return (cpu_s() - t) / n * 1e6;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "files", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long n = 4000, size = 24832;
+	char dir[1024];
+	double page, file;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (o == 'n')
+			n = strtoul(optarg, NULL, 0);
+		else if (o == 's')
+			size = strtoul(optarg, NULL, 0);
+		else
+			n = 0;
+	}
+	if (optind != argc - 1 || !n || n > 1000000 || !size || size > (1ul << 30)) {
+		fprintf(stderr, "usage: page-cost [--files N (1 to 1,000,000)] [--size BYTES] DIR\n");
+		return 1;
+	}
+	if (strlen(argv[optind]) > sizeof(dir) - 32) {
+		fprintf(stderr, "page-cost: %s: too long a path\n", argv[optind]);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/page-cost.XXXXXX", argv[optind]);
+	if (!mkdtemp(dir))
+		die("making a directory in", argv[optind]);
+	printf("page-cost: %lu files of %lu bytes in %s, CPU microseconds an operation\n", n, size,
+	       dir);
+	mapped(dir, (unsigned)n, size, &page, &file);
+	printf("first write to a page of a new shared file mapping\t%.2f\n", page);
+	printf("a new file made, sized, mapped, every page written, unmapped\t%.2f\n", file);
+	printf("pwrite of a page to a new file\t%.2f\n", written(dir, (unsigned)n, size));
+	printf("first write to a page of fresh anonymous memory\t%.2f\n",
+	       anon(n * ((size + PAGE - 1) / PAGE)));
+	printf("mkdir\t%.2f\n", made(dir, (unsigned)n, 1));
+	printf("an empty file created and closed\t%.2f\n", made(dir, (unsigned)n, 0));
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+		die("removing", dir);
+	return 0;
+}
