@@ -553,9 +553,18 @@ static int dp_open(struct inode *inode, struct file *f)
 	return stream_open(inode, f);
 }
 
-/* Closing does not stop sampling: DP_KMOD_IOC_DISABLE or unloading does. */
+/*
+ * The last descriptor of the one reader closed (the reader exited, or was
+ * killed): stop sampling as DP_KMOD_IOC_DISABLE does.  Left on, the
+ * counters and the NMI would run for rings nobody reads, and the next
+ * reader's DP_KMOD_IOC_SET_CONFIG would get EBUSY until the module was
+ * unloaded.
+ */
 static int dp_release(struct inode *inode, struct file *f)
 {
+	mutex_lock(&dp_lock);
+	dp_disable();
+	mutex_unlock(&dp_lock);
 	kfree(f->private_data);
 	clear_bit_unlock(0, &dp_open_bit);
 	return 0;

@@ -11,8 +11,8 @@
  *                [--clock-ns N] [--ring N] [--out FILE] [--keep]
  *                [--stats] [--callgraph DEPTH] [--chains FILE]
  *
- * --keep leaves sampling on at the end (no disable, no drain): the lab
- * then unloads the module while it samples.  --stats prints the per-CPU
+ * --keep exits with sampling on (no disable, no drain): the close must
+ * stop it (the lab checks that it did).  --stats prints the per-CPU
  * counters (DP_KMOD_IOC_CPU_STATS) and does nothing else.
  *
  * --callgraph DEPTH asks the module for guest call chains.  This tool
@@ -527,7 +527,7 @@ int main(int argc, char **argv)
 	if (ioctl(fd, DP_KMOD_IOC_GET_CONFIG, &a.cfg) == 0)
 		printf("event %s\n", a.cfg.active_event == DP_KMOD_EV_CYCLES ? "cycles" : "clock");
 	if (a.keep) {
-		/* let it sample, then leave it on for whoever unloads us */
+		/* let it sample, then exit with it on: our close stops it */
 		usleep((useconds_t)(a.seconds * 1e6));
 		puts("left enabled");
 		return 0;

@@ -52,12 +52,33 @@ kv() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 # stats or callchain file, or a copy: "cpu N KEY VALUE KEY VALUE ...").
 kmod_sum() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) s += $(i + 1) } END { print s + 0 }' "$2"; }
 
-# @1 cycles of load / sample / unload with guest @2 running: in two
-# cycles of three the module is unloaded while it samples (left sampling,
-# or its reader killed), in one of three sampling is stopped and drained
-# first; in one cycle of five CPU 1 goes offline and back while the module
-# samples.  Each cycle: the module unloads, kvm's reference count stays
-# where it was; every tenth: the kernel log is clean and the guest alive.
+# Does any CPU count, per the module's stats?
+kmod_any_counting() {
+	local l
+	while read -r l; do
+		l=${l#*counting }
+		[ "${l%% *}" = 1 ] && return 0
+	done </sys/class/misc/domprof/stats
+	return 1
+}
+# A reader gone without DISABLE (cycle @1, how in @2): its close stopped
+# sampling, and a new reader configures and enables at once (before the
+# close stopped it, a killed daemon left SET_CONFIG EBUSY until unload).
+kmod_after_reader() {
+	! kmod_any_counting ||
+		lab_fail "cycle $1: still sampling after its reader $2: $(cat /sys/class/misc/domprof/stats)"
+	"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds 0.2 >"$RESULTS/kmod-cycle.txt" 2>&1 ||
+		lab_fail "cycle $1: a new reader after one $2: $(tail -n 3 "$RESULTS/kmod-cycle.txt")"
+}
+
+# @1 cycles of load / sample / unload with guest @2 running: in one
+# cycle of three sampling is stopped and drained by its reader, in one
+# the reader exits leaving it on (no DISABLE), in one the reader is
+# killed (SIGKILL) while it reads: in those two its close must stop
+# sampling and a new reader must start (kmod_after_reader).  In one
+# cycle of five CPU 1 goes offline and back while the module samples.
+# Each cycle: the module unloads, kvm's reference count stays where it
+# was; every tenth: the kernel log is clean and the guest alive.
 # Sampling lasts @3 seconds a cycle (1).  Summary lines prefixed @4.
 # KMOD_CYCLE_READ (words) is given to every dp-kmod-read of the cycles,
 # KMOD_CYCLE_ODD (words) to insmod in the odd cycles.
@@ -76,16 +97,18 @@ kmod_cycles() {
 			"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds "$s" >"$RESULTS/kmod-cycle.txt" 2>&1 ||
 				lab_fail "cycle $i: dp-kmod-read: $(tail -n 3 "$RESULTS/kmod-cycle.txt")"
 			clean=$((clean + 1)) ;;
-		1)	# leave it sampling and unload under it
+		1)	# the reader exits with sampling on
 			"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds "$(awk -v s="$s" 'BEGIN { print s / 2 }')" --keep >/dev/null 2>&1 ||
 				lab_fail "cycle $i: dp-kmod-read --keep failed"
+			kmod_after_reader "$i" "exited without DISABLE"
 			kept=$((kept + 1)) ;;
-		2)	# a reader killed while it reads, sampling still on
+		2)	# a reader killed while it reads
 			"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds 30 >/dev/null 2>&1 &
 			rpid=$!
 			sleep "$s"
 			kill -9 "$rpid" 2>/dev/null
 			wait "$rpid" 2>/dev/null
+			kmod_after_reader "$i" "was killed"
 			killed=$((killed + 1)) ;;
 		esac
 		[ $((i % 5)) = 0 ] && { kmod_offline_cycle "$i"; offlined=$((offlined + 1)); }
@@ -100,14 +123,22 @@ kmod_cycles() {
 	lab_summary "${tag}cycles" "$n"
 	lab_summary "${tag}cycles_s" "$(lab_since "$t")"
 	lab_summary "${tag}cycles_drained" "$clean"
-	lab_summary "${tag}cycles_unloaded_sampling" "$((kept + killed))"
+	lab_summary "${tag}cycles_reader_left" "$kept"
+	lab_summary "${tag}cycles_reader_killed" "$killed"
 	lab_summary "${tag}cycles_cpu_offlined" "$offlined"
-	KMOD_CYCLES_SAID="$n cycles ($((kept + killed)) unloaded while sampling, $offlined with cpu1 offlined)"
+	KMOD_CYCLES_SAID="$n cycles ($kept readers left sampling on and $killed were killed: each close stopped it; $offlined with cpu1 offlined)"
 }
-# CPU 1 goes away and comes back while the module samples (cycle @1).
+# CPU 1 goes away and comes back while the module samples (cycle @1),
+# for a reader that holds the device open meanwhile.
 kmod_offline_cycle() {
-	[ "$(kmod_counting 0)" = 1 ] || "$KMOD_READ" --seconds 0.2 --keep >/dev/null 2>&1 ||
-		lab_fail "cycle $1: enable before offline failed"
+	local rpid k
+	"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds 120 --keep >/dev/null 2>&1 &
+	rpid=$!
+	for ((k = 0; k < 100; k++)); do
+		[ "$(kmod_counting 0)" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$(kmod_counting 0)" = 1 ] || lab_fail "cycle $1: not sampling before cpu1 goes offline"
 	echo 0 >/sys/devices/system/cpu/cpu1/online || lab_fail "cycle $1: cpu1 offline failed"
 	sleep 0.5
 	[ "$(kmod_counting 1)" = 0 ] ||
@@ -116,4 +147,7 @@ kmod_offline_cycle() {
 	sleep 0.5
 	[ "$(kmod_counting 1)" = 1 ] ||
 		lab_fail "cycle $1: cpu 1 not counting after online: $(cat /sys/class/misc/domprof/stats)"
+	kill "$rpid" 2>/dev/null
+	wait "$rpid" 2>/dev/null
+	! kmod_any_counting || lab_fail "cycle $1: still sampling after its reader went"
 }

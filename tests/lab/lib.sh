@@ -295,6 +295,7 @@ lab_parts() {
 				fi
 				pkill -9 -x oprofiled 2>/dev/null || true
 				pkill -INT -x perf 2>/dev/null || true
+				_lab_part_gone oprofiled
 			fi
 			_lab_part_clean "$p"
 		done
@@ -320,6 +321,17 @@ lab_part_fault() {
 		return 0
 	fi
 	lab_fail "part $1 met a lab fault of L1; the parts after it are left to the retry"
+}
+# Wait (up to 20 s) until no process is named @1: a killed daemon's
+# descriptors (the module's device among them) close as it exits, after
+# pkill has returned.
+_lab_part_gone() {
+	local k
+	for ((k = 0; k < 40; k++)); do
+		pgrep -x "$1" >/dev/null || return 0
+		sleep 0.5
+	done
+	lab_log "part cleanup: $1 still running after 20 s: $(pgrep -a -x "$1" | head -n 3)"
 }
 # Guests a part left running (some scenarios end with the boot).
 _lab_part_clean() {

@@ -1,11 +1,12 @@
 # Load cycles of the kernel module under nested paging: kvm_amd reloaded
 # with npt=1, a busy guest running (NPTC_GUEST, when it names one that
 # runs already, else web started busy), NPTC_CYCLES (50) cycles of load /
-# sample / unload (lib-kmod.sh's kmod_cycles: unloaded while sampling in
-# two of three, CPU 1 taken offline and back while sampling in one of
-# five), sampling 0.6 s a cycle with guest call chains (8 deep), walked
-# in the handler in even cycles and deferred the NMI's way (defer_walks=1)
-# in odd ones, so some unloads find deferred walks pending.
+# sample / unload (lib-kmod.sh's kmod_cycles: in two of three the reader
+# exits or is killed with sampling on and its close stops it, CPU 1 taken
+# offline and back while sampling in one of five), sampling 0.6 s a cycle
+# with guest call chains (8 deep), walked in the handler in even cycles
+# and deferred the NMI's way (defer_walks=1) in odd ones, so some of
+# those closes find deferred walks pending.
 # Must hold: no oops, WARNING or BUG in L1's kernel log, the module
 # unloads every time, kvm's reference count ends where it began, the
 # guest lives through it, and the cycles did take guest samples with the

@@ -6,7 +6,8 @@
 # Phase 1: with web (busy) running, 15 s of sampling give guest samples
 #   that carry web's QEMU pid as domain, a vCPU index and a guest CR3.
 # Phase 2: KMOD_CYCLES (25) cycles of load / sample under load / unload,
-#   unloading while sampling in two cycles of three, and CPU 1 taken
+#   in two cycles of three the reader exits or is killed with sampling on
+#   (its close must stop sampling, and a new reader start), and CPU 1 taken
 #   offline and back while sampling in one cycle of five.
 # Phase 3: with KVM unloaded the module loads, samples the host, unloads.
 # Must hold throughout: no oops, WARNING or BUG in L1's kernel log, the
