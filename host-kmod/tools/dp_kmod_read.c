@@ -11,8 +11,8 @@
  *                [--clock-ns N] [--ring N] [--out FILE] [--keep]
  *                [--stats] [--callgraph DEPTH] [--chains FILE]
  *
- * --keep exits with sampling on (no disable, no drain): the close must
- * stop it (the lab checks that it did).  --stats prints the per-CPU
+ * --keep exits without DISABLE or drain: its close stops sampling (the
+ * lab checks that it did).  --stats prints the per-CPU
  * counters (DP_KMOD_IOC_CPU_STATS) and does nothing else.
  *
  * --callgraph DEPTH asks the module for guest call chains.  This tool

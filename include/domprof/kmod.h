@@ -104,7 +104,12 @@ struct dp_kmod_cc_stats {
 #define DP_KMOD_IOC_GET_CONFIG	_IOR(DP_KMOD_IOC_MAGIC, 2, struct dp_kmod_config)
 /* Start counters on every online CPU; read() then begins a new stream. */
 #define DP_KMOD_IOC_ENABLE	_IO(DP_KMOD_IOC_MAGIC, 3)
-/* Stop and release the counters; what is buffered stays readable. */
+/*
+ * Stop and release the counters; what is buffered stays readable.  The
+ * reader's close (its last descriptor) does the same: what it left
+ * buffered is dropped at the next ENABLE, which a new reader makes
+ * before it reads.
+ */
 #define DP_KMOD_IOC_DISABLE	_IO(DP_KMOD_IOC_MAGIC, 4)
 #define DP_KMOD_IOC_CPU_STATS	_IOWR(DP_KMOD_IOC_MAGIC, 5, struct dp_kmod_cpu_stats)
 /* Call-chain counters of one CPU; -ENOTTY from a module without them. */

@@ -4,14 +4,17 @@
  * writes a sample file), the same page written with pwrite, a page of
  * fresh anonymous memory, a directory made, a file created.  Each is
  * timed in CPU time of this process (user + system), over many of it,
- * in a directory of its own under DIR (made, and removed after).
+ * each measure in a new directory of its own, all under a directory made
+ * in DIR and removed after (on an error too).
  *
  *   page-cost [--files N] [--size BYTES] DIR
  *
  * --files: how many files (and directories) each measure makes (default
- * 4,000); --size: a file's size (default 24,832, a new sample file's).
+ * 4,000); --size: a file's size (default 24,832: a sample file of 1,024
+ * nodes, which every file of the benchmark's session becomes; lib/odb
+ * makes one at 512, 12,544 bytes, and doubles it when full).
  * Prints microseconds an operation; asserts nothing about time
- * (doc/performance.md, "What a page costs here").
+ * (doc/performance.md, "Tenth round").
  */
 #include "config.h"
 
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,10 +41,35 @@ static double cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* the directory made in DIR, removed at the end or by die() */
+static char work[1024];
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int rm_work(void)
+{
+	return work[0] ? nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS) : 0;
+}
+
 static void die(const char *what, const char *path)
 {
 	fprintf(stderr, "page-cost: %s %s: %s\n", what, path, strerror(errno));
+	rm_work();
 	exit(1);
+}
+
+/* A new directory @name in the work directory, its path in @out. */
+static void subdir(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", work, name);
+	if (mkdir(out, 0700) < 0)
+		die("making", out);
 }
 
 static int new_file(const char *dir, const char *kind, unsigned i, char *path, size_t len)
@@ -59,7 +88,7 @@ static int new_file(const char *dir, const char *kind, unsigned i, char *path, s
  * and of the whole. */
 static void mapped(const char *dir, unsigned n, size_t size, double *per_page, double *per_file)
 {
-	char path[1100];
+	char path[1200];
 	double t0 = cpu_s(), tw = 0;
 	size_t pages = (size + PAGE - 1) / PAGE;
 
@@ -87,7 +116,7 @@ static void mapped(const char *dir, unsigned n, size_t size, double *per_page, d
 /* The same bytes by pwrite, a page a call. */
 static double written(const char *dir, unsigned n, size_t size)
 {
-	char path[1100], page[PAGE];
+	char path[1200], page[PAGE];
 	size_t pages = (size + PAGE - 1) / PAGE;
 	double tw = 0;
 
@@ -97,7 +126,7 @@ static double written(const char *dir, unsigned n, size_t size)
 		double t = cpu_s();
 
 		for (size_t k = 0; k < pages; k++)
-			if (pwrite(fd, page, PAGE, (off_t)(k * PAGE)) != PAGE)
+			if (pwrite(fd, page, PAGE, (off_t)(k * PAGE)) != (ssize_t)PAGE)
 				die("writing", path);
 		tw += cpu_s() - t;
 		close(fd);
@@ -114,6 +143,8 @@ static double anon(size_t pages)
 
 	if (p == MAP_FAILED)
 		die("mapping", "anonymous memory");
+	/* pages, not a huge page's average where the system gives them */
+	madvise(p, pages * PAGE, MADV_NOHUGEPAGE);
 	t = cpu_s();
 	for (size_t k = 0; k < pages; k++)
 		p[k * PAGE] = 1;
@@ -125,7 +156,7 @@ static double anon(size_t pages)
 /* Directories, and empty files created and closed. */
 static double made(const char *dir, unsigned n, int dirs)
 {
-	char path[1100];
+	char path[1200];
 	double t = cpu_s();
 
 	for (unsigned i = 0; i < n; i++) {
@@ -140,12 +171,30 @@ static double made(const char *dir, unsigned n, int dirs)
 	return (cpu_s() - t) / n * 1e6;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+/* @s as a whole number in [1, @max], or 0 */
+static unsigned long count(const char *s, unsigned long max)
 {
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return errno || end == s || *end || v > max || s[0] == '-' ? 0 : v;
+}
+
+/* Room for what the measures write (twice the files, a page per directory
+ * and empty file, a margin): a full disk under a mapping is a SIGBUS. */
+static void check_room(unsigned long n, unsigned long size)
+{
+	struct statvfs v;
+	double need = (double)n * ((double)size * 2 + 3 * PAGE) + 64e6;
+
+	if (statvfs(work, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < need) {
+		fprintf(stderr, "page-cost: %s has room for less than the %.0f MB the measures write\n",
+			work, need / 1e6);
+		rm_work();
+		exit(1);
+	}
 }
 
 int main(int argc, char **argv)
@@ -156,40 +205,51 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long n = 4000, size = 24832;
-	char dir[1024];
+	char sub[1100];
 	double page, file;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (o == 'n')
-			n = strtoul(optarg, NULL, 0);
+			n = count(optarg, 1000000);
 		else if (o == 's')
-			size = strtoul(optarg, NULL, 0);
+			size = count(optarg, 1ul << 30);
 		else
 			n = 0;
 	}
-	if (optind != argc - 1 || !n || n > 1000000 || !size || size > (1ul << 30)) {
-		fprintf(stderr, "usage: page-cost [--files N (1 to 1,000,000)] [--size BYTES] DIR\n");
+	if (optind != argc - 1 || !n || !size) {
+		fprintf(stderr, "usage: page-cost [--files N (1 to 1,000,000)] "
+				"[--size BYTES (1 to 1 GiB)] DIR\n");
 		return 1;
 	}
-	if (strlen(argv[optind]) > sizeof(dir) - 32) {
+	if (strlen(argv[optind]) > sizeof(work) - 32) {
 		fprintf(stderr, "page-cost: %s: too long a path\n", argv[optind]);
 		return 1;
 	}
-	snprintf(dir, sizeof(dir), "%s/page-cost.XXXXXX", argv[optind]);
-	if (!mkdtemp(dir))
+	snprintf(work, sizeof(work), "%s/page-cost.XXXXXX", argv[optind]);
+	if (!mkdtemp(work)) {
+		work[0] = '\0';
 		die("making a directory in", argv[optind]);
+	}
+	check_room(n, size);
 	printf("page-cost: %lu files of %lu bytes in %s, CPU microseconds an operation\n", n, size,
-	       dir);
-	mapped(dir, (unsigned)n, size, &page, &file);
+	       work);
+	subdir("mapped", sub, sizeof(sub));
+	mapped(sub, (unsigned)n, size, &page, &file);
 	printf("first write to a page of a new shared file mapping\t%.2f\n", page);
 	printf("a new file made, sized, mapped, every page written, unmapped\t%.2f\n", file);
-	printf("pwrite of a page to a new file\t%.2f\n", written(dir, (unsigned)n, size));
+	subdir("written", sub, sizeof(sub));
+	printf("pwrite of a page to a new file\t%.2f\n", written(sub, (unsigned)n, size));
 	printf("first write to a page of fresh anonymous memory\t%.2f\n",
 	       anon(n * ((size + PAGE - 1) / PAGE)));
-	printf("mkdir\t%.2f\n", made(dir, (unsigned)n, 1));
-	printf("an empty file created and closed\t%.2f\n", made(dir, (unsigned)n, 0));
-	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
-		die("removing", dir);
+	subdir("dirs", sub, sizeof(sub));
+	printf("mkdir (in a new directory)\t%.2f\n", made(sub, (unsigned)n, 1));
+	subdir("empty", sub, sizeof(sub));
+	printf("an empty file created and closed (in a new directory)\t%.2f\n",
+	       made(sub, (unsigned)n, 0));
+	if (rm_work() != 0) {
+		fprintf(stderr, "page-cost: removing %s: %s\n", work, strerror(errno));
+		return 1;
+	}
 	return 0;
 }

@@ -83,7 +83,7 @@ kmod_after_reader() {
 # KMOD_CYCLE_READ (words) is given to every dp-kmod-read of the cycles,
 # KMOD_CYCLE_ODD (words) to insmod in the odd cycles.
 kmod_cycles() {
-	local n=$1 guest=$2 s=${3:-1} tag=$4 i rpid t kvm_ref odd
+	local n=$1 guest=$2 s=${3:-1} tag=$4 i t kvm_ref odd
 	local offlined=0 kept=0 killed=0 clean=0
 	kvm_ref=$(modref kvm)
 	t=$(lab_now)
@@ -102,12 +102,10 @@ kmod_cycles() {
 				lab_fail "cycle $i: dp-kmod-read --keep failed"
 			kmod_after_reader "$i" "exited without DISABLE"
 			kept=$((kept + 1)) ;;
-		2)	# a reader killed while it reads
-			"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds 30 >/dev/null 2>&1 &
-			rpid=$!
+		2)	# a reader killed while it reads (once it samples)
+			kmod_reader_bg "$i" 30 ""
 			sleep "$s"
-			kill -9 "$rpid" 2>/dev/null
-			wait "$rpid" 2>/dev/null
+			kmod_reader_stop -9
 			kmod_after_reader "$i" "was killed"
 			killed=$((killed + 1)) ;;
 		esac
@@ -128,26 +126,44 @@ kmod_cycles() {
 	lab_summary "${tag}cycles_cpu_offlined" "$offlined"
 	KMOD_CYCLES_SAID="$n cycles ($kept readers left sampling on and $killed were killed: each close stopped it; $offlined with cpu1 offlined)"
 }
+# A reader in the background (cycle @1, for @2 s, dp-kmod-read's words
+# @3), its pid in KMOD_RPID, returned once CPU 0 counts; kmod_reader_stop
+# SIGNAL ends it, kmod_reader_fail ends it, brings CPU 1 back and fails
+# (a reader left behind would hold the device and the module past the
+# part).
+kmod_reader_bg() {
+	local k
+	# shellcheck disable=SC2086 # words
+	"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds "$2" $3 >/dev/null 2>&1 &
+	KMOD_RPID=$!
+	for ((k = 0; k < 100; k++)); do
+		[ "$(kmod_counting 0)" = 1 ] && return 0
+		sleep 0.1
+	done
+	kmod_reader_fail "cycle $1: its reader did not start sampling in 10 s"
+}
+kmod_reader_stop() {
+	kill "$1" "$KMOD_RPID" 2>/dev/null
+	wait "$KMOD_RPID" 2>/dev/null
+	KMOD_RPID=
+}
+kmod_reader_fail() {
+	[ -z "${KMOD_RPID:-}" ] || kmod_reader_stop -9
+	echo 1 >/sys/devices/system/cpu/cpu1/online 2>/dev/null
+	lab_fail "$1"
+}
 # CPU 1 goes away and comes back while the module samples (cycle @1),
 # for a reader that holds the device open meanwhile.
 kmod_offline_cycle() {
-	local rpid k
-	"$KMOD_READ" ${KMOD_CYCLE_READ:-} --seconds 120 --keep >/dev/null 2>&1 &
-	rpid=$!
-	for ((k = 0; k < 100; k++)); do
-		[ "$(kmod_counting 0)" = 1 ] && break
-		sleep 0.1
-	done
-	[ "$(kmod_counting 0)" = 1 ] || lab_fail "cycle $1: not sampling before cpu1 goes offline"
-	echo 0 >/sys/devices/system/cpu/cpu1/online || lab_fail "cycle $1: cpu1 offline failed"
+	kmod_reader_bg "$1" 120 --keep
+	echo 0 >/sys/devices/system/cpu/cpu1/online || kmod_reader_fail "cycle $1: cpu1 offline failed"
 	sleep 0.5
 	[ "$(kmod_counting 1)" = 0 ] ||
-		lab_fail "cycle $1: cpu 1 still counting while offline: $(cat /sys/class/misc/domprof/stats)"
-	echo 1 >/sys/devices/system/cpu/cpu1/online || lab_fail "cycle $1: cpu1 online failed"
+		kmod_reader_fail "cycle $1: cpu 1 still counting while offline: $(cat /sys/class/misc/domprof/stats)"
+	echo 1 >/sys/devices/system/cpu/cpu1/online || kmod_reader_fail "cycle $1: cpu1 online failed"
 	sleep 0.5
 	[ "$(kmod_counting 1)" = 1 ] ||
-		lab_fail "cycle $1: cpu 1 not counting after online: $(cat /sys/class/misc/domprof/stats)"
-	kill "$rpid" 2>/dev/null
-	wait "$rpid" 2>/dev/null
+		kmod_reader_fail "cycle $1: cpu 1 not counting after online: $(cat /sys/class/misc/domprof/stats)"
+	kmod_reader_stop -TERM
 	! kmod_any_counting || lab_fail "cycle $1: still sampling after its reader went"
 }

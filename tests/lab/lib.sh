@@ -294,8 +294,10 @@ lab_parts() {
 					failed="$failed $p"
 				fi
 				pkill -9 -x oprofiled 2>/dev/null || true
+				pkill -9 -x dp-kmod-read 2>/dev/null || true
 				pkill -INT -x perf 2>/dev/null || true
 				_lab_part_gone oprofiled
+				_lab_part_gone dp-kmod-read
 			fi
 			_lab_part_clean "$p"
 		done
