@@ -14,7 +14,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
+#include "util/du_fs.h"
 
 #define APP "/usr/bin/app"
 #define LIBC "/usr/lib/libc.so.6"
@@ -45,14 +45,6 @@ static int mem_sink(void *ctx, const void *buf, size_t len)
 	memcpy(mem.buf + mem.len, buf, len);
 	mem.len += len;
 	return 0;
-}
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
 }
 
 /* The stream's body (after the header): what a busy process looks like. */
@@ -151,7 +143,7 @@ out_fini:
 out_fini_closed:
 	opd_daemon_fini(&d);
 out_rm:
-	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(dir);
 	free(mem.buf);
 	if (status)
 		fprintf(stderr, "bench_opd: failed\n");

@@ -1,13 +1,13 @@
 #include "config.h"
 
 #include <CUnit/CUnit.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "dom_testproc.h"
+#include "util/du_fs.h"
 
 void tp_write_file(const char *path, const void *data, size_t len)
 {
@@ -40,18 +40,10 @@ void tp_thread(const char *root, int pid, int tid, const char *comm)
 	tp_write_file(p, c, strlen(c));
 }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	(void)sb;
-	(void)flag;
-	(void)f;
-	return remove(p);
-}
-
 void tp_kill(const char *root, int pid)
 {
 	char p[256];
 
 	tp_pathf(p, sizeof(p), "%s/%d", root, pid);
-	CU_ASSERT_FATAL(nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0);
+	CU_ASSERT_FATAL(du_rm_tree(p) == 0);
 }

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include "dom_testproc.h"
 #include "dom_cmdline.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define UUID_WEB "6e0d3ac2-5f1b-4c9e-9a7d-0b1c2d3e4f50"
 #define AGENT_WEB "/var/lib/libvirt/qemu/channel/target/domain-1-web/org.domprof.agent.0"
@@ -90,11 +90,6 @@ static void fake_qemu(int pid, const char *const *argv)
 	fake_proc(pid, "/usr/bin/qemu-system-x86_64", "qemu-system-x86", buf, n);
 }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-	return remove(p);
-}
-
 static int setup(void)
 {
 	strcpy(root, "/tmp/test_dom.XXXXXX");
@@ -103,13 +98,13 @@ static int setup(void)
 
 static void reset_root(void)
 {
-	CU_ASSERT_FATAL(nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS) == 0);
+	CU_ASSERT_FATAL(du_rm_tree(root) == 0);
 	CU_ASSERT_FATAL(mkdir(root, 0700) == 0);
 }
 
 static int teardown(void)
 {
-	return nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return du_rm_tree(root);
 }
 
 /* ---- callback recorder ------------------------------------------------ */
@@ -934,7 +929,7 @@ static void test_vcpus_appear(void)
 		char p[256];
 
 		tp_pathf(p, sizeof(p), "%s/6000/task/6003", root);
-		CU_ASSERT_FATAL(nftw(p, rm_cb, 4, FTW_DEPTH | FTW_PHYS) == 0);
+		CU_ASSERT_FATAL(du_rm_tree(p) == 0);
 	}
 	CU_ASSERT_EQUAL(dom_scan(t, &rec_ops, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(r.n, 4);

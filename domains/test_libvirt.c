@@ -7,7 +7,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "dom_lvxml.h"
 #include "dom_testproc.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define TEST_URI "test:///default"
 #define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
@@ -91,17 +91,9 @@ static const struct lvdom *find(const struct seen *s, pid_t pid)
 	return NULL;
 }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 static int rm_tree(void)
 {
-	return nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return du_rm_tree(root);
 }
 
 /* A fresh tree for each test: the test domain's QEMU with two vCPUs. */

@@ -269,13 +269,6 @@ out:
 	return rc;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return (type == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
-}
-
 static int run_tar(const char *dir, const char *tarball)
 {
 	char *const argv[] = { (char *)"tar", (char *)"-C", (char *)dir, (char *)"-czf",
@@ -442,7 +435,7 @@ out:
 	/* A tarball's staging directory goes whatever happened; a failed -o
 	 * directory stays for the user to look at. */
 	if (made && args.tarball)
-		nftw(dir, remove_one, 32, FTW_DEPTH | FTW_PHYS);
+		du_rm_tree(dir);
 	free(dir);
 	free(session);
 	rep_profile_free(p);

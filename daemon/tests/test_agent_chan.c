@@ -9,7 +9,6 @@
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include "util/du_log.h"
 #include "util/du_test.h"
 #include "test_stats_doc.h"
+#include "util/du_fs.h"
 
 #define MS 1000000ULL
 #define S (1000 * MS)
@@ -41,14 +41,6 @@ static struct opd_agents *agents;
 static struct opd_dom dom;
 static int lfd = -1;
 static uint8_t buf[2 * 65600];
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
 
 static void quiet_log(enum du_log_level level, const char *fmt, va_list ap)
 {
@@ -92,7 +84,7 @@ static void teardown(void)
 	if (lfd >= 0)
 		close(lfd);
 	lfd = -1;
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(top);
 }
 
 /* The connection the daemon made, if it made one. */

@@ -19,6 +19,7 @@
 #include "opd_daemon.h"
 #include "raw/raw_stream.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define KSTART 0xffffffff81000000ULL
 
@@ -186,18 +187,10 @@ static void run_init(struct run *r, unsigned int max_open, size_t batch)
 	CU_ASSERT_FATAL(!batch || r->d.batch);
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void run_fini(struct run *r)
 {
 	opd_daemon_fini(&r->d);
-	nftw(r->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(r->dir);
 }
 
 /* What a session's sample files hold: "path node key count" lines (node:

@@ -1,7 +1,6 @@
 #include "config.h"
 
 #include <CUnit/CUnit.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "raw/raw_stream.h"
 #include "test_fixture.h"
 #include "util/du_kv.h"
+#include "util/du_fs.h"
 
 #define TFX_QEMU_EXE "/usr/bin/qemu-system-x86_64"
 
@@ -78,20 +78,12 @@ void tfx_finish(struct tfx *fx)
 	CU_ASSERT(opd_daemon_stop(&fx->d) == 0);
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 void tfx_teardown(struct tfx *fx)
 {
 	raw_writer_close(fx->w);
 	fx->w = NULL;
 	opd_daemon_fini(&fx->d);
-	nftw(fx->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(fx->dir);
 }
 
 void tfx_put_ctx(struct tfx *fx, uint32_t pid, uint32_t tid, uint32_t mode)
@@ -181,5 +173,5 @@ void tgs_teardown(struct tgs *gs)
 {
 	opd_imgcache_free(gs->cache);
 	opd_images_free(gs->images);
-	nftw(gs->top, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(gs->top);
 }

@@ -16,7 +16,6 @@
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,19 +37,12 @@
 #include "odb/odb.h"
 #include "util/du_log.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define MS 1000000ULL
 #define SEC (1000 * MS)
 
 static struct opd_stats st;
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
 
 static int sum_count(void *ctx, uint64_t key, uint64_t count)
 {
@@ -164,7 +156,7 @@ static void test_module_names_capped(void)
 	CU_ASSERT(st.guest_images_capped == 90);
 	opd_gkern_fini(&k);
 	opd_images_free(images);
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(dir);
 }
 
 /* Guest times at the ends of their range: no signed overflow (a trap in
@@ -285,7 +277,7 @@ static void budget_done(struct opd_agents *a, struct opd_images *images, struct 
 	}
 	opd_agents_free(a);
 	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(top);
 }
 
 static void test_cpu_budget(void)
@@ -500,7 +492,7 @@ static void test_identity_cap(void)
 	CU_ASSERT(opd_guest_bytes(g3) < opd_guest_bytes(g1));
 	opd_agents_free(a);
 	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(top);
 }
 
 /*
@@ -565,7 +557,7 @@ static void test_no_links(void)
 	opd_gkern_fini(&k);
 	opd_guest_free(g);
 	opd_images_free(images);
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(top);
 }
 
 /* Issue 9 item 6: a stopped domain's sample-file entries are freed, its
@@ -617,7 +609,7 @@ static void test_sfiles_released(void)
 	CU_ASSERT(count == 6);
 	opd_sfiles_free(sf);
 	opd_images_free(images);
-	nftw(tmpl, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(tmpl);
 }
 
 static void quiet(enum du_log_level level, const char *fmt, va_list ap)

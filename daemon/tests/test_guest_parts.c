@@ -8,7 +8,6 @@
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +24,12 @@
 #include "opd_guest_tasks.h"
 #include "opd_guest_timeline.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define MS 1000000ULL
 
 static struct opd_stats st;
 static char top[64];
-
-static int rm_one(const char *p, const struct stat *sb, int type, struct FTW *f)
-{
-	(void)sb;
-	(void)type;
-	(void)f;
-	return remove(p);
-}
 
 static int setup(void)
 {
@@ -48,7 +40,7 @@ static int setup(void)
 
 static int teardown(void)
 {
-	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(top);
 	return 0;
 }
 

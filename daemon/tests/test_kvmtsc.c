@@ -11,7 +11,6 @@
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
-#include <ftw.h>
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +28,7 @@
 #include "opd_guest.h"
 #include "opd_imgcache.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 
 #if defined(__x86_64__)
@@ -237,12 +237,6 @@ static void put(const char *rel, const char *text)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
 	fputs(text, f);
 	fclose(f);
-}
-
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb; (void)flag; (void)ftw;
-	return remove(p);
 }
 
 /* A vCPU whose TSC runs @offset ticks from the host's, unscaled. */
@@ -691,7 +685,7 @@ int main(void)
 	if (!mkdtemp(root))
 		return 99;
 	rc = du_test_main("gclock", tests, DU_TEST_N(tests), NULL, NULL);
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(root);
 	return rc;
 }
 #else

@@ -31,6 +31,7 @@
 #include "test_fixture.h"
 #include "test_stats_doc.h"
 #include "util/du_test.h"
+#include "util/du_fs.h"
 
 #define APP "/usr/bin/app"
 #define LIBC "/usr/lib/libc.so.6"
@@ -38,11 +39,6 @@
 #define MSTART 0xffffffffc0000000ULL
 
 static struct tfx fx;	/* its session is fx.dir */
-
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
 
 static void setup(const char *separate)
 {
@@ -1277,7 +1273,7 @@ out:
 	ops->close(st);
 	ev_table_free(tab);
 	free(m.p);
-	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(dir);
 }
 
 int main(void)

@@ -24,7 +24,6 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <ftw.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -669,14 +668,6 @@ static void test_mirror_helpers(void)
 
 static char tree[64];
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 /* One executable file mapping among others */
 #define MAPS_TEXT \
 	"55550000-55553000 r-xp 00001000 08:01 1234 /usr/bin/qemu-system-x86_64\n" \
@@ -835,7 +826,7 @@ static void test_monitor(void)
 	CU_ASSERT(waitpid(mon, &status, 0) == mon);
 	CU_ASSERT(WIFEXITED(status));
 	close(lfd);
-	nftw(tree, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	du_rm_tree(tree);
 }
 
 /* A backend whose fd is a pipe the test writes: "something changed". */

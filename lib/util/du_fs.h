@@ -18,6 +18,11 @@ int du_mkdir_parents(char *path, size_t from, mode_t mode);
  * 0 or -errno. */
 int du_mkdir_p(const char *dir);
 
+/* Remove @dir and everything below it, depth first, no symbolic link
+ * followed (a link is removed, not what it names): rm -rf.  0, or -1 with
+ * errno set where a removal failed (the walk stops there). */
+int du_rm_tree(const char *dir);
+
 /* Read at most @cap - 1 bytes of small file @path (one read: /proc files)
  * into @buf, NUL-terminated.  The byte count or -errno. */
 ssize_t du_read_small(const char *path, char *buf, size_t cap);

@@ -17,10 +17,10 @@
  * (doc/performance.md, "Tenth round").
  */
 #include "config.h"
+#include "util/du_fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,17 +44,9 @@ static double cpu_s(void)
 /* the directory made in DIR, removed at the end or by die() */
 static char work[1024];
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int rm_work(void)
 {
-	return work[0] ? nftw(work, rm_one, 16, FTW_DEPTH | FTW_PHYS) : 0;
+	return work[0] ? du_rm_tree(work) : 0;
 }
 
 static void die(const char *what, const char *path)
