@@ -27,6 +27,12 @@ _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header 
  * most files of a session the grows (truncate, mremap, re-index) that a
  * small start cost. */
 #define ODB_MIN_CAPACITY	512
+/* A new file is made and mapped this large (a hole too), so that its first
+ * grow only rebuilds the index: no reopen by its path, no truncate, no
+ * mremap, which were most of what a grow cost (reopening a deep path) and
+ * every file of a busy image grows once.  Its header still says
+ * ODB_MIN_CAPACITY: readers and the index go by the header, not the size. */
+#define ODB_NEW_FILE_CAPACITY	(2 * ODB_MIN_CAPACITY)
 /* next and bucket values are node index + 1 in 32 bits. */
 #define ODB_MAX_CAPACITY	(1ULL << 31)
 
@@ -37,6 +43,8 @@ struct odb {
 	char *path;			/* a writer's, to reopen it to grow it */
 	dev_t dev;			/* a writer's file, to know it again */
 	ino_t ino;
+	size_t file_len;		/* a writer's: the file's size as made
+					 * or last extended (>= map_len) */
 	bool grow_warned;		/* a grow failed: said once */
 	uint8_t *map;
 	size_t map_len;
@@ -373,7 +381,7 @@ out_close:
  * once, lib/odb), which made creating a file cost a writeback. */
 static int odb_init_file(struct odb *db, const struct odb_desc *desc, off_t cur)
 {
-	size_t size = odb_file_size(sizeof(struct odb_file_header), ODB_MIN_CAPACITY);
+	size_t size = odb_file_size(sizeof(struct odb_file_header), ODB_NEW_FILE_CAPACITY);
 	struct odb_file_header *h;
 	void *map;
 
@@ -384,6 +392,7 @@ static int odb_init_file(struct odb *db, const struct odb_desc *desc, off_t cur)
 		return -errno;
 	db->map = map;
 	db->map_len = size;
+	db->file_len = size;
 	h = map;
 	h->version = ODB_VERSION;
 	h->header_size = sizeof(*h);
@@ -425,6 +434,7 @@ static int odb_map_existing(struct odb *db, const char *path, const struct odb_f
 		return -errno;
 	db->map = map;
 	db->map_len = want;
+	db->file_len = (uint64_t)st->st_size > want ? (size_t)st->st_size : want;
 	db->committed = h->committed;
 	rc = odb_new_index(db, h->capacity);
 	if (rc)
@@ -571,6 +581,38 @@ int odb_sync_start(struct odb *db)
 }
 
 /*
+ * Make the file and its mapping at least @size bytes: the file through a
+ * descriptor (odb_reopen) only past the size it was made or last extended
+ * to, the mapping by mremap only past its length.  0 or -errno; what
+ * failed leaves the rest as it was.
+ */
+static int odb_extend(struct odb *db, size_t size)
+{
+	void *map;
+	int fd, rc = 0;
+
+	if (size > db->file_len) {
+		fd = odb_reopen(db);
+		if (fd < 0)
+			return fd;
+		if (ftruncate(fd, size) < 0)
+			rc = -errno;
+		close(fd);
+		if (rc)
+			return rc;
+		db->file_len = size;
+	}
+	if (size > db->map_len) {
+		map = mremap(db->map, db->map_len, size, MREMAP_MAYMOVE);
+		if (map == MAP_FAILED)
+			return -errno;
+		db->map = map;
+		db->map_len = size;
+	}
+	return 0;
+}
+
+/*
  * Double the table.  The file is extended before the header's capacity
  * says so, so at no instant do the header and the file size disagree in
  * a way a reader could trip on.
@@ -579,26 +621,15 @@ static int odb_grow(struct odb *db)
 {
 	uint64_t cap = db->capacity * 2;
 	uint32_t *buckets;
-	size_t size;
-	void *map;
-	int fd, rc = 0;
+	int rc;
 
 	if (cap > ODB_MAX_CAPACITY)
 		return -EFBIG;
 	buckets = calloc(cap, sizeof(*buckets));
 	if (!buckets)
 		return -ENOMEM;
-	size = odb_file_size(db->hdr->header_size, cap);
-	fd = odb_reopen(db);
-	map = MAP_FAILED;
-	if (fd < 0)
-		rc = fd;
-	else if (ftruncate(fd, size) < 0 ||
-		 (map = mremap(db->map, db->map_len, size, MREMAP_MAYMOVE)) == MAP_FAILED)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	if (map == MAP_FAILED) {
+	rc = odb_extend(db, odb_file_size(db->hdr->header_size, cap));
+	if (rc) {
 		free(buckets);
 		if (!db->grow_warned)
 			du_warn("odb: %s: cannot grow it (new keys are not counted): %s", db->path,
@@ -608,8 +639,6 @@ static int odb_grow(struct odb *db)
 	}
 	free(db->buckets);
 	db->buckets = buckets;
-	db->map = map;
-	db->map_len = size;
 	odb_set_table(db, cap);
 	db->hdr->capacity = cap;
 	odb_rebuild_index(db);

@@ -840,9 +840,11 @@ static void test_no_descriptor(void)
 	CU_ASSERT_EQUAL(count, 1);
 
 	/* nofd.1 moved away and its name taken by another file: the other
-	 * file is left as it was; the grow goes through the mapping where
-	 * this process may open it (root: /proc/self/map_files), else it
-	 * refuses (-ESTALE) and what was mapped stays whole */
+	 * file is left as it was.  Its first grow (512 to 1,024 nodes) is in
+	 * the room the file was made with: no reopen, for any user.  The next
+	 * goes through the mapping where this process may open it (root:
+	 * /proc/self/map_files), else it refuses (-ESTALE) and what was
+	 * mapped stays whole */
 	path = tpath("nofd.1");
 	for (i = 0; i < 512; i++)
 		CU_ASSERT_EQUAL_FATAL(odb_add(db[1], i, 2), 0);
@@ -851,18 +853,51 @@ static void test_no_descriptor(void)
 	CU_ASSERT_FATAL(k >= 0);
 	CU_ASSERT_EQUAL(write(k, "other", 5), 5);
 	close(k);
-	CU_ASSERT_EQUAL(odb_add(db[1], 512, 1), geteuid() == 0 ? 0 : -ESTALE);
+	for (i = 512; i < 1024; i++)
+		CU_ASSERT_EQUAL_FATAL(odb_add(db[1], i, 1), 0);
+	CU_ASSERT_EQUAL(odb_add(db[1], 1024, 1), geteuid() == 0 ? 0 : -ESTALE);
 	CU_ASSERT_EQUAL(odb_add(db[1], 7, 1), 0);
 	CU_ASSERT_EQUAL(odb_sync_start(db[1]), geteuid() == 0 ? 0 : -ESTALE);
 	CU_ASSERT_EQUAL(stat(path, &st), 0);
 	CU_ASSERT_EQUAL(st.st_size, 5);
 	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.1.old"), 7, &count), 0);
 	CU_ASSERT_EQUAL(count, 3);
-	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.1.old"), 512, &count), 0);
+	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.1.old"), 1023, &count), 0);
+	CU_ASSERT_EQUAL(count, 1);
+	CU_ASSERT_EQUAL(odb_read_count(tpath("nofd.1.old"), 1024, &count), 0);
 	CU_ASSERT_EQUAL(count, geteuid() == 0 ? 1 : 0);
 	CU_ASSERT_EQUAL(count_fds(), before);
 	for (k = 0; k < 32; k++)
 		odb_close(db[k]);
+}
+
+/*
+ * A new file is made with room for 1,024 nodes (a hole), so its first grow
+ * (past 512) neither reopens nor extends it; the grow after extends it.
+ */
+static void test_new_file_room(void)
+{
+	const off_t room = sizeof(struct odb_file_header) + 1024 * sizeof(struct odb_node);
+	const char *path = tpath("room");
+	struct odb *db = NULL;
+	uint64_t count = 0;
+	uint64_t i;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL(file_size(path), room);
+	for (i = 0; i < 1024; i++)
+		CU_ASSERT_EQUAL_FATAL(odb_add(db, i * 16, 1), 0);
+	CU_ASSERT_EQUAL(file_size(path), room);
+	CU_ASSERT_EQUAL(odb_read_count(path, 1023 * 16, &count), 0);
+	CU_ASSERT_EQUAL(count, 1);
+	CU_ASSERT_EQUAL(odb_add(db, 1024 * 16, 1), 0);
+	CU_ASSERT_EQUAL(file_size(path), room + 1024 * (off_t)sizeof(struct odb_node));
+	odb_close(db);
+	/* a writer reopening it keeps the size and every count */
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+	CU_ASSERT_EQUAL(odb_nr_keys(db), 1025);
+	CU_ASSERT_EQUAL(odb_total(db), 1025);
+	odb_close(db);
 }
 
 /* The library's warnings about the corrupt files made on purpose. */
@@ -893,6 +928,7 @@ int main(void)
 		{ "file of an earlier layout", test_old_layout },
 		{ "SIGKILLed writer", test_crash },
 		{ "a writer holds no descriptor", test_no_descriptor },
+		{ "a new file has room for its first grow", test_new_file_room },
 		{ "a reader opens no link and no FIFO", test_read_not_link },
 	};
 	int rc;
