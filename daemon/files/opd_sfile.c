@@ -25,6 +25,25 @@ struct sfile {
 	struct sfile *lprev, *lnext;	/* LRU of open files, most recent first */
 };
 
+/*
+ * The directories of sample files known there (made, or a file opened in
+ * them, since the session began), as 64-bit hashes of their paths in an
+ * open-addressed table (0: an empty slot).  Only a hint: a directory gone
+ * since costs one failed open, and empties the set.
+ */
+struct dirset {
+	uint64_t *slot;
+	size_t mask;		/* slots - 1; 0: none allocated */
+	size_t count;
+};
+
+/* The most a set holds before it starts over (16 bytes a directory at
+ * most, 4 MiB): far more than the directories of the open files. */
+#define DIRSET_MAX_SLOTS	(1u << 19)
+/* The directories of a path a new file looks through (its depth below the
+ * samples directory); a deeper file goes by the whole walk. */
+#define DIRSET_DEPTH	64
+
 struct opd_sfiles {
 	const struct opd_conf *conf;
 	struct opd_stats *st;
@@ -44,6 +63,7 @@ struct opd_sfiles {
 	uint64_t evictions;
 	uint64_t releases;	/* entries freed (their ids dropped) */
 	struct opd_imgids *ids;	/* host images' identities (opd_imgid.h) */
+	struct dirset dirs;
 	char base[PATH_MAX];
 	size_t base_len;
 };
@@ -91,6 +111,7 @@ void opd_sfiles_free(struct opd_sfiles *t)
 	du_htab_fini(&t->tab, sfile_free);
 	opd_imgids_free(t->ids);
 	free(t->by_id);
+	free(t->dirs.slot);
 	free(t);
 }
 
@@ -242,16 +263,129 @@ static void evict_to(struct opd_sfiles *t, size_t keep)
 	}
 }
 
-/* Open (or create, with its directories) the file of @sf at @path. */
+static void dirset_clear(struct dirset *d)
+{
+	if (d->slot)
+		memset(d->slot, 0, (d->mask + 1) * sizeof(*d->slot));
+	d->count = 0;
+}
+
+static bool dirset_has(const struct dirset *d, uint64_t h)
+{
+	if (!d->count)
+		return false;
+	for (size_t i = h & d->mask; d->slot[i]; i = (i + 1) & d->mask)
+		if (d->slot[i] == h)
+			return true;
+	return false;
+}
+
+static void dirset_put(struct dirset *d, uint64_t h)
+{
+	size_t i;
+
+	for (i = h & d->mask; d->slot[i]; i = (i + 1) & d->mask)
+		if (d->slot[i] == h)
+			return;
+	d->slot[i] = h;
+	d->count++;
+}
+
+/* Twice the slots (1,024 at first), every hash kept.  0 or -ENOMEM (past
+ * DIRSET_MAX_SLOTS too), @d unchanged. */
+static int dirset_grow(struct dirset *d)
+{
+	size_t n = d->mask ? 2 * (d->mask + 1) : 1024;
+	struct dirset nd = { NULL, n - 1, 0 };
+
+	if (n > DIRSET_MAX_SLOTS || !(nd.slot = calloc(n, sizeof(*nd.slot))))
+		return -ENOMEM;
+	for (size_t i = 0; d->slot && i <= d->mask; i++)
+		if (d->slot[i])
+			dirset_put(&nd, d->slot[i]);
+	free(d->slot);
+	*d = nd;
+	return 0;
+}
+
+/* Note directory @h (never 0) known there.  The set is kept at most half
+ * full; where it cannot grow it starts over. */
+static void dirset_add(struct dirset *d, uint64_t h)
+{
+	if ((!d->mask || 2 * (d->count + 1) > d->mask + 1) && dirset_grow(d)) {
+		if (!d->mask)
+			return;		/* no set: every new file takes the walk */
+		dirset_clear(d);
+	}
+	dirset_put(d, h);
+}
+
+/* The directories sample file @path lies in, from the samples directory
+ * down (@at[i]: the length of the i-th one's path, @h[i] its hash).
+ * Their number; 0 where there are more than DIRSET_DEPTH. */
+static size_t dir_prefixes(const struct opd_sfiles *t, const char *path,
+			   size_t at[DIRSET_DEPTH], uint64_t h[DIRSET_DEPTH])
+{
+	uint64_t hash = du_fnv1a64(DU_FNV64_BASIS, path, t->base_len - 1);
+	size_t n = 0, i = t->base_len - 1;
+
+	for (const char *s; (s = strchr(path + i + 1, '/')); i = (size_t)(s - path)) {
+		if (n == DIRSET_DEPTH)
+			return 0;
+		at[n] = i;
+		h[n++] = hash ? hash : 1;
+		hash = du_fnv1a64(hash, path + i, (size_t)(s - path) - i);
+	}
+	if (n == DIRSET_DEPTH)
+		return 0;
+	at[n] = i;
+	h[n++] = hash ? hash : 1;
+	return n;
+}
+
+/*
+ * Open (or create, with its directories) the file of @sf at @path.  Its
+ * directories are made from the deepest one known there (dirset), and
+ * noted once it is open; a file whose directory is known is opened as
+ * is.  (Creating a session's files, each new directory cost a failed
+ * open of the file, of the directory and of each missing parent.)
+ */
 static int open_db(struct opd_sfiles *t, struct sfile *sf, char *path,
 		   const struct odb_desc *desc)
 {
-	int ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+	size_t at[DIRSET_DEPTH], n, k, there = 0;
+	uint64_t h[DIRSET_DEPTH];
+	int ret;
 
-	if (ret == -ENOENT)
-		ret = make_parents(path, t->base_len);
-	if (!ret && !sf->db)
+	if (path[0] != '/') {
+		/* a test's relative path: mkdir -p where it is missing */
 		ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+		if (ret == -ENOENT)
+			ret = make_parents(path, t->base_len);
+		if (!ret && !sf->db)
+			ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+		return ret;
+	}
+	n = dir_prefixes(t, path, at, h);
+	for (k = n; k-- > 0;) {
+		if (dirset_has(&t->dirs, h[k])) {
+			there = at[k];
+			break;
+		}
+	}
+	ret = -ENOENT;
+	if (n && there == at[n - 1]) {
+		ret = odb_open(&sf->db, path, ODB_RDWR, desc);
+		if (ret == -ENOENT) {
+			/* the tree changed under the set (a session saved) */
+			dirset_clear(&t->dirs);
+			there = 0;
+		}
+	}
+	if (ret == -ENOENT)
+		ret = odb_open_made(&sf->db, path, there, desc);
+	for (k = 0; !ret && k < n; k++)
+		dirset_add(&t->dirs, h[k]);
 	return ret;
 }
 
@@ -473,6 +607,7 @@ int opd_sfiles_restart(struct opd_sfiles *t)
 	struct opd_imgids *ids;
 
 	close_entries(t, true, NULL);
+	dirset_clear(&t->dirs);	/* a new samples directory, maybe */
 	/* a new {images} record: the next file of an image notes it there */
 	memcpy(t->base + t->base_len, OPD_SFILES_IMAGES, sizeof(OPD_SFILES_IMAGES));
 	ids = opd_imgids_new(t->base);

@@ -792,6 +792,59 @@ static void test_lru_cap(void)
 	tfx_teardown(&fx);
 }
 
+/*
+ * The directories a new sample file is made below are remembered: where
+ * they were moved away since (samples/current set aside, as a save does)
+ * a new file of a remembered directory, and one of a new directory below
+ * remembered ones, are still made, in the new tree.
+ */
+static void test_sfile_dirs_moved(void)
+{
+	char tmpl[] = "/tmp/test_opd_dirs.XXXXXX", cur[256], moved[128];
+	struct opd_event_desc ev[2] = { { .name = "CPU_CLK", .count = 100000 },
+					{ .name = "INST", .count = 50000 } };
+	struct opd_images *images = opd_images_new();
+	struct opd_sfile_key k = { .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct opd_stats st = { 0 };
+	struct opd_sfiles *sf;
+	struct opd_conf conf;
+	struct odb *db;
+	uint32_t id;
+
+	CU_ASSERT_FATAL(images && mkdtemp(tmpl));
+	opd_conf_defaults(&conf);
+	conf.session_dir = tmpl;
+	sf = opd_sfiles_new(&conf, &st);
+	CU_ASSERT_FATAL(sf && opd_sfiles_set_events(sf, ev, 2) == 0);
+	k.image = k.dep = opd_image_get(images, SFN_ROOT, "/bin/a", 6);
+	db = opd_sfile_get_id(sf, &k, &id);
+	CU_ASSERT_FATAL(db != NULL);
+	CU_ASSERT(odb_add(db, 0x10, 1) == 0);
+	snprintf(cur, sizeof(cur), "%s/samples/current", tmpl);
+	snprintf(moved, sizeof(moved), "%s/samples/moved", tmpl);
+	CU_ASSERT_FATAL(rename(cur, moved) == 0);
+	/* the directory of /bin/a's files is remembered, and gone */
+	k.event = 1;
+	CU_ASSERT(opd_sfile_get_id(sf, &k, &id) != NULL);
+	snprintf(cur, sizeof(cur), "%s/samples/current/%s", tmpl,
+		 "{root}/bin/a/{dep}/{root}/bin/a/INST.50000.0.all.all.all");
+	CU_ASSERT(access(cur, F_OK) == 0);
+	/* and again, for a new directory below remembered ones */
+	snprintf(cur, sizeof(cur), "%s/samples/current", tmpl);
+	snprintf(moved, sizeof(moved), "%s/samples/moved2", tmpl);
+	CU_ASSERT_FATAL(rename(cur, moved) == 0);
+	k.event = 0;
+	k.image = k.dep = opd_image_get(images, SFN_ROOT, "/bin/b", 6);
+	CU_ASSERT(opd_sfile_get_id(sf, &k, &id) != NULL);
+	snprintf(cur, sizeof(cur), "%s/samples/current/%s", tmpl,
+		 "{root}/bin/b/{dep}/{root}/bin/b/CPU_CLK.100000.0.all.all.all");
+	CU_ASSERT(access(cur, F_OK) == 0);
+	CU_ASSERT(st.sample_file_errors == 0);
+	opd_sfiles_free(sf);
+	opd_images_free(images);
+	du_rm_tree(tmpl);
+}
+
 /* This process's address space now, in bytes (VmSize). */
 static unsigned long long vm_size(void)
 {
@@ -1301,6 +1354,7 @@ int main(void)
 		{ "a mode's context found again by its task's last change", test_context_guess },
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
+		{ "a new file's remembered directories moved away", test_sfile_dirs_moved },
 		{ "the system's limits below the cap: nothing lost", test_lru_sys_limit },
 		{ "overlapping mappings", test_map_overlap },
 		{ "file collector", test_file_collector },

@@ -3,6 +3,7 @@
  * (layout and crash-safety rule in include/domprof/odb_format.h).
  *
  * One writer per file at a time (the daemon); any number of readers.
+ * This is the writer's side and what both use; the reader is odb_read.c.
  */
 #include "config.h"
 
@@ -17,6 +18,7 @@
 
 #include "domprof/odb_format.h"
 #include "odb/odb.h"
+#include "odb_int.h"
 #include "util/du_log.h"
 #include "util/du_sdir.h"
 
@@ -33,30 +35,6 @@ _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header 
  * every file of a busy image grows once.  Its header still says
  * ODB_MIN_CAPACITY: readers and the index go by the header, not the size. */
 #define ODB_NEW_FILE_CAPACITY	(2 * ODB_MIN_CAPACITY)
-/* next and bucket values are node index + 1 in 32 bits. */
-#define ODB_MAX_CAPACITY	(1ULL << 31)
-
-struct odb {
-	enum odb_mode mode;
-	int fd;				/* -1 once closed (readers, and writers
-					 * once the file is mapped) */
-	char *path;			/* a writer's, to reopen it to grow it */
-	dev_t dev;			/* a writer's file, to know it again */
-	ino_t ino;
-	size_t file_len;		/* a writer's: the file's size as made
-					 * or last extended (>= map_len) */
-	bool grow_warned;		/* a grow failed: said once */
-	uint8_t *map;
-	size_t map_len;
-	struct odb_file_header *hdr;
-	struct odb_node *nodes;
-	uint32_t *buckets;		/* writers only, in memory: capacity entries */
-	uint64_t capacity;
-	uint64_t committed;		/* the writer's count; the file's copy equals it */
-	unsigned int shift;		/* 64 - log2(capacity) */
-	uint64_t total;
-	struct odb_desc desc;
-};
 
 static inline uint32_t odb_hash(uint64_t key, unsigned int shift)
 {
@@ -100,7 +78,7 @@ static int odb_new_index(struct odb *db, uint64_t capacity)
 	return 0;
 }
 
-static void odb_free(struct odb *db)
+void odb_free(struct odb *db)
 {
 	if (db->map)
 		munmap(db->map, db->map_len);
@@ -113,14 +91,21 @@ static void odb_free(struct odb *db)
 	free(db);
 }
 
-/* Open a writer's file: never through a symlink (util/du_sdir.h). */
-static int odb_open_path(const char *path, int flags)
+/* Where odb_open_rdwr makes no directories. */
+#define ODB_NO_DIRS	((size_t)-1)
+
+/* Open a writer's file: never through a symlink (util/du_sdir.h); with
+ * its directories made below the first @there bytes of an absolute @path
+ * (du_nf_open_made) unless @there is ODB_NO_DIRS. */
+static int odb_open_path(const char *path, int flags, size_t there)
 {
 	int fd;
 
 	/* The writer is the root daemon: never through a symlink, on the way
 	 * or at the end; a relative path (tests, tools) gets O_NOFOLLOW on its
 	 * last component. */
+	if (path[0] == '/' && there != ODB_NO_DIRS)
+		return du_nf_open_made(path, there, O_RDWR | flags, DU_SDIR_FILE_MODE);
 	if (path[0] == '/')
 		return du_nf_open(path, O_RDWR | flags, DU_SDIR_FILE_MODE, false);
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | flags, DU_SDIR_FILE_MODE);
@@ -153,7 +138,7 @@ static int odb_reopen(const struct odb *db)
 {
 	uintptr_t start = (uintptr_t)db->map, page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	char mf[64];
-	int fd = odb_same_file(db, odb_open_path(db->path, 0)), alt;
+	int fd = odb_same_file(db, odb_open_path(db->path, 0, ODB_NO_DIRS)), alt;
 
 	if (fd >= 0)
 		return fd;
@@ -187,49 +172,6 @@ static void odb_rebuild_index(struct odb *db)
 	}
 }
 
-/*
- * Check a header against the size of its file.  @committed is the node
- * count to trust (a snapshot taken before the size was read, so that a
- * writer growing the file meanwhile cannot make it look truncated).  What
- * is wrong goes to @why (when not NULL).
- */
-static int odb_validate(const struct odb_file_header *h, uint64_t committed, uint64_t size,
-			const char **why)
-{
-	const char *w = NULL;
-
-	if (size < sizeof(*h))
-		w = "shorter than its header";
-	else if (h->magic != ODB_MAGIC)
-		w = "bad magic";
-	else if (h->version != ODB_VERSION)
-		w = "unknown version";
-	else if (h->node_size != sizeof(struct odb_node))
-		w = "bad node size";
-	else if (h->header_size < sizeof(*h) || h->header_size % 8 || h->header_size > size)
-		w = "bad header size";
-	else if (h->capacity > ODB_MAX_CAPACITY || committed > h->capacity)
-		w = "node count over the capacity";
-	else if (h->header_size + committed * sizeof(struct odb_node) > size)
-		w = "nodes past the end of the file";
-	else if (!memchr(h->event, '\0', sizeof(h->event)))
-		w = "event name not terminated";
-	if (why)
-		*why = w;
-	return w ? -EBADMSG : 0;
-}
-
-static void odb_desc_from_header(struct odb_desc *d, const struct odb_file_header *h)
-{
-	memset(d, 0, sizeof(*d));
-	memcpy(d->event, h->event, sizeof(d->event));
-	d->event[sizeof(d->event) - 1] = '\0';
-	d->count = h->count;
-	d->unit_mask = h->unit_mask;
-	d->flags = h->flags;
-	d->mtime = h->mtime;
-}
-
 static void odb_sum(struct odb *db)
 {
 	uint64_t i;
@@ -237,142 +179,6 @@ static void odb_sum(struct odb *db)
 	db->total = 0;
 	for (i = 0; i < db->committed; i++)
 		db->total += db->nodes[i].count;
-}
-
-/*
- * Read the file's first @size bytes (its header, and what follows where
- * @size is more) into @buf (*@got: bytes read, maybe short), then stat
- * the file into @st: in that order, see odb_validate().  The header is
- * copied into @h (which may be @buf itself), zero past what was read.
- * 0 or -errno.
- */
-static int odb_read_header(int fd, void *buf, size_t size, struct odb_file_header *h,
-			   ssize_t *got, struct stat *st)
-{
-	*got = pread(fd, buf, size, 0);
-	if (*got < 0)
-		return -errno;
-	if (fstat(fd, st) < 0)
-		return -errno;
-	if ((void *)h != buf) {
-		memset(h, 0, sizeof(*h));
-		memcpy(h, buf, (size_t)*got < sizeof(*h) ? (size_t)*got : sizeof(*h));
-	}
-	return 0;
-}
-
-/*
- * Check the nodes a reader copied: each writer's chain index names an
- * earlier node (a writer chains a node to the bucket's head of the
- * moment, and its rebuilds keep that order), pad is zero, no count is
- * over ODB_MAX_COUNT and their sum not over ODB_MAX_TOTAL.  A file that
- * fails any of these was not written by lib/odb: random bytes pass all of
- * them with a chance of about 2^-64 per node.  Sets db->total.
- */
-static int odb_check_nodes(struct odb *db, const char **why)
-{
-	uint64_t total = 0;
-
-	for (uint64_t i = 0; i < db->committed; i++) {
-		const struct odb_node *n = &db->nodes[i];
-
-		if (n->next > i || n->pad)
-			*why = "bad node (chain index or padding)";
-		else if (n->count > ODB_MAX_COUNT || n->count > ODB_MAX_TOTAL - total)
-			*why = "counts over the bound";
-		else {
-			total += n->count;
-			continue;
-		}
-		return -EBADMSG;
-	}
-	db->total = total;
-	return 0;
-}
-
-/* Empty, or made by a writer that has not written the magic yet (or was
- * killed before): no samples yet. */
-static bool odb_half_made(const struct odb_file_header *h, ssize_t got, const struct stat *st)
-{
-	return st->st_size == 0 || ((size_t)got >= sizeof(*h) && h->magic == 0 && h->committed == 0);
-}
-
-/*
- * A reader copies the committed nodes out of the file (pread, no mapping)
- * and checks the copy: a writer that changed the file after the check, or
- * cut it short, changes nothing the reader has (no SIGBUS, no count that
- * grew past the bound after it was checked).
- */
-/* Read the sample file open as @fd (the reader's now, closed when read). */
-static int odb_open_rdonly(struct odb *db, int fd, const char **why)
-{
-	char first[4096];	/* the header and, in most files, every node */
-	struct odb_file_header h;
-	struct stat st;
-	size_t len;
-	ssize_t n, got;
-	int rc;
-
-	*why = NULL;
-	db->fd = fd;
-	/* Header (and its committed count) first, size second: see validate.
-	 * The nodes read with the header were read before the size too, as
-	 * a second read would have read them. */
-	rc = odb_read_header(db->fd, first, sizeof(first), &h, &got, &st);
-	if (!rc && !S_ISREG(st.st_mode)) {
-		*why = "not a regular file";
-		rc = -EBADMSG;
-	}
-	if (rc)
-		goto out_close;
-	if (odb_half_made(&h, got, &st)) {
-		rc = -ENODATA;
-		goto out_close;
-	}
-	if ((size_t)got < sizeof(h)) {
-		*why = "shorter than its header";
-		rc = -EBADMSG;
-	} else {
-		rc = odb_validate(&h, h.committed, st.st_size, why);
-	}
-	if (rc)
-		goto out_close;
-	len = h.committed * sizeof(struct odb_node);
-	db->nodes = malloc(len ? len : 1);
-	if (!db->nodes) {
-		rc = -ENOMEM;
-		goto out_close;
-	}
-	if (h.header_size + len <= (size_t)got) {
-		memcpy(db->nodes, first + h.header_size, len);
-		n = (ssize_t)len;
-	} else {
-		n = len ? pread(db->fd, db->nodes, len, h.header_size) : 0;
-	}
-	if (n < 0) {
-		rc = -errno;
-		goto out_close;
-	}
-	db->committed = h.committed;
-	db->capacity = h.capacity;
-	if ((size_t)n != len) {
-		*why = "cut short while read";
-		rc = -EBADMSG;
-	} else {
-		rc = odb_check_nodes(db, why);
-	}
-	if (rc)
-		goto out_close;
-	/* The header's descriptive fields as validated, not as they may be now. */
-	odb_desc_from_header(&db->desc, &h);
-	close(db->fd);
-	db->fd = -1;
-	return 0;
-
-out_close:
-	close(db->fd);
-	db->fd = -1;
-	return rc;
 }
 
 /* Lay out a new (empty, @cur 0, or half-made) file; the magic goes in
@@ -444,7 +250,8 @@ static int odb_map_existing(struct odb *db, const char *path, const struct odb_f
 	return 0;
 }
 
-static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc *desc)
+static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc *desc,
+			 size_t there)
 {
 	struct odb_file_header h;
 	struct stat st;
@@ -457,7 +264,7 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	db->path = strdup(path);
 	if (!db->path)
 		return -ENOMEM;
-	db->fd = odb_open_path(path, desc ? O_CREAT : 0);
+	db->fd = odb_open_path(path, desc ? O_CREAT : 0, there);
 	if (db->fd < 0)
 		return db->fd;
 	rc = odb_read_header(db->fd, &h, sizeof(h), &h, &n, &st);
@@ -491,33 +298,21 @@ static int odb_open_rdwr(struct odb *db, const char *path, const struct odb_desc
 	return 0;
 }
 
-/* @path, or for a reader already open, @fd (@path NULL) */
-static int odb_open_any(struct odb **out, int fd, const char *path, enum odb_mode mode,
-			const struct odb_desc *desc, const char **why)
+/* A writer of @path (odb_open_rdwr; @there: odb_open_path) */
+static int odb_open_writer(struct odb **out, const char *path, const struct odb_desc *desc,
+			   size_t there)
 {
-	struct odb *db = NULL;
-	int rc = -EINVAL;
+	struct odb *db;
+	int rc;
 
-	/* A sample file is a regular file: a link is not followed (a session
-	 * is readable by its group, whose members may plant one), and a FIFO
-	 * put in a file's place after the caller's look does not hang us. */
-	if (mode == ODB_RDONLY && path) {
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-		if (fd < 0)
-			return -errno;
-	}
-	if (out && (mode == ODB_RDONLY ? fd >= 0 : mode == ODB_RDWR && path)) {
-		db = calloc(1, sizeof(*db));
-		rc = db ? 0 : -ENOMEM;
-	}
-	if (rc) {
-		if (mode == ODB_RDONLY && fd >= 0)
-			close(fd);	/* a reader's, opened here or given */
-		return rc;
-	}
-	db->mode = mode;
+	if (!out || !path)
+		return -EINVAL;
+	db = calloc(1, sizeof(*db));
+	if (!db)
+		return -ENOMEM;
+	db->mode = ODB_RDWR;
 	db->fd = -1;
-	rc = mode == ODB_RDONLY ? odb_open_rdonly(db, fd, why) : odb_open_rdwr(db, path, desc);
+	rc = odb_open_rdwr(db, path, desc, there);
 	if (rc) {
 		odb_free(db);
 		return rc;
@@ -528,29 +323,14 @@ static int odb_open_any(struct odb **out, int fd, const char *path, enum odb_mod
 
 int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc)
 {
-	const char *why = NULL;
-
-	return odb_open_any(out, -1, path, mode, desc, &why);
+	if (mode == ODB_RDWR)
+		return odb_open_writer(out, path, desc, ODB_NO_DIRS);
+	return mode == ODB_RDONLY ? odb_open_rdonly_path(out, path) : -EINVAL;
 }
 
-static int odb_open_read_any(struct odb **out, int fd, const char *path, char *why, size_t size)
+int odb_open_made(struct odb **out, const char *path, size_t there, const struct odb_desc *desc)
 {
-	const char *w = NULL;
-	int rc = odb_open_any(out, fd, path, ODB_RDONLY, NULL, &w);
-
-	if (why && size)
-		snprintf(why, size, "%s", rc == -EBADMSG && w ? w : rc ? strerror(-rc) : "");
-	return rc;
-}
-
-int odb_open_read(struct odb **out, const char *path, char *why, size_t size)
-{
-	return odb_open_read_any(out, -1, path, why, size);
-}
-
-int odb_open_read_fd(struct odb **out, int fd, char *why, size_t size)
-{
-	return odb_open_read_any(out, fd, NULL, why, size);
+	return odb_open_writer(out, path, desc, there);
 }
 
 void odb_close(struct odb *db)
@@ -797,18 +577,6 @@ uint64_t odb_count(const struct odb *db, uint64_t key)
 		if (db->nodes[i].key == key)
 			n += db->nodes[i].count;
 	return n;
-}
-
-int odb_read_count(const char *path, uint64_t key, uint64_t *count)
-{
-	struct odb *db;
-	int rc = odb_open(&db, path, ODB_RDONLY, NULL);
-
-	if (rc)
-		return rc;
-	*count = odb_count(db, key);
-	odb_close(db);
-	return 0;
 }
 
 int odb_foreach(const struct odb *db, int (*fn)(void *ctx, uint64_t key, uint64_t count), void *ctx)

@@ -42,6 +42,14 @@ enum odb_mode { ODB_RDONLY, ODB_RDWR };
  * reader a file with no samples yet.  Returns 0 and sets *@out, or -errno.
  */
 int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struct odb_desc *desc);
+/*
+ * odb_open(@path, ODB_RDWR, @desc) that makes the file's directories
+ * where they are missing: below @path's first @there bytes, which name a
+ * directory the caller believes there (0: none known), as
+ * du_nf_open_made() in util/du_sdir.h does.  For an absolute @path; a
+ * relative one gets no directories (as odb_open).
+ */
+int odb_open_made(struct odb **out, const char *path, size_t there, const struct odb_desc *desc);
 /* odb_open(@path, ODB_RDONLY) that says in @why (@size bytes, "" on
  * success) what is wrong: for -EBADMSG which check failed. */
 int odb_open_read(struct odb **out, const char *path, char *why, size_t size);

@@ -21,6 +21,18 @@ static inline uint32_t du_fnv1a32(uint32_t h, const void *p, size_t len)
 	return h;
 }
 
+#define DU_FNV64_BASIS 14695981039346656037ull
+
+/* FNV-1a (64-bit) of @len bytes at @p, continuing from @h (start: DU_FNV64_BASIS). */
+static inline uint64_t du_fnv1a64(uint64_t h, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 #define du_container_of(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 

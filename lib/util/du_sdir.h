@@ -108,6 +108,18 @@ const char *du_own_strerror(int err);
  */
 int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs);
 
+/*
+ * du_nf_open(@path, @flags | O_CREAT, @mode, true) for a file whose
+ * directories are likely missing below @path's first @there bytes, which
+ * name a directory the caller saw there (one it made or opened a file
+ * in): that one is opened at once (one openat2 below a root) and the rest
+ * are made below it with no look for what is not there, then the file.
+ * Where it is not there after all, or @there is 0 (none known), the
+ * whole walk.  A new sample file's directory cost a failed open of the
+ * file, of its directory and of each missing parent before the walk.
+ */
+int du_nf_open_made(const char *path, size_t there, int flags, mode_t mode);
+
 /* The directory holding @path's last component, opened the same way, and
  * that component in *@base (a pointer into @path).  The fd or -errno. */
 int du_nf_open_parent(const char *path, bool mkdirs, const char **base);

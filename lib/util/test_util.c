@@ -422,6 +422,49 @@ static int roots_refuse(const char *dir)
 	return bad;
 }
 
+/*
+ * du_nf_open_made below the root "samples/current" of @tmpl (set by the
+ * caller): the directories after the one said there are made, one gone
+ * since takes the whole walk, and a link met on the way or at the end is
+ * refused as the walk refuses it.  The checks that failed, as bits.
+ */
+static int made_checks(const char *tmpl)
+{
+	char q[PATH_MAX], link[PATH_MAX];
+	size_t cur;
+	int bad = 0, fd;
+
+	cur = (size_t)snprintf(q, sizeof(q), "%s/samples/current", tmpl);
+	snprintf(q + cur, sizeof(q) - cur, "/m1/m2/m3/f");
+	fd = du_nf_open_made(q, cur, O_RDWR, 0600);
+	bad |= fd < 0 ? 1 : 0;
+	close(fd);
+	/* "m1/m2" said there and it is: a sibling made below it */
+	snprintf(q + cur, sizeof(q) - cur, "/m1/m2/n3/g");
+	fd = du_nf_open_made(q, cur + strlen("/m1/m2"), O_RDWR, 0600);
+	bad |= fd < 0 ? 2 : 0;
+	close(fd);
+	/* "gone" said there and it is not */
+	snprintf(q + cur, sizeof(q) - cur, "/gone/x/f");
+	fd = du_nf_open_made(q, cur + strlen("/gone"), O_RDWR, 0600);
+	bad |= fd < 0 ? 4 : 0;
+	close(fd);
+	/* a link where a directory is to be made, and one at the file's name */
+	snprintf(q + cur, sizeof(q) - cur, "/ln/f");
+	bad |= du_nf_open_made(q, cur, O_RDWR, 0600) != -ELOOP ? 8 : 0;
+	snprintf(q + cur, sizeof(q) - cur, "/m1/lnf");
+	bad |= du_nf_open_made(q, cur + strlen("/m1"), O_RDWR, 0600) != -ELOOP ? 16 : 0;
+	snprintf(link, sizeof(link), "%s/outside", tmpl);
+	bad |= access(link, F_OK) == 0 ? 32 : 0;
+	snprintf(link, sizeof(link), "%s/f", tmpl);
+	bad |= access(link, F_OK) == 0 ? 32 : 0;
+	/* outside every root */
+	snprintf(q, sizeof(q), "%s/samples/other/f", tmpl);
+	bad |= du_nf_open_made(q, strlen(tmpl) + strlen("/samples"), O_RDWR, 0600) != -EACCES ?
+		64 : 0;
+	return bad;
+}
+
 /* Once roots are set (the privsep worker), paths resolve below them and
  * nowhere else.  In a child: the roots are the process's for good. */
 static void test_roots(void)
@@ -433,6 +476,14 @@ static void test_roots(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
 	snprintf(p, sizeof(p), "%s/samples/current", tmpl);
 	CU_ASSERT_EQUAL_FATAL(du_nf_mkdirs(p), 0);
+	/* (for made_checks: links below the root, to a directory outside it
+	 * and to a file) */
+	snprintf(q, sizeof(q), "%s/samples/current/ln", tmpl);
+	CU_ASSERT_EQUAL_FATAL(symlink(tmpl, q), 0);
+	snprintf(q, sizeof(q), "%s/samples/current/m1", tmpl);
+	CU_ASSERT_EQUAL_FATAL(mkdir(q, 0700), 0);
+	snprintf(q, sizeof(q), "%s/samples/current/m1/lnf", tmpl);
+	CU_ASSERT_EQUAL_FATAL(symlink("../../../outside", q), 0);
 	pid = fork();
 	CU_ASSERT_FATAL(pid >= 0);
 	if (pid == 0) {
@@ -458,12 +509,20 @@ static void test_roots(void)
 		if (ret)
 			fprintf(stderr, "test_roots: refusals that failed: %#x\n", ret);
 		bad |= ret ? 64 : 0;
+		ret = made_checks(tmpl);
+		if (ret)
+			fprintf(stderr, "test_roots: du_nf_open_made checks that failed: %#x\n", ret);
+		bad |= ret ? 128 : 0;
 		_exit(bad);
 	}
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
 	CU_ASSERT(WIFEXITED(status));
 	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
 	snprintf(q, sizeof(q), "%s/samples/current/a/b/f", tmpl);
+	CU_ASSERT_EQUAL(access(q, F_OK), 0);
+	snprintf(q, sizeof(q), "%s/samples/current/m1/m2/n3/g", tmpl);
+	CU_ASSERT_EQUAL(access(q, F_OK), 0);
+	snprintf(q, sizeof(q), "%s/samples/current/gone/x/f", tmpl);
 	CU_ASSERT_EQUAL(access(q, F_OK), 0);
 	snprintf(q, sizeof(q), "%s/stats", tmpl);
 	CU_ASSERT(access(q, F_OK) != 0);
