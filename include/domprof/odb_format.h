@@ -6,7 +6,9 @@
  *   offset 0              struct odb_file_header (header_size bytes)
  *   header_size           struct odb_node nodes[capacity]
  *
- * The node array past committed is room to grow and may be a hole.  The
+ * The node array past committed is room to grow and may be a hole; the
+ * file may be longer still (a new file has room for its first grow), and
+ * a reader goes by the header's capacity, not the size.  The
  * writer's hash index (buckets, and the next fields of the nodes) is its
  * own business: it keeps the buckets in memory and rebuilds the index
  * every time it opens the file.  (Files of earlier builds have a
