@@ -28,8 +28,9 @@ struct sfile {
 /*
  * The directories of sample files known there (made, or a file opened in
  * them, since the session began), as 64-bit hashes of their paths in an
- * open-addressed table (0: an empty slot).  Only a hint: a directory gone
- * since costs one failed open, and empties the set.
+ * open-addressed table (0: an empty slot).  Only a hint: a file's own
+ * directory gone since costs one failed open, and empties the set; a
+ * parent gone costs du_nf_open_made a failed open before its whole walk.
  */
 struct dirset {
 	uint64_t *slot;
@@ -37,8 +38,9 @@ struct dirset {
 	size_t count;
 };
 
-/* The most a set holds before it starts over (16 bytes a directory at
- * most, 4 MiB): far more than the directories of the open files. */
+/* The most slots a set has before it starts over (4 MiB; at most half
+ * full, so 16 to 32 bytes a directory, and 6 MiB while the last grow
+ * copies): far more than the directories of the open files. */
 #define DIRSET_MAX_SLOTS	(1u << 19)
 /* The directories of a path a new file looks through (its depth below the
  * samples directory); a deeper file goes by the whole walk. */
@@ -312,6 +314,8 @@ static int dirset_grow(struct dirset *d)
  * full; where it cannot grow it starts over. */
 static void dirset_add(struct dirset *d, uint64_t h)
 {
+	if (dirset_has(d, h))
+		return;
 	if ((!d->mask || 2 * (d->count + 1) > d->mask + 1) && dirset_grow(d)) {
 		if (!d->mask)
 			return;		/* no set: every new file takes the walk */

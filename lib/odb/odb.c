@@ -30,10 +30,12 @@ _Static_assert(ODB_EVENT_NAME == ODB_FILE_EVENT_NAME, "odb_desc and file header 
  * small start cost. */
 #define ODB_MIN_CAPACITY	512
 /* A new file is made and mapped this large (a hole too), so that its first
- * grow only rebuilds the index: no reopen by its path, no truncate, no
- * mremap, which were most of what a grow cost (reopening a deep path) and
- * every file of a busy image grows once.  Its header still says
- * ODB_MIN_CAPACITY: readers and the index go by the header, not the size. */
+ * grow, while the writer that made it holds it, only rebuilds the index:
+ * no reopen by its path, no truncate, no mremap, which were most of what a
+ * grow cost (reopening a deep path) and every file of a busy image grows
+ * once.  Its header still says ODB_MIN_CAPACITY: readers and the index go
+ * by the header, not the size.  A writer that opens an existing file maps
+ * what its header says and grows it as before (odb_extend). */
 #define ODB_NEW_FILE_CAPACITY	(2 * ODB_MIN_CAPACITY)
 
 static inline uint32_t odb_hash(uint64_t key, unsigned int shift)
@@ -240,7 +242,9 @@ static int odb_map_existing(struct odb *db, const char *path, const struct odb_f
 		return -errno;
 	db->map = map;
 	db->map_len = want;
-	db->file_len = (uint64_t)st->st_size > want ? (size_t)st->st_size : want;
+	/* (not the size seen: a file cut short since is extended again at
+	 * its next grow, before a node is written past its end) */
+	db->file_len = want;
 	db->committed = h->committed;
 	rc = odb_new_index(db, h->capacity);
 	if (rc)
@@ -330,6 +334,8 @@ int odb_open(struct odb **out, const char *path, enum odb_mode mode, const struc
 
 int odb_open_made(struct odb **out, const char *path, size_t there, const struct odb_desc *desc)
 {
+	if (!desc)
+		return -EINVAL;	/* nothing to make the file with */
 	return odb_open_writer(out, path, desc, there);
 }
 

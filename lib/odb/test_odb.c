@@ -898,6 +898,28 @@ static void test_new_file_room(void)
 	CU_ASSERT_EQUAL(odb_nr_keys(db), 1025);
 	CU_ASSERT_EQUAL(odb_total(db), 1025);
 	odb_close(db);
+
+	/* a file reopened before its first grow, and one cut short to its
+	 * header's capacity while reopened: the grow maps the room again (and
+	 * extends the cut one first: no node past its end), every count kept */
+	for (int cut = 0; cut < 2; cut++) {
+		path = tpath(cut ? "room.cut" : "room.re");
+		CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+		for (i = 0; i < 100; i++)
+			CU_ASSERT_EQUAL_FATAL(odb_add(db, i * 16, 1), 0);
+		odb_close(db);
+		CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, NULL), 0);
+		if (cut)
+			CU_ASSERT_EQUAL_FATAL(truncate(path, room - 512 * (off_t)sizeof(struct odb_node)),
+					      0);
+		for (i = 100; i < 1024; i++)
+			CU_ASSERT_EQUAL_FATAL(odb_add(db, i * 16, 1), 0);
+		CU_ASSERT_EQUAL(file_size(path), room);
+		CU_ASSERT_EQUAL(odb_nr_keys(db), 1024);
+		odb_close(db);
+		CU_ASSERT_EQUAL(odb_read_count(path, 1023 * 16, &count), 0);
+		CU_ASSERT_EQUAL(count, 1);
+	}
 }
 
 /* The library's warnings about the corrupt files made on purpose. */

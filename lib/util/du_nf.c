@@ -406,10 +406,8 @@ int du_nf_open_made(const char *path, size_t there, int flags, mode_t mode)
 		return du_nf_open(path, flags, mode, true);
 	/* (one openat2 below the root it lies in) */
 	dfd = walk(path, path + there, false);
-	if (dfd == -ENOENT)
-		return du_nf_open(path, flags, mode, true);	/* gone: the whole walk */
-	if (dfd < 0)
-		return dfd;
+	if (dfd < 0)	/* gone, or not to be opened: the whole walk says */
+		return du_nf_open(path, flags, mode, true);
 	dfd = walk_from(dfd, path + there, last, true, true);
 	if (dfd < 0)
 		return dfd;

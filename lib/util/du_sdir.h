@@ -114,8 +114,9 @@ int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs);
  * name a directory the caller saw there (one it made or opened a file
  * in): that one is opened at once (one openat2 below a root) and the rest
  * are made below it with no look for what is not there, then the file.
- * Where it is not there after all, or @there is 0 (none known), the
- * whole walk.  A new sample file's directory cost a failed open of the
+ * Where it cannot be opened so (not there after all, outside the roots,
+ * a link), or @there is 0 (none known), the whole walk, which says what
+ * is wrong.  A new sample file's directory cost a failed open of the
  * file, of its directory and of each missing parent before the walk.
  */
 int du_nf_open_made(const char *path, size_t there, int flags, mode_t mode);

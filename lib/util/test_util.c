@@ -451,17 +451,31 @@ static int made_checks(const char *tmpl)
 	close(fd);
 	/* a link where a directory is to be made, and one at the file's name */
 	snprintf(q + cur, sizeof(q) - cur, "/ln/f");
-	bad |= du_nf_open_made(q, cur, O_RDWR, 0600) != -ELOOP ? 8 : 0;
+	fd = du_nf_open_made(q, cur, O_RDWR, 0600);
+	bad |= fd != -ELOOP ? 8 : 0;
+	if (fd >= 0)
+		close(fd);
 	snprintf(q + cur, sizeof(q) - cur, "/m1/lnf");
-	bad |= du_nf_open_made(q, cur + strlen("/m1"), O_RDWR, 0600) != -ELOOP ? 16 : 0;
+	fd = du_nf_open_made(q, cur + strlen("/m1"), O_RDWR, 0600);
+	bad |= fd != -ELOOP ? 16 : 0;
+	if (fd >= 0)
+		close(fd);
 	snprintf(link, sizeof(link), "%s/outside", tmpl);
 	bad |= access(link, F_OK) == 0 ? 32 : 0;
 	snprintf(link, sizeof(link), "%s/f", tmpl);
 	bad |= access(link, F_OK) == 0 ? 32 : 0;
 	/* outside every root */
 	snprintf(q, sizeof(q), "%s/samples/other/f", tmpl);
-	bad |= du_nf_open_made(q, strlen(tmpl) + strlen("/samples"), O_RDWR, 0600) != -EACCES ?
-		64 : 0;
+	fd = du_nf_open_made(q, strlen(tmpl) + strlen("/samples"), O_RDWR, 0600);
+	bad |= fd != -EACCES ? 64 : 0;
+	if (fd >= 0)
+		close(fd);
+	/* said there above the root: the whole walk, which finds the root */
+	cur = (size_t)snprintf(q, sizeof(q), "%s/samples/current/above/f", tmpl);
+	fd = du_nf_open_made(q, strlen(tmpl) + strlen("/samples"), O_RDWR, 0600);
+	bad |= fd < 0 ? 128 : 0;
+	if (fd >= 0)
+		close(fd);
 	return bad;
 }
 
