@@ -272,24 +272,26 @@ static void dirset_clear(struct dirset *d)
 	d->count = 0;
 }
 
-static bool dirset_has(const struct dirset *d, uint64_t h)
+/* The slot of @h in @d's table (one there is): where it is, else the
+ * empty one that ends its probe. */
+static uint64_t *dirset_slot(const struct dirset *d, uint64_t h)
 {
-	if (!d->count)
-		return false;
-	for (size_t i = h & d->mask; d->slot[i]; i = (i + 1) & d->mask)
-		if (d->slot[i] == h)
-			return true;
-	return false;
+	size_t i = h & d->mask;
+
+	while (d->slot[i] && d->slot[i] != h)
+		i = (i + 1) & d->mask;
+	return &d->slot[i];
 }
 
+static bool dirset_has(const struct dirset *d, uint64_t h)
+{
+	return d->count && *dirset_slot(d, h) == h;
+}
+
+/* @h into @d's table, which has room for it and does not hold it. */
 static void dirset_put(struct dirset *d, uint64_t h)
 {
-	size_t i;
-
-	for (i = h & d->mask; d->slot[i]; i = (i + 1) & d->mask)
-		if (d->slot[i] == h)
-			return;
-	d->slot[i] = h;
+	*dirset_slot(d, h) = h;
 	d->count++;
 }
 
