@@ -176,7 +176,10 @@ void opd_daemon_fini(struct opd_daemon *d)
 	opd_batch_free(d->batch);
 	opd_cc_free(d->cc);
 	d->cc = NULL;
-	opd_sfiles_free(d->sfiles);
+	if (d->exiting)
+		opd_sfiles_free_exiting(d->sfiles);
+	else
+		opd_sfiles_free(d->sfiles);
 	opd_kernel_free(d->kernel);
 	opd_procs_free(d->procs);
 	opd_images_free(d->images);

@@ -62,6 +62,9 @@ struct opd_daemon {
 	int (*samples_dir)(void *ctx, int *fd);
 	void *samples_dir_ctx;
 	bool conf_written;
+	/* the process exits after opd_daemon_fini: the sample files' mappings
+	 * are left to its exit (odb_close_exiting) */
+	bool exiting;
 };
 
 /*

@@ -481,6 +481,9 @@ static int run(struct opd_opts *o, const struct ev_table *tab, bool *ready, bool
 	ret = opd_daemon_init(&d, c, c->input ? c->input : c->collector);
 	if (ret)
 		return 1;
+	/* (the process ends after this run: thousands of sample files are
+	 * unmapped by its exit at once, not by a munmap each) */
+	d.exiting = true;
 	d.pub_fd = pub_fd;
 	if (c->privsep) {
 		w.st = &d.st;

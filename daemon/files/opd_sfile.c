@@ -117,6 +117,21 @@ void opd_sfiles_free(struct opd_sfiles *t)
 	free(t);
 }
 
+void opd_sfiles_free_exiting(struct opd_sfiles *t)
+{
+	if (!t)
+		return;
+	for (uint32_t id = 0; id < t->next_id; id++) {
+		struct sfile *sf = t->by_id[id];
+
+		if (sf && sf->db) {
+			odb_close_exiting(sf->db);
+			sf->db = NULL;
+		}
+	}
+	opd_sfiles_free(t);
+}
+
 void opd_sfiles_set_close_hook(struct opd_sfiles *t, void (*fn)(void *ctx), void *ctx)
 {
 	t->close_hook = fn;

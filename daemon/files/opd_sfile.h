@@ -45,6 +45,9 @@ struct opd_sfiles;
 struct opd_sfiles *opd_sfiles_new(const struct opd_conf *conf, struct opd_stats *st);
 /* Closes every file (without syncing; see opd_sfiles_sync). NULL accepted. */
 void opd_sfiles_free(struct opd_sfiles *t);
+/* opd_sfiles_free in a process about to exit: the files' mappings are
+ * left for the exit to take down (odb_close_exiting). */
+void opd_sfiles_free_exiting(struct opd_sfiles *t);
 
 /* Set the event table (copied).  Sample files already open keep theirs. */
 int opd_sfiles_set_events(struct opd_sfiles *t, const struct opd_event_desc *ev, unsigned int nr);

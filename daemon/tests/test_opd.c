@@ -845,6 +845,73 @@ static void test_sfile_dirs_moved(void)
 	du_rm_tree(tmpl);
 }
 
+/* How many of this process's mappings are of files below @dir. */
+static int maps_below(const char *dir)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[PATH_MAX + 128];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+
+		n += p && !strncmp(p, dir, strlen(dir));
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * The sample files of a daemon about to exit are closed without their
+ * munmaps (the exit takes them down at once): opd_sfiles_free_exiting
+ * leaves the mappings, opd_sfiles_free removes them, and the counts are
+ * in the files either way.
+ */
+static void test_sfiles_free_exiting(void)
+{
+	char tmpl[] = "/tmp/test_opd_exit.XXXXXX", path[256];
+	struct opd_event_desc ev = { .name = "CPU_CLK", .count = 100000 };
+	struct opd_images *images = opd_images_new();
+	struct opd_sfile_key k = { .tgid = SFN_ALL, .tid = SFN_ALL, .cpu = SFN_ALL };
+	struct opd_stats st = { 0 };
+	struct opd_sfiles *sf;
+	struct opd_conf conf;
+	uint64_t count = 0;
+
+	CU_ASSERT_FATAL(images && mkdtemp(tmpl));
+	opd_conf_defaults(&conf);
+	conf.session_dir = tmpl;
+	for (int exiting = 0; exiting < 2; exiting++) {
+		sf = opd_sfiles_new(&conf, &st);
+		CU_ASSERT_FATAL(sf && opd_sfiles_set_events(sf, &ev, 1) == 0);
+		for (int i = 0; i < 3; i++) {
+			char name[16];
+			struct odb *db;
+
+			snprintf(name, sizeof(name), "/bin/e%d", i);
+			k.image = k.dep = opd_image_get(images, SFN_ROOT, name, strlen(name));
+			db = opd_sfile_get(sf, &k);
+			CU_ASSERT_FATAL(db != NULL);
+			CU_ASSERT(odb_add(db, 0x40, (uint64_t)exiting + 1) == 0);
+		}
+		CU_ASSERT(maps_below(tmpl) == 3);
+		if (exiting)
+			opd_sfiles_free_exiting(sf);
+		else
+			opd_sfiles_free(sf);
+		CU_ASSERT(maps_below(tmpl) == 3 * exiting);
+	}
+	snprintf(path, sizeof(path), "%s/samples/current/%s", tmpl,
+		 "{root}/bin/e2/{dep}/{root}/bin/e2/CPU_CLK.100000.0.all.all.all");
+	CU_ASSERT(odb_read_count(path, 0x40, &count) == 0);
+	CU_ASSERT(count == 3);
+	opd_sfiles_free_exiting(NULL);
+	opd_images_free(images);
+	du_rm_tree(tmpl);
+}
+
 /* This process's address space now, in bytes (VmSize). */
 static unsigned long long vm_size(void)
 {
@@ -1355,6 +1422,7 @@ int main(void)
 		{ "stats and session.conf", test_stats_file },
 		{ "open file cap", test_lru_cap },
 		{ "a new file's remembered directories moved away", test_sfile_dirs_moved },
+		{ "a daemon about to exit leaves its files' mappings", test_sfiles_free_exiting },
 		{ "the system's limits below the cap: nothing lost", test_lru_sys_limit },
 		{ "overlapping mappings", test_map_overlap },
 		{ "file collector", test_file_collector },

@@ -84,6 +84,11 @@ void odb_free(struct odb *db)
 {
 	if (db->map)
 		munmap(db->map, db->map_len);
+	odb_free_handle(db);
+}
+
+void odb_free_handle(struct odb *db)
+{
 	if (db->mode == ODB_RDONLY)
 		free(db->nodes);	/* a reader's own copy */
 	if (db->fd >= 0)
@@ -343,6 +348,12 @@ void odb_close(struct odb *db)
 {
 	if (db)
 		odb_free(db);
+}
+
+void odb_close_exiting(struct odb *db)
+{
+	if (db)
+		odb_free_handle(db);
 }
 
 int odb_sync(struct odb *db)

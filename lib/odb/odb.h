@@ -60,6 +60,15 @@ int odb_open_read(struct odb **out, const char *path, char *why, size_t size);
 int odb_open_read_fd(struct odb **out, int fd, char *why, size_t size);
 /* Closes (syncing nothing: the page cache owns the data). NULL accepted. */
 void odb_close(struct odb *db);
+/*
+ * odb_close for a process about to exit: the handle is freed, the file's
+ * mapping left for the exit to take down with the rest of the address
+ * space.  The file ends the same (its pages are the page cache's either
+ * way); a process closing thousands of files spares a munmap each, with
+ * its TLB flush.  Not for a process that goes on: the mapping stays until
+ * it exits.  NULL accepted.
+ */
+void odb_close_exiting(struct odb *db);
 /* msync the mapping. 0 or -errno. */
 int odb_sync(struct odb *db);
 /*

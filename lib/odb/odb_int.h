@@ -41,6 +41,8 @@ struct odb {
 
 /* Frees @db, its mapping, index or copied nodes and descriptor. */
 void odb_free(struct odb *db);
+/* odb_free leaving the mapping in place (odb_close_exiting). */
+void odb_free_handle(struct odb *db);
 /* odb_open(@path, ODB_RDONLY): a reader of @path. */
 int odb_open_rdonly_path(struct odb **out, const char *path);
 
