@@ -203,6 +203,11 @@ static int odb_init_file(struct odb *db, const struct odb_desc *desc, off_t cur)
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, db->fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
+	/* Its pages are holes, written one after the other: a fault reading
+	 * ahead would only zero pages not written yet (most of a small
+	 * file's), so each fault takes its own page.  (A hint: not taken,
+	 * the file is the same.) */
+	madvise(map, size, MADV_RANDOM);
 	db->map = map;
 	db->map_len = size;
 	db->file_len = size;

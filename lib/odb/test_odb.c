@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -923,6 +924,37 @@ static void test_new_file_room(void)
 	}
 }
 
+/*
+ * A new file's pages are holes: a write faults in its own page only, no
+ * zeroed pages read ahead (mincore: the file's pages in the page cache).
+ */
+static void test_new_file_no_readahead(void)
+{
+	const char *path = tpath("noahead");
+	const size_t len = sizeof(struct odb_file_header) + 1024 * sizeof(struct odb_node);
+	const size_t pages = (len + 4095) / 4096;
+	unsigned char vec[16];
+	struct odb *db = NULL;
+	size_t resident = 0;
+	void *map;
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
+	CU_ASSERT_EQUAL_FATAL(odb_add(db, 0x100, 1), 0);	/* node 0: page 0 */
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0 && pages <= sizeof(vec));
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	CU_ASSERT_FATAL(map != MAP_FAILED);
+	CU_ASSERT_EQUAL_FATAL(mincore(map, len, vec), 0);
+	for (size_t i = 0; i < pages; i++)
+		resident += vec[i] & 1;
+	CU_ASSERT_EQUAL(vec[0] & 1, 1);
+	CU_ASSERT_EQUAL(resident, 1);
+	munmap(map, len);
+	odb_close(db);
+}
+
 /* How many of this process's mappings are of @path. */
 static int count_maps(const char *path)
 {
@@ -1000,6 +1032,7 @@ int main(void)
 		{ "a new file has room for its first grow", test_new_file_room },
 		{ "a reader opens no link and no FIFO", test_read_not_link },
 		{ "closing at exit leaves the mapping", test_close_exiting },
+		{ "a new file's first write reads nothing ahead", test_new_file_no_readahead },
 	};
 	int rc;
 
