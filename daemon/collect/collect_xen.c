@@ -20,6 +20,7 @@ struct cx_vcpu {
 	uint64_t carry_ns;	/* consumed time not yet turned into samples */
 	uint64_t need_ns;	/* carry the next read waits for (0: a period) */
 	bool seen;
+	bool ran;		/* its time grew since the look before */
 };
 
 /* An address space's last witness (cx_witness): its CR3 and when. */
@@ -246,6 +247,37 @@ static void cx_next_read(struct cx_engine *e, struct cx_vcpu *cv, uint64_t ns, u
 uint64_t cx_engine_stride(const struct cx_engine *e)
 {
 	return e->stride ? e->stride : 1;
+}
+
+uint64_t cx_engine_wait(const struct cx_engine *e)
+{
+	uint64_t stride = cx_engine_stride(e), wait = UINT64_MAX;
+
+	for (size_t i = 0; i < e->n; i++) {
+		const struct cx_slot *s = &e->slots[i];
+
+		for (unsigned int v = 0; v < s->dom.nr_vcpus; v++) {
+			const struct cx_vcpu *cv = &s->vcpu[v];
+			uint64_t need = cv->need_ns > e->period_ns ? cv->need_ns : e->period_ns;
+			uint64_t left;
+
+			if (!cv->seen)
+				left = 0;	/* its first look notes its time */
+			else if (!cv->ran)	/* idle: as long as a read waits at most */
+				left = e->period_ns * (stride + stride / 2);
+			else
+				left = cv->carry_ns < need ? need - cv->carry_ns : 0;
+			if (left < wait)
+				wait = left;
+		}
+	}
+	/* at least half a stride (a vCPU that runs a little, just short of
+	 * its need, would call a look a period), and a period */
+	if (wait < e->period_ns * (stride / 2))
+		wait = e->period_ns * (stride / 2);
+	if (wait == UINT64_MAX || wait < e->period_ns)
+		wait = e->period_ns;
+	return wait;
 }
 
 void cx_engine_seed(struct cx_engine *e, uint64_t seed)
@@ -508,6 +540,7 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 		cv->last_ns = now;
 		return 0;
 	}
+	cv->ran = now > cv->last_ns;
 	cv->carry_ns += now - cv->last_ns;
 	s->used_ns += now - cv->last_ns;
 	cv->last_ns = now;

@@ -200,6 +200,15 @@ void cx_engine_set_budget(struct cx_engine *e, uint32_t ppm);
 #define CX_STRIDE_EVERY_NS 1000000000ULL
 /* The periods a read stands for now (1: a read every period). */
 uint64_t cx_engine_stride(const struct cx_engine *e);
+/*
+ * How long before the next look can find a vCPU due for a read: the
+ * least, over the vCPUs that ran since the look before, of the carry its
+ * next read waits for (at least a period) less what it carries (a vCPU
+ * runs no faster than the clock, so a look sooner would read its time
+ * only); for one that did not run, the longest a read waits (1.5
+ * strides); 0 for one not looked at yet.  At least a period and half the stride's periods.
+ */
+uint64_t cx_engine_wait(const struct cx_engine *e);
 /* The next number of a xorshift generator in @s (never 0 if @s is not):
  * the jitter of the collector's timer and of the budget's reads. */
 static inline uint64_t cx_xorshift(uint64_t *s)

@@ -48,9 +48,10 @@ struct cx_collector {
 };
 
 /* Our stream goes to the daemon at least this often (and when the
- * writer's buffer fills): a write each tick woke the daemon's worker a
- * thousand times a second at 1 kHz, most of them for a TIME record. */
-#define CX_FLUSH_NS 20000000ull
+ * writer's buffer fills), as dom0's rings are read (CX_D0_READ_NS): a
+ * write each tick woke the daemon's worker a thousand times a second at
+ * 1 kHz, most of them for a TIME record, and every 20 ms fifty times. */
+#define CX_FLUSH_NS 100000000ull
 
 /* dom0's rings are read at least this often (besides their watermark),
  * so that a dump sees dom0's recent work too */
@@ -117,17 +118,27 @@ static int cx_sink(void *ctx, const void *buf, size_t len)
 	return s->feed(s->ctx, buf, len);
 }
 
-/* Arm the timer for the next look: the period scaled by [0.75, 1.25),
- * times half the read budget's stride when reads are made every few
- * periods (cx_engine_stride): a look between two reads only reads the
- * vCPUs' times, which the next look reads as well. */
+/*
+ * Arm the timer for the next look.  Reading every period, a period
+ * scaled by [0.75, 1.25), so that the looks keep no phase to the guest's
+ * own periodic work.  Under the read budget (a read every few periods,
+ * each at a jittered point already), when the first vCPU can be due
+ * (cx_engine_wait), up to a quarter later: a look before that would only
+ * read the vCPUs' times, and each look is a wake-up of dom0 and a
+ * hypercall a vCPU, which an emulated dom0 pays dearly.
+ */
 static int cx_arm(struct cx_collector *c)
 {
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	uint64_t every = c->e ? cx_engine_stride(c->e) / 2 : 1, d;
+	uint64_t d;
 
-	d = c->period_ns * (every ? every : 1);
-	d = d * 3 / 4 + cx_xorshift(&c->rng) % (d / 2 + 1);
+	if (c->e && cx_engine_stride(c->e) > 1) {
+		d = cx_engine_wait(c->e);
+		d += cx_xorshift(&c->rng) % (d / 4 + 1);
+	} else {
+		d = c->period_ns;
+		d = d * 3 / 4 + cx_xorshift(&c->rng) % (d / 2 + 1);
+	}
 	its.it_value.tv_sec = (time_t)(d / 1000000000ull);
 	its.it_value.tv_nsec = (long)(d % 1000000000ull);
 	return timerfd_settime(c->tfd, 0, &its, NULL) ? -errno : 0;

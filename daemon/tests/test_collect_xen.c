@@ -1015,6 +1015,55 @@ static void test_budget(void)
 	rig_down(&r);
 }
 
+/*
+ * Under the budget a look comes when a vCPU can be due (cx_engine_wait),
+ * not every half stride: with web's vCPU 0 busy and the other vCPUs
+ * idle, every look but the first few reads it, about half as many looks as
+ * half strides; no wait is under a period, and nothing is lost.
+ */
+static void test_look_when_due(void)
+{
+	struct cx_src_ops ops = fx_ops;
+	const uint64_t period = 100000, span = 20000 * period;
+	uint64_t elapsed = 0, ticks = 0;
+	struct cx_stats st;
+	struct rig r;
+
+	ops.cost_clock = fx_cost_clock;
+	rig_up(&r);
+	cx_engine_free(r.e);
+	r.e = cx_engine_new(&ops, &r.f, period);	/* the default budget */
+	CU_ASSERT_FATAL(r.e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_wait(r.e), period);	/* none looked at yet */
+	r.f.ctx_cost_ns = 100001;			/* a stride of 21 */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	while (elapsed < span) {
+		uint64_t w = cx_engine_wait(r.e);
+
+		if (w < period) {
+			CU_FAIL("a wait under a period");
+			break;
+		}
+		r.f.ns[1][0] += w;
+		elapsed += w;
+		CU_ASSERT_EQUAL_FATAL(cx_engine_tick(r.e, r.w), 0);
+		ticks++;
+	}
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(cx_engine_stride(r.e), 21);
+	CU_ASSERT(ticks <= st.reads + 4);	/* (the looks before a stride) */
+	CU_ASSERT(ticks * 10 * 10 < span / period * 6);	/* under 0.6 of a look a half stride */
+	/* all idle now: the longest a read waits */
+	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
+	CU_ASSERT_EQUAL(cx_engine_wait(r.e), 31 * period);
+	CU_ASSERT_EQUAL(cx_engine_drain(r.e, r.w), 0);
+	cx_engine_stats(r.e, &st);
+	CU_ASSERT_EQUAL(st.samples, r.f.ns[1][0] / period);
+	CU_ASSERT_EQUAL(st.lost, 0);
+	rig_down(&r);
+}
+
 /* Reads in kernel mode cost three times as much, in turns of 500
  * periods in each mode: the stride, taken once for a second of reads,
  * does not follow the mode just read, so each mode's turns weigh what
@@ -1066,6 +1115,7 @@ int main(void)
 		{ "the process of a space read from guest memory", test_witness },
 		{ "the read budget: a read every n periods, jittered", test_budget },
 		{ "the read budget: a costly state weighs what it lasted", test_budget_costly_state },
+		{ "the read budget: a look when a vCPU can be due", test_look_when_due },
 	};
 
 	return du_test_main("collect_xen", tests, DU_TEST_N(tests), NULL, NULL);
