@@ -2,7 +2,11 @@
  * What the kernel operations behind creating a session cost on this
  * machine: a page first written through a shared file mapping (as lib/odb
  * writes a sample file), the same page written with pwrite, a page of
- * fresh anonymous memory, a directory made, a file created.  Each is
+ * fresh anonymous memory, a directory made, a file created; then a new
+ * file whose first pages only are written, mapped with the kernel's
+ * read-ahead (as lib/odb mapped a new file before the twelfth round) and
+ * without (MADV_RANDOM, as it does now), and the munmap of a mapping
+ * written to (which a daemon about to exit now leaves to its exit).  Each is
  * timed in CPU time of this process (user + system), over many of it,
  * each measure in a new directory of its own, all under a directory made
  * in DIR and removed after (on an error too).
@@ -105,6 +109,38 @@ static void mapped(const char *dir, unsigned n, size_t size, double *per_page, d
 	*per_file = (cpu_s() - t0) / n * 1e6;
 }
 
+/* N files of @size, each mapped with the kernel's read-ahead or without
+ * (@random: MADV_RANDOM) and its first @touch pages written: CPU
+ * microseconds a file, its munmap apart (into @unmap). */
+static double touched(const char *dir, unsigned n, size_t size, size_t touch, int random,
+		      double *unmap)
+{
+	char path[1200];
+	double t0 = cpu_s(), tu = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		int fd = new_file(dir, random ? "r" : "a", i, path, sizeof(path));
+		char *p;
+		double t;
+
+		if (ftruncate(fd, (off_t)size) < 0)
+			die("sizing", path);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED)
+			die("mapping", path);
+		close(fd);
+		if (random)
+			madvise(p, size, MADV_RANDOM);
+		for (size_t k = 0; k < touch && k * PAGE < size; k++)
+			p[k * PAGE + 8] = 1;
+		t = cpu_s();
+		munmap(p, size);
+		tu += cpu_s() - t;
+	}
+	*unmap = tu / n * 1e6;
+	return (cpu_s() - t0 - tu) / n * 1e6;
+}
+
 /* The same bytes by pwrite, a page a call. */
 static double written(const char *dir, unsigned n, size_t size)
 {
@@ -175,11 +211,12 @@ static unsigned long count(const char *s, unsigned long max)
 }
 
 /* Room for what the measures write (twice the files, a page per directory
- * and empty file, a margin): a full disk under a mapping is a SIGBUS. */
+ * and empty file, the eight pages of the files partly written, a margin):
+ * a full disk under a mapping is a SIGBUS. */
 static void check_room(unsigned long n, unsigned long size)
 {
 	struct statvfs v;
-	double need = (double)n * ((double)size * 2 + 3 * PAGE) + 64e6;
+	double need = (double)n * ((double)size * 2 + 11 * PAGE) + 64e6;
 
 	if (statvfs(work, &v) == 0 && (double)v.f_bavail * (double)v.f_frsize < need) {
 		fprintf(stderr, "page-cost: %s has room for less than the %.0f MB the measures write\n",
@@ -239,6 +276,19 @@ int main(int argc, char **argv)
 	subdir("empty", sub, sizeof(sub));
 	printf("an empty file created and closed (in a new directory)\t%.2f\n",
 	       made(sub, (unsigned)n, 0));
+	for (size_t touch = 1; touch <= 3; touch += 2) {
+		double ahead, random, unmap;
+		char name[32];
+
+		snprintf(name, sizeof(name), "touch%zu", touch);
+		subdir(name, sub, sizeof(sub));
+		ahead = touched(sub, (unsigned)n, size, touch, 0, &unmap);
+		random = touched(sub, (unsigned)n, size, touch, 1, &unmap);
+		printf("a new file made, sized, mapped, its first %zu page(s) written: read ahead\t%.2f\n",
+		       touch, ahead);
+		printf("the same, MADV_RANDOM (no read-ahead)\t%.2f\n", random);
+		printf("munmap of a mapping %zu page(s) of which were written\t%.2f\n", touch, unmap);
+	}
 	if (rm_work() != 0) {
 		fprintf(stderr, "page-cost: removing %s: %s\n", work, strerror(errno));
 		return 1;
