@@ -909,6 +909,21 @@ static void test_witness(void)
 	rig_down(&r);
 }
 
+/* A rig whose engine has a period of @period ns, the default budget and
+ * the cost clock (fx_cost_clock), its domains listed. */
+static void rig_up_costly(struct rig *r, uint64_t period)
+{
+	static struct cx_src_ops ops;
+
+	ops = fx_ops;
+	ops.cost_clock = fx_cost_clock;
+	rig_up(r);
+	cx_engine_free(r->e);
+	r->e = cx_engine_new(&ops, &r->f, period);
+	CU_ASSERT_FATAL(r->e != NULL);
+	CU_ASSERT_EQUAL(cx_engine_rescan(r->e), 0);
+}
+
 /* @n ticks of 100 us: web's vCPU 0 busy, in user and kernel mode turn
  * about (a workload with a period of two ticks), its vCPU 1 a quarter
  * busy. */
@@ -952,7 +967,6 @@ static void budget_gaps(const struct fake *f, unsigned int n)
  * context read is not charged to the stride. */
 static void test_budget(void)
 {
-	struct cx_src_ops ops = fx_ops;
 	const uint64_t period = 100000;
 	const unsigned int n = 20000;
 	struct rig r;
@@ -960,12 +974,7 @@ static void test_budget(void)
 	struct cx_stats st;
 	uint64_t user, kern, slack;
 
-	ops.cost_clock = fx_cost_clock;
-	rig_up(&r);
-	cx_engine_free(r.e);
-	r.e = cx_engine_new(&ops, &r.f, period);	/* the default budget */
-	CU_ASSERT_FATAL(r.e != NULL);
-	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	rig_up_costly(&r, period);
 	fx_task(&r.f, 4242);
 	CU_ASSERT_EQUAL(cx_engine_set_layout(r.e, 2, CUR_OFF, TGID_OFF), 0);
 	r.f.ctx_cost_ns = 100001;
@@ -998,12 +1007,8 @@ static void test_budget(void)
 	rig_down(&r);
 
 	/* budget 0: a read each period, one sample each */
-	rig_up(&r);
-	cx_engine_free(r.e);
-	r.e = cx_engine_new(&ops, &r.f, period);
-	CU_ASSERT_FATAL(r.e != NULL);
+	rig_up_costly(&r, period);
 	cx_engine_set_budget(r.e, 0);
-	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
 	r.f.ctx_cost_ns = 100000;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
 	budget_run(&r, 400, period);
@@ -1023,18 +1028,12 @@ static void test_budget(void)
  */
 static void test_look_when_due(void)
 {
-	struct cx_src_ops ops = fx_ops;
 	const uint64_t period = 100000, span = 20000 * period;
 	uint64_t elapsed = 0, ticks = 0;
 	struct cx_stats st;
 	struct rig r;
 
-	ops.cost_clock = fx_cost_clock;
-	rig_up(&r);
-	cx_engine_free(r.e);
-	r.e = cx_engine_new(&ops, &r.f, period);	/* the default budget */
-	CU_ASSERT_FATAL(r.e != NULL);
-	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	rig_up_costly(&r, period);
 	CU_ASSERT_EQUAL(cx_engine_wait(r.e), period);	/* none looked at yet */
 	r.f.ctx_cost_ns = 100001;			/* a stride of 21 */
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
@@ -1072,18 +1071,12 @@ static void test_look_when_due(void)
  * of the kernel turn before it than the other way round.) */
 static void test_budget_costly_state(void)
 {
-	struct cx_src_ops ops = fx_ops;
 	const uint64_t period = 100000;
 	struct rig r;
 	struct tally t;
 	uint64_t user, kern;
 
-	ops.cost_clock = fx_cost_clock;
-	rig_up(&r);
-	cx_engine_free(r.e);
-	r.e = cx_engine_new(&ops, &r.f, period);
-	CU_ASSERT_FATAL(r.e != NULL);
-	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	rig_up_costly(&r, period);
 	r.f.ctx_cost_ns = 100000;
 	r.f.ctx_cost_kernel_ns = 200000;
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);

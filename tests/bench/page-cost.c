@@ -79,6 +79,23 @@ static int new_file(const char *dir, const char *kind, unsigned i, char *path, s
 	return fd;
 }
 
+/* A new file @kind@i in @dir cut to @size and mapped (its descriptor
+ * closed), its path in @path. */
+static char *map_new(const char *dir, const char *kind, unsigned i, size_t size, char *path,
+		     size_t len)
+{
+	int fd = new_file(dir, kind, i, path, len);
+	char *p;
+
+	if (ftruncate(fd, (off_t)size) < 0)
+		die("sizing", path);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mapping", path);
+	close(fd);
+	return p;
+}
+
 /* N files of @size: each made, cut to @size, mapped and every page
  * written once, as a new sample file is; the time of the writes alone
  * and of the whole. */
@@ -89,17 +106,9 @@ static void mapped(const char *dir, unsigned n, size_t size, double *per_page, d
 	size_t pages = (size + PAGE - 1) / PAGE;
 
 	for (unsigned i = 0; i < n; i++) {
-		int fd = new_file(dir, "m", i, path, sizeof(path));
-		char *p;
-		double t;
+		char *p = map_new(dir, "m", i, size, path, sizeof(path));
+		double t = cpu_s();
 
-		if (ftruncate(fd, (off_t)size) < 0)
-			die("sizing", path);
-		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED)
-			die("mapping", path);
-		close(fd);
-		t = cpu_s();
 		for (size_t k = 0; k < pages; k++)
 			p[k * PAGE] = 1;
 		tw += cpu_s() - t;
@@ -119,16 +128,9 @@ static double touched(const char *dir, unsigned n, size_t size, size_t touch, in
 	double t0 = cpu_s(), tu = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		int fd = new_file(dir, random ? "r" : "a", i, path, sizeof(path));
-		char *p;
+		char *p = map_new(dir, random ? "r" : "a", i, size, path, sizeof(path));
 		double t;
 
-		if (ftruncate(fd, (off_t)size) < 0)
-			die("sizing", path);
-		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (p == MAP_FAILED)
-			die("mapping", path);
-		close(fd);
 		if (random)
 			madvise(p, size, MADV_RANDOM);
 		for (size_t k = 0; k < touch && k * PAGE < size; k++)
