@@ -21,6 +21,7 @@ struct cx_vcpu {
 	uint64_t need_ns;	/* carry the next read waits for (0: a period) */
 	bool seen;
 	bool ran;		/* its time grew since the look before */
+	bool off;		/* its time could not be read at the last look */
 };
 
 /* An address space's last witness (cx_witness): its CR3 and when. */
@@ -251,7 +252,8 @@ uint64_t cx_engine_stride(const struct cx_engine *e)
 
 uint64_t cx_engine_wait(const struct cx_engine *e)
 {
-	uint64_t stride = cx_engine_stride(e), wait = UINT64_MAX;
+	uint64_t stride = cx_engine_stride(e), idle = e->period_ns * (stride + stride / 2);
+	uint64_t wait = idle;
 
 	for (size_t i = 0; i < e->n; i++) {
 		const struct cx_slot *s = &e->slots[i];
@@ -261,10 +263,10 @@ uint64_t cx_engine_wait(const struct cx_engine *e)
 			uint64_t need = cv->need_ns > e->period_ns ? cv->need_ns : e->period_ns;
 			uint64_t left;
 
-			if (!cv->seen)
+			if (cv->off || (cv->seen && !cv->ran))
+				left = idle;	/* as long as a read waits at most */
+			else if (!cv->seen)
 				left = 0;	/* its first look notes its time */
-			else if (!cv->ran)	/* idle: as long as a read waits at most */
-				left = e->period_ns * (stride + stride / 2);
 			else
 				left = cv->carry_ns < need ? need - cv->carry_ns : 0;
 			if (left < wait)
@@ -275,7 +277,7 @@ uint64_t cx_engine_wait(const struct cx_engine *e)
 	 * its need, would call a look a period), and a period */
 	if (wait < e->period_ns * (stride / 2))
 		wait = e->period_ns * (stride / 2);
-	if (wait == UINT64_MAX || wait < e->period_ns)
+	if (wait < e->period_ns)
 		wait = e->period_ns;
 	return wait;
 }
@@ -531,11 +533,13 @@ static int cx_look(struct cx_engine *e, struct raw_writer *w, struct cx_slot *s,
 	uint64_t now, count, t0, r1, r0, w0, cost;
 
 	r0 = cx_clock(e);
-	if (e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0)
+	cv->off = e->sops->vcpu_time(e->src, s->dom.domid, v, &now) < 0;
+	if (cv->off)
 		return 0;	/* offline, or the domain just went */
 	e->st.look_ns += cx_clock(e) - r0;
 	e->st.looks++;
 	if (!cv->seen || now < cv->last_ns) {
+		cv->ran = true;	/* unknown yet: not taken for idle */
 		cv->seen = true;
 		cv->last_ns = now;
 		return 0;

@@ -47,10 +47,11 @@ struct cx_collector {
 	uint64_t next_flush;	/* our stream goes to the daemon then */
 };
 
-/* Our stream goes to the daemon at least this often (and when the
- * writer's buffer fills), as dom0's rings are read (CX_D0_READ_NS): a
- * write each tick woke the daemon's worker a thousand times a second at
- * 1 kHz, most of them for a TIME record, and every 20 ms fifty times. */
+/* Our stream goes to the daemon at the first look this long after the
+ * last flush (and when the writer's buffer fills), as dom0's rings are
+ * read (CX_D0_READ_NS): a write each tick woke the daemon's worker a
+ * thousand times a second at 1 kHz, most of them for a TIME record, and
+ * every 20 ms fifty times. */
 #define CX_FLUSH_NS 100000000ull
 
 /* dom0's rings are read at least this often (besides their watermark),

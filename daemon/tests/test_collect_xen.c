@@ -22,6 +22,7 @@ struct fake {
 	struct cx_dom dom[FX_DOMS];
 	size_t ndom;
 	uint64_t ns[FX_DOMS][FX_VCPUS];
+	unsigned int offline[FX_DOMS];	/* vCPUs whose time is not read (a mask) */
 	struct cx_ctx ctx[FX_DOMS][FX_VCPUS];
 	int ctx_err;
 	unsigned int ctx_reads;
@@ -71,7 +72,7 @@ static int fx_time(void *src, uint32_t domid, unsigned int v, uint64_t *ns)
 	struct fake *f = src;
 	size_t i = fx_idx(f, domid);
 
-	if (i == FX_DOMS || v >= f->dom[i].nr_vcpus)
+	if (i == FX_DOMS || v >= f->dom[i].nr_vcpus || (f->offline[i] >> v & 1))
 		return -ENOENT;
 	*ns = f->ns[i][v];
 	return 0;
@@ -1022,9 +1023,10 @@ static void test_budget(void)
 
 /*
  * Under the budget a look comes when a vCPU can be due (cx_engine_wait),
- * not every half stride: with web's vCPU 0 busy and the other vCPUs
- * idle, every look but the first few reads it, about half as many looks as
- * half strides; no wait is under a period, and nothing is lost.
+ * not every half stride: with web's vCPU 0 busy, its vCPU 1 idle and db's
+ * offline, every look but the first few reads it, about half as many
+ * looks as half strides; no wait is under a period, and nothing is lost.
+ * With no domain left, the looks stay as far apart.
  */
 static void test_look_when_due(void)
 {
@@ -1034,6 +1036,7 @@ static void test_look_when_due(void)
 	struct rig r;
 
 	rig_up_costly(&r, period);
+	r.f.offline[0] = 1;
 	CU_ASSERT_EQUAL(cx_engine_wait(r.e), period);	/* none looked at yet */
 	r.f.ctx_cost_ns = 100001;			/* a stride of 21 */
 	CU_ASSERT_EQUAL(cx_engine_tick(r.e, r.w), 0);
@@ -1060,6 +1063,9 @@ static void test_look_when_due(void)
 	cx_engine_stats(r.e, &st);
 	CU_ASSERT_EQUAL(st.samples, r.f.ns[1][0] / period);
 	CU_ASSERT_EQUAL(st.lost, 0);
+	r.f.ndom = 0;
+	CU_ASSERT_EQUAL(cx_engine_rescan(r.e), 0);
+	CU_ASSERT_EQUAL(cx_engine_wait(r.e), 31 * period);
 	rig_down(&r);
 }
 
