@@ -932,7 +932,8 @@ static void test_new_file_no_readahead(void)
 {
 	const char *path = tpath("noahead");
 	const size_t len = sizeof(struct odb_file_header) + 1024 * sizeof(struct odb_node);
-	const size_t pages = (len + 4095) / 4096;
+	const size_t psize = (size_t)sysconf(_SC_PAGESIZE);
+	const size_t pages = (len + psize - 1) / psize;
 	unsigned char vec[16];
 	struct odb *db = NULL;
 	size_t resident = 0;
@@ -943,6 +944,7 @@ static void test_new_file_no_readahead(void)
 	CU_ASSERT_EQUAL_FATAL(odb_add(db, 0x100, 1), 0);	/* node 0: page 0 */
 	fd = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0 && pages <= sizeof(vec));
+	memset(vec, 0, sizeof(vec));
 	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	CU_ASSERT_FATAL(map != MAP_FAILED);
