@@ -119,19 +119,19 @@ static void mapped(const char *dir, unsigned n, size_t size, double *per_page, d
 }
 
 /* N files of @size, each mapped with the kernel's read-ahead or without
- * (@random: MADV_RANDOM) and its first @touch pages written: CPU
+ * (@no_ahead: MADV_RANDOM) and its first @touch pages written: CPU
  * microseconds a file, its munmap apart (into @unmap). */
-static double touched(const char *dir, unsigned n, size_t size, size_t touch, int random,
+static double touched(const char *dir, unsigned n, size_t size, size_t touch, int no_ahead,
 		      double *unmap)
 {
 	char path[1200];
 	double t0 = cpu_s(), tu = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		char *p = map_new(dir, random ? "r" : "a", i, size, path, sizeof(path));
+		char *p = map_new(dir, no_ahead ? "r" : "a", i, size, path, sizeof(path));
 		double t;
 
-		if (random)
+		if (no_ahead)
 			madvise(p, size, MADV_RANDOM);
 		for (size_t k = 0; k < touch && k * PAGE < size; k++)
 			p[k * PAGE + 8] = 1;
@@ -279,17 +279,21 @@ int main(int argc, char **argv)
 	printf("an empty file created and closed (in a new directory)\t%.2f\n",
 	       made(sub, (unsigned)n, 0));
 	for (size_t touch = 1; touch <= 3; touch += 2) {
-		double ahead, random, unmap;
-		char name[32];
+		double cost[2], unmap[2];
 
-		snprintf(name, sizeof(name), "touch%zu", touch);
-		subdir(name, sub, sizeof(sub));
-		ahead = touched(sub, (unsigned)n, size, touch, 0, &unmap);
-		random = touched(sub, (unsigned)n, size, touch, 1, &unmap);
-		printf("a new file made, sized, mapped, its first %zu page(s) written: read ahead\t%.2f\n",
-		       touch, ahead);
-		printf("the same, MADV_RANDOM (no read-ahead)\t%.2f\n", random);
-		printf("munmap of a mapping %zu page(s) of which were written\t%.2f\n", touch, unmap);
+		for (int no_ahead = 0; no_ahead < 2; no_ahead++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "touch%zu.%d", touch, no_ahead);
+			subdir(name, sub, sizeof(sub));
+			cost[no_ahead] = touched(sub, (unsigned)n, size, touch, no_ahead,
+						 &unmap[no_ahead]);
+		}
+		printf("a new file made, sized, mapped, its first %zu page(s) written: "
+		       "read ahead\t%.2f\n", touch, cost[0]);
+		printf("the same, MADV_RANDOM (no read-ahead)\t%.2f\n", cost[1]);
+		printf("munmap of such a mapping: read ahead, MADV_RANDOM\t%.2f\t%.2f\n", unmap[0],
+		       unmap[1]);
 	}
 	if (rm_work() != 0) {
 		fprintf(stderr, "page-cost: removing %s: %s\n", work, strerror(errno));
