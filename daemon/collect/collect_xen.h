@@ -206,7 +206,8 @@ uint64_t cx_engine_stride(const struct cx_engine *e);
  * next read waits for (at least a period) less what it carries (a vCPU
  * runs no faster than the clock, so a look sooner would read its time
  * only); for one that did not run, or whose time could not be read, the
- * longest a read waits (1.5 strides); 0 for one not looked at yet.  At least a period and half the stride's periods.
+ * longest a read waits (1.5 strides); 0 for one not looked at yet.  At
+ * least a period and half the stride's periods.
  */
 uint64_t cx_engine_wait(const struct cx_engine *e);
 /* The next number of a xorshift generator in @s (never 0 if @s is not):
