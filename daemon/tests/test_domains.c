@@ -122,21 +122,6 @@ static const char *info_key(const char *name, const char *key)
 	return tfx_dom_value(&fx, name, "info", key);
 }
 
-/* Mappings of this process whose path contains @s: an open sample file
- * holds one (and no descriptor, lib/odb). */
-static int mappings_matching(const char *s)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[2048];
-	int n = 0;
-
-	CU_ASSERT_FATAL(f != NULL);
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, s) != NULL;
-	fclose(f);
-	return n;
-}
-
 #define GUEST_USER "{domain}/web/{anon:guest-user}/{dep}/{anon:guest-user}"
 #define GUEST_KERN "{domain}/web/{anon:guest-kernel}/{dep}/{anon:guest-kernel}"
 #define VMM_USER "{domain}/web/{vmm}/{root}/usr/bin/qemu-system-x86_64/{dep}/{root}/usr/bin/qemu-system-x86_64"
@@ -266,13 +251,13 @@ static void test_removal_and_info(void)
 	tfx_put_ctx(&fx, 5252, 5253, DP_MODE_GUEST_USER);
 	samples(0x401000, 1);
 	tfx_scan(&fx);
-	CU_ASSERT(mappings_matching("{domain}/web/") == 1);
-	CU_ASSERT(mappings_matching("{domain}/db/") == 1);
+	CU_ASSERT(du_test_count_maps("{domain}/web/") == 1);
+	CU_ASSERT(du_test_count_maps("{domain}/db/") == 1);
 
 	tp_kill(fx.proc, 4242);
 	tfx_scan(&fx);
-	CU_ASSERT(mappings_matching("{domain}/web/") == 0);
-	CU_ASSERT(mappings_matching("{domain}/db/") == 1);
+	CU_ASSERT(du_test_count_maps("{domain}/web/") == 0);
+	CU_ASSERT(du_test_count_maps("{domain}/db/") == 1);
 	CU_ASSERT_STRING_EQUAL(info_key("web", "state"), "stopped");
 	CU_ASSERT_STRING_EQUAL(info_key("web", "guest_release"), "6.1");	/* kept */
 	CU_ASSERT(fx.d.st.domains_running == 1);

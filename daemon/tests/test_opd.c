@@ -845,24 +845,6 @@ static void test_sfile_dirs_moved(void)
 	du_rm_tree(tmpl);
 }
 
-/* How many of this process's mappings are of files below @dir. */
-static int maps_below(const char *dir)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[PATH_MAX + 128];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		n += p && !strncmp(p, dir, strlen(dir));
-	}
-	fclose(f);
-	return n;
-}
-
 /*
  * The sample files of a daemon about to exit are closed without their
  * munmaps (the exit takes them down at once): opd_sfiles_free_exiting
@@ -896,12 +878,12 @@ static void test_sfiles_free_exiting(void)
 			CU_ASSERT_FATAL(db != NULL);
 			CU_ASSERT(odb_add(db, 0x40, (uint64_t)exiting + 1) == 0);
 		}
-		CU_ASSERT(maps_below(tmpl) == 3);
+		CU_ASSERT(du_test_count_maps(tmpl) == 3);
 		if (exiting)
 			opd_sfiles_free_exiting(sf);
 		else
 			opd_sfiles_free(sf);
-		CU_ASSERT(maps_below(tmpl) == 3 * exiting);
+		CU_ASSERT(du_test_count_maps(tmpl) == 3 * exiting);
 	}
 	snprintf(path, sizeof(path), "%s/samples/current/%s", tmpl,
 		 "{root}/bin/e2/{dep}/{root}/bin/e2/CPU_CLK.100000.0.all.all.all");

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -957,26 +956,6 @@ static void test_new_file_no_readahead(void)
 	odb_close(db);
 }
 
-/* How many of this process's mappings are of @path. */
-static int count_maps(const char *path)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[PATH_MAX + 128];
-	size_t len = strlen(path);
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, '/');
-
-		if (p && !strncmp(p, path, len) && (p[len] == '\n' || p[len] == '\0'))
-			n++;
-	}
-	fclose(f);
-	return n;
-}
-
 /*
  * odb_close_exiting frees the handle and leaves the mapping to the
  * process's exit: the file stays mapped, and every count is in it.
@@ -990,17 +969,17 @@ static void test_close_exiting(void)
 	CU_ASSERT_EQUAL_FATAL(odb_open(&db, path, ODB_RDWR, &test_desc), 0);
 	for (i = 0; i < 3000; i++)	/* grown past its room: mremapped */
 		CU_ASSERT_EQUAL_FATAL(odb_add(db, i * 8, i % 3 + 1), 0);
-	CU_ASSERT_EQUAL(count_maps(path), 1);
+	CU_ASSERT_EQUAL(du_test_count_maps(path), 1);
 	odb_close_exiting(db);
-	CU_ASSERT_EQUAL(count_maps(path), 1);
+	CU_ASSERT_EQUAL(du_test_count_maps(path), 1);
 	CU_ASSERT_EQUAL(odb_read_count(path, 2999 * 8, &count), 0);
 	CU_ASSERT_EQUAL(count, 2999 % 3 + 1);
 	odb_close_exiting(NULL);
 	/* odb_close unmaps */
 	CU_ASSERT_EQUAL_FATAL(odb_open(&db, tpath("closed"), ODB_RDWR, &test_desc), 0);
-	CU_ASSERT_EQUAL(count_maps(tpath("closed")), 1);
+	CU_ASSERT_EQUAL(du_test_count_maps(tpath("closed")), 1);
 	odb_close(db);
-	CU_ASSERT_EQUAL(count_maps(tpath("closed")), 0);
+	CU_ASSERT_EQUAL(du_test_count_maps(tpath("closed")), 0);
 }
 
 /* The library's warnings about the corrupt files made on purpose. */

@@ -1,6 +1,8 @@
 #include "config.h"
 
 #include <CUnit/Basic.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "util/du_test.h"
 
@@ -48,4 +50,21 @@ int du_test_main(const char *suite, const struct du_test *tests, size_t n,
 	};
 
 	return du_test_run(&one, 1);
+}
+
+int du_test_count_maps(const char *s)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[8192];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = strchr(line, '/');
+
+		n += p && strstr(p, s) != NULL;
+	}
+	fclose(f);
+	return n;
 }

@@ -41,4 +41,9 @@ int du_test_run(const struct du_test_suite *suites, size_t n);
 int du_test_main(const char *suite, const struct du_test *tests, size_t n,
 		 CU_InitializeFunc init, CU_CleanupFunc clean);
 
+/* How many of this process's mappings name a file whose path contains
+ * @s (an open sample file holds one, lib/odb); -1 if they cannot be
+ * read. */
+int du_test_count_maps(const char *s);
+
 #endif
