@@ -394,41 +394,9 @@ int du_nf_open(const char *path, int flags, mode_t mode, bool mkdirs)
 	return fd;
 }
 
-/*
- * The directories of @rel but its last name, made below @dfd by their
- * paths from it, then the file @rel new (O_EXCL) by one openat2 that
- * refuses any link on the way: no directory is opened on the way down (a
- * new sample file's directories cost an open and a close each).  A
- * mkdirat's path goes only through directories this call made, and this
- * is done only below a directory of this process's user that no one else
- * may write in, so no one but this user (or root) could have put a link
- * in their place; the open would refuse it.  The fd, or -errno (-EEXIST:
- * a directory or the file there already; -EPERM: a directory others may
- * write in; -ENOSYS: no openat2): the caller walks.
- */
-static int make_beneath(int dfd, char *rel, int flags, mode_t mode)
-{
-	struct stat sb;
-
-	if (fstat(dfd, &sb) < 0)
-		return -errno;
-	if (sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH)))
-		return -EPERM;
-	for (char *slash = strchr(rel, '/'); slash; slash = strchr(slash + 1, '/')) {
-		int rc;
-
-		*slash = '\0';
-		rc = mkdirat(dfd, rel, DU_SDIR_DIR_MODE);
-		*slash = '/';
-		if (rc < 0)	/* (there already: maybe a link, the walk looks) */
-			return -errno;
-	}
-	return du_openat2_beneath(dfd, rel, flags | O_EXCL, mode);
-}
-
 int du_nf_open_made(const char *path, size_t there, int flags, mode_t mode)
 {
-	char comp[NAME_MAX + 1], rel[PATH_MAX];
+	char comp[NAME_MAX + 1];
 	const char *last = strrchr(path, '/'), *p = last;
 	int dfd, fd;
 
@@ -440,15 +408,7 @@ int du_nf_open_made(const char *path, size_t there, int flags, mode_t mode)
 	dfd = walk(path, path + there, false);
 	if (dfd < 0)	/* gone, or not to be opened: the whole walk says */
 		return du_nf_open(path, flags, mode, true);
-	if (!(flags & O_TRUNC) && !rel_path(path + there, path + strlen(path), rel)) {
-		fd = make_beneath(dfd, rel, flags, mode);
-		if (fd >= 0) {
-			close(dfd);
-			return fd;
-		}
-		/* there after all, a link, or no openat2: the walk looks */
-	}
-	dfd = walk_from(dfd, path + there, last, true, false);
+	dfd = walk_from(dfd, path + there, last, true, true);
 	if (dfd < 0)
 		return dfd;
 	fd = du_openat_own(dfd, last + 1, flags, mode);
