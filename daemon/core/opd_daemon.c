@@ -274,10 +274,14 @@ static int sync_session(const char *dir, const char *sub)
 
 int opd_daemon_dump(struct opd_daemon *d)
 {
+	uint64_t now = mono_ns();
 	int ret = 0;
 
-	/* a dump covers every guest sample so far, with what is known */
-	drain_guests(d, mono_ns(), true);
+	/* a dump covers every guest sample so far, with what is known; its
+	 * moment goes in the stats, so that another profiler's record can be
+	 * cut where this one is */
+	drain_guests(d, now, true);
+	d->st.dump_time_ns = now;
 	/* No msync: the sample files are shared mappings of the page cache,
 	 * so opreport sees every count as soon as the batch is applied, and a
 	 * killed daemon loses none of them.  Durability is the stop's job. */

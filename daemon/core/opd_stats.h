@@ -112,7 +112,8 @@
 	X(guest_budget_peak_ns)			\
 	X(guest_budget_chunk_peak_ns)		\
 	X(guest_budget_share_deferred)		\
-	X(guest_budget_total_peak_ns)
+	X(guest_budget_total_peak_ns)		\
+	X(dump_time_ns)
 
 struct opd_stats {
 #define OPD_STATS_FIELD(k) uint64_t k;

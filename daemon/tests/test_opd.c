@@ -718,16 +718,24 @@ static void test_context_guess(void)
 static void test_stats_file(void)
 {
 	char path[128], line[256];
+	struct timespec before, after;
 	FILE *f;
 	int keys = 0;
+	uint64_t t;
 	bool running = false, collector = false, lost = false;
 
 	setup("none");
 	CU_ASSERT(raw_put_lost(fx.w, 7) == 0);
 	CU_ASSERT(raw_put_record(fx.w, 200, "abcdefgh", 8) == 0);	/* unknown type */
 	CU_ASSERT(raw_writer_flush(fx.w) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &before);
 	CU_ASSERT(opd_daemon_dump(&fx.d) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &after);
 	CU_ASSERT(stat_key("dumps") == 1);
+	/* the dump's moment, on the clock another profiler can be told to use */
+	t = stat_key("dump_time_ns");
+	CU_ASSERT(t >= (uint64_t)before.tv_sec * 1000000000ULL + (uint64_t)before.tv_nsec);
+	CU_ASSERT(t <= (uint64_t)after.tv_sec * 1000000000ULL + (uint64_t)after.tv_nsec);
 	tfx_finish(&fx);
 	snprintf(path, sizeof(path), "%s/stats", fx.dir);
 	f = fopen(path, "r");

@@ -350,12 +350,22 @@ _lab_part_clean() {
 # dump (exact, independent of perf's guest machine handling).  Prints
 # "total N" and then "PID GUEST_SAMPLES ALL_SAMPLES" lines, guest meaning
 # cpumode guest kernel (misc 4) or guest user (misc 5), all meaning every
-# sample of that pid (a guest's QEMU: its guest and its host work).
+# sample of that pid (a guest's QEMU: its guest and its host work).  With
+# $2 and $3, only the samples whose time is in [$2, $3) (ns on the record's
+# clock: perf record -k CLOCK_MONOTONIC makes it the daemon's dump_time_ns).
 perf_guest_samples_by_pid() {
-	perf report -D -i "$1" 2>/dev/null | awk '
+	perf report -D -i "$1" 2>/dev/null | awk -v from="${2:-}" -v to="${3:-}" '
 		/PERF_RECORD_SAMPLE\(/ {
 			if (!match($0, /PERF_RECORD_SAMPLE\([^,]*, 0x[0-9a-f]+\)/))
 				next
+			if (from != "") {
+				# the time is the field before the offset and [size]
+				t = ""
+				for (i = 2; i <= NF; i++)
+					if ($i ~ /^\[0x[0-9a-f]+\]:$/) { t = $(i - 2); break }
+				if (t == "" || t + 0 < from + 0 || t + 0 >= to + 0)
+					next
+			}
 			total++
 			s = substr($0, RSTART, RLENGTH); sub(/.*, /, "", s); sub(/\)/, "", s)
 			# mawk has no strtonum; cpumode is the low 3 bits.

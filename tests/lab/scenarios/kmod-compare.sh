@@ -20,7 +20,12 @@
 # host work, as domprof's domain summary counts it), the host's the rest.
 # The anchor is taken in the same window as the profile it checks, so the
 # workload's own drift between profiles (up to 14 points here) does not
-# enter the check.
+# enter the check: perf record runs on CLOCK_MONOTONIC, and only its
+# samples between the two dumps' moments (dump_time_ns in the stats of
+# each copy) count.  Its events on from before the first dump to after the
+# second gave it 0.9 to 1.9 s more than the profile's 17 s (a command takes
+# up to a second under the emulator), most of it host work: its host share
+# came out 0.6 to 3.9 points over domprof's in 3 runs, 0.1 and 1.1 once cut.
 # Must hold:
 #  - each row of the domain summary (host, web, db), as a share of all
 #    samples, under kmod and under perf within KCMP_TOL (4) points of the
@@ -74,10 +79,11 @@ share_of() {
 	awk -v d="$1" '{ t += $2 } $1 == d { v = $2 } END { if (t == 0) print "0"; else printf "%.2f", 100 * v / t }' "$2"
 }
 
-# Per-row shares (host, web, db; %, 2 decimals) in perf.data $1, written
-# as "ROW SHARE" lines to $2.
+# Per-row shares (host, web, db; %, 2 decimals) in perf.data $1 between
+# the moments $3 and $4 (ns, CLOCK_MONOTONIC), written as "ROW SHARE" lines
+# to $2.
 perf_shares() {
-	perf_guest_samples_by_pid "$1" | awk -v w="$(guest_pid web)" -v d="$(guest_pid db)" '
+	perf_guest_samples_by_pid "$1" "$3" "$4" | awk -v w="$(guest_pid web)" -v d="$(guest_pid db)" '
 		$1 == "total" { t = $2; next }
 		$1 == w { web = $3 } $1 == d { db = $3 }
 		END { if (t == 0) exit 1
@@ -95,19 +101,24 @@ row_of() { awk -v r="$1" '$1 == r { print $2 }' "$2"; }
 profile() {
 	local c=$1 tag=$2 S=/var/lib/domprof-lab/kcmp-$2 pd=/tmp/kcmp-$2.data perf_pid w
 	rm -rf "$S" "$S.a" "$S.b"
-	perf_rec_start "$pd" -F $((1000000000 / NS * 997 / 1000)) -e cpu-clock || lab_fail "$tag: perf record did not start"
+	perf_rec_start "$pd" -F $((1000000000 / NS * 997 / 1000)) -e cpu-clock -k CLOCK_MONOTONIC || lab_fail "$tag: perf record did not start"
 	perf_pid=$PERF_REC_PID
 	timeout 60 opcontrol --start --collector="$c" --event="TIMER:$NS" --session-dir="$S" --domains=all ||
 		lab_fail "$tag: opcontrol --start --collector=$c failed"
 	sleep 3	# the daemon's first seconds (its own start) outside the window
 	perf_rec_on "$pd" || lab_fail "$tag: perf record did not turn its events on"
+	t_on=$(date +%s.%N)
 	timeout 60 opcontrol --dump --session-dir="$S" || lab_fail "$tag: opcontrol --dump failed"
+	t_a=$(date +%s.%N)
 	cp -a "$S" "$S.a"
 	sleep "$SEC"
+	t_b0=$(date +%s.%N)
 	timeout 60 opcontrol --dump --session-dir="$S" || lab_fail "$tag: opcontrol --dump failed"
+	t_b=$(date +%s.%N)
 	# off before the copy: the copy is host work perf record would see
 	# and the dump would not
 	perf_rec_off "$pd" || lab_log "$tag: perf record did not say its events are off"
+	t_off=$(date +%s.%N)
 	cp -a "$S" "$S.b"
 	kill -INT "$perf_pid"
 	wait "$perf_pid" 2>/dev/null || true
@@ -130,13 +141,28 @@ profile() {
 	lab_summary "${tag}_window_samples" "$(awk '{ s += $2 } END { print s + 0 }' "$RESULTS/kcmp-$tag-summary.txt") (before it: $(awk '{ s += $2 } END { print s + 0 }' "$RESULTS/kcmp-$tag-summary-a.txt"))"
 	timeout 120 opreport --session-dir="$S" --domain=db >"$RESULTS/kcmp-$tag-db.txt" 2>&1 ||
 		lab_fail "$tag: opreport --domain=db failed"
-	perf_shares "$pd" "$RESULTS/kcmp-$tag-perfrec.txt" ||
+	# perf record's samples cut at the two dumps' moments (dump_time_ns of
+	# each copy's stats: the same clock), so the anchor's window is the
+	# profile's, not the wider one its events were on for
+	cut_a=$(awk '$1 == "dump_time_ns" { print $2 }' "$S.a/stats")
+	cut_b=$(awk '$1 == "dump_time_ns" { print $2 }' "$S.b/stats")
+	[ -n "$cut_a" ] && [ -n "$cut_b" ] && [ "$cut_b" -gt "$cut_a" ] ||
+		lab_fail "$tag: no dump moments in the copies' stats ('$cut_a', '$cut_b')"
+	perf_shares "$pd" "$RESULTS/kcmp-$tag-perfrec.txt" "$cut_a" "$cut_b" ||
 		lab_fail "$tag: no samples from perf record beside it: $(head -n 3 "$pd.err")"
 	lab_log "$tag ($c): samples in the window per row, and perf record's shares beside it:"
 	cat "$RESULTS/kcmp-$tag-summary.txt" "$RESULTS/kcmp-$tag-perfrec.txt"
-	# what the anchor itself saw: its samples and the records it lost
+	# what the anchor itself saw: its samples and the records it lost, and
+	# how many of them fell between the dumps
 	lab_summary "${tag}_perfrec_samples" "$(perf report -D -i "$pd" 2>/dev/null |
-		awk '/PERF_RECORD_SAMPLE\(/ { s++ } /PERF_RECORD_LOST/ { l++ } END { printf "%d (lost records %d)", s, l }')"
+		awk '/PERF_RECORD_SAMPLE\(/ { s++ } /PERF_RECORD_LOST/ { l++ } END { printf "%d (lost records %d)", s, l }'), $(perf_guest_samples_by_pid "$pd" "$cut_a" "$cut_b" |
+		awk '$1 == "total" { print $2 }') between the dumps"
+	# the windows' lengths: perf record's events on (its first to last
+	# sample), the dumps' moments, and how long each command took
+	lab_summary "${tag}_window_s" "$(perf script -F time -i "$pd" 2>/dev/null | awk -v on="$t_on" -v a="$t_a" \
+		-v b0="$t_b0" -v b="$t_b" -v off="$t_off" -v ca="$cut_a" -v cb="$cut_b" 'NR == 1 { f = $1 + 0 } { l = $1 + 0 }
+		END { printf "perf record on %.2f (samples %.2f), the dumps %.2f apart (dump a took %.2f, dump b %.2f, off %.2f)",
+			off - on, l - f, (cb - ca) / 1e9, a - on, b - b0, off - b }')"
 	lab_summary "${tag}_samples_lost" "$(awk '$1 == "samples_lost" { print $2 }' "$S/stats")"
 	rm -rf "$pd" "$S.a" "$S.b"
 }
