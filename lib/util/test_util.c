@@ -464,11 +464,11 @@ static int made_checks(const char *tmpl)
 	 * followed by a mkdirat ("x" would be made outside the root) */
 	snprintf(q + cur, sizeof(q) - cur, "/ln/x/f");
 	fd = du_nf_open_made(q, cur, O_RDWR, 0600);
-	bad |= fd != -ELOOP ? 8 : 0;
+	bad |= fd != -ELOOP ? 256 : 0;
 	if (fd >= 0)
 		close(fd);
 	snprintf(link, sizeof(link), "%s/x", tmpl);
-	bad |= access(link, F_OK) == 0 ? 32 : 0;
+	bad |= access(link, F_OK) == 0 ? 512 : 0;
 	snprintf(link, sizeof(link), "%s/outside", tmpl);
 	bad |= access(link, F_OK) == 0 ? 32 : 0;
 	snprintf(link, sizeof(link), "%s/f", tmpl);
