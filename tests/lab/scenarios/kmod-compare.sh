@@ -25,7 +25,8 @@
 # each copy) count.  Its events on from before the first dump to after the
 # second gave it 0.9 to 1.9 s more than the profile's 17 s (a command takes
 # up to a second under the emulator), most of it host work: its host share
-# came out 0.6 to 3.9 points over domprof's in 3 runs, 0.1 and 1.1 once cut.
+# came out 0.6 to 3.9 points over domprof's in 4 profiles, 0.1 to 2.7 points
+# either way in 12 once cut.
 # Must hold:
 #  - each row of the domain summary (host, web, db), as a share of all
 #    samples, under kmod and under perf within KCMP_TOL (4) points of the
@@ -79,15 +80,14 @@ share_of() {
 	awk -v d="$1" '{ t += $2 } $1 == d { v = $2 } END { if (t == 0) print "0"; else printf "%.2f", 100 * v / t }' "$2"
 }
 
-# Per-row shares (host, web, db; %, 2 decimals) in perf.data $1 between
-# the moments $3 and $4 (ns, CLOCK_MONOTONIC), written as "ROW SHARE" lines
-# to $2.
+# Per-row shares (host, web, db; %, 2 decimals) from perf_guest_samples_by_pid's
+# output $1, written as "ROW SHARE" lines to $2.
 perf_shares() {
-	perf_guest_samples_by_pid "$1" "$3" "$4" | awk -v w="$(guest_pid web)" -v d="$(guest_pid db)" '
+	awk -v w="$(guest_pid web)" -v d="$(guest_pid db)" '
 		$1 == "total" { t = $2; next }
 		$1 == w { web = $3 } $1 == d { db = $3 }
 		END { if (t == 0) exit 1
-		      printf "host %.2f\nweb %.2f\ndb %.2f\n", 100 * (t - web - db) / t, 100 * web / t, 100 * db / t }' >"$2"
+		      printf "host %.2f\nweb %.2f\ndb %.2f\n", 100 * (t - web - db) / t, 100 * web / t, 100 * db / t }' "$1" >"$2"
 }
 row_of() { awk -v r="$1" '$1 == r { print $2 }' "$2"; }
 
@@ -100,6 +100,7 @@ row_of() { awk -v r="$1" '$1 == r { print $2 }' "$2"; }
 # and the other did not.
 profile() {
 	local c=$1 tag=$2 S=/var/lib/domprof-lab/kcmp-$2 pd=/tmp/kcmp-$2.data perf_pid w
+	local t_on t_a t_b0 t_b t_off cut_a cut_b pids=$RESULTS/kcmp-$2-perfrec-pids.txt
 	rm -rf "$S" "$S.a" "$S.b"
 	perf_rec_start "$pd" -F $((1000000000 / NS * 997 / 1000)) -e cpu-clock -k CLOCK_MONOTONIC || lab_fail "$tag: perf record did not start"
 	perf_pid=$PERF_REC_PID
@@ -148,15 +149,15 @@ profile() {
 	cut_b=$(awk '$1 == "dump_time_ns" { print $2 }' "$S.b/stats")
 	[ -n "$cut_a" ] && [ -n "$cut_b" ] && [ "$cut_b" -gt "$cut_a" ] ||
 		lab_fail "$tag: no dump moments in the copies' stats ('$cut_a', '$cut_b')"
-	perf_shares "$pd" "$RESULTS/kcmp-$tag-perfrec.txt" "$cut_a" "$cut_b" ||
+	perf_guest_samples_by_pid "$pd" "$cut_a" "$cut_b" >"$pids"
+	perf_shares "$pids" "$RESULTS/kcmp-$tag-perfrec.txt" ||
 		lab_fail "$tag: no samples from perf record beside it: $(head -n 3 "$pd.err")"
 	lab_log "$tag ($c): samples in the window per row, and perf record's shares beside it:"
 	cat "$RESULTS/kcmp-$tag-summary.txt" "$RESULTS/kcmp-$tag-perfrec.txt"
 	# what the anchor itself saw: its samples and the records it lost, and
 	# how many of them fell between the dumps
 	lab_summary "${tag}_perfrec_samples" "$(perf report -D -i "$pd" 2>/dev/null |
-		awk '/PERF_RECORD_SAMPLE\(/ { s++ } /PERF_RECORD_LOST/ { l++ } END { printf "%d (lost records %d)", s, l }'), $(perf_guest_samples_by_pid "$pd" "$cut_a" "$cut_b" |
-		awk '$1 == "total" { print $2 }') between the dumps"
+		awk '/PERF_RECORD_SAMPLE\(/ { s++ } /PERF_RECORD_LOST/ { l++ } END { printf "%d (lost records %d)", s, l }'), $(awk '$1 == "total" { print $2 }' "$pids") between the dumps"
 	# the windows' lengths: perf record's events on (its first to last
 	# sample), the dumps' moments, and how long each command took
 	lab_summary "${tag}_window_s" "$(perf script -F time -i "$pd" 2>/dev/null | awk -v on="$t_on" -v a="$t_a" \
