@@ -62,7 +62,7 @@ xen_start_guest() {
 	mkdir -p "$LAB_RUN"
 	cfg=$LAB_RUN/$name.xl
 	rm -f "$LAB_RUN/$1.booted" "$XEN_CONSOLES/guest-$name.log"
-	append="console=hvc0 quiet panic=-1 dpname=$name dpwork=$work"
+	append="console=hvc0 quiet panic=-1 $LAB_L2_BOOT_ARGS dpname=$name dpwork=$work"
 	[ -n "${LAB_GUEST_APPEND:-}" ] && append="$append $LAB_GUEST_APPEND"
 	{
 		echo "name = \"$name\""

@@ -371,6 +371,23 @@ lab_fault() {
 		echo "an L2 guest's QEMU exited on its own or hung while booting"
 	fi
 }
+# A retry keeps what the failed attempt's passed parts left: lab_parts
+# (lib.sh) wrote their names to parts-passed and skips them on the fresh
+# boot, so a fault late in a run costs the part it struck, not the run.
+# Their results come back from OUT/attempt-N/, all but the attempt's own
+# logs and markers (a part that runs again writes its files anew).
+keep_passed_parts() {
+	local from=$1 f
+	[ -s "$from/parts-passed" ] || return 0
+	log "parts that passed on attempt $attempt, kept with their results: $(tr '\n' ' ' <"$from/parts-passed")"
+	for f in "$from"/* "$from"/.[!.]*; do
+		[ -e "$f" ] || continue
+		case ${f##*/} in
+		scenario.log|l1-console.log|l1-dmesg.log|qemu-l1.log|kvm_amd.log|status|heartbeat|l1-booted|run-summary.txt) ;;
+		*) cp -a "$f" "$out/" ;;
+		esac
+	done
+}
 attempt=1
 max_attempts=${LAB_ATTEMPTS:-3}
 while :; do
@@ -381,6 +398,7 @@ while :; do
 		log "$fault (a fault of the emulated SVM, not the scenario's); attempt $attempt of $max_attempts, retrying"
 		mkdir -p "$out/attempt-$attempt"
 		find "$out" -maxdepth 1 -mindepth 1 ! -name 'attempt-*' -exec mv {} "$out/attempt-$attempt/" \;
+		keep_passed_parts "$out/attempt-$attempt"
 		attempt=$((attempt + 1))
 		continue
 	fi
