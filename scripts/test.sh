@@ -43,6 +43,33 @@ build=${DP_BUILD_DIR:-$top/build}
 export DP_BUILD=$build DP_PREFIX=$build/stage/usr/local
 export DOMPROF_EVENTS_DIR=$DP_PREFIX/share/domprof/events
 
+# The lab's images (a Debian tree, then a disk and an initramfs, for each
+# kind of L1; minutes on a fresh machine, most of it debootstrap fetching
+# and unpacking packages) are built in the background while the unit
+# tests and the fuzz runs take the CPU, and waited for before the host's
+# end-to-end tests, which time their workloads.  run.sh then finds them
+# in the cache; if this build failed, it builds again and says why.
+images_pid=
+if [ $lab = 1 ]; then
+	images_log=$steplogs/lab-images.log
+	echo "lab images: building in the background (log: $images_log)"
+	(tests/lab/build-images.sh --kind kvm >/dev/null &&
+		tests/lab/build-images.sh --kind xen >/dev/null) >"$images_log" 2>&1 &
+	images_pid=$!
+	images_t0=$SECONDS
+fi
+wait_lab_images() {
+	[ -n "$images_pid" ] || return 0
+	echo "lab images: waiting for the background build"
+	if wait "$images_pid"; then
+		echo "lab images: ready ($((SECONDS - images_t0)) s since started)"
+	else
+		echo "lab images: the background build failed (the lab's steps build again):"
+		tail -n 20 "$images_log"
+	fi
+	images_pid=
+}
+
 unit_tests() {
 	# test_ctl's real-daemon case skips without perf unless told not to
 	DOMPROF_TEST_REQUIRE_PERF=1 make -C "$build" -j"$(nproc)" check >"$build/check.out" 2>&1
@@ -60,6 +87,7 @@ unit_tests() {
 }
 step "unit tests" unit_tests
 step "fuzz (short)" make -C "$build" fuzz-short
+wait_lab_images
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
 step "host end-to-end: OProfile 0.9's sequence (--init, --setup, --save, session:), --version and usage errors of every tool (issue 25)" tests/e2e/host-oprofile09.sh
 step "host end-to-end: opreport's OProfile 0.9 options (-a -e -i -x -r -n -w -f -g -d -% -D, CPU: header) by their figures, -X validated against doc/opreport.xsd (issue 25)" tests/e2e/host-opreport-opts.sh
