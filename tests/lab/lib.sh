@@ -290,10 +290,13 @@ lab_kill_all_guests() {
 # this run (run.sh retries a run that met a fault of L1 on a fresh boot,
 # and keeps that list and the parts' results): it is not run again.  Each
 # part sets up what it needs (guests, daemon, module), so one can run
-# without those before it.
+# without those before it.  A word NAME=VALUE among the parts sets that
+# variable for the parts after it (exact-all: one plan for the parts
+# without nested paging, another for those with it).
 lab_parts() {
 	local p failed= t faults reran= again
 	for p in "$@"; do
+		case $p in *=*) export "${p?}"; continue ;; esac
 		if grep -qx "$p" "$RESULTS/parts-passed" 2>/dev/null; then
 			lab_log "=== part $p: PASS on an earlier attempt of this run (not run again)"
 			continue
