@@ -28,9 +28,10 @@ LAB_RUN=${LAB_RUN:-/run/domprof}
 LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-120}
 # The agent channel's name (doc/agent-protocol.md).
 LAB_AGENT_PORT=org.domprof.agent.0
-# An L2 guest's boot, shortened (3 boots of each in one L1, seen
-# 2026-12-02: 23.9-26.2 s from QEMU's start to the ready marker by
-# default, 15.6-21.0 s so): qboot, QEMU's minimal firmware, instead of
+# An L2 guest's boot, shortened (seen 2026-12-02, from QEMU's start to
+# the ready marker: 23.9-26.2 s in 3 default boots on one L1, 18.7 and
+# 19.1 s with what is below and initramfs-init's L2 module list; 14.8 to
+# 24.0 s in a whole test command's run): qboot, QEMU's minimal firmware, instead of
 # SeaBIOS, and kernel words that skip what a lab guest does not need: the
 # AGP aperture scans of PCI configuration space (1 to 3 s of port I/O,
 # each access an exit to L1), the crypto self-tests, the NMI watchdog's
