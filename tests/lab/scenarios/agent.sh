@@ -19,6 +19,10 @@
 #  - guest kernel samples are reported against named guest kernel symbols;
 #  - SESSION/images holds one copy of the ratio binary, and both guests'
 #    image maps (domains/NAME/images) send their ratio samples to it.
+# Its guests boot the bzImage, whose decompressor randomizes where the
+# kernel lies (KASLR), so that the names of a randomized guest kernel stay
+# tested; the other parts boot the kernel's ELF, which is not (lib.sh).
+LAB_L2_KERNEL=$STAGE/l2/vmlinuz
 lab_require_kvm
 lab_check_domprof_libs
 t0=$(lab_now)
