@@ -89,7 +89,7 @@ unit_tests() {
 	return $rc
 }
 step "unit tests" unit_tests
-step "fuzz (short)" make -C "$build" fuzz-short
+step "fuzz (short)" make -C "$build" -j"$(nproc)" fuzz-short
 step "host end-to-end: known ratio vs opreport and perf" tests/e2e/host-ratio.sh
 step "host end-to-end: OProfile 0.9's sequence (--init, --setup, --save, session:), --version and usage errors of every tool (issue 25)" tests/e2e/host-oprofile09.sh
 step "host end-to-end: opreport's OProfile 0.9 options (-a -e -i -x -r -n -w -f -g -d -% -D, CPU: header) by their figures, -X validated against doc/opreport.xsd (issue 25)" tests/e2e/host-opreport-opts.sh
