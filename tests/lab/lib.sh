@@ -385,15 +385,19 @@ _lab_part_gone() {
 	done
 	lab_log "part cleanup: $1 still running after 20 s: $(pgrep -a -x "$1" | head -n 3)"
 }
-# Guests a part left running (some scenarios end with the boot).
+# Guests a part left running (some scenarios end with the boot).  A Xen
+# guest a part leaves on purpose (LAB_KEEP_GUESTS) has no pid file and
+# keeps its boot marker, so the next part does not take it for booting.
 _lab_part_clean() {
 	local left= f
 	for f in "$LAB_RUN"/*.pid; do
-		[ -f "$f" ] && left="$left $(basename "$f" .pid)"
+		[ -f "$f" ] || continue
+		left="$left $(basename "$f" .pid)"
+		rm -f "${f%.pid}.booted"
 	done
 	[ -z "$left" ] || lab_log "part $1 left guests running:$left (killed)"
 	lab_kill_all_guests
-	rm -f "$LAB_RUN"/*.started "$LAB_RUN"/*.booted
+	rm -f "$LAB_RUN"/*.started
 }
 
 # Samples in a perf.data file by host pid and cpumode, read from perf's raw
