@@ -143,14 +143,11 @@ lab_checks="smoke libvirt"
 # (hostile-guest and kmod-npt-all had boots of their own until
 # 2026-12-02; a fault of L1 now costs only the part it struck, as run.sh
 # keeps the parts that passed, so fewer and longer runs are cheap.)
-# xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line):
-# xen-smoke, xen-domains and xen-agent.
-# xen-agent-pvh (issue 26 item 4): xen-agent's checks with its guest a PVH
-# domain, on a Xen L1 with emulated nested paging (about 5 minutes).  Run
-# as a last part of xen-all's boot (2026-12-02), its ratio's looks were
-# worth 221 and 89 independent reads in two runs, against 191 to 664
-# alone, and the second run failed its ratio check: it keeps its own boot.
-lab_tests="kvm-guests exact-all kmod-all xen-all xen-agent-pvh"
+# xen-all boots the Xen kind of L1 (its "# lab-kind: xen" line) with
+# emulated nested paging: xen-smoke, xen-domains, xen-agent and
+# xen-agent-pvh (issue 26 item 4: xen-agent's checks with its guest a PVH
+# domain, which needs nested paging; a boot of its own until 2026-12-02).
+lab_tests="kvm-guests exact-all kmod-all xen-all"
 if [ $lab = 1 ]; then
 	wait_lab_images
 	lab_self_checks() {

@@ -7,7 +7,8 @@
 # HVM one (the CPL from CS says kernel or user, CR3 is a guest-physical
 # address, guest memory is read by guest frame), and its guest TSC comes
 # from its whole HVM context, a coarser read than a PV domain's.  In the
-# test command since 2026-11-30 (about 4 minutes): its same-address pair,
+# test command since 2026-11-30, as the last part of xen-all since
+# 2026-12-02 (about 4 minutes): its same-address pair,
 # 7.5 to 28.6% misattributed in five runs of 2026-11-29 (the spaces'
 # owners not learned at a millisecond of clock uncertainty), is exact now
 # that the collector reads each space's process from the guest's memory
